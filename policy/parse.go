@@ -1,0 +1,307 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads and validates the policy file at path. Errors name the file, the line and
+// the field; a missing file is ErrNoFile.
+func Load(path string) (*Policy, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("policy: %s: %w", path, ErrNoFile)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	defer f.Close()
+	p, err := Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %s:\n%w", path, err)
+	}
+	return p, nil
+}
+
+// Parse decodes and validates a policy. Unknown keys, wrong types, bad durations and
+// negative budgets are errors; the returned error is an Errors list, one FieldError
+// per problem with its line. Keys left unset take the Default* values; an explicit
+// zero is kept as zero.
+func Parse(r io.Reader) (*Policy, error) {
+	var root yaml.Node
+	if err := yaml.NewDecoder(r).Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Errors{{Field: "tools", Msg: "missing: the policy is empty"}}
+		}
+		return nil, Errors{{Field: "(file)", Msg: "not valid YAML: " + err.Error()}}
+	}
+	d := &decoder{lines: map[string]int{}}
+	p := &Policy{
+		RetryBudget:  DefaultRetryBudget,
+		RepairBudget: DefaultRepairBudget,
+		WaitBudget:   DefaultWaitBudget,
+		Backoff:      Backoff{Base: DefaultBackoffBase, Cap: DefaultBackoffCap, Jitter: DefaultJitter},
+		LoopGuard:    true,
+		ApprovalTTL:  DefaultApprovalTTL,
+	}
+	d.policy(root.Content[0], p)
+	if len(d.errs) > 0 {
+		d.errs.sort()
+		return nil, d.errs
+	}
+	if err := p.validate(d.lines); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// decoder walks the YAML tree by hand so that every error can name its field and line.
+type decoder struct {
+	errs  Errors
+	lines map[string]int
+}
+
+func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
+	d.errs = append(d.errs, &FieldError{Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// mapping calls the handler of each key in n and reports unknown and repeated keys.
+func (d *decoder) mapping(n *yaml.Node, path string, fields map[string]func(*yaml.Node, string)) {
+	if n.Kind != yaml.MappingNode {
+		if n.Tag != "!!null" {
+			d.errorf(n, orRoot(path), "want a mapping of keys, got %s", describe(n))
+		}
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		field := join(path, k.Value)
+		handle, ok := fields[k.Value]
+		switch {
+		case !ok:
+			d.errorf(k, field, "unknown key")
+		case seen[k.Value]:
+			d.errorf(k, field, "repeated key")
+		default:
+			seen[k.Value] = true
+			d.lines[field] = k.Line
+			handle(v, field)
+		}
+	}
+}
+
+func (d *decoder) policy(n *yaml.Node, p *Policy) {
+	d.mapping(n, "", map[string]func(*yaml.Node, string){
+		"tools":         func(n *yaml.Node, f string) { p.Tools = d.tools(n, f) },
+		"retry_budget":  func(n *yaml.Node, f string) { d.int(n, f, &p.RetryBudget) },
+		"repair_budget": func(n *yaml.Node, f string) { d.int(n, f, &p.RepairBudget) },
+		"wait_budget":   func(n *yaml.Node, f string) { d.duration(n, f, &p.WaitBudget) },
+		"backoff": func(n *yaml.Node, f string) {
+			d.mapping(n, f, map[string]func(*yaml.Node, string){
+				"base":   func(n *yaml.Node, f string) { d.duration(n, f, &p.Backoff.Base) },
+				"cap":    func(n *yaml.Node, f string) { d.duration(n, f, &p.Backoff.Cap) },
+				"jitter": func(n *yaml.Node, f string) { d.float(n, f, &p.Backoff.Jitter) },
+			})
+		},
+		"loop_guard":   func(n *yaml.Node, f string) { d.bool(n, f, &p.LoopGuard) },
+		"approval_ttl": func(n *yaml.Node, f string) { d.duration(n, f, &p.ApprovalTTL) },
+		"access": func(n *yaml.Node, f string) {
+			d.mapping(n, f, map[string]func(*yaml.Node, string){
+				"operators": func(n *yaml.Node, f string) { p.Access.Operators = d.ids(n, f) },
+				"approvers": func(n *yaml.Node, f string) { p.Access.Approvers = d.ids(n, f) },
+			})
+		},
+		"auto_approve": func(n *yaml.Node, f string) { p.AutoApprove = d.autoApprove(n, f) },
+	})
+}
+
+func (d *decoder) tools(n *yaml.Node, path string) map[string]Tool {
+	tools := map[string]Tool{}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "want a mapping of tool names, got %s", describe(n))
+		return tools
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name, body := n.Content[i].Value, n.Content[i+1]
+		var t Tool
+		hasSideEffect := false
+		field := join(path, name)
+		d.lines[field] = n.Content[i].Line
+		d.mapping(body, field, map[string]func(*yaml.Node, string){
+			"side_effect": func(n *yaml.Node, f string) {
+				hasSideEffect = true
+				t.SideEffect = SideEffect(d.enum(n, f, string(SideEffectNone), string(SideEffectCommitted)))
+			},
+			"approval": func(n *yaml.Node, f string) {
+				t.Approval = Approval(d.enum(n, f, string(ApprovalRequired), string(ApprovalNone)))
+			},
+		})
+		if !hasSideEffect && body.Kind == yaml.MappingNode {
+			d.errorf(n.Content[i], field+".side_effect", "missing: say %q or %q", SideEffectNone, SideEffectCommitted)
+		}
+		tools[name] = t
+	}
+	return tools
+}
+
+func (d *decoder) autoApprove(n *yaml.Node, path string) []AutoApprove {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, path, "want a list of rules, got %s", describe(n))
+		return nil
+	}
+	rules := make([]AutoApprove, 0, len(n.Content))
+	for i, item := range n.Content {
+		var r AutoApprove
+		field := fmt.Sprintf("%s[%d]", path, i)
+		d.lines[field] = item.Line
+		d.mapping(item, field, map[string]func(*yaml.Node, string){
+			"tool":  func(n *yaml.Node, f string) { r.Tool = d.string(n, f) },
+			"chats": func(n *yaml.Node, f string) { r.Chats = d.strings(n, f) },
+		})
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+func (d *decoder) scalar(n *yaml.Node, field, want string) bool {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.errorf(n, field, "want %s, got %s", want, describe(n))
+		return false
+	}
+	return true
+}
+
+func (d *decoder) int(n *yaml.Node, field string, dst *int) {
+	if !d.scalar(n, field, "a whole number") {
+		return
+	}
+	v, err := strconv.Atoi(n.Value)
+	if err != nil || n.Tag != "!!int" {
+		d.errorf(n, field, "want a whole number, got %q", n.Value)
+		return
+	}
+	*dst = v
+}
+
+func (d *decoder) float(n *yaml.Node, field string, dst *float64) {
+	if !d.scalar(n, field, "a number") {
+		return
+	}
+	v, err := strconv.ParseFloat(n.Value, 64)
+	if err != nil || (n.Tag != "!!float" && n.Tag != "!!int") {
+		d.errorf(n, field, "want a number, got %q", n.Value)
+		return
+	}
+	*dst = v
+}
+
+func (d *decoder) bool(n *yaml.Node, field string, dst *bool) {
+	if !d.scalar(n, field, "true or false") {
+		return
+	}
+	if n.Tag != "!!bool" {
+		d.errorf(n, field, "want true or false, got %q", n.Value)
+		return
+	}
+	*dst = n.Value == "true"
+}
+
+func (d *decoder) duration(n *yaml.Node, field string, dst *time.Duration) {
+	if !d.scalar(n, field, "a duration") {
+		return
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.errorf(n, field, "bad duration %q: write it like 30s, 5m or 24h", n.Value)
+		return
+	}
+	*dst = v
+}
+
+func (d *decoder) string(n *yaml.Node, field string) string {
+	if !d.scalar(n, field, "a string") {
+		return ""
+	}
+	return n.Value
+}
+
+func (d *decoder) enum(n *yaml.Node, field string, allowed ...string) string {
+	v := d.string(n, field)
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	if v != "" || n.Kind == yaml.ScalarNode {
+		d.errorf(n, field, "want one of %q, got %q", allowed, v)
+	}
+	return ""
+}
+
+func (d *decoder) strings(n *yaml.Node, field string) []string {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, field, "want a list, got %s", describe(n))
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		if v := d.string(item, fmt.Sprintf("%s[%d]", field, i)); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (d *decoder) ids(n *yaml.Node, field string) []int64 {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, field, "want a list of Telegram user ids, got %s", describe(n))
+		return nil
+	}
+	out := make([]int64, 0, len(n.Content))
+	for i, item := range n.Content {
+		v, err := strconv.ParseInt(item.Value, 10, 64)
+		if item.Kind != yaml.ScalarNode || err != nil {
+			d.errorf(item, fmt.Sprintf("%s[%d]", field, i), "want a Telegram user id, got %s", describe(item))
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return strconv.Quote(n.Value)
+	}
+	return "something else"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "(file)"
+	}
+	return path
+}

@@ -1,0 +1,277 @@
+// Package policy is the typed form of policies.yaml: which tools exist and what side
+// effect each has, the retry, repair and wait budgets, the loop guard, approval rules
+// and who may operate and approve. Loading is strict so that a typo in the file is an
+// error at start, never a silently different behaviour in production.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SideEffect is what a tool does to the world, as the policy declares it.
+type SideEffect string
+
+// The side effects a tool may declare.
+const (
+	SideEffectNone      SideEffect = "none"      // prepare_* tools: drafts, plans
+	SideEffectCommitted SideEffect = "committed" // commit_* tools: sends, posts
+)
+
+// Approval says whether a commit needs a human's tap.
+type Approval string
+
+// The approval settings a tool may declare.
+const (
+	ApprovalRequired Approval = "required"
+	ApprovalNone     Approval = "none"
+)
+
+// Tool is one tool's entry in the policy.
+type Tool struct {
+	SideEffect SideEffect `json:"side_effect"`
+	Approval   Approval   `json:"approval"`
+}
+
+// Backoff shapes the wait before an automatic retry when the service gave no
+// retry_after: Base doubled per attempt, capped at Cap, minus up to Jitter of it.
+type Backoff struct {
+	Base   time.Duration `json:"base"`
+	Cap    time.Duration `json:"cap"`
+	Jitter float64       `json:"jitter"`
+}
+
+// Access lists the Telegram user ids allowed to give commands and to approve.
+type Access struct {
+	Operators []int64 `json:"operators"`
+	Approvers []int64 `json:"approvers"`
+}
+
+// IsOperator reports whether id may give commands.
+func (a Access) IsOperator(id int64) bool { return slices.Contains(a.Operators, id) }
+
+// IsApprover reports whether id may approve or reject a commit.
+func (a Access) IsApprover(id int64) bool { return slices.Contains(a.Approvers, id) }
+
+// AutoApprove is a narrow exception to approval: Tool to one of Chats needs no tap.
+type AutoApprove struct {
+	Tool  string   `json:"tool"`
+	Chats []string `json:"chats"`
+}
+
+// Policy is the whole policy. The operator snapshots it with each task, so a policy
+// edited while a task is in flight never changes that task.
+type Policy struct {
+	Tools        map[string]Tool `json:"tools"`
+	RetryBudget  int             `json:"retry_budget"`
+	RepairBudget int             `json:"repair_budget"`
+	WaitBudget   time.Duration   `json:"wait_budget"`
+	Backoff      Backoff         `json:"backoff"`
+	LoopGuard    bool            `json:"loop_guard"`
+	ApprovalTTL  time.Duration   `json:"approval_ttl"`
+	Access       Access          `json:"access"`
+	AutoApprove  []AutoApprove   `json:"auto_approve"`
+}
+
+// Defaults for keys the file leaves unset. An explicit zero in the file is kept.
+const (
+	DefaultRetryBudget  = 2
+	DefaultRepairBudget = 1
+	DefaultWaitBudget   = 5 * time.Minute
+	DefaultBackoffBase  = time.Second
+	DefaultBackoffCap   = 30 * time.Second
+	DefaultJitter       = 0.2
+	DefaultApprovalTTL  = 24 * time.Hour
+)
+
+// Tool returns the named tool's entry and whether the policy declares it.
+func (p *Policy) Tool(name string) (Tool, bool) {
+	t, ok := p.Tools[name]
+	return t, ok
+}
+
+// ToolNames returns the declared tool names, sorted.
+func (p *Policy) ToolNames() []string {
+	names := make([]string, 0, len(p.Tools))
+	for n := range p.Tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// NeedsApproval reports whether a call of tool to target must wait for a human's tap:
+// the tool requires approval and no auto_approve rule covers the target.
+func (p *Policy) NeedsApproval(tool, target string) bool {
+	if t, ok := p.Tools[tool]; ok && (t.SideEffect == SideEffectNone || t.Approval == ApprovalNone) {
+		return false
+	}
+	for _, r := range p.AutoApprove {
+		if r.Tool == tool && slices.Contains(r.Chats, target) {
+			return false
+		}
+	}
+	return true
+}
+
+// ApplyEnv replaces the access lists with BOT_OPERATORS and BOT_APPROVERS
+// (comma-separated user ids) when they are set. It returns an error naming the
+// variable when an id is not a number, and changes nothing in that case.
+func (p *Policy) ApplyEnv(getenv func(string) string) error {
+	ops, err := envIDs(getenv, "BOT_OPERATORS")
+	if err != nil {
+		return err
+	}
+	apps, err := envIDs(getenv, "BOT_APPROVERS")
+	if err != nil {
+		return err
+	}
+	if ops != nil {
+		p.Access.Operators = ops
+	}
+	if apps != nil {
+		p.Access.Approvers = apps
+	}
+	return nil
+}
+
+func envIDs(getenv func(string) string, name string) ([]int64, error) {
+	v, ok := strings.TrimSpace(getenv(name)), getenv(name) != ""
+	if !ok {
+		return nil, nil
+	}
+	ids := []int64{}
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("policy: %s: %q is not a Telegram user id", name, f)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// Validate checks the rules that span fields. Parse calls it; a Policy built in code
+// should call it too. The error is an Errors list naming each field.
+func (p *Policy) Validate() error {
+	return p.validate(nil)
+}
+
+func (p *Policy) validate(lines map[string]int) error {
+	var errs Errors
+	add := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Line: lines[field], Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if len(p.Tools) == 0 {
+		add("tools", "missing: declare at least one tool")
+	}
+	for _, name := range p.ToolNames() {
+		validateTool(name, p.Tools[name], add)
+	}
+	for field, v := range map[string]int{"retry_budget": p.RetryBudget, "repair_budget": p.RepairBudget} {
+		if v < 0 {
+			add(field, "must not be negative, got %d", v)
+		}
+	}
+	if p.WaitBudget < 0 {
+		add("wait_budget", "must not be negative, got %s", p.WaitBudget)
+	}
+	if p.Backoff.Base <= 0 {
+		add("backoff.base", "must be positive, got %s", p.Backoff.Base)
+	}
+	if p.Backoff.Cap < p.Backoff.Base {
+		add("backoff.cap", "must be at least backoff.base (%s), got %s", p.Backoff.Base, p.Backoff.Cap)
+	}
+	if p.Backoff.Jitter < 0 || p.Backoff.Jitter >= 1 {
+		add("backoff.jitter", "must be in [0, 1), got %g", p.Backoff.Jitter)
+	}
+	if p.ApprovalTTL <= 0 {
+		add("approval_ttl", "must be positive, got %s", p.ApprovalTTL)
+	}
+	for i, r := range p.AutoApprove {
+		field := fmt.Sprintf("auto_approve[%d]", i)
+		t, ok := p.Tools[r.Tool]
+		switch {
+		case !ok:
+			add(field+".tool", "missing tool: %q is not declared under tools", r.Tool)
+		case t.SideEffect != SideEffectCommitted:
+			add(field+".tool", "%q has no side effect to approve", r.Tool)
+		}
+		if len(r.Chats) == 0 {
+			add(field+".chats", "must list at least one chat id")
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	errs.sort()
+	return errs
+}
+
+func validateTool(name string, t Tool, add func(field, format string, args ...any)) {
+	field := "tools." + name
+	switch {
+	case strings.HasPrefix(name, "prepare_"):
+		if t.SideEffect != SideEffectNone {
+			add(field+".side_effect", "a prepare_* tool must be %q, got %q", SideEffectNone, t.SideEffect)
+		}
+		if t.Approval == ApprovalRequired {
+			add(field+".approval", "a prepare_* tool has nothing to approve")
+		}
+	case strings.HasPrefix(name, "commit_"):
+		if t.SideEffect != SideEffectCommitted {
+			add(field+".side_effect", "a commit_* tool must be %q, got %q", SideEffectCommitted, t.SideEffect)
+		}
+		if t.Approval == "" {
+			add(field+".approval", "missing: say %q or %q", ApprovalRequired, ApprovalNone)
+		}
+	default:
+		add(field, "a tool name starts with prepare_ or commit_")
+	}
+}
+
+// FieldError is one problem in a policy, located by field path and, when it came
+// from a file, by line.
+type FieldError struct {
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Field, e.Msg)
+}
+
+// Errors is every problem found in one policy, in file order.
+type Errors []*FieldError
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+func (es Errors) sort() {
+	slices.SortStableFunc(es, func(a, b *FieldError) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return strings.Compare(a.Field, b.Field)
+	})
+}
+
+// ErrNoFile is returned by Load when the policy file does not exist.
+var ErrNoFile = errors.New("policy file not found")
