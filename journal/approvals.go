@@ -1,0 +1,196 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Decision is what became of an approval.
+type Decision string
+
+// The decisions. An empty Decision is an approval still waiting.
+const (
+	Pending        Decision = ""
+	DecideApprove  Decision = "approved"
+	DecideReject   Decision = "rejected"
+	DecideExpire   Decision = "expired"
+	DecideWithdraw Decision = "withdrawn"
+)
+
+// Approval is one request for a human's tap, bound to the hash of the exact payload.
+type Approval struct {
+	ID            string
+	OperationID   string
+	PayloadSHA256 string
+	Requester     int64
+	Created       time.Time
+	Expires       time.Time
+	Decision      Decision
+	DecidedBy     int64
+	DecidedAt     time.Time
+}
+
+// NewApproval returns an approval for op that expires after ttl, with a fresh id.
+// Pass it in the Move to AwaitingApproval, which stores both at once.
+func (j *Journal) NewApproval(op Operation, requester int64, ttl time.Duration) *Approval {
+	now := j.now().UTC()
+	return &Approval{ID: NewID("ap"), OperationID: op.ID, PayloadSHA256: op.PayloadSHA256,
+		Requester: requester, Created: now, Expires: now.Add(ttl)}
+}
+
+func insertApproval(ctx context.Context, tx *sql.Tx, a *Approval) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at)
+		VALUES(?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires))
+	if err != nil {
+		return fmt.Errorf("journal: create approval for %s: %w", a.OperationID, err)
+	}
+	return nil
+}
+
+const approvalColumns = `id, operation_id, payload_sha256, requester, created_at, expires_at, decision, decided_by, decided_at`
+
+func scanApproval(row interface{ Scan(...any) error }) (Approval, error) {
+	var a Approval
+	var c, e, d int64
+	err := row.Scan(&a.ID, &a.OperationID, &a.PayloadSHA256, &a.Requester, &c, &e, &a.Decision, &a.DecidedBy, &d)
+	a.Created, a.Expires, a.DecidedAt = fromMS(c), fromMS(e), fromMS(d)
+	return a, err
+}
+
+// Approval returns an approval by id, or ErrNotFound.
+func (j *Journal) Approval(ctx context.Context, id string) (Approval, error) {
+	a, err := scanApproval(j.db.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("journal: approval %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return a, fmt.Errorf("journal: approval %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// LatestApproval returns the newest approval of an operation, or ErrNotFound.
+func (j *Journal) LatestApproval(ctx context.Context, opID string) (Approval, error) {
+	a, err := scanApproval(j.db.QueryRowContext(ctx, "SELECT "+approvalColumns+
+		" FROM approvals WHERE operation_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1", opID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("journal: approval of %s: %w", opID, ErrNotFound)
+	}
+	if err != nil {
+		return a, fmt.Errorf("journal: approval of %s: %w", opID, err)
+	}
+	return a, nil
+}
+
+// Decide records the decision on an approval and moves its operation out of
+// awaiting_approval, in one transaction: the first decision wins. A later decision
+// returns ErrDecided with the approval as it was decided; a decision at or after the
+// expiry records the expiry instead and returns ErrExpired. Checking that the decider
+// may approve is the caller's job.
+func (j *Journal) Decide(ctx context.Context, id string, d Decision, by int64) (Approval, error) {
+	var a Approval
+	expired := false
+	err := j.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		a, err = scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("approval %s: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if a.Decision != Pending {
+			return ErrDecided
+		}
+		now := j.now().UTC()
+		if !now.Before(a.Expires) {
+			// Record the expiry and commit it; only the decision fails.
+			d, by, expired = DecideExpire, 0, true
+		}
+		return j.decide(ctx, tx, &a, d, by, now)
+	})
+	switch {
+	case errors.Is(err, ErrDecided):
+		return a, ErrDecided
+	case err != nil:
+		return a, fmt.Errorf("journal: decide %s: %w", id, err)
+	case expired:
+		return a, fmt.Errorf("journal: decide %s: %w", id, ErrExpired)
+	}
+	return a, nil
+}
+
+// ExpireDue records the expiry of every pending approval whose time has passed and
+// moves its operation to expired. It returns the approvals it expired.
+func (j *Journal) ExpireDue(ctx context.Context) ([]Approval, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT id FROM approvals WHERE decision = '' AND expires_at <= ?", ms(j.now()))
+	if err != nil {
+		return nil, fmt.Errorf("journal: expire approvals: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("journal: expire approvals: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	var expired []Approval
+	for _, id := range ids {
+		a, err := j.Decide(ctx, id, DecideExpire, 0)
+		if errors.Is(err, ErrDecided) {
+			continue // decided in the meantime
+		}
+		if err != nil && !errors.Is(err, ErrExpired) {
+			return expired, err
+		}
+		expired = append(expired, a)
+	}
+	return expired, nil
+}
+
+// Withdraw closes the pending approval of an operation and moves the operation from
+// awaiting_approval to cancelled, in one transaction. It returns ErrDecided when the
+// approval was decided first.
+func (j *Journal) Withdraw(ctx context.Context, opID string, reason string) error {
+	return j.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET decision = ?, decided_at = ? WHERE operation_id = ? AND decision = ''`,
+			DecideWithdraw, ms(j.now()), opID)
+		if err != nil {
+			return fmt.Errorf("journal: withdraw %s: %w", opID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrDecided
+		}
+		return j.move(ctx, tx, opID, Move{From: AwaitingApproval, To: Cancelled, Reason: reason})
+	})
+}
+
+func (j *Journal) decide(ctx context.Context, tx *sql.Tx, a *Approval, d Decision, by int64, now time.Time) error {
+	res, err := tx.ExecContext(ctx, `UPDATE approvals SET decision = ?, decided_by = ?, decided_at = ? WHERE id = ? AND decision = ''`,
+		d, by, ms(now), a.ID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return ErrDecided
+	}
+	a.Decision, a.DecidedBy, a.DecidedAt = d, by, now
+	to := map[Decision]State{DecideApprove: Approved, DecideReject: Rejected, DecideExpire: Expired}[d]
+	if to == "" {
+		return fmt.Errorf("decision %q is not approve, reject or expire", d)
+	}
+	reason := string(d)
+	if d == DecideApprove && by == 0 {
+		reason = "approved by an auto_approve rule"
+	}
+	if by != 0 {
+		reason = fmt.Sprintf("%s by %d", d, by)
+	}
+	return j.move(ctx, tx, a.OperationID, Move{From: AwaitingApproval, To: to, Reason: reason})
+}

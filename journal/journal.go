@@ -1,0 +1,210 @@
+// Package journal is the operator's write-ahead log in SQLite: tasks, operations,
+// attempts, approvals and every state transition with its reason. A state is written
+// before the action it describes, so a process that dies mid-commit comes back
+// knowing that it cannot know, and never resends.
+package journal
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Journal is an open journal. It is safe for concurrent use.
+type Journal struct {
+	db        *sql.DB
+	now       func() time.Time
+	recovered []string
+}
+
+// Option configures Open.
+type Option func(*Journal)
+
+// WithClock replaces time.Now, for tests that need a frozen or moving clock.
+func WithClock(now func() time.Time) Option { return func(j *Journal) { j.now = now } }
+
+// Open opens (creating if needed) the journal at path, applies pending migrations,
+// and moves every operation left in committing to unknown with the reason
+// crash_recovery: a process that died there cannot know whether the request took
+// effect, so the operation waits for verification and is never resent.
+func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")  // readers never block the writer
+	q.Set("_busy_timeout", "5000") // a second process (the CLI) waits instead of failing
+	q.Set("_foreign_keys", "on")   // attempts and transitions never outlive operations
+	q.Set("_synchronous", "FULL")  // a committed transition survives power loss
+	q.Set("_txlock", "immediate")  // take the write lock at BEGIN: no upgrade deadlocks
+	db, err := sql.Open("sqlite3", "file:"+file+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("journal: open %s: %w", file, err)
+	}
+	j := &Journal{db: db, now: time.Now}
+	for _, o := range opts {
+		o(j)
+	}
+	if err := j.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", file, err)
+	}
+	if err := j.recoverCommitting(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", file, err)
+	}
+	return j, nil
+}
+
+// Close closes the database.
+func (j *Journal) Close() error { return j.db.Close() }
+
+// Recovered returns the operations that Open moved from committing to unknown.
+func (j *Journal) Recovered() []string { return slices.Clone(j.recovered) }
+
+// migrate applies, in name order, each embedded migration newer than user_version,
+// each in its own transaction.
+func (j *Journal) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	var version int
+	if err := j.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	for i := version; i < len(names); i++ {
+		src, err := migrations.ReadFile(names[i])
+		if err != nil {
+			return err
+		}
+		err = j.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, string(src)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", path.Base(names[i]), err)
+		}
+	}
+	if version > len(names) {
+		return fmt.Errorf("schema version %d is newer than this binary knows (%d)", version, len(names))
+	}
+	return nil
+}
+
+func (j *Journal) recoverCommitting(ctx context.Context) error {
+	ids, err := j.idsIn(ctx, Committing)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		err := j.Move(ctx, id, Move{From: Committing, To: Unknown, Reason: "crash_recovery", AttemptOutcome: "interrupted"})
+		if err != nil {
+			return fmt.Errorf("crash recovery of %s: %w", id, err)
+		}
+		j.recovered = append(j.recovered, id)
+	}
+	return nil
+}
+
+func (j *Journal) idsIn(ctx context.Context, s State) ([]string, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT id FROM operations WHERE state = ? ORDER BY created_at, id", s)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// tx runs fn in a write transaction and commits it when fn returns nil.
+func (j *Journal) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := j.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// ms and fromMS store times as Unix milliseconds; zero stays zero.
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+const idAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
+
+// NewID returns prefix-xxxxxx with six random characters chosen to be easy to type
+// on a phone (no 0/o, 1/l/i).
+func NewID(prefix string) string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	var sb strings.Builder
+	sb.WriteString(prefix + "-")
+	for _, c := range b {
+		sb.WriteByte(idAlphabet[int(c)%len(idAlphabet)])
+	}
+	return sb.String()
+}
+
+func isUnique(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey
+}
+
+// GetMeta returns a named value, or "" when it was never set.
+func (j *Journal) GetMeta(ctx context.Context, key string) (string, error) {
+	var v string
+	err := j.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("journal: get %s: %w", key, err)
+	}
+	return v, nil
+}
+
+// SetMeta durably stores a named value.
+func (j *Journal) SetMeta(ctx context.Context, key, value string) error {
+	_, err := j.db.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", key, value)
+	if err != nil {
+		return fmt.Errorf("journal: set %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package journal_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+func open(t *testing.T, path string, now func() time.Time) *journal.Journal {
+	t.Helper()
+	j, err := journal.Open(context.Background(), path, journal.WithClock(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+func newOp(t *testing.T, j *journal.Journal) (journal.Task, journal.Operation) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := j.CreateTask(ctx, journal.Task{Requester: 7, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
+		Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task, op
+}
+
+func TestMoveEnforcesTheStateMachine(t *testing.T) {
+	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
+	ctx := context.Background()
+	_, op := newOp(t, j)
+	tests := []struct {
+		name string
+		m    journal.Move
+		want error
+	}{
+		{"skip approval", journal.Move{From: journal.Prepared, To: journal.Committing}, journal.ErrIllegalTransition},
+		{"wrong from", journal.Move{From: journal.Verified, To: journal.Approved}, journal.ErrStateChanged},
+		{"legal", journal.Move{From: journal.Prepared, To: journal.Verified, Reason: "pass"}, nil},
+		{"replayed", journal.Move{From: journal.Prepared, To: journal.Verified}, journal.ErrStateChanged},
+		{"out of final", journal.Move{From: journal.Committed, To: journal.Committing}, journal.ErrIllegalTransition},
+	}
+	for _, tt := range tests {
+		err := j.Move(ctx, op.ID, tt.m)
+		if !errors.Is(err, tt.want) && !(err == nil && tt.want == nil) {
+			t.Errorf("%s: Move = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	if err := j.Move(ctx, "op-nope", journal.Move{From: journal.Prepared, To: journal.Verified}); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("Move of an unknown id = %v, want ErrNotFound", err)
+	}
+	ts, _ := j.Transitions(ctx, op.ID)
+	if len(ts) != 2 || ts[1].Reason != "pass" {
+		t.Errorf("transitions = %+v, want created and the one legal move", ts)
+	}
+}
+
+func TestReopenMovesCommittingToUnknown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j := open(t, path, time.Now)
+	ctx := context.Background()
+	_, op := newOp(t, j)
+	for _, m := range []journal.Move{
+		{From: journal.Prepared, To: journal.Verified},
+		{From: journal.Verified, To: journal.Approved},
+		{From: journal.Approved, To: journal.Committing, StartAttempt: true},
+	} {
+		if err := j.Move(ctx, op.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	j = open(t, path, time.Now)
+	got, _ := j.Operation(ctx, op.ID)
+	if got.State != journal.Unknown || got.Attempts != 1 {
+		t.Errorf("after reopen: state %s attempts %d, want unknown 1", got.State, got.Attempts)
+	}
+	as, _ := j.Attempts(ctx, op.ID)
+	if len(as) != 1 || as[0].Outcome != "interrupted" {
+		t.Errorf("attempts = %+v, want one interrupted", as)
+	}
+	// A second open has nothing left to recover.
+	j.Close()
+	if j = open(t, path, time.Now); len(j.Recovered()) != 0 {
+		t.Errorf("second reopen recovered %v, want nothing", j.Recovered())
+	}
+}
+
+func TestDecideFirstWinsAndExpiry(t *testing.T) {
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	j := open(t, filepath.Join(t.TempDir(), "j.db"), clock)
+	ctx := context.Background()
+	pending := func() *journal.Approval {
+		_, op := newOp(t, j)
+		j.Move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Verified})
+		a := j.NewApproval(op, 7, time.Hour)
+		if err := j.Move(ctx, op.ID, journal.Move{From: journal.Verified, To: journal.AwaitingApproval, Approval: a}); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := pending()
+	if _, err := j.Decide(ctx, a.ID, journal.DecideApprove, 9); err != nil {
+		t.Fatal(err)
+	}
+	got, err := j.Decide(ctx, a.ID, journal.DecideReject, 8)
+	if !errors.Is(err, journal.ErrDecided) || got.Decision != journal.DecideApprove || got.DecidedBy != 9 {
+		t.Errorf("second decision = %+v, %v; want ErrDecided showing the first", got, err)
+	}
+	b := pending()
+	now = now.Add(time.Hour)
+	if _, err := j.Decide(ctx, b.ID, journal.DecideApprove, 9); !errors.Is(err, journal.ErrExpired) {
+		t.Errorf("late decision = %v, want ErrExpired", err)
+	}
+	if op, _ := j.Operation(ctx, b.OperationID); op.State != journal.Expired {
+		t.Errorf("state after a late decision = %s, want expired (recorded)", op.State)
+	}
+	c := pending()
+	now = now.Add(2 * time.Hour)
+	expired, err := j.ExpireDue(ctx)
+	if err != nil || len(expired) != 1 || expired[0].ID != c.ID {
+		t.Errorf("ExpireDue = %v, %v; want [%s]", expired, err, c.ID)
+	}
+}
+
+func TestBudgets(t *testing.T) {
+	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
+	ctx := context.Background()
+	task, _ := newOp(t, j) // retry_budget 2, wait 5m, repair 1
+	if err := j.SpendRetry(ctx, task.ID, 4*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SpendRetry(ctx, task.ID, 2*time.Minute); !errors.Is(err, journal.ErrWaitBudget) {
+		t.Errorf("over the wait budget = %v, want ErrWaitBudget", err)
+	}
+	if err := j.SpendRetry(ctx, task.ID, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SpendRetry(ctx, task.ID, 0); !errors.Is(err, journal.ErrRetryBudget) {
+		t.Errorf("third retry = %v, want ErrRetryBudget", err)
+	}
+	if err := j.SpendRepair(ctx, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SpendRepair(ctx, task.ID); !errors.Is(err, journal.ErrRepairBudget) {
+		t.Errorf("second repair = %v, want ErrRepairBudget", err)
+	}
+	got, _ := j.Task(ctx, task.ID)
+	if got.RetriesUsed != 2 || got.Waited != 5*time.Minute || got.RepairsUsed != 1 {
+		t.Errorf("task = %+v, want 2 retries, 5m waited, 1 repair", got)
+	}
+}
+
+func TestMeta(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j := open(t, path, time.Now)
+	ctx := context.Background()
+	if v, err := j.GetMeta(ctx, "offset"); v != "" || err != nil {
+		t.Errorf("unset = %q, %v", v, err)
+	}
+	j.SetMeta(ctx, "offset", "41")
+	j.SetMeta(ctx, "offset", "42")
+	j.Close()
+	j = open(t, path, time.Now)
+	if v, _ := j.GetMeta(ctx, "offset"); v != "42" {
+		t.Errorf("after reopen = %q, want 42", v)
+	}
+}

@@ -1,0 +1,346 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/tools"
+)
+
+// Operation is one tool call: its payload, where it stands, and what came of it.
+type Operation struct {
+	ID            string
+	TaskID        string
+	Tool          string
+	Fingerprint   string
+	Payload       tools.Payload
+	PayloadSHA256 string
+	// Fix is the repair by schema applied to deliveries of this payload, if any.
+	Fix      *tools.Fix
+	State    State
+	Attempts int
+	// RetryAt is when a scheduled retry is due, while State is RetryWait.
+	RetryAt  time.Time
+	Result   *tools.Result
+	Envelope string
+	Created  time.Time
+	Updated  time.Time
+}
+
+// CreateOperation stores a new operation in state prepared, with the transition that
+// created it, and returns it with its id and times set. The payload hash is computed
+// here, from the payload stored.
+func (j *Journal) CreateOperation(ctx context.Context, o Operation, reason string) (Operation, error) {
+	payload, err := json.Marshal(o.Payload)
+	if err != nil {
+		return o, fmt.Errorf("journal: create operation: %w", err)
+	}
+	o.State, o.PayloadSHA256 = Prepared, o.Payload.SHA256()
+	o.Created = j.now().UTC()
+	o.Updated = o.Created
+	for range 5 {
+		o.ID = NewID("op")
+		err = j.tx(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO operations(id, task_id, tool, fingerprint, payload, payload_sha256, state, created_at, updated_at)
+				VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, o.TaskID, o.Tool, o.Fingerprint, payload, o.PayloadSHA256, o.State, ms(o.Created), ms(o.Created))
+			if err != nil {
+				return err
+			}
+			return logTransition(ctx, tx, o.ID, "", Prepared, reason, o.Created)
+		})
+		if !isUnique(err) {
+			break
+		}
+	}
+	if err != nil {
+		return o, fmt.Errorf("journal: create operation: %w", err)
+	}
+	return o, nil
+}
+
+// Move is one transition of an operation with the facts recorded along with it, all
+// in one transaction.
+type Move struct {
+	From, To State
+	Reason   string
+	// Result, when set, replaces the operation's last result.
+	Result *tools.Result
+	// RetryAt is stored with a move to RetryWait: a restart resumes the wait.
+	RetryAt time.Time
+	// Envelope, when set, records the vault note of the operation.
+	Envelope string
+	// Fix, when set, records a repair by schema.
+	Fix *tools.Fix
+	// Payload, when set, replaces the payload (a re-prepare); its hash changes.
+	Payload *tools.Payload
+	// StartAttempt opens a new attempt row: set it on every move to Committing,
+	// which is written before the request leaves the process.
+	StartAttempt bool
+	// AttemptOutcome closes the open attempt with this outcome and AttemptDetail.
+	AttemptOutcome, AttemptDetail string
+	// Approval, when set, is created with the move (to AwaitingApproval).
+	Approval *Approval
+}
+
+// Move applies m to operation id if the operation is in m.From. It returns
+// ErrIllegalTransition for a move the state machine forbids, ErrStateChanged when the
+// operation is no longer in m.From, and ErrNotFound for an unknown id.
+func (j *Journal) Move(ctx context.Context, id string, m Move) error {
+	return j.tx(ctx, func(tx *sql.Tx) error { return j.move(ctx, tx, id, m) })
+}
+
+func (j *Journal) move(ctx context.Context, tx *sql.Tx, id string, m Move) error {
+	if !CanMove(m.From, m.To) {
+		return fmt.Errorf("journal: move %s: %w", id, illegal(m.From, m.To))
+	}
+	now := j.now().UTC()
+	set, args := []string{"state = ?", "updated_at = ?"}, []any{m.To, ms(now)}
+	add := func(col string, v any) { set, args = append(set, col+" = ?"), append(args, v) }
+	if m.Result != nil {
+		add("result", mustJSON(m.Result))
+	}
+	add("retry_at", ms(m.RetryAt))
+	if m.Envelope != "" {
+		add("envelope", m.Envelope)
+	}
+	if m.Fix != nil {
+		add("fix", mustJSON(m.Fix))
+	}
+	if m.Payload != nil {
+		add("payload", mustJSON(m.Payload))
+		add("payload_sha256", m.Payload.SHA256())
+	}
+	if m.StartAttempt {
+		set = append(set, "attempts = attempts + 1")
+	}
+	args = append(args, id, m.From)
+	res, err := tx.ExecContext(ctx, "UPDATE operations SET "+strings.Join(set, ", ")+" WHERE id = ? AND state = ?", args...)
+	if err != nil {
+		return fmt.Errorf("journal: move %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return j.whyNotMoved(ctx, tx, id, m)
+	}
+	if err := logTransition(ctx, tx, id, m.From, m.To, m.Reason, now); err != nil {
+		return fmt.Errorf("journal: move %s: %w", id, err)
+	}
+	return j.recordAttempt(ctx, tx, id, m, now)
+}
+
+func (j *Journal) whyNotMoved(ctx context.Context, tx *sql.Tx, id string, m Move) error {
+	var state State
+	err := tx.QueryRowContext(ctx, "SELECT state FROM operations WHERE id = ?", id).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("journal: operation %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("journal: move %s: %w", id, err)
+	}
+	return fmt.Errorf("journal: move %s %s -> %s: %w (it is %s)", id, m.From, m.To, ErrStateChanged, state)
+}
+
+func (j *Journal) recordAttempt(ctx context.Context, tx *sql.Tx, id string, m Move, now time.Time) error {
+	if m.AttemptOutcome != "" {
+		_, err := tx.ExecContext(ctx, `UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?
+			WHERE operation_id = ? AND n = (SELECT attempts FROM operations WHERE id = ?)`,
+			ms(now), m.AttemptOutcome, m.AttemptDetail, id, id)
+		if err != nil {
+			return fmt.Errorf("journal: finish attempt of %s: %w", id, err)
+		}
+	}
+	if m.StartAttempt {
+		_, err := tx.ExecContext(ctx, `INSERT INTO attempts(operation_id, n, started_at)
+			SELECT id, attempts, ? FROM operations WHERE id = ?`, ms(now), id)
+		if err != nil {
+			return fmt.Errorf("journal: start attempt of %s: %w", id, err)
+		}
+	}
+	if m.Approval != nil {
+		return insertApproval(ctx, tx, m.Approval)
+	}
+	return nil
+}
+
+func logTransition(ctx context.Context, tx *sql.Tx, id string, from, to State, reason string, at time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?)`,
+		id, from, to, reason, ms(at))
+	return err
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("journal: marshal %T: %v", v, err)) // only our own plain structs reach here
+	}
+	return string(b)
+}
+
+const opColumns = `id, task_id, tool, fingerprint, payload, payload_sha256, fix, state, attempts, retry_at, result, envelope, created_at, updated_at`
+
+func scanOperation(row interface{ Scan(...any) error }) (Operation, error) {
+	var o Operation
+	var payload, fix, result string
+	var retryAt, created, updated int64
+	err := row.Scan(&o.ID, &o.TaskID, &o.Tool, &o.Fingerprint, &payload, &o.PayloadSHA256, &fix, &o.State,
+		&o.Attempts, &retryAt, &result, &o.Envelope, &created, &updated)
+	if err != nil {
+		return o, err
+	}
+	if err := json.Unmarshal([]byte(payload), &o.Payload); err != nil {
+		return o, fmt.Errorf("payload of %s: %w", o.ID, err)
+	}
+	if fix != "" {
+		o.Fix = new(tools.Fix)
+		if err := json.Unmarshal([]byte(fix), o.Fix); err != nil {
+			return o, fmt.Errorf("fix of %s: %w", o.ID, err)
+		}
+	}
+	if result != "" {
+		o.Result = new(tools.Result)
+		if err := json.Unmarshal([]byte(result), o.Result); err != nil {
+			return o, fmt.Errorf("result of %s: %w", o.ID, err)
+		}
+	}
+	o.RetryAt, o.Created, o.Updated = fromMS(retryAt), fromMS(created), fromMS(updated)
+	return o, nil
+}
+
+// Operation returns an operation by id, or ErrNotFound.
+func (j *Journal) Operation(ctx context.Context, id string) (Operation, error) {
+	o, err := scanOperation(j.db.QueryRowContext(ctx, "SELECT "+opColumns+" FROM operations WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, fmt.Errorf("journal: operation %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return o, fmt.Errorf("journal: operation %s: %w", id, err)
+	}
+	return o, nil
+}
+
+// Filter selects operations. Zero fields select everything.
+type Filter struct {
+	States      []State
+	TaskID      string
+	Fingerprint string
+	Target      string
+	Since       time.Time
+	Limit       int
+}
+
+// Operations returns the operations that match f, newest first.
+func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error) {
+	where, args := []string{"1=1"}, []any{}
+	if len(f.States) > 0 {
+		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
+		for _, s := range f.States {
+			args = append(args, s)
+		}
+	}
+	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, "json_extract(payload, '$.target')": f.Target} {
+		if v != "" {
+			where, args = append(where, col+" = ?"), append(args, v)
+		}
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, ms(f.Since))
+	}
+	query := "SELECT " + opColumns + " FROM operations WHERE " + strings.Join(where, " AND ") + " ORDER BY created_at DESC, rowid DESC"
+	if f.Limit > 0 {
+		query += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := j.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("journal: list operations: %w", err)
+	}
+	defer rows.Close()
+	var ops []Operation
+	for rows.Next() {
+		o, err := scanOperation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("journal: list operations: %w", err)
+		}
+		ops = append(ops, o)
+	}
+	return ops, rows.Err()
+}
+
+// Transition is one row of the audit log.
+type Transition struct {
+	From, To State
+	Reason   string
+	At       time.Time
+}
+
+// Transitions returns the audit log of one operation, oldest first.
+func (j *Journal) Transitions(ctx context.Context, id string) ([]Transition, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT from_state, to_state, reason, at FROM transitions WHERE operation_id = ? ORDER BY seq", id)
+	if err != nil {
+		return nil, fmt.Errorf("journal: transitions of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var ts []Transition
+	for rows.Next() {
+		var t Transition
+		var at int64
+		if err := rows.Scan(&t.From, &t.To, &t.Reason, &at); err != nil {
+			return nil, fmt.Errorf("journal: transitions of %s: %w", id, err)
+		}
+		t.At = fromMS(at)
+		ts = append(ts, t)
+	}
+	return ts, rows.Err()
+}
+
+// Attempt is one time a commit's request was about to leave the process.
+type Attempt struct {
+	N               int
+	Started, Ended  time.Time
+	Outcome, Detail string
+}
+
+// Attempts returns the attempts of one operation, in order.
+func (j *Journal) Attempts(ctx context.Context, id string) ([]Attempt, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT n, started_at, finished_at, outcome, detail FROM attempts WHERE operation_id = ? ORDER BY n", id)
+	if err != nil {
+		return nil, fmt.Errorf("journal: attempts of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var as []Attempt
+	for rows.Next() {
+		var a Attempt
+		var s, e int64
+		if err := rows.Scan(&a.N, &s, &e, &a.Outcome, &a.Detail); err != nil {
+			return nil, fmt.Errorf("journal: attempts of %s: %w", id, err)
+		}
+		a.Started, a.Ended = fromMS(s), fromMS(e)
+		as = append(as, a)
+	}
+	return as, rows.Err()
+}
+
+// SetResult records the last result of an operation without changing its state, for
+// outcomes whose state moved with another record (an approval's decision).
+func (j *Journal) SetResult(ctx context.Context, id string, r tools.Result) error {
+	return j.set(ctx, id, "result", mustJSON(r))
+}
+
+// SetEnvelope records where the vault note of an operation is.
+func (j *Journal) SetEnvelope(ctx context.Context, id, path string) error {
+	return j.set(ctx, id, "envelope", path)
+}
+
+func (j *Journal) set(ctx context.Context, id, col, v string) error {
+	res, err := j.db.ExecContext(ctx, "UPDATE operations SET "+col+" = ?, updated_at = ? WHERE id = ?", v, ms(j.now()), id)
+	if err != nil {
+		return fmt.Errorf("journal: set %s of %s: %w", col, id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("journal: operation %s: %w", id, ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// State is where an operation stands. The legal moves between states live in edges
+// and nowhere else.
+type State string
+
+// The states of an operation.
+const (
+	Prepared         State = "prepared"
+	Verified         State = "verified"
+	AwaitingApproval State = "awaiting_approval"
+	Approved         State = "approved"
+	Rejected         State = "rejected"
+	Expired          State = "expired"
+	Committing       State = "committing"
+	RetryWait        State = "retry_wait"
+	Committed        State = "committed"
+	Unknown          State = "unknown"
+	NotDelivered     State = "not_delivered"
+	Failed           State = "failed"
+	Cancelled        State = "cancelled"
+)
+
+// edges is the state machine. Committing -> Approved is a repair by schema (the same
+// approved payload, delivered differently); NotDelivered -> AwaitingApproval or
+// Approved is a retry after a human verified that the first send did not arrive.
+var edges = map[State][]State{
+	"":               {Prepared},
+	Prepared:         {Verified, Failed, Cancelled},
+	Verified:         {AwaitingApproval, Approved, Failed, Cancelled},
+	AwaitingApproval: {Approved, Rejected, Expired, Cancelled},
+	Approved:         {Committing, Failed, Cancelled},
+	Committing:       {Committed, Unknown, Failed, RetryWait, Approved},
+	RetryWait:        {Committing, Failed, Cancelled},
+	Unknown:          {Committed, NotDelivered},
+	NotDelivered:     {AwaitingApproval, Approved, Cancelled},
+}
+
+// CanMove reports whether from -> to is a legal transition.
+func CanMove(from, to State) bool { return slices.Contains(edges[from], to) }
+
+// Final reports whether nothing more will happen to an operation in s on its own.
+func (s State) Final() bool {
+	switch s {
+	case Committed, Rejected, Expired, Failed, Cancelled:
+		return true
+	}
+	return false
+}
+
+// Errors of the journal.
+var (
+	ErrNotFound          = errors.New("not found")
+	ErrIllegalTransition = errors.New("illegal transition")
+	// ErrStateChanged means another writer moved the operation first.
+	ErrStateChanged = errors.New("operation state changed")
+	// ErrDecided means the approval was already decided: the first decision won.
+	ErrDecided = errors.New("approval already decided")
+	// ErrExpired means the approval expired before the decision.
+	ErrExpired       = errors.New("approval expired")
+	ErrRetryBudget   = errors.New("retry budget spent")
+	ErrWaitBudget    = errors.New("wait budget spent")
+	ErrRepairBudget  = errors.New("repair budget spent")
+	errNoRowsChanged = errors.New("no rows changed")
+)
+
+func illegal(from, to State) error {
+	return fmt.Errorf("%w: %s -> %s", ErrIllegalTransition, orNone(from), to)
+}
+
+func orNone(s State) State {
+	if s == "" {
+		return "(new)"
+	}
+	return s
+}

@@ -1,0 +1,133 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+// Resume picks up what a previous process left: approved operations not yet
+// attempted, scheduled retries (each waits only what is left of its wait), and
+// unknown operations without an envelope. The work runs in the background; each
+// outcome goes to Options.Notify. Wait blocks until it is done.
+func (o *Operator) Resume(ctx context.Context) error {
+	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{States: []journal.State{journal.Approved, journal.RetryWait, journal.Unknown}})
+	if err != nil {
+		return fmt.Errorf("operator: resume: %w", err)
+	}
+	for _, op := range ops {
+		if op.State == journal.Unknown {
+			if op.Envelope == "" {
+				o.envelope(ctx, op.ID, "outcome unknown: "+lastReason(ctx, o.opts.Journal, op.ID))
+			}
+			continue
+		}
+		o.wg.Add(1)
+		go func(id string) {
+			defer o.wg.Done()
+			r, err := o.run(ctx, id)
+			if err != nil && ctx.Err() == nil {
+				o.opts.Logger.Error("resumed operation failed", "op", id, "err", err)
+			}
+			if err == nil && o.opts.Notify != nil {
+				o.opts.Notify(ctx, id, r)
+			}
+		}(op.ID)
+	}
+	return nil
+}
+
+// Wait blocks until the work Resume started has finished.
+func (o *Operator) Wait() { o.wg.Wait() }
+
+func lastReason(ctx context.Context, j *journal.Journal, id string) string {
+	ts, err := j.Transitions(ctx, id)
+	if err != nil || len(ts) == 0 {
+		return "no record"
+	}
+	return ts[len(ts)-1].Reason
+}
+
+// PendingApproval returns the approval an operation is waiting on, or
+// journal.ErrNotFound when it waits on none.
+func (o *Operator) PendingApproval(ctx context.Context, opID string) (journal.Approval, error) {
+	a, err := o.opts.Journal.LatestApproval(ctx, opID)
+	if err == nil && a.Decision != journal.Pending {
+		err = fmt.Errorf("operator: %s: %w", opID, journal.ErrNotFound)
+	}
+	return a, err
+}
+
+// Resolve records what a human verified about an operation whose outcome was
+// unknown: delivered makes it committed; not delivered allows a Retry. Anything but
+// an unknown operation returns ErrNotResolvable.
+func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by string) (tools.Result, error) {
+	to, r := journal.NotDelivered, tools.Result{Status: tools.StatusRetryable, OperationID: opID, SideEffect: tools.SideEffectNone,
+		NextAction: tools.NextRetry, Reason: "resolved not delivered by " + by + "; /retry " + opID + " sends it again"}
+	if delivered {
+		to, r = journal.Committed, tools.Result{Status: tools.StatusSucceeded, OperationID: opID, SideEffect: tools.SideEffectCommitted,
+			NextAction: tools.NextNone, Reason: "resolved delivered by " + by}
+	}
+	err := o.opts.Journal.Move(ctx, opID, journal.Move{From: journal.Unknown, To: to, Reason: "resolved by " + by, Result: &r})
+	if errors.Is(err, journal.ErrStateChanged) {
+		return tools.Result{}, fmt.Errorf("operator: %s: %w", opID, ErrNotResolvable)
+	}
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	return r, nil
+}
+
+// Retry commits again, under the same operation id, an operation a human verified
+// was not delivered, asking for approval again when the task's policy says so. An
+// unknown outcome, a delivered one, or any other state returns ErrNotRetryable with
+// the reason: nothing is resent on a guess.
+func (o *Operator) Retry(ctx context.Context, opID string) (tools.Result, error) {
+	op, err := o.opts.Journal.Operation(ctx, opID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	switch op.State {
+	case journal.NotDelivered:
+	case journal.Unknown:
+		return tools.Result{}, fmt.Errorf("operator: %s has an unknown outcome; verify and /resolve it first: %w", opID, ErrNotRetryable)
+	case journal.Committed:
+		return tools.Result{}, fmt.Errorf("operator: %s was delivered: %w", opID, ErrNotRetryable)
+	default:
+		return tools.Result{}, fmt.Errorf("operator: %s is %s: %w", opID, op.State, ErrNotRetryable)
+	}
+	task, err := o.opts.Journal.Task(ctx, op.TaskID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	return o.gate(ctx, task, op, journal.NotDelivered)
+}
+
+// Cancel stops an operation that has not reached the world: one waiting for
+// approval, approved but not attempted, waiting to retry, or resolved not delivered.
+func (o *Operator) Cancel(ctx context.Context, opID string, by string) (tools.Result, error) {
+	op, err := o.opts.Journal.Operation(ctx, opID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	reason := "cancelled by " + by
+	switch op.State {
+	case journal.AwaitingApproval:
+		err = o.opts.Journal.Withdraw(ctx, opID, reason)
+	case journal.Prepared, journal.Verified, journal.Approved, journal.RetryWait, journal.NotDelivered:
+		err = o.opts.Journal.Move(ctx, opID, journal.Move{From: op.State, To: journal.Cancelled, Reason: reason})
+	default:
+		return tools.Result{}, fmt.Errorf("operator: %s is %s: %w", opID, op.State, ErrNotCancelable)
+	}
+	if errors.Is(err, journal.ErrStateChanged) || errors.Is(err, journal.ErrDecided) {
+		return tools.Result{}, fmt.Errorf("operator: %s moved on before the cancel: %w", opID, ErrNotCancelable)
+	}
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	r := stopResult(report(reason+"; nothing was sent", "", ""))
+	return o.finish(ctx, opID, r)
+}

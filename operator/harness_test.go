@@ -1,0 +1,222 @@
+package operator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// fakeClock advances by exactly what it is asked to sleep, and records each wait.
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+	// onSleep, when set, runs at the start of every Sleep (a test ends the context
+	// there to stand for a process that dies while it waits).
+	onSleep func()
+}
+
+func newClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if c.onSleep != nil {
+		c.onSleep()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waits = append(c.waits, d)
+	if d > 0 {
+		c.now = c.now.Add(d)
+	}
+	return nil
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func (c *fakeClock) Waits() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.waits...)
+}
+
+// scriptSender is the world's edge for these tests: it answers each send with the
+// next scripted error (nil is a delivery) and records what it was asked to send.
+// After the script it repeats the last entry, so "every 429" is one entry.
+type scriptSender struct {
+	mu     sync.Mutex
+	script []error
+	sent   []tools.Message
+}
+
+func (s *scriptSender) Send(ctx context.Context, m tools.Message) (tools.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, m)
+	var err error
+	if n := len(s.sent) - 1; n < len(s.script) {
+		err = s.script[n]
+	} else if len(s.script) > 0 {
+		err = s.script[len(s.script)-1]
+	}
+	if err != nil {
+		return tools.Delivery{}, err
+	}
+	return tools.Delivery{ChatID: m.Target, MessageID: int64(100 + len(s.sent))}, nil
+}
+
+func (s *scriptSender) Sent() []tools.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]tools.Message(nil), s.sent...)
+}
+
+const (
+	operatorID = 1
+	approverID = 2
+	strangerID = 3
+)
+
+type harness struct {
+	t      *testing.T
+	file   string
+	clock  *fakeClock
+	sender *scriptSender
+	pol    *policy.Policy
+	j      *journal.Journal
+	op     *operator.Operator
+}
+
+func testPolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []int64{operatorID}, Approvers: []int64{operatorID, approverID}}
+	return p
+}
+
+func newHarness(t *testing.T, script ...error) *harness {
+	t.Helper()
+	h := &harness{t: t, file: filepath.Join(t.TempDir(), "journal.db"), clock: newClock(),
+		sender: &scriptSender{script: script}, pol: testPolicy(t)}
+	h.open()
+	return h
+}
+
+// open (re)opens the journal and builds an operator over it, as a process start does.
+func (h *harness) open() {
+	h.t.Helper()
+	j, err := journal.Open(context.Background(), h.file, journal.WithClock(h.clock.Now))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { j.Close() })
+	reg, err := tools.NewRegistry(h.pol, h.sender)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Clock: h.clock, Rand: func() float64 { return 0.5 }})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.j, h.op = j, op
+}
+
+func sendArgs(chat, text string) json.RawMessage {
+	b, _ := json.Marshal(tools.SendArgs{ChatID: chat, Text: text})
+	return b
+}
+
+// send starts a task and calls commit_send_message; it must end pending.
+func (h *harness) send(chat, text string) (taskID, opID string) {
+	h.t.Helper()
+	ctx := context.Background()
+	task, err := h.op.StartTask(ctx, operatorID, "1", "send")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := h.op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: sendArgs(chat, text)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if r.Status != tools.StatusPending {
+		h.t.Fatalf("Call = %+v, want pending", r)
+	}
+	return task.ID, r.OperationID
+}
+
+func (h *harness) approval(opID string) string {
+	h.t.Helper()
+	a, err := h.op.PendingApproval(context.Background(), opID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return a.ID
+}
+
+// path returns the operation's states in the order the audit log recorded them.
+func (h *harness) states(opID string) []journal.State {
+	h.t.Helper()
+	ts, err := h.j.Transitions(context.Background(), opID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var states []journal.State
+	for _, tr := range ts {
+		states = append(states, tr.To)
+	}
+	return states
+}
+
+func (h *harness) state(opID string) journal.State {
+	h.t.Helper()
+	op, err := h.j.Operation(context.Background(), opID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return op.State
+}
+
+func fmtStates(s []journal.State) string { return fmt.Sprint(s) }
+
+func callSend(chat, text string) operator.Call {
+	return operator.Call{Tool: "commit_send_message", Args: sendArgs(chat, text)}
+}
+
+func policyRule(tool string, chats ...string) policy.AutoApprove {
+	return policy.AutoApprove{Tool: tool, Chats: chats}
+}
+
+func mustRegistry(t *testing.T, h *harness) *tools.Registry {
+	t.Helper()
+	reg, err := tools.NewRegistry(h.pol, h.sender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}

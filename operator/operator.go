@@ -1,0 +1,246 @@
+// Package operator is the runtime between a caller (a person's command, a model) and
+// the world: one tool call goes through the loop guard, budgets, prepare, the
+// verifier, approval, a write-ahead commit and the decision table, and ends in one
+// normalized result. Every step is journaled before it happens.
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/verifier"
+)
+
+// Clock tells the time and waits. Tests replace it to assert waits without sleeping.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits for d or until ctx is done, whichever is first, and returns
+	// ctx.Err() in the second case.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Verifier checks a prepared payload before anyone is asked to approve it.
+type Verifier interface {
+	Check(ctx context.Context, in verifier.Input) verifier.Verdict
+}
+
+// Envelopes records an operation whose outcome is unknown where a follow-up session
+// will find it, and returns where it put the record.
+type Envelopes interface {
+	Unknown(ctx context.Context, op journal.Operation, why string) (string, error)
+}
+
+// Options are the operator's dependencies. Journal, Tools and Policy are required.
+type Options struct {
+	Journal *journal.Journal
+	Tools   *tools.Registry
+	// Policy is the policy in force for tasks started from now on.
+	Policy    *policy.Policy
+	Verifier  Verifier  // nil: every payload passes
+	Envelopes Envelopes // nil: unknown outcomes are journaled only
+	// Notify hears the outcome of work that finishes outside a caller's request:
+	// resumed retries after a restart. It may be nil.
+	Notify func(ctx context.Context, opID string, r tools.Result)
+	Clock  Clock          // nil: the real clock
+	Rand   func() float64 // nil: math/rand; the jitter's source
+	Logger *slog.Logger   // nil: slog.Default()
+}
+
+// Operator runs tool calls. It is safe for concurrent use.
+type Operator struct {
+	opts Options
+	wg   sync.WaitGroup
+}
+
+// Errors a caller of the operator acts on. Failures of a tool call are results, not
+// errors; these are refusals of the request itself.
+var (
+	ErrUnknownTool   = errors.New("no such tool")
+	ErrNotApprover   = errors.New("not an approver")
+	ErrDecided       = errors.New("already decided")
+	ErrNotRetryable  = errors.New("operation cannot be retried")
+	ErrNotResolvable = errors.New("operation has no unknown outcome to resolve")
+	ErrNotCancelable = errors.New("operation cannot be cancelled")
+)
+
+// New returns an operator over the given dependencies.
+func New(o Options) (*Operator, error) {
+	if o.Journal == nil || o.Tools == nil || o.Policy == nil {
+		return nil, errors.New("operator: Journal, Tools and Policy are required")
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Operator{opts: o}, nil
+}
+
+// StartTask opens a task for requester under a snapshot of the policy in force.
+func (o *Operator) StartTask(ctx context.Context, requester int64, chat, summary string) (journal.Task, error) {
+	return o.opts.Journal.CreateTask(ctx, journal.Task{Requester: requester, Chat: chat, Summary: summary, Policy: o.opts.Policy})
+}
+
+// Call is one tool call by name with JSON arguments.
+type Call struct {
+	Tool string
+	Args json.RawMessage
+}
+
+// Call runs one tool call within a task. A prepare_* call ends at once; a commit_*
+// call that needs approval ends pending, and Decide continues it; an auto-approved
+// commit runs to its outcome. Failures of the call are in the result; the error is
+// for a broken operator or an unknown tool.
+func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Result, error) {
+	task, err := o.opts.Journal.Task(ctx, taskID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	tool, ok := o.opts.Tools.Get(c.Tool)
+	if !ok || !hasTool(task.Policy, c.Tool) {
+		return tools.Result{}, fmt.Errorf("operator: %q: %w", c.Tool, ErrUnknownTool)
+	}
+	fp := tools.Fingerprint(c.Tool, c.Args)
+	if r, stop, err := o.guard(ctx, task, fp); stop || err != nil {
+		if err != nil {
+			return r, err
+		}
+		return o.refuse(ctx, task, c.Tool, fp, r)
+	}
+	payload, err := tool.Prepare(c.Args)
+	var argsErr *tools.ArgsError
+	if errors.As(err, &argsErr) {
+		return o.refuse(ctx, task, c.Tool, fp, repairable(argsErr.Reason))
+	}
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: prepare %s: %w", c.Tool, err)
+	}
+	op, err := o.opts.Journal.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: c.Tool, Fingerprint: fp, Payload: payload}, "prepared")
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	if _, commits := tool.(tools.Committer); !commits {
+		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone, Draft: payload.Text}
+		return r, nil
+	}
+	return o.verifyAndGate(ctx, task, op)
+}
+
+func hasTool(p *policy.Policy, name string) bool {
+	_, ok := p.Tool(name)
+	return ok
+}
+
+// refuse journals a call that was stopped before it was prepared, so that the audit
+// log shows every call, and returns the result with the operation's id.
+func (o *Operator) refuse(ctx context.Context, task journal.Task, tool, fp string, r tools.Result) (tools.Result, error) {
+	op, err := o.opts.Journal.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: tool, Fingerprint: fp}, "call received")
+	if err != nil {
+		return r, fmt.Errorf("operator: %w", err)
+	}
+	r.OperationID = op.ID
+	if err := o.opts.Journal.Move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: r.Reason, Result: &r}); err != nil {
+		return r, fmt.Errorf("operator: %w", err)
+	}
+	return r, nil
+}
+
+// guard applies the loop rule: the same call again after it failed, or while an
+// earlier send of it has an unknown outcome, stops the task.
+func (o *Operator) guard(ctx context.Context, task journal.Task, fp string) (tools.Result, bool, error) {
+	if !task.Policy.LoopGuard {
+		return tools.Result{}, false, nil
+	}
+	prior, err := o.opts.Journal.Operations(ctx, journal.Filter{TaskID: task.ID, Fingerprint: fp,
+		States: []journal.State{journal.Failed, journal.Unknown}, Limit: 1})
+	if err != nil {
+		return tools.Result{}, false, fmt.Errorf("operator: loop guard: %w", err)
+	}
+	if len(prior) == 0 {
+		return tools.Result{}, false, nil
+	}
+	r := stopResult(report(
+		fmt.Sprintf("the same call with the same arguments already ended in %s as %s", prior[0].State, prior[0].ID),
+		"",
+		"change the request, or verify and resolve the earlier operation",
+	))
+	r.Reason = "possible doom loop: " + r.Reason
+	return r, true, nil
+}
+
+// verifyAndGate runs the verifier and then asks for approval, or auto-approves.
+func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op journal.Operation) (tools.Result, error) {
+	v := verifier.Verdict{Decision: verifier.Pass}
+	if o.opts.Verifier != nil {
+		v = o.opts.Verifier.Check(ctx, verifier.Input{Tool: op.Tool, Action: op.Payload.Action,
+			Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode})
+	}
+	if v.Decision != verifier.Pass {
+		r := repairable("verifier: " + v.Summary())
+		if v.Decision == verifier.Stop {
+			r = stopResult("verifier: " + v.Summary())
+		}
+		r.OperationID = op.ID
+		return r, o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: r.Reason, Result: &r})
+	}
+	if err := o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Verified, Reason: "verifier: " + v.Summary()}); err != nil {
+		return tools.Result{}, err
+	}
+	return o.gate(ctx, task, op, journal.Verified)
+}
+
+// gate moves a verified (or not-delivered) operation to awaiting approval, or
+// straight to approved and on to the commit when a rule auto-approves it.
+func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (tools.Result, error) {
+	if !task.Policy.NeedsApproval(op.Tool, op.Payload.Target) {
+		a := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
+		if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.AwaitingApproval, Reason: "approval requested", Approval: a}); err != nil {
+			return tools.Result{}, err
+		}
+		if _, err := o.opts.Journal.Decide(ctx, a.ID, journal.DecideApprove, 0); err != nil && !errors.Is(err, journal.ErrDecided) {
+			return tools.Result{}, fmt.Errorf("operator: auto-approve %s: %w", op.ID, err)
+		}
+		return o.run(ctx, op.ID)
+	}
+	a := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
+	if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.AwaitingApproval, Reason: "approval requested", Approval: a}); err != nil {
+		return tools.Result{}, err
+	}
+	return tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared,
+		NextAction: tools.NextAwaitApproval, Reason: fmt.Sprintf("awaiting approval %s until %s", a.ID, a.Expires.Format(time.RFC3339))}, nil
+}
+
+func (o *Operator) move(ctx context.Context, id string, m journal.Move) error {
+	if err := o.opts.Journal.Move(ctx, id, m); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+// Decide records an approver's decision on an approval and, when approved, runs the
+// commit to its outcome. The first decision wins: a later one returns ErrDecided and
+// changes nothing, and so does a decision by someone who is not an approver
+// (ErrNotApprover). An expired approval commits nothing and ends terminal.
+func (o *Operator) Decide(ctx context.Context, approvalID string, by int64, approve bool) (tools.Result, error) {
+	a, err := o.opts.Journal.Approval(ctx, approvalID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	op, err := o.opts.Journal.Operation(ctx, a.OperationID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	task, err := o.opts.Journal.Task(ctx, op.TaskID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	if !task.Policy.Access.IsApprover(by) {
+		return tools.Result{}, fmt.Errorf("operator: user %d: %w", by, ErrNotApprover)
+	}
+	d := journal.DecideReject
+	if approve {
+		d = journal.DecideApprove
+	}
+	a, err = o.opts.Journal.Decide(ctx, approvalID, d, by)
+	switch {
+	case errors.Is(err, journal.ErrDecided):
+		return tools.Result{}, fmt.Errorf("operator: approval %s was %s: %w", approvalID, a.Decision, ErrDecided)
+	case errors.Is(err, journal.ErrExpired):
+		r := stopResult(report("the approval expired at "+a.Expires.Format(time.RFC3339)+"; nothing was sent", "", "issue the command again if it is still wanted"))
+		return o.finish(ctx, op.ID, r)
+	case err != nil:
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	case !approve:
+		r := stopResult(report(fmt.Sprintf("rejected by %d; nothing was sent", by), "", "none"))
+		return o.finish(ctx, op.ID, r)
+	}
+	return o.run(ctx, op.ID)
+}
+
+// finish stores the result of an operation that the journal already moved to its
+// final state (a decision moves it in the same transaction as the approval).
+func (o *Operator) finish(ctx context.Context, id string, r tools.Result) (tools.Result, error) {
+	r.OperationID = id
+	if err := o.opts.Journal.SetResult(ctx, id, r); err != nil {
+		return r, fmt.Errorf("operator: %w", err)
+	}
+	return r, nil
+}
+
+// run drives an approved operation through commit attempts until it reaches an
+// outcome: committed, unknown, failed, or a wait the context cut short.
+func (o *Operator) run(ctx context.Context, id string) (tools.Result, error) {
+	for {
+		op, err := o.opts.Journal.Operation(ctx, id)
+		if err != nil {
+			return tools.Result{}, fmt.Errorf("operator: %w", err)
+		}
+		task, err := o.opts.Journal.Task(ctx, op.TaskID)
+		if err != nil {
+			return tools.Result{}, fmt.Errorf("operator: %w", err)
+		}
+		var r *tools.Result
+		switch op.State {
+		case journal.Approved:
+			r, err = o.attempt(ctx, task, op, journal.Approved)
+		case journal.RetryWait:
+			if err := o.opts.Clock.Sleep(ctx, op.RetryAt.Sub(o.opts.Clock.Now())); err != nil {
+				return pendingRetry(op), err
+			}
+			r, err = o.attempt(ctx, task, op, journal.RetryWait)
+		default:
+			return resultOf(op), nil
+		}
+		if errors.Is(err, journal.ErrStateChanged) {
+			continue // cancelled or moved by someone else: look again
+		}
+		if err != nil || r != nil {
+			if r == nil {
+				return tools.Result{}, err
+			}
+			return *r, err
+		}
+	}
+}
+
+// attempt makes one write-ahead commit attempt and applies the decision table to its
+// outcome. It returns a result when the operation reached an outcome, or nil when it
+// should go round again (after a repair or into a retry wait).
+func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (*tools.Result, error) {
+	tool, ok := o.opts.Tools.Get(op.Tool)
+	committer, commits := tool.(tools.Committer)
+	if !ok || !commits {
+		r := stopResult(fmt.Sprintf("tool %s is not offered any more; nothing was sent", op.Tool))
+		return o.end(ctx, op, from, journal.Failed, r, "")
+	}
+	if r, refused, err := o.checkBinding(ctx, op, from); refused || err != nil {
+		return r, err
+	}
+	// Write ahead: committing is durable before the request leaves the process.
+	if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.Committing, Reason: fmt.Sprintf("attempt %d", op.Attempts+1), StartAttempt: true}); err != nil {
+		return nil, err
+	}
+	payload := op.Payload
+	if op.Fix != nil {
+		payload = op.Fix.Apply(payload)
+	}
+	ev, err := committer.Commit(ctx, payload)
+	if err == nil {
+		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev}
+		return &r, o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
+	}
+	op.Attempts++
+	return o.decide(ctx, task, op, classify(err), err)
+}
+
+// checkBinding refuses to commit a payload that is not the one approved.
+func (o *Operator) checkBinding(ctx context.Context, op journal.Operation, from journal.State) (*tools.Result, bool, error) {
+	a, err := o.opts.Journal.LatestApproval(ctx, op.ID)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		return nil, true, fmt.Errorf("operator: %w", err)
+	}
+	if err == nil && a.Decision == journal.DecideApprove && a.PayloadSHA256 == op.Payload.SHA256() {
+		return nil, false, nil
+	}
+	r := stopResult(report("the payload is not the one approved (its hash changed); nothing was sent", "", "ask for a new approval"))
+	res, err := o.end(ctx, op, from, journal.Failed, r, "")
+	return res, true, err
+}
+
+// decide applies the decision table to a failed attempt.
+func (o *Operator) decide(ctx context.Context, task journal.Task, op journal.Operation, v verdict, cause error) (*tools.Result, error) {
+	detail := cause.Error()
+	switch v.class {
+	case classRetry:
+		return o.scheduleRetry(ctx, task, op, v, detail)
+	case classRepair:
+		return o.repair(ctx, task, op, v, detail)
+	case classVerify:
+		return o.unknown(ctx, op, v.reason, detail)
+	}
+	r := stopResult(report("the service refused: "+v.reason+"; nothing was sent", "", "fix the cause (rights, chat, block) and send again"))
+	return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
+}
+
+func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*tools.Result, error) {
+	wait := backoff(task.Policy.Backoff, op.Attempts-1, v.retryAfter, o.opts.Rand())
+	err := o.opts.Journal.SpendRetry(ctx, task.ID, wait)
+	if errors.Is(err, journal.ErrRetryBudget) || errors.Is(err, journal.ErrWaitBudget) {
+		known := fmt.Sprintf("%d attempts, none delivered (%s)", op.Attempts, v.reason)
+		if v.retryAfter > 0 && errors.Is(err, journal.ErrWaitBudget) {
+			known = fmt.Sprintf("the service asked to wait %s, more than the wait budget allows; nothing was sent", v.retryAfter)
+		}
+		r := stopResult(report(known, "", "send again later"))
+		r.RetryAfterMS = v.retryAfter.Milliseconds()
+		r.Reason = err.Error() + ": " + r.Reason
+		return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	at := o.opts.Clock.Now().Add(wait)
+	r := tools.Result{Status: tools.StatusRetryable, OperationID: op.ID, SideEffect: tools.SideEffectNone,
+		NextAction: tools.NextRetry, RetryAfterMS: wait.Milliseconds(), Reason: v.reason}
+	return nil, o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.RetryWait,
+		Reason: fmt.Sprintf("retry in %s: %s", wait, v.reason), RetryAt: at, Result: &r, AttemptOutcome: "retry", AttemptDetail: detail})
+}
+
+func (o *Operator) repair(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*tools.Result, error) {
+	if v.fix == nil {
+		r := repairable(report("the service refused the request as malformed: "+v.reason+"; nothing was sent", "", "repair the request and call again"))
+		return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
+	}
+	if err := o.opts.Journal.SpendRepair(ctx, task.ID); errors.Is(err, journal.ErrRepairBudget) {
+		r := stopResult(report("the service refused the request again after a repair: "+v.reason+"; nothing was sent", "", "fix the request by hand"))
+		r.Reason = err.Error() + ": " + r.Reason
+		return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
+	} else if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	fix := *v.fix
+	if op.Fix != nil { // repairs add up: a migrated chat stays migrated
+		fix = mergeFix(*op.Fix, fix)
+	}
+	return nil, o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Approved,
+		Reason: "repair: " + v.reason, Fix: &fix, AttemptOutcome: "repair", AttemptDetail: detail})
+}
+
+func mergeFix(a, b tools.Fix) tools.Fix {
+	if b.Target == "" {
+		b.Target = a.Target
+	}
+	b.PlainText = b.PlainText || a.PlainText
+	return b
+}
+
+// unknown records an outcome nobody can know: no resend until someone verifies.
+func (o *Operator) unknown(ctx context.Context, op journal.Operation, why, detail string) (*tools.Result, error) {
+	r := tools.Result{Status: tools.StatusTerminal, OperationID: op.ID, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify,
+		Reason: report("the request was sent ("+why+")", "whether it was delivered",
+			fmt.Sprintf("look for the message in chat %s, then /resolve %s delivered|not_delivered", op.Payload.Target, op.ID))}
+	if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Unknown, Reason: why, Result: &r, AttemptOutcome: "unknown", AttemptDetail: detail}); err != nil {
+		return nil, err
+	}
+	o.envelope(ctx, op.ID, why)
+	return &r, nil
+}
+
+// envelope asks the Envelopes hook to record an unknown operation. A failure is
+// logged, not returned: the journal already holds the truth, and the next start
+// writes the missing envelope.
+func (o *Operator) envelope(ctx context.Context, id, why string) {
+	if o.opts.Envelopes == nil {
+		return
+	}
+	op, err := o.opts.Journal.Operation(ctx, id)
+	if err == nil {
+		var path string
+		if path, err = o.opts.Envelopes.Unknown(ctx, op, why); err == nil {
+			err = o.opts.Journal.SetEnvelope(ctx, id, path)
+		}
+	}
+	if err != nil {
+		o.opts.Logger.Error("unknown outcome envelope not written; it will be written on the next start", "op", id, "err", err)
+	}
+}
+
+// end moves an operation to a final state with its result.
+func (o *Operator) end(ctx context.Context, op journal.Operation, from, to journal.State, r tools.Result, detail string) (*tools.Result, error) {
+	r.OperationID = op.ID
+	m := journal.Move{From: from, To: to, Reason: r.Reason, Result: &r}
+	if from == journal.Committing {
+		m.AttemptOutcome, m.AttemptDetail = "stop", detail
+	}
+	return &r, o.move(ctx, op.ID, m)
+}

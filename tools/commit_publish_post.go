@@ -1,0 +1,37 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+)
+
+//go:embed commit_publish_post.md
+var publishPostDoc string
+
+// PublishPost publishes a post to a channel. Like SendMessage it changes the world
+// and is approved by a human first; it is a separate tool so that a policy can treat
+// public posts differently from chat messages.
+type PublishPost struct{ Sender Sender }
+
+var _ Committer = PublishPost{}
+
+// Name implements Tool.
+func (PublishPost) Name() string { return "commit_publish_post" }
+
+// Description implements Tool.
+func (PublishPost) Description() string { return publishPostDoc }
+
+// Prepare implements Tool. The text is kept exactly as given.
+func (t PublishPost) Prepare(args json.RawMessage) (Payload, error) {
+	a, err := decodeSendArgs(t.Name(), args)
+	if err != nil {
+		return Payload{}, err
+	}
+	return Payload{Action: "publish_post", Target: a.ChatID, Text: a.Text, ParseMode: a.ParseMode}, nil
+}
+
+// Commit implements Committer.
+func (t PublishPost) Commit(ctx context.Context, p Payload) (Evidence, error) {
+	return deliver(ctx, t.Sender, p)
+}

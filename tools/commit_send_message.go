@@ -1,0 +1,36 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+)
+
+//go:embed commit_send_message.md
+var sendMessageDoc string
+
+// SendMessage sends a message to a chat. It changes the world: the operator asks a
+// human to approve the exact payload first and never resends on an unknown outcome.
+type SendMessage struct{ Sender Sender }
+
+var _ Committer = SendMessage{}
+
+// Name implements Tool.
+func (SendMessage) Name() string { return "commit_send_message" }
+
+// Description implements Tool.
+func (SendMessage) Description() string { return sendMessageDoc }
+
+// Prepare implements Tool. The text is kept exactly as given.
+func (t SendMessage) Prepare(args json.RawMessage) (Payload, error) {
+	a, err := decodeSendArgs(t.Name(), args)
+	if err != nil {
+		return Payload{}, err
+	}
+	return Payload{Action: "send_message", Target: a.ChatID, Text: a.Text, ParseMode: a.ParseMode}, nil
+}
+
+// Commit implements Committer.
+func (t SendMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
+	return deliver(ctx, t.Sender, p)
+}

@@ -1,0 +1,93 @@
+// Package tools holds the tool contract (the one normalized result every call ends
+// in), the tools themselves and the registry that offers them. The system fills the
+// result from what really happened; the words of a model never set it.
+package tools
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Status is the outcome class of a tool call.
+type Status string
+
+// The statuses of the contract. StatusPending is a commit waiting for a human's tap.
+const (
+	StatusSucceeded  Status = "succeeded"
+	StatusRetryable  Status = "retryable"
+	StatusRepairable Status = "repairable"
+	StatusTerminal   Status = "terminal"
+	StatusPending    Status = "pending"
+)
+
+// SideEffect is what the call did to the world, as far as the system knows.
+type SideEffect string
+
+// The side effects of the contract.
+const (
+	SideEffectNone      SideEffect = "none"
+	SideEffectPrepared  SideEffect = "prepared"
+	SideEffectCommitted SideEffect = "committed"
+	SideEffectUnknown   SideEffect = "unknown"
+)
+
+// NextAction is what the caller should do next.
+type NextAction string
+
+// The next actions of the contract.
+const (
+	NextNone          NextAction = "none"
+	NextRetry         NextAction = "retry"
+	NextRepair        NextAction = "repair"
+	NextStop          NextAction = "stop"
+	NextVerify        NextAction = "verify"
+	NextAwaitApproval NextAction = "await_approval"
+)
+
+// Evidence is the observable fact of a success: where the message is and its ids.
+type Evidence struct {
+	ChatID     string  `json:"chat_id,omitempty"`
+	MessageIDs []int64 `json:"message_ids,omitempty"`
+}
+
+// Result is the normalized end of every tool call.
+type Result struct {
+	Status       Status     `json:"status"`
+	OperationID  string     `json:"operation_id"`
+	SideEffect   SideEffect `json:"side_effect"`
+	RetryAfterMS int64      `json:"retry_after_ms,omitempty"`
+	NextAction   NextAction `json:"next_action"`
+	Evidence     *Evidence  `json:"evidence,omitempty"`
+	// Reason is a short plain-words account for the human or the model.
+	Reason string `json:"reason,omitempty"`
+	// Draft is the text a prepare_* tool built.
+	Draft string `json:"draft,omitempty"`
+}
+
+// Payload is exactly what a commit will deliver. An approval binds to its SHA256.
+type Payload struct {
+	Action    string `json:"action"`
+	Target    string `json:"target,omitempty"`
+	Text      string `json:"text"`
+	ParseMode string `json:"parse_mode,omitempty"`
+}
+
+// SHA256 is the hex digest of the payload's canonical JSON form.
+func (p Payload) SHA256() string {
+	b, _ := json.Marshal(p) // a struct of strings always marshals
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Fingerprint identifies a call by tool and arguments, whatever the key order or
+// spacing of the JSON, so the loop guard can see the same call issued twice.
+func Fingerprint(tool string, args json.RawMessage) string {
+	var v any
+	canon := []byte(args)
+	if json.Unmarshal(args, &v) == nil {
+		canon, _ = json.Marshal(v) // maps marshal with sorted keys
+	}
+	sum := sha256.Sum256(append([]byte(tool+"\x00"), canon...))
+	return hex.EncodeToString(sum[:])
+}

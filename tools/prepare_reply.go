@@ -1,0 +1,32 @@
+package tools
+
+import (
+	_ "embed"
+	"encoding/json"
+	"strings"
+)
+
+//go:embed prepare_reply.md
+var prepareReplyDoc string
+
+// PrepareReply drafts a reply. It has no side effect and may be retried freely.
+type PrepareReply struct{}
+
+var _ Tool = PrepareReply{}
+
+// Name implements Tool.
+func (PrepareReply) Name() string { return "prepare_reply" }
+
+// Description implements Tool.
+func (PrepareReply) Description() string { return prepareReplyDoc }
+
+// Prepare implements Tool: the draft is the text, trimmed.
+func (t PrepareReply) Prepare(args json.RawMessage) (Payload, error) {
+	var a struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Text) == "" {
+		return Payload{}, &ArgsError{Tool: t.Name(), Reason: "want {\"text\": \"...\"} with a non-empty text"}
+	}
+	return Payload{Action: "reply", Text: strings.TrimSpace(a.Text)}, nil
+}

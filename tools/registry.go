@@ -1,0 +1,54 @@
+package tools
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/countersign/countersign/policy"
+)
+
+// Registry is the set of tools a policy offers, by name.
+type Registry struct {
+	tools map[string]Tool
+	names []string
+}
+
+// NewRegistry builds every implemented tool with its dependencies and keeps those
+// the policy declares. A declared tool without an implementation, or whose declared
+// side effect does not match what the implementation does, is an error: the bot must
+// not start with a policy it cannot honour. An implemented tool the policy does not
+// declare is not offered.
+func NewRegistry(p *policy.Policy, sender Sender) (*Registry, error) {
+	implemented := map[string]Tool{}
+	for _, t := range []Tool{
+		PrepareReply{},
+		SendMessage{Sender: sender},
+		PublishPost{Sender: sender},
+	} {
+		implemented[t.Name()] = t
+	}
+	r := &Registry{tools: map[string]Tool{}}
+	for _, name := range p.ToolNames() {
+		t, ok := implemented[name]
+		if !ok {
+			return nil, fmt.Errorf("tools: policy declares %q, which has no implementation", name)
+		}
+		_, commits := t.(Committer)
+		if commits != (p.Tools[name].SideEffect == policy.SideEffectCommitted) {
+			return nil, fmt.Errorf("tools: policy declares %q with side_effect %q, which it does not have", name, p.Tools[name].SideEffect)
+		}
+		r.tools[name] = t
+		r.names = append(r.names, name)
+	}
+	sort.Strings(r.names)
+	return r, nil
+}
+
+// Get returns the named tool, if the policy offers it.
+func (r *Registry) Get(name string) (Tool, bool) {
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Names returns the offered tools' names, sorted.
+func (r *Registry) Names() []string { return append([]string(nil), r.names...) }

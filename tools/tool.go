@@ -1,0 +1,90 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Tool is one tool as offered to a caller. Prepare has no side effect: it turns the
+// call's arguments into the exact payload, or returns an *ArgsError.
+type Tool interface {
+	Name() string
+	Description() string
+	Prepare(args json.RawMessage) (Payload, error)
+}
+
+// Committer is a tool that changes the world. Commit delivers exactly the payload
+// and reports the evidence, or an error a Sender defined (see errors.go).
+type Committer interface {
+	Tool
+	Commit(ctx context.Context, p Payload) (Evidence, error)
+}
+
+// Message is one message to deliver.
+type Message struct {
+	Target    string
+	Text      string
+	ParseMode string
+}
+
+// Delivery is what the service confirmed.
+type Delivery struct {
+	ChatID    string
+	MessageID int64
+}
+
+// Sender delivers a message to a chat: the console prints it, Telegram sends it.
+// Its errors say what happened to the request (ErrNotSent, ErrOutcomeUnknown,
+// *RetryAfterError, *RepairError, *RefusedError).
+type Sender interface {
+	Send(ctx context.Context, m Message) (Delivery, error)
+}
+
+// SendArgs are the arguments of the message tools.
+type SendArgs struct {
+	ChatID    string `json:"chat_id"`
+	Text      string `json:"text"`
+	ParseMode string `json:"parse_mode,omitempty"`
+}
+
+var username = regexp.MustCompile(`^@[A-Za-z][A-Za-z0-9_]{4,31}$`)
+
+// ValidTarget reports whether s is a Telegram chat id or an @username.
+func ValidTarget(s string) bool {
+	if username.MatchString(s) {
+		return true
+	}
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
+func decodeSendArgs(tool string, args json.RawMessage) (SendArgs, error) {
+	var a SendArgs
+	dec := json.NewDecoder(strings.NewReader(string(args)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("arguments are not {chat_id, text}: %v", err)}
+	}
+	switch {
+	case !ValidTarget(a.ChatID):
+		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("chat_id %q is not a chat id or @username", a.ChatID)}
+	case strings.TrimSpace(a.Text) == "":
+		return a, &ArgsError{Tool: tool, Reason: "text is empty"}
+	case a.ParseMode != "" && a.ParseMode != "HTML" && a.ParseMode != "MarkdownV2":
+		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("parse_mode %q is not HTML or MarkdownV2", a.ParseMode)}
+	}
+	return a, nil
+}
+
+// deliver sends a payload through a sender and turns the confirmation into evidence.
+func deliver(ctx context.Context, s Sender, p Payload) (Evidence, error) {
+	d, err := s.Send(ctx, Message{Target: p.Target, Text: p.Text, ParseMode: p.ParseMode})
+	if err != nil {
+		return Evidence{}, err
+	}
+	return Evidence{ChatID: d.ChatID, MessageIDs: []int64{d.MessageID}}, nil
+}

@@ -1,0 +1,101 @@
+package tools_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+func parse(t *testing.T, src string) *policy.Policy {
+	t.Helper()
+	p, err := policy.Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRegistryFollowsThePolicy(t *testing.T) {
+	p := parse(t, "tools:\n  prepare_reply:\n    side_effect: none\n  commit_send_message:\n    side_effect: committed\n    approval: required\n")
+	r, err := tools.NewRegistry(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.Names(), ","); got != "commit_send_message,prepare_reply" {
+		t.Errorf("offered = %s, want only the declared tools", got)
+	}
+	if _, ok := r.Get("commit_publish_post"); ok {
+		t.Error("an implemented tool missing from the policy is offered")
+	}
+}
+
+func TestRegistryRefusesAPolicyItCannotHonour(t *testing.T) {
+	tests := map[string]string{
+		"no implementation": "tools:\n  commit_launch_rocket:\n    side_effect: committed\n    approval: required\n",
+	}
+	for name, src := range tests {
+		if _, err := tools.NewRegistry(parse(t, src), nil); err == nil || !strings.Contains(err.Error(), "commit_launch_rocket") {
+			t.Errorf("%s: NewRegistry = %v, want an error naming the tool", name, err)
+		}
+	}
+}
+
+func TestPrepareValidatesArguments(t *testing.T) {
+	tests := []struct {
+		name, args string
+		want       tools.Payload
+		wantErr    string
+	}{
+		{"chat id", `{"chat_id":"222","text":"hi "}`, tools.Payload{Action: "send_message", Target: "222", Text: "hi "}, ""},
+		{"channel", `{"chat_id":"@news_room","text":"x","parse_mode":"HTML"}`, tools.Payload{Action: "send_message", Target: "@news_room", Text: "x", ParseMode: "HTML"}, ""},
+		{"negative group id", `{"chat_id":"-1001234567890","text":"x"}`, tools.Payload{Action: "send_message", Target: "-1001234567890", Text: "x"}, ""},
+		{"bad chat", `{"chat_id":"alice","text":"x"}`, tools.Payload{}, "not a chat id"},
+		{"empty text", `{"chat_id":"1","text":"  "}`, tools.Payload{}, "text is empty"},
+		{"unknown field", `{"chat_id":"1","text":"x","silent":true}`, tools.Payload{}, "unknown field"},
+		{"not json", `chat 1`, tools.Payload{}, "arguments are not"},
+		{"bad parse mode", `{"chat_id":"1","text":"x","parse_mode":"BBCode"}`, tools.Payload{}, "parse_mode"},
+	}
+	for _, tt := range tests {
+		got, err := tools.SendMessage{}.Prepare(json.RawMessage(tt.args))
+		var ae *tools.ArgsError
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s: Prepare = %v", tt.name, err)
+		case tt.wantErr != "" && (!errors.As(err, &ae) || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s: Prepare error = %v, want an ArgsError with %q", tt.name, err, tt.wantErr)
+		case got != tt.want:
+			t.Errorf("%s: Prepare = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestFingerprintIgnoresKeyOrderAndSpacing(t *testing.T) {
+	a := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"1","text":"x"}`))
+	b := tools.Fingerprint("commit_send_message", json.RawMessage(`{ "text": "x",  "chat_id": "1" }`))
+	c := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"1","text":"y"}`))
+	d := tools.Fingerprint("commit_publish_post", json.RawMessage(`{"chat_id":"1","text":"x"}`))
+	if a != b {
+		t.Error("same call, other key order: fingerprints differ")
+	}
+	if a == c || a == d {
+		t.Error("different calls share a fingerprint")
+	}
+}
+
+func TestPayloadHashBindsEveryField(t *testing.T) {
+	base := tools.Payload{Action: "send_message", Target: "1", Text: "x"}
+	for _, changed := range []tools.Payload{
+		{Action: "publish_post", Target: "1", Text: "x"},
+		{Action: "send_message", Target: "2", Text: "x"},
+		{Action: "send_message", Target: "1", Text: "x "},
+		{Action: "send_message", Target: "1", Text: "x", ParseMode: "HTML"},
+	} {
+		if changed.SHA256() == base.SHA256() {
+			t.Errorf("%+v hashes like %+v", changed, base)
+		}
+	}
+}
