@@ -50,6 +50,7 @@ func Parse(r io.Reader) (*Policy, error) {
 		Backoff:      Backoff{Base: DefaultBackoffBase, Cap: DefaultBackoffCap, Jitter: DefaultJitter},
 		LoopGuard:    true,
 		ApprovalTTL:  DefaultApprovalTTL,
+		EnvelopeTTL:  DefaultEnvelopeTTL,
 	}
 	d.policy(root.Content[0], p)
 	if len(d.errs) > 0 {
@@ -120,6 +121,7 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 			})
 		},
 		"auto_approve": func(n *yaml.Node, f string) { p.AutoApprove = d.autoApprove(n, f) },
+		"envelope_ttl": func(n *yaml.Node, f string) { d.duration(n, f, &p.EnvelopeTTL) },
 	})
 }
 

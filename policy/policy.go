@@ -75,6 +75,9 @@ type Policy struct {
 	ApprovalTTL  time.Duration   `json:"approval_ttl"`
 	Access       Access          `json:"access"`
 	AutoApprove  []AutoApprove   `json:"auto_approve"`
+	// EnvelopeTTL is how long a resolved unknown-outcome envelope is kept in the
+	// vault before gc may remove it. Unresolved envelopes are never removed.
+	EnvelopeTTL time.Duration `json:"envelope_ttl"`
 }
 
 // Defaults for keys the file leaves unset. An explicit zero in the file is kept.
@@ -86,6 +89,7 @@ const (
 	DefaultBackoffCap   = 30 * time.Second
 	DefaultJitter       = 0.2
 	DefaultApprovalTTL  = 24 * time.Hour
+	DefaultEnvelopeTTL  = 7 * 24 * time.Hour
 )
 
 // Tool returns the named tool's entry and whether the policy declares it.
@@ -195,6 +199,9 @@ func (p *Policy) validate(lines map[string]int) error {
 	}
 	if p.ApprovalTTL <= 0 {
 		add("approval_ttl", "must be positive, got %s", p.ApprovalTTL)
+	}
+	if p.EnvelopeTTL <= 0 {
+		add("envelope_ttl", "must be positive, got %s", p.EnvelopeTTL)
 	}
 	for i, r := range p.AutoApprove {
 		field := fmt.Sprintf("auto_approve[%d]", i)
