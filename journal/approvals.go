@@ -20,6 +20,9 @@ const (
 	DecideWithdraw Decision = "withdrawn"
 )
 
+// ByPolicy is the decider of an approval that an auto_approve rule granted.
+const ByPolicy int64 = -1
+
 // Approval is one request for a human's tap, bound to the hash of the exact payload.
 type Approval struct {
 	ID            string
@@ -185,12 +188,12 @@ func (j *Journal) decide(ctx context.Context, tx *sql.Tx, a *Approval, d Decisio
 	if to == "" {
 		return fmt.Errorf("decision %q is not approve, reject or expire", d)
 	}
-	reason := string(d)
-	if d == DecideApprove && by == 0 {
+	reason := fmt.Sprintf("%s by %d", d, by)
+	switch {
+	case d == DecideExpire:
+		reason = "expired"
+	case by == ByPolicy:
 		reason = "approved by an auto_approve rule"
-	}
-	if by != 0 {
-		reason = fmt.Sprintf("%s by %d", d, by)
 	}
 	return j.move(ctx, tx, a.OperationID, Move{From: AwaitingApproval, To: to, Reason: reason})
 }

@@ -271,9 +271,10 @@ func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error)
 
 // Transition is one row of the audit log.
 type Transition struct {
-	From, To State
-	Reason   string
-	At       time.Time
+	From   State     `json:"from"`
+	To     State     `json:"to"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // Transitions returns the audit log of one operation, oldest first.
@@ -298,9 +299,11 @@ func (j *Journal) Transitions(ctx context.Context, id string) ([]Transition, err
 
 // Attempt is one time a commit's request was about to leave the process.
 type Attempt struct {
-	N               int
-	Started, Ended  time.Time
-	Outcome, Detail string
+	N       int       `json:"n"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	Outcome string    `json:"outcome"`
+	Detail  string    `json:"detail,omitempty"`
 }
 
 // Attempts returns the attempts of one operation, in order.

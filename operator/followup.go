@@ -129,5 +129,6 @@ func (o *Operator) Cancel(ctx context.Context, opID string, by string) (tools.Re
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	r := stopResult(report(reason+"; nothing was sent", "", ""))
+	r.Status = tools.StatusTerminal
 	return o.finish(ctx, opID, r)
 }

@@ -225,7 +225,7 @@ func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Opera
 		if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.AwaitingApproval, Reason: "approval requested", Approval: a}); err != nil {
 			return tools.Result{}, err
 		}
-		if _, err := o.opts.Journal.Decide(ctx, a.ID, journal.DecideApprove, 0); err != nil && !errors.Is(err, journal.ErrDecided) {
+		if _, err := o.opts.Journal.Decide(ctx, a.ID, journal.DecideApprove, journal.ByPolicy); err != nil && !errors.Is(err, journal.ErrDecided) {
 			return tools.Result{}, fmt.Errorf("operator: auto-approve %s: %w", op.ID, err)
 		}
 		return o.run(ctx, op.ID)

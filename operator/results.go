@@ -10,14 +10,14 @@ import (
 // report is the short account a stop gives a human: what is known, what is not
 // known, and what to do.
 func report(known, unknown, todo string) string {
-	parts := []string{"known: " + known}
+	parts := []string{"Known: " + known + "."}
 	if unknown != "" {
-		parts = append(parts, "not known: "+unknown)
+		parts = append(parts, "Not known: "+unknown+".")
 	}
 	if todo != "" {
-		parts = append(parts, "to do: "+todo)
+		parts = append(parts, "To do: "+todo+".")
 	}
-	return strings.Join(parts, ". ")
+	return strings.Join(parts, " ")
 }
 
 func stopResult(reason string) tools.Result {

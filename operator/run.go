@@ -44,7 +44,7 @@ func (o *Operator) Decide(ctx context.Context, approvalID string, by int64, appr
 	case err != nil:
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	case !approve:
-		r := stopResult(report(fmt.Sprintf("rejected by %d; nothing was sent", by), "", "none"))
+		r := stopResult(report(fmt.Sprintf("rejected by user %d; nothing was sent", by), "", ""))
 		return o.finish(ctx, op.ID, r)
 	}
 	return o.run(ctx, op.ID)

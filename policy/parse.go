@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -53,12 +54,24 @@ func Parse(r io.Reader) (*Policy, error) {
 		EnvelopeTTL:  DefaultEnvelopeTTL,
 	}
 	d.policy(root.Content[0], p)
+	// Report every problem at once: the rules that span fields too, except on a
+	// field whose value could not be read in the first place.
+	var verrs Errors
+	if err := p.validate(d.lines); err != nil {
+		verrs = err.(Errors)
+	}
+	bad := map[string]bool{}
+	for _, e := range d.errs {
+		bad[e.Field] = true
+	}
+	for _, e := range verrs {
+		if !bad[e.Field] && !bad[strings.TrimSuffix(e.Field, ".side_effect")] {
+			d.errs = append(d.errs, e)
+		}
+	}
 	if len(d.errs) > 0 {
 		d.errs.sort()
 		return nil, d.errs
-	}
-	if err := p.validate(d.lines); err != nil {
-		return nil, err
 	}
 	return p, nil
 }

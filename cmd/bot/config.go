@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/verifier"
+)
+
+// Config is what every command that opens the data folder needs.
+type Config struct {
+	DataDir  string
+	Policies string
+}
+
+// flags returns a flag set for a command with the shared -data and -policies flags.
+func flags(name string, env Env, cfg *Config) *flag.FlagSet {
+	fs := dataFlags(name, env, cfg)
+	fs.StringVar(&cfg.Policies, "policies", "./policies.yaml", "policy file")
+	return fs
+}
+
+// dataFlags returns a flag set with only the -data flag.
+func dataFlags(name string, env Env, cfg *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("bot "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.StringVar(&cfg.DataDir, "data", "./data", "data folder: the journal (journal.db) and the vault")
+	return fs
+}
+
+// parse parses args and returns the exit code to stop with, or -1 to go on.
+func parse(fs *flag.FlagSet, args []string) int {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case err != nil:
+		return exitUsage
+	}
+	return -1
+}
+
+// app is an operator wired over the data folder.
+type app struct {
+	policy   *policy.Policy
+	journal  *journal.Journal
+	operator *operator.Operator
+	handler  *command.Handler
+	logger   *slog.Logger
+}
+
+// loadPolicy reads the policy file and applies BOT_OPERATORS / BOT_APPROVERS.
+func loadPolicy(cfg Config, env Env) (*policy.Policy, error) {
+	p, err := policy.Load(cfg.Policies)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.ApplyEnv(env.Getenv); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// openJournal opens the journal in the data folder, creating the folder.
+func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data folder: %w", err)
+	}
+	return journal.Open(ctx, filepath.Join(cfg.DataDir, "journal.db"))
+}
+
+// openApp wires the operator over the data folder with sender as the world's edge.
+func openApp(ctx context.Context, cfg Config, p *policy.Policy, sender tools.Sender, logger *slog.Logger) (*app, error) {
+	reg, err := tools.NewRegistry(p, sender)
+	if err != nil {
+		return nil, err
+	}
+	j, err := openJournal(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range j.Recovered() {
+		logger.Warn("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
+	}
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: verifier.Checker{}, Logger: logger})
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	h := &command.Handler{Operator: op, Journal: j, Policy: p}
+	return &app{policy: p, journal: j, operator: op, handler: h, logger: logger}, nil
+}
+
+func (a *app) Close() error { return a.journal.Close() }
+
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

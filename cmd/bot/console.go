@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/countersign/countersign/console"
+)
+
+// runConsole is "bot console": the operator in this terminal. The terminal's user is
+// both operator and approver; sends are printed, not delivered.
+func runConsole(ctx context.Context, args []string, env Env) int {
+	var cfg Config
+	if code := parse(flags("console", env, &cfg), args); code >= 0 {
+		return code
+	}
+	p, err := loadPolicy(cfg, env)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "bot console:", err)
+		return exitError
+	}
+	p.Access.Operators = append(p.Access.Operators, console.User)
+	p.Access.Approvers = append(p.Access.Approvers, console.User)
+	logger := newLogger(env.Stderr)
+	a, err := openApp(ctx, cfg, p, console.NewPrinter(env.Stdout), logger)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "bot console:", err)
+		return exitError
+	}
+	defer a.Close()
+	if err := a.operator.Resume(ctx); err != nil {
+		fmt.Fprintln(env.Stderr, "bot console:", err)
+		return exitError
+	}
+	c := &console.Console{Handler: a.handler, In: env.Stdin, Out: env.Stdout}
+	err = c.Run(ctx)
+	a.operator.Wait()
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintln(env.Stderr, "bot console:", err)
+		return exitError
+	}
+	return exitOK
+}

@@ -1,0 +1,73 @@
+// Command bot is Countersign: a Telegram operator for LLM agents that asks a human
+// before anything leaves and never sends the same message twice.
+//
+//	bot run       the Telegram bot
+//	bot console   the same operator in a terminal, no Telegram needed
+//	bot ops       the journal: list, show
+//	bot policies  check a policy file
+//
+// Exit codes: 0 ok, 1 error, 2 usage.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(Main(ctx, os.Args[1:], Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}))
+}
+
+// Env is what a command sees of its process, so that tests run Main in process.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+}
+
+const usage = `usage: bot <command> [flags]
+
+commands:
+  run                       the Telegram bot (TELEGRAM_BOT_TOKEN)
+  console                   the operator in this terminal, no Telegram
+  ops list|show [op_id]     the journal's operations (-json for scripts)
+  policies check            validate a policy file
+  help                      this text
+
+"bot <command> -h" lists the command's flags.`
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// Main runs one command line and returns the exit code.
+func Main(ctx context.Context, args []string, env Env) int {
+	if len(args) == 0 {
+		fmt.Fprintln(env.Stderr, usage)
+		return exitUsage
+	}
+	cmds := map[string]func(context.Context, []string, Env) int{
+		"run":      runBot,
+		"console":  runConsole,
+		"ops":      runOps,
+		"policies": runPolicies,
+	}
+	if cmd, ok := cmds[args[0]]; ok {
+		return cmd(ctx, args[1:], env)
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(env.Stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(env.Stderr, "bot: unknown command %q\n%s\n", args[0], usage)
+	return exitUsage
+}

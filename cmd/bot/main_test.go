@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runMain(t *testing.T, stdin string, env map[string]string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), args, Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
+		Getenv: func(k string) string { return env[k] }})
+	return result{code, out.String(), errOut.String()}
+}
+
+func TestPoliciesCheck(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("tools:\n  prepare_reply:\n    side_effect: none\nretry_budget: -1\napproval_ttl: soon\n"), 0o600)
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		contains []string
+	}{
+		{"default file", []string{"policies", "check", "-policies", "../../policies.yaml"}, 0, []string{"ok"}},
+		{"broken file", []string{"policies", "check", "-policies", bad}, 1, []string{"line 4: retry_budget: must not be negative", `line 5: approval_ttl: bad duration "soon"`}},
+		{"missing file", []string{"policies", "check", "-policies", filepath.Join(dir, "none.yaml")}, 1, []string{"policy file not found"}},
+		{"no subcommand", []string{"policies"}, 2, nil},
+	}
+	for _, tt := range tests {
+		r := runMain(t, "", nil, tt.args...)
+		if r.code != tt.code {
+			t.Errorf("%s: exit %d, want %d (%s%s)", tt.name, r.code, tt.code, r.stdout, r.stderr)
+		}
+		for _, c := range tt.contains {
+			if !strings.Contains(r.stdout, c) {
+				t.Errorf("%s: stdout lacks %q:\n%s", tt.name, c, r.stdout)
+			}
+		}
+	}
+}
+
+func TestConsoleThenOps(t *testing.T) {
+	data := t.TempDir()
+	r := runMain(t, "/send 222 hello\ny\n", nil, "console", "-data", data, "-policies", "../../policies.yaml")
+	if r.code != 0 || !strings.Contains(r.stdout, "→ sent to 222") {
+		t.Fatalf("console: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runMain(t, "", nil, "ops", "list", "-json", "-data", data)
+	var op struct{ ID, State, Target string }
+	if err := json.Unmarshal([]byte(r.stdout), &op); err != nil || op.State != "committed" || op.Target != "222" {
+		t.Fatalf("ops list -json = %q (%v), want one committed op to 222", r.stdout, err)
+	}
+	r = runMain(t, "", nil, "ops", "show", "-data", data, op.ID)
+	if r.code != 0 || !strings.Contains(r.stdout, "committing -> committed") {
+		t.Errorf("ops show: exit %d\n%s", r.code, r.stdout)
+	}
+	if r = runMain(t, "", nil, "ops", "show", "-data", data, "op-nope"); r.code != 1 {
+		t.Errorf("ops show of an unknown id: exit %d, want 1", r.code)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{}, {"fly"}, {"ops"}, {"ops", "show", "-data", t.TempDir()}, {"console", "-nope"}} {
+		if r := runMain(t, "", nil, args...); r.code != 2 {
+			t.Errorf("bot %v: exit %d, want 2", args, r.code)
+		}
+	}
+	if r := runMain(t, "", nil, "ops", "list", "-data", filepath.Join(t.TempDir(), "none")); r.code != 1 || !strings.Contains(r.stderr, "no journal") {
+		t.Errorf("ops list without a journal: exit %d %q, want 1 and a clear message", r.code, r.stderr)
+	}
+}
+
+func TestConsoleRefusesABadEnvironment(t *testing.T) {
+	r := runMain(t, "", map[string]string{"BOT_APPROVERS": "12,abc"}, "console", "-data", t.TempDir(), "-policies", "../../policies.yaml")
+	if r.code != 1 || !strings.Contains(r.stderr, "BOT_APPROVERS") {
+		t.Errorf("exit %d %q, want 1 naming BOT_APPROVERS", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+// opView is an operation as "bot ops" shows it to scripts.
+type opView struct {
+	ID            string               `json:"id"`
+	TaskID        string               `json:"task_id"`
+	Tool          string               `json:"tool"`
+	State         journal.State        `json:"state"`
+	Action        string               `json:"action,omitempty"`
+	Target        string               `json:"target,omitempty"`
+	Text          string               `json:"text,omitempty"`
+	PayloadSHA256 string               `json:"payload_sha256"`
+	Attempts      int                  `json:"attempts"`
+	RetryAt       *time.Time           `json:"retry_at,omitempty"`
+	Result        *tools.Result        `json:"result,omitempty"`
+	Envelope      string               `json:"envelope,omitempty"`
+	Created       time.Time            `json:"created"`
+	Updated       time.Time            `json:"updated"`
+	Transitions   []journal.Transition `json:"transitions,omitempty"`
+	Attempted     []journal.Attempt    `json:"attempt_log,omitempty"`
+}
+
+func view(op journal.Operation) opView {
+	v := opView{ID: op.ID, TaskID: op.TaskID, Tool: op.Tool, State: op.State, Action: op.Payload.Action,
+		Target: op.Payload.Target, Text: op.Payload.Text, PayloadSHA256: op.PayloadSHA256, Attempts: op.Attempts,
+		Result: op.Result, Envelope: op.Envelope, Created: op.Created, Updated: op.Updated}
+	if !op.RetryAt.IsZero() {
+		v.RetryAt = &op.RetryAt
+	}
+	return v
+}
+
+// runOps is "bot ops list|show": the journal for people and scripts.
+func runOps(ctx context.Context, args []string, env Env) int {
+	const use = "usage: bot ops list [-data DIR] [-json] [-n N] [-state S] | bot ops show [-data DIR] [-json] <op_id>"
+	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
+		fmt.Fprintln(env.Stderr, use)
+		return exitUsage
+	}
+	var cfg Config
+	fs := dataFlags("ops "+args[0], env, &cfg)
+	asJSON := fs.Bool("json", false, "one JSON object per operation")
+	limit := fs.Int("n", 50, "list: at most this many operations, newest first")
+	state := fs.String("state", "", "list: only operations in this state")
+	if code := parse(fs, args[1:]); code >= 0 {
+		return code
+	}
+	if args[0] == "show" && fs.NArg() != 1 {
+		fmt.Fprintln(env.Stderr, use)
+		return exitUsage
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "journal.db")); err != nil {
+		fmt.Fprintf(env.Stderr, "bot ops: no journal in %s (set -data)\n", cfg.DataDir)
+		return exitError
+	}
+	j, err := openJournal(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "bot ops:", err)
+		return exitError
+	}
+	defer j.Close()
+	if args[0] == "show" {
+		err = showOp(ctx, j, fs.Arg(0), *asJSON, env.Stdout)
+	} else {
+		err = listOps(ctx, j, journal.Filter{Limit: *limit, States: states(*state)}, *asJSON, env.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "bot ops:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func states(s string) []journal.State {
+	if s == "" {
+		return nil
+	}
+	return []journal.State{journal.State(s)}
+}
+
+func listOps(ctx context.Context, j *journal.Journal, f journal.Filter, asJSON bool, w io.Writer) error {
+	ops, err := j.Operations(ctx, f)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	for _, op := range ops {
+		if asJSON {
+			if err := enc.Encode(view(op)); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintln(w, command.Line(op))
+	}
+	return nil
+}
+
+func showOp(ctx context.Context, j *journal.Journal, id string, asJSON bool, w io.Writer) error {
+	op, err := j.Operation(ctx, id)
+	if err != nil {
+		return err
+	}
+	v := view(op)
+	if v.Transitions, err = j.Transitions(ctx, id); err != nil {
+		return err
+	}
+	if v.Attempted, err = j.Attempts(ctx, id); err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	fmt.Fprintf(w, "%s  %s  %s\ntool: %s  task: %s  attempts: %d\ntarget: %s\npayload sha256: %s\n",
+		v.ID, v.State, v.Action, v.Tool, v.TaskID, v.Attempts, v.Target, v.PayloadSHA256)
+	if v.Result != nil {
+		fmt.Fprintf(w, "result: %s, side effect %s, next %s\n", v.Result.Status, v.Result.SideEffect, v.Result.NextAction)
+		if v.Result.Reason != "" {
+			fmt.Fprintf(w, "  %s\n", v.Result.Reason)
+		}
+	}
+	if v.Envelope != "" {
+		fmt.Fprintf(w, "envelope: %s\n", v.Envelope)
+	}
+	fmt.Fprintf(w, "text:\n%s\ntransitions:\n", v.Text)
+	for _, t := range v.Transitions {
+		from := string(t.From)
+		if from == "" {
+			from = "(new)"
+		}
+		fmt.Fprintf(w, "  %s  %s -> %s  %s\n", t.At.Format(time.RFC3339), from, t.To, t.Reason)
+	}
+	return nil
+}

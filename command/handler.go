@@ -1,0 +1,226 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// Handler carries out commands on the operator for one surface (a terminal,
+// Telegram). It checks that the user may operate; approval decisions are checked by
+// the operator against the task's policy.
+type Handler struct {
+	Operator *operator.Operator
+	Journal  *journal.Journal
+	// Policy is the policy in force: its access lists say who may give commands.
+	Policy *policy.Policy
+}
+
+// Reply is what a command answers.
+type Reply struct {
+	Text string
+	// Approval, when set, is a decision to ask an approver for.
+	Approval *Approval
+	// Result is the tool result behind the reply, when there is one.
+	Result *tools.Result
+}
+
+// Approval is what an approver must see to decide: the exact payload and its hash.
+type Approval struct {
+	journal.Approval
+	Operation journal.Operation
+	Verdict   string
+}
+
+// ErrNotOperator is returned, with no other effect, for a user who may not operate.
+var ErrNotOperator = errors.New("not an operator")
+
+// Handle parses and runs one command line from user in chat. Parse errors come back
+// wrapping ErrUsage; a user who is not an operator gets ErrNotOperator.
+func (h *Handler) Handle(ctx context.Context, user int64, chat, line string) (Reply, error) {
+	if !h.Policy.Access.IsOperator(user) {
+		return Reply{}, ErrNotOperator
+	}
+	c, err := Parse(line)
+	if err != nil {
+		return Reply{}, err
+	}
+	switch c.Name {
+	case "send", "publish", "draft":
+		return h.call(ctx, user, chat, c)
+	case "ops":
+		return h.list(ctx, journal.Filter{Limit: 10}, "No operations yet.")
+	case "pending":
+		return h.list(ctx, journal.Filter{States: []journal.State{journal.AwaitingApproval, journal.Unknown, journal.NotDelivered, journal.RetryWait}},
+			"Nothing waits for approval or verification.")
+	case "resolve":
+		r, err := h.Operator.Resolve(ctx, c.OpID, c.Delivered, fmt.Sprint(user))
+		return h.outcome(ctx, c.OpID, r, err)
+	case "retry":
+		r, err := h.Operator.Retry(ctx, c.OpID)
+		return h.outcome(ctx, c.OpID, r, err)
+	case "cancel":
+		r, err := h.Operator.Cancel(ctx, c.OpID, fmt.Sprint(user))
+		return h.outcome(ctx, c.OpID, r, err)
+	}
+	return Reply{Text: Help()}, nil
+}
+
+func (h *Handler) call(ctx context.Context, user int64, chat string, c Command) (Reply, error) {
+	tool := map[string]string{"send": "commit_send_message", "publish": "commit_publish_post", "draft": "prepare_reply"}[c.Name]
+	args, _ := json.Marshal(map[string]string{"chat_id": c.Target, "text": c.Text})
+	if c.Name == "draft" {
+		args, _ = json.Marshal(map[string]string{"text": c.Text})
+	}
+	task, err := h.Operator.StartTask(ctx, user, chat, "/"+c.Name)
+	if err != nil {
+		return Reply{}, err
+	}
+	r, err := h.Operator.Call(ctx, task.ID, operator.Call{Tool: tool, Args: args})
+	if errors.Is(err, operator.ErrUnknownTool) {
+		return Reply{Text: fmt.Sprintf("The policy does not offer %s.", tool)}, nil
+	}
+	return h.outcome(ctx, r.OperationID, r, err)
+}
+
+// outcome turns a result into a reply, with the approval to ask for when pending.
+func (h *Handler) outcome(ctx context.Context, opID string, r tools.Result, err error) (Reply, error) {
+	if errors.Is(err, journal.ErrNotFound) && opID != "" {
+		return Reply{Text: fmt.Sprintf("No operation %s.", opID)}, nil
+	}
+	if err != nil {
+		if text, ok := refusal(err); ok {
+			return Reply{Text: text}, nil
+		}
+		return Reply{}, err
+	}
+	reply := Reply{Text: Describe(r), Result: &r}
+	if r.Status != tools.StatusPending {
+		return reply, nil
+	}
+	a, err := h.Operator.PendingApproval(ctx, opID)
+	if err != nil {
+		return Reply{}, err
+	}
+	op, err := h.Journal.Operation(ctx, opID)
+	if err != nil {
+		return Reply{}, err
+	}
+	reply.Approval = &Approval{Approval: a, Operation: op, Verdict: verdictOf(ctx, h.Journal, opID)}
+	return reply, nil
+}
+
+// Decide records user's tap or answer on an approval and describes the outcome.
+func (h *Handler) Decide(ctx context.Context, approvalID string, user int64, approve bool) (Reply, error) {
+	r, err := h.Operator.Decide(ctx, approvalID, user, approve)
+	if err != nil {
+		if text, ok := refusal(err); ok {
+			return Reply{Text: text}, nil
+		}
+		return Reply{}, err
+	}
+	return Reply{Text: Describe(r), Result: &r}, nil
+}
+
+// refusal words the operator's refusals for a person; other errors are not theirs.
+func refusal(err error) (string, bool) {
+	for _, e := range []error{operator.ErrNotRetryable, operator.ErrNotResolvable, operator.ErrNotCancelable,
+		operator.ErrDecided, operator.ErrNotApprover, journal.ErrNotFound} {
+		if errors.Is(err, e) {
+			return "Refused: " + strings.TrimPrefix(err.Error(), "operator: "), true
+		}
+	}
+	return "", false
+}
+
+func verdictOf(ctx context.Context, j *journal.Journal, opID string) string {
+	ts, err := j.Transitions(ctx, opID)
+	if err != nil {
+		return ""
+	}
+	for _, t := range ts {
+		if t.To == journal.Verified {
+			return t.Reason
+		}
+	}
+	return ""
+}
+
+// Describe is a result in a sentence or two for the person who asked.
+func Describe(r tools.Result) string {
+	switch {
+	case r.Status == tools.StatusPending:
+		return fmt.Sprintf("%s is waiting for approval.", r.OperationID)
+	case r.Status == tools.StatusSucceeded && r.Draft != "":
+		return fmt.Sprintf("Draft %s (nothing sent):\n%s", r.OperationID, r.Draft)
+	case r.Status == tools.StatusSucceeded && r.Evidence != nil:
+		return fmt.Sprintf("Sent %s to %s (message %s).", r.OperationID, r.Evidence.ChatID, ids(r.Evidence.MessageIDs))
+	case r.Status == tools.StatusSucceeded:
+		return fmt.Sprintf("%s done. %s", r.OperationID, capitalize(r.Reason))
+	case r.NextAction == tools.NextVerify:
+		return fmt.Sprintf("Outcome unknown for %s: it will not be resent. %s", r.OperationID, capitalize(r.Reason))
+	case r.NextAction == tools.NextRepair:
+		return fmt.Sprintf("%s needs a repair. %s", r.OperationID, capitalize(r.Reason))
+	case r.NextAction == tools.NextRetry:
+		return fmt.Sprintf("%s can be sent again. %s", r.OperationID, capitalize(r.Reason))
+	}
+	return fmt.Sprintf("%s stopped. %s", r.OperationID, capitalize(r.Reason))
+}
+
+func ids(v []int64) string {
+	s := make([]string, len(v))
+	for i, id := range v {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ", ")
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	return strings.ToUpper(string(r)) + s[n:]
+}
+
+func (h *Handler) list(ctx context.Context, f journal.Filter, empty string) (Reply, error) {
+	ops, err := h.Journal.Operations(ctx, f)
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(ops) == 0 {
+		return Reply{Text: empty}, nil
+	}
+	var b strings.Builder
+	for _, op := range ops {
+		b.WriteString(Line(op) + "\n")
+	}
+	return Reply{Text: strings.TrimSuffix(b.String(), "\n")}, nil
+}
+
+// Line is one operation on one line: id, state, action, target, an excerpt, time.
+func Line(op journal.Operation) string {
+	what := op.Payload.Action
+	if op.Payload.Target != "" {
+		what += " to " + op.Payload.Target
+	}
+	return fmt.Sprintf("%s %s %s %q %s", op.ID, op.State, what, Excerpt(op.Payload.Text, 32), op.Updated.Format(time.DateTime))
+}
+
+// Excerpt is the first n runes of s on one line, with an ellipsis when cut.
+func Excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

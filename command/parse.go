@@ -1,0 +1,125 @@
+// Package command is the operator's chat language: it parses the commands people
+// type (/send, /publish, /draft, /ops, /pending, /resolve, /retry, /cancel, /help)
+// and carries them out on the operator, the same way in a terminal and in Telegram.
+package command
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Command is one parsed command line.
+type Command struct {
+	Name   string // without the slash: "send", "publish", ...
+	Target string // send, publish: the chat id or @username
+	Text   string // send, publish, draft: exactly as typed after the target
+	OpID   string // resolve, retry, cancel
+	// Delivered is the answer of a resolve.
+	Delivered bool
+}
+
+// Usage is the one-line synopsis of every command, in the order /help lists them.
+var Usage = []struct{ Name, Args, Doc string }{
+	{"send", "<chat_id> <text>", "send a message, after approval"},
+	{"publish", "<chat_id> <text>", "publish a channel post, after approval"},
+	{"draft", "<text>", "draft a reply; nothing is sent"},
+	{"ops", "", "recent operations"},
+	{"pending", "", "what waits for approval or verification"},
+	{"resolve", "<op_id> delivered|not_delivered", "record what you verified about an unknown outcome"},
+	{"retry", "<op_id>", "send again an operation verified not delivered"},
+	{"cancel", "<op_id>", "cancel an operation that has not been sent"},
+	{"help", "", "this list"},
+}
+
+// ErrUsage is wrapped by every parse error; the message says the right form.
+var ErrUsage = errors.New("usage")
+
+// Parse reads one command line. The text of /send, /publish and /draft is kept
+// exactly as typed after the separating space: nothing is trimmed or added. A
+// "/cmd@botname" form, as Telegram clients send in groups, is accepted.
+func Parse(line string) (Command, error) {
+	line = strings.TrimLeft(line, " \t")
+	if !strings.HasPrefix(line, "/") {
+		return Command{}, fmt.Errorf("%w: commands start with /; try /help", ErrUsage)
+	}
+	name, rest := cut(line[1:])
+	name, _, _ = strings.Cut(name, "@")
+	c := Command{Name: strings.ToLower(name)}
+	switch c.Name {
+	case "send", "publish":
+		c.Target, c.Text = cut(rest)
+		if c.Target == "" || strings.TrimSpace(c.Text) == "" {
+			return c, usageErr(c.Name)
+		}
+	case "draft":
+		c.Text = rest
+		if strings.TrimSpace(c.Text) == "" {
+			return c, usageErr(c.Name)
+		}
+	case "ops", "pending", "help":
+		if strings.TrimSpace(rest) != "" {
+			return c, usageErr(c.Name)
+		}
+	case "retry", "cancel":
+		c.OpID = strings.TrimSpace(rest)
+		if c.OpID == "" || strings.ContainsFunc(c.OpID, unicode.IsSpace) {
+			return c, usageErr(c.Name)
+		}
+	case "resolve":
+		return parseResolve(c, rest)
+	default:
+		return c, fmt.Errorf("%w: unknown command /%s; try /help", ErrUsage, c.Name)
+	}
+	return c, nil
+}
+
+func parseResolve(c Command, rest string) (Command, error) {
+	f := strings.Fields(rest)
+	if len(f) != 2 || (f[1] != "delivered" && f[1] != "not_delivered") {
+		return c, usageErr(c.Name)
+	}
+	c.OpID, c.Delivered = f[0], f[1] == "delivered"
+	return c, nil
+}
+
+// cut splits off the first word; rest is what follows the whitespace after it,
+// untouched.
+func cut(s string) (word, rest string) {
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return s, ""
+	}
+	word, rest = s[:i], s[i:]
+	// Drop exactly one separator (a space, or a newline for text on the next line).
+	_, size := firstRune(rest)
+	return word, rest[size:]
+}
+
+func firstRune(s string) (rune, int) {
+	for i, r := range s {
+		if i > 0 {
+			return r, i
+		}
+	}
+	return 0, len(s)
+}
+
+func usageErr(name string) error {
+	for _, u := range Usage {
+		if u.Name == name {
+			return fmt.Errorf("%w: %s", ErrUsage, strings.TrimSpace("/"+u.Name+" "+u.Args))
+		}
+	}
+	return ErrUsage
+}
+
+// Help is the text of /help.
+func Help() string {
+	var b strings.Builder
+	for _, u := range Usage {
+		fmt.Fprintf(&b, "/%s %s: %s\n", u.Name, u.Args, u.Doc)
+	}
+	return strings.ReplaceAll(b.String(), " :", ":")
+}

@@ -1,0 +1,93 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+func run(t *testing.T, input string) (string, *journal.Journal) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []int64{console.User}, Approvers: []int64{console.User}}
+	var out bytes.Buffer
+	reg, err := tools.NewRegistry(p, console.NewPrinter(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &console.Console{Handler: &command.Handler{Operator: op, Journal: j, Policy: p}, In: strings.NewReader(input), Out: &out}
+	if err := c.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return out.String(), j
+}
+
+func TestApproveSendsOnceWithTarget(t *testing.T) {
+	out, j := run(t, "/send 222 Hello  there\ny\n")
+	if !strings.Contains(out, "Approve send_message to 222?") {
+		t.Errorf("no approval prompt in:\n%s", out)
+	}
+	if got := strings.Count(out, "→ sent to 222 (message 1):\nHello  there\n"); got != 1 {
+		t.Errorf("exact text sent %d times, want 1:\n%s", got, out)
+	}
+	ops, _ := j.Operations(context.Background(), journal.Filter{})
+	if len(ops) != 1 || ops[0].State != journal.Committed {
+		t.Errorf("journal = %+v, want one committed operation", ops)
+	}
+}
+
+func TestRejectAndBadAnswersSendNothing(t *testing.T) {
+	out, j := run(t, "/publish @news_room Big news\nperhaps\nn\n")
+	if strings.Contains(out, "→ sent") {
+		t.Errorf("something was sent:\n%s", out)
+	}
+	if !strings.Contains(out, "Answer y or n.") || !strings.Contains(out, "rejected by user 0") {
+		t.Errorf("want a re-ask and a rejection in:\n%s", out)
+	}
+	ops, _ := j.Operations(context.Background(), journal.Filter{})
+	if len(ops) != 1 || ops[0].State != journal.Rejected {
+		t.Errorf("journal = %+v, want one rejected operation", ops)
+	}
+}
+
+func TestEndOfInputLeavesTheApprovalWaiting(t *testing.T) {
+	out, j := run(t, "/send 222 hi\n")
+	if !strings.Contains(out, "left waiting for approval") {
+		t.Errorf("want a note on the waiting approval in:\n%s", out)
+	}
+	ops, _ := j.Operations(context.Background(), journal.Filter{})
+	if len(ops) != 1 || ops[0].State != journal.AwaitingApproval {
+		t.Errorf("journal = %+v, want one operation awaiting approval", ops)
+	}
+}
+
+func TestMalformedCommandsLoseNothing(t *testing.T) {
+	out, _ := run(t, "/send\nhello\n/launch now\n/draft a plan\n/ops\n")
+	for _, want := range []string{"usage: /send <chat_id> <text>", "commands start with /", "unknown command /launch", "Draft op-", "reply \"a plan\""} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
