@@ -110,7 +110,7 @@ type harness struct {
 	op     *operator.Operator
 }
 
-func testPolicy(t *testing.T) *policy.Policy {
+func testPolicy(t testing.TB) *policy.Policy {
 	t.Helper()
 	p, err := policy.Load("../policies.yaml")
 	if err != nil {
