@@ -24,6 +24,11 @@ type Operation struct {
 	Fix      *tools.Fix
 	State    State
 	Attempts int
+	// PartsDone counts the parts of a split text known to be delivered; a commit
+	// resumes at the next one, so a part is never sent twice.
+	PartsDone int
+	// Evidence is what the service confirmed so far (one message id per part).
+	Evidence *tools.Evidence
 	// RetryAt is when a scheduled retry is due, while State is RetryWait.
 	RetryAt  time.Time
 	Result   *tools.Result
@@ -78,6 +83,8 @@ type Move struct {
 	Fix *tools.Fix
 	// Payload, when set, replaces the payload (a re-prepare); its hash changes.
 	Payload *tools.Payload
+	// PartsDone, when set, records how many parts are known to be delivered.
+	PartsDone *int
 	// StartAttempt opens a new attempt row: set it on every move to Committing,
 	// which is written before the request leaves the process.
 	StartAttempt bool
@@ -114,6 +121,9 @@ func (j *Journal) move(ctx context.Context, tx *sql.Tx, id string, m Move) error
 	if m.Payload != nil {
 		add("payload", mustJSON(m.Payload))
 		add("payload_sha256", m.Payload.SHA256())
+	}
+	if m.PartsDone != nil {
+		add("parts_done", *m.PartsDone)
 	}
 	if m.StartAttempt {
 		set = append(set, "attempts = attempts + 1")
@@ -180,14 +190,14 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-const opColumns = `id, task_id, tool, fingerprint, payload, payload_sha256, fix, state, attempts, retry_at, result, envelope, created_at, updated_at`
+const opColumns = `id, task_id, tool, fingerprint, payload, payload_sha256, fix, state, attempts, parts_done, evidence, retry_at, result, envelope, created_at, updated_at`
 
 func scanOperation(row interface{ Scan(...any) error }) (Operation, error) {
 	var o Operation
-	var payload, fix, result string
+	var payload, fix, evidence, result string
 	var retryAt, created, updated int64
 	err := row.Scan(&o.ID, &o.TaskID, &o.Tool, &o.Fingerprint, &payload, &o.PayloadSHA256, &fix, &o.State,
-		&o.Attempts, &retryAt, &result, &o.Envelope, &created, &updated)
+		&o.Attempts, &o.PartsDone, &evidence, &retryAt, &result, &o.Envelope, &created, &updated)
 	if err != nil {
 		return o, err
 	}
@@ -198,6 +208,12 @@ func scanOperation(row interface{ Scan(...any) error }) (Operation, error) {
 		o.Fix = new(tools.Fix)
 		if err := json.Unmarshal([]byte(fix), o.Fix); err != nil {
 			return o, fmt.Errorf("fix of %s: %w", o.ID, err)
+		}
+	}
+	if evidence != "" {
+		o.Evidence = new(tools.Evidence)
+		if err := json.Unmarshal([]byte(evidence), o.Evidence); err != nil {
+			return o, fmt.Errorf("evidence of %s: %w", o.ID, err)
 		}
 	}
 	if result != "" {
@@ -346,4 +362,42 @@ func (j *Journal) set(ctx context.Context, id, col, v string) error {
 		return fmt.Errorf("journal: operation %s: %w", id, ErrNotFound)
 	}
 	return nil
+}
+
+// StartAttempt opens a new attempt on an operation that is committing, before the
+// next part of a split text leaves the process. It returns ErrStateChanged when the
+// operation is not committing.
+func (j *Journal) StartAttempt(ctx context.Context, id, detail string) error {
+	return j.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE operations SET attempts = attempts + 1, updated_at = ? WHERE id = ? AND state = ?",
+			ms(j.now()), id, Committing)
+		if err != nil {
+			return fmt.Errorf("journal: start attempt of %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return j.whyNotMoved(ctx, tx, id, Move{From: Committing, To: Committing})
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO attempts(operation_id, n, started_at, detail)
+			SELECT id, attempts, ?, ? FROM operations WHERE id = ?`, ms(j.now()), detail, id)
+		return err
+	})
+}
+
+// PartDelivered records that one more part of a committing operation was delivered,
+// with the evidence so far, and closes the open attempt as committed.
+func (j *Journal) PartDelivered(ctx context.Context, id string, partsDone int, ev tools.Evidence) error {
+	return j.tx(ctx, func(tx *sql.Tx) error {
+		now := ms(j.now())
+		res, err := tx.ExecContext(ctx, "UPDATE operations SET parts_done = ?, evidence = ?, updated_at = ? WHERE id = ? AND state = ?",
+			partsDone, mustJSON(ev), now, id, Committing)
+		if err != nil {
+			return fmt.Errorf("journal: part delivered of %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return j.whyNotMoved(ctx, tx, id, Move{From: Committing, To: Committing})
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE attempts SET finished_at = ?, outcome = 'committed'
+			WHERE operation_id = ? AND n = (SELECT attempts FROM operations WHERE id = ?)`, now, id, id)
+		return err
+	})
 }

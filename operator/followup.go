@@ -65,13 +65,31 @@ func (o *Operator) PendingApproval(ctx context.Context, opID string) (journal.Ap
 // unknown: delivered makes it committed; not delivered allows a Retry. Anything but
 // an unknown operation returns ErrNotResolvable.
 func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by string) (tools.Result, error) {
-	to, r := journal.NotDelivered, tools.Result{Status: tools.StatusRetryable, OperationID: opID, SideEffect: tools.SideEffectNone,
-		NextAction: tools.NextRetry, Reason: "resolved not delivered by " + by + "; /retry " + opID + " sends it again"}
-	if delivered {
-		to, r = journal.Committed, tools.Result{Status: tools.StatusSucceeded, OperationID: opID, SideEffect: tools.SideEffectCommitted,
-			NextAction: tools.NextNone, Reason: "resolved delivered by " + by}
+	op, err := o.opts.Journal.Operation(ctx, opID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
-	err := o.opts.Journal.Move(ctx, opID, journal.Move{From: journal.Unknown, To: to, Reason: "resolved by " + by, Result: &r})
+	if op.State != journal.Unknown {
+		return tools.Result{}, fmt.Errorf("operator: %s is %s: %w", opID, op.State, ErrNotResolvable)
+	}
+	done, total := op.PartsDone, len(op.Payload.Messages())
+	if delivered {
+		done++
+	}
+	m := journal.Move{From: journal.Unknown, To: journal.NotDelivered, Reason: "resolved not delivered by " + by, PartsDone: &done}
+	r := tools.Result{Status: tools.StatusRetryable, OperationID: opID, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
+		Reason: "resolved not delivered by " + by + "; /retry " + opID + " sends it again"}
+	switch {
+	case delivered && done < total:
+		m.Reason = fmt.Sprintf("resolved part %d delivered by %s", done, by)
+		r.SideEffect, r.Reason = tools.SideEffectCommitted, fmt.Sprintf("part %d of %d resolved delivered by %s; /retry %s sends the rest", done, total, by, opID)
+	case delivered:
+		m.To, m.Reason = journal.Committed, "resolved delivered by "+by
+		r = tools.Result{Status: tools.StatusSucceeded, OperationID: opID, SideEffect: tools.SideEffectCommitted,
+			NextAction: tools.NextNone, Evidence: op.Evidence, Reason: "resolved delivered by " + by}
+	}
+	m.Result = &r
+	err = o.opts.Journal.Move(ctx, opID, m)
 	if errors.Is(err, journal.ErrStateChanged) {
 		return tools.Result{}, fmt.Errorf("operator: %s: %w", opID, ErrNotResolvable)
 	}

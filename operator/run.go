@@ -110,20 +110,51 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 		return r, err
 	}
 	// Write ahead: committing is durable before the request leaves the process.
-	if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.Committing, Reason: fmt.Sprintf("attempt %d", op.Attempts+1), StartAttempt: true}); err != nil {
+	msgs := op.Payload.Messages()
+	if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.Committing, Reason: attemptReason(op, len(msgs)), StartAttempt: true}); err != nil {
 		return nil, err
 	}
-	payload := op.Payload
+	ev := tools.Evidence{}
+	if op.Evidence != nil {
+		ev = *op.Evidence
+	}
+	for k := op.PartsDone; k < len(msgs); k++ {
+		if k > op.PartsDone {
+			if err := o.opts.Journal.StartAttempt(ctx, op.ID, fmt.Sprintf("part %d/%d", k+1, len(msgs))); err != nil {
+				return nil, fmt.Errorf("operator: %w", err)
+			}
+		}
+		got, err := committer.Commit(ctx, partPayload(op, msgs[k]))
+		if err != nil {
+			op.Attempts, op.PartsDone, op.Evidence = op.Attempts+1+k-op.PartsDone, k, &ev
+			return o.decide(ctx, task, op, classify(err), err)
+		}
+		ev.ChatID, ev.MessageIDs = got.ChatID, append(ev.MessageIDs, got.MessageIDs...)
+		if len(msgs) > 1 {
+			if err := o.opts.Journal.PartDelivered(ctx, op.ID, k+1, ev); err != nil {
+				return nil, fmt.Errorf("operator: %w", err)
+			}
+		}
+	}
+	r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev}
+	return &r, o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
+}
+
+// partPayload is the payload of one message of an operation, repairs applied.
+func partPayload(op journal.Operation, text string) tools.Payload {
+	p := op.Payload
+	p.Text, p.Parts = text, nil
 	if op.Fix != nil {
-		payload = op.Fix.Apply(payload)
+		p = op.Fix.Apply(p)
 	}
-	ev, err := committer.Commit(ctx, payload)
-	if err == nil {
-		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev}
-		return &r, o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
+	return p
+}
+
+func attemptReason(op journal.Operation, parts int) string {
+	if parts > 1 {
+		return fmt.Sprintf("attempt %d, part %d/%d", op.Attempts+1, op.PartsDone+1, parts)
 	}
-	op.Attempts++
-	return o.decide(ctx, task, op, classify(err), err)
+	return fmt.Sprintf("attempt %d", op.Attempts+1)
 }
 
 // checkBinding refuses to commit a payload that is not the one approved.
@@ -156,7 +187,7 @@ func (o *Operator) decide(ctx context.Context, task journal.Task, op journal.Ope
 }
 
 func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*tools.Result, error) {
-	wait := backoff(task.Policy.Backoff, op.Attempts-1, v.retryAfter, o.opts.Rand())
+	wait := backoff(task.Policy.Backoff, task.RetriesUsed, v.retryAfter, o.opts.Rand())
 	err := o.opts.Journal.SpendRetry(ctx, task.ID, wait)
 	if errors.Is(err, journal.ErrRetryBudget) || errors.Is(err, journal.ErrWaitBudget) {
 		known := fmt.Sprintf("%d attempts, none delivered (%s)", op.Attempts, v.reason)
@@ -208,9 +239,14 @@ func mergeFix(a, b tools.Fix) tools.Fix {
 
 // unknown records an outcome nobody can know: no resend until someone verifies.
 func (o *Operator) unknown(ctx context.Context, op journal.Operation, why, detail string) (*tools.Result, error) {
+	known, which := "the request was sent ("+why+")", "the message"
+	if n := len(op.Payload.Messages()); n > 1 {
+		known = fmt.Sprintf("parts 1-%d of %d were delivered; part %d was sent (%s)", op.PartsDone, n, op.PartsDone+1, why)
+		which = fmt.Sprintf("part %d", op.PartsDone+1)
+	}
 	r := tools.Result{Status: tools.StatusTerminal, OperationID: op.ID, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify,
-		Reason: report("the request was sent ("+why+")", "whether it was delivered",
-			fmt.Sprintf("look for the message in chat %s, then /resolve %s delivered|not_delivered", op.Payload.Target, op.ID))}
+		Evidence: op.Evidence, Reason: report(known, "whether "+which+" was delivered",
+			fmt.Sprintf("look for %s in chat %s, then /resolve %s delivered|not_delivered", which, op.Payload.Target, op.ID))}
 	if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Unknown, Reason: why, Result: &r, AttemptOutcome: "unknown", AttemptDetail: detail}); err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func (t PublishPost) Prepare(args json.RawMessage) (Payload, error) {
 	if err != nil {
 		return Payload{}, err
 	}
-	return Payload{Action: "publish_post", Target: a.ChatID, Text: a.Text, ParseMode: a.ParseMode}, nil
+	return newPayload("publish_post", a), nil
 }
 
 // Commit implements Committer.

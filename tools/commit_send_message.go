@@ -27,7 +27,7 @@ func (t SendMessage) Prepare(args json.RawMessage) (Payload, error) {
 	if err != nil {
 		return Payload{}, err
 	}
-	return Payload{Action: "send_message", Target: a.ChatID, Text: a.Text, ParseMode: a.ParseMode}, nil
+	return newPayload("send_message", a), nil
 }
 
 // Commit implements Committer.

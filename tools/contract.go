@@ -71,6 +71,18 @@ type Payload struct {
 	Target    string `json:"target,omitempty"`
 	Text      string `json:"text"`
 	ParseMode string `json:"parse_mode,omitempty"`
+	// Parts is the text split into messages Telegram accepts, when it needs more
+	// than one. It is fixed at prepare time and covered by the hash, so a resumed
+	// commit sends the same parts a human approved.
+	Parts []string `json:"parts,omitempty"`
+}
+
+// Messages returns the texts to deliver, one per message.
+func (p Payload) Messages() []string {
+	if len(p.Parts) > 0 {
+		return p.Parts
+	}
+	return []string{p.Text}
 }
 
 // SHA256 is the hex digest of the payload's canonical JSON form.

@@ -76,6 +76,9 @@ func decodeSendArgs(tool string, args json.RawMessage) (SendArgs, error) {
 		return a, &ArgsError{Tool: tool, Reason: "text is empty"}
 	case a.ParseMode != "" && a.ParseMode != "HTML" && a.ParseMode != "MarkdownV2":
 		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("parse_mode %q is not HTML or MarkdownV2", a.ParseMode)}
+	case a.ParseMode != "" && units(a.Text) > MaxMessageUnits:
+		// Splitting could cut an entity in two; plain text splits safely.
+		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("a text longer than %d characters is sent as plain text: drop parse_mode or shorten it", MaxMessageUnits)}
 	}
 	return a, nil
 }
@@ -87,4 +90,14 @@ func deliver(ctx context.Context, s Sender, p Payload) (Evidence, error) {
 		return Evidence{}, err
 	}
 	return Evidence{ChatID: d.ChatID, MessageIDs: []int64{d.MessageID}}, nil
+}
+
+// newPayload builds a message payload, split into parts when the text is longer
+// than one Telegram message.
+func newPayload(action string, a SendArgs) Payload {
+	p := Payload{Action: action, Target: a.ChatID, Text: a.Text, ParseMode: a.ParseMode}
+	if parts := Split(a.Text, MaxMessageUnits); len(parts) > 1 {
+		p.Parts = parts
+	}
+	return p
 }

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func TestPrepareValidatesArguments(t *testing.T) {
 			t.Errorf("%s: Prepare = %v", tt.name, err)
 		case tt.wantErr != "" && (!errors.As(err, &ae) || !strings.Contains(err.Error(), tt.wantErr)):
 			t.Errorf("%s: Prepare error = %v, want an ArgsError with %q", tt.name, err, tt.wantErr)
-		case got != tt.want:
+		case !reflect.DeepEqual(got, tt.want):
 			t.Errorf("%s: Prepare = %+v, want %+v", tt.name, got, tt.want)
 		}
 	}

@@ -23,6 +23,8 @@ CREATE TABLE operations (
 	fix             TEXT NOT NULL DEFAULT '',
 	state           TEXT NOT NULL,
 	attempts        INTEGER NOT NULL DEFAULT 0,
+	parts_done      INTEGER NOT NULL DEFAULT 0,
+	evidence        TEXT NOT NULL DEFAULT '',
 	retry_at        INTEGER NOT NULL DEFAULT 0,
 	result          TEXT NOT NULL DEFAULT '',
 	envelope        TEXT NOT NULL DEFAULT '',

@@ -1,0 +1,58 @@
+package tools
+
+import (
+	"strings"
+	"unicode/utf16"
+)
+
+// MaxMessageUnits is Telegram's limit on a message's text, in UTF-16 code units.
+const MaxMessageUnits = 4096
+
+// Split cuts text into parts of at most limit UTF-16 code units (the unit Telegram
+// counts in), preferring a paragraph break, then a line break, then a space, and
+// cutting inside a word only when a word is longer than a part. Concatenated, the
+// parts are exactly the text: every separator stays at the end of its part. A text
+// within the limit is one part.
+func Split(text string, limit int) []string {
+	var parts []string
+	for units(text) > limit {
+		cut := prefixWithin(text, limit)
+		if i := lastBoundary(text[:cut]); i > 0 {
+			cut = i
+		}
+		parts = append(parts, text[:cut])
+		text = text[cut:]
+	}
+	return append(parts, text)
+}
+
+// units is the length of s in UTF-16 code units.
+func units(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// prefixWithin returns the byte length of the longest prefix of s within limit units.
+func prefixWithin(s string, limit int) int {
+	n := 0
+	for i, r := range s {
+		if n += utf16.RuneLen(r); n > limit {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// lastBoundary returns the byte offset just after the best break in s: the last
+// paragraph break, else line break, else space; 0 when there is none.
+func lastBoundary(s string) int {
+	for _, sep := range []string{"\n\n", "\n", " "} {
+		if i := strings.LastIndex(s, sep); i > 0 {
+			return i + len(sep)
+		}
+	}
+	return 0
+}
