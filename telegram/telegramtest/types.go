@@ -1,0 +1,130 @@
+package telegramtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+)
+
+// User is a Telegram user or bot, shaped as on the wire.
+type User struct {
+	ID           int64  `json:"id"`
+	IsBot        bool   `json:"is_bot"`
+	FirstName    string `json:"first_name"`
+	LastName     string `json:"last_name,omitempty"`
+	Username     string `json:"username,omitempty"`
+	LanguageCode string `json:"language_code,omitempty"`
+}
+
+// Chat is a Telegram chat, shaped as on the wire. Type is "private",
+// "group", "supergroup" or "channel".
+type Chat struct {
+	ID        int64  `json:"id"`
+	Type      string `json:"type"`
+	Title     string `json:"title,omitempty"`
+	Username  string `json:"username,omitempty"`
+	FirstName string `json:"first_name,omitempty"`
+	LastName  string `json:"last_name,omitempty"`
+}
+
+// Entity is a MessageEntity. Offset and Length count UTF-16 code units.
+type Entity struct {
+	Type          string `json:"type"`
+	Offset        int    `json:"offset"`
+	Length        int    `json:"length"`
+	URL           string `json:"url,omitempty"`
+	Language      string `json:"language,omitempty"`
+	CustomEmojiID string `json:"custom_emoji_id,omitempty"`
+}
+
+// Message is a message the server accepted from the bot. The tagged fields
+// are what sendMessage and editMessageText return; the others describe what
+// happened to it and never go on the wire.
+type Message struct {
+	MessageID   int             `json:"message_id"`
+	From        *User           `json:"from,omitempty"`
+	Chat        Chat            `json:"chat"`
+	Date        int64           `json:"date"`
+	EditDate    int64           `json:"edit_date,omitempty"`
+	Text        string          `json:"text"`
+	Entities    []Entity        `json:"entities,omitempty"`
+	ReplyMarkup json.RawMessage `json:"reply_markup,omitempty"`
+
+	// RawText is the text parameter as sent, before entity parsing.
+	RawText string `json:"-"`
+	// ParseMode is the parse_mode of the last accepted send or edit.
+	ParseMode string `json:"-"`
+	// Edits counts accepted editMessageText and editMessageReplyMarkup calls.
+	Edits int `json:"-"`
+	// Deleted is set once deleteMessage removed the message.
+	Deleted bool `json:"-"`
+	// ReplyLost is set when the message was committed but the call that
+	// created it got no response (a drop or hang fault).
+	ReplyLost bool `json:"-"`
+}
+
+func (m Message) clone() Message {
+	m.Entities = slices.Clone(m.Entities)
+	m.ReplyMarkup = bytes.Clone(m.ReplyMarkup)
+	if m.From != nil {
+		from := *m.From
+		m.From = &from
+	}
+	return m
+}
+
+// Call is one request the server received, in arrival order.
+type Call struct {
+	// Seq numbers calls from 1 in arrival order.
+	Seq int
+	// Method is the method name as it appeared in the URL path.
+	Method string
+	// Params holds the request fields: strings raw, other values as JSON
+	// text (chat_id=777, reply_markup={...}), as go-telegram/bot sends them.
+	Params map[string]string
+	// ChatID is the chat the call addressed, 0 when there is none.
+	ChatID int64
+	// Time is when the call arrived, by the server clock.
+	Time time.Time
+	// Done is set once the server finished with the call.
+	Done bool
+	// Status is the HTTP status written; 0 while the call is in flight or
+	// when no response was written (dropped connection, client gone).
+	Status int
+	// Description is the error description sent, empty on success.
+	Description string
+	// Fault is the action of the injected fault applied to the call,
+	// ActionNone if none was.
+	Fault Action
+	// Delay is the injected delay applied before answering.
+	Delay time.Duration
+}
+
+func (c Call) clone() Call {
+	c.Params = maps.Clone(c.Params)
+	return c
+}
+
+// BotCommand is one entry of a setMyCommands call.
+type BotCommand struct {
+	Command     string `json:"command"`
+	Description string `json:"description"`
+}
+
+// CallbackAnswer is one accepted answerCallbackQuery call.
+type CallbackAnswer struct {
+	QueryID   string
+	Text      string
+	ShowAlert bool
+	URL       string
+	Time      time.Time
+}
+
+// Webhook is the webhook configuration set by setWebhook.
+type Webhook struct {
+	URL            string
+	SecretToken    string
+	AllowedUpdates []string
+}
