@@ -187,6 +187,11 @@ func isUnique(err error) bool {
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey
 }
 
+func isUniqueIndex(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+}
+
 // GetMeta returns a named value, or "" when it was never set.
 func (j *Journal) GetMeta(ctx context.Context, key string) (string, error) {
 	var v string

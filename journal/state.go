@@ -63,7 +63,9 @@ var (
 	// ErrDecided means the approval was already decided: the first decision won.
 	ErrDecided = errors.New("approval already decided")
 	// ErrExpired means the approval expired before the decision.
-	ErrExpired       = errors.New("approval expired")
+	ErrExpired = errors.New("approval expired")
+	// ErrDuplicate means a task with the same origin exists: the request was seen.
+	ErrDuplicate     = errors.New("already recorded")
 	ErrRetryBudget   = errors.New("retry budget spent")
 	ErrWaitBudget    = errors.New("wait budget spent")
 	ErrRepairBudget  = errors.New("repair budget spent")

@@ -14,10 +14,13 @@ import (
 // Task is one request of an operator with the policy snapshot it runs under and the
 // budgets it has spent.
 type Task struct {
-	ID          string
-	Requester   int64
-	Chat        string
-	Summary     string
+	ID        string
+	Requester int64
+	Chat      string
+	Summary   string
+	// Origin names what started the task (e.g. "telegram:update:812"); a second task
+	// with the same non-empty origin is refused with ErrDuplicate.
+	Origin      string
 	Policy      *policy.Policy
 	RetriesUsed int
 	RepairsUsed int
@@ -35,8 +38,11 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 	t.Created = j.now().UTC()
 	for range 5 {
 		t.ID = NewID("task")
-		_, err = j.db.ExecContext(ctx, `INSERT INTO tasks(id, requester, chat, summary, policy, created_at)
-			VALUES(?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, snap, ms(t.Created))
+		_, err = j.db.ExecContext(ctx, `INSERT INTO tasks(id, requester, chat, summary, origin, policy, created_at)
+			VALUES(?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, t.Origin, snap, ms(t.Created))
+		if isUniqueIndex(err) {
+			return t, fmt.Errorf("journal: task from %s: %w", t.Origin, ErrDuplicate)
+		}
 		if !isUnique(err) {
 			break
 		}
@@ -52,8 +58,8 @@ func (j *Journal) Task(ctx context.Context, id string) (Task, error) {
 	var t Task
 	var snap string
 	var waited, created int64
-	err := j.db.QueryRowContext(ctx, `SELECT id, requester, chat, summary, policy, retries_used, repairs_used, waited_ms, created_at
-		FROM tasks WHERE id = ?`, id).Scan(&t.ID, &t.Requester, &t.Chat, &t.Summary, &snap, &t.RetriesUsed, &t.RepairsUsed, &waited, &created)
+	err := j.db.QueryRowContext(ctx, `SELECT id, requester, chat, summary, origin, policy, retries_used, repairs_used, waited_ms, created_at
+		FROM tasks WHERE id = ?`, id).Scan(&t.ID, &t.Requester, &t.Chat, &t.Summary, &t.Origin, &snap, &t.RetriesUsed, &t.RepairsUsed, &waited, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, fmt.Errorf("journal: task %s: %w", id, ErrNotFound)
 	}
