@@ -78,6 +78,8 @@ type Policy struct {
 	// EnvelopeTTL is how long a resolved unknown-outcome envelope is kept in the
 	// vault before gc may remove it. Unresolved envelopes are never removed.
 	EnvelopeTTL time.Duration `json:"envelope_ttl"`
+	// Verify configures the verifier's checks (see verify.go).
+	Verify Verify `json:"verify"`
 }
 
 // Defaults for keys the file leaves unset. An explicit zero in the file is kept.
@@ -216,6 +218,7 @@ func (p *Policy) validate(lines map[string]int) error {
 			add(field+".chats", "must list at least one chat id")
 		}
 	}
+	p.Verify.validate(p.Tools, lines, add)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -6,7 +6,11 @@ package verifier
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // Decision is the verifier's answer.
@@ -43,10 +47,103 @@ func (v Verdict) Summary() string {
 	return fmt.Sprintf("%s: %s", v.Decision, strings.Join(v.Reasons, "; "))
 }
 
-// Checker runs every check it holds. The zero Checker has none and passes everything.
-type Checker struct{}
+// History is read-only access to what was already sent or is waiting for approval.
+type History interface {
+	// Recent returns the payload texts sent (committed, unknown) or awaiting approval
+	// to target since t.
+	Recent(ctx context.Context, target string, since time.Time) ([]Sent, error)
+}
 
-// Check returns the verdict on one payload.
-func (Checker) Check(ctx context.Context, in Input) Verdict {
-	return Verdict{Decision: Pass}
+// Sent is one earlier payload to a target: its operation, text, journal state and time.
+type Sent struct {
+	OperationID, Text, State string
+	At                       time.Time
+}
+
+// Checker runs the checks on a payload: schema and links always, duplicates when it
+// has a History and a duplicate window, the policy's rules that cover the payload,
+// and the model for the tools under verify.model_check when it has a Model. The zero
+// Checker is New(policy.Verify{}, nil, nil): schema and links only. A Checker never
+// changes after New, so it is safe for concurrent use when its History and Model are.
+type Checker struct {
+	cfg     policy.Verify
+	history History
+	now     func() time.Time
+	model   Model
+}
+
+// New returns a Checker for the policy's verify section. h may be nil (no duplicate
+// check); now may be nil (time.Now). A cfg.DuplicateWindow of 0 turns the duplicate
+// check off: policy.Parse fills in policy.DefaultDuplicateWindow when it is unset.
+func New(cfg policy.Verify, h History, now func() time.Time) *Checker {
+	return &Checker{cfg: cfg, history: h, now: now}
+}
+
+// WithModel returns a copy of c that also shows the payloads of the tools under
+// verify.model_check to m, once every other check has passed.
+func (c Checker) WithModel(m Model) *Checker {
+	c.model = m
+	return &c
+}
+
+// Check runs every check that applies to in and combines them: any stop is a Stop,
+// else any repair is a Repair, else Pass. Each reason starts with its check's name.
+func (c Checker) Check(ctx context.Context, in Input) Verdict {
+	p := newPayload(in)
+	v := Verdict{Decision: Pass}
+	for _, ch := range c.checks(in) {
+		v.add(ch.name, ch.run(ctx, p))
+	}
+	if v.Decision == Pass && c.wantsModel(in.Tool) {
+		v.add("model", c.modelCheck(ctx, in))
+	}
+	return v
+}
+
+func (v *Verdict) add(name string, fs []finding) {
+	v.Checks++
+	for _, f := range fs {
+		v.Reasons = append(v.Reasons, name+": "+f.reason)
+		if f.decision == Stop || v.Decision == Pass {
+			v.Decision = f.decision
+		}
+	}
+}
+
+// check is one named check; run returns what it found wrong, nothing when it passes.
+type check struct {
+	name string
+	run  func(ctx context.Context, p *payload) []finding
+}
+
+func (c Checker) checks(in Input) []check {
+	cs := []check{{"schema", c.schema}, {"links", c.links}}
+	if c.history != nil && c.cfg.DuplicateWindow > 0 {
+		cs = append(cs, check{"duplicates", c.duplicates})
+	}
+	if slices.ContainsFunc(c.cfg.Rules, func(r policy.Rule) bool { return r.Applies(in.Tool, in.Target) }) {
+		cs = append(cs, check{"rules", c.rules})
+	}
+	return cs
+}
+
+func (c Checker) clock() time.Time {
+	if c.now == nil {
+		return time.Now()
+	}
+	return c.now()
+}
+
+// finding is one problem a check found and what it calls for: Repair or Stop.
+type finding struct {
+	decision Decision
+	reason   string
+}
+
+func repairf(format string, args ...any) finding {
+	return finding{Repair, fmt.Sprintf(format, args...)}
+}
+
+func stopf(format string, args ...any) finding {
+	return finding{Stop, fmt.Sprintf(format, args...)}
 }

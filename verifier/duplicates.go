@@ -1,0 +1,37 @@
+package verifier
+
+import (
+	"context"
+	"strings"
+)
+
+// duplicates stops a text already sent, or awaiting approval, to the same target
+// within the duplicate window. Texts compare trimmed, with runs of white space as one
+// space and without regard to case. A history that cannot be read stops too: a
+// duplicate that could not be ruled out is not let through.
+func (c Checker) duplicates(ctx context.Context, p *payload) []finding {
+	text := normalize(p.in.Text)
+	if text == "" {
+		return nil // schema reports the empty text
+	}
+	now := c.clock()
+	sent, err := c.history.Recent(ctx, p.in.Target, now.Add(-c.cfg.DuplicateWindow))
+	if err != nil {
+		return []finding{stopf("history unavailable: %v", err)}
+	}
+	var match *Sent
+	for i, s := range sent {
+		if strings.EqualFold(normalize(s.Text), text) && (match == nil || s.At.After(match.At)) {
+			match = &sent[i]
+		}
+	}
+	if match == nil {
+		return nil
+	}
+	return []finding{stopf("same text as operation %s (%s %s)",
+		match.OperationID, match.State, match.At.UTC().Format("2006-01-02 15:04 UTC"))}
+}
+
+func normalize(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,51 @@
+package verifier
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Telegram's limits: one message holds 4096 UTF-16 code units, and a payload is at
+// most ten messages; splitting a long text into messages is the Telegram layer's job.
+const (
+	messageLimit = 4096
+	maxMessages  = 10
+)
+
+var username = regexp.MustCompile(`^@[A-Za-z][A-Za-z0-9_]{4,31}$`)
+
+// validTarget reports whether s is a Telegram chat id or an @username.
+func validTarget(s string) bool {
+	if username.MatchString(s) {
+		return true
+	}
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
+// schema checks the payload's form: the target, the text's presence and length (of
+// the text as Telegram shows it, markup removed) and the markup of its parse mode.
+func (c Checker) schema(_ context.Context, p *payload) []finding {
+	var fs []finding
+	if !validTarget(p.in.Target) {
+		fs = append(fs, repairf("target %q is not a chat id or @username", p.in.Target))
+	}
+	n := p.length()
+	switch {
+	case strings.TrimSpace(p.visible) == "":
+		fs = append(fs, repairf("text is empty"))
+	case n > maxMessages*messageLimit:
+		fs = append(fs, stopf("text is %d characters long, more than %d messages hold (%d)", n, maxMessages, maxMessages*messageLimit))
+	case c.cfg.MaxLength > 0 && n > c.cfg.MaxLength:
+		fs = append(fs, repairf("text is %d characters long, max_length is %d", n, c.cfg.MaxLength))
+	}
+	switch mode := p.in.ParseMode; {
+	case mode != "" && mode != "HTML" && mode != "MarkdownV2":
+		fs = append(fs, repairf("parse mode %q is not HTML or MarkdownV2", mode))
+	case p.markup != nil:
+		fs = append(fs, repairf("%s: %v", mode, p.markup))
+	}
+	return fs
+}
