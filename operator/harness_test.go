@@ -13,6 +13,7 @@ import (
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/verifier"
 )
 
 // fakeClock advances by exactly what it is asked to sleep, and records each wait.
@@ -106,6 +107,7 @@ type harness struct {
 	clock  *fakeClock
 	sender *scriptSender
 	pol    *policy.Policy
+	verify bool // run the real verifier
 	j      *journal.Journal
 	op     *operator.Operator
 }
@@ -140,7 +142,11 @@ func (h *harness) open() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Clock: h.clock, Rand: func() float64 { return 0.5 }})
+	var v operator.Verifier
+	if h.verify {
+		v = verifier.New(h.pol.Verify, operator.History{Journal: j}, h.clock.Now)
+	}
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Verifier: v, Clock: h.clock, Rand: func() float64 { return 0.5 }})
 	if err != nil {
 		h.t.Fatal(err)
 	}

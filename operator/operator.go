@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -204,10 +205,7 @@ func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op jour
 			Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode})
 	}
 	if v.Decision != verifier.Pass {
-		r := repairable("verifier: " + v.Summary())
-		if v.Decision == verifier.Stop {
-			r = stopResult("verifier: " + v.Summary())
-		}
+		r := o.verdictResult(ctx, task, v)
 		r.OperationID = op.ID
 		return r, o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: r.Reason, Result: &r})
 	}
@@ -215,6 +213,21 @@ func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op jour
 		return tools.Result{}, err
 	}
 	return o.gate(ctx, task, op, journal.Verified)
+}
+
+// verdictResult is the result of a payload the verifier did not pass. A repair
+// goes back to the caller within the task's repair budget; past it, it is a stop.
+func (o *Operator) verdictResult(ctx context.Context, task journal.Task, v verifier.Verdict) tools.Result {
+	if v.Decision == verifier.Stop {
+		return stopResult(report("the verifier stopped it: "+strings.Join(v.Reasons, "; ")+"; nothing was sent", "", "change the request"))
+	}
+	err := o.opts.Journal.SpendRepair(ctx, task.ID)
+	if errors.Is(err, journal.ErrRepairBudget) {
+		r := stopResult(report("the verifier asked for a repair again: "+strings.Join(v.Reasons, "; ")+"; nothing was sent", "", "fix the request by hand"))
+		r.Reason = err.Error() + ": " + r.Reason
+		return r
+	}
+	return repairable("verifier asks for a repair: " + strings.Join(v.Reasons, "; "))
 }
 
 // gate moves a verified (or not-delivered) operation to awaiting approval, or

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
@@ -93,7 +94,8 @@ func openApp(ctx context.Context, cfg Config, p *policy.Policy, sender tools.Sen
 	for _, id := range j.Recovered() {
 		logger.Warn("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
 	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: verifier.Checker{}, Logger: logger})
+	check := verifier.New(p.Verify, operator.History{Journal: j}, time.Now)
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Logger: logger})
 	if err != nil {
 		j.Close()
 		return nil, err

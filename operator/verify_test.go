@@ -1,0 +1,63 @@
+package operator_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+func verifying(t *testing.T) *harness {
+	h := newHarness(t)
+	h.verify = true
+	h.open()
+	return h
+}
+
+func TestVerifierStopsADuplicateBeforeAnyCard(t *testing.T) {
+	h := verifying(t)
+	ctx := context.Background()
+	_, first := h.send("222", "Weekly digest is out")
+	task, _ := h.op.StartTask(ctx, operatorID, "1", "again")
+	r, err := h.op.Call(ctx, task.ID, callSend("222", "weekly  digest is out "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NextAction != tools.NextStop || !strings.Contains(r.Reason, first) {
+		t.Errorf("duplicate = %+v, want a stop naming %s", r, first)
+	}
+	if _, err := h.op.PendingApproval(ctx, r.OperationID); err == nil {
+		t.Error("the duplicate got an approval card")
+	}
+	if p := h.states(r.OperationID); fmtStates(p) != fmtStates([]journal.State{P, F}) {
+		t.Errorf("path = %v, want [prepared failed]", p)
+	}
+}
+
+func TestVerifierRepairThenSecondRepairStops(t *testing.T) {
+	h := verifying(t)
+	ctx := context.Background()
+	task, _ := h.op.StartTask(ctx, operatorID, "1", "links")
+	r, _ := h.op.Call(ctx, task.ID, callSend("222", "Read more at https://example.com/post"))
+	if r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "placeholder host example.com") {
+		t.Fatalf("placeholder link = %+v, want repairable naming the host", r)
+	}
+	r, _ = h.op.Call(ctx, task.ID, callSend("222", "Read more at https://example.org/post TODO"))
+	if r.NextAction != tools.NextStop || !strings.Contains(r.Reason, "repair budget spent") {
+		t.Errorf("second repair = %+v, want a stop", r)
+	}
+	if len(h.sender.Sent()) != 0 {
+		t.Error("something was sent")
+	}
+}
+
+func TestVerifiedPayloadCarriesItsVerdict(t *testing.T) {
+	h := verifying(t)
+	_, opID := h.send("222", "All clear at https://countersign.dev/status")
+	ts, _ := h.j.Transitions(context.Background(), opID)
+	if ts[1].To != V || !strings.HasPrefix(ts[1].Reason, "verifier: pass (") {
+		t.Errorf("verify transition = %+v, want the verdict with its checks", ts[1])
+	}
+}
