@@ -44,19 +44,30 @@ type Approval struct {
 // ErrNotOperator is returned, with no other effect, for a user who may not operate.
 var ErrNotOperator = errors.New("not an operator")
 
-// Handle parses and runs one command line from user in chat. Parse errors come back
-// wrapping ErrUsage; a user who is not an operator gets ErrNotOperator.
-func (h *Handler) Handle(ctx context.Context, user int64, chat, line string) (Reply, error) {
+// Request is one command line from a user in a chat.
+type Request struct {
+	User int64
+	Chat string
+	Line string
+	// Origin names where the line came from (e.g. a Telegram update id); a line
+	// with an origin seen before returns journal.ErrDuplicate and does nothing.
+	Origin string
+}
+
+// Handle parses and runs one command line. Parse errors come back wrapping
+// ErrUsage; a user who is not an operator gets ErrNotOperator.
+func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
+	user := req.User
 	if !h.Policy.Access.IsOperator(user) {
 		return Reply{}, ErrNotOperator
 	}
-	c, err := Parse(line)
+	c, err := Parse(req.Line)
 	if err != nil {
 		return Reply{}, err
 	}
 	switch c.Name {
 	case "send", "publish", "draft":
-		return h.call(ctx, user, chat, c)
+		return h.call(ctx, req, c)
 	case "ops":
 		return h.list(ctx, journal.Filter{Limit: 10}, "No operations yet.")
 	case "pending":
@@ -75,13 +86,13 @@ func (h *Handler) Handle(ctx context.Context, user int64, chat, line string) (Re
 	return Reply{Text: Help()}, nil
 }
 
-func (h *Handler) call(ctx context.Context, user int64, chat string, c Command) (Reply, error) {
+func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, error) {
 	tool := map[string]string{"send": "commit_send_message", "publish": "commit_publish_post", "draft": "prepare_reply"}[c.Name]
 	args, _ := json.Marshal(map[string]string{"chat_id": c.Target, "text": c.Text})
 	if c.Name == "draft" {
 		args, _ = json.Marshal(map[string]string{"text": c.Text})
 	}
-	task, err := h.Operator.StartTask(ctx, user, chat, "/"+c.Name)
+	task, err := h.Operator.StartTask(ctx, journal.Task{Requester: req.User, Chat: req.Chat, Summary: "/" + c.Name, Origin: req.Origin})
 	if err != nil {
 		return Reply{}, err
 	}

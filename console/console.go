@@ -65,7 +65,7 @@ func (c *Console) Run(ctx context.Context) error {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		reply, err := c.Handler.Handle(ctx, User, "console", line)
+		reply, err := c.Handler.Handle(ctx, command.Request{User: User, Chat: "console", Line: line})
 		if errors.Is(err, command.ErrUsage) {
 			fmt.Fprintln(c.Out, err)
 			continue

@@ -157,7 +157,7 @@ func TestAutoApproveRuleSkipsTheTap(t *testing.T) {
 	h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "555"))
 	h.open()
 	ctx := context.Background()
-	task, _ := h.op.StartTask(ctx, operatorID, "1", "auto")
+	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "auto"})
 	r, err := h.op.Call(ctx, task.ID, callSend("555", "daily digest"))
 	if err != nil || r.Status != tools.StatusSucceeded {
 		t.Fatalf("auto-approved call = %+v, %v; want succeeded", r, err)
@@ -175,7 +175,7 @@ func TestAutoApproveRuleSkipsTheTap(t *testing.T) {
 func TestPolicySnapshotOutlivesAnEdit(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	task, _ := h.op.StartTask(ctx, operatorID, "1", "before the edit")
+	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "before the edit"})
 	// The policy is edited and the bot restarted: auto-approve everything to 555,
 	// and approver 2 removed.
 	h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "555"))

@@ -31,7 +31,7 @@ func BenchmarkLifecycle(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		task, err := op.StartTask(ctx, operatorID, "1", "bench")
+		task, err := op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}

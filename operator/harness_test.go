@@ -162,7 +162,7 @@ func sendArgs(chat, text string) json.RawMessage {
 func (h *harness) send(chat, text string) (taskID, opID string) {
 	h.t.Helper()
 	ctx := context.Background()
-	task, err := h.op.StartTask(ctx, operatorID, "1", "send")
+	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "send"})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -105,9 +105,12 @@ func New(o Options) (*Operator, error) {
 	return &Operator{opts: o}, nil
 }
 
-// StartTask opens a task for requester under a snapshot of the policy in force.
-func (o *Operator) StartTask(ctx context.Context, requester int64, chat, summary string) (journal.Task, error) {
-	return o.opts.Journal.CreateTask(ctx, journal.Task{Requester: requester, Chat: chat, Summary: summary, Policy: o.opts.Policy})
+// StartTask opens a task (Requester, Chat, Summary and Origin set by the caller)
+// under a snapshot of the policy in force. A task whose Origin was seen before is
+// refused with journal.ErrDuplicate.
+func (o *Operator) StartTask(ctx context.Context, t journal.Task) (journal.Task, error) {
+	t.Policy = o.opts.Policy
+	return o.opts.Journal.CreateTask(ctx, t)
 }
 
 // Call is one tool call by name with JSON arguments.

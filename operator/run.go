@@ -124,7 +124,9 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 				return nil, fmt.Errorf("operator: %w", err)
 			}
 		}
-		got, err := committer.Commit(ctx, partPayload(op, msgs[k]))
+		// A request that starts leaving is let finish, even when the process is
+		// shutting down: knowing its outcome beats an unknown. The sender bounds it.
+		got, err := committer.Commit(context.WithoutCancel(ctx), partPayload(op, msgs[k]))
 		if err != nil {
 			op.Attempts, op.PartsDone, op.Evidence = op.Attempts+1+k-op.PartsDone, k, &ev
 			return o.decide(ctx, task, op, classify(err), err)

@@ -20,7 +20,7 @@ func TestVerifierStopsADuplicateBeforeAnyCard(t *testing.T) {
 	h := verifying(t)
 	ctx := context.Background()
 	_, first := h.send("222", "Weekly digest is out")
-	task, _ := h.op.StartTask(ctx, operatorID, "1", "again")
+	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "again"})
 	r, err := h.op.Call(ctx, task.ID, callSend("222", "weekly  digest is out "))
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestVerifierStopsADuplicateBeforeAnyCard(t *testing.T) {
 func TestVerifierRepairThenSecondRepairStops(t *testing.T) {
 	h := verifying(t)
 	ctx := context.Background()
-	task, _ := h.op.StartTask(ctx, operatorID, "1", "links")
+	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "links"})
 	r, _ := h.op.Call(ctx, task.ID, callSend("222", "Read more at https://example.com/post"))
 	if r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "placeholder host example.com") {
 		t.Fatalf("placeholder link = %+v, want repairable naming the host", r)

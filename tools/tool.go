@@ -39,7 +39,8 @@ type Delivery struct {
 
 // Sender delivers a message to a chat: the console prints it, Telegram sends it.
 // Its errors say what happened to the request (ErrNotSent, ErrOutcomeUnknown,
-// *RetryAfterError, *RepairError, *RefusedError).
+// *RetryAfterError, *RepairError, *RefusedError). The operator does not cancel a
+// send in flight, so Send must bound its own time.
 type Sender interface {
 	Send(ctx context.Context, m Message) (Delivery, error)
 }
