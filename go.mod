@@ -11,5 +11,6 @@ require (
 
 require (
 	github.com/BurntSushi/toml v0.3.1 // indirect
+	golang.org/x/time v0.16.0 // indirect
 	gopkg.in/yaml.v2 v2.3.0 // indirect
 )

@@ -15,7 +15,7 @@ const MaxMessageUnits = 4096
 // within the limit is one part.
 func Split(text string, limit int) []string {
 	var parts []string
-	for units(text) > limit {
+	for Units(text) > limit {
 		cut := prefixWithin(text, limit)
 		if i := lastBoundary(text[:cut]); i > 0 {
 			cut = i
@@ -26,8 +26,8 @@ func Split(text string, limit int) []string {
 	return append(parts, text)
 }
 
-// units is the length of s in UTF-16 code units.
-func units(s string) int {
+// Units is the length of s in UTF-16 code units, as Telegram counts it.
+func Units(s string) int {
 	n := 0
 	for _, r := range s {
 		n += utf16.RuneLen(r)

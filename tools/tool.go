@@ -77,7 +77,7 @@ func decodeSendArgs(tool string, args json.RawMessage) (SendArgs, error) {
 		return a, &ArgsError{Tool: tool, Reason: "text is empty"}
 	case a.ParseMode != "" && a.ParseMode != "HTML" && a.ParseMode != "MarkdownV2":
 		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("parse_mode %q is not HTML or MarkdownV2", a.ParseMode)}
-	case a.ParseMode != "" && units(a.Text) > MaxMessageUnits:
+	case a.ParseMode != "" && Units(a.Text) > MaxMessageUnits:
 		// Splitting could cut an entity in two; plain text splits safely.
 		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("a text longer than %d characters is sent as plain text: drop parse_mode or shorten it", MaxMessageUnits)}
 	}

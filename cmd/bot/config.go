@@ -81,13 +81,10 @@ func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
 	return journal.Open(ctx, filepath.Join(cfg.DataDir, "journal.db"))
 }
 
-// openApp wires the operator over the data folder with sender as the world's edge.
-func openApp(ctx context.Context, cfg Config, p *policy.Policy, sender tools.Sender, logger *slog.Logger) (*app, error) {
+// newApp wires the operator over an open journal with sender as the world's edge.
+// notify, when set, hears outcomes the operator reaches on its own (resumed work).
+func newApp(j *journal.Journal, p *policy.Policy, sender tools.Sender, logger *slog.Logger, notify func(context.Context, string, tools.Result)) (*app, error) {
 	reg, err := tools.NewRegistry(p, sender)
-	if err != nil {
-		return nil, err
-	}
-	j, err := openJournal(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -95,9 +92,8 @@ func openApp(ctx context.Context, cfg Config, p *policy.Policy, sender tools.Sen
 		logger.Warn("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
 	}
 	check := verifier.New(p.Verify, operator.History{Journal: j}, time.Now)
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Logger: logger})
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Logger: logger, Notify: notify})
 	if err != nil {
-		j.Close()
 		return nil, err
 	}
 	h := &command.Handler{Operator: op, Journal: j, Policy: p}

@@ -22,12 +22,17 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 	p.Access.Operators = append(p.Access.Operators, console.User)
 	p.Access.Approvers = append(p.Access.Approvers, console.User)
 	logger := newLogger(env.Stderr)
-	a, err := openApp(ctx, cfg, p, console.NewPrinter(env.Stdout), logger)
+	j, err := openJournal(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
 		return exitError
 	}
-	defer a.Close()
+	defer j.Close()
+	a, err := newApp(j, p, console.NewPrinter(env.Stdout), logger, nil)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "bot console:", err)
+		return exitError
+	}
 	if err := a.operator.Resume(ctx); err != nil {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
 		return exitError

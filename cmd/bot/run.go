@@ -2,11 +2,110 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram"
 )
 
-// runBot is "bot run": the Telegram bot.
+// runBot is "bot run": the Telegram bot. It ends with exit 1 and a plain message
+// when Telegram rejects the token or another instance polls with it.
 func runBot(ctx context.Context, args []string, env Env) int {
-	fmt.Fprintln(env.Stderr, "bot run: the Telegram front end is not built yet; use bot console")
-	return exitError
+	var cfg Config
+	fs := flags("run", env, &cfg)
+	listen := fs.String("webhook-listen", "", "serve a webhook on this address (e.g. :8080) instead of long polling")
+	hookURL := fs.String("webhook-url", "", "the public HTTPS URL Telegram calls for the webhook")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if (*listen == "") != (*hookURL == "") {
+		fmt.Fprintln(env.Stderr, "bot run: -webhook-listen and -webhook-url go together")
+		return exitUsage
+	}
+	logger := newLogger(env.Stderr)
+	if err := serveTelegram(ctx, cfg, env, logger, webhook(*listen, *hookURL, env)); err != nil {
+		logger.Error("stopped", "err", err)
+		fmt.Fprintln(env.Stderr, "bot run:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func webhook(listen, url string, env Env) *telegram.Webhook {
+	if listen == "" {
+		return nil
+	}
+	secret := env.Getenv("TELEGRAM_WEBHOOK_SECRET")
+	if secret == "" {
+		b := make([]byte, 24)
+		rand.Read(b)
+		secret = hex.EncodeToString(b)
+	}
+	return &telegram.Webhook{Listen: listen, URL: url, Secret: secret}
+}
+
+func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook) error {
+	token := env.Getenv("TELEGRAM_BOT_TOKEN")
+	if token == "" {
+		return errors.New("TELEGRAM_BOT_TOKEN is not set (ask @BotFather for a token, or try bot console)")
+	}
+	p, err := loadPolicy(cfg, env)
+	if err != nil {
+		return err
+	}
+	j, err := openJournal(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: env.Getenv("TELEGRAM_API_URL"),
+		PollTimeout: pollTimeout(env), Webhook: hook, Logger: logger})
+	if err != nil {
+		return err
+	}
+	a, err := newApp(j, p, tg.Sender(), logger, tg.Notify)
+	if err != nil {
+		return err
+	}
+	if err := logStart(ctx, logger, tg, a, cfg); err != nil {
+		return err
+	}
+	return tg.Serve(ctx, telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p})
+}
+
+// pollTimeout is the long-poll wait; COUNTERSIGN_POLL_TIMEOUT shortens it for tests
+// against a local Bot API server.
+func pollTimeout(env Env) time.Duration {
+	d, err := time.ParseDuration(env.Getenv("COUNTERSIGN_POLL_TIMEOUT"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
+}
+
+// logStart says who the bot is, under which policy, where its data is, and what is
+// waiting for a person.
+func logStart(ctx context.Context, logger *slog.Logger, tg *telegram.Bot, a *app, cfg Config) error {
+	count := func(s journal.State) (int, error) {
+		ops, err := a.journal.Operations(ctx, journal.Filter{States: []journal.State{s}})
+		return len(ops), err
+	}
+	awaiting, err := count(journal.AwaitingApproval)
+	if err != nil {
+		return err
+	}
+	unknown, err := count(journal.Unknown)
+	if err != nil {
+		return err
+	}
+	logger.Info("countersign started", "bot", "@"+tg.Me().Username, "bot_id", tg.Me().ID,
+		"policy", cfg.Policies, "tools", a.policy.ToolNames(), "operators", len(a.policy.Access.Operators),
+		"approvers", len(a.policy.Access.Approvers), "data", cfg.DataDir,
+		"awaiting_approval", awaiting, "awaiting_verification", unknown)
+	return nil
 }

@@ -47,6 +47,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req *request, f 
 	}
 	rep := s.dispatch(r.Context(), req)
 	switch f.Action {
+	case ActionAcceptThenReply:
+		s.replyLost(rep.committed)
+		rep := f.reply()
+		writeReply(w, rep)
+		s.finishCall(req, rep.status, rep.description)
 	case ActionAcceptThenDrop:
 		s.replyLost(rep.committed)
 		s.finishCall(req, 0, "")

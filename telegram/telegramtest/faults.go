@@ -24,9 +24,12 @@ const (
 	// ActionAcceptThenHang runs the method, then holds the connection
 	// without a response until the client gives up or the server closes.
 	ActionAcceptThenHang
+	// ActionAcceptThenReply runs the method (a message is committed), then
+	// answers with the fault's error, as a proxy's 502 after Telegram took it.
+	ActionAcceptThenReply
 )
 
-var actionNames = [...]string{"none", "reply", "accept-then-drop", "drop-before-accept", "accept-then-hang"}
+var actionNames = [...]string{"none", "reply", "accept-then-drop", "drop-before-accept", "accept-then-hang", "accept-then-reply"}
 
 func (a Action) String() string {
 	if a < 0 || int(a) >= len(actionNames) {
@@ -132,6 +135,10 @@ func AcceptThenDrop() Fault { return Fault{Action: ActionAcceptThenDrop} }
 // DropBeforeAccept is a fault that closes the connection without
 // committing anything.
 func DropBeforeAccept() Fault { return Fault{Action: ActionDropBeforeAccept} }
+
+// AcceptedThen turns an error fault into one that first commits the call, then
+// answers with the error: the request took effect and the client cannot know.
+func (f Fault) AcceptedThen() Fault { f.Action = ActionAcceptThenReply; return f }
 
 // AcceptThenHang is a fault that commits the call, then never answers.
 func AcceptThenHang() Fault { return Fault{Action: ActionAcceptThenHang} }

@@ -13,3 +13,12 @@ CREATE TABLE cards (
 	created_at INTEGER NOT NULL,
 	PRIMARY KEY (ref, chat_id, message_id)
 );
+
+-- Inbox: every update received, stored before it is confirmed to Telegram, so that
+-- a crash never loses one; handled_at is set once its handling finished.
+CREATE TABLE inbox (
+	update_id   INTEGER PRIMARY KEY,
+	body        TEXT NOT NULL,
+	received_at INTEGER NOT NULL,
+	handled_at  INTEGER NOT NULL DEFAULT 0
+);

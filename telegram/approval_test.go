@@ -1,0 +1,155 @@
+package telegram_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/policy"
+
+	"github.com/countersign/countersign/telegram/telegramtest"
+)
+
+func TestApproveDeliversExactlyTheText(t *testing.T) {
+	r := newRig(t)
+	text := "Hello  from\nCountersign — ünïcode ✓ "
+	r.command(alice, "/send 222 "+text)
+	card := r.card(alice)
+	for _, want := range []string{"send_message", "To: 222", "Operation: op-", "Payload: sha256 ", "Verified: pass", "Expires: ", text} {
+		if !strings.Contains(card.Text, want) {
+			t.Errorf("card lacks %q:\n%s", want, card.Text)
+		}
+	}
+	if !strings.Contains(string(card.ReplyMarkup), "Approve") || !strings.Contains(string(card.ReplyMarkup), "Reject") {
+		t.Errorf("card buttons = %s", card.ReplyMarkup)
+	}
+	r.tap(alice, card, "Approve")
+	r.waitFor("the delivery", atLeast(1, delivered(target)))
+	if got := r.srv.Messages(target); len(got) != 1 || got[0].RawText != text {
+		t.Fatalf("delivered = %+v, want exactly %q once", got, text)
+	}
+	r.waitFor("the card edited with the outcome", func(s *telegramtest.Server) bool {
+		m, _ := s.Message(alice, card.MessageID)
+		return strings.Contains(m.Text, "Approved by") && strings.Contains(m.Text, "message 1")
+	})
+	if n := len(r.srv.CallbackAnswers()); n != 1 {
+		t.Errorf("callback answers = %d, want 1", n)
+	}
+}
+
+func TestRejectDeliversNothing(t *testing.T) {
+	r := newRig(t)
+	r.command(alice, "/send 222 not this one")
+	card := r.card(alice)
+	r.tap(alice, card, "Reject")
+	r.waitFor("the card edited", func(s *telegramtest.Server) bool {
+		m, _ := s.Message(alice, card.MessageID)
+		return strings.Contains(m.Text, "Rejected by")
+	})
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("deliveries = %d, want 0", n)
+	}
+}
+
+func TestNoDecisionDeliversNothing(t *testing.T) {
+	r := newRig(t)
+	r.command(alice, "/send 222 waiting")
+	r.card(alice)
+	r.card(bob) // every approver got a copy
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("deliveries without a decision = %d, want 0", n)
+	}
+}
+
+func TestStrangerGetsOneRefusalAndNothingElse(t *testing.T) {
+	r := newRig(t)
+	r.command(mallory, "/send 222 hi")
+	r.replyContaining(mallory, "only answers its operators")
+	r.command(alice, "/ops") // a later update, handled after the stranger's
+	r.replyContaining(alice, "No operations yet")
+	if got := r.srv.Messages(mallory); len(got) != 1 {
+		t.Errorf("stranger got %d messages, want 1 refusal", len(got))
+	}
+	if n := len(r.srv.Messages(target)) + len(r.srv.Messages(bob)); n != 0 {
+		t.Errorf("a stranger's command caused %d messages, want 0", n)
+	}
+}
+
+func TestStrangersTapChangesNothing(t *testing.T) {
+	r := newRig(t)
+	r.command(alice, "/send 222 hi")
+	card := r.card(alice)
+	r.tap(mallory, card, "Approve")
+	r.waitFor("the stranger's tap answered", func(s *telegramtest.Server) bool {
+		for _, a := range s.CallbackAnswers() {
+			if strings.Contains(a.Text, "Only approvers") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Fatalf("deliveries after a stranger's tap = %d, want 0", n)
+	}
+	if m, _ := r.srv.Message(alice, card.MessageID); m.Edits != 0 {
+		t.Errorf("card edited %d times by a stranger's tap", m.Edits)
+	}
+	r.tap(alice, card, "Approve")
+	r.waitFor("the delivery", atLeast(1, delivered(target)))
+}
+
+func TestDoubleTapAndTwoApproversCommitOnce(t *testing.T) {
+	r := newRig(t)
+	r.command(alice, "/send 222 once")
+	aliceCard, bobCard := r.card(alice), r.card(bob)
+	var wg sync.WaitGroup
+	for _, tap := range []func(){
+		func() { r.tap(alice, aliceCard, "Approve") },
+		func() { r.tap(alice, aliceCard, "Approve") },
+		func() { r.tap(bob, bobCard, "Approve") },
+	} {
+		wg.Add(1)
+		go func() { defer wg.Done(); tap() }()
+	}
+	wg.Wait()
+	r.waitFor("three answers", func(s *telegramtest.Server) bool { return len(s.CallbackAnswers()) == 3 })
+	r.waitFor("both cards edited", func(s *telegramtest.Server) bool {
+		a, _ := s.Message(alice, aliceCard.MessageID)
+		b, _ := s.Message(bob, bobCard.MessageID)
+		return strings.Contains(a.Text, "Approved by") && strings.Contains(b.Text, "Approved by")
+	})
+	if n := len(r.srv.Messages(target)); n != 1 {
+		t.Errorf("deliveries = %d, want exactly 1", n)
+	}
+}
+
+func TestExpiredCardSaysSoAndDeliversNothing(t *testing.T) {
+	r := newRig(t, withPolicy(func(p *policy.Policy) { p.ApprovalTTL = time.Millisecond }))
+	r.command(alice, "/send 222 too late")
+	card := r.card(alice)
+	r.waitFor("the card marked expired", func(s *telegramtest.Server) bool {
+		m, _ := s.Message(alice, card.MessageID)
+		return strings.Contains(m.Text, "Expired")
+	})
+	r.tap(alice, card, "Approve")
+	r.waitFor("the tap answered", func(s *telegramtest.Server) bool { return len(s.CallbackAnswers()) == 1 })
+	if a := r.srv.CallbackAnswers()[0]; !strings.Contains(a.Text, "expired") {
+		t.Errorf("answer = %q, want it to say expired", a.Text)
+	}
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("deliveries = %d, want 0", n)
+	}
+}
+
+func TestPendingCardWorksAfterRestart(t *testing.T) {
+	r := newRig(t)
+	r.command(alice, "/send 222 survives a restart")
+	card := r.card(alice)
+	r.restart()
+	r.tap(alice, card, "Approve")
+	r.waitFor("the delivery", atLeast(1, delivered(target)))
+	if n := len(r.srv.Messages(target)); n != 1 {
+		t.Errorf("deliveries = %d, want 1", n)
+	}
+}

@@ -1,0 +1,234 @@
+// Package telegram is the bot people touch: commands in a private chat, approval
+// cards with Approve and Reject buttons on the approver's phone, sends that respect
+// Telegram's limits, and every Bot API failure mapped to the tool contract. It sits
+// on github.com/go-telegram/bot; its tests run against telegramtest, a fake Bot API
+// server speaking the real wire format.
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// DefaultAPIURL is the public Bot API server.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// Options configure a Bot. Token is required.
+type Options struct {
+	Token  string
+	APIURL string // default DefaultAPIURL; a self-hosted Bot API server otherwise
+	// PollTimeout is the long-poll wait of getUpdates (default 50s).
+	PollTimeout time.Duration
+	// SendTimeout bounds one sendMessage (default 30s); past it the outcome is unknown.
+	SendTimeout time.Duration
+	// Limits are the send rates to keep under (default DefaultLimits).
+	Limits *Limits
+	// SweepEvery is how often expired approvals are looked for (default 30s).
+	SweepEvery time.Duration
+	// Webhook, when set, receives updates over HTTPS instead of long polling.
+	Webhook *Webhook
+	Logger  *slog.Logger
+}
+
+// Errors that end the bot: they need a person to change something.
+var (
+	ErrTokenRejected = errors.New("Telegram rejected the bot token (401 Unauthorized): check TELEGRAM_BOT_TOKEN")
+	ErrConflict      = errors.New("another process is receiving updates for this bot token, or a webhook is set (409 Conflict): stop the other instance")
+)
+
+// Bot is a running Telegram front end of the operator.
+type Bot struct {
+	opts   Options
+	api    *bot.Bot
+	me     *models.User
+	sender *Sender
+	redact func(string) string
+	log    *slog.Logger
+	client *http.Client
+	work   sync.WaitGroup
+	cards  keyLock // per approval: cards sent before taps are acted on
+
+	// Set by Serve.
+	ops     *operator.Operator
+	handler *command.Handler
+	journal *journal.Journal
+	policy  *policy.Policy
+}
+
+// New connects to the Bot API (getMe) and prepares a bot whose updates resume after
+// the last one the journal says was handled. It returns ErrTokenRejected for a token
+// Telegram refuses. No error or log line carries the token.
+func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
+	o = withDefaults(o)
+	t := &Bot{opts: o, log: o.Logger, journal: j}
+	t.redact = func(s string) string { return strings.ReplaceAll(s, o.Token, "<token>") }
+	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second}
+	// The library makes the method calls; updates are received by poll (or the
+	// webhook), which stores each one before Telegram forgets it.
+	var err error
+	t.api, err = bot.New(o.Token,
+		bot.WithServerURL(strings.TrimSuffix(o.APIURL, "/")),
+		bot.WithHTTPClient(o.PollTimeout, t.client),
+		bot.WithSkipGetMe(),
+		bot.WithErrorsHandler(func(err error) { t.log.Warn("telegram", "err", t.redact(err.Error())) }),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %s", t.redact(err.Error()))
+	}
+	if t.me, err = t.api.GetMe(ctx); err != nil {
+		if errors.Is(err, bot.ErrorUnauthorized) {
+			return nil, ErrTokenRejected
+		}
+		return nil, fmt.Errorf("telegram: getMe: %s", t.redact(err.Error()))
+	}
+	t.sender = &Sender{bot: t.api, limiter: NewLimiter(*o.Limits), redact: t.redact, timeout: o.SendTimeout}
+	return t, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.APIURL == "" {
+		o.APIURL = DefaultAPIURL
+	}
+	if o.PollTimeout == 0 {
+		o.PollTimeout = 50 * time.Second
+	}
+	if o.SendTimeout == 0 {
+		o.SendTimeout = 30 * time.Second
+	}
+	if o.Limits == nil {
+		o.Limits = &DefaultLimits
+	}
+	if o.SweepEvery == 0 {
+		o.SweepEvery = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Sender is the bot's tools.Sender, for the registry.
+func (t *Bot) Sender() *Sender { return t.sender }
+
+// Me is the bot's own user, as getMe returned it.
+func (t *Bot) Me() *models.User { return t.me }
+
+// Deps are what Serve carries commands and decisions out on.
+type Deps struct {
+	Operator *operator.Operator
+	Handler  *command.Handler
+	Policy   *policy.Policy
+}
+
+// Serve registers the commands menu, resumes pending work, and handles updates
+// until ctx ends (nil) or the bot cannot go on (ErrConflict, ErrTokenRejected). It
+// waits for the work it started (commits in flight) before it returns.
+func (t *Bot) Serve(ctx context.Context, d Deps) error {
+	t.ops, t.handler, t.policy = d.Operator, d.Handler, d.Policy
+	if err := t.setCommands(ctx); err != nil {
+		t.log.Warn("could not register the command menu", "err", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := t.ops.Resume(ctx); err != nil {
+		return err
+	}
+	if err := t.replay(ctx); err != nil {
+		return err
+	}
+	t.spawn(func() { t.sweep(ctx) })
+	err := t.receive(ctx)
+	cancel()
+	t.work.Wait()
+	t.ops.Wait()
+	return err
+}
+
+// receive gets updates by long polling, or by webhook when configured.
+func (t *Bot) receive(ctx context.Context) error {
+	if t.opts.Webhook != nil {
+		return t.serveWebhook(ctx)
+	}
+	if _, err := t.api.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}); err != nil {
+		t.log.Warn("could not delete a webhook before polling", "err", t.redact(err.Error()))
+	}
+	return t.poll(ctx)
+}
+
+func (t *Bot) setCommands(ctx context.Context) error {
+	var cmds []models.BotCommand
+	for _, u := range command.Usage {
+		cmds = append(cmds, models.BotCommand{Command: u.Name, Description: strings.TrimSpace(u.Args + " " + u.Doc)})
+	}
+	_, err := t.api.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: cmds})
+	if err != nil {
+		return errors.New(t.redact(err.Error()))
+	}
+	return nil
+}
+
+// spawn runs fn in the background, counted so that Serve waits for it.
+func (t *Bot) spawn(fn func()) {
+	t.work.Add(1)
+	go func() { defer t.work.Done(); fn() }()
+}
+
+// send sends a plain message that is not a commit (a reply, a card); it makes one
+// more try when Telegram asks to wait a little.
+func (t *Bot) send(ctx context.Context, chat int64, text string, markup models.ReplyMarkup) (*models.Message, error) {
+	for try := 0; ; try++ {
+		if err := t.sender.limiter.Wait(ctx, strconv.FormatInt(chat, 10)); err != nil {
+			return nil, err
+		}
+		m, err := t.api.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text, ReplyMarkup: markup})
+		var tmr *bot.TooManyRequestsError
+		if errors.As(err, &tmr) && try == 0 && tmr.RetryAfter <= 10 {
+			if err := sleep(ctx, time.Duration(tmr.RetryAfter)*time.Second); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, errors.New(t.redact(err.Error()))
+		}
+		return m, nil
+	}
+}
+
+// reply sends text to chat, split when long, and logs a failure: a reply that does
+// not arrive loses nothing, the journal holds the facts.
+func (t *Bot) reply(ctx context.Context, chat int64, text string) {
+	for _, part := range tools.Split(text, tools.MaxMessageUnits) {
+		if _, err := t.send(ctx, chat, part, nil); err != nil {
+			t.log.Warn("reply not delivered", "chat", chat, "err", err)
+			return
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,279 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+// Callback data is "<kind><version>:<id>:<answer>": opaque, versioned, far under
+// Telegram's 64 bytes, and never the payload.
+const (
+	approveKind = "ap1"
+	resolveKind = "rs1"
+)
+
+func callbackData(kind, id, answer string) string { return kind + ":" + id + ":" + answer }
+
+func parseCallback(data string) (kind, id, answer string, ok bool) {
+	f := strings.Split(data, ":")
+	if len(f) != 3 || f[1] == "" {
+		return "", "", "", false
+	}
+	return f[0], f[1], f[2], true
+}
+
+func keyboard(buttons ...models.InlineKeyboardButton) *models.InlineKeyboardMarkup {
+	return &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{buttons}}
+}
+
+// cardText is what an approver reads: action, target, the exact text (or where it
+// is), the operation, a prefix of the payload hash, the verdict and the expiry.
+func cardText(a *command.Approval, inline bool) string {
+	p := a.Operation.Payload
+	var b strings.Builder
+	fmt.Fprintf(&b, "Approval needed: %s\nTo: %s\nOperation: %s\nPayload: sha256 %s\n", p.Action, p.Target, a.Operation.ID, a.PayloadSHA256[:12])
+	if a.Verdict != "" {
+		fmt.Fprintf(&b, "Verified: %s\n", strings.TrimPrefix(a.Verdict, "verifier: "))
+	}
+	fmt.Fprintf(&b, "Expires: %s\n", a.Expires.UTC().Format("2006-01-02 15:04 UTC"))
+	if p.ParseMode != "" {
+		fmt.Fprintf(&b, "Parse mode: %s\n", p.ParseMode)
+	}
+	if inline {
+		b.WriteString("\nText, exactly as it will be sent:\n" + p.Text)
+	} else {
+		fmt.Fprintf(&b, "\nText: the %d message(s) just above, exactly as they will be sent (%d characters).", len(p.Messages()), len(p.Text))
+	}
+	return b.String()
+}
+
+// requestApproval shows the approval card to every approver (the requester's own
+// chat included when the requester is one), each with Approve and Reject, and tells
+// a requester who is not an approver where it went.
+func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int64, a *command.Approval) {
+	inline := len(a.Operation.Payload.Parts) == 0
+	text := cardText(a, true)
+	if tools.Units(text) > tools.MaxMessageUnits || !inline {
+		inline, text = false, cardText(a, false)
+	}
+	kb := keyboard(
+		models.InlineKeyboardButton{Text: "✅ Approve", CallbackData: callbackData(approveKind, a.ID, "y")},
+		models.InlineKeyboardButton{Text: "❌ Reject", CallbackData: callbackData(approveKind, a.ID, "n")})
+	defer t.cards.lock(a.ID)()
+	reached := 0
+	for _, chat := range t.policy.Access.Approvers {
+		if err := t.showCard(ctx, chat, a, inline, text, kb); err != nil {
+			t.log.Warn("approval card not delivered", "approver", chat, "op", a.Operation.ID, "err", err)
+			continue
+		}
+		reached++
+	}
+	switch {
+	case reached == 0:
+		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval, but no approver could be reached (have they started a chat with the bot?). /cancel %s drops it.", a.Operation.ID, a.Operation.ID))
+	case !t.policy.Access.IsApprover(requester):
+		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; the card went to %d approver(s).", a.Operation.ID, reached))
+	}
+}
+
+func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, inline bool, text string, kb models.ReplyMarkup) error {
+	if !inline {
+		for _, part := range a.Operation.Payload.Messages() {
+			if _, err := t.send(ctx, chat, part, nil); err != nil {
+				return err
+			}
+		}
+	}
+	m, err := t.send(ctx, chat, text, kb)
+	if err != nil {
+		return err
+	}
+	return t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
+}
+
+// onCallback answers a tap at once, then acts on it. Forged or stale data, and taps
+// by people who may not decide, change nothing.
+func (t *Bot) onCallback(ctx context.Context, cq *models.CallbackQuery) {
+	kind, id, answer, ok := parseCallback(cq.Data)
+	switch {
+	case ok && kind == approveKind && (answer == "y" || answer == "n"):
+		t.onApprovalTap(ctx, cq, id, answer == "y")
+	case ok && kind == resolveKind && (answer == "d" || answer == "n"):
+		t.onResolveTap(ctx, cq, id, answer == "d")
+	default:
+		t.answer(ctx, cq, "This button is not known to this bot.")
+	}
+}
+
+func (t *Bot) answer(ctx context.Context, cq *models.CallbackQuery, text string) {
+	if _, err := t.api.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: cq.ID, Text: text}); err != nil {
+		t.log.Warn("callback not answered", "err", t.redact(err.Error()))
+	}
+}
+
+func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID string, approve bool) {
+	t.cards.lock(apID)() // wait until every copy of the card is sent and recorded
+	a, err := t.journal.Approval(ctx, apID)
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		t.answer(ctx, cq, "This approval is not known.")
+		return
+	case err != nil:
+		t.answer(ctx, cq, "The bot could not read this approval; try again.")
+		t.log.Error("approval lookup failed", "err", err)
+		return
+	case !t.policy.Access.IsApprover(cq.From.ID):
+		t.answer(ctx, cq, "Only approvers can decide.")
+		return
+	case a.Decision != journal.Pending:
+		t.answer(ctx, cq, fmt.Sprintf("Already %s.", a.Decision))
+		return
+	case !time.Now().Before(a.Expires):
+		t.answer(ctx, cq, "This approval expired; nothing will be sent.")
+	case approve:
+		t.answer(ctx, cq, "Approved. Sending…")
+	default:
+		t.answer(ctx, cq, "Rejected. Nothing will be sent.")
+	}
+	reply, err := t.handler.Decide(ctx, apID, cq.From.ID, approve)
+	if err != nil {
+		t.log.Error("decision failed", "approval", apID, "err", err)
+		return
+	}
+	if reply.Result == nil {
+		return // refused (already decided, not an approver): nothing changed
+	}
+	t.closeCards(ctx, apID, decisionLine(reply.Result, who(cq.From), approve))
+	t.tellRequester(ctx, a.OperationID, reply)
+}
+
+// decisionLine is what every copy of a card says once decided.
+func decisionLine(r *tools.Result, by string, approve bool) string {
+	at := time.Now().UTC().Format("2006-01-02 15:04 UTC")
+	switch {
+	case strings.Contains(r.Reason, "approval expired"):
+		return "⌛ Expired: nothing was sent."
+	case !approve:
+		return fmt.Sprintf("❌ Rejected by %s at %s. Nothing was sent.", by, at)
+	}
+	return fmt.Sprintf("✅ Approved by %s at %s.\n%s", by, at, command.Describe(*r))
+}
+
+// closeCards edits every copy of the cards about ref: the decision is appended and
+// the buttons removed.
+func (t *Bot) closeCards(ctx context.Context, ref, line string) {
+	cards, err := t.journal.Cards(ctx, ref)
+	if err != nil {
+		t.log.Warn("cards not found", "ref", ref, "err", err)
+		return
+	}
+	for _, c := range cards {
+		text := c.Text + "\n\n" + line
+		if tools.Units(text) > tools.MaxMessageUnits {
+			text = line
+		}
+		_, err := t.api.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: c.ChatID, MessageID: c.MessageID, Text: text,
+			ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
+		if err != nil {
+			t.log.Warn("card not edited", "chat", c.ChatID, "err", t.redact(err.Error()))
+		}
+	}
+}
+
+// tellRequester reports an outcome in the chat of the task that asked for it.
+func (t *Bot) tellRequester(ctx context.Context, opID string, reply command.Reply) {
+	chat, ok := t.taskChat(ctx, opID)
+	if !ok {
+		return
+	}
+	t.report(ctx, chat, reply)
+}
+
+func (t *Bot) taskChat(ctx context.Context, opID string) (int64, bool) {
+	op, err := t.journal.Operation(ctx, opID)
+	if err != nil {
+		return 0, false
+	}
+	task, err := t.journal.Task(ctx, op.TaskID)
+	if err != nil {
+		return 0, false
+	}
+	chat, err := strconv.ParseInt(task.Chat, 10, 64)
+	return chat, err == nil
+}
+
+// Notify reports the outcome of work the operator finished on its own (a retry
+// resumed after a restart) to the chat that asked for it.
+func (t *Bot) Notify(ctx context.Context, opID string, r tools.Result) {
+	t.tellRequester(ctx, opID, command.Reply{Text: command.Describe(r), Result: &r})
+}
+
+// sendUnknownNotice tells a chat that an outcome is unknown, with two buttons that
+// resolve it the same way /resolve does.
+func (t *Bot) sendUnknownNotice(ctx context.Context, chat int64, opID, text string) {
+	kb := keyboard(
+		models.InlineKeyboardButton{Text: "It arrived", CallbackData: callbackData(resolveKind, opID, "d")},
+		models.InlineKeyboardButton{Text: "It did not arrive", CallbackData: callbackData(resolveKind, opID, "n")})
+	m, err := t.send(ctx, chat, text, kb)
+	if err != nil {
+		t.log.Warn("unknown-outcome notice not delivered", "op", opID, "err", err)
+		return
+	}
+	if err := t.journal.AddCard(ctx, journal.Card{Ref: opID, ChatID: chat, MessageID: m.ID, Text: text}); err != nil {
+		t.log.Warn("notice not recorded", "op", opID, "err", err)
+	}
+}
+
+func (t *Bot) onResolveTap(ctx context.Context, cq *models.CallbackQuery, opID string, delivered bool) {
+	if !t.policy.Access.IsOperator(cq.From.ID) && !t.policy.Access.IsApprover(cq.From.ID) {
+		t.answer(ctx, cq, "Only operators can resolve.")
+		return
+	}
+	r, err := t.ops.Resolve(ctx, opID, delivered, who(cq.From))
+	if err != nil {
+		t.answer(ctx, cq, "Not resolved: it is no longer unknown.")
+		return
+	}
+	t.answer(ctx, cq, "Recorded.")
+	t.closeCards(ctx, opID, "Resolved: "+command.Describe(r))
+}
+
+// sweep expires approvals whose time has passed and says so on their cards.
+func (t *Bot) sweep(ctx context.Context) {
+	tick := time.NewTicker(t.opts.SweepEvery)
+	defer tick.Stop()
+	for {
+		expired, err := t.journal.ExpireDue(ctx)
+		if err != nil && ctx.Err() == nil {
+			t.log.Warn("expiry sweep failed", "err", err)
+		}
+		for _, a := range expired {
+			t.closeCards(ctx, a.ID, "⌛ Expired: nothing was sent.")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// who names a Telegram user for a card: @username or first name, with the id.
+func who(u models.User) string {
+	name := u.FirstName
+	if u.Username != "" {
+		name = "@" + u.Username
+	}
+	return fmt.Sprintf("%s (%d)", name, u.ID)
+}

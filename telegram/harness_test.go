@@ -1,0 +1,230 @@
+package telegram_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/telegram"
+	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/verifier"
+)
+
+const (
+	alice   = 100 // operator and approver
+	bob     = 200 // approver
+	mallory = 999 // nobody
+	target  = 222 // where messages go
+	token   = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+)
+
+// fast are limits that never slow a test down; the rate tests use the real ones.
+var fast = &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}
+
+// logBuffer collects log lines safely across goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// rig is a bot wired over a real journal and operator, talking over real HTTP to
+// the fake Bot API server. restart stops it and starts a new one on the same
+// journal and server, as a process restart does.
+type rig struct {
+	t      *testing.T
+	srv    *telegramtest.Server
+	dir    string
+	pol    *policy.Policy
+	limits *telegram.Limits
+	logs   *logBuffer
+	j      *journal.Journal
+	bot    *telegram.Bot
+	stop   context.CancelFunc
+	done   chan error
+}
+
+type rigOption func(*rig)
+
+func withPolicy(edit func(*policy.Policy)) rigOption { return func(r *rig) { edit(r.pol) } }
+func withLimits(l *telegram.Limits) rigOption        { return func(r *rig) { r.limits = l } }
+
+func newRig(t *testing.T, opts ...rigOption) *rig {
+	t.Helper()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []int64{alice}, Approvers: []int64{alice, bob}}
+	p.Backoff.Base = 50 * time.Millisecond
+	r := &rig{t: t, dir: t.TempDir(), pol: p, limits: fast, logs: &logBuffer{},
+		srv: telegramtest.NewServer(t, telegramtest.Options{Token: token})}
+	for _, o := range opts {
+		o(r)
+	}
+	r.start()
+	t.Cleanup(r.shutdown)
+	return r
+}
+
+func (r *rig) start() {
+	r.t.Helper()
+	ctx := context.Background()
+	j, err := journal.Open(ctx, filepath.Join(r.dir, "journal.db"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(r.logs, nil))
+	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
+		SendTimeout: 2 * time.Second, Limits: r.limits, SweepEvery: 50 * time.Millisecond, Logger: logger})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(r.pol, tg.Sender())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Logger: logger, Notify: tg.Notify,
+		Verifier: verifier.New(r.pol.Verify, operator.History{Journal: j}, time.Now)})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	h := &command.Handler{Operator: op, Journal: j, Policy: r.pol}
+	ctx, r.stop = context.WithCancel(ctx)
+	r.done = make(chan error, 1)
+	r.j, r.bot = j, tg
+	go func() { r.done <- tg.Serve(ctx, telegram.Deps{Operator: op, Handler: h, Policy: r.pol}) }()
+}
+
+func (r *rig) shutdown() {
+	if r.stop == nil {
+		return
+	}
+	r.stop()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			r.t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		r.t.Error("Serve did not return after its context ended")
+	}
+	r.j.Close()
+	r.stop = nil
+}
+
+func (r *rig) restart() {
+	r.t.Helper()
+	r.shutdown()
+	r.start()
+}
+
+// waitFor waits for cond on the server, failing the test after a deadline.
+func (r *rig) waitFor(what string, cond func(*telegramtest.Server) bool) {
+	r.t.Helper()
+	if err := r.srv.WaitTimeout(10*time.Second, cond); err != nil {
+		r.t.Fatalf("waiting for %s: %v\ncalls: %s\nlogs:\n%s", what, err, r.callSummary(), r.logs.String())
+	}
+}
+
+func (r *rig) callSummary() string {
+	var b strings.Builder
+	for _, c := range r.srv.Calls() {
+		fmt.Fprintf(&b, "\n  %s chat=%d status=%d %s", c.Method, c.ChatID, c.Status, c.Description)
+	}
+	return b.String()
+}
+
+// command sends a text from a user in their private chat.
+func (r *rig) command(user int64, text string) { r.srv.PushMessage(user, user, text) }
+
+// card waits for the newest approval card in chat and returns it.
+func (r *rig) card(chat int64) telegramtest.Message {
+	r.t.Helper()
+	var card telegramtest.Message
+	r.waitFor(fmt.Sprintf("an approval card in chat %d", chat), func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(chat) {
+			if strings.Contains(m.Text, "Approval needed") && strings.Contains(string(m.ReplyMarkup), "ap1:") {
+				card = m
+			}
+		}
+		return card.MessageID != 0
+	})
+	return card
+}
+
+// tap presses the button of a card whose text contains label.
+func (r *rig) tap(user int64, card telegramtest.Message, label string) {
+	r.t.Helper()
+	data := buttonData(r.t, card, label)
+	r.srv.PushCallbackQuery(user, card.Chat.ID, card.MessageID, data)
+}
+
+func delivered(chat int64) func(*telegramtest.Server) int {
+	return func(s *telegramtest.Server) int { return len(s.Messages(chat)) }
+}
+
+func atLeast(n int, count func(*telegramtest.Server) int) func(*telegramtest.Server) bool {
+	return func(s *telegramtest.Server) bool { return count(s) >= n }
+}
+
+// replyContaining waits for a message in chat containing text.
+func (r *rig) replyContaining(chat int64, text string) telegramtest.Message {
+	r.t.Helper()
+	var found telegramtest.Message
+	r.waitFor(fmt.Sprintf("a message with %q in chat %d", text, chat), func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(chat) {
+			if strings.Contains(m.Text, text) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+func buttonData(t *testing.T, m telegramtest.Message, label string) string {
+	t.Helper()
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal(m.ReplyMarkup, &kb); err != nil {
+		t.Fatalf("reply markup %s: %v", m.ReplyMarkup, err)
+	}
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			if strings.Contains(b.Text, label) {
+				return b.CallbackData
+			}
+		}
+	}
+	t.Fatalf("no %q button on %q", label, m.Text)
+	return ""
+}

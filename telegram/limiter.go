@@ -1,0 +1,60 @@
+package telegram
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limits are the send rates the limiter keeps under. Telegram documents about 30
+// messages a second overall, about one a second in one chat, and 20 a minute in one
+// group or channel; beyond them it answers 429.
+type Limits struct {
+	Overall   rate.Limit
+	PerChat   rate.Limit
+	PerGroup  rate.Limit
+	ChatBurst int
+}
+
+// DefaultLimits are Telegram's documented limits.
+var DefaultLimits = Limits{Overall: 30, PerChat: 1, PerGroup: rate.Every(3 * time.Second), ChatBurst: 1}
+
+// Limiter spaces sends so that Telegram's limits are rarely reached. It is safe
+// for concurrent use.
+type Limiter struct {
+	limits  Limits
+	overall *rate.Limiter
+	mu      sync.Mutex
+	chats   map[string]*rate.Limiter
+}
+
+// NewLimiter returns a limiter for l.
+func NewLimiter(l Limits) *Limiter {
+	return &Limiter{limits: l, overall: rate.NewLimiter(l.Overall, max(1, int(l.Overall))), chats: map[string]*rate.Limiter{}}
+}
+
+// Wait blocks until a message to target may go, or ctx ends.
+func (l *Limiter) Wait(ctx context.Context, target string) error {
+	if err := l.chat(target).Wait(ctx); err != nil {
+		return err
+	}
+	return l.overall.Wait(ctx)
+}
+
+func (l *Limiter) chat(target string) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c, ok := l.chats[target]; ok {
+		return c
+	}
+	limit := l.limits.PerChat
+	if strings.HasPrefix(target, "-") || strings.HasPrefix(target, "@") {
+		limit = min(limit, l.limits.PerGroup) // groups and channels
+	}
+	c := rate.NewLimiter(limit, max(1, l.limits.ChatBurst))
+	l.chats[target] = c
+	return c
+}

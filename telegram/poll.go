@@ -1,0 +1,143 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+)
+
+// allowedUpdates are the update kinds the bot handles.
+const allowedUpdates = `["message","callback_query"]`
+
+// apiReply is the Bot API's answer envelope.
+type apiReply struct {
+	OK          bool              `json:"ok"`
+	Result      []json.RawMessage `json:"result"`
+	ErrorCode   int               `json:"error_code"`
+	Description string            `json:"description"`
+	Parameters  struct {
+		RetryAfter int `json:"retry_after"`
+	} `json:"parameters"`
+}
+
+// poll receives updates by long polling until ctx ends. Each batch is stored in the
+// journal's inbox before the next request confirms it to Telegram, so a crash
+// between the two loses nothing. 401 and 409 end it; 429 waits retry_after; other
+// failures back off from 1 s to 30 s.
+func (t *Bot) poll(ctx context.Context) error {
+	last, err := t.journal.LastUpdate(ctx)
+	if err != nil {
+		return err
+	}
+	wait := time.Second
+	for ctx.Err() == nil {
+		items, err := t.getUpdates(ctx, last+1)
+		var delay time.Duration
+		switch {
+		case errors.Is(err, ErrTokenRejected), errors.Is(err, ErrConflict):
+			return err
+		case errors.As(err, new(*retryAfter)):
+			var ra *retryAfter
+			errors.As(err, &ra)
+			delay = ra.d
+		case err != nil:
+			if ctx.Err() == nil {
+				t.log.Warn("getUpdates failed; trying again", "in", wait, "err", err)
+			}
+			delay, wait = wait, min(2*wait, 30*time.Second)
+		default:
+			wait = time.Second
+			if last, err = t.accept(ctx, items, last); err != nil {
+				t.log.Error("updates not stored; asking for them again", "err", err)
+				delay = time.Second
+			}
+		}
+		if delay > 0 && sleep(ctx, delay) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// accept stores a batch in the inbox and hands the new updates to their handlers.
+// It returns the highest update id now safe to confirm.
+func (t *Bot) accept(ctx context.Context, items []journal.InboxItem, last int64) (int64, error) {
+	if len(items) == 0 {
+		return last, nil
+	}
+	fresh, err := t.journal.Receive(ctx, items)
+	if err != nil {
+		return last, err
+	}
+	for _, it := range fresh {
+		t.dispatch(ctx, it)
+	}
+	return max(last, items[len(items)-1].UpdateID), nil
+}
+
+type retryAfter struct{ d time.Duration }
+
+func (r *retryAfter) Error() string { return fmt.Sprintf("Telegram asked to wait %s", r.d) }
+
+// getUpdates makes one long-poll request.
+func (t *Bot) getUpdates(ctx context.Context, offset int64) ([]journal.InboxItem, error) {
+	form := url.Values{
+		"offset":          {strconv.FormatInt(offset, 10)},
+		"timeout":         {strconv.Itoa(int(t.opts.PollTimeout / time.Second))},
+		"allowed_updates": {allowedUpdates},
+	}
+	reply, err := t.call(ctx, "getUpdates", form)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]journal.InboxItem, 0, len(reply.Result))
+	for _, raw := range reply.Result {
+		var head struct {
+			UpdateID int64 `json:"update_id"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return nil, fmt.Errorf("getUpdates: an update without update_id: %w", err)
+		}
+		items = append(items, journal.InboxItem{UpdateID: head.UpdateID, Body: raw})
+	}
+	return items, nil
+}
+
+// call makes one Bot API request with a form body and maps its failures; the
+// token appears in no error.
+func (t *Bot) call(ctx context.Context, method string, form url.Values) (*apiReply, error) {
+	u := strings.TrimSuffix(t.opts.APIURL, "/") + "/bot" + t.opts.Token + "/" + method
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, errors.New(t.redact(err.Error()))
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", method, t.redact(err.Error()))
+	}
+	defer resp.Body.Close()
+	var r apiReply
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, fmt.Errorf("%s: HTTP %d with a body that is not the Bot API's", method, resp.StatusCode)
+	}
+	switch {
+	case r.OK:
+		return &r, nil
+	case r.ErrorCode == http.StatusUnauthorized:
+		return nil, ErrTokenRejected
+	case r.ErrorCode == http.StatusConflict:
+		return nil, ErrConflict
+	case r.ErrorCode == http.StatusTooManyRequests:
+		return nil, &retryAfter{d: time.Duration(max(1, r.Parameters.RetryAfter)) * time.Second}
+	}
+	return nil, fmt.Errorf("%s: %d %s", method, r.ErrorCode, t.redact(r.Description))
+}

@@ -1,0 +1,125 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/countersign/countersign/tools"
+)
+
+// Sender delivers messages through the Bot API and says, for every failure, what
+// happened to the request in the contract's terms. It waits on the rate limiter
+// before each send, so that Telegram's flood limits are rarely hit.
+type Sender struct {
+	bot     *bot.Bot
+	limiter *Limiter
+	redact  func(string) string
+	timeout time.Duration
+}
+
+var _ tools.Sender = (*Sender)(nil)
+
+// Send implements tools.Sender. The text goes exactly as given; a parse mode only
+// when the payload asks for one. Errors are *tools.RetryAfterError (429),
+// *tools.RepairError (migrated chat, rejected entities, other fixable 400s),
+// *tools.RefusedError (401, 403, 404, the other 400s), tools.ErrNotSent (the
+// request never left) or tools.ErrOutcomeUnknown (it left and no answer says what
+// became of it). No error carries the bot token.
+func (s *Sender) Send(ctx context.Context, m tools.Message) (tools.Delivery, error) {
+	chat, err := chatID(m.Target)
+	if err != nil {
+		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	if err := s.limiter.Wait(ctx, m.Target); err != nil {
+		return tools.Delivery{}, fmt.Errorf("telegram: rate limiter: %w: %w", tools.ErrNotSent, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ctx, wrote := traceWrite(ctx)
+	msg, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Text, ParseMode: models.ParseMode(m.ParseMode)})
+	if err != nil {
+		return tools.Delivery{}, classify(err, wrote.Load(), s.redact)
+	}
+	return tools.Delivery{ChatID: strconv.FormatInt(msg.Chat.ID, 10), MessageID: int64(msg.ID)}, nil
+}
+
+// chatID turns a target into what the Bot API takes: an int64 id or "@username".
+func chatID(target string) (any, error) {
+	if strings.HasPrefix(target, "@") {
+		return target, nil
+	}
+	id, err := strconv.ParseInt(target, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a chat id or @username", target)
+	}
+	return id, nil
+}
+
+// traceWrite reports, through the returned flag, whether the whole request was
+// written to the connection: the line between "never sent" and "unknown".
+func traceWrite(ctx context.Context) (context.Context, *atomic.Bool) {
+	wrote := new(atomic.Bool)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	}), wrote
+}
+
+// classify maps a Bot API failure to the contract. Telegram gives 400s no finer
+// code than their description, so the fixable ones are told apart by it.
+func classify(err error, wrote bool, redact func(string) string) error {
+	clean := errors.New(redact(err.Error()))
+	var (
+		tmr *bot.TooManyRequestsError
+		mig *bot.MigrateError
+	)
+	switch {
+	case errors.As(err, &tmr):
+		return &tools.RetryAfterError{After: time.Duration(tmr.RetryAfter) * time.Second, Err: clean}
+	case errors.As(err, &mig):
+		return &tools.RepairError{Fix: &tools.Fix{Target: strconv.Itoa(mig.MigrateToChatID)},
+			Reason: "the group became a supergroup", Err: clean}
+	case errors.Is(err, bot.ErrorBadRequest):
+		return badRequest(clean)
+	case errors.Is(err, bot.ErrorUnauthorized):
+		return &tools.RefusedError{Reason: "Telegram rejected the bot token", Err: clean}
+	case errors.Is(err, bot.ErrorForbidden):
+		return &tools.RefusedError{Reason: "Telegram refused: " + description(clean, bot.ErrorForbidden), Err: clean}
+	case errors.Is(err, bot.ErrorNotFound):
+		return &tools.RefusedError{Reason: "Telegram answered not found", Err: clean}
+	case !wrote:
+		return fmt.Errorf("telegram: %w: %w", tools.ErrNotSent, clean)
+	}
+	// Written, and no answer that says it failed: a 5xx, a timeout, a dropped
+	// connection, a proxy's HTML page. Telegram may have delivered it.
+	return fmt.Errorf("telegram: %w: %w", tools.ErrOutcomeUnknown, clean)
+}
+
+func badRequest(clean error) error {
+	desc := description(clean, bot.ErrorBadRequest)
+	lower := strings.ToLower(desc)
+	switch {
+	case strings.Contains(lower, "can't parse entities"):
+		return &tools.RepairError{Fix: &tools.Fix{PlainText: true}, Reason: "Telegram rejected the formatting; sending as plain text", Err: clean}
+	case strings.Contains(lower, "message is too long"), strings.Contains(lower, "text is empty"):
+		return &tools.RepairError{Reason: "Telegram refused the text: " + desc, Err: clean}
+	}
+	return &tools.RefusedError{Reason: "Telegram refused: " + desc, Err: clean}
+}
+
+// description is the Bot API's description out of the library's error text.
+func description(err, sentinel error) string {
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), sentinel.Error()), ", ")
+}

@@ -1,0 +1,91 @@
+package telegram
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+)
+
+// dispatch handles one stored update in the background, so that a long commit never
+// holds up an approval tap, and marks it handled when done. A restart replays the
+// updates not marked; task origins and single-use approvals make a replay harmless.
+func (t *Bot) dispatch(ctx context.Context, it journal.InboxItem) {
+	t.spawn(func() {
+		ctx := context.WithoutCancel(ctx) // finish what was started; Serve waits for it
+		var u models.Update
+		if err := json.Unmarshal(it.Body, &u); err != nil {
+			t.log.Warn("update not understood; skipped", "update", it.UpdateID, "err", err)
+		}
+		switch {
+		case u.CallbackQuery != nil:
+			t.onCallback(ctx, u.CallbackQuery)
+		case u.Message != nil && u.Message.Text != "":
+			t.onMessage(ctx, it.UpdateID, u.Message)
+		}
+		if err := t.journal.Handled(ctx, it.UpdateID); err != nil {
+			t.log.Error("update not marked handled; it will be handled again after a restart", "update", it.UpdateID, "err", err)
+		}
+	})
+}
+
+// replay hands the updates whose handling a previous process did not finish to
+// their handlers again.
+func (t *Bot) replay(ctx context.Context) error {
+	items, err := t.journal.Unhandled(ctx)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		t.dispatch(ctx, it)
+	}
+	return nil
+}
+
+// refusal is all a stranger learns.
+const refusal = "Sorry, this bot only answers its operators."
+
+func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) {
+	if m.From == nil || m.Chat.Type != models.ChatTypePrivate {
+		return // commands are taken in private chats only
+	}
+	if !t.policy.Access.IsOperator(m.From.ID) {
+		t.reply(ctx, m.Chat.ID, refusal)
+		return
+	}
+	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: m.Text,
+		Origin: fmt.Sprintf("telegram:update:%d", updateID)}
+	reply, err := t.handler.Handle(ctx, req)
+	switch {
+	case errors.Is(err, journal.ErrDuplicate):
+		return // handled before a restart
+	case errors.Is(err, command.ErrUsage):
+		t.reply(ctx, m.Chat.ID, err.Error())
+		return
+	case err != nil:
+		t.log.Error("command failed", "err", err)
+		t.reply(ctx, m.Chat.ID, "Something went wrong on the bot's side; nothing was sent. The log has the details.")
+		return
+	}
+	if reply.Approval != nil {
+		t.requestApproval(ctx, m.Chat.ID, m.From.ID, reply.Approval)
+		return
+	}
+	t.report(ctx, m.Chat.ID, reply)
+}
+
+// report tells a chat what came of an operation, with the resolve buttons when its
+// outcome is unknown.
+func (t *Bot) report(ctx context.Context, chat int64, reply command.Reply) {
+	if reply.Result == nil || reply.Result.SideEffect != "unknown" {
+		t.reply(ctx, chat, reply.Text)
+		return
+	}
+	t.sendUnknownNotice(ctx, chat, reply.Result.OperationID, reply.Text)
+}
