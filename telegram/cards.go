@@ -222,6 +222,7 @@ func (t *Bot) Notify(ctx context.Context, opID string, r tools.Result) {
 // sendUnknownNotice tells a chat that an outcome is unknown, with two buttons that
 // resolve it the same way /resolve does.
 func (t *Bot) sendUnknownNotice(ctx context.Context, chat int64, opID, text string) {
+	defer t.cards.lock(opID)()
 	kb := keyboard(
 		models.InlineKeyboardButton{Text: "It arrived", CallbackData: callbackData(resolveKind, opID, "d")},
 		models.InlineKeyboardButton{Text: "It did not arrive", CallbackData: callbackData(resolveKind, opID, "n")})
@@ -236,6 +237,7 @@ func (t *Bot) sendUnknownNotice(ctx context.Context, chat int64, opID, text stri
 }
 
 func (t *Bot) onResolveTap(ctx context.Context, cq *models.CallbackQuery, opID string, delivered bool) {
+	t.cards.lock(opID)() // wait until the notice is recorded
 	if !t.policy.Access.IsOperator(cq.From.ID) && !t.policy.Access.IsApprover(cq.From.ID) {
 		t.answer(ctx, cq, "Only operators can resolve.")
 		return

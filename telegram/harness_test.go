@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -227,4 +228,71 @@ func buttonData(t *testing.T, m telegramtest.Message, label string) string {
 	}
 	t.Fatalf("no %q button on %q", label, m.Text)
 	return ""
+}
+
+// newRigOn starts a second bot (another process) against the same server.
+func newRigOn(t *testing.T, srv *telegramtest.Server) *rig {
+	t.Helper()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, dir: t.TempDir(), pol: p, limits: fast, logs: &logBuffer{}, srv: srv}
+	r.start()
+	t.Cleanup(func() {
+		if r.stop != nil {
+			r.shutdown()
+		}
+	})
+	return r
+}
+
+func (r *rig) operation(id string) journal.Operation {
+	r.t.Helper()
+	op, err := r.j.Operation(context.Background(), id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return op
+}
+
+// cardFor waits for an open approval card (one with buttons) about opID in chat.
+func (r *rig) cardFor(chat int64, opID string) telegramtest.Message {
+	r.t.Helper()
+	var card telegramtest.Message
+	r.waitFor("card "+opID, func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(chat) {
+			if strings.Contains(m.Text, "Operation: "+opID) && strings.Contains(string(m.ReplyMarkup), "ap1:") {
+				card = m
+			}
+		}
+		return card.MessageID != 0
+	})
+	return card
+}
+
+var opPattern = regexp.MustCompile(`op-[a-z0-9]+`)
+
+func opIn(t *testing.T, text string) string {
+	t.Helper()
+	id := opPattern.FindString(text)
+	if id == "" {
+		t.Fatalf("no operation id in %q", text)
+	}
+	return id
+}
+
+// notice waits for an unknown-outcome notice (with its resolve buttons) in chat.
+func (r *rig) notice(chat int64) telegramtest.Message {
+	r.t.Helper()
+	var found telegramtest.Message
+	r.waitFor("an unknown-outcome notice", func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(chat) {
+			if strings.Contains(string(m.ReplyMarkup), "rs1:") {
+				found = m
+			}
+		}
+		return found.MessageID != 0
+	})
+	return found
 }

@@ -73,6 +73,11 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem, last int64)
 	if len(items) == 0 {
 		return last, nil
 	}
+	for i := range items {
+		// A person may paste the bot's own token into a chat; it never reaches the
+		// journal, and the command that carries it is refused.
+		items[i].Body = []byte(strings.ReplaceAll(string(items[i].Body), t.opts.Token, tokenWithheld))
+	}
 	fresh, err := t.journal.Receive(ctx, items)
 	if err != nil {
 		return last, err
@@ -82,6 +87,9 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem, last int64)
 	}
 	return max(last, items[len(items)-1].UpdateID), nil
 }
+
+// tokenWithheld replaces the bot's token wherever it appears in an update.
+const tokenWithheld = "[bot token withheld]"
 
 type retryAfter struct{ d time.Duration }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/go-telegram/bot/models"
 
@@ -57,6 +58,10 @@ func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) 
 	}
 	if !t.policy.Access.IsOperator(m.From.ID) {
 		t.reply(ctx, m.Chat.ID, refusal)
+		return
+	}
+	if strings.Contains(m.Text, tokenWithheld) {
+		t.reply(ctx, m.Chat.ID, "That message contains this bot's token, so it was not stored or sent. Revoke the token with @BotFather and set the new one.")
 		return
 	}
 	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: m.Text,

@@ -1,0 +1,192 @@
+package telegram_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram"
+	"github.com/countersign/countersign/telegram/telegramtest"
+)
+
+// approveSend issues /send from alice and approves the card.
+func (r *rig) approveSend(text string) {
+	r.t.Helper()
+	r.command(alice, "/send 222 "+text)
+	r.tap(alice, r.card(alice), "Approve")
+}
+
+func sendCalls(s *telegramtest.Server, chat int64) []telegramtest.Call {
+	var out []telegramtest.Call
+	for _, c := range s.CallsTo("sendMessage") {
+		if c.ChatID == chat {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestTooManyRequestsWaitsRetryAfterThenDeliversOnce(t *testing.T) {
+	r := newRig(t)
+	r.srv.Inject(telegramtest.TooManyRequests(1).For("sendMessage").InChat(target))
+	r.approveSend("after the flood")
+	r.waitFor("the delivery", atLeast(1, delivered(target)))
+	calls := sendCalls(r.srv, target)
+	if len(calls) != 2 || len(r.srv.Messages(target)) != 1 {
+		t.Fatalf("attempts = %d, deliveries = %d; want 2 and 1", len(calls), len(r.srv.Messages(target)))
+	}
+	if gap := calls[1].Time.Sub(calls[0].Time); gap < time.Second {
+		t.Errorf("retried after %s, want at least retry_after (1s)", gap)
+	}
+}
+
+func TestForbiddenStopsAfterOneAttemptWithAReport(t *testing.T) {
+	r := newRig(t)
+	r.srv.Inject(telegramtest.BotBlocked().For("sendMessage").InChat(target))
+	r.approveSend("to a chat that refuses us")
+	r.replyContaining(alice, "blocked")
+	if n := len(sendCalls(r.srv, target)); n != 1 {
+		t.Errorf("attempts = %d, want 1", n)
+	}
+}
+
+func TestTooManyRequestsForeverStopsAtTheBudget(t *testing.T) {
+	r := newRig(t)
+	r.srv.Inject(telegramtest.TooManyRequests(1).For("sendMessage").InChat(target).Always())
+	r.approveSend("never gets through")
+	r.replyContaining(alice, "etry budget spent")
+	if n := len(sendCalls(r.srv, target)); n != 1+r.pol.RetryBudget {
+		t.Errorf("attempts = %d, want 1 + retry_budget = %d", n, 1+r.pol.RetryBudget)
+	}
+}
+
+func TestUnknownOutcomesAreNeverResent(t *testing.T) {
+	for name, fault := range map[string]telegramtest.Fault{
+		"502 after acceptance":              telegramtest.BadGateway().AcceptedThen(),
+		"HTML 502 after acceptance":         telegramtest.BadGatewayHTML().AcceptedThen(),
+		"connection dropped after accepted": telegramtest.AcceptThenDrop(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			r.srv.Inject(fault.For("sendMessage").InChat(target))
+			r.approveSend("did it arrive?")
+			notice := r.notice(alice)
+			if n := len(r.srv.Messages(target)); n != 1 || len(sendCalls(r.srv, target)) != 1 {
+				t.Fatalf("deliveries = %d after %d attempts, want exactly 1 and 1", n, len(sendCalls(r.srv, target)))
+			}
+			opID := opIn(t, notice.Text)
+			if op := r.operation(opID); op.State != journal.Unknown {
+				t.Errorf("state = %s, want unknown", op.State)
+			}
+			// Not arrived: the retry delivers once more, under the same operation.
+			r.tap(alice, notice, "did not arrive")
+			r.waitFor("the resolution", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.NotDelivered })
+			r.command(alice, "/retry "+opID)
+			r.tap(alice, r.cardFor(alice, opID), "Approve")
+			r.waitFor("the retried delivery", atLeast(2, delivered(target)))
+			if n := len(r.srv.Messages(target)); n != 2 {
+				t.Errorf("deliveries = %d, want the first and the retry", n)
+			}
+		})
+	}
+}
+
+func TestArrivedMakesRetryRefuse(t *testing.T) {
+	r := newRig(t)
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target))
+	r.approveSend("it did arrive")
+	notice := r.notice(alice)
+	opID := opIn(t, notice.Text)
+	r.tap(alice, notice, "It arrived")
+	r.waitFor("the resolution", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.Committed })
+	r.command(alice, "/retry "+opID)
+	r.replyContaining(alice, "was delivered")
+	if n := len(sendCalls(r.srv, target)); n != 1 {
+		t.Errorf("attempts = %d, want 1", n)
+	}
+}
+
+func TestLongTextArrivesInPartsAndNoPartTwice(t *testing.T) {
+	r := newRig(t)
+	var b strings.Builder
+	for i := 0; b.Len() < 9000; i++ {
+		fmt.Fprintf(&b, "Paragraph %d of the weekly report, with enough words to fill it.\n\n", i)
+	}
+	text := b.String()[:9000]
+	// Part 2 is refused once with a 429: nothing happened, so only part 2 goes again.
+	r.srv.Inject(telegramtest.TooManyRequests(1).For("sendMessage").InChat(target).OnCall(2))
+	r.approveSend(text)
+	r.waitFor("three parts", atLeast(3, delivered(target)))
+	got := r.srv.Messages(target)
+	var joined strings.Builder
+	for _, m := range got {
+		if n := len([]rune(m.RawText)); n > 4096 {
+			t.Errorf("part of %d characters", n)
+		}
+		joined.WriteString(m.RawText)
+	}
+	if len(got) != 3 || joined.String() != text {
+		t.Errorf("%d parts whose concatenation equals the text: %v; want 3, true", len(got), joined.String() == text)
+	}
+	calls := sendCalls(r.srv, target)
+	if len(calls) != 4 || calls[1].Status != 429 || calls[1].Params["text"] != calls[2].Params["text"] || calls[0].Params["text"] == calls[2].Params["text"] {
+		t.Errorf("attempts = %d, want 4: part 1, part 2 refused, part 2 again, part 3", len(calls))
+		for _, c := range calls {
+			t.Logf("  %d %q…", c.Status, c.Params["text"][:20])
+		}
+	}
+}
+
+func TestTokenNeverLeaks(t *testing.T) {
+	r := newRig(t)
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target))
+	r.approveSend("a send that fails after acceptance, so errors get written everywhere")
+	r.notice(alice)
+	r.command(alice, "/send 222 bot token "+token+" pasted by mistake")
+	r.replyContaining(alice, "bot's token")
+	r.shutdown()
+	if strings.Contains(r.logs.String(), token) || strings.Contains(r.logs.String(), strings.Split(token, ":")[1]) {
+		t.Error("the token is in the logs")
+	}
+	filepath.Walk(r.dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		data, _ := os.ReadFile(path)
+		if strings.Contains(string(data), token) {
+			t.Errorf("%s holds the token", path)
+		}
+		return nil
+	})
+}
+
+func TestRejectedTokenAndSecondPollerEndTheBot(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: token})
+	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	_, err = telegram.New(context.Background(), j, telegram.Options{Token: "1:WRONG", APIURL: srv.URL()})
+	if !errors.Is(err, telegram.ErrTokenRejected) {
+		t.Errorf("wrong token: %v, want ErrTokenRejected", err)
+	}
+	r := newRig(t)
+	r.waitFor("the first poller", func(s *telegramtest.Server) bool { return s.Polling() })
+	second := newRigOn(t, r.srv)
+	select {
+	case err := <-second.done:
+		if !errors.Is(err, telegram.ErrConflict) {
+			t.Errorf("second poller ended with %v, want ErrConflict", err)
+		}
+		second.stop = nil
+	case <-time.After(10 * time.Second):
+		t.Error("the second poller did not stop")
+	}
+}
