@@ -56,22 +56,24 @@ func (l *logBuffer) String() string {
 // the fake Bot API server. restart stops it and starts a new one on the same
 // journal and server, as a process restart does.
 type rig struct {
-	t      *testing.T
-	srv    *telegramtest.Server
-	dir    string
-	pol    *policy.Policy
-	limits *telegram.Limits
-	logs   *logBuffer
-	j      *journal.Journal
-	bot    *telegram.Bot
-	stop   context.CancelFunc
-	done   chan error
+	t       *testing.T
+	srv     *telegramtest.Server
+	dir     string
+	pol     *policy.Policy
+	limits  *telegram.Limits
+	webhook *telegram.Webhook
+	logs    *logBuffer
+	j       *journal.Journal
+	bot     *telegram.Bot
+	stop    context.CancelFunc
+	done    chan error
 }
 
 type rigOption func(*rig)
 
 func withPolicy(edit func(*policy.Policy)) rigOption { return func(r *rig) { edit(r.pol) } }
 func withLimits(l *telegram.Limits) rigOption        { return func(r *rig) { r.limits = l } }
+func withWebhook(w *telegram.Webhook) rigOption      { return func(r *rig) { r.webhook = w } }
 
 func newRig(t *testing.T, opts ...rigOption) *rig {
 	t.Helper()
@@ -100,7 +102,7 @@ func (r *rig) start() {
 	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
 	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
-		SendTimeout: 2 * time.Second, Limits: r.limits, SweepEvery: 50 * time.Millisecond, Logger: logger})
+		SendTimeout: 2 * time.Second, Limits: r.limits, SweepEvery: 50 * time.Millisecond, Logger: logger, Webhook: r.webhook})
 	if err != nil {
 		r.t.Fatal(err)
 	}

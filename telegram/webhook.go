@@ -23,6 +23,8 @@ type Webhook struct {
 	Listen string
 	URL    string
 	Secret string
+	// Listener, when set, is served instead of listening on Listen.
+	Listener net.Listener
 }
 
 // serveWebhook registers the webhook and serves it until ctx ends.
@@ -33,9 +35,11 @@ func (t *Bot) serveWebhook(ctx context.Context) error {
 	if err != nil {
 		return errors.New("telegram: setWebhook: " + t.redact(err.Error()))
 	}
-	ln, err := net.Listen("tcp", w.Listen)
-	if err != nil {
-		return err
+	ln := w.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", w.Listen); err != nil {
+			return err
+		}
 	}
 	srv := &http.Server{Handler: t.WebhookHandler(ctx), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
