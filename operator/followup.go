@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
@@ -18,11 +19,10 @@ func (o *Operator) Resume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("operator: resume: %w", err)
 	}
+	recovered := o.opts.Journal.Recovered()
 	for _, op := range ops {
 		if op.State == journal.Unknown {
-			if op.Envelope == "" {
-				o.envelope(ctx, op.ID, "outcome unknown: "+lastReason(ctx, o.opts.Journal, op.ID))
-			}
+			o.resumeUnknown(ctx, op, slices.Contains(recovered, op.ID))
 			continue
 		}
 		o.wg.Add(1)
@@ -38,6 +38,24 @@ func (o *Operator) Resume(ctx context.Context) error {
 		}(op.ID)
 	}
 	return nil
+}
+
+// resumeUnknown writes the missing envelope of an unknown operation and, when the
+// previous process died mid-commit, tells whoever asked that it cannot know.
+func (o *Operator) resumeUnknown(ctx context.Context, op journal.Operation, recovered bool) {
+	if op.Envelope == "" {
+		o.envelope(ctx, op.ID, "outcome unknown: "+lastReason(ctx, o.opts.Journal, op.ID))
+	}
+	if !recovered {
+		return
+	}
+	r := unknownResult(op, "the process stopped while it was sending")
+	if err := o.opts.Journal.SetResult(ctx, op.ID, r); err != nil {
+		o.opts.Logger.Error("result not recorded", "op", op.ID, "err", err)
+	}
+	if o.opts.Notify != nil {
+		o.opts.Notify(ctx, op.ID, r)
+	}
 }
 
 // Wait blocks until the work Resume started has finished.

@@ -241,19 +241,25 @@ func mergeFix(a, b tools.Fix) tools.Fix {
 
 // unknown records an outcome nobody can know: no resend until someone verifies.
 func (o *Operator) unknown(ctx context.Context, op journal.Operation, why, detail string) (*tools.Result, error) {
-	known, which := "the request was sent ("+why+")", "the message"
-	if n := len(op.Payload.Messages()); n > 1 {
-		known = fmt.Sprintf("parts 1-%d of %d were delivered; part %d was sent (%s)", op.PartsDone, n, op.PartsDone+1, why)
-		which = fmt.Sprintf("part %d", op.PartsDone+1)
-	}
-	r := tools.Result{Status: tools.StatusTerminal, OperationID: op.ID, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify,
-		Evidence: op.Evidence, Reason: report(known, "whether "+which+" was delivered",
-			fmt.Sprintf("look for %s in chat %s, then /resolve %s delivered|not_delivered", which, op.Payload.Target, op.ID))}
+	r := unknownResult(op, why)
 	if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Unknown, Reason: why, Result: &r, AttemptOutcome: "unknown", AttemptDetail: detail}); err != nil {
 		return nil, err
 	}
 	o.envelope(ctx, op.ID, why)
 	return &r, nil
+}
+
+// unknownResult says what is known and not known of an operation whose last send
+// may or may not have arrived, and how to resolve it.
+func unknownResult(op journal.Operation, why string) tools.Result {
+	known, which := "the request was sent ("+why+")", "the message"
+	if n := len(op.Payload.Messages()); n > 1 {
+		known = fmt.Sprintf("parts 1-%d of %d were delivered; part %d was sent (%s)", op.PartsDone, n, op.PartsDone+1, why)
+		which = fmt.Sprintf("part %d", op.PartsDone+1)
+	}
+	return tools.Result{Status: tools.StatusTerminal, OperationID: op.ID, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify,
+		Evidence: op.Evidence, Reason: report(known, "whether "+which+" was delivered",
+			fmt.Sprintf("look for %s in chat %s, then /resolve %s delivered|not_delivered", which, op.Payload.Target, op.ID))}
 }
 
 // envelope asks the Envelopes hook to record an unknown operation. A failure is

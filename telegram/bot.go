@@ -144,19 +144,23 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	if err := t.setCommands(ctx); err != nil {
 		t.log.Warn("could not register the command menu", "err", err)
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := t.ops.Resume(ctx); err != nil {
-		return err
+	err := t.ops.Resume(ctx)
+	if err == nil {
+		err = t.replay(ctx)
 	}
-	if err := t.replay(ctx); err != nil {
-		return err
+	if err == nil {
+		t.spawn(func() { t.sweep(ctx) })
+		err = t.receive(ctx)
 	}
-	t.spawn(func() { t.sweep(ctx) })
-	err := t.receive(ctx)
 	cancel()
 	t.work.Wait()
 	t.ops.Wait()
+	if parent.Err() != nil {
+		return nil // asked to stop: whatever failed, failed because of it
+	}
 	return err
 }
 

@@ -216,6 +216,7 @@ func (t *Bot) taskChat(ctx context.Context, opID string) (int64, bool) {
 // Notify reports the outcome of work the operator finished on its own (a retry
 // resumed after a restart) to the chat that asked for it.
 func (t *Bot) Notify(ctx context.Context, opID string, r tools.Result) {
+	ctx = context.WithoutCancel(ctx) // an outcome is worth telling even while stopping
 	t.tellRequester(ctx, opID, command.Reply{Text: command.Describe(r), Result: &r})
 }
 
