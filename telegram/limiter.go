@@ -19,8 +19,9 @@ type Limits struct {
 	ChatBurst int
 }
 
-// DefaultLimits are Telegram's documented limits.
-var DefaultLimits = Limits{Overall: 30, PerChat: 1, PerGroup: rate.Every(3 * time.Second), ChatBurst: 1}
+// DefaultLimits keep a margin under Telegram's documented limits, because a send
+// spaced exactly one second after the last can arrive a hair early and earn a 429.
+var DefaultLimits = Limits{Overall: 28, PerChat: rate.Every(1100 * time.Millisecond), PerGroup: rate.Every(3200 * time.Millisecond), ChatBurst: 1}
 
 // Limiter spaces sends so that Telegram's limits are rarely reached. It is safe
 // for concurrent use.

@@ -1,0 +1,49 @@
+package telegram_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram"
+	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/tools"
+)
+
+// TestDefaultLimitsEarnNo429 sends a burst into one chat and across chats through a
+// server that enforces Telegram's flood limits: the limiter spaces them so that
+// none is refused.
+func TestDefaultLimitsEarnNo429(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes a few seconds of real time")
+	}
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: token,
+		Flood: &telegramtest.FloodLimits{PerSecond: 30, PerChatPerSecond: 1, ChatBurst: 1, GroupPerMinute: 20}})
+	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	tg, err := telegram.New(context.Background(), j, telegram.Options{Token: token, APIURL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 40)
+	for i := range 40 {
+		chat := fmt.Sprint(300 + i%10) // 10 chats, 4 messages each
+		go func() {
+			_, err := tg.Sender().Send(context.Background(), tools.Message{Target: chat, Text: fmt.Sprint("m", i)})
+			errs <- err
+		}()
+	}
+	for range 40 {
+		if err := <-errs; err != nil {
+			t.Errorf("send: %v", err)
+		}
+	}
+	if n := srv.TooManyRequests(); n != 0 {
+		t.Errorf("429s = %d, want 0", n)
+	}
+}
