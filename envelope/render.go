@@ -1,0 +1,168 @@
+package envelope
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Body line labels. Parse reads back the two that carry facts not in the front matter.
+const (
+	labelCreated  = "- Request created: "
+	labelResponse = "- Service response: "
+	labelRetry    = "- Retry without verification: "
+	labelVerify   = "- Verify: "
+	labelResolved = "- Resolved: "
+	labelExcerpt  = "- Excerpt: "
+)
+
+// Render returns the note: YAML front matter (indent 2, times in UTC, target always
+// quoted, multi-line strings on one double-quoted line so that no "---" line can end
+// the front matter early), a blank line, then the body. It returns an error wrapping
+// ErrInvalid when Validate fails.
+func (e Envelope) Render() ([]byte, error) {
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("envelope: render: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString("---\n")
+	if err := e.writeFrontMatter(&buf); err != nil {
+		return nil, fmt.Errorf("envelope: render %s: %w", e.OperationID, err)
+	}
+	buf.WriteString("---\n\n")
+	e.writeBody(&buf)
+	return buf.Bytes(), nil
+}
+
+func (e Envelope) writeFrontMatter(buf *bytes.Buffer) error {
+	e.Created, e.Expires = e.Created.UTC(), e.Expires.UTC()
+	if e.ResolvedAt != nil {
+		at := e.ResolvedAt.UTC()
+		e.ResolvedAt = &at
+	}
+	var doc yaml.Node
+	if err := doc.Encode(e); err != nil {
+		return err
+	}
+	styleScalars(&doc)
+	enc := yaml.NewEncoder(buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// styleScalars forces double quotes on the target and on every string that a plain,
+// single-quoted or block style could spread over several lines: in double quotes
+// yaml.v3 escapes line breaks and control characters and keeps the value on one line.
+func styleScalars(m *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
+			continue
+		}
+		if k.Value == "target" || !singleLine(v.Value) {
+			v.Style = yaml.DoubleQuotedStyle
+		}
+	}
+}
+
+// singleLine reports whether s is valid UTF-8 free of control characters, line and
+// paragraph separators and byte order marks.
+func singleLine(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || r == '\ufeff' {
+			return false
+		}
+	}
+	return true
+}
+
+func (e Envelope) writeBody(buf *bytes.Buffer) {
+	line := func(label, value string) {
+		buf.WriteString(label)
+		buf.WriteString(value)
+		buf.WriteByte('\n')
+	}
+	line(labelCreated, e.created())
+	line(labelResponse, inline(e.Response))
+	line(labelRetry, e.retry())
+	if e.Unresolved() {
+		line(labelVerify, e.verify())
+	} else {
+		line(labelResolved, e.resolved())
+	}
+	line(labelExcerpt, strconv.Quote(e.Excerpt))
+}
+
+func (e Envelope) created() string {
+	if e.Attempts > 1 {
+		return fmt.Sprintf("yes (%d attempts)", e.Attempts)
+	}
+	return "yes"
+}
+
+func (e Envelope) retry() string {
+	switch e.Status {
+	case StatusCommitted:
+		return "not needed (delivered)"
+	case StatusNotCommitted:
+		return "allowed"
+	}
+	return "forbidden"
+}
+
+func (e Envelope) verify() string {
+	what := "message"
+	if e.Action == ActionPublishPost {
+		what = "post"
+	}
+	return fmt.Sprintf("look for the %s in chat %s; then `/resolve %s delivered|not_delivered`",
+		what, inline(e.Target), e.OperationID)
+}
+
+func (e Envelope) resolved() string {
+	what := e.Resolution
+	if what == "" {
+		what = string(e.Status)
+	}
+	s := inline(what)
+	if e.ResolvedBy != "" {
+		s += " by " + inline(e.ResolvedBy)
+	}
+	if e.ResolvedAt != nil {
+		s += " at " + e.ResolvedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return s
+}
+
+// inline writes s as is when Parse can read it back from a body line unchanged, and as
+// a Go-quoted string otherwise (empty, surrounding space, a leading quote, line breaks
+// or other control characters, invalid UTF-8).
+func inline(s string) string {
+	if s == "" || s != strings.TrimSpace(s) || s[0] == '"' || !singleLine(s) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// uninline is the inverse of inline; a value that is not a valid quoted string is
+// taken as written.
+func uninline(s string) string {
+	if strings.HasPrefix(s, `"`) {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+	}
+	return s
+}

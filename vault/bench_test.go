@@ -1,0 +1,155 @@
+package vault_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/envelope"
+	"github.com/countersign/countersign/vault"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if fixture.dir != "" {
+		os.RemoveAll(fixture.dir)
+	}
+	os.Exit(code)
+}
+
+func BenchmarkWrite(b *testing.B) {
+	v, err := vault.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; b.Loop(); i++ {
+		if _, err := v.Write(newEnvelope(fmt.Sprintf("op-%d", i), t0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWriteFileBaseline writes the same bytes with a plain os.WriteFile: no
+// lookup, hygiene, render, temp file, fsync or rename.
+func BenchmarkWriteFileBaseline(b *testing.B) {
+	dir := b.TempDir()
+	data, err := newEnvelope("op-0", t0).Render()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; b.Loop(); i++ {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("op-%d.md", i)), data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+const fixtureSize = 100_000
+
+// fixture is a vault of fixtureSize notes over two years, one every ~10.5 minutes:
+// every third one unresolved, the others resolved, each expiring a week after it was
+// created. Built once per test binary; GC benchmarks put back what they remove.
+var fixture struct {
+	once  sync.Once
+	dir   string
+	v     *vault.Vault
+	now   time.Time // gcNow: about half the resolved notes have expired
+	index map[string]int
+	err   error
+}
+
+func fixtureEnvelope(i int) envelope.Envelope {
+	e := newEnvelope(fmt.Sprintf("op-%06d", i), t0.Add(time.Duration(i)*630*time.Second))
+	e.Target = []string{"222", "-1001234567890", "@news"}[i%3]
+	if i%3 != 0 {
+		e.Resolve(i%2 == 0, "@alice", e.Created.Add(time.Minute))
+	}
+	return e
+}
+
+// putNote writes note i directly (no fsync) where the vault would put it.
+func putNote(v *vault.Vault, i int) (string, error) {
+	e := fixtureEnvelope(i)
+	data, err := e.Render()
+	if err != nil {
+		return "", err
+	}
+	path := v.AbsPath(e.OperationID, e.Created)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, data, 0o600)
+}
+
+func loadFixture(b *testing.B) *vault.Vault {
+	b.Helper()
+	if testing.Short() {
+		b.Skip("100k-note fixture skipped in -short mode")
+	}
+	fixture.once.Do(func() {
+		fixture.dir, fixture.err = os.MkdirTemp("", "vault-bench-")
+		if fixture.err != nil {
+			return
+		}
+		fixture.v, fixture.err = vault.Open(fixture.dir)
+		fixture.index = make(map[string]int, fixtureSize)
+		for i := 0; i < fixtureSize && fixture.err == nil; i++ {
+			var path string
+			path, fixture.err = putNote(fixture.v, i)
+			fixture.index[path] = i
+		}
+		fixture.now = fixtureEnvelope(fixtureSize / 2).Created
+	})
+	if fixture.err != nil {
+		b.Fatalf("fixture: %v", fixture.err)
+	}
+	return fixture.v
+}
+
+func BenchmarkList100k(b *testing.B) {
+	v := loadFixture(b)
+	filters := []struct {
+		name string
+		f    vault.Filter
+	}{
+		{"all", vault.Filter{}},
+		{"unresolved", vault.Filter{Unresolved: true}},
+	}
+	for _, tt := range filters {
+		b.Run(tt.name, func(b *testing.B) {
+			for b.Loop() {
+				notes, broken, err := v.List(tt.f)
+				if err != nil || len(broken) != 0 || len(notes) == 0 {
+					b.Fatalf("List: %d notes, %d broken, %v", len(notes), len(broken), err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fixtureSize), "ns/note")
+		})
+	}
+}
+
+func BenchmarkGC100k(b *testing.B) {
+	v := loadFixture(b)
+	var removed int
+	for b.Loop() {
+		gone, err := v.GC(fixture.now)
+		if err != nil || len(gone) == 0 {
+			b.Fatalf("GC: removed %d, %v", len(gone), err)
+		}
+		removed = len(gone)
+		b.StopTimer()
+		for _, path := range gone {
+			if _, err := putNote(v, fixture.index[path]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(removed), "removed/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fixtureSize), "ns/note")
+}

@@ -1,0 +1,222 @@
+// Package vault keeps the envelopes of operations whose outcome is unknown, one
+// Markdown note each, in a folder usable as an Obsidian vault:
+//
+//	<dir>/envelopes/2026/11/op-7k2m9q.md
+//
+// The year and month come from the envelope's creation time (UTC), so a note is found
+// by operation id with a glob over the month folders, never a scan of every note.
+//
+// Every write is atomic (temp file in the same folder, fsync, rename, fsync of the
+// folder), so a crash leaves either the old note or the new one, never half of one.
+// Before anything reaches disk, Write applies hygiene: secrets are withheld, personal
+// data in free text is masked, and message text is cut to a short excerpt (see Mask and
+// Excerpt).
+//
+// A note a person has broken by hand is reported with its path (BrokenError) and left
+// alone: reading never modifies a note, and Write, Resolve and GC never overwrite or
+// remove a broken one.
+//
+// A Vault serialises its own writers; it does not lock against other processes writing
+// the same folder. Path gives a note's place relative to the vault's folder; every
+// other path the package returns is absolute.
+package vault
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/envelope"
+)
+
+// Sentinel errors, returned wrapped; check them with errors.Is.
+var (
+	// ErrNotFound: no note holds the operation id.
+	ErrNotFound = errors.New("vault: envelope not found")
+	// ErrAlreadyResolved: the note was resolved with the opposite answer.
+	ErrAlreadyResolved = errors.New("vault: envelope already resolved")
+	// ErrDuplicate: more than one note holds the operation id.
+	ErrDuplicate = errors.New("vault: envelope in more than one note")
+	// ErrNameMismatch: a note's operation_id differs from its file name.
+	ErrNameMismatch = errors.New("vault: operation_id does not match the file name")
+	// ErrSecretID: the operation id looks like a secret, so it cannot name a file.
+	ErrSecretID = errors.New("vault: operation id looks like a secret")
+)
+
+// BrokenError reports a note that cannot be read as an envelope: bad YAML, a missing
+// operation_id, an unterminated front matter, an unreadable file. Path is absolute. Get
+// returns it as a *BrokenError; List returns it by value.
+type BrokenError struct {
+	Path string
+	Err  error
+}
+
+// Error names the note's path and the cause.
+// Error names the note's path and the cause.
+func (e BrokenError) Error() string { return "vault: broken note " + e.Path + ": " + e.Err.Error() }
+
+// Unwrap returns the cause, e.g. an error wrapping envelope.ErrYAML.
+func (e BrokenError) Unwrap() error { return e.Err }
+
+// Vault is a folder of envelope notes. Its methods are safe for concurrent use.
+type Vault struct {
+	dir string
+	mu  sync.Mutex // serialises Write, Resolve and GC
+}
+
+// envelopesDir is the folder, under the vault's, that holds the notes.
+const envelopesDir = "envelopes"
+
+// Open returns the vault in dir, creating dir (mode 0700) if it is missing. It returns
+// an error when dir cannot be created or is not a directory.
+func Open(dir string) (*Vault, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("vault: open %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("vault: open %s: %w", dir, err)
+	}
+	return &Vault{dir: abs}, nil
+}
+
+// Dir returns the vault's absolute folder.
+func (v *Vault) Dir() string { return v.dir }
+
+// Path returns where a new note for the operation goes, relative to Dir:
+// envelopes/YYYY/MM/<opID>.md, with year and month of created in UTC. It does not
+// check opID; Write does.
+func (v *Vault) Path(opID string, created time.Time) string {
+	created = created.UTC()
+	return filepath.Join(envelopesDir, fmt.Sprintf("%04d", created.Year()),
+		fmt.Sprintf("%02d", int(created.Month())), opID+".md")
+}
+
+// AbsPath is Path joined to Dir.
+func (v *Vault) AbsPath(opID string, created time.Time) string {
+	return filepath.Join(v.dir, v.Path(opID, created))
+}
+
+// Get returns the envelope of the operation and its note's path. It returns an error
+// wrapping ErrNotFound when no note holds the id (also when the id is malformed or
+// looks like a secret, and then wraps envelope.ErrInvalid or ErrSecretID too),
+// ErrDuplicate when several notes do, and a *BrokenError (with the path) when the note
+// cannot be read as an envelope. Get never modifies the note.
+func (v *Vault) Get(opID string) (envelope.Envelope, string, error) {
+	e, path, err := v.get(opID)
+	if err != nil {
+		return envelope.Envelope{}, path, fmt.Errorf("vault: get: %w", err)
+	}
+	return e, path, nil
+}
+
+func (v *Vault) get(opID string) (envelope.Envelope, string, error) {
+	path, err := v.locate(opID)
+	if err != nil {
+		return envelope.Envelope{}, "", err
+	}
+	e, err := readNote(path)
+	if err != nil {
+		return envelope.Envelope{}, path, err
+	}
+	return e, path, nil
+}
+
+// locate finds the note named after opID in any month folder.
+func (v *Vault) locate(opID string) (string, error) {
+	if err := checkID(opID); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	// The id holds no glob metacharacters (CheckID), so this reads only the year
+	// folders and stats one name per month.
+	matches, err := filepath.Glob(filepath.Join(v.dir, envelopesDir, "*", "*", opID+".md"))
+	switch {
+	case err != nil:
+		return "", err
+	case len(matches) == 0:
+		return "", fmt.Errorf("%w: %s", ErrNotFound, opID)
+	case len(matches) > 1:
+		return "", fmt.Errorf("%w: %s: %v", ErrDuplicate, opID, matches)
+	}
+	return matches[0], nil
+}
+
+// Write stores the envelope after hygiene (see Mask and Excerpt) and returns the
+// note's path. A note that already holds the operation id is replaced where it is;
+// otherwise the note goes to AbsPath(e.OperationID, e.Created). The replacement is
+// atomic.
+//
+// Write returns an error wrapping envelope.ErrInvalid for an envelope Render refuses,
+// ErrSecretID when the operation id looks like a secret, ErrDuplicate, and the
+// *BrokenError of an existing note it cannot read (which it leaves untouched).
+func (v *Vault) Write(e envelope.Envelope) (string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err := checkID(e.OperationID); err != nil {
+		return "", fmt.Errorf("vault: write: %w", err)
+	}
+	path, err := v.locate(e.OperationID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		path = v.AbsPath(e.OperationID, e.Created)
+	case err != nil:
+		return "", fmt.Errorf("vault: write %s: %w", e.OperationID, err)
+	default:
+		if _, err := readNote(path); err != nil {
+			return "", fmt.Errorf("vault: write %s: %w", e.OperationID, err)
+		}
+	}
+	if _, err := writeNote(path, e); err != nil {
+		return "", fmt.Errorf("vault: write %s: %w", e.OperationID, err)
+	}
+	return path, nil
+}
+
+// Resolve records the verified outcome in the operation's note, rewriting it
+// atomically where it is, and returns the envelope as written. Resolving a resolved
+// note again with the same answer is a no-op that returns the note's envelope. With
+// the opposite answer it returns the note's envelope and an error wrapping
+// ErrAlreadyResolved, and leaves the note alone. It also returns the errors of Get.
+func (v *Vault) Resolve(opID string, delivered bool, by string, at time.Time) (envelope.Envelope, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, path, err := v.get(opID)
+	if err != nil {
+		return envelope.Envelope{}, fmt.Errorf("vault: resolve: %w", err)
+	}
+	if !e.Unresolved() {
+		if (e.Status == envelope.StatusCommitted) == delivered {
+			return e, nil
+		}
+		return e, fmt.Errorf("vault: resolve %s: %w as %s", opID, ErrAlreadyResolved, e.Status)
+	}
+	e.Resolve(delivered, by, at)
+	written, err := writeNote(path, e)
+	if err != nil {
+		return envelope.Envelope{}, fmt.Errorf("vault: resolve %s: %w", opID, err)
+	}
+	return written, nil
+}
+
+// writeNote applies hygiene, renders and replaces the note at path atomically. It
+// returns the envelope as written.
+func writeNote(path string, e envelope.Envelope) (envelope.Envelope, error) {
+	e, err := clean(e)
+	if err != nil {
+		return envelope.Envelope{}, err
+	}
+	data, err := e.Render()
+	if err != nil {
+		return envelope.Envelope{}, err
+	}
+	if err := mkdirAllSynced(filepath.Dir(path)); err != nil {
+		return envelope.Envelope{}, err
+	}
+	if err := writeAtomic(path, data); err != nil {
+		return envelope.Envelope{}, err
+	}
+	return e, nil
+}
