@@ -15,6 +15,9 @@ import (
 // unknown operations without an envelope. The work runs in the background; each
 // outcome goes to Options.Notify. Wait blocks until it is done.
 func (o *Operator) Resume(ctx context.Context) error {
+	if _, err := o.Reconcile(ctx); err != nil {
+		return err
+	}
 	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{States: []journal.State{journal.Approved, journal.RetryWait, journal.Unknown}})
 	if err != nil {
 		return fmt.Errorf("operator: resume: %w", err)
@@ -43,9 +46,6 @@ func (o *Operator) Resume(ctx context.Context) error {
 // resumeUnknown writes the missing envelope of an unknown operation and, when the
 // previous process died mid-commit, tells whoever asked that it cannot know.
 func (o *Operator) resumeUnknown(ctx context.Context, op journal.Operation, recovered bool) {
-	if op.Envelope == "" {
-		o.envelope(ctx, op.ID, "outcome unknown: "+lastReason(ctx, o.opts.Journal, op.ID))
-	}
 	if !recovered {
 		return
 	}
@@ -61,12 +61,16 @@ func (o *Operator) resumeUnknown(ctx context.Context, op journal.Operation, reco
 // Wait blocks until the work Resume started has finished.
 func (o *Operator) Wait() { o.wg.Wait() }
 
-func lastReason(ctx context.Context, j *journal.Journal, id string) string {
+// whyUnknown is why an operation's outcome is unknown, in words for its envelope.
+func whyUnknown(ctx context.Context, j *journal.Journal, id string) string {
 	ts, err := j.Transitions(ctx, id)
 	if err != nil || len(ts) == 0 {
-		return "no record"
+		return "outcome unknown"
 	}
-	return ts[len(ts)-1].Reason
+	if r := ts[len(ts)-1].Reason; r != "crash_recovery" {
+		return r
+	}
+	return "the process stopped while it was sending"
 }
 
 // PendingApproval returns the approval an operation is waiting on, or
@@ -83,6 +87,14 @@ func (o *Operator) PendingApproval(ctx context.Context, opID string) (journal.Ap
 // unknown: delivered makes it committed; not delivered allows a Retry. Anything but
 // an unknown operation returns ErrNotResolvable.
 func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by string) (tools.Result, error) {
+	r, err := o.resolve(ctx, opID, delivered, by, "resolved by "+by)
+	if err == nil {
+		o.resolveEnvelope(opID, delivered, by)
+	}
+	return r, err
+}
+
+func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by, reason string) (tools.Result, error) {
 	op, err := o.opts.Journal.Operation(ctx, opID)
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
@@ -94,15 +106,15 @@ func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by 
 	if delivered {
 		done++
 	}
-	m := journal.Move{From: journal.Unknown, To: journal.NotDelivered, Reason: "resolved not delivered by " + by, PartsDone: &done}
+	m := journal.Move{From: journal.Unknown, To: journal.NotDelivered, Reason: reason + ": not delivered", PartsDone: &done}
 	r := tools.Result{Status: tools.StatusRetryable, OperationID: opID, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
 		Reason: "resolved not delivered by " + by + "; /retry " + opID + " sends it again"}
 	switch {
 	case delivered && done < total:
-		m.Reason = fmt.Sprintf("resolved part %d delivered by %s", done, by)
+		m.Reason = fmt.Sprintf("%s: part %d delivered", reason, done)
 		r.SideEffect, r.Reason = tools.SideEffectCommitted, fmt.Sprintf("part %d of %d resolved delivered by %s; /retry %s sends the rest", done, total, by, opID)
 	case delivered:
-		m.To, m.Reason = journal.Committed, "resolved delivered by "+by
+		m.To, m.Reason = journal.Committed, reason+": delivered"
 		r = tools.Result{Status: tools.StatusSucceeded, OperationID: opID, SideEffect: tools.SideEffectCommitted,
 			NextAction: tools.NextNone, Evidence: op.Evidence, Reason: "resolved delivered by " + by}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/vault"
 	"github.com/countersign/countersign/verifier"
 )
 
@@ -49,20 +50,16 @@ type Verifier interface {
 	Check(ctx context.Context, in verifier.Input) verifier.Verdict
 }
 
-// Envelopes records an operation whose outcome is unknown where a follow-up session
-// will find it, and returns where it put the record.
-type Envelopes interface {
-	Unknown(ctx context.Context, op journal.Operation, why string) (string, error)
-}
-
 // Options are the operator's dependencies. Journal, Tools and Policy are required.
 type Options struct {
 	Journal *journal.Journal
 	Tools   *tools.Registry
 	// Policy is the policy in force for tasks started from now on.
-	Policy    *policy.Policy
-	Verifier  Verifier  // nil: every payload passes
-	Envelopes Envelopes // nil: unknown outcomes are journaled only
+	Policy   *policy.Policy
+	Verifier Verifier // nil: every payload passes
+	// Vault receives an envelope for every unknown outcome. Nil: unknown outcomes
+	// are journaled only.
+	Vault *vault.Vault
 	// Notify hears the outcome of work that finishes outside a caller's request:
 	// resumed retries after a restart. It may be nil.
 	Notify func(ctx context.Context, opID string, r tools.Result)

@@ -262,25 +262,6 @@ func unknownResult(op journal.Operation, why string) tools.Result {
 			fmt.Sprintf("look for %s in chat %s, then /resolve %s delivered|not_delivered", which, op.Payload.Target, op.ID))}
 }
 
-// envelope asks the Envelopes hook to record an unknown operation. A failure is
-// logged, not returned: the journal already holds the truth, and the next start
-// writes the missing envelope.
-func (o *Operator) envelope(ctx context.Context, id, why string) {
-	if o.opts.Envelopes == nil {
-		return
-	}
-	op, err := o.opts.Journal.Operation(ctx, id)
-	if err == nil {
-		var path string
-		if path, err = o.opts.Envelopes.Unknown(ctx, op, why); err == nil {
-			err = o.opts.Journal.SetEnvelope(ctx, id, path)
-		}
-	}
-	if err != nil {
-		o.opts.Logger.Error("unknown outcome envelope not written; it will be written on the next start", "op", id, "err", err)
-	}
-}
-
 // end moves an operation to a final state with its result.
 func (o *Operator) end(ctx context.Context, op journal.Operation, from, to journal.State, r tools.Result, detail string) (*tools.Result, error) {
 	r.OperationID = op.ID

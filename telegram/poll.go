@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/secret"
 )
 
 // allowedUpdates are the update kinds the bot handles.
@@ -74,9 +75,10 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem, last int64)
 		return last, nil
 	}
 	for i := range items {
-		// A person may paste the bot's own token into a chat; it never reaches the
+		// A person may paste a token or a key into a chat; it never reaches the
 		// journal, and the command that carries it is refused.
-		items[i].Body = []byte(strings.ReplaceAll(string(items[i].Body), t.opts.Token, tokenWithheld))
+		body, _ := secret.Redact(strings.ReplaceAll(string(items[i].Body), t.opts.Token, secret.Withheld))
+		items[i].Body = []byte(body)
 	}
 	fresh, err := t.journal.Receive(ctx, items)
 	if err != nil {
@@ -87,9 +89,6 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem, last int64)
 	}
 	return max(last, items[len(items)-1].UpdateID), nil
 }
-
-// tokenWithheld replaces the bot's token wherever it appears in an update.
-const tokenWithheld = "[bot token withheld]"
 
 type retryAfter struct{ d time.Duration }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/secret"
 )
 
 // dispatch handles one stored update in the background, so that a long commit never
@@ -60,8 +61,8 @@ func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) 
 		t.reply(ctx, m.Chat.ID, refusal)
 		return
 	}
-	if strings.Contains(m.Text, tokenWithheld) {
-		t.reply(ctx, m.Chat.ID, "That message contains this bot's token, so it was not stored or sent. Revoke the token with @BotFather and set the new one.")
+	if strings.Contains(m.Text, secret.Withheld) {
+		t.reply(ctx, m.Chat.ID, "That message contained what looks like a secret (a bot token or an API key), so it was neither stored nor sent. If it was this bot's token, revoke it with @BotFather.")
 		return
 	}
 	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: m.Text,

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign/secret"
 )
 
 // Tool is one tool as offered to a caller. Prepare has no side effect: it turns the
@@ -75,6 +77,8 @@ func decodeSendArgs(tool string, args json.RawMessage) (SendArgs, error) {
 		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("chat_id %q is not a chat id or @username", a.ChatID)}
 	case strings.TrimSpace(a.Text) == "":
 		return a, &ArgsError{Tool: tool, Reason: "text is empty"}
+	case secret.Contains(a.Text):
+		return a, &ArgsError{Tool: tool, Reason: "the text contains what looks like a secret (a bot token or an API key); it is neither sent nor stored"}
 	case a.ParseMode != "" && a.ParseMode != "HTML" && a.ParseMode != "MarkdownV2":
 		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("parse_mode %q is not HTML or MarkdownV2", a.ParseMode)}
 	case a.ParseMode != "" && Units(a.Text) > MaxMessageUnits:

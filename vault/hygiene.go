@@ -6,11 +6,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/envelope"
+	"github.com/countersign/countersign/secret"
 )
 
 // Placeholders written in place of what hygiene removes.
 const (
-	Withheld    = "[secret withheld]"
+	Withheld    = secret.Withheld
 	MaskedEmail = "[email]"
 	MaskedPhone = "[phone]"
 	MaskedCard  = "[card]"
@@ -20,14 +21,6 @@ const (
 const ExcerptRunes = 40
 
 var (
-	secretRe = regexp.MustCompile(strings.Join([]string{
-		`\d{6,12}:[A-Za-z0-9_-]{30,}`,  // Telegram bot token
-		`sk-[A-Za-z0-9_-]{20,}`,        // Anthropic (sk-ant-…), OpenAI (sk-…, sk-proj-…)
-		`AKIA[0-9A-Z]{16}`,             // AWS access key id
-		`xox[abpsr]-[A-Za-z0-9-]{10,}`, // Slack
-		`gh[pousr]_[A-Za-z0-9]{20,}`,   // GitHub
-		`github_pat_[A-Za-z0-9_]{20,}`, // GitHub fine-grained
-	}, "|"))
 	emailRe = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
 	// digitsRe matches a run of digits joined by short runs of spaces, dashes, dots and
 	// parentheses; maskDigits decides from the digit count whether it is personal.
@@ -66,12 +59,7 @@ func Excerpt(text string) string {
 }
 
 // withhold replaces secrets by Withheld and reports whether it found any.
-func withhold(s string) (string, bool) {
-	if !secretRe.MatchString(s) {
-		return s, false
-	}
-	return secretRe.ReplaceAllString(s, Withheld), true
-}
+func withhold(s string) (string, bool) { return secret.Redact(s) }
 
 func maskPersonal(s string) string {
 	s = emailRe.ReplaceAllString(s, MaskedEmail)
@@ -100,7 +88,7 @@ func checkID(id string) error {
 	if err := envelope.CheckID(id); err != nil {
 		return err
 	}
-	if secretRe.MatchString(id) {
+	if secret.Contains(id) {
 		return ErrSecretID
 	}
 	return nil

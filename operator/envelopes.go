@@ -1,0 +1,114 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/countersign/countersign/envelope"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/vault"
+)
+
+// ReasonResolvedInVault is the transition reason of an operation resolved by a person
+// who edited its envelope in the vault.
+const ReasonResolvedInVault = "resolved_in_vault"
+
+// envelopeOf is the unknown-outcome envelope of an operation: what is known, what is
+// not, and how to verify. The vault masks and cuts the excerpt before it is written.
+func (o *Operator) envelopeOf(op journal.Operation, why string, ttl time.Duration) envelope.Envelope {
+	now := o.opts.Clock.Now().UTC()
+	last := string(journal.Approved)
+	if op.PartsDone > 0 {
+		last = fmt.Sprintf("parts 1-%d of %d delivered", op.PartsDone, len(op.Payload.Messages()))
+	}
+	return envelope.Envelope{
+		OperationID: op.ID, Action: op.Payload.Action, Tool: op.Tool,
+		Status: envelope.StatusUnknown, LastConfirmed: last, NextAction: envelope.NextVerify,
+		Target: op.Payload.Target, PayloadSHA256: op.PayloadSHA256,
+		Created: now, Expires: now.Add(ttl), Attempts: op.Attempts,
+		Response: why, Excerpt: vault.Excerpt(op.Payload.Messages()[min(op.PartsDone, len(op.Payload.Messages())-1)]),
+	}
+}
+
+// envelope writes the unknown-outcome envelope of an operation and records its path
+// in the journal. A failure (a full disk) is logged, not returned: the journal holds
+// the truth, and the next start writes the missing envelope.
+func (o *Operator) envelope(ctx context.Context, id, why string) {
+	if o.opts.Vault == nil {
+		return
+	}
+	err := o.writeEnvelope(ctx, id, why)
+	if err != nil {
+		o.opts.Logger.Error("unknown-outcome envelope not written; it will be written on the next start", "op", id, "err", err)
+	}
+}
+
+func (o *Operator) writeEnvelope(ctx context.Context, id, why string) error {
+	op, err := o.opts.Journal.Operation(ctx, id)
+	if err != nil {
+		return err
+	}
+	task, err := o.opts.Journal.Task(ctx, op.TaskID)
+	if err != nil {
+		return err
+	}
+	path, err := o.opts.Vault.Write(o.envelopeOf(op, why, task.Policy.EnvelopeTTL))
+	if err != nil {
+		return err
+	}
+	return o.opts.Journal.SetEnvelope(ctx, id, path)
+}
+
+// resolveEnvelope records a resolution in the vault too. A note resolved the other
+// way by hand is reported; the journal's answer stands and the next reconcile logs it.
+func (o *Operator) resolveEnvelope(id string, delivered bool, by string) {
+	if o.opts.Vault == nil {
+		return
+	}
+	_, err := o.opts.Vault.Resolve(id, delivered, by, o.opts.Clock.Now())
+	if err != nil && !errors.Is(err, vault.ErrNotFound) {
+		o.opts.Logger.Error("envelope not resolved", "op", id, "err", err)
+	}
+}
+
+// Reconcile makes the journal and the vault agree, both ways: an unknown operation
+// without its envelope gets one, and an envelope a person resolved by hand (in an
+// editor) resolves its operation with the reason resolved_in_vault. A broken note is
+// logged with its path and left alone. It returns the operations it resolved.
+func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
+	if o.opts.Vault == nil {
+		return nil, nil
+	}
+	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{States: []journal.State{journal.Unknown}})
+	if err != nil {
+		return nil, fmt.Errorf("operator: reconcile: %w", err)
+	}
+	var resolved []string
+	for _, op := range ops {
+		e, path, err := o.opts.Vault.Get(op.ID)
+		var broken *vault.BrokenError
+		switch {
+		case errors.Is(err, vault.ErrNotFound):
+			o.envelope(ctx, op.ID, whyUnknown(ctx, o.opts.Journal, op.ID))
+		case errors.As(err, &broken):
+			o.opts.Logger.Warn("envelope is broken; fix it by hand or resolve with /resolve", "op", op.ID, "path", broken.Path, "err", broken.Err)
+		case err != nil:
+			return resolved, fmt.Errorf("operator: reconcile %s: %w", op.ID, err)
+		case !e.Unresolved():
+			if op.Envelope != path {
+				o.opts.Journal.SetEnvelope(ctx, op.ID, path)
+			}
+			by := e.ResolvedBy
+			if by == "" {
+				by = "an editor"
+			}
+			if _, err := o.resolve(ctx, op.ID, e.Status == envelope.StatusCommitted, by, ReasonResolvedInVault); err != nil {
+				return resolved, err
+			}
+			resolved = append(resolved, op.ID)
+		}
+	}
+	return resolved, nil
+}
