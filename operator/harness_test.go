@@ -1,9 +1,11 @@
 package operator_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/vault"
 	"github.com/countersign/countersign/verifier"
 )
 
@@ -108,6 +111,8 @@ type harness struct {
 	sender *scriptSender
 	pol    *policy.Policy
 	verify bool // run the real verifier
+	vault  *vault.Vault
+	logs   syncBuffer
 	j      *journal.Journal
 	op     *operator.Operator
 }
@@ -146,7 +151,8 @@ func (h *harness) open() {
 	if h.verify {
 		v = verifier.New(h.pol.Verify, operator.History{Journal: j}, h.clock.Now)
 	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Verifier: v, Clock: h.clock, Rand: func() float64 { return 0.5 }})
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Verifier: v, Vault: h.vault, Clock: h.clock,
+		Rand: func() float64 { return 0.5 }, Logger: slog.New(slog.NewTextHandler(&h.logs, nil))})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -225,4 +231,34 @@ func mustRegistry(t *testing.T, h *harness) *tools.Registry {
 		t.Fatal(err)
 	}
 	return reg
+}
+
+// syncBuffer is a log sink safe across goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// withVault gives the harness a vault in a temp folder and reopens the operator.
+func (h *harness) withVault() *harness {
+	h.t.Helper()
+	v, err := vault.Open(filepath.Join(filepath.Dir(h.file), "vault"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.vault = v
+	h.open()
+	return h
 }
