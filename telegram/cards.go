@@ -252,7 +252,8 @@ func (t *Bot) onResolveTap(ctx context.Context, cq *models.CallbackQuery, opID s
 	t.closeCards(ctx, opID, "Resolved: "+command.Describe(r))
 }
 
-// sweep expires approvals whose time has passed and says so on their cards.
+// sweep expires approvals whose time has passed and says so on their cards, and
+// takes in envelopes resolved by hand in the vault.
 func (t *Bot) sweep(ctx context.Context) {
 	tick := time.NewTicker(t.opts.SweepEvery)
 	defer tick.Stop()
@@ -263,6 +264,14 @@ func (t *Bot) sweep(ctx context.Context) {
 		}
 		for _, a := range expired {
 			t.closeCards(ctx, a.ID, "⌛ Expired: nothing was sent.")
+		}
+		// A person may resolve an envelope in an editor while the bot runs.
+		resolved, err := t.ops.Reconcile(ctx)
+		if err != nil && ctx.Err() == nil {
+			t.log.Warn("vault reconcile failed", "err", err)
+		}
+		for _, id := range resolved {
+			t.closeCards(ctx, id, "Resolved in the vault.")
 		}
 		select {
 		case <-ctx.Done():

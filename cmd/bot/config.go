@@ -16,13 +16,23 @@ import (
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/vault"
 	"github.com/countersign/countersign/verifier"
 )
 
 // Config is what every command that opens the data folder needs.
 type Config struct {
 	DataDir  string
+	VaultDir string // "" means DataDir/vault
 	Policies string
+}
+
+// vaultDir is where the envelopes go: -vault, or the vault folder in the data folder.
+func (c Config) vaultDir() string {
+	if c.VaultDir != "" {
+		return c.VaultDir
+	}
+	return filepath.Join(c.DataDir, "vault")
 }
 
 // flags returns a flag set for a command with the shared -data and -policies flags.
@@ -37,6 +47,7 @@ func dataFlags(name string, env Env, cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("bot "+name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.StringVar(&cfg.DataDir, "data", "./data", "data folder: the journal (journal.db) and the vault")
+	fs.StringVar(&cfg.VaultDir, "vault", "", "vault folder for unknown-outcome envelopes, e.g. an Obsidian vault (default DATA/vault)")
 	return fs
 }
 
@@ -56,6 +67,7 @@ func parse(fs *flag.FlagSet, args []string) int {
 type app struct {
 	policy   *policy.Policy
 	journal  *journal.Journal
+	vault    *vault.Vault
 	operator *operator.Operator
 	handler  *command.Handler
 	logger   *slog.Logger
@@ -83,8 +95,12 @@ func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
 
 // newApp wires the operator over an open journal with sender as the world's edge.
 // notify, when set, hears outcomes the operator reaches on its own (resumed work).
-func newApp(j *journal.Journal, p *policy.Policy, sender tools.Sender, logger *slog.Logger, notify func(context.Context, string, tools.Result)) (*app, error) {
+func newApp(cfg Config, j *journal.Journal, p *policy.Policy, sender tools.Sender, logger *slog.Logger, notify func(context.Context, string, tools.Result)) (*app, error) {
 	reg, err := tools.NewRegistry(p, sender)
+	if err != nil {
+		return nil, err
+	}
+	v, err := vault.Open(cfg.vaultDir())
 	if err != nil {
 		return nil, err
 	}
@@ -92,15 +108,13 @@ func newApp(j *journal.Journal, p *policy.Policy, sender tools.Sender, logger *s
 		logger.Warn("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
 	}
 	check := verifier.New(p.Verify, operator.History{Journal: j}, time.Now)
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Logger: logger, Notify: notify})
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Vault: v, Logger: logger, Notify: notify})
 	if err != nil {
 		return nil, err
 	}
 	h := &command.Handler{Operator: op, Journal: j, Policy: p}
-	return &app{policy: p, journal: j, operator: op, handler: h, logger: logger}, nil
+	return &app{policy: p, journal: j, vault: v, operator: op, handler: h, logger: logger}, nil
 }
-
-func (a *app) Close() error { return a.journal.Close() }
 
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -4,6 +4,7 @@
 //	bot run       the Telegram bot
 //	bot console   the same operator in a terminal, no Telegram needed
 //	bot ops       the journal: list, show
+//	bot vault     the envelopes of unknown outcomes: list, show, resolve, gc
 //	bot policies  check a policy file
 //
 // Exit codes: 0 ok, 1 error, 2 usage.
@@ -37,6 +38,7 @@ commands:
   run                       the Telegram bot (TELEGRAM_BOT_TOKEN)
   console                   the operator in this terminal, no Telegram
   ops list|show [op_id]     the journal's operations (-json for scripts)
+  vault list|show|resolve|gc  the unknown-outcome envelopes (-json for scripts)
   policies check            validate a policy file
   help                      this text
 
@@ -60,6 +62,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"console":  runConsole,
 		"ops":      runOps,
 		"policies": runPolicies,
+		"vault":    runVault,
 	}
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(ctx, args[1:], env)

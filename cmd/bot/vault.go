@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/envelope"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/vault"
+)
+
+// noteView is an envelope as "bot vault -json" prints it: its front matter and path.
+type noteView struct {
+	envelope.Envelope
+	Path              string `json:"path"`
+}
+
+// MarshalJSON writes the front matter keys as the note has them.
+func (n noteView) MarshalJSON() ([]byte, error) {
+	e := n.Envelope
+	m := map[string]any{
+		"operation_id": e.OperationID, "action": e.Action, "tool": e.Tool, "status": e.Status,
+		"last_confirmed": e.LastConfirmed, "next_action": e.NextAction, "target": e.Target,
+		"payload_sha256": e.PayloadSHA256, "created": e.Created, "expires": e.Expires, "attempts": e.Attempts,
+		"path": n.Path,
+	}
+	if e.Resolution != "" {
+		m["resolution"], m["resolved_by"], m["resolved_at"] = e.Resolution, e.ResolvedBy, e.ResolvedAt
+	}
+	return json.Marshal(m)
+}
+
+// runVault is "bot vault list|show|resolve|gc": the follow-up session's tools.
+// Exit codes: 0 ok, 1 error (an unknown id, a broken note, a failed write), 2 usage.
+func runVault(ctx context.Context, args []string, env Env) int {
+	const use = `usage:
+  bot vault list    [-data DIR] [-vault DIR] [-json] [-unresolved] [-target CHAT] [-older-than 24h]
+  bot vault show    [-data DIR] [-vault DIR] [-json] <op_id>
+  bot vault resolve [-data DIR] [-vault DIR] [-policies FILE] [-by NAME] <op_id> delivered|not_delivered
+  bot vault gc      [-data DIR] [-vault DIR] [-json]`
+	if len(args) == 0 {
+		fmt.Fprintln(env.Stderr, use)
+		return exitUsage
+	}
+	var cfg Config
+	fs := flags("vault "+args[0], env, &cfg)
+	asJSON := fs.Bool("json", false, "JSON output, one object per line")
+	unresolved := fs.Bool("unresolved", false, "list: only envelopes still unknown")
+	target := fs.String("target", "", "list: only envelopes for this chat")
+	older := fs.Duration("older-than", 0, "list: only envelopes created longer ago than this")
+	by := fs.String("by", "cli", "resolve: who verified")
+	if code := parse(fs, args[1:]); code >= 0 {
+		return code
+	}
+	want := map[string]int{"list": 0, "show": 1, "resolve": 2, "gc": 0}
+	if n, ok := want[args[0]]; !ok || fs.NArg() != n {
+		fmt.Fprintln(env.Stderr, use)
+		return exitUsage
+	}
+	v, err := vault.Open(cfg.vaultDir())
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "bot vault:", err)
+		return exitError
+	}
+	switch args[0] {
+	case "list":
+		err = listNotes(v, vault.Filter{Unresolved: *unresolved, Target: *target, OlderThan: *older, Now: time.Now()}, *asJSON, env)
+	case "show":
+		err = showNote(v, fs.Arg(0), *asJSON, env.Stdout)
+	case "resolve":
+		err = resolveNote(ctx, cfg, env, fs.Arg(0), fs.Arg(1), *by)
+	case "gc":
+		err = gcNotes(v, *asJSON, env.Stdout)
+	}
+	if errors.Is(err, errUsage) {
+		fmt.Fprintln(env.Stderr, use)
+		return exitUsage
+	}
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "bot vault:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+var errUsage = errors.New("usage")
+
+func listNotes(v *vault.Vault, f vault.Filter, asJSON bool, env Env) error {
+	notes, broken, err := v.List(f)
+	if err != nil {
+		return err
+	}
+	for _, b := range broken {
+		fmt.Fprintf(env.Stderr, "broken note, skipped: %s: %v\n", b.Path, b.Err)
+	}
+	enc := json.NewEncoder(env.Stdout)
+	for _, n := range notes {
+		if asJSON {
+			if err := enc.Encode(noteView{Envelope: n.Envelope, Path: n.Path}); err != nil {
+				return err
+			}
+			continue
+		}
+		e := n.Envelope
+		fmt.Fprintf(env.Stdout, "%s  %-13s %s to %s  %s  %s\n", e.OperationID, e.Status, e.Action, e.Target, e.Created.Format(time.DateTime), n.Path)
+	}
+	return nil
+}
+
+func showNote(v *vault.Vault, id string, asJSON bool, w io.Writer) error {
+	e, path, err := v.Get(id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(w).Encode(noteView{Envelope: e, Path: path})
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s\n\n%s", path, data)
+	return nil
+}
+
+// resolveNote resolves through the operator, so the journal and the vault agree.
+func resolveNote(ctx context.Context, cfg Config, env Env, id, answer, by string) error {
+	if answer != "delivered" && answer != "not_delivered" {
+		return errUsage
+	}
+	p, err := loadPolicy(cfg, env)
+	if err != nil {
+		return err
+	}
+	j, err := openJournal(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	a, err := newApp(cfg, j, p, console.NewPrinter(io.Discard), newLogger(env.Stderr), nil)
+	if err != nil {
+		return err
+	}
+	r, err := a.operator.Resolve(ctx, id, answer == "delivered", by)
+	if errors.Is(err, operator.ErrNotResolvable) {
+		return fmt.Errorf("%s has no unknown outcome to resolve", id)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, r.Reason)
+	return nil
+}
+
+func gcNotes(v *vault.Vault, asJSON bool, w io.Writer) error {
+	removed, err := v.GC(time.Now())
+	for _, p := range removed {
+		if asJSON {
+			json.NewEncoder(w).Encode(map[string]string{"removed": p})
+		} else {
+			fmt.Fprintln(w, "removed", p)
+		}
+	}
+	return err
+}

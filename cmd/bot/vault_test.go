@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/vault"
+)
+
+// lostSender is a world where every send is written and never answered.
+type lostSender struct{}
+
+func (lostSender) Send(context.Context, tools.Message) (tools.Delivery, error) {
+	return tools.Delivery{}, fmt.Errorf("read: connection reset: %w", tools.ErrOutcomeUnknown)
+}
+
+// unknownIn leaves one operation with an unknown outcome in the data folder.
+func unknownIn(t *testing.T, data string) string {
+	t.Helper()
+	ctx := context.Background()
+	p, err := policy.Load("../../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access.Approvers = []int64{1}
+	j, err := openJournal(ctx, Config{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	v, err := vault.Open(filepath.Join(data, "vault"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := tools.NewRegistry(p, lostSender{})
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Vault: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := op.StartTask(ctx, journal.Task{Requester: 1})
+	r, _ := op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: []byte(`{"chat_id":"222","text":"status report"}`)})
+	a, _ := op.PendingApproval(ctx, r.OperationID)
+	if r, _ = op.Decide(ctx, a.ID, 1, true); r.NextAction != tools.NextVerify {
+		t.Fatalf("result = %+v, want verify", r)
+	}
+	return r.OperationID
+}
+
+func TestVaultCommands(t *testing.T) {
+	data := t.TempDir()
+	id := unknownIn(t, data)
+	r := runMain(t, "", nil, "vault", "list", "-json", "-unresolved", "-data", data)
+	var e struct{ OperationID, Status, Target, NextAction, Path string }
+	var raw map[string]any
+	json.Unmarshal([]byte(r.stdout), &raw)
+	if err := json.Unmarshal([]byte(r.stdout), &e); r.code != 0 || err != nil || e.Status != "unknown" || raw["operation_id"] != id || raw["next_action"] != "verify-before-retry" {
+		t.Fatalf("vault list -json: exit %d %q (%v)", r.code, r.stdout, err)
+	}
+	if r = runMain(t, "", nil, "vault", "show", "-data", data, id); r.code != 0 || !strings.Contains(r.stdout, "status: unknown") {
+		t.Errorf("vault show: exit %d\n%s", r.code, r.stdout)
+	}
+	if r = runMain(t, "", nil, "vault", "show", "-data", data, "op-nope"); r.code != 1 {
+		t.Errorf("vault show of an unknown id: exit %d, want 1", r.code)
+	}
+	if r = runMain(t, "", nil, "vault", "resolve", "-data", data, "-policies", "../../policies.yaml", id, "maybe"); r.code != 2 {
+		t.Errorf("vault resolve with a bad answer: exit %d, want 2", r.code)
+	}
+	r = runMain(t, "", nil, "vault", "resolve", "-data", data, "-policies", "../../policies.yaml", "-by", "@alice", id, "not_delivered")
+	if r.code != 0 {
+		t.Fatalf("vault resolve: exit %d %s", r.code, r.stderr)
+	}
+	if r = runMain(t, "", nil, "ops", "show", "-json", "-data", data, id); !strings.Contains(r.stdout, `"state": "not_delivered"`) {
+		t.Errorf("the journal did not follow the vault resolve:\n%s", r.stdout)
+	}
+	if r = runMain(t, "", nil, "vault", "list", "-unresolved", "-data", data); r.stdout != "" {
+		t.Errorf("unresolved after resolve: %q, want none", r.stdout)
+	}
+	if r = runMain(t, "", nil, "vault", "gc", "-data", data); r.code != 0 || r.stdout != "" {
+		t.Errorf("gc before the TTL: exit %d removed %q, want nothing", r.code, r.stdout)
+	}
+}
