@@ -84,9 +84,15 @@ func TestUnknownOutcomesAreNeverResent(t *testing.T) {
 			if op := r.operation(opID); op.State != journal.Unknown {
 				t.Errorf("state = %s, want unknown", op.State)
 			}
+			if e, _, err := r.vault.Get(opID); err != nil || !e.Unresolved() {
+				t.Errorf("envelope = %+v, %v; want an unresolved one", e, err)
+			}
 			// Not arrived: the retry delivers once more, under the same operation.
 			r.tap(alice, notice, "did not arrive")
 			r.waitFor("the resolution", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.NotDelivered })
+			if e, _, _ := r.vault.Get(opID); e.Resolution != "not_delivered" {
+				t.Errorf("envelope resolution = %q, want not_delivered", e.Resolution)
+			}
 			r.command(alice, "/retry "+opID)
 			r.tap(alice, r.cardFor(alice, opID), "Approve")
 			r.waitFor("the retried delivery", atLeast(2, delivered(target)))

@@ -20,6 +20,7 @@ import (
 	"github.com/countersign/countersign/telegram"
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/vault"
 	"github.com/countersign/countersign/verifier"
 )
 
@@ -64,6 +65,7 @@ type rig struct {
 	webhook *telegram.Webhook
 	logs    *logBuffer
 	j       *journal.Journal
+	vault   *vault.Vault
 	bot     *telegram.Bot
 	stop    context.CancelFunc
 	done    chan error
@@ -100,6 +102,10 @@ func (r *rig) start() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	v, err := vault.Open(filepath.Join(r.dir, "vault"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
 	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
 		SendTimeout: 2 * time.Second, Limits: r.limits, SweepEvery: 50 * time.Millisecond, Logger: logger, Webhook: r.webhook})
@@ -110,7 +116,7 @@ func (r *rig) start() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Logger: logger, Notify: tg.Notify,
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Logger: logger, Notify: tg.Notify, Vault: v,
 		Verifier: verifier.New(r.pol.Verify, operator.History{Journal: j}, time.Now)})
 	if err != nil {
 		r.t.Fatal(err)
@@ -118,7 +124,7 @@ func (r *rig) start() {
 	h := &command.Handler{Operator: op, Journal: j, Policy: r.pol}
 	ctx, r.stop = context.WithCancel(ctx)
 	r.done = make(chan error, 1)
-	r.j, r.bot = j, tg
+	r.j, r.bot, r.vault = j, tg, v
 	go func() { r.done <- tg.Serve(ctx, telegram.Deps{Operator: op, Handler: h, Policy: r.pol}) }()
 }
 
