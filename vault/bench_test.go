@@ -3,6 +3,7 @@ package vault_test
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -109,6 +110,27 @@ func loadFixture(b *testing.B) *vault.Vault {
 		b.Fatalf("fixture: %v", fixture.err)
 	}
 	return fixture.v
+}
+
+// BenchmarkReadAll100k is the baseline for List and GC: walk the same 100,000 notes
+// and read every file, parsing nothing.
+func BenchmarkReadAll100k(b *testing.B) {
+	loadFixture(b)
+	for b.Loop() {
+		n := 0
+		err := filepath.WalkDir(fixture.dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			_, err = os.ReadFile(path)
+			n++
+			return err
+		})
+		if err != nil || n < fixtureSize {
+			b.Fatalf("read %d notes: %v", n, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*fixtureSize), "ns/note")
 }
 
 func BenchmarkList100k(b *testing.B) {

@@ -88,3 +88,21 @@ func TestConsoleRefusesABadEnvironment(t *testing.T) {
 		t.Errorf("exit %d %q, want 1 naming BOT_APPROVERS", r.code, r.stderr)
 	}
 }
+
+func TestConsoleNeverStoresAToken(t *testing.T) {
+	data := t.TempDir()
+	const tok = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+	r := runMain(t, "/send 222 here is the token "+tok+"\n/send 222 +1 415 555 0100\ny\n", nil, "console", "-data", data, "-policies", "../../policies.yaml")
+	if r.code != 0 || !strings.Contains(r.stdout, "looks like a secret") {
+		t.Fatalf("console: exit %d\n%s", r.code, r.stdout)
+	}
+	filepath.Walk(data, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		if b, _ := os.ReadFile(path); strings.Contains(string(b), tok) {
+			t.Errorf("%s holds the token", path)
+		}
+		return nil
+	})
+}
