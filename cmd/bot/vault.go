@@ -18,7 +18,7 @@ import (
 // noteView is an envelope as "bot vault -json" prints it: its front matter and path.
 type noteView struct {
 	envelope.Envelope
-	Path              string `json:"path"`
+	Path string `json:"path"`
 }
 
 // MarshalJSON writes the front matter keys as the note has them.
