@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,22 +171,30 @@ func (d *decoder) tools(n *yaml.Node, path string) map[string]Tool {
 }
 
 func (d *decoder) autoApprove(n *yaml.Node, path string) []AutoApprove {
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, path, "want a list of rules, got %s", describe(n))
-		return nil
-	}
-	rules := make([]AutoApprove, 0, len(n.Content))
-	for i, item := range n.Content {
+	return sequence(d, n, path, "rules", func(item *yaml.Node, field string) AutoApprove {
 		var r AutoApprove
-		field := fmt.Sprintf("%s[%d]", path, i)
-		d.lines[field] = item.Line
 		d.mapping(item, field, map[string]func(*yaml.Node, string){
 			"tool":  func(n *yaml.Node, f string) { r.Tool = d.string(n, f) },
 			"chats": func(n *yaml.Node, f string) { r.Chats = d.strings(n, f) },
 		})
-		rules = append(rules, r)
+		return r
+	})
+}
+
+// sequence decodes a YAML list item by item, recording each item's line; want
+// names the items in the error for a value that is not a list.
+func sequence[T any](d *decoder, n *yaml.Node, field, want string, item func(n *yaml.Node, field string) T) []T {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, field, "want a list of %s, got %s", want, describe(n))
+		return nil
 	}
-	return rules
+	out := make([]T, 0, len(n.Content))
+	for i, it := range n.Content {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		d.lines[f] = it.Line
+		out = append(out, item(it, f))
+	}
+	return out
 }
 
 func (d *decoder) scalar(n *yaml.Node, field, want string) bool {
@@ -264,34 +273,20 @@ func (d *decoder) enum(n *yaml.Node, field string, allowed ...string) string {
 }
 
 func (d *decoder) strings(n *yaml.Node, field string) []string {
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, field, "want a list, got %s", describe(n))
-		return nil
-	}
-	out := make([]string, 0, len(n.Content))
-	for i, item := range n.Content {
-		if v := d.string(item, fmt.Sprintf("%s[%d]", field, i)); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
+	out := sequence(d, n, field, "strings", d.string)
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
 func (d *decoder) ids(n *yaml.Node, field string) []int64 {
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, field, "want a list of Telegram user ids, got %s", describe(n))
-		return nil
-	}
-	out := make([]int64, 0, len(n.Content))
-	for i, item := range n.Content {
+	out := sequence(d, n, field, "Telegram user ids", func(item *yaml.Node, f string) int64 {
 		v, err := strconv.ParseInt(item.Value, 10, 64)
 		if item.Kind != yaml.ScalarNode || err != nil {
-			d.errorf(item, fmt.Sprintf("%s[%d]", field, i), "want a Telegram user id, got %s", describe(item))
-			continue
+			d.errorf(item, f, "want a Telegram user id, got %s", describe(item))
+			return 0
 		}
-		out = append(out, v)
-	}
-	return out
+		return v
+	})
+	return slices.DeleteFunc(out, func(id int64) bool { return id == 0 })
 }
 
 func describe(n *yaml.Node) string {

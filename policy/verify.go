@@ -296,17 +296,7 @@ func (d *decoder) verify(n *yaml.Node, path string, v *Verify) {
 }
 
 func (d *decoder) rules(n *yaml.Node, path string) []Rule {
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, path, "want a list of rules, got %s", describe(n))
-		return nil
-	}
-	rules := make([]Rule, 0, len(n.Content))
-	for i, item := range n.Content {
-		field := fmt.Sprintf("%s[%d]", path, i)
-		d.lines[field] = item.Line
-		rules = append(rules, d.rule(item, field))
-	}
-	return rules
+	return sequence(d, n, path, "rules", d.rule)
 }
 
 func (d *decoder) rule(n *yaml.Node, path string) Rule {
@@ -340,37 +330,19 @@ func (d *decoder) rule(n *yaml.Node, path string) Rule {
 }
 
 func (d *decoder) patterns(n *yaml.Node, field string) []Pattern {
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, field, "want a list of words or /regex/, got %s", describe(n))
-		return nil
-	}
-	out := make([]Pattern, 0, len(n.Content))
-	for i, item := range n.Content {
-		f := fmt.Sprintf("%s[%d]", field, i)
+	return sequence(d, n, field, "words or /regex/", func(item *yaml.Node, f string) Pattern {
 		s := d.string(item, f)
-		d.lines[f] = item.Line
 		p, err := ParsePattern(s)
 		if err != nil && item.Kind == yaml.ScalarNode {
 			d.errorf(item, f, "bad pattern %q: %v", s, err)
 		}
-		out = append(out, p) // a bad item stays, as the zero Pattern, to keep the indexes
-	}
-	return out
+		return p // a bad item stays, as the zero Pattern, to keep the indexes
+	})
 }
 
 // list is strings, keeping empty items and each item's line for validate to name.
 func (d *decoder) list(n *yaml.Node, field string) []string {
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, field, "want a list, got %s", describe(n))
-		return nil
-	}
-	out := make([]string, 0, len(n.Content))
-	for i, item := range n.Content {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		d.lines[f] = item.Line
-		out = append(out, d.string(item, f)) // "" for a bad item keeps the indexes
-	}
-	return out
+	return sequence(d, n, field, "strings", d.string) // "" for a bad item keeps the indexes
 }
 
 type addFunc = func(field, format string, args ...any)
