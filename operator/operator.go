@@ -205,7 +205,10 @@ func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op jour
 			Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode})
 	}
 	if v.Decision != verifier.Pass {
-		r := o.verdictResult(ctx, task, v)
+		r, err := o.verdictResult(ctx, task, v)
+		if err != nil {
+			return tools.Result{}, err
+		}
 		r.OperationID = op.ID
 		return r, o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: r.Reason, Result: &r})
 	}
@@ -217,17 +220,20 @@ func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op jour
 
 // verdictResult is the result of a payload the verifier did not pass. A repair
 // goes back to the caller within the task's repair budget; past it, it is a stop.
-func (o *Operator) verdictResult(ctx context.Context, task journal.Task, v verifier.Verdict) tools.Result {
+func (o *Operator) verdictResult(ctx context.Context, task journal.Task, v verifier.Verdict) (tools.Result, error) {
 	if v.Decision == verifier.Stop {
-		return stopResult(report("the verifier stopped it: "+strings.Join(v.Reasons, "; ")+"; nothing was sent", "", "change the request"))
+		return stopResult(report("the verifier stopped it: "+strings.Join(v.Reasons, "; ")+"; nothing was sent", "", "change the request")), nil
 	}
 	err := o.opts.Journal.SpendRepair(ctx, task.ID)
-	if errors.Is(err, journal.ErrRepairBudget) {
+	switch {
+	case errors.Is(err, journal.ErrRepairBudget):
 		r := stopResult(report("the verifier asked for a repair again: "+strings.Join(v.Reasons, "; ")+"; nothing was sent", "", "fix the request by hand"))
 		r.Reason = err.Error() + ": " + r.Reason
-		return r
+		return r, nil
+	case err != nil:
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
-	return repairable("verifier asks for a repair: " + strings.Join(v.Reasons, "; "))
+	return repairable("verifier asks for a repair: " + strings.Join(v.Reasons, "; ")), nil
 }
 
 // gate moves a verified (or not-delivered) operation to awaiting approval, or
