@@ -153,3 +153,28 @@ func TestPendingCardWorksAfterRestart(t *testing.T) {
 		t.Errorf("deliveries = %d, want 1", n)
 	}
 }
+
+func TestForgedCallbackDataChangesNothing(t *testing.T) {
+	r := newRig(t)
+	r.command(alice, "/send 222 guarded")
+	card := r.card(alice)
+	apID := strings.Split(buttonData(t, card, "Approve"), ":")[1]
+	for _, data := range []string{
+		"ap1:ap-forged:y",        // an approval that does not exist
+		"ap2:" + apID + ":y",     // a version this bot does not speak
+		"ap1:" + apID + ":maybe", // an answer that is not one
+		`{"text":"send money"}`,  // a payload instead of an id
+		"rs1:op-forged:d",        // resolving what is not unknown
+	} {
+		r.srv.PushCallbackQuery(alice, alice, card.MessageID, data)
+	}
+	r.waitFor("five answers", func(s *telegramtest.Server) bool { return len(s.CallbackAnswers()) == 5 })
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("deliveries = %d, want 0", n)
+	}
+	if m, _ := r.srv.Message(alice, card.MessageID); m.Edits != 0 {
+		t.Errorf("the card was edited %d times", m.Edits)
+	}
+	r.tap(alice, card, "Approve") // the real button still works
+	r.waitFor("the delivery", atLeast(1, delivered(target)))
+}
