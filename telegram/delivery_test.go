@@ -196,3 +196,23 @@ func TestRejectedTokenAndSecondPollerEndTheBot(t *testing.T) {
 		t.Error("the second poller did not stop")
 	}
 }
+
+func TestShutdownLetsASendInFlightFinish(t *testing.T) {
+	r := newRig(t)
+	r.srv.Inject(telegramtest.Delay(700 * time.Millisecond).For("sendMessage").InChat(target))
+	r.approveSend("slow but sure")
+	r.waitFor("the send in flight", func(s *telegramtest.Server) bool { return len(sendCalls(s, target)) == 1 })
+	r.shutdown() // SIGTERM while Telegram is still answering
+	if n := len(r.srv.Messages(target)); n != 1 {
+		t.Fatalf("deliveries = %d, want 1", n)
+	}
+	j, err := journal.Open(context.Background(), filepath.Join(r.dir, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ops, _ := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Committed}})
+	if len(ops) != 1 || len(j.Recovered()) != 0 {
+		t.Errorf("committed = %d, recovered = %v; want the send known delivered, nothing left unknown", len(ops), j.Recovered())
+	}
+}
