@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // InboxItem is one received update.
@@ -65,12 +66,12 @@ func (j *Journal) Unhandled(ctx context.Context) ([]InboxItem, error) {
 	return items, rows.Err()
 }
 
-// LastUpdate is the highest update id received, or 0.
-func (j *Journal) LastUpdate(ctx context.Context) (int64, error) {
-	var id int64
-	err := j.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(update_id), 0) FROM inbox`).Scan(&id)
+// PruneInbox deletes handled updates received before t; they were needed only to
+// survive a crash while they were handled. It returns how many it deleted.
+func (j *Journal) PruneInbox(ctx context.Context, before time.Time) (int64, error) {
+	res, err := j.db.ExecContext(ctx, `DELETE FROM inbox WHERE handled_at != 0 AND received_at < ?`, ms(before))
 	if err != nil {
-		return 0, fmt.Errorf("journal: last update: %w", err)
+		return 0, fmt.Errorf("journal: prune inbox: %w", err)
 	}
-	return id, nil
+	return res.RowsAffected()
 }

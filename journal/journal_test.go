@@ -183,3 +183,26 @@ func TestMeta(t *testing.T) {
 		t.Errorf("after reopen = %q, want 42", v)
 	}
 }
+
+func TestInbox(t *testing.T) {
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	j := open(t, filepath.Join(t.TempDir(), "j.db"), func() time.Time { return now })
+	ctx := context.Background()
+	batch := []journal.InboxItem{{UpdateID: 7, Body: []byte(`{"update_id":7}`)}, {UpdateID: 8, Body: []byte(`{"update_id":8}`)}}
+	fresh, err := j.Receive(ctx, batch)
+	if err != nil || len(fresh) != 2 {
+		t.Fatalf("Receive = %v, %v; want both", fresh, err)
+	}
+	if fresh, _ = j.Receive(ctx, batch[1:]); len(fresh) != 0 {
+		t.Errorf("a redelivered update came back as fresh: %v", fresh)
+	}
+	j.Handled(ctx, 7)
+	left, _ := j.Unhandled(ctx)
+	if len(left) != 1 || left[0].UpdateID != 8 {
+		t.Errorf("Unhandled = %v, want [8]", left)
+	}
+	now = now.Add(8 * 24 * time.Hour)
+	if n, err := j.PruneInbox(ctx, now.Add(-7*24*time.Hour)); err != nil || n != 1 {
+		t.Errorf("PruneInbox = %d, %v; want the handled one only", n, err)
+	}
+}

@@ -265,6 +265,9 @@ func (t *Bot) sweep(ctx context.Context) {
 		for _, a := range expired {
 			t.closeCards(ctx, a.ID, "⌛ Expired: nothing was sent.")
 		}
+		if _, err := t.journal.PruneInbox(ctx, time.Now().Add(-7*24*time.Hour)); err != nil && ctx.Err() == nil {
+			t.log.Warn("inbox prune failed", "err", err)
+		}
 		// A person may resolve an envelope in an editor while the bot runs.
 		resolved, err := t.ops.Reconcile(ctx)
 		if err != nil && ctx.Err() == nil {

@@ -31,23 +31,27 @@ type apiReply struct {
 
 // poll receives updates by long polling until ctx ends. Each batch is stored in the
 // journal's inbox before the next request confirms it to Telegram, so a crash
-// between the two loses nothing. 401 and 409 end it; 429 waits retry_after; other
+// between the two loses nothing. The first request carries no offset: Telegram then
+// returns what it still holds unconfirmed, and the inbox drops what it already has.
+// So does a request after six quiet days, because Telegram may then number updates
+// afresh, below the last one seen. 401 and 409 end it; 429 waits retry_after; other
 // failures back off from 1 s to 30 s.
 func (t *Bot) poll(ctx context.Context) error {
-	last, err := t.journal.LastUpdate(ctx)
-	if err != nil {
-		return err
-	}
+	var last int64
+	lastSeen := time.Now()
 	wait := time.Second
 	for ctx.Err() == nil {
-		items, err := t.getUpdates(ctx, last+1)
+		offset := last + 1
+		if last == 0 || time.Since(lastSeen) > 6*24*time.Hour {
+			offset = 0
+		}
+		items, err := t.getUpdates(ctx, offset)
 		var delay time.Duration
+		var ra *retryAfter
 		switch {
 		case errors.Is(err, ErrTokenRejected), errors.Is(err, ErrConflict):
 			return err
-		case errors.As(err, new(*retryAfter)):
-			var ra *retryAfter
-			errors.As(err, &ra)
+		case errors.As(err, &ra):
 			delay = ra.d
 		case err != nil:
 			if ctx.Err() == nil {
@@ -56,6 +60,9 @@ func (t *Bot) poll(ctx context.Context) error {
 			delay, wait = wait, min(2*wait, 30*time.Second)
 		default:
 			wait = time.Second
+			if len(items) > 0 {
+				lastSeen = time.Now()
+			}
 			if last, err = t.accept(ctx, items, last); err != nil {
 				t.log.Error("updates not stored; asking for them again", "err", err)
 				delay = time.Second
@@ -82,7 +89,7 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem, last int64)
 	}
 	fresh, err := t.journal.Receive(ctx, items)
 	if err != nil {
-		return last, err
+		return last, err // not stored: the same offset asks for them again
 	}
 	for _, it := range fresh {
 		t.dispatch(ctx, it)
@@ -97,9 +104,11 @@ func (r *retryAfter) Error() string { return fmt.Sprintf("Telegram asked to wait
 // getUpdates makes one long-poll request.
 func (t *Bot) getUpdates(ctx context.Context, offset int64) ([]journal.InboxItem, error) {
 	form := url.Values{
-		"offset":          {strconv.FormatInt(offset, 10)},
 		"timeout":         {strconv.Itoa(int(t.opts.PollTimeout / time.Second))},
 		"allowed_updates": {allowedUpdates},
+	}
+	if offset > 0 {
+		form.Set("offset", strconv.FormatInt(offset, 10))
 	}
 	reply, err := t.call(ctx, "getUpdates", form)
 	if err != nil {

@@ -107,5 +107,11 @@ func logStart(ctx context.Context, logger *slog.Logger, tg *telegram.Bot, a *app
 		"policy", cfg.Policies, "tools", a.policy.ToolNames(), "operators", len(a.policy.Access.Operators),
 		"approvers", len(a.policy.Access.Approvers), "data", cfg.DataDir,
 		"awaiting_approval", awaiting, "awaiting_verification", unknown)
+	if len(a.policy.Access.Operators) == 0 {
+		logger.Warn("no operators: set access.operators or BOT_OPERATORS, or nobody can give commands")
+	}
+	if len(a.policy.Access.Approvers) == 0 {
+		logger.Warn("no approvers: set access.approvers or BOT_APPROVERS, or every commit that needs a tap waits until it expires")
+	}
 	return nil
 }
