@@ -24,6 +24,11 @@ func TestApproveDeliversExactlyTheText(t *testing.T) {
 	if !strings.Contains(string(card.ReplyMarkup), "Approve") || !strings.Contains(string(card.ReplyMarkup), "Reject") {
 		t.Errorf("card buttons = %s", card.ReplyMarkup)
 	}
+	for _, c := range r.srv.CallsTo("sendMessage") {
+		if strings.Contains(c.Params["reply_markup"], "copy_text") {
+			t.Errorf("buttons carry copy_text on the wire: %s", c.Params["reply_markup"])
+		}
+	}
 	r.tap(alice, card, "Approve")
 	r.waitFor("the delivery", atLeast(1, delivered(target)))
 	if got := r.srv.Messages(target); len(got) != 1 || got[0].RawText != text {

@@ -33,8 +33,24 @@ func parseCallback(data string) (kind, id, answer string, ok bool) {
 	return f[0], f[1], f[2], true
 }
 
-func keyboard(buttons ...models.InlineKeyboardButton) *models.InlineKeyboardMarkup {
-	return &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{buttons}}
+// button and inlineKeyboard are the wire form of a one-row inline keyboard. The
+// library's InlineKeyboardButton always sends an empty "copy_text" object, which the
+// Bot API has been reported to refuse (BUTTON_COPY_TEXT_INVALID); these carry only
+// the fields a callback button has.
+type button struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
+}
+
+type inlineKeyboard struct {
+	InlineKeyboard [][]button `json:"inline_keyboard"`
+}
+
+// noKeyboard removes the buttons of an edited message.
+var noKeyboard = inlineKeyboard{InlineKeyboard: [][]button{}}
+
+func keyboard(buttons ...button) inlineKeyboard {
+	return inlineKeyboard{InlineKeyboard: [][]button{buttons}}
 }
 
 // cardText is what an approver reads: action, target, the exact text (or where it
@@ -68,8 +84,8 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 		inline, text = false, cardText(a, false)
 	}
 	kb := keyboard(
-		models.InlineKeyboardButton{Text: "✅ Approve", CallbackData: callbackData(approveKind, a.ID, "y")},
-		models.InlineKeyboardButton{Text: "❌ Reject", CallbackData: callbackData(approveKind, a.ID, "n")})
+		button{Text: "✅ Approve", CallbackData: callbackData(approveKind, a.ID, "y")},
+		button{Text: "❌ Reject", CallbackData: callbackData(approveKind, a.ID, "n")})
 	defer t.cards.lock(a.ID)()
 	reached := 0
 	for _, chat := range t.policy.Access.Approvers {
@@ -184,7 +200,7 @@ func (t *Bot) closeCards(ctx context.Context, ref, line string) {
 			text = line
 		}
 		_, err := t.api.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: c.ChatID, MessageID: c.MessageID, Text: text,
-			ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
+			ReplyMarkup: noKeyboard})
 		if err != nil {
 			t.log.Warn("card not edited", "chat", c.ChatID, "err", t.redact(err.Error()))
 		}
@@ -225,8 +241,8 @@ func (t *Bot) Notify(ctx context.Context, opID string, r tools.Result) {
 func (t *Bot) sendUnknownNotice(ctx context.Context, chat int64, opID, text string) {
 	defer t.cards.lock(opID)()
 	kb := keyboard(
-		models.InlineKeyboardButton{Text: "It arrived", CallbackData: callbackData(resolveKind, opID, "d")},
-		models.InlineKeyboardButton{Text: "It did not arrive", CallbackData: callbackData(resolveKind, opID, "n")})
+		button{Text: "It arrived", CallbackData: callbackData(resolveKind, opID, "d")},
+		button{Text: "It did not arrive", CallbackData: callbackData(resolveKind, opID, "n")})
 	m, err := t.send(ctx, chat, text, kb)
 	if err != nil {
 		t.log.Warn("unknown-outcome notice not delivered", "op", opID, "err", err)
