@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -95,7 +96,7 @@ func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
 
 // newApp wires the operator over an open journal with sender as the world's edge.
 // notify, when set, hears outcomes the operator reaches on its own (resumed work).
-func newApp(cfg Config, j *journal.Journal, p *policy.Policy, sender tools.Sender, logger *slog.Logger, notify func(context.Context, string, tools.Result)) (*app, error) {
+func newApp(cfg Config, j *journal.Journal, p *policy.Policy, sender tools.Sender, getenv func(string) string, logger *slog.Logger, notify func(context.Context, string, tools.Result)) (*app, error) {
 	reg, err := tools.NewRegistry(p, sender)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,10 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, sender tools.Sende
 	for _, id := range j.Recovered() {
 		logger.Warn("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
 	}
-	check := verifier.New(p.Verify, operator.History{Journal: j}, time.Now)
+	check, err := newChecker(p, j, v, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
 	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Vault: v, Logger: logger, Notify: notify})
 	if err != nil {
 		return nil, err
@@ -118,4 +122,25 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, sender tools.Sende
 
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// newChecker is the verifier over the journal; with verify.model_check set and a
+// model configured in the environment, it also asks the model, through the model
+// layer's recovery, with read-only access to the journal and the vault.
+func newChecker(p *policy.Policy, j *journal.Journal, v *vault.Vault, getenv func(string) string, logger *slog.Logger) (*verifier.Checker, error) {
+	check := verifier.New(p.Verify, operator.History{Journal: j}, time.Now)
+	if len(p.Verify.ModelCheck) == 0 {
+		return check, nil
+	}
+	provider, model, ok, err := agent.FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		logger.Warn("verify.model_check is set but no model is configured (ANTHROPIC_API_KEY or OPENAI_API_KEY / OPENAI_BASE_URL); the model check is skipped")
+		return check, nil
+	}
+	reviewer := agent.NewReviewer(agent.NewRecovery(provider, agent.DefaultPolicy()), model, agent.JournalReader(j), v)
+	logger.Info("model check on", "model", model, "tools", p.Verify.ModelCheck)
+	return check.WithModel(reviewer), nil
 }

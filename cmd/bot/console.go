@@ -28,7 +28,7 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 		return exitError
 	}
 	defer j.Close()
-	a, err := newApp(cfg, j, p, console.NewPrinter(env.Stdout), logger, nil)
+	a, err := newApp(cfg, j, p, console.NewPrinter(env.Stdout), env.Getenv, logger, nil)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
 		return exitError

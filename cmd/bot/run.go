@@ -68,7 +68,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
-	a, err := newApp(cfg, j, p, tg.Sender(), logger, tg.Notify)
+	a, err := newApp(cfg, j, p, tg.Sender(), env.Getenv, logger, tg.Notify)
 	if err != nil {
 		return err
 	}

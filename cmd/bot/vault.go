@@ -143,7 +143,7 @@ func resolveNote(ctx context.Context, cfg Config, env Env, id, answer, by string
 		return err
 	}
 	defer j.Close()
-	a, err := newApp(cfg, j, p, console.NewPrinter(io.Discard), newLogger(env.Stderr), nil)
+	a, err := newApp(cfg, j, p, console.NewPrinter(io.Discard), env.Getenv, newLogger(env.Stderr), nil)
 	if err != nil {
 		return err
 	}

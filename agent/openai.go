@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+const providerOpenAI = "openai"
+
+// DefaultOpenAIBaseURL is where NewOpenAI sends requests when baseURL is "".
+const DefaultOpenAIBaseURL = "https://api.openai.com/v1/"
+
+// OpenAI is the Chat Completions API of OpenAI or of any server compatible with it
+// (Ollama, llama.cpp, vLLM).
+type OpenAI struct {
+	chat openai.ChatCompletionService
+	key  string
+	opts options
+}
+
+var _ Provider = (*OpenAI)(nil)
+
+// NewOpenAI returns a provider for the Chat Completions API at baseURL (""
+// for DefaultOpenAIBaseURL). An empty apiKey sends no Authorization header, as a
+// local server expects. It reads nothing from the environment and never retries on
+// its own: one Complete is one HTTP request.
+func NewOpenAI(apiKey, baseURL string, opts ...Option) *OpenAI {
+	o := newOptions(opts)
+	if baseURL == "" {
+		baseURL = DefaultOpenAIBaseURL
+	}
+	// The chat service is built without openai.NewClient, which would read
+	// OPENAI_API_KEY and send it to whatever server baseURL names.
+	ro := []option.RequestOption{
+		option.WithHTTPClient(o.client),
+		option.WithBaseURL(baseURL),
+		option.WithMaxRetries(0),
+		option.WithRequestTimeout(o.timeout),
+	}
+	if apiKey != "" {
+		ro = append(ro, option.WithAPIKey(apiKey))
+	}
+	return &OpenAI{chat: openai.NewChatCompletionService(ro...), key: apiKey, opts: o}
+}
+
+// Complete sends one chat completion request. See Provider for the errors.
+func (c *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
+	res, err := c.chat.New(ctx, openaiParams(req))
+	if err != nil {
+		return Response{}, c.mapError(ctx, err)
+	}
+	return openaiResponse(res), nil
+}
+
+func (c *OpenAI) mapError(ctx context.Context, err error) error {
+	var oe *openai.Error
+	if !errors.As(err, &oe) {
+		return transportError(ctx, providerOpenAI, c.key, err)
+	}
+	h := headerOf(oe.Response)
+	return &APIError{
+		Provider:    providerOpenAI,
+		Status:      oe.StatusCode,
+		Type:        oe.Type,
+		Code:        oe.Code,
+		Message:     redact(oe.Message, c.key),
+		RequestID:   h.Get("x-request-id"),
+		RetryAfter:  retryAfter(h, c.opts.now()),
+		ShouldRetry: shouldRetry(h),
+	}
+}
+
+func openaiParams(req Request) openai.ChatCompletionNewParams {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	if req.MaxTokens > 0 {
+		// max_tokens, not max_completion_tokens: local servers read only the former.
+		p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+	}
+	if req.System != "" {
+		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		p.Messages = append(p.Messages, openaiMessages(m)...)
+	}
+	for _, t := range req.Tools {
+		schema := map[string]any{"type": "object", "properties": t.Properties}
+		if len(t.Required) > 0 {
+			schema["required"] = t.Required
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: param.NewOpt(t.Description), Parameters: schema,
+		}))
+	}
+	return p
+}
+
+// openaiMessages turns one Message into chat messages: a tool message per result
+// (then the text, as a user message), or one user or assistant message.
+func openaiMessages(m Message) []openai.ChatCompletionMessageParamUnion {
+	switch {
+	case m.Role == RoleAssistant:
+		return []openai.ChatCompletionMessageParamUnion{openaiAssistant(m)}
+	case len(m.ToolResults) == 0:
+		return []openai.ChatCompletionMessageParamUnion{openai.UserMessage(m.Text)}
+	}
+	var out []openai.ChatCompletionMessageParamUnion
+	for _, r := range m.ToolResults {
+		content := r.Content
+		if r.IsError {
+			content = "error: " + content
+		}
+		out = append(out, openai.ToolMessage(content, r.CallID))
+	}
+	if m.Text != "" {
+		out = append(out, openai.UserMessage(m.Text))
+	}
+	return out
+}
+
+func openaiAssistant(m Message) openai.ChatCompletionMessageParamUnion {
+	a := openai.ChatCompletionAssistantMessageParam{}
+	if m.Text != "" {
+		a.Content.OfString = param.NewOpt(m.Text)
+	}
+	for _, c := range m.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID: c.ID,
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+					Name: c.Name, Arguments: string(rawObject(c.Input)),
+				},
+			},
+		})
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+}
+
+// finishReasons translates OpenAI finish reasons into stop reasons.
+var finishReasons = map[string]StopReason{
+	"stop":           StopEndTurn,
+	"length":         StopMaxTokens,
+	"tool_calls":     StopToolUse,
+	"function_call":  StopToolUse,
+	"content_filter": StopRefusal,
+}
+
+func openaiResponse(res *openai.ChatCompletion) Response {
+	out := Response{Model: res.Model}
+	if len(res.Choices) == 0 {
+		return out
+	}
+	ch := res.Choices[0]
+	out.Stop = StopReason(ch.FinishReason)
+	if s, ok := finishReasons[ch.FinishReason]; ok {
+		out.Stop = s
+	}
+	out.Text = ch.Message.Content
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Type == "function" {
+			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Input: []byte(tc.Function.Arguments)})
+		}
+	}
+	return out
+}

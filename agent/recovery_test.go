@@ -1,0 +1,262 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/agent"
+)
+
+// script is a Provider that answers from a list and keeps every request.
+type script struct {
+	mu       sync.Mutex
+	answers  []answer
+	requests []agent.Request
+}
+
+type answer struct {
+	res agent.Response
+	err error
+}
+
+func (s *script) Complete(_ context.Context, req agent.Request) (agent.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.answers[min(len(s.requests), len(s.answers)-1)]
+	s.requests = append(s.requests, req)
+	return a.res, a.err
+}
+
+func fail(status int, typ string, retryAfter time.Duration) answer {
+	return answer{err: &agent.APIError{Provider: "anthropic", Status: status, Type: typ, RetryAfter: retryAfter}}
+}
+
+var (
+	ok          = answer{res: agent.Response{Text: "done", Stop: agent.StopEndTurn}}
+	cut         = answer{res: agent.Response{Text: "do", Stop: agent.StopMaxTokens}}
+	refused     = answer{err: &agent.ConnectionError{Provider: "openai", Detail: "connection refused"}}
+	noRetry529  = answer{err: &agent.APIError{Provider: "anthropic", Status: 529, Type: "overloaded_error", ShouldRetry: new(false)}}
+	tooLong     = answer{err: &agent.APIError{Provider: "anthropic", Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 219898 tokens > 200000 maximum"}}
+	overloaded  = fail(529, "overloaded_error", 0)
+	streamError = fail(200, "overloaded_error", 0)
+)
+
+// recorder keeps the steps and the waits of one Recovery.
+type recorder struct {
+	steps []agent.Step
+	waits []time.Duration
+}
+
+func (rec *recorder) recovery(p agent.Provider, pol agent.Policy, jitter func(int64) int64) *agent.Recovery {
+	return agent.NewRecovery(p, pol,
+		agent.WithObserver(func(s agent.Step) { rec.steps = append(rec.steps, s) }),
+		agent.WithSleep(func(ctx context.Context, d time.Duration) error {
+			rec.waits = append(rec.waits, d)
+			return ctx.Err()
+		}),
+		agent.WithJitter(jitter))
+}
+
+func noJitter(int64) int64 { return 0 }
+
+func TestRecoveryPaths(t *testing.T) {
+	tests := []struct {
+		name     string
+		policy   agent.Policy
+		answers  []answer
+		bg       bool
+		jitter   func(int64) int64
+		want     string
+		attempts int
+		wantErr  bool
+	}{
+		{"retry-after honoured", agent.Policy{}, []answer{fail(429, "rate_limit_error", 2*time.Second), ok}, false, nil,
+			"retry(429, wait 2s) -> ok", 2, false},
+		{"exponential backoff without retry-after", agent.Policy{}, []answer{fail(500, "api_error", 0), fail(502, "", 0), fail(504, "timeout_error", 0), ok}, false, nil,
+			"retry(500, wait 500ms) -> retry(502, wait 1s) -> retry(504, wait 2s) -> ok", 4, false},
+		{"jitter takes up to a quarter", agent.Policy{BaseDelay: time.Second}, []answer{refused, ok}, false, func(n int64) int64 { return n - 1 },
+			"retry(connection, wait 750ms) -> ok", 2, false},
+		{"backoff capped", agent.Policy{MaxAttempts: 6, BaseDelay: time.Second, MaxDelay: 3 * time.Second},
+			[]answer{refused, refused, refused, ok}, false, nil,
+			"retry(connection, wait 1s) -> retry(connection, wait 2s) -> retry(connection, wait 3s) -> ok", 4, false},
+		{"request budget", agent.Policy{MaxAttempts: 3}, []answer{fail(500, "api_error", 0)}, false, nil,
+			"retry(500, wait 500ms) -> retry(500, wait 1s) -> stop(500: request budget spent)", 3, true},
+		{"retry-after beyond the wait budget", agent.Policy{MaxWait: 30 * time.Second}, []answer{fail(429, "rate_limit_error", time.Hour)}, false, nil,
+			"stop(429: the service asked to wait 1h0m0s, more than the 30s left of the wait budget)", 1, true},
+		{"wait budget spent by backoff", agent.Policy{MaxWait: 1200 * time.Millisecond}, []answer{fail(503, "", 0)}, false, nil,
+			"retry(503, wait 500ms) -> stop(503: wait budget spent)", 2, true},
+		{"x-should-retry false", agent.Policy{}, []answer{noRetry529}, false, nil,
+			"stop(529: the service said not to retry)", 1, true},
+		{"two overloads switch to the fallback", agent.Policy{FallbackModel: "small"}, []answer{overloaded, streamError, ok}, false, nil,
+			"retry(529, wait 500ms) -> retry(overloaded_error, wait 1s) -> fallback(small) -> ok", 3, false},
+		{"overloads not in a row keep the model", agent.Policy{FallbackModel: "small"}, []answer{overloaded, fail(500, "", 0), overloaded, ok}, false, nil,
+			"retry(529, wait 500ms) -> retry(500, wait 1s) -> retry(529, wait 2s) -> ok", 4, false},
+		{"max_tokens raises the limit once", agent.Policy{}, []answer{cut, cut}, false, nil,
+			"raise_max_tokens(200) -> ok(max_tokens)", 2, false},
+		{"max_tokens limit capped", agent.Policy{MaxTokensCap: 150}, []answer{cut, ok}, false, nil,
+			"raise_max_tokens(150) -> ok", 2, false},
+		{"401 stops at once", agent.Policy{}, []answer{fail(401, "authentication_error", 0)}, false, nil,
+			"stop(401: status not retryable)", 1, true},
+		{"413 stops at once", agent.Policy{}, []answer{fail(413, "request_too_large", 0)}, false, nil,
+			"stop(413: status not retryable)", 1, true},
+		{"quota stops at once", agent.Policy{}, []answer{{err: &agent.APIError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota"}}}, false, nil,
+			"stop(429: quota or spend limit reached)", 1, true},
+		{"prompt too long stops", agent.Policy{}, []answer{tooLong}, false, nil,
+			"stop(400: prompt too long)", 1, true},
+		{"background gives up on 529", agent.Policy{}, []answer{overloaded, ok}, true, nil,
+			"stop(529: background request gives up on overload)", 1, true},
+		{"background gives up on 503", agent.Policy{}, []answer{fail(503, "", 0), ok}, true, nil,
+			"stop(503: background request gives up on overload)", 1, true},
+		{"background still retries 429", agent.Policy{}, []answer{fail(429, "rate_limit_error", time.Second), ok}, true, nil,
+			"retry(429, wait 1s) -> ok", 2, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &script{answers: tt.answers}
+			var rec recorder
+			jitter := tt.jitter
+			if jitter == nil {
+				jitter = noJitter
+			}
+			req := agent.Request{Model: "big", MaxTokens: 100, Background: tt.bg}
+			_, err := rec.recovery(p, tt.policy, jitter).Complete(context.Background(), req)
+			if got := agent.Trace(rec.steps); got != tt.want {
+				t.Errorf("path:\n got %s\nwant %s", got, tt.want)
+			}
+			if got := len(p.requests); got != tt.attempts {
+				t.Errorf("requests: got %d, want %d", got, tt.attempts)
+			}
+			if (err != nil) != tt.wantErr {
+				t.Errorf("err: got %v, want error %v", err, tt.wantErr)
+			}
+			var total time.Duration
+			for _, s := range rec.steps {
+				total += s.Wait
+			}
+			var slept time.Duration
+			for _, w := range rec.waits {
+				slept += w
+			}
+			if slept != total {
+				t.Errorf("slept %s, want the %s the steps name", slept, total)
+			}
+		})
+	}
+}
+
+func TestRecoveryGiveUpError(t *testing.T) {
+	p := &script{answers: []answer{fail(429, "rate_limit_error", time.Hour)}}
+	var rec recorder
+	_, err := rec.recovery(p, agent.Policy{MaxWait: time.Minute}, noJitter).Complete(context.Background(), agent.Request{})
+	var gu *agent.GiveUpError
+	if !errors.As(err, &gu) {
+		t.Fatalf("got %v, want a *GiveUpError", err)
+	}
+	if gu.Attempts != 1 || gu.RetryAfter != time.Hour {
+		t.Errorf("got attempts %d, retry after %s; want 1, 1h", gu.Attempts, gu.RetryAfter)
+	}
+	var ae *agent.APIError
+	if !errors.As(err, &ae) || ae.Status != 429 {
+		t.Errorf("got %v, want the 429 *APIError wrapped", err)
+	}
+	_, err = agent.NewRecovery(&script{answers: []answer{tooLong}}, agent.Policy{}).Complete(context.Background(), agent.Request{})
+	if !errors.Is(err, agent.ErrPromptTooLong) {
+		t.Errorf("got %v, want ErrPromptTooLong", err)
+	}
+}
+
+func TestRecoveryRaisesTheLimitInTheNextRequest(t *testing.T) {
+	p := &script{answers: []answer{cut, ok}}
+	var rec recorder
+	res, err := rec.recovery(p, agent.Policy{}, noJitter).Complete(context.Background(), agent.Request{MaxTokens: 512})
+	if err != nil || res.Stop != agent.StopEndTurn {
+		t.Fatalf("got %+v, %v; want the end_turn reply", res, err)
+	}
+	if got, want := p.requests[1].MaxTokens, 1024; got != want {
+		t.Errorf("second max_tokens: got %d, want %d", got, want)
+	}
+}
+
+func TestRecoveryCancelledWhileWaiting(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &script{answers: []answer{fail(500, "api_error", 0)}}
+	r := agent.NewRecovery(p, agent.Policy{}, agent.WithSleep(func(ctx context.Context, _ time.Duration) error {
+		cancel()
+		return ctx.Err()
+	}))
+	_, err := r.Complete(ctx, agent.Request{})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+	var ae *agent.APIError
+	if !errors.As(err, &ae) || ae.Status != 500 {
+		t.Errorf("got %v, want the last cause kept", err)
+	}
+}
+
+// The default wait selects on ctx and a timer: a cancelled ctx ends it at once.
+func TestRecoveryDefaultSleepHonoursContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p := &script{answers: []answer{fail(429, "rate_limit_error", 30*time.Second)}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := agent.NewRecovery(p, agent.Policy{}).Complete(ctx, agent.Request{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("got %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Complete did not return after ctx ended")
+	}
+}
+
+// Over the real provider: two 529s from the recorded fixture switch the next
+// request's body to the fallback model.
+func TestRecoveryFallbackModelOnTheWire(t *testing.T) {
+	s := serve(t, fixture(t, "anthropic/http_529_overloaded.txt", 0), fixture(t, "anthropic/error_529_overloaded.json", 529),
+		fixture(t, "anthropic/message_end_turn.json", 200))
+	var rec recorder
+	r := rec.recovery(newProvider("anthropic", s.URL), agent.Policy{FallbackModel: "claude-haiku-4-5"}, noJitter)
+	if _, err := r.Complete(context.Background(), agent.Request{Model: "claude-sonnet-4-5", MaxTokens: 64,
+		Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := agent.Trace(rec.steps), "retry(529, wait 500ms) -> retry(529, wait 1s) -> fallback(claude-haiku-4-5) -> ok"; got != want {
+		t.Errorf("path:\n got %s\nwant %s", got, want)
+	}
+	var models []string
+	for _, r := range s.got() {
+		var body struct{ Model string }
+		json.Unmarshal(r.body, &body)
+		models = append(models, body.Model)
+	}
+	if want := []string{"claude-sonnet-4-5", "claude-sonnet-4-5", "claude-haiku-4-5"}; len(models) != 3 || models[2] != want[2] || models[1] != want[1] {
+		t.Errorf("models: got %v, want %v", models, want)
+	}
+}
+
+// Over the real provider: the recorded 429 asks for 16s, which is waited.
+func TestRecoveryRetryAfterOnTheWire(t *testing.T) {
+	limited := fixture(t, "anthropic/http_429_rate_limit_headers.txt", 0).with(fixture(t, "anthropic/error_429_rate_limit_short.json", 0))
+	s := serve(t, limited, fixture(t, "anthropic/message_end_turn.json", 200))
+	var rec recorder
+	r := rec.recovery(newProvider("anthropic", s.URL), agent.Policy{}, noJitter)
+	if _, err := r.Complete(context.Background(), agent.Request{Model: "m", MaxTokens: 64,
+		Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := agent.Trace(rec.steps), "retry(429, wait 16s) -> ok"; got != want {
+		t.Errorf("path: got %s, want %s", got, want)
+	}
+	if got := len(s.got()); got != 2 {
+		t.Errorf("requests: got %d, want 2", got)
+	}
+}
