@@ -57,7 +57,11 @@ func (c *Console) Run(ctx context.Context) error {
 	lines := bufio.NewScanner(c.In)
 	lines.Buffer(make([]byte, 64*1024), 1<<20)
 	fmt.Fprintln(c.Out, "Countersign console. /help lists the commands; end of input quits.")
-	for c.prompt("> ") && lines.Scan() {
+	for {
+		fmt.Fprint(c.Out, "> ")
+		if !lines.Scan() {
+			break
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -84,11 +88,6 @@ func (c *Console) Run(ctx context.Context) error {
 	return nil
 }
 
-func (c *Console) prompt(p string) bool {
-	fmt.Fprint(c.Out, p)
-	return true
-}
-
 // answer prints a reply and, when it carries an approval, asks for it.
 func (c *Console) answer(ctx context.Context, lines *bufio.Scanner, reply command.Reply) error {
 	if reply.Approval == nil {
@@ -99,7 +98,11 @@ func (c *Console) answer(ctx context.Context, lines *bufio.Scanner, reply comman
 	fmt.Fprintf(c.Out, "Approve %s to %s?\n%s\n  operation %s, payload %s, %s, expires %s\n",
 		a.Operation.Payload.Action, a.Operation.Payload.Target, indent(a.Operation.Payload.Text),
 		a.Operation.ID, a.PayloadSHA256[:12], a.Verdict, a.Expires.Local().Format(time.DateTime))
-	for c.prompt("[y/n] ") && lines.Scan() {
+	for {
+		fmt.Fprint(c.Out, "[y/n] ")
+		if !lines.Scan() {
+			break
+		}
 		var approve bool
 		switch strings.ToLower(strings.TrimSpace(lines.Text())) {
 		case "y", "yes":

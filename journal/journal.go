@@ -191,25 +191,3 @@ func isUniqueIndex(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
 }
-
-// GetMeta returns a named value, or "" when it was never set.
-func (j *Journal) GetMeta(ctx context.Context, key string) (string, error) {
-	var v string
-	err := j.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", key).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("journal: get %s: %w", key, err)
-	}
-	return v, nil
-}
-
-// SetMeta durably stores a named value.
-func (j *Journal) SetMeta(ctx context.Context, key, value string) error {
-	_, err := j.db.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", key, value)
-	if err != nil {
-		return fmt.Errorf("journal: set %s: %w", key, err)
-	}
-	return nil
-}

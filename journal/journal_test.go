@@ -168,22 +168,6 @@ func TestBudgets(t *testing.T) {
 	}
 }
 
-func TestMeta(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
-	j := open(t, path, time.Now)
-	ctx := context.Background()
-	if v, err := j.GetMeta(ctx, "offset"); v != "" || err != nil {
-		t.Errorf("unset = %q, %v", v, err)
-	}
-	j.SetMeta(ctx, "offset", "41")
-	j.SetMeta(ctx, "offset", "42")
-	j.Close()
-	j = open(t, path, time.Now)
-	if v, _ := j.GetMeta(ctx, "offset"); v != "42" {
-		t.Errorf("after reopen = %q, want 42", v)
-	}
-}
-
 func TestInbox(t *testing.T) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	j := open(t, filepath.Join(t.TempDir(), "j.db"), func() time.Time { return now })

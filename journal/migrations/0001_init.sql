@@ -71,9 +71,3 @@ CREATE TABLE transitions (
 	at           INTEGER NOT NULL
 );
 CREATE INDEX transitions_operation ON transitions(operation_id, seq);
-
--- Meta: small named values that must survive a restart (e.g. the last update id).
-CREATE TABLE meta (
-	key   TEXT PRIMARY KEY,
-	value TEXT NOT NULL
-);
