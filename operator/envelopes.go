@@ -61,15 +61,25 @@ func (o *Operator) writeEnvelope(ctx context.Context, id, why string) error {
 	return o.opts.Journal.SetEnvelope(ctx, id, path)
 }
 
-// resolveEnvelope records a resolution in the vault too. A note resolved the other
-// way by hand is reported; the journal's answer stands and the next reconcile logs it.
-func (o *Operator) resolveEnvelope(id string, delivered bool, by string) {
+// resolveEnvelope records a resolution in the operation's envelope. No envelope (it
+// was never written, or was collected) is not an error: the journal holds the truth.
+// A broken note is logged with its path and left for a person; the resolution goes on.
+func (o *Operator) resolveEnvelope(id string, delivered bool, by string) error {
 	if o.opts.Vault == nil {
-		return
+		return nil
 	}
 	_, err := o.opts.Vault.Resolve(id, delivered, by, o.opts.Clock.Now())
-	if err != nil && !errors.Is(err, vault.ErrNotFound) {
-		o.opts.Logger.Error("envelope not resolved", "op", id, "err", err)
+	var broken *vault.BrokenError
+	switch {
+	case err == nil, errors.Is(err, vault.ErrNotFound):
+		return nil
+	case errors.As(err, &broken):
+		o.opts.Logger.Warn("envelope is broken; resolved in the journal only", "op", id, "path", broken.Path, "err", broken.Err)
+		return nil
+	case errors.Is(err, vault.ErrAlreadyResolved):
+		return fmt.Errorf("operator: %s: its envelope was resolved the other way in the vault: %w", id, ErrNotResolvable)
+	default:
+		return fmt.Errorf("operator: %s: the envelope could not be resolved, so nothing changed: %w", id, err)
 	}
 }
 
@@ -81,6 +91,8 @@ func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
 	if o.opts.Vault == nil {
 		return nil, nil
 	}
+	o.resolving.Lock()
+	defer o.resolving.Unlock()
 	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{States: []journal.State{journal.Unknown}})
 	if err != nil {
 		return nil, fmt.Errorf("operator: reconcile: %w", err)

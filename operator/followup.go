@@ -86,12 +86,27 @@ func (o *Operator) PendingApproval(ctx context.Context, opID string) (journal.Ap
 // Resolve records what a human verified about an operation whose outcome was
 // unknown: delivered makes it committed; not delivered allows a Retry. Anything but
 // an unknown operation returns ErrNotResolvable.
+//
+// The envelope is resolved first and the journal second. A stop between the two
+// leaves a resolved note over an unknown operation, which the next Reconcile
+// finishes (resolved_in_vault); the other order would leave a note saying "verify
+// before retry" over an operation already retried. A note that cannot be written (a
+// full disk) or that a person resolved the other way refuses the resolution, and
+// nothing changes.
 func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by string) (tools.Result, error) {
-	r, err := o.resolve(ctx, opID, delivered, by, "resolved by "+by)
-	if err == nil {
-		o.resolveEnvelope(opID, delivered, by)
+	o.resolving.Lock()
+	defer o.resolving.Unlock()
+	op, err := o.opts.Journal.Operation(ctx, opID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
-	return r, err
+	if op.State != journal.Unknown {
+		return tools.Result{}, fmt.Errorf("operator: %s is %s: %w", opID, op.State, ErrNotResolvable)
+	}
+	if err := o.resolveEnvelope(opID, delivered, by); err != nil {
+		return tools.Result{}, err
+	}
+	return o.resolve(ctx, opID, delivered, by, "resolved by "+by)
 }
 
 func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by, reason string) (tools.Result, error) {

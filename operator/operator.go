@@ -72,6 +72,9 @@ type Options struct {
 type Operator struct {
 	opts Options
 	wg   sync.WaitGroup
+	// resolving makes Resolve's two writes (the envelope, then the journal) one
+	// step, so two people answering at once cannot leave them disagreeing.
+	resolving sync.Mutex
 }
 
 // Errors a caller of the operator acts on. Failures of a tool call are results, not

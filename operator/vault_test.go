@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +109,24 @@ func TestReconcileReportsABrokenNoteAndLeavesIt(t *testing.T) {
 	}
 	if h.state(opID) != journal.Unknown {
 		t.Errorf("state = %s, want still unknown", h.state(opID))
+	}
+}
+
+func TestResolveRefusesAnAnswerTheVaultContradicts(t *testing.T) {
+	h := newHarness(t, unknown).withVault()
+	opID := unknownOp(t, h, "answered in the editor first")
+	_, path, _ := h.vault.Get(opID)
+	data, _ := os.ReadFile(path)
+	os.WriteFile(path, []byte(strings.Replace(string(data), "status: unknown", "status: committed", 1)), 0o600)
+
+	_, err := h.op.Resolve(context.Background(), opID, false, "@bob")
+	if !errors.Is(err, operator.ErrNotResolvable) || !strings.Contains(err.Error(), "resolved the other way") {
+		t.Fatalf("Resolve against the editor's answer = %v, want ErrNotResolvable naming the vault", err)
+	}
+	if h.state(opID) != journal.Unknown {
+		t.Errorf("state = %s, want unknown until reconcile takes the editor's answer", h.state(opID))
+	}
+	if e, _, _ := h.vault.Get(opID); e.Status != envelope.StatusCommitted {
+		t.Errorf("note status = %s, want the editor's committed left alone", e.Status)
 	}
 }
