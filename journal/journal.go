@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -28,6 +30,7 @@ var migrations embed.FS
 type Journal struct {
 	db        *sql.DB
 	now       func() time.Time
+	maxPages  int64
 	recovered []string
 }
 
@@ -36,6 +39,27 @@ type Option func(*Journal)
 
 // WithClock replaces time.Now, for tests that need a frozen or moving clock.
 func WithClock(now func() time.Time) Option { return func(j *Journal) { j.now = now } }
+
+// WithSizeLimit caps the journal file at about n bytes (never below its size when
+// opened). A write past the cap fails as it would on a full disk, with SQLite's
+// "database or disk is full", and changes nothing: it is how a full disk is tested,
+// and a guard for a journal that shares a small volume.
+func WithSizeLimit(n int64) Option {
+	return func(j *Journal) { j.maxPages = max(1, n/pageSize) }
+}
+
+// pageSize is SQLite's default page size, which the journal keeps.
+const pageSize = 4096
+
+// connector opens each pooled connection with the journal's own settings, which a
+// DSN cannot carry (max_page_count is per connection).
+type connector struct {
+	dsn    string
+	driver *sqlite3.SQLiteDriver
+}
+
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
+func (c connector) Driver() driver.Driver                        { return c.driver }
 
 // Open opens (creating if needed) the journal at path, applies pending migrations,
 // and moves every operation left in committing to unknown with the reason
@@ -48,14 +72,19 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	q.Set("_foreign_keys", "on")   // attempts and transitions never outlive operations
 	q.Set("_synchronous", "FULL")  // a committed transition survives power loss
 	q.Set("_txlock", "immediate")  // take the write lock at BEGIN: no upgrade deadlocks
-	db, err := sql.Open("sqlite3", "file:"+file+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("journal: open %s: %w", file, err)
-	}
-	j := &Journal{db: db, now: time.Now}
+	j := &Journal{now: time.Now}
 	for _, o := range opts {
 		o(j)
 	}
+	d := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		if j.maxPages == 0 {
+			return nil
+		}
+		_, err := c.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", j.maxPages), nil)
+		return err
+	}}
+	db := sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: d})
+	j.db = db
 	if err := j.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", file, err)
@@ -190,4 +219,15 @@ func isUnique(err error) bool {
 func isUniqueIndex(err error) bool {
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+}
+
+// IsFull reports whether err is the disk (or the journal's size limit) running out
+// of room, so that a surface can tell a person to free space rather than to read the
+// log. The failed write changed nothing.
+func IsFull(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) && se.Code == sqlite3.ErrFull {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +189,37 @@ func TestInbox(t *testing.T) {
 	now = now.Add(8 * 24 * time.Hour)
 	if n, err := j.PruneInbox(ctx, now.Add(-7*24*time.Hour)); err != nil || n != 1 {
 		t.Errorf("PruneInbox = %d, %v; want the handled one only", n, err)
+	}
+}
+
+func TestAFullDiskRefusesTheWriteAndKeepsWhatWasThere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	ctx := context.Background()
+	j := open(t, path, time.Now)
+	_, before := newOp(t, j)
+	j.Close()
+
+	// The limit freezes the file at its present size: the next page it needs is refused.
+	full, err := journal.Open(ctx, path, journal.WithSizeLimit(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	task, err := full.CreateTask(ctx, journal.Task{Requester: 7, Summary: strings.Repeat("a long request ", 2000)})
+	if !journal.IsFull(err) {
+		t.Fatalf("CreateTask on a full disk = %+v, %v; want an error IsFull recognises", task, err)
+	}
+	if !strings.Contains(err.Error(), "full") {
+		t.Errorf("error %q does not say the disk is full", err)
+	}
+	if journal.IsFull(errors.New("database is locked")) {
+		t.Error("IsFull recognises an unrelated error")
+	}
+	if op, err := full.Operation(ctx, before.ID); err != nil || op.State != before.State {
+		t.Errorf("the operation written before = %+v, %v; want it unchanged", op, err)
+	}
+	ops, _ := full.Operations(ctx, journal.Filter{})
+	if len(ops) != 1 {
+		t.Errorf("operations = %d, want only the one written before the disk filled", len(ops))
 	}
 }

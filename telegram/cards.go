@@ -165,6 +165,7 @@ func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID 
 	reply, err := t.handler.Decide(ctx, apID, cq.From.ID, approve)
 	if err != nil {
 		t.log.Error("decision failed", "approval", apID, "err", err)
+		t.reply(ctx, cq.From.ID, failure(err))
 		return
 	}
 	if reply.Result == nil {

@@ -63,6 +63,7 @@ type rig struct {
 	pol     *policy.Policy
 	limits  *telegram.Limits
 	webhook *telegram.Webhook
+	jopts   []journal.Option // how the next start opens the journal
 	logs    *logBuffer
 	j       *journal.Journal
 	vault   *vault.Vault
@@ -98,7 +99,7 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 func (r *rig) start() {
 	r.t.Helper()
 	ctx := context.Background()
-	j, err := journal.Open(ctx, filepath.Join(r.dir, "journal.db"))
+	j, err := journal.Open(ctx, filepath.Join(r.dir, "journal.db"), r.jopts...)
 	if err != nil {
 		r.t.Fatal(err)
 	}

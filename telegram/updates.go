@@ -50,6 +50,16 @@ func (t *Bot) replay(ctx context.Context) error {
 	return nil
 }
 
+// failure words, for the person who asked, an error of the bot's own: a full disk
+// is theirs to fix; anything else is in the log. Either way a step that could not be
+// journaled did not leave, and what was underway shows in /pending.
+func failure(err error) string {
+	if journal.IsFull(err) {
+		return "The bot's disk is full, so it could not journal this step, and nothing leaves unjournaled. Free some space, then check /pending before you try again."
+	}
+	return "Something went wrong on the bot's side; the log has the details. Check /pending before you try again."
+}
+
 // refusal is all a stranger learns.
 const refusal = "Sorry, this bot only answers its operators."
 
@@ -76,7 +86,7 @@ func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) 
 		return
 	case err != nil:
 		t.log.Error("command failed", "err", err)
-		t.reply(ctx, m.Chat.ID, "Something went wrong on the bot's side; nothing was sent. The log has the details.")
+		t.reply(ctx, m.Chat.ID, failure(err))
 		return
 	}
 	if reply.Approval != nil {
