@@ -205,7 +205,7 @@ func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op jour
 	v := verifier.Verdict{Decision: verifier.Pass}
 	if o.opts.Verifier != nil {
 		v = o.opts.Verifier.Check(ctx, verifier.Input{Tool: op.Tool, Action: op.Payload.Action,
-			Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode})
+			Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, Policy: &task.Policy.Verify})
 	}
 	if v.Decision != verifier.Pass {
 		r, err := o.verdictResult(ctx, task, v)

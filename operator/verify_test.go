@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -59,5 +60,30 @@ func TestVerifiedPayloadCarriesItsVerdict(t *testing.T) {
 	ts, _ := h.j.Transitions(context.Background(), opID)
 	if ts[1].To != V || !strings.HasPrefix(ts[1].Reason, "verifier: pass (") {
 		t.Errorf("verify transition = %+v, want the verdict with its checks", ts[1])
+	}
+}
+
+func TestVerifierKeepsTheRulesTheTaskStartedWith(t *testing.T) {
+	h := newHarness(t)
+	h.verify = true
+	free, err := policy.ParsePattern("free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.pol.Verify.Rules = []policy.Rule{{Forbid: []policy.Pattern{free}, Reason: "no giveaways"}}
+	h.open()
+	ctx := context.Background()
+	old, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "before the edit"})
+
+	// The rule is dropped from the policy and the bot restarted.
+	h.pol.Verify.Rules = nil
+	h.open()
+	r, _ := h.op.Call(ctx, old.ID, callSend("222", "Free coffee today"))
+	if r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "no giveaways") {
+		t.Errorf("call in the task started under the rule = %+v, want a repair naming it", r)
+	}
+	fresh, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "after the edit"})
+	if r, _ := h.op.Call(ctx, fresh.ID, callSend("222", "Free coffee today")); r.Status != tools.StatusPending {
+		t.Errorf("call in a task started after the edit = %+v, want pending approval", r)
 	}
 }

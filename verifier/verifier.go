@@ -30,6 +30,10 @@ type Input struct {
 	Target    string
 	Text      string
 	ParseMode string
+	// Policy, when set, is the verify section of the task's policy snapshot, used
+	// in place of the Checker's: an edit of the policy never changes the checks of a
+	// task already under way. Nil: the Checker's own.
+	Policy *policy.Verify
 }
 
 // Verdict is a decision with its reasons and the number of checks that ran.
@@ -89,6 +93,9 @@ func (c Checker) WithModel(m Model) *Checker {
 // Check runs every check that applies to in and combines them: any stop is a Stop,
 // else any repair is a Repair, else Pass. Each reason starts with its check's name.
 func (c Checker) Check(ctx context.Context, in Input) Verdict {
+	if in.Policy != nil {
+		c.cfg = *in.Policy
+	}
 	p := newPayload(in)
 	v := Verdict{Decision: Pass}
 	for _, ch := range c.checks(in) {
