@@ -30,11 +30,19 @@ type Limiter struct {
 	overall *rate.Limiter
 	mu      sync.Mutex
 	chats   map[string]*rate.Limiter
+	// sweepAt is the number of chats at which idle ones are forgotten, so that a
+	// bot writing to many chats over months keeps only the busy ones in memory.
+	sweepAt int
+	now     func() time.Time
 }
+
+// minSweep is the fewest chats worth sweeping for.
+const minSweep = 1024
 
 // NewLimiter returns a limiter for l.
 func NewLimiter(l Limits) *Limiter {
-	return &Limiter{limits: l, overall: rate.NewLimiter(l.Overall, max(1, int(l.Overall))), chats: map[string]*rate.Limiter{}}
+	return &Limiter{limits: l, overall: rate.NewLimiter(l.Overall, max(1, int(l.Overall))), chats: map[string]*rate.Limiter{},
+		sweepAt: minSweep, now: time.Now}
 }
 
 // Wait blocks until a message to target may go, or ctx ends.
@@ -55,7 +63,22 @@ func (l *Limiter) chat(target string) *rate.Limiter {
 	if strings.HasPrefix(target, "-") || strings.HasPrefix(target, "@") {
 		limit = min(limit, l.limits.PerGroup) // groups and channels
 	}
+	if len(l.chats) >= l.sweepAt {
+		l.forgetIdle()
+		l.sweepAt = max(minSweep, 2*len(l.chats)) // amortized: a sweep per doubling
+	}
 	c := rate.NewLimiter(limit, max(1, l.limits.ChatBurst))
 	l.chats[target] = c
 	return c
+}
+
+// forgetIdle drops the chats whose limiter has refilled: it allows exactly what a
+// new one would, so forgetting it changes no send's timing.
+func (l *Limiter) forgetIdle() {
+	now := l.now()
+	for target, c := range l.chats {
+		if c.TokensAt(now) >= float64(c.Burst()) {
+			delete(l.chats, target)
+		}
+	}
 }
