@@ -96,8 +96,11 @@ func (v *Vault) List(f Filter) (notes []Note, broken []BrokenError, err error) {
 // later expiry (see envelope.Peek). Month and year folders it empties are removed too.
 // A failed removal does not stop the others; the error joins every failure.
 func (v *Vault) GC(now time.Time) (removed []string, err error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	unlock, err := v.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	all, err := v.scan(func(data []byte) bool { return keep(data, now) })
 	if err != nil {
 		return nil, fmt.Errorf("vault: gc: %w", err)

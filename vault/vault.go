@@ -64,8 +64,12 @@ func (e BrokenError) Unwrap() error { return e.Err }
 // Vault is a folder of envelope notes. Its methods are safe for concurrent use.
 type Vault struct {
 	dir string
-	mu  sync.Mutex // serialises Write, Resolve and GC
+	mu  sync.Mutex // with the folder's lock file (see lock), serialises Write, Resolve and GC
 }
+
+// lockName is the file whose lock serialises writers across processes (the running
+// bot and `bot vault resolve`); the leading dot keeps it out of Obsidian's view.
+const lockName = ".countersign.lock"
 
 // envelopesDir is the folder, under the vault's, that holds the notes.
 const envelopesDir = "envelopes"
@@ -153,8 +157,11 @@ func (v *Vault) locate(opID string) (string, error) {
 // ErrSecretID when the operation id looks like a secret, ErrDuplicate, and the
 // *BrokenError of an existing note it cannot read (which it leaves untouched).
 func (v *Vault) Write(e envelope.Envelope) (string, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	unlock, err := v.lock()
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if err := checkID(e.OperationID); err != nil {
 		return "", fmt.Errorf("vault: write: %w", err)
 	}
@@ -181,8 +188,11 @@ func (v *Vault) Write(e envelope.Envelope) (string, error) {
 // the opposite answer it returns the note's envelope and an error wrapping
 // ErrAlreadyResolved, and leaves the note alone. It also returns the errors of Get.
 func (v *Vault) Resolve(opID string, delivered bool, by string, at time.Time) (envelope.Envelope, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	unlock, err := v.lock()
+	if err != nil {
+		return envelope.Envelope{}, err
+	}
+	defer unlock()
 	e, path, err := v.get(opID)
 	if err != nil {
 		return envelope.Envelope{}, fmt.Errorf("vault: resolve: %w", err)

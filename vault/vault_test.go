@@ -3,6 +3,7 @@ package vault_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -160,12 +161,12 @@ func TestWriteRejectsInvalid(t *testing.T) {
 	}
 }
 
-// filesUnder returns every regular file under dir.
+// filesUnder returns every regular file under dir but the writers' lock file.
 func filesUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err == nil && d.Type().IsRegular() && d.Name() != ".countersign.lock" {
 			files = append(files, path)
 		}
 		return err
@@ -470,9 +471,32 @@ func TestFilteredListAndBrokenNotes(t *testing.T) {
 
 // Concurrent answers for one operation: the first resolution wins, the same answer
 // again is a no-op, the opposite answer is refused, and the note holds the winner.
+// TestResolveRace resolves one note both ways at once, from one Vault and from two
+// opened on the same folder (the running bot and `bot vault resolve`): exactly one
+// answer is written and every other caller learns it.
 func TestResolveRace(t *testing.T) {
-	v := open(t)
-	write(t, v, newEnvelope("op-1", t0))
+	for _, instances := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d instances", instances), func(t *testing.T) {
+			first := open(t)
+			vs := []*vault.Vault{first}
+			for len(vs) < instances {
+				v, err := vault.Open(first.Dir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				vs = append(vs, v)
+			}
+			for round := range 20 {
+				id := fmt.Sprintf("op-%d", round)
+				write(t, first, newEnvelope(id, t0))
+				resolveBothWays(t, vs, id)
+			}
+		})
+	}
+}
+
+func resolveBothWays(t *testing.T, vs []*vault.Vault, id string) {
+	t.Helper()
 	const n = 16
 	type result struct {
 		delivered bool
@@ -481,7 +505,7 @@ func TestResolveRace(t *testing.T) {
 	results := make(chan result, n)
 	for i := range n {
 		go func() {
-			_, err := v.Resolve("op-1", i%2 == 0, "@alice", t0)
+			_, err := vs[i%len(vs)].Resolve(id, i%2 == 0, "@alice", t0)
 			results <- result{i%2 == 0, err}
 		}()
 	}
@@ -494,14 +518,14 @@ func TestResolveRace(t *testing.T) {
 			t.Fatal("Resolve did not return")
 		}
 	}
-	stored, _, err := v.Get("op-1")
+	stored, _, err := vs[0].Get(id)
 	if err != nil || stored.Unresolved() {
 		t.Fatalf("Get: got %q (%v), want resolved", stored.Status, err)
 	}
 	for _, r := range got {
 		won := (stored.Status == envelope.StatusCommitted) == r.delivered
 		if won && r.err != nil || !won && !errors.Is(r.err, vault.ErrAlreadyResolved) {
-			t.Errorf("Resolve(delivered=%v) with %q stored: got %v", r.delivered, stored.Status, r.err)
+			t.Errorf("%s: Resolve(delivered=%v) with %q stored: got %v", id, r.delivered, stored.Status, r.err)
 		}
 	}
 }

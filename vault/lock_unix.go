@@ -1,0 +1,32 @@
+//go:build unix
+
+package vault
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// lock serialises Write, Resolve and GC within the process and across processes on
+// the same folder, so that a read-then-write (Resolve) never acts on a note another
+// writer is changing. It returns the function that releases the lock.
+func (v *Vault) lock() (func(), error) {
+	v.mu.Lock()
+	f, err := os.OpenFile(filepath.Join(v.dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		v.mu.Unlock()
+		return nil, fmt.Errorf("vault: lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		v.mu.Unlock()
+		return nil, fmt.Errorf("vault: lock: %w", err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		v.mu.Unlock()
+	}, nil
+}
