@@ -72,7 +72,9 @@ func TestConsoleThenOps(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{}, {"fly"}, {"ops"}, {"ops", "show", "-data", t.TempDir()}, {"console", "-nope"}} {
+	for _, args := range [][]string{{}, {"fly"}, {"ops"}, {"ops", "show", "-data", t.TempDir()}, {"console", "-nope"},
+		{"run", "-webhook-listen", ":8443"}, {"run", "-webhook-listen", ":8443", "-webhook-url", "https://h/x", "-webhook-cert", "c.pem"},
+		{"run", "-webhook-cert", "c.pem", "-webhook-key", "k.pem"}} {
 		if r := runMain(t, "", nil, args...); r.code != 2 {
 			t.Errorf("bot %v: exit %d, want 2", args, r.code)
 		}

@@ -20,15 +20,28 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	fs := flags("run", env, &cfg)
 	listen := fs.String("webhook-listen", "", "serve a webhook on this address (e.g. :8080) instead of long polling")
 	hookURL := fs.String("webhook-url", "", "the public HTTPS URL Telegram calls for the webhook")
+	certFile := fs.String("webhook-cert", "", "serve the webhook over HTTPS with this PEM certificate (a self-signed one is uploaded to Telegram)")
+	keyFile := fs.String("webhook-key", "", "the PEM private key of -webhook-cert")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
-	if (*listen == "") != (*hookURL == "") {
+	switch {
+	case (*listen == "") != (*hookURL == ""):
 		fmt.Fprintln(env.Stderr, "bot run: -webhook-listen and -webhook-url go together")
 		return exitUsage
+	case (*certFile == "") != (*keyFile == ""):
+		fmt.Fprintln(env.Stderr, "bot run: -webhook-cert and -webhook-key go together")
+		return exitUsage
+	case *certFile != "" && *listen == "":
+		fmt.Fprintln(env.Stderr, "bot run: -webhook-cert needs -webhook-listen and -webhook-url")
+		return exitUsage
+	}
+	hook := webhook(*listen, *hookURL, env)
+	if hook != nil {
+		hook.CertFile, hook.KeyFile = *certFile, *keyFile
 	}
 	logger := newLogger(env.Stderr)
-	if err := serveTelegram(ctx, cfg, env, logger, webhook(*listen, *hookURL, env)); err != nil {
+	if err := serveTelegram(ctx, cfg, env, logger, hook); err != nil {
 		logger.Error("stopped", "err", err)
 		fmt.Fprintln(env.Stderr, "bot run:", err)
 		return exitError

@@ -271,6 +271,9 @@ func (s *Server) setWebhook(ctx context.Context, req *request) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.webhook = Webhook{URL: p["url"], SecretToken: p["secret_token"], AllowedUpdates: allowed}
+	if cert, ok := p[fileKey("certificate")]; ok {
+		s.webhook.Certificate = []byte(cert)
+	}
 	if allowed != nil {
 		s.queue.allowed = allowed
 	}

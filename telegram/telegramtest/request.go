@@ -89,6 +89,7 @@ func readMultipart(body []byte, boundary string, params map[string]string) error
 		}
 		if name := part.FileName(); name != "" {
 			params[part.FormName()] = "attach://" + name
+			params[fileKey(part.FormName())] = string(value)
 			continue
 		}
 		params[part.FormName()] = string(value)
@@ -151,3 +152,7 @@ func stringList(v string) ([]string, error) {
 	}
 	return list, nil
 }
+
+// fileKey is where readParams keeps the content of an uploaded file field; the
+// field's own key holds "attach://<file name>", as the Bot API reads it.
+func fileKey(field string) string { return "@" + field }

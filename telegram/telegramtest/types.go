@@ -127,4 +127,7 @@ type Webhook struct {
 	URL            string
 	SecretToken    string
 	AllowedUpdates []string
+	// Certificate is the public key certificate uploaded with setWebhook (for a
+	// self-signed one), nil when none was.
+	Certificate []byte
 }
