@@ -33,6 +33,10 @@ type Request struct {
 	// Background marks a request nobody is waiting for: Recovery gives it up on
 	// overload (529, 503, overloaded_error) instead of retrying. Providers ignore it.
 	Background bool
+	// Continues marks a request that asks the model to go on with a reply cut at
+	// the output limit: the limit was raised already, so Recovery does not raise it
+	// again. Providers ignore it.
+	Continues bool
 }
 
 // The roles of a Message.

@@ -147,7 +147,7 @@ func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) 
 // once and asks again; the continuation prompt that would pick up a still-cut reply
 // belongs to the agent loop, which sees the whole conversation, not here.
 func (r *Recovery) done(s *run, res Response) bool {
-	if res.Stop == StopMaxTokens && !s.raised && s.attempt < r.policy.MaxAttempts {
+	if res.Stop == StopMaxTokens && !s.raised && !s.req.Continues && s.attempt < r.policy.MaxAttempts {
 		if limit := min(s.req.MaxTokens*2, r.policy.MaxTokensCap); limit > s.req.MaxTokens {
 			s.raised, s.req.MaxTokens = true, limit
 			r.record(s, Step{Action: ActionRaise, Cause: string(StopMaxTokens), Detail: fmt.Sprint(limit)})

@@ -23,13 +23,25 @@ type Handler struct {
 	Journal  *journal.Journal
 	// Policy is the policy in force: its access lists say who may give commands.
 	Policy *policy.Policy
+	// Agent, when set, takes an operator's plain text (a line that is not a
+	// command) and turns it into tool calls. Nil: plain text gets a usage error.
+	Agent Agent
+}
+
+// Agent is the model layer as the handler sees it. Chat runs one turn of a
+// conversation within a task already started: the model's calls go through the
+// operator. It returns what to tell the person and the operations that wait for
+// approval (their cards are the surface's to show).
+type Agent interface {
+	Chat(ctx context.Context, taskID, text string) (reply string, awaiting []string, err error)
 }
 
 // Reply is what a command answers.
 type Reply struct {
+	// Text is what to tell the person; empty when the approvals say it all.
 	Text string
-	// Approval, when set, is a decision to ask an approver for.
-	Approval *Approval
+	// Approvals are the decisions to ask an approver for, in order.
+	Approvals []Approval
 	// Result is the tool result behind the reply, when there is one.
 	Result *tools.Result
 }
@@ -60,6 +72,9 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 	user := req.User
 	if !h.Policy.Access.IsOperator(user) {
 		return Reply{}, ErrNotOperator
+	}
+	if h.Agent != nil && !strings.HasPrefix(strings.TrimLeft(req.Line, " \t"), "/") && strings.TrimSpace(req.Line) != "" {
+		return h.chat(ctx, req)
 	}
 	c, err := Parse(req.Line)
 	if err != nil {
@@ -103,6 +118,44 @@ func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, erro
 	return h.outcome(ctx, r.OperationID, r, err)
 }
 
+// chat hands plain text to the agent in a task of its own, and asks for the
+// approvals of the commits the model made.
+func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
+	task, err := h.Operator.StartTask(ctx, journal.Task{Requester: req.User, Chat: req.Chat, Summary: "chat", Origin: req.Origin})
+	if err != nil {
+		return Reply{}, err
+	}
+	text, awaiting, err := h.Agent.Chat(ctx, task.ID, req.Line)
+	if err != nil {
+		return Reply{}, err
+	}
+	reply := Reply{Text: text}
+	for _, opID := range awaiting {
+		a, err := h.approval(ctx, opID)
+		if errors.Is(err, journal.ErrNotFound) {
+			continue // decided already (auto-approved, or expired)
+		}
+		if err != nil {
+			return Reply{}, err
+		}
+		reply.Approvals = append(reply.Approvals, a)
+	}
+	return reply, nil
+}
+
+// approval is what an approver must see of the approval an operation waits on.
+func (h *Handler) approval(ctx context.Context, opID string) (Approval, error) {
+	a, err := h.Operator.PendingApproval(ctx, opID)
+	if err != nil {
+		return Approval{}, err
+	}
+	op, err := h.Journal.Operation(ctx, opID)
+	if err != nil {
+		return Approval{}, err
+	}
+	return Approval{Approval: a, Operation: op, Verdict: verdictOf(ctx, h.Journal, opID)}, nil
+}
+
 // outcome turns a result into a reply, with the approval to ask for when pending.
 func (h *Handler) outcome(ctx context.Context, opID string, r tools.Result, err error) (Reply, error) {
 	if errors.Is(err, journal.ErrNotFound) && opID != "" {
@@ -118,15 +171,11 @@ func (h *Handler) outcome(ctx context.Context, opID string, r tools.Result, err 
 	if r.Status != tools.StatusPending {
 		return reply, nil
 	}
-	a, err := h.Operator.PendingApproval(ctx, opID)
+	a, err := h.approval(ctx, opID)
 	if err != nil {
 		return Reply{}, err
 	}
-	op, err := h.Journal.Operation(ctx, opID)
-	if err != nil {
-		return Reply{}, err
-	}
-	reply.Approval = &Approval{Approval: a, Operation: op, Verdict: verdictOf(ctx, h.Journal, opID)}
+	reply.Text, reply.Approvals = "", []Approval{a}
 	return reply, nil
 }
 

@@ -88,13 +88,21 @@ func (c *Console) Run(ctx context.Context) error {
 	return nil
 }
 
-// answer prints a reply and, when it carries an approval, asks for it.
+// answer prints a reply and asks for each approval it carries.
 func (c *Console) answer(ctx context.Context, lines *bufio.Scanner, reply command.Reply) error {
-	if reply.Approval == nil {
+	if reply.Text != "" {
 		fmt.Fprintln(c.Out, reply.Text)
-		return nil
 	}
-	a := reply.Approval
+	for _, a := range reply.Approvals {
+		if err := c.ask(ctx, lines, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ask puts one approval to the terminal's owner, the console's approver.
+func (c *Console) ask(ctx context.Context, lines *bufio.Scanner, a command.Approval) error {
 	fmt.Fprintf(c.Out, "Approve %s to %s?\n%s\n  operation %s, payload %s, %s, expires %s\n",
 		a.Operation.Payload.Action, a.Operation.Payload.Target, indent(a.Operation.Payload.Text),
 		a.Operation.ID, a.PayloadSHA256[:12], a.Verdict, a.Expires.Local().Format(time.DateTime))

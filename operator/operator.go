@@ -77,6 +77,10 @@ type Operator struct {
 	resolving sync.Mutex
 }
 
+// DoomLoopPrefix begins the reason of a call the loop guard stopped: the same call
+// with the same arguments, issued again after it failed.
+const DoomLoopPrefix = "possible doom loop"
+
 // Errors a caller of the operator acts on. Failures of a tool call are results, not
 // errors; these are refusals of the request itself.
 var (
@@ -196,7 +200,7 @@ func (o *Operator) guard(ctx context.Context, task journal.Task, fp string) (too
 		"",
 		"change the request, or verify and resolve the earlier operation",
 	))
-	r.Reason = "possible doom loop: " + r.Reason
+	r.Reason = DoomLoopPrefix + ": " + r.Reason
 	return r, true, nil
 }
 

@@ -89,11 +89,12 @@ func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) 
 		t.reply(ctx, m.Chat.ID, failure(err))
 		return
 	}
-	if reply.Approval != nil {
-		t.requestApproval(ctx, m.Chat.ID, m.From.ID, reply.Approval)
-		return
+	if reply.Text != "" {
+		t.report(ctx, m.Chat.ID, reply)
 	}
-	t.report(ctx, m.Chat.ID, reply)
+	for i := range reply.Approvals {
+		t.requestApproval(ctx, m.Chat.ID, m.From.ID, &reply.Approvals[i])
+	}
 }
 
 // report tells a chat what came of an operation, with the resolve buttons when its

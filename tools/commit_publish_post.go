@@ -22,6 +22,9 @@ func (PublishPost) Name() string { return "commit_publish_post" }
 // Description implements Tool.
 func (PublishPost) Description() string { return publishPostDoc }
 
+// Params implements Tool.
+func (PublishPost) Params() Params { return sendParams("publish in") }
+
 // Prepare implements Tool. The text is kept exactly as given.
 func (t PublishPost) Prepare(args json.RawMessage) (Payload, error) {
 	a, err := decodeSendArgs(t.Name(), args)

@@ -21,6 +21,9 @@ func (SendMessage) Name() string { return "commit_send_message" }
 // Description implements Tool.
 func (SendMessage) Description() string { return sendMessageDoc }
 
+// Params implements Tool.
+func (SendMessage) Params() Params { return sendParams("send to") }
+
 // Prepare implements Tool. The text is kept exactly as given.
 func (t SendMessage) Prepare(args json.RawMessage) (Payload, error) {
 	a, err := decodeSendArgs(t.Name(), args)

@@ -20,6 +20,12 @@ func (PrepareReply) Name() string { return "prepare_reply" }
 // Description implements Tool.
 func (PrepareReply) Description() string { return prepareReplyDoc }
 
+// Params implements Tool.
+func (PrepareReply) Params() Params {
+	return Params{Properties: map[string]any{"text": map[string]any{"type": "string", "description": "the draft"}},
+		Required: []string{"text"}}
+}
+
 // Prepare implements Tool: the draft is the text, trimmed.
 func (t PrepareReply) Prepare(args json.RawMessage) (Payload, error) {
 	var a struct {

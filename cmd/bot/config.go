@@ -108,16 +108,43 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, sender tools.Sende
 	for _, id := range j.Recovered() {
 		logger.Warn("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
 	}
-	check, err := newChecker(p, j, v, getenv, logger)
+	m, err := newModel(getenv, logger)
 	if err != nil {
 		return nil, err
 	}
+	check := newChecker(p, j, v, m, logger)
 	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Vault: v, Logger: logger, Notify: notify})
 	if err != nil {
 		return nil, err
 	}
 	h := &command.Handler{Operator: op, Journal: j, Policy: p}
+	if m != nil {
+		h.Agent = agent.NewLoop(m.provider, m.name, op, reg, agent.LoopLimits{}, func(t agent.Transition) {
+			logger.Info("agent", "transition", t.String(), "request", t.Request, "detail", t.Detail)
+		})
+		logger.Info("plain text goes to the model", "model", m.name, "tools", reg.Names())
+	}
 	return &app{policy: p, journal: j, vault: v, operator: op, handler: h, logger: logger}, nil
+}
+
+// model is the language model the environment configures, behind its recovery.
+type model struct {
+	provider agent.Provider
+	name     string
+}
+
+// newModel reads the model from the environment; nil when none is configured.
+func newModel(getenv func(string) string, logger *slog.Logger) (*model, error) {
+	provider, name, ok, err := agent.FromEnv(getenv)
+	if err != nil || !ok {
+		return nil, err
+	}
+	rec := agent.NewRecovery(provider, agent.DefaultPolicy(), agent.WithObserver(func(s agent.Step) {
+		if s.Action != agent.ActionOK {
+			logger.Info("model request", "step", s.String())
+		}
+	}))
+	return &model{provider: rec, name: name}, nil
 }
 
 func newLogger(w io.Writer) *slog.Logger {
@@ -125,22 +152,17 @@ func newLogger(w io.Writer) *slog.Logger {
 }
 
 // newChecker is the verifier over the journal; with verify.model_check set and a
-// model configured in the environment, it also asks the model, through the model
-// layer's recovery, with read-only access to the journal and the vault.
-func newChecker(p *policy.Policy, j *journal.Journal, v *vault.Vault, getenv func(string) string, logger *slog.Logger) (*verifier.Checker, error) {
+// model configured, it also asks the model, with read-only access to the journal
+// and the vault.
+func newChecker(p *policy.Policy, j *journal.Journal, v *vault.Vault, m *model, logger *slog.Logger) *verifier.Checker {
 	check := verifier.New(p.Verify, operator.History{Journal: j}, time.Now)
-	if len(p.Verify.ModelCheck) == 0 {
-		return check, nil
-	}
-	provider, model, ok, err := agent.FromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
+	switch {
+	case len(p.Verify.ModelCheck) == 0:
+		return check
+	case m == nil:
 		logger.Warn("verify.model_check is set but no model is configured (ANTHROPIC_API_KEY or OPENAI_API_KEY / OPENAI_BASE_URL); the model check is skipped")
-		return check, nil
+		return check
 	}
-	reviewer := agent.NewReviewer(agent.NewRecovery(provider, agent.DefaultPolicy()), model, agent.JournalReader(j), v)
-	logger.Info("model check on", "model", model, "tools", p.Verify.ModelCheck)
-	return check.WithModel(reviewer), nil
+	logger.Info("model check on", "model", m.name, "tools", p.Verify.ModelCheck)
+	return check.WithModel(agent.NewReviewer(m.provider, m.name, agent.JournalReader(j), v))
 }

@@ -44,3 +44,40 @@ func TestModelCheckInTheFlow(t *testing.T) {
 		t.Error("the API key was printed")
 	}
 }
+
+// TestPlainTextGoesToTheModel configures a model and types plain text in the
+// console: the model's commit_send_message call (a real Messages API tool_use body)
+// becomes an approval question, and only the approved text is sent, once. The model
+// is asked once: the turn ends while the commit waits for the human.
+func TestPlainTextGoesToTheModel(t *testing.T) {
+	fixture, err := os.ReadFile("testdata/anthropic_message_tool_use.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.NewReplacer(`"get_weather"`, `"commit_send_message"`,
+		`"city": "San Francisco"`, `"chat_id": "222"`, `"units": "fahrenheit"`, `"text": "Standup moves to 10:30"`,
+		"I'll get the current weather in San Francisco for you in Fahrenheit.", "I'll send it to the team chat.").Replace(string(fixture))
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-0000000000000000000000", "ANTHROPIC_BASE_URL": srv.URL}
+	r := runMain(t, "tell the team in 222 that standup moves to 10:30\ny\n", env, "console", "-data", t.TempDir(), "-policies", "../../policies.yaml")
+	if r.code != 0 {
+		t.Fatalf("console: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"I'll send it to the team chat.", "Approve send_message to 222?", "→ sent to 222 (message 1):\nStandup moves to 10:30\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("console output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if n := strings.Count(r.stdout, "→ sent"); n != 1 || calls.Load() != 1 {
+		t.Errorf("sends = %d, model requests = %d; want 1 and 1", n, calls.Load())
+	}
+	if !strings.Contains(r.stderr, "transition=end:awaiting_approval") {
+		t.Errorf("the log does not record how the turn ended:\n%s", r.stderr)
+	}
+}

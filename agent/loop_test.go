@@ -1,0 +1,296 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// use is one tool call in a scripted model message.
+type use struct {
+	name  string
+	input string
+}
+
+// message is a model reply in the Anthropic wire format, the shape of
+// message_tool_use.json: text, then tool_use blocks, and the stop reason.
+func message(stop, text string, uses ...use) reply {
+	content := []map[string]any{}
+	if text != "" {
+		content = append(content, map[string]any{"type": "text", "text": text})
+	}
+	for i, u := range uses {
+		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%02d", i+1),
+			"name": u.name, "input": json.RawMessage(u.input)})
+	}
+	body, _ := json.Marshal(map[string]any{"id": "msg_01", "type": "message", "role": "assistant",
+		"model": "claude-test", "content": content, "stop_reason": stop, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5}})
+	return reply{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: body}
+}
+
+// loopRig is a Loop over a real journal and operator, with the console's printer
+// as the sender, asking a scripted model server through the Anthropic provider
+// and Recovery.
+type loopRig struct {
+	t       *testing.T
+	j       *journal.Journal
+	op      *operator.Operator
+	model   *server
+	loop    *agent.Loop
+	printed *syncBuffer
+	mu      sync.Mutex
+	heard   []agent.Transition
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+const requester = 7
+
+func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...reply) *loopRig {
+	t.Helper()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []int64{requester}, Approvers: []int64{requester}}
+	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	r := &loopRig{t: t, j: j, printed: &syncBuffer{}, model: serve(t, replies...)}
+	reg, err := tools.NewRegistry(p, console.NewPrinter(r.printed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := agent.NewRecovery(agent.NewAnthropic(key, r.model.URL, agent.WithRequestTimeout(5*time.Second)), agent.Policy{},
+		agent.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	r.loop = agent.NewLoop(rec, "claude-test", r.op, reg, limits, func(tr agent.Transition) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.heard = append(r.heard, tr)
+	})
+	return r
+}
+
+// turn starts a task and runs one turn of text in it.
+func (r *loopRig) turn(text string) agent.Outcome {
+	r.t.Helper()
+	ctx := context.Background()
+	task, err := r.op.StartTask(ctx, journal.Task{Requester: requester, Chat: "7", Summary: "chat"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out, err := r.loop.Turn(ctx, task.ID, text)
+	if err != nil {
+		r.t.Fatalf("Turn: %v", err)
+	}
+	return out
+}
+
+// toolResults returns the tool_result blocks of the model request n (from 1).
+func (r *loopRig) toolResults(n int) []map[string]any {
+	r.t.Helper()
+	got := r.model.got()
+	if len(got) < n {
+		r.t.Fatalf("the model got %d requests, want at least %d", len(got), n)
+	}
+	var body struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(got[n-1].body, &body); err != nil {
+		r.t.Fatal(err)
+	}
+	var blocks []map[string]any
+	last := body.Messages[len(body.Messages)-1].Content
+	json.Unmarshal(last, &blocks)
+	var out []map[string]any
+	for _, b := range blocks {
+		if b["type"] == "tool_result" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+const (
+	sendHello = `{"chat_id":"222","text":"Hello from the bot"}`
+	badChat   = `{"chat_id":"the team","text":"Hello from the bot"}`
+)
+
+func TestLoopPaths(t *testing.T) {
+	promptTooLong := fixture(t, "anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
+	tests := []struct {
+		name     string
+		limits   agent.LoopLimits
+		replies  []reply
+		path     string
+		requests int
+		awaiting int
+		say      string
+	}{
+		{"a commit waits for approval and ends the turn", agent.LoopLimits{},
+			[]reply{message("tool_use", "I'll send it.", use{"commit_send_message", sendHello})},
+			"end:awaiting_approval", 1, 1, "Waiting for approval: op-"},
+		{"a draft goes back to the model, which answers", agent.LoopLimits{},
+			[]reply{message("tool_use", "", use{"prepare_reply", `{"text":"Hi all"}`}), message("end_turn", "Drafted: Hi all")},
+			"tool_results -> end:completed", 2, 0, "Drafted: Hi all"},
+		{"a repair goes back to the model, which fixes the call", agent.LoopLimits{},
+			[]reply{message("tool_use", "", use{"commit_send_message", badChat}), message("tool_use", "", use{"commit_send_message", sendHello})},
+			"tool_results -> end:awaiting_approval", 2, 1, "Waiting for approval"},
+		{"the same failed call again is a doom loop", agent.LoopLimits{},
+			[]reply{message("tool_use", "", use{"commit_send_message", badChat}), message("tool_use", "", use{"commit_send_message", badChat})},
+			"tool_results -> end:doom_loop", 2, 0, "possible doom loop"},
+		{"a tool the policy does not offer is an error result", agent.LoopLimits{},
+			[]reply{message("tool_use", "", use{"commit_delete_chat", `{}`}), message("end_turn", "I cannot do that.")},
+			"tool_results -> end:completed", 2, 0, "I cannot do that."},
+		{"requests run out", agent.LoopLimits{Requests: 2},
+			[]reply{message("tool_use", "", use{"prepare_reply", `{"text":"v1"}`}), message("tool_use", "", use{"prepare_reply", `{"text":"v2"}`})},
+			"tool_results -> tool_results -> end:budget_exhausted", 2, 0, "Stopped after 2 model requests"},
+		{"a cut reply is continued, and its tool calls never run", agent.LoopLimits{},
+			// Recovery raises the output limit once (request 2); the loop then asks to continue.
+			[]reply{message("max_tokens", "Part one, ", use{"commit_send_message", sendHello}), message("max_tokens", "Part one, ", use{"commit_send_message", sendHello}),
+				message("end_turn", "part two.")},
+			"max_tokens_continue -> end:completed", 3, 0, "Part one, part two."},
+		{"continuations run out", agent.LoopLimits{Continuations: 1},
+			[]reply{message("max_tokens", "a "), message("max_tokens", "a "), message("max_tokens", "b ")},
+			"max_tokens_continue -> end:budget_exhausted", 3, 0, "a b\n\n(The reply was cut off"},
+		{"a prompt too long is compacted once", agent.LoopLimits{},
+			[]reply{promptTooLong, message("end_turn", "Short answer.")},
+			"compact_retry -> end:completed", 2, 0, "Short answer."},
+		{"a prompt still too long stops", agent.LoopLimits{},
+			[]reply{promptTooLong},
+			"compact_retry -> end:prompt_too_long", 2, 0, "too long"},
+		{"a rejected key is a model error", agent.LoopLimits{},
+			[]reply{fixture(t, "anthropic/error_401_authentication.json", http.StatusUnauthorized)},
+			"end:model_error", 1, 0, "it answered 401"},
+		{"the model declines", agent.LoopLimits{},
+			[]reply{message("refusal", "I can't help with that.")},
+			"end:refusal", 1, 0, "I can't help with that."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newLoopRig(t, tt.limits, tt.replies...)
+			out := r.turn("Send 'Hello from the bot' to 222")
+			if got := agent.Path(out.Path); got != tt.path {
+				t.Errorf("path = %s, want %s", got, tt.path)
+			}
+			if got := agent.Path(r.heard); got != tt.path {
+				t.Errorf("observed path = %s, want %s", got, tt.path)
+			}
+			if n := len(r.model.got()); n != tt.requests {
+				t.Errorf("model requests = %d, want %d", n, tt.requests)
+			}
+			if len(out.Awaiting) != tt.awaiting {
+				t.Errorf("awaiting = %v, want %d", out.Awaiting, tt.awaiting)
+			}
+			if !strings.Contains(out.Text, tt.say) {
+				t.Errorf("text = %q, want it to contain %q", out.Text, tt.say)
+			}
+			if strings.Contains(out.Text, key) {
+				t.Error("the API key reached the text for the chat")
+			}
+			if r.printed.String() != "" {
+				t.Errorf("something was sent without approval:\n%s", r.printed)
+			}
+		})
+	}
+}
+
+func TestLoopResultsFollowTheContract(t *testing.T) {
+	r := newLoopRig(t, agent.LoopLimits{},
+		message("tool_use", "", use{"commit_send_message", badChat}, use{"prepare_reply", `{"text":"Hi"}`}),
+		message("end_turn", "Fixed nothing."))
+	r.turn("hi")
+	results := r.toolResults(2)
+	if len(results) != 2 {
+		t.Fatalf("tool results = %v, want one per call", results)
+	}
+	var repair, draft tools.Result
+	json.Unmarshal([]byte(contentText(results[0])), &repair)
+	json.Unmarshal([]byte(contentText(results[1])), &draft)
+	if results[0]["is_error"] != true || repair.Status != tools.StatusRepairable || repair.NextAction != tools.NextRepair ||
+		!strings.Contains(repair.Reason, "not a chat id") || repair.OperationID == "" {
+		t.Errorf("the failed call's result = %v / %+v, want an error result with status repairable and the reason", results[0], repair)
+	}
+	if results[1]["is_error"] == true || draft.Status != tools.StatusSucceeded || draft.SideEffect != tools.SideEffectNone {
+		t.Errorf("the draft's result = %v / %+v, want succeeded with no side effect", results[1], draft)
+	}
+}
+
+func TestLoopCommitIsJournaledAndWaitsForTheHuman(t *testing.T) {
+	r := newLoopRig(t, agent.LoopLimits{}, message("tool_use", "", use{"commit_send_message", sendHello}))
+	out := r.turn("send it")
+	if len(out.Awaiting) != 1 {
+		t.Fatalf("awaiting = %v", out.Awaiting)
+	}
+	op, err := r.j.Operation(context.Background(), out.Awaiting[0])
+	if err != nil || op.State != journal.AwaitingApproval || op.Payload.Text != "Hello from the bot" || op.Payload.Target != "222" {
+		t.Fatalf("operation = %+v, %v; want the exact payload awaiting approval", op, err)
+	}
+	// The human approves later; the loop is not involved and the model is not asked again.
+	a, _ := r.op.PendingApproval(context.Background(), op.ID)
+	if _, err := r.op.Decide(context.Background(), a.ID, requester, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.printed.String(); strings.Count(got, "Hello from the bot") != 1 {
+		t.Errorf("printed = %q, want the text once", got)
+	}
+	if n := len(r.model.got()); n != 1 {
+		t.Errorf("model requests = %d, want 1", n)
+	}
+}
+
+// contentText is the text of a tool_result block, whose content is a string or a
+// list of text blocks.
+func contentText(block map[string]any) string {
+	switch c := block["content"].(type) {
+	case string:
+		return c
+	case []any:
+		var b strings.Builder
+		for _, part := range c {
+			if m, ok := part.(map[string]any); ok && m["type"] == "text" {
+				b.WriteString(fmt.Sprint(m["text"]))
+			}
+		}
+		return b.String()
+	}
+	return ""
+}
