@@ -69,13 +69,7 @@ func (t Transition) String() string {
 }
 
 // Path joins transitions with arrows.
-func Path(ts []Transition) string {
-	parts := make([]string, len(ts))
-	for i, t := range ts {
-		parts[i] = t.String()
-	}
-	return strings.Join(parts, " -> ")
-}
+func Path(ts []Transition) string { return arrows(ts) }
 
 // LoopLimits bound one turn. Zero fields take DefaultLoopLimits'.
 type LoopLimits struct {

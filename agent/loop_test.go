@@ -52,26 +52,9 @@ type loopRig struct {
 	op      *operator.Operator
 	model   *server
 	loop    *agent.Loop
-	printed *syncBuffer
+	printed *bytes.Buffer
 	mu      sync.Mutex
 	heard   []agent.Transition
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 const requester = 7
@@ -88,7 +71,7 @@ func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...reply) *loopRi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	r := &loopRig{t: t, j: j, printed: &syncBuffer{}, model: serve(t, replies...)}
+	r := &loopRig{t: t, j: j, printed: &bytes.Buffer{}, model: serve(t, replies...)}
 	reg, err := tools.NewRegistry(p, console.NewPrinter(r.printed))
 	if err != nil {
 		t.Fatal(err)

@@ -50,10 +50,13 @@ func (s Step) String() string {
 }
 
 // Trace joins steps with arrows.
-func Trace(steps []Step) string {
-	parts := make([]string, len(steps))
-	for i, s := range steps {
-		parts[i] = s.String()
+func Trace(steps []Step) string { return arrows(steps) }
+
+// arrows joins the items' strings with arrows: a path through a state machine.
+func arrows[T fmt.Stringer](items []T) string {
+	parts := make([]string, len(items))
+	for i, it := range items {
+		parts[i] = it.String()
 	}
 	return strings.Join(parts, " -> ")
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -64,6 +65,7 @@ type rig struct {
 	limits  *telegram.Limits
 	webhook *telegram.Webhook
 	jopts   []journal.Option // how the next start opens the journal
+	model   string           // an Anthropic-compatible server for plain text; "" for none
 	logs    *logBuffer
 	j       *journal.Journal
 	vault   *vault.Vault
@@ -77,6 +79,7 @@ type rigOption func(*rig)
 func withPolicy(edit func(*policy.Policy)) rigOption { return func(r *rig) { edit(r.pol) } }
 func withLimits(l *telegram.Limits) rigOption        { return func(r *rig) { r.limits = l } }
 func withWebhook(w *telegram.Webhook) rigOption      { return func(r *rig) { r.webhook = w } }
+func withModel(url string) rigOption                 { return func(r *rig) { r.model = url } }
 
 func newRig(t *testing.T, opts ...rigOption) *rig {
 	t.Helper()
@@ -123,6 +126,10 @@ func (r *rig) start() {
 		r.t.Fatal(err)
 	}
 	h := &command.Handler{Operator: op, Journal: j, Policy: r.pol}
+	if r.model != "" {
+		h.Agent = agent.NewLoop(agent.NewRecovery(agent.NewAnthropic("sk-ant-rig-key", r.model), agent.Policy{}),
+			"claude-test", op, reg, agent.LoopLimits{}, nil)
+	}
 	ctx, r.stop = context.WithCancel(ctx)
 	r.done = make(chan error, 1)
 	r.j, r.bot, r.vault = j, tg, v

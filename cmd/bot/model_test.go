@@ -21,13 +21,7 @@ func TestModelCheckInTheFlow(t *testing.T) {
 	}
 	const verdict = `{\"decision\":\"repair\",\"reasons\":[\"the tone is too casual for this chat\"]}`
 	body := strings.Replace(string(fixture), "The current temperature in San Francisco is 68 degrees Fahrenheit.", verdict, 1)
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(body))
-	}))
-	defer srv.Close()
+	srv, calls := modelServer(t, body)
 	pol, _ := os.ReadFile("../../policies.yaml")
 	withModel := strings.Replace(string(pol), "model_check: []", "model_check: [commit_send_message]", 1)
 	policies := filepath.Join(t.TempDir(), "policies.yaml")
@@ -57,13 +51,7 @@ func TestPlainTextGoesToTheModel(t *testing.T) {
 	body := strings.NewReplacer(`"get_weather"`, `"commit_send_message"`,
 		`"city": "San Francisco"`, `"chat_id": "222"`, `"units": "fahrenheit"`, `"text": "Standup moves to 10:30"`,
 		"I'll get the current weather in San Francisco for you in Fahrenheit.", "I'll send it to the team chat.").Replace(string(fixture))
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(body))
-	}))
-	defer srv.Close()
+	srv, calls := modelServer(t, body)
 	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-0000000000000000000000", "ANTHROPIC_BASE_URL": srv.URL}
 	r := runMain(t, "tell the team in 222 that standup moves to 10:30\ny\n", env, "console", "-data", t.TempDir(), "-policies", "../../policies.yaml")
 	if r.code != 0 {
@@ -80,4 +68,18 @@ func TestPlainTextGoesToTheModel(t *testing.T) {
 	if !strings.Contains(r.stderr, "transition=end:awaiting_approval") {
 		t.Errorf("the log does not record how the turn ended:\n%s", r.stderr)
 	}
+}
+
+// modelServer answers every request with body, as the Messages API does, and counts
+// the requests.
+func modelServer(t *testing.T, body string) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	calls := new(atomic.Int32)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, calls
 }
