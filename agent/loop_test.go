@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/console"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -20,37 +21,14 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-// use is one tool call in a scripted model message.
-type use struct {
-	name  string
-	input string
-}
-
-// message is a model reply in the Anthropic wire format, the shape of
-// message_tool_use.json: text, then tool_use blocks, and the stop reason.
-func message(stop, text string, uses ...use) reply {
-	content := []map[string]any{}
-	if text != "" {
-		content = append(content, map[string]any{"type": "text", "text": text})
-	}
-	for i, u := range uses {
-		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%02d", i+1),
-			"name": u.name, "input": json.RawMessage(u.input)})
-	}
-	body, _ := json.Marshal(map[string]any{"id": "msg_01", "type": "message", "role": "assistant",
-		"model": "claude-test", "content": content, "stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5}})
-	return reply{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: body}
-}
-
 // loopRig is a Loop over a real journal and operator, with the console's printer
-// as the sender, asking a scripted model server through the Anthropic provider
-// and Recovery.
+// as the sender, asking a scripted model server through the Anthropic provider,
+// streamed under a Watch, behind Recovery: the composition the bot runs.
 type loopRig struct {
 	t       *testing.T
 	j       *journal.Journal
 	op      *operator.Operator
-	model   *server
+	model   *agenttest.Server
 	loop    *agent.Loop
 	printed *bytes.Buffer
 	mu      sync.Mutex
@@ -59,7 +37,7 @@ type loopRig struct {
 
 const requester = 7
 
-func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...reply) *loopRig {
+func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...agenttest.Reply) *loopRig {
 	t.Helper()
 	p, err := policy.Load("../policies.yaml")
 	if err != nil {
@@ -71,7 +49,7 @@ func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...reply) *loopRi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	r := &loopRig{t: t, j: j, printed: &bytes.Buffer{}, model: serve(t, replies...)}
+	r := &loopRig{t: t, j: j, printed: &bytes.Buffer{}, model: agenttest.NewServer(t, replies...)}
 	reg, err := tools.NewRegistry(p, console.NewPrinter(r.printed))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +58,8 @@ func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...reply) *loopRi
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := agent.NewRecovery(agent.NewAnthropic(key, r.model.URL, agent.WithRequestTimeout(5*time.Second)), agent.Policy{},
+	watched := agent.NewWatch(agent.NewAnthropic(key, r.model.URL), 5*time.Second, 10*time.Second, nil)
+	rec := agent.NewRecovery(watched, agent.Policy{},
 		agent.WithSleep(func(context.Context, time.Duration) error { return nil }))
 	r.loop = agent.NewLoop(rec, "claude-test", r.op, reg, limits, func(tr agent.Transition) {
 		r.mu.Lock()
@@ -108,7 +87,7 @@ func (r *loopRig) turn(text string) agent.Outcome {
 // toolResults returns the tool_result blocks of the model request n (from 1).
 func (r *loopRig) toolResults(n int) []map[string]any {
 	r.t.Helper()
-	got := r.model.got()
+	got := r.model.Requests()
 	if len(got) < n {
 		r.t.Fatalf("the model got %d requests, want at least %d", len(got), n)
 	}
@@ -117,7 +96,7 @@ func (r *loopRig) toolResults(n int) []map[string]any {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
-	if err := json.Unmarshal(got[n-1].body, &body); err != nil {
+	if err := json.Unmarshal(got[n-1].Body, &body); err != nil {
 		r.t.Fatal(err)
 	}
 	var blocks []map[string]any
@@ -138,53 +117,53 @@ const (
 )
 
 func TestLoopPaths(t *testing.T) {
-	promptTooLong := fixture(t, "anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
+	promptTooLong := agenttest.File(t, "testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
 	tests := []struct {
 		name     string
 		limits   agent.LoopLimits
-		replies  []reply
+		replies  []agenttest.Reply
 		path     string
 		requests int
 		awaiting int
 		say      string
 	}{
 		{"a commit waits for approval and ends the turn", agent.LoopLimits{},
-			[]reply{message("tool_use", "I'll send it.", use{"commit_send_message", sendHello})},
+			[]agenttest.Reply{agenttest.Message("tool_use", "I'll send it.", agenttest.Call("commit_send_message", sendHello))},
 			"end:awaiting_approval", 1, 1, "Waiting for approval: op-"},
 		{"a draft goes back to the model, which answers", agent.LoopLimits{},
-			[]reply{message("tool_use", "", use{"prepare_reply", `{"text":"Hi all"}`}), message("end_turn", "Drafted: Hi all")},
+			[]agenttest.Reply{agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"Hi all"}`)), agenttest.Message("end_turn", "Drafted: Hi all")},
 			"tool_results -> end:completed", 2, 0, "Drafted: Hi all"},
 		{"a repair goes back to the model, which fixes the call", agent.LoopLimits{},
-			[]reply{message("tool_use", "", use{"commit_send_message", badChat}), message("tool_use", "", use{"commit_send_message", sendHello})},
+			[]agenttest.Reply{agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", badChat)), agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", sendHello))},
 			"tool_results -> end:awaiting_approval", 2, 1, "Waiting for approval"},
 		{"the same failed call again is a doom loop", agent.LoopLimits{},
-			[]reply{message("tool_use", "", use{"commit_send_message", badChat}), message("tool_use", "", use{"commit_send_message", badChat})},
+			[]agenttest.Reply{agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", badChat)), agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", badChat))},
 			"tool_results -> end:doom_loop", 2, 0, "possible doom loop"},
 		{"a tool the policy does not offer is an error result", agent.LoopLimits{},
-			[]reply{message("tool_use", "", use{"commit_delete_chat", `{}`}), message("end_turn", "I cannot do that.")},
+			[]agenttest.Reply{agenttest.Message("tool_use", "", agenttest.Call("commit_delete_chat", `{}`)), agenttest.Message("end_turn", "I cannot do that.")},
 			"tool_results -> end:completed", 2, 0, "I cannot do that."},
 		{"requests run out", agent.LoopLimits{Requests: 2},
-			[]reply{message("tool_use", "", use{"prepare_reply", `{"text":"v1"}`}), message("tool_use", "", use{"prepare_reply", `{"text":"v2"}`})},
+			[]agenttest.Reply{agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"v1"}`)), agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"v2"}`))},
 			"tool_results -> tool_results -> end:budget_exhausted", 2, 0, "Stopped after 2 model requests"},
 		{"a cut reply is continued, and its tool calls never run", agent.LoopLimits{},
 			// Recovery raises the output limit once (request 2); the loop then asks to continue.
-			[]reply{message("max_tokens", "Part one, ", use{"commit_send_message", sendHello}), message("max_tokens", "Part one, ", use{"commit_send_message", sendHello}),
-				message("end_turn", "part two.")},
+			[]agenttest.Reply{agenttest.Message("max_tokens", "Part one, ", agenttest.Call("commit_send_message", sendHello)), agenttest.Message("max_tokens", "Part one, ", agenttest.Call("commit_send_message", sendHello)),
+				agenttest.Message("end_turn", "part two.")},
 			"max_tokens_continue -> end:completed", 3, 0, "Part one, part two."},
 		{"continuations run out", agent.LoopLimits{Continuations: 1},
-			[]reply{message("max_tokens", "a "), message("max_tokens", "a "), message("max_tokens", "b ")},
+			[]agenttest.Reply{agenttest.Message("max_tokens", "a "), agenttest.Message("max_tokens", "a "), agenttest.Message("max_tokens", "b ")},
 			"max_tokens_continue -> end:budget_exhausted", 3, 0, "a b\n\n(The reply was cut off"},
 		{"a prompt too long is compacted once", agent.LoopLimits{},
-			[]reply{promptTooLong, message("end_turn", "Short answer.")},
+			[]agenttest.Reply{promptTooLong, agenttest.Message("end_turn", "Short answer.")},
 			"compact_retry -> end:completed", 2, 0, "Short answer."},
 		{"a prompt still too long stops", agent.LoopLimits{},
-			[]reply{promptTooLong},
+			[]agenttest.Reply{promptTooLong},
 			"compact_retry -> end:prompt_too_long", 2, 0, "too long"},
 		{"a rejected key is a model error", agent.LoopLimits{},
-			[]reply{fixture(t, "anthropic/error_401_authentication.json", http.StatusUnauthorized)},
+			[]agenttest.Reply{agenttest.File(t, "testdata/anthropic/error_401_authentication.json", http.StatusUnauthorized)},
 			"end:model_error", 1, 0, "it answered 401"},
 		{"the model declines", agent.LoopLimits{},
-			[]reply{message("refusal", "I can't help with that.")},
+			[]agenttest.Reply{agenttest.Message("refusal", "I can't help with that.")},
 			"end:refusal", 1, 0, "I can't help with that."},
 	}
 	for _, tt := range tests {
@@ -197,7 +176,7 @@ func TestLoopPaths(t *testing.T) {
 			if got := agent.Path(r.heard); got != tt.path {
 				t.Errorf("observed path = %s, want %s", got, tt.path)
 			}
-			if n := len(r.model.got()); n != tt.requests {
+			if n := len(r.model.Requests()); n != tt.requests {
 				t.Errorf("model requests = %d, want %d", n, tt.requests)
 			}
 			if len(out.Awaiting) != tt.awaiting {
@@ -218,8 +197,8 @@ func TestLoopPaths(t *testing.T) {
 
 func TestLoopResultsFollowTheContract(t *testing.T) {
 	r := newLoopRig(t, agent.LoopLimits{},
-		message("tool_use", "", use{"commit_send_message", badChat}, use{"prepare_reply", `{"text":"Hi"}`}),
-		message("end_turn", "Fixed nothing."))
+		agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", badChat), agenttest.Call("prepare_reply", `{"text":"Hi"}`)),
+		agenttest.Message("end_turn", "Fixed nothing."))
 	r.turn("hi")
 	results := r.toolResults(2)
 	if len(results) != 2 {
@@ -238,7 +217,7 @@ func TestLoopResultsFollowTheContract(t *testing.T) {
 }
 
 func TestLoopCommitIsJournaledAndWaitsForTheHuman(t *testing.T) {
-	r := newLoopRig(t, agent.LoopLimits{}, message("tool_use", "", use{"commit_send_message", sendHello}))
+	r := newLoopRig(t, agent.LoopLimits{}, agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", sendHello)))
 	out := r.turn("send it")
 	if len(out.Awaiting) != 1 {
 		t.Fatalf("awaiting = %v", out.Awaiting)
@@ -255,8 +234,8 @@ func TestLoopCommitIsJournaledAndWaitsForTheHuman(t *testing.T) {
 	if got := r.printed.String(); strings.Count(got, "Hello from the bot") != 1 {
 		t.Errorf("printed = %q, want the text once", got)
 	}
-	if n := len(r.model.got()); n != 1 {
-		t.Errorf("model requests = %d, want 1", n)
+	if got := r.model.Requests(); len(got) != 1 || !got[0].Streamed {
+		t.Errorf("model requests = %+v, want 1, streamed", got)
 	}
 }
 

@@ -50,5 +50,6 @@ func newOptions(opts []Option) options {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	o.client = watching(o.client)
 	return o
 }

@@ -2,18 +2,17 @@ package telegram_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 
+	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
-// modelServer answers every Messages API request with the shared tool_use fixture,
-// turned into a commit_send_message call, and counts the requests.
-func modelServer(t *testing.T, chatID, text string) (*httptest.Server, *atomic.Int32) {
+// modelServer answers every Messages API request with the tool_use fixture, turned
+// into a commit_send_message call.
+func modelServer(t *testing.T, chatID, text string) *agenttest.Server {
 	t.Helper()
 	fixture, err := os.ReadFile("testdata/anthropic_message_tool_use.json")
 	if err != nil {
@@ -22,18 +21,11 @@ func modelServer(t *testing.T, chatID, text string) (*httptest.Server, *atomic.I
 	body := strings.NewReplacer(`"get_weather"`, `"commit_send_message"`,
 		`"city": "San Francisco"`, `"chat_id": "`+chatID+`"`, `"units": "fahrenheit"`, `"text": "`+text+`"`,
 		"I'll get the current weather in San Francisco for you in Fahrenheit.", "Sending it to the team.").Replace(string(fixture))
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(body))
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &calls
+	return agenttest.NewServer(t, agenttest.Reply{Status: http.StatusOK, Body: []byte(body)})
 }
 
 func TestPlainTextBecomesACardAndOneDelivery(t *testing.T) {
-	model, calls := modelServer(t, "222", "Standup moves to 10:30")
+	model := modelServer(t, "222", "Standup moves to 10:30")
 	r := newRig(t, withModel(model.URL))
 	r.command(alice, "tell the team in 222 that standup moves to 10:30")
 	r.replyContaining(alice, "Sending it to the team.")
@@ -46,18 +38,18 @@ func TestPlainTextBecomesACardAndOneDelivery(t *testing.T) {
 	if got := r.srv.Messages(target); len(got) != 1 || got[0].RawText != "Standup moves to 10:30" {
 		t.Errorf("deliveries = %+v, want the text once", got)
 	}
-	if n := calls.Load(); n != 1 {
+	if n := len(model.Requests()); n != 1 {
 		t.Errorf("model requests = %d, want 1: the turn ends while the commit waits", n)
 	}
 }
 
 func TestAStrangersPlainTextNeverReachesTheModel(t *testing.T) {
-	model, calls := modelServer(t, "222", "anything")
+	model := modelServer(t, "222", "anything")
 	r := newRig(t, withModel(model.URL))
 	r.command(mallory, "send something to 222")
 	r.replyContaining(mallory, "only answers its operators")
 	r.waitFor("the refusal to be the only reply", func(s *telegramtest.Server) bool { return len(s.Messages(mallory)) == 1 })
-	if n := calls.Load(); n != 0 {
+	if n := len(model.Requests()); n != 0 {
 		t.Errorf("model requests = %d, want none", n)
 	}
 	if n := len(r.srv.Messages(alice)); n != 0 {

@@ -127,8 +127,8 @@ func (r *rig) start() {
 	}
 	h := &command.Handler{Operator: op, Journal: j, Policy: r.pol}
 	if r.model != "" {
-		h.Agent = agent.NewLoop(agent.NewRecovery(agent.NewAnthropic("sk-ant-rig-key", r.model), agent.Policy{}),
-			"claude-test", op, reg, agent.LoopLimits{}, nil)
+		watched := agent.NewWatch(agent.NewAnthropic("sk-ant-rig-key", r.model), 5*time.Second, 10*time.Second, nil)
+		h.Agent = agent.NewLoop(agent.NewRecovery(watched, agent.Policy{}), "claude-test", op, reg, agent.LoopLimits{}, nil)
 	}
 	ctx, r.stop = context.WithCancel(ctx)
 	r.done = make(chan error, 1)

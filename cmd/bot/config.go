@@ -139,11 +139,15 @@ func newModel(getenv func(string) string, logger *slog.Logger) (*model, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	rec := agent.NewRecovery(provider, agent.DefaultPolicy(), agent.WithObserver(func(s agent.Step) {
+	logStep := func(s agent.Step) {
 		if s.Action != agent.ActionOK {
 			logger.Info("model request", "step", s.String())
 		}
-	}))
+	}
+	if s, ok := provider.(agent.Streamer); ok {
+		provider = agent.NewWatch(s, agent.DefaultStallWarning, agent.DefaultStallAbort, logStep)
+	}
+	rec := agent.NewRecovery(provider, agent.DefaultPolicy(), agent.WithObserver(logStep))
 	return &model{provider: rec, name: name}, nil
 }
 

@@ -2,12 +2,12 @@ package main
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	"github.com/countersign/countersign/agent/agenttest"
 )
 
 // TestModelCheckInTheFlow turns verify.model_check on for commit_send_message, with
@@ -21,7 +21,7 @@ func TestModelCheckInTheFlow(t *testing.T) {
 	}
 	const verdict = `{\"decision\":\"repair\",\"reasons\":[\"the tone is too casual for this chat\"]}`
 	body := strings.Replace(string(fixture), "The current temperature in San Francisco is 68 degrees Fahrenheit.", verdict, 1)
-	srv, calls := modelServer(t, body)
+	srv := agenttest.NewServer(t, agenttest.Reply{Status: http.StatusOK, Body: []byte(body)})
 	pol, _ := os.ReadFile("../../policies.yaml")
 	withModel := strings.Replace(string(pol), "model_check: []", "model_check: [commit_send_message]", 1)
 	policies := filepath.Join(t.TempDir(), "policies.yaml")
@@ -31,8 +31,8 @@ func TestModelCheckInTheFlow(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "model: the tone is too casual") {
 		t.Fatalf("console: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	if strings.Contains(r.stdout, "Approve") || strings.Contains(r.stdout, "→ sent") || calls.Load() != 1 {
-		t.Errorf("want no card, no send and one model request (got %d):\n%s", calls.Load(), r.stdout)
+	if strings.Contains(r.stdout, "Approve") || strings.Contains(r.stdout, "→ sent") || len(srv.Requests()) != 1 {
+		t.Errorf("want no card, no send and one model request (got %d):\n%s", len(srv.Requests()), r.stdout)
 	}
 	if strings.Contains(r.stdout+r.stderr, env["ANTHROPIC_API_KEY"]) {
 		t.Error("the API key was printed")
@@ -51,7 +51,7 @@ func TestPlainTextGoesToTheModel(t *testing.T) {
 	body := strings.NewReplacer(`"get_weather"`, `"commit_send_message"`,
 		`"city": "San Francisco"`, `"chat_id": "222"`, `"units": "fahrenheit"`, `"text": "Standup moves to 10:30"`,
 		"I'll get the current weather in San Francisco for you in Fahrenheit.", "I'll send it to the team chat.").Replace(string(fixture))
-	srv, calls := modelServer(t, body)
+	srv := agenttest.NewServer(t, agenttest.Reply{Status: http.StatusOK, Body: []byte(body)})
 	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-0000000000000000000000", "ANTHROPIC_BASE_URL": srv.URL}
 	r := runMain(t, "tell the team in 222 that standup moves to 10:30\ny\n", env, "console", "-data", t.TempDir(), "-policies", "../../policies.yaml")
 	if r.code != 0 {
@@ -62,24 +62,10 @@ func TestPlainTextGoesToTheModel(t *testing.T) {
 			t.Errorf("console output lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	if n := strings.Count(r.stdout, "→ sent"); n != 1 || calls.Load() != 1 {
-		t.Errorf("sends = %d, model requests = %d; want 1 and 1", n, calls.Load())
+	if n := strings.Count(r.stdout, "→ sent"); n != 1 || len(srv.Requests()) != 1 {
+		t.Errorf("sends = %d, model requests = %d; want 1 and 1", n, len(srv.Requests()))
 	}
 	if !strings.Contains(r.stderr, "transition=end:awaiting_approval") {
 		t.Errorf("the log does not record how the turn ended:\n%s", r.stderr)
 	}
-}
-
-// modelServer answers every request with body, as the Messages API does, and counts
-// the requests.
-func modelServer(t *testing.T, body string) (*httptest.Server, *atomic.Int32) {
-	t.Helper()
-	calls := new(atomic.Int32)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(body))
-	}))
-	t.Cleanup(srv.Close)
-	return srv, calls
 }

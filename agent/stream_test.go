@@ -1,0 +1,252 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/agent/agenttest"
+)
+
+// sse reads testdata/<name>, a recorded event stream.
+func sse(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// streamServer answers a streamed request with stream(w), and a request without
+// "stream": true with the JSON body plain. It keeps whether each request streamed.
+type streamServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	streamed []bool
+}
+
+func newStreamServer(t *testing.T, plain []byte, stream func(w http.ResponseWriter, r *http.Request)) *streamServer {
+	t.Helper()
+	s := &streamServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Stream bool `json:"stream"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		s.mu.Lock()
+		s.streamed = append(s.streamed, body.Stream)
+		s.mu.Unlock()
+		if !body.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(plain)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		stream(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *streamServer) requests() []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]bool(nil), s.streamed...)
+}
+
+// events writes recorded events, flushing after each, with pause between them.
+func events(data []byte, pause time.Duration) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for _, ev := range strings.SplitAfter(string(data), "\n\n") {
+			if _, err := w.Write([]byte(ev)); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(pause):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+}
+
+func TestStreamReadsTheWholeReply(t *testing.T) {
+	tests := []struct {
+		name, kind, file string
+		want             agent.Response
+	}{
+		{"anthropic text", "anthropic", "anthropic/stream_text_end_turn.sse",
+			agent.Response{Text: "Hello there!", Stop: agent.StopEndTurn, Model: "claude-3-opus-latest"}},
+		{"anthropic tool use", "anthropic", "anthropic/stream_tool_use.sse",
+			agent.Response{Text: "I'll check the current weather in Paris for you.", Stop: agent.StopToolUse, Model: "claude-sonnet-4-20250514",
+				ToolCalls: []agent.ToolCall{{ID: "toolu_01NRLabsLyVHZPKxbKvkfSMn", Name: "get_weather", Input: json.RawMessage(`{"location": "Paris"}`)}}}},
+		{"openai tool call", "openai", "openai/stream_single_tool_call.sse",
+			agent.Response{Stop: agent.StopToolUse, Model: "gpt-4o-2024-08-06",
+				ToolCalls: []agent.ToolCall{{ID: "call_c91SqDXlYFuETYv8mUHzz6pp", Name: "GetWeatherArgs", Input: json.RawMessage(`{"city":"Edinburgh","country":"UK","units":"c"}`)}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStreamServer(t, nil, events(sse(t, tt.file), 0))
+			p := newProvider(tt.kind, s.URL).(agent.Streamer)
+			alive := 0
+			got, err := p.Stream(context.Background(), plainRequest, func() { alive++ })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Stream =\n%+v\nwant\n%+v", got, tt.want)
+			}
+			if alive == 0 {
+				t.Error("alive was never called")
+			}
+		})
+	}
+}
+
+func TestWatchAbortsAStalledStreamAndAsksWithoutStreaming(t *testing.T) {
+	recorded := sse(t, "anthropic/stream_text_end_turn.sse")
+	half := recorded[:strings.Index(string(recorded), "event: content_block_delta")]
+	s := newStreamServer(t, fixture(t, "anthropic/message_end_turn.json", 200).body, func(w http.ResponseWriter, r *http.Request) {
+		w.Write(half)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // then silence, until the client gives up
+	})
+	var mu sync.Mutex
+	var steps []agent.Step
+	w := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), 20*time.Millisecond, 150*time.Millisecond, func(st agent.Step) {
+		mu.Lock()
+		defer mu.Unlock()
+		steps = append(steps, st)
+	})
+	got, err := w.Complete(context.Background(), plainRequest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Text != "The current temperature in San Francisco is 68 degrees Fahrenheit." {
+		t.Errorf("text = %q, want the non-streamed reply's", got.Text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var path []agent.Action
+	for _, st := range steps {
+		path = append(path, st.Action)
+	}
+	if want := []agent.Action{agent.ActionStallWarning, agent.ActionStallAbort}; !reflect.DeepEqual(path, want) {
+		t.Errorf("steps = %v, want %v", path, want)
+	}
+	if got := s.requests(); !reflect.DeepEqual(got, []bool{true, false}) {
+		t.Errorf("requests streamed = %v, want a stream then one plain request", got)
+	}
+}
+
+func TestWatchLetsASlowStreamFinish(t *testing.T) {
+	// Each event comes well within the abort time, but the whole stream takes longer.
+	s := newStreamServer(t, nil, events(sse(t, "anthropic/stream_text_end_turn.sse"), 40*time.Millisecond))
+	var aborted bool
+	w := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), 200*time.Millisecond, 250*time.Millisecond, func(st agent.Step) {
+		aborted = aborted || st.Action == agent.ActionStallAbort
+	})
+	start := time.Now()
+	got, err := w.Complete(context.Background(), plainRequest)
+	if err != nil || got.Text != "Hello there!" {
+		t.Fatalf("Complete = %+v, %v", got, err)
+	}
+	if aborted || len(s.requests()) != 1 {
+		t.Errorf("aborted = %v after %d requests, want the stream read to its end", aborted, len(s.requests()))
+	}
+	if took := time.Since(start); took < 250*time.Millisecond {
+		t.Errorf("the stream took %s, under the abort time: the test's premise does not hold", took)
+	}
+}
+
+func TestAnErrorInsideTheStreamIsRetriedByRecovery(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	s := newStreamServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		if first {
+			events(sse(t, "anthropic/stream_midstream_overloaded_error.sse"), 0)(w, r)
+			return
+		}
+		events(sse(t, "anthropic/stream_text_end_turn.sse"), 0)(w, r)
+	})
+	var steps []agent.Step
+	rec := agent.NewRecovery(agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), time.Second, 5*time.Second, nil),
+		agent.Policy{}, agent.WithSleep(func(context.Context, time.Duration) error { return nil }),
+		agent.WithObserver(func(st agent.Step) { steps = append(steps, st) }))
+	got, err := rec.Complete(context.Background(), plainRequest)
+	if err != nil || got.Text != "Hello there!" {
+		t.Fatalf("Complete = %+v, %v", got, err)
+	}
+	if trace := agent.Trace(steps); !strings.HasPrefix(trace, "retry(overloaded_error") || !strings.HasSuffix(trace, "-> ok") {
+		t.Errorf("trace = %s, want a retry of the overloaded stream, then ok", trace)
+	}
+}
+
+// TestStreamAndCompleteAgree serves each recorded message both ways, as JSON and as
+// the event stream agenttest builds from it: the two replies are the same.
+func TestStreamAndCompleteAgree(t *testing.T) {
+	for _, file := range []string{"message_end_turn.json", "message_tool_use.json"} {
+		t.Run(file, func(t *testing.T) {
+			s := agenttest.NewServer(t, agenttest.File(t, filepath.Join("testdata", "anthropic", file), http.StatusOK))
+			p := agent.NewAnthropic(key, s.URL)
+			plain, err := p.Complete(context.Background(), plainRequest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			streamed, err := p.Stream(context.Background(), plainRequest, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(plain, streamed) {
+				t.Errorf("Complete = %+v\nStream   = %+v", plain, streamed)
+			}
+			if got := s.Requests(); len(got) != 2 || got[0].Streamed || !got[1].Streamed {
+				t.Errorf("requests streamed = %+v, want plain then streamed", got)
+			}
+		})
+	}
+}
+
+func TestWatchAsksAgainWhenTheServiceDoesNotStream(t *testing.T) {
+	body := fixture(t, "anthropic/message_end_turn.json", 200).body
+	// A server that ignores "stream": true and answers with the plain message.
+	s := newStreamServer(t, body, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
+	var steps []agent.Step
+	got, err := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), time.Second, 5*time.Second,
+		func(st agent.Step) { steps = append(steps, st) }).Complete(context.Background(), plainRequest)
+	if err != nil || got.Text != "The current temperature in San Francisco is 68 degrees Fahrenheit." {
+		t.Fatalf("Complete = %+v, %v; want the plain reply, never an empty one", got, err)
+	}
+	if trace := agent.Trace(steps); trace != "no_stream" {
+		t.Errorf("trace = %q, want no_stream", trace)
+	}
+}
+
+func TestAStreamCutBeforeItsEndIsAConnectionError(t *testing.T) {
+	recorded := sse(t, "anthropic/stream_text_end_turn.sse")
+	cut := recorded[:strings.Index(string(recorded), "event: message_delta")]
+	s := newStreamServer(t, nil, func(w http.ResponseWriter, r *http.Request) { w.Write(cut) })
+	_, err := newProvider("anthropic", s.URL).(agent.Streamer).Stream(context.Background(), plainRequest, nil)
+	if !errors.Is(err, agent.ErrConnection) {
+		t.Errorf("Stream of a cut stream = %v, want a connection error (retried, never an empty reply)", err)
+	}
+}
