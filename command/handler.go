@@ -130,6 +130,16 @@ func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	reply := Reply{Text: text}
+	// An auto-approved commit may have met an unknown outcome during the turn: its
+	// result goes with the reply, so the surface can offer to resolve it.
+	unknown, err := h.Journal.Operations(ctx, journal.Filter{TaskID: task.ID, States: []journal.State{journal.Unknown}})
+	if err != nil {
+		return Reply{}, err
+	}
+	if len(unknown) > 0 && unknown[0].Result != nil {
+		r := *unknown[0].Result
+		reply.Result = &r
+	}
 	for _, opID := range awaiting {
 		a, err := h.approval(ctx, opID)
 		if errors.Is(err, journal.ErrNotFound) {

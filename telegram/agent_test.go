@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/agent/agenttest"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
@@ -55,4 +57,26 @@ func TestAStrangersPlainTextNeverReachesTheModel(t *testing.T) {
 	if n := len(r.srv.Messages(alice)); n != 0 {
 		t.Errorf("%d messages to the approver, want no card", n)
 	}
+}
+
+func TestAModelsAutoApprovedSendWithAnUnknownOutcomeOffersToResolveIt(t *testing.T) {
+	model := modelServer(t, "222", "Deploy finished")
+	r := newRig(t, withModel(model.URL), withPolicy(func(p *policy.Policy) {
+		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
+	}))
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target))
+	r.command(alice, "tell 222 the deploy finished")
+	notice := r.notice(alice)
+	opID := opIn(t, notice.Text)
+	if !strings.Contains(notice.Text, "Sending it to the team.") {
+		t.Errorf("notice = %q, want the model's words with the buttons", notice.Text)
+	}
+	if n, calls := len(r.srv.Messages(target)), len(sendCalls(r.srv, target)); n != 1 || calls != 1 {
+		t.Errorf("deliveries = %d after %d attempts, want 1 and 1: an unknown outcome is never resent", n, calls)
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("model requests = %d, want 1: the turn stops at an unknown outcome", n)
+	}
+	r.tap(alice, notice, "It arrived")
+	r.waitFor("the resolution", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.Committed })
 }
