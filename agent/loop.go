@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -91,6 +92,7 @@ var DefaultLoopLimits = LoopLimits{Requests: 8, Continuations: 3, MaxTokens: 204
 // the Provider, normally a *Recovery; a retried request never reruns a tool,
 // because tools run here, between requests, exactly once per call.
 type Loop struct {
+	memory   memory
 	provider Provider
 	model    string
 	operator *operator.Operator
@@ -136,6 +138,7 @@ type Outcome struct {
 // state from the last; nothing is carried over by accident.
 type state struct {
 	messages      []Message
+	start         int // the index of this turn's first message, after earlier exchanges
 	requests      int
 	continuations int
 	compacted     bool
@@ -148,9 +151,15 @@ func (s state) with(msgs ...Message) state {
 	return s
 }
 
-// Turn runs one turn within a task: text is the operator's message. The error is
-// for what the loop cannot report as an end: the operator's journal failing.
+// Turn runs one turn within a task, with no memory of earlier turns: text is the
+// operator's message. The error is for what the loop cannot report as an end: the
+// operator's journal failing.
 func (l *Loop) Turn(ctx context.Context, taskID, text string) (Outcome, error) {
+	return l.turn(ctx, taskID, text, nil)
+}
+
+// turn runs a turn after the earlier exchanges.
+func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message) (Outcome, error) {
 	var out Outcome
 	record := func(s state, t Transition) {
 		t.Request = s.requests
@@ -162,7 +171,7 @@ func (l *Loop) Turn(ctx context.Context, taskID, text string) (Outcome, error) {
 		out.End, out.Text = name, say
 		return out, nil
 	}
-	s := state{messages: []Message{{Role: RoleUser, Text: text}}}
+	s := state{messages: append(earlier, Message{Role: RoleUser, Text: text}), start: len(earlier)}
 	for {
 		if ctx.Err() != nil {
 			return end(s, EndCancelled, ctx.Err().Error(), "Stopped: the bot is shutting down.")
@@ -222,11 +231,41 @@ func (l *Loop) Turn(ctx context.Context, taskID, text string) (Outcome, error) {
 	}
 }
 
-// Chat runs Turn and returns what a surface needs: the text for the person and the
-// operations waiting for approval. It is the command handler's Agent.
-func (l *Loop) Chat(ctx context.Context, taskID, text string) (string, []string, error) {
-	out, err := l.Turn(ctx, taskID, text)
+// Chat runs a turn that remembers the chat's recent exchanges, and returns what a
+// surface needs: the text for the person and the operations waiting for approval.
+// It is the command handler's Agent.
+func (l *Loop) Chat(ctx context.Context, taskID, chat, text string) (string, []string, error) {
+	out, err := l.turn(ctx, taskID, text, l.memory.recall(chat))
+	if err == nil {
+		l.memory.keep(chat, text, out.Text)
+	}
 	return out.Text, out.Awaiting, err
+}
+
+// memory holds, per chat, the last exchanges of text (never tool details), so that
+// "send that to the team" can follow "draft a note". It lives in the process only.
+type memory struct {
+	mu    sync.Mutex
+	chats map[string][]Message
+}
+
+// MemoryExchanges is how many exchanges of a chat a Loop remembers.
+const MemoryExchanges = 8
+
+func (m *memory) recall(chat string) []Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.chats[chat])
+}
+
+func (m *memory) keep(chat, said, answered string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.chats == nil {
+		m.chats = map[string][]Message{}
+	}
+	h := append(m.chats[chat], Message{Role: RoleUser, Text: said}, Message{Role: RoleAssistant, Text: answered})
+	m.chats[chat] = slices.Clone(h[max(0, len(h)-2*MemoryExchanges):])
 }
 
 // round is what came of the tool calls of one model reply.
@@ -275,17 +314,21 @@ func (l *Loop) runTools(ctx context.Context, taskID string, calls []ToolCall) (r
 	return r, nil
 }
 
-// compact keeps the operator's message and the last tool round, which the model
-// needs to go on, and drops the rounds between, saying so.
+// compact keeps the operator's message of this turn and its last tool round, which
+// the model needs to go on, and drops the rest (earlier exchanges, the rounds
+// between), saying so.
 func (s state) compact() state {
-	first := s.messages[0]
+	first := s.messages[s.start]
 	kept := []Message{first}
-	if n := len(s.messages); n >= 3 && s.messages[n-1].Role == RoleTool {
-		dropped := n - 3
-		kept[0].Text = fmt.Sprintf("%s\n\n(%d earlier messages of this turn were dropped to fit the model's context.)", first.Text, dropped)
+	dropped := len(s.messages) - 1
+	if n := len(s.messages); n-s.start >= 3 && s.messages[n-1].Role == RoleTool {
 		kept = append(kept, s.messages[n-2], s.messages[n-1])
+		dropped -= 2
 	}
-	s.messages, s.compacted = kept, true
+	if dropped > 0 {
+		kept[0].Text = fmt.Sprintf("%s\n\n(%d earlier messages were dropped to fit the model's context.)", first.Text, dropped)
+	}
+	s.messages, s.start, s.compacted = kept, 0, true
 	return s
 }
 

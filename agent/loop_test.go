@@ -256,3 +256,69 @@ func contentText(block map[string]any) string {
 	}
 	return ""
 }
+
+// messagesOf returns the roles and texts of the messages in the model request n.
+func (r *loopRig) messagesOf(n int) []string {
+	r.t.Helper()
+	var body struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(r.model.Requests()[n-1].Body, &body); err != nil {
+		r.t.Fatal(err)
+	}
+	var out []string
+	for _, m := range body.Messages {
+		for _, c := range m.Content {
+			if c.Type == "text" {
+				out = append(out, m.Role+": "+c.Text)
+			}
+		}
+	}
+	return out
+}
+
+func (r *loopRig) chat(chat, text string) string {
+	r.t.Helper()
+	task, err := r.op.StartTask(context.Background(), journal.Task{Requester: requester, Chat: chat, Summary: "chat"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	say, _, err := r.loop.Chat(context.Background(), task.ID, chat, text)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return say
+}
+
+func TestChatRemembersTheChatsExchangesOnly(t *testing.T) {
+	r := newLoopRig(t, agent.LoopLimits{}, agenttest.Message("end_turn", "Draft: Deploy done at 5."))
+	r.chat("7", "draft a deploy note")
+	r.chat("7", "shorter")
+	r.chat("8", "hello")
+	second := strings.Join(r.messagesOf(2), "\n")
+	if want := "user: draft a deploy note\nassistant: Draft: Deploy done at 5.\nuser: shorter"; second != want {
+		t.Errorf("second request in chat 7:\n%s\nwant\n%s", second, want)
+	}
+	if other := r.messagesOf(3); len(other) != 1 || other[0] != "user: hello" {
+		t.Errorf("first request in chat 8 = %q, want only its own message", other)
+	}
+}
+
+func TestCompactionDropsEarlierExchangesFirst(t *testing.T) {
+	promptTooLong := agenttest.File(t, "testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
+	r := newLoopRig(t, agent.LoopLimits{}, agenttest.Message("end_turn", "ok"), promptTooLong, agenttest.Message("end_turn", "ok again"))
+	r.chat("7", "first")
+	if say := r.chat("7", "second"); say != "ok again" {
+		t.Fatalf("say = %q", say)
+	}
+	got := r.messagesOf(3)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "user: second\n\n(2 earlier messages were dropped") {
+		t.Errorf("request after compaction = %q, want this turn's message with a note", got)
+	}
+}

@@ -28,12 +28,12 @@ type Handler struct {
 	Agent Agent
 }
 
-// Agent is the model layer as the handler sees it. Chat runs one turn of a
-// conversation within a task already started: the model's calls go through the
-// operator. It returns what to tell the person and the operations that wait for
+// Agent is the model layer as the handler sees it. Chat runs one turn of the
+// conversation in chat, within a task already started: the model's calls go through
+// the operator. It returns what to tell the person and the operations that wait for
 // approval (their cards are the surface's to show).
 type Agent interface {
-	Chat(ctx context.Context, taskID, text string) (reply string, awaiting []string, err error)
+	Chat(ctx context.Context, taskID, chat, text string) (reply string, awaiting []string, err error)
 }
 
 // Reply is what a command answers.
@@ -125,7 +125,7 @@ func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	text, awaiting, err := h.Agent.Chat(ctx, task.ID, req.Line)
+	text, awaiting, err := h.Agent.Chat(ctx, task.ID, req.Chat, req.Line)
 	if err != nil {
 		return Reply{}, err
 	}
