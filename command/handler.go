@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/secret"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -121,6 +122,9 @@ func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, erro
 // chat hands plain text to the agent in a task of its own, and asks for the
 // approvals of the commits the model made.
 func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
+	if secret.Contains(req.Line) {
+		return Reply{Text: "That message contains what looks like a secret (a bot token or an API key), so it was not sent to the model. Send it without the secret."}, nil
+	}
 	task, err := h.Operator.StartTask(ctx, journal.Task{Requester: req.User, Chat: req.Chat, Summary: "chat", Origin: req.Origin})
 	if err != nil {
 		return Reply{}, err

@@ -69,3 +69,21 @@ func TestPlainTextGoesToTheModel(t *testing.T) {
 		t.Errorf("the log does not record how the turn ended:\n%s", r.stderr)
 	}
 }
+
+// TestASecretNeverReachesTheModel types plain text holding an API key: it is refused
+// before any request, so the key never leaves the process.
+func TestASecretNeverReachesTheModel(t *testing.T) {
+	srv := agenttest.NewServer(t, agenttest.Message("end_turn", "ok"))
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-0000000000000000000000", "ANTHROPIC_BASE_URL": srv.URL}
+	leaked := "sk-ant-api03-" + strings.Repeat("x7Q", 30)
+	r := runMain(t, "please store this key: "+leaked+"\n", env, "console", "-data", t.TempDir(), "-policies", "../../policies.yaml")
+	if r.code != 0 || !strings.Contains(r.stdout, "not sent to the model") {
+		t.Fatalf("console: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("model requests = %d, want none", n)
+	}
+	if strings.Contains(r.stdout+r.stderr, leaked) {
+		t.Error("the key was echoed")
+	}
+}
