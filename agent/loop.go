@@ -197,9 +197,15 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 		}
 		switch {
 		case res.Stop == StopMaxTokens && s.continuations < l.limits.Continuations:
-			// A cut reply's tool calls may be cut too: none of them runs.
-			s = s.with(Message{Role: RoleAssistant, Text: res.Text},
-				Message{Role: RoleUser, Text: "Your reply was cut off at the output limit. Continue exactly where it stopped, without repeating."})
+			// A cut reply's tool calls may be cut too: none of them runs. A reply cut
+			// before any text (inside a tool call) is asked for again, shorter: an
+			// empty assistant message is not a valid request.
+			if res.Text != "" {
+				s = s.with(Message{Role: RoleAssistant, Text: res.Text},
+					Message{Role: RoleUser, Text: "Your reply was cut off at the output limit. Continue exactly where it stopped, without repeating."})
+			} else {
+				s = s.with(Message{Role: RoleUser, Text: "Your reply was cut off at the output limit before it said anything. Answer again, more briefly."})
+			}
 			s.continuations++
 			s.said += res.Text
 			record(s, Transition{Name: ContMaxTokensContinue, Detail: fmt.Sprintf("continuation %d", s.continuations)})

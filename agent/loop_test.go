@@ -150,6 +150,10 @@ func TestLoopPaths(t *testing.T) {
 			[]agenttest.Reply{agenttest.Message("max_tokens", "Part one, ", agenttest.Call("commit_send_message", sendHello)), agenttest.Message("max_tokens", "Part one, ", agenttest.Call("commit_send_message", sendHello)),
 				agenttest.Message("end_turn", "part two.")},
 			"max_tokens_continue -> end:completed", 3, 0, "Part one, part two."},
+		{"a reply cut inside a tool call is asked for again", agent.LoopLimits{},
+			[]agenttest.Reply{agenttest.Message("max_tokens", "", agenttest.Call("commit_send_message", sendHello)),
+				agenttest.Message("max_tokens", "", agenttest.Call("commit_send_message", sendHello)), agenttest.Message("end_turn", "Too long to send in one go.")},
+			"max_tokens_continue -> end:completed", 3, 0, "Too long to send in one go."},
 		{"continuations run out", agent.LoopLimits{Continuations: 1},
 			[]agenttest.Reply{agenttest.Message("max_tokens", "a "), agenttest.Message("max_tokens", "a "), agenttest.Message("max_tokens", "b ")},
 			"max_tokens_continue -> end:budget_exhausted", 3, 0, "a b\n\n(The reply was cut off"},
@@ -191,7 +195,30 @@ func TestLoopPaths(t *testing.T) {
 			if r.printed.String() != "" {
 				t.Errorf("something was sent without approval:\n%s", r.printed)
 			}
+			r.checkRequestsValid()
 		})
+	}
+}
+
+// checkRequestsValid fails the test for a request the Messages API would refuse
+// with a 400: a message with no content.
+func (r *loopRig) checkRequestsValid() {
+	r.t.Helper()
+	for i, req := range r.model.Requests() {
+		var body struct {
+			Messages []struct {
+				Role    string            `json:"role"`
+				Content []json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			r.t.Fatal(err)
+		}
+		for j, m := range body.Messages {
+			if len(m.Content) == 0 {
+				r.t.Errorf("request %d, message %d (%s) has no content", i+1, j, m.Role)
+			}
+		}
 	}
 }
 
