@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -57,6 +58,9 @@ func (c *Console) Run(ctx context.Context) error {
 	lines := bufio.NewScanner(c.In)
 	lines.Buffer(make([]byte, 64*1024), 1<<20)
 	fmt.Fprintln(c.Out, "Countersign console. /help lists the commands; end of input quits.")
+	if err := c.tellWaiting(ctx); err != nil {
+		return err
+	}
 	for {
 		fmt.Fprint(c.Out, "> ")
 		if !lines.Scan() {
@@ -67,6 +71,12 @@ func (c *Console) Run(ctx context.Context) error {
 		}
 		line := lines.Text()
 		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if opID, approve, ok := decision(line); ok {
+			if err := c.decide(ctx, opID, approve); err != nil {
+				return err
+			}
 			continue
 		}
 		reply, err := c.Handler.Handle(ctx, command.Request{User: User, Chat: "console", Line: line})
@@ -127,7 +137,52 @@ func (c *Console) ask(ctx context.Context, lines *bufio.Scanner, a command.Appro
 		fmt.Fprintln(c.Out, decided.Text)
 		return nil
 	}
-	fmt.Fprintf(c.Out, "\n%s left waiting for approval.\n", a.Operation.ID)
+	fmt.Fprintf(c.Out, "\n%s left waiting for approval; a later session answers it with /approve or /reject %s.\n", a.Operation.ID, a.Operation.ID)
+	return nil
+}
+
+// tellWaiting says which approvals an earlier session left waiting, and how to
+// answer them here.
+func (c *Console) tellWaiting(ctx context.Context) error {
+	ops, err := c.Handler.Journal.Operations(ctx, journal.Filter{States: []journal.State{journal.AwaitingApproval}})
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	if len(ops) > 0 {
+		ids := make([]string, len(ops))
+		for i, op := range ops {
+			ids[i] = op.ID
+		}
+		fmt.Fprintf(c.Out, "Waiting for your approval from before: %s. Answer with /approve <op_id> or /reject <op_id>; /pending lists them.\n", strings.Join(ids, ", "))
+	}
+	return nil
+}
+
+// decision reads the console's own answer to an approval left waiting:
+// "/approve <op_id>" or "/reject <op_id>". The terminal's owner is the approver,
+// so typing it is their tap.
+func decision(line string) (opID string, approve, ok bool) {
+	fields := strings.Fields(line)
+	if len(fields) != 2 || (fields[0] != "/approve" && fields[0] != "/reject") {
+		return "", false, false
+	}
+	return fields[1], fields[0] == "/approve", true
+}
+
+func (c *Console) decide(ctx context.Context, opID string, approve bool) error {
+	a, err := c.Handler.Operator.PendingApproval(ctx, opID)
+	if errors.Is(err, journal.ErrNotFound) {
+		fmt.Fprintf(c.Out, "No approval waits for %s.\n", opID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	reply, err := c.Handler.Decide(ctx, a.ID, User, approve)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	fmt.Fprintln(c.Out, reply.Text)
 	return nil
 }
 

@@ -17,6 +17,12 @@ import (
 
 func run(t *testing.T, input string) (string, *journal.Journal) {
 	t.Helper()
+	return runIn(t, t.TempDir(), input)
+}
+
+// runIn runs a console session over the journal in dir, as `bot console -data dir`.
+func runIn(t *testing.T, dir, input string) (string, *journal.Journal) {
+	t.Helper()
 	ctx := context.Background()
 	p, err := policy.Load("../policies.yaml")
 	if err != nil {
@@ -28,7 +34,7 @@ func run(t *testing.T, input string) (string, *journal.Journal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
+	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +86,35 @@ func TestEndOfInputLeavesTheApprovalWaiting(t *testing.T) {
 	ops, _ := j.Operations(context.Background(), journal.Filter{})
 	if len(ops) != 1 || ops[0].State != journal.AwaitingApproval {
 		t.Errorf("journal = %+v, want one operation awaiting approval", ops)
+	}
+}
+
+func TestALaterSessionAnswersAWaitingApproval(t *testing.T) {
+	dir := t.TempDir()
+	// Two sessions each end before their approval is answered.
+	_, j := runIn(t, dir, "/send 222 hi\n")
+	j.Close()
+	_, j = runIn(t, dir, "/send 333 hello\n")
+	ops, _ := j.Operations(context.Background(), journal.Filter{})
+	j.Close()
+	if len(ops) != 2 {
+		t.Fatalf("operations = %d, want 2", len(ops))
+	}
+	first, second := ops[1].ID, ops[0].ID // newest first
+	out, j := runIn(t, dir, "/approve "+first+"\n/reject "+second+"\n/approve "+first+"\n/approve op-nope\n")
+	for _, want := range []string{"Waiting for your approval from before: ", "→ sent to 222 (message 1):\nhi\n",
+		"No approval waits for " + first, "No approval waits for op-nope"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "→ sent to 333") || strings.Count(out, "→ sent") != 1 {
+		t.Errorf("want exactly the approved one sent:\n%s", out)
+	}
+	for id, want := range map[string]journal.State{first: journal.Committed, second: journal.Rejected} {
+		if op, _ := j.Operation(context.Background(), id); op.State != want {
+			t.Errorf("%s is %s, want %s", id, op.State, want)
+		}
 	}
 }
 
