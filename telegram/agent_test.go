@@ -1,8 +1,6 @@
 package telegram_test
 
 import (
-	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -12,18 +10,9 @@ import (
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
-// modelServer answers every Messages API request with the tool_use fixture, turned
-// into a commit_send_message call.
+// modelServer answers every Messages API request with a commit_send_message call.
 func modelServer(t *testing.T, chatID, text string) *agenttest.Server {
-	t.Helper()
-	fixture, err := os.ReadFile("testdata/anthropic_message_tool_use.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := strings.NewReplacer(`"get_weather"`, `"commit_send_message"`,
-		`"city": "San Francisco"`, `"chat_id": "`+chatID+`"`, `"units": "fahrenheit"`, `"text": "`+text+`"`,
-		"I'll get the current weather in San Francisco for you in Fahrenheit.", "Sending it to the team.").Replace(string(fixture))
-	return agenttest.NewServer(t, agenttest.Reply{Status: http.StatusOK, Body: []byte(body)})
+	return agenttest.NewServer(t, agenttest.Message("tool_use", "Sending it to the team.", agenttest.Send(chatID, text)))
 }
 
 func TestPlainTextBecomesACardAndOneDelivery(t *testing.T) {

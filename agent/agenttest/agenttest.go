@@ -32,6 +32,15 @@ type Use struct {
 // Call is a Use of the tool name with input.
 func Call(name, input string) Use { return Use{Name: name, Input: input} }
 
+// Send is a Use of commit_send_message with its arguments.
+func Send(chatID, text string) Use {
+	in, err := json.Marshal(map[string]string{"chat_id": chatID, "text": text})
+	if err != nil {
+		panic(err)
+	}
+	return Call("commit_send_message", string(in))
+}
+
 // Message is a message with text (omitted when empty) and tool calls, stopped for
 // stop ("end_turn", "tool_use", "max_tokens", "refusal").
 func Message(stop, text string, uses ...Use) Reply {

@@ -40,18 +40,10 @@ func TestModelCheckInTheFlow(t *testing.T) {
 }
 
 // TestPlainTextGoesToTheModel configures a model and types plain text in the
-// console: the model's commit_send_message call (a real Messages API tool_use body)
-// becomes an approval question, and only the approved text is sent, once. The model
+// console: the model's commit_send_message call becomes an approval question, and only the approved text is sent, once. The model
 // is asked once: the turn ends while the commit waits for the human.
 func TestPlainTextGoesToTheModel(t *testing.T) {
-	fixture, err := os.ReadFile("testdata/anthropic_message_tool_use.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := strings.NewReplacer(`"get_weather"`, `"commit_send_message"`,
-		`"city": "San Francisco"`, `"chat_id": "222"`, `"units": "fahrenheit"`, `"text": "Standup moves to 10:30"`,
-		"I'll get the current weather in San Francisco for you in Fahrenheit.", "I'll send it to the team chat.").Replace(string(fixture))
-	srv := agenttest.NewServer(t, agenttest.Reply{Status: http.StatusOK, Body: []byte(body)})
+	srv := agenttest.NewServer(t, agenttest.Message("tool_use", "I'll send it to the team chat.", agenttest.Send("222", "Standup moves to 10:30")))
 	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-0000000000000000000000", "ANTHROPIC_BASE_URL": srv.URL}
 	r := runMain(t, "tell the team in 222 that standup moves to 10:30\ny\n", env, "console", "-data", t.TempDir(), "-policies", "../../policies.yaml")
 	if r.code != 0 {
