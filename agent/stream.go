@@ -203,15 +203,17 @@ func (w *Watch) Complete(ctx context.Context, req Request) (Response, error) {
 				return
 			case <-tick.C:
 			}
-			switch s := silence(); {
-			case s >= w.abort:
+			s := silence()
+			if s >= w.warn && !warned { // also when a late tick finds the abort time passed
+				warned = true
+				w.observe(Step{Model: req.Model, Action: ActionStallWarning, Cause: "stream", Wait: s.Round(time.Millisecond)})
+			}
+			if s >= w.abort {
 				stalled <- s
 				cancel()
 				return
-			case s >= w.warn && !warned:
-				warned = true
-				w.observe(Step{Model: req.Model, Action: ActionStallWarning, Cause: "stream", Wait: s.Round(time.Millisecond)})
-			case s < w.warn:
+			}
+			if s < w.warn {
 				warned = false
 			}
 		}
