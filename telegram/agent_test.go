@@ -24,6 +24,13 @@ func TestPlainTextBecomesACardAndOneDelivery(t *testing.T) {
 	if !strings.Contains(card.Text, "Standup moves to 10:30") {
 		t.Fatalf("card = %q, want the model's exact text", card.Text)
 	}
+	typing := false
+	for _, c := range r.srv.CallsTo("sendChatAction") {
+		typing = typing || (c.ChatID == alice && c.Params["action"] == "typing" && c.Status == 200)
+	}
+	if !typing {
+		t.Error("no typing action while the model worked")
+	}
 	r.tap(alice, card, "Approve")
 	r.waitFor("the delivery", atLeast(1, delivered(target)))
 	if got := r.srv.Messages(target); len(got) != 1 || got[0].RawText != "Standup moves to 10:30" {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
 	"github.com/countersign/countersign/command"
@@ -50,6 +52,29 @@ func (t *Bot) replay(ctx context.Context) error {
 	return nil
 }
 
+// typing shows "typing…" in chat until the returned function is called; Telegram
+// clears it after about 5 seconds, so it is sent again every 4.
+func (t *Bot) typing(ctx context.Context, chat int64) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	show := func() {
+		if _, err := t.api.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: chat, Action: models.ChatActionTyping}); err != nil && ctx.Err() == nil {
+			t.log.Debug("typing action not sent", "chat", chat, "err", t.redact(err.Error()))
+		}
+	}
+	show()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for sleep(ctx, 4*time.Second) == nil {
+			show()
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // failure words, for the person who asked, an error of the bot's own: a full disk
 // is theirs to fix; anything else is in the log. Either way a step that could not be
 // journaled did not leave, and what was underway shows in /pending.
@@ -77,6 +102,9 @@ func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) 
 	}
 	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: m.Text,
 		Origin: fmt.Sprintf("telegram:update:%d", updateID)}
+	if t.handler.Agent != nil && !strings.HasPrefix(strings.TrimSpace(m.Text), "/") {
+		defer t.typing(ctx, m.Chat.ID)() // a model's turn takes seconds: show that it is working
+	}
 	reply, err := t.handler.Handle(ctx, req)
 	switch {
 	case errors.Is(err, journal.ErrDuplicate):

@@ -24,6 +24,7 @@ var methods = map[string]methodFunc{
 	"editmessagereplymarkup": (*Server).editMessageReplyMarkup,
 	"deletemessage":          (*Server).deleteMessage,
 	"answercallbackquery":    (*Server).answerCallbackQuery,
+	"sendchataction":         (*Server).sendChatAction,
 	"setmycommands":          (*Server).setMyCommands,
 	"setwebhook":             (*Server).setWebhook,
 	"deletewebhook":          (*Server).deleteWebhook,
@@ -216,6 +217,18 @@ func (s *Server) answerCallbackQuery(_ context.Context, req *request) reply {
 		QueryID: id, Text: p["text"], ShowAlert: boolParam(p, "show_alert"), URL: p["url"], Time: now,
 	})
 	s.notifyLocked()
+	return okReply(true)
+}
+
+// chatActions are the actions sendChatAction accepts.
+var chatActions = []string{"typing", "upload_photo", "record_video", "upload_video", "record_voice", "upload_voice",
+	"upload_document", "choose_sticker", "find_location", "record_video_note", "upload_video_note"}
+
+// sendChatAction accepts a known action; the call itself is the record (Calls).
+func (s *Server) sendChatAction(_ context.Context, req *request) reply {
+	if !slices.Contains(chatActions, req.params["action"]) {
+		return badRequest("wrong parameter action in request").reply()
+	}
 	return okReply(true)
 }
 
