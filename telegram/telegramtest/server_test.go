@@ -59,9 +59,9 @@ func TestUnknownMethodIsNotFound(t *testing.T) {
 	srv := telegramtest.NewServer(t, telegramtest.Options{})
 	b, _ := newBot(t, srv, 3*time.Second)
 
-	_, err := b.SendChatAction(context.Background(), &bot.SendChatActionParams{ChatID: 1, Action: "typing"})
+	_, err := b.SendDice(context.Background(), &bot.SendDiceParams{ChatID: 1})
 	if !errors.Is(err, bot.ErrorNotFound) {
-		t.Errorf("sendChatAction: got %v, want ErrorNotFound", err)
+		t.Errorf("sendDice: got %v, want ErrorNotFound", err)
 	}
 	got := post(t, srv, "sendPhoto", url.Values{"chat_id": {"1"}})
 	if got.Status != 404 || got.ErrorCode != 404 || got.Description != "Not Found" {
@@ -213,5 +213,15 @@ func TestHTMLBodyFixtureIsServedVerbatim(t *testing.T) {
 	_, wantBody, _ := bytes.Cut(fixture(t, "http_502_nginx_html.txt"), []byte("\r\n\r\n"))
 	if resp.StatusCode != 502 || !bytes.Equal(body.Bytes(), wantBody) {
 		t.Errorf("got %d %q, want 502 with the nginx page", resp.StatusCode, body.String())
+	}
+}
+
+func TestChatActionTakesTelegramsActionNames(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{})
+	if got := post(t, srv, "sendChatAction", url.Values{"chat_id": {"1"}, "action": {"typing"}}); got.Status != 200 || !got.OK {
+		t.Errorf("typing: reply = %+v, want ok", got)
+	}
+	if got := post(t, srv, "sendChatAction", url.Values{"chat_id": {"1"}, "action": {"dancing"}}); got.Status != 400 {
+		t.Errorf("an unknown action: reply = %+v, want 400", got)
 	}
 }
