@@ -311,7 +311,7 @@ func (l *Loop) runTools(ctx context.Context, taskID string, calls []ToolCall) (r
 		switch {
 		case res.Status == tools.StatusPending:
 			r.awaiting = append(r.awaiting, res.OperationID)
-		case res.NextAction == tools.NextStop && strings.HasPrefix(res.Reason, operator.DoomLoopPrefix):
+		case res.Cause == tools.CauseDoomLoop:
 			r.doom = res.Reason
 		case res.NextAction == tools.NextStop || res.NextAction == tools.NextVerify:
 			r.stop = res.Reason

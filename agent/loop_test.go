@@ -54,7 +54,7 @@ func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...agenttest.Repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p})
+	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: "telegram"})
 	if err != nil {
 		t.Fatal(err)
 	}

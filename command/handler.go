@@ -24,6 +24,9 @@ type Handler struct {
 	Journal  *journal.Journal
 	// Policy is the policy in force: its access lists say who may give commands.
 	Policy *policy.Policy
+	// Surface names where the commands come from ("telegram", "console"); it is
+	// recorded with every task.
+	Surface string
 	// Agent, when set, takes an operator's plain text (a line that is not a
 	// command) and turns it into tool calls. Nil: plain text gets a usage error.
 	Agent Agent
@@ -108,10 +111,21 @@ func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, erro
 	if c.Name == "draft" {
 		args, _ = json.Marshal(map[string]string{"text": c.Text})
 	}
-	task, err := h.Operator.StartTask(ctx, journal.Task{Requester: req.User, Chat: req.Chat, Summary: "/" + c.Name, Origin: req.Origin})
+	task, err := h.Operator.StartTask(ctx, journal.Task{Requester: req.User, Chat: req.Chat, Summary: "/" + c.Name, Origin: req.Origin, Surface: h.Surface})
+	if errors.Is(err, journal.ErrDuplicate) {
+		task, ops, err := h.replayed(ctx, req)
+		if err != nil || len(ops) > 0 {
+			return h.continueTask(ctx, ops, err)
+		}
+		return h.callIn(ctx, task, tool, args) // the process stopped before the call
+	}
 	if err != nil {
 		return Reply{}, err
 	}
+	return h.callIn(ctx, task, tool, args)
+}
+
+func (h *Handler) callIn(ctx context.Context, task journal.Task, tool string, args json.RawMessage) (Reply, error) {
 	r, err := h.Operator.Call(ctx, task.ID, operator.Call{Tool: tool, Args: args})
 	if errors.Is(err, operator.ErrUnknownTool) {
 		return Reply{Text: fmt.Sprintf("The policy does not offer %s.", tool)}, nil
@@ -125,7 +139,12 @@ func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
 	if secret.Contains(req.Line) {
 		return Reply{Text: "That message contains what looks like a secret (a bot token or an API key), so it was not sent to the model. Send it without the secret."}, nil
 	}
-	task, err := h.Operator.StartTask(ctx, journal.Task{Requester: req.User, Chat: req.Chat, Summary: "chat", Origin: req.Origin})
+	task, err := h.Operator.StartTask(ctx, journal.Task{Requester: req.User, Chat: req.Chat, Summary: "chat", Origin: req.Origin, Surface: h.Surface})
+	if errors.Is(err, journal.ErrDuplicate) {
+		// A model's turn is never run twice; what it left on the way to a card is.
+		_, ops, err := h.replayed(ctx, req)
+		return h.continueTask(ctx, ops, err)
+	}
 	if err != nil {
 		return Reply{}, err
 	}
@@ -157,6 +176,58 @@ func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
 	return reply, nil
 }
 
+// replayed finds the task a request started before (its origin was seen: a
+// replayed update) and its operations, newest first.
+func (h *Handler) replayed(ctx context.Context, req Request) (journal.Task, []journal.Operation, error) {
+	task, err := h.Journal.TaskByOrigin(ctx, req.Origin)
+	if err != nil {
+		return task, nil, err
+	}
+	ops, err := h.Journal.Operations(ctx, journal.Filter{TaskID: task.ID})
+	return task, ops, err
+}
+
+// continueTask takes up a replayed request where the process before stopped: an
+// operation it prepared or verified goes on to its approval, and one waiting for
+// approval is shown again (a surface sends only the cards it has not sent). A task
+// that got further was handled: journal.ErrDuplicate, and nothing happens.
+func (h *Handler) continueTask(ctx context.Context, ops []journal.Operation, err error) (Reply, error) {
+	if err != nil {
+		return Reply{}, err
+	}
+	var reply Reply
+	for _, op := range ops {
+		var r tools.Result
+		switch op.State {
+		case journal.Prepared, journal.Verified:
+			if r, err = h.Operator.Continue(ctx, op.ID); err != nil {
+				return Reply{}, err
+			}
+		case journal.AwaitingApproval:
+			r = tools.Result{Status: tools.StatusPending, OperationID: op.ID}
+		default:
+			continue
+		}
+		one, err := h.outcome(ctx, op.ID, r, nil)
+		if err != nil {
+			return Reply{}, err
+		}
+		reply.Text = strings.TrimSpace(reply.Text + "\n" + one.Text)
+		reply.Approvals = append(reply.Approvals, one.Approvals...)
+		reply.Result = one.Result
+	}
+	if reply.Text == "" && len(reply.Approvals) == 0 {
+		return Reply{}, fmt.Errorf("command: %w", journal.ErrDuplicate)
+	}
+	return reply, nil
+}
+
+// Approval returns what an approver must see of the approval operation opID waits
+// on, or journal.ErrNotFound when it waits on none.
+func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
+	return h.approval(ctx, opID)
+}
+
 // approval is what an approver must see of the approval an operation waits on.
 func (h *Handler) approval(ctx context.Context, opID string) (Approval, error) {
 	a, err := h.Operator.PendingApproval(ctx, opID)
@@ -167,7 +238,7 @@ func (h *Handler) approval(ctx context.Context, opID string) (Approval, error) {
 	if err != nil {
 		return Approval{}, err
 	}
-	return Approval{Approval: a, Operation: op, Verdict: verdictOf(ctx, h.Journal, opID)}, nil
+	return Approval{Approval: a, Operation: op, Verdict: op.Verdict}, nil
 }
 
 // outcome turns a result into a reply, with the approval to ask for when pending.
@@ -207,26 +278,14 @@ func (h *Handler) Decide(ctx context.Context, approvalID string, user int64, app
 
 // refusal words the operator's refusals for a person; other errors are not theirs.
 func refusal(err error) (string, bool) {
-	for _, e := range []error{operator.ErrNotRetryable, operator.ErrNotResolvable, operator.ErrNotCancelable,
-		operator.ErrDecided, operator.ErrNotApprover, journal.ErrNotFound} {
-		if errors.Is(err, e) {
-			return "Refused: " + strings.TrimPrefix(err.Error(), "operator: "), true
-		}
+	var r *operator.Refusal
+	switch {
+	case errors.As(err, &r):
+		return "Refused: " + r.Words + ".", true
+	case errors.Is(err, journal.ErrNotFound):
+		return "Refused: no such operation or approval.", true
 	}
 	return "", false
-}
-
-func verdictOf(ctx context.Context, j *journal.Journal, opID string) string {
-	ts, err := j.Transitions(ctx, opID)
-	if err != nil {
-		return ""
-	}
-	for _, t := range ts {
-		if t.To == journal.Verified {
-			return t.Reason
-		}
-	}
-	return ""
 }
 
 // Describe is a result in a sentence or two for the person who asked.

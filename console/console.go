@@ -18,6 +18,11 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
+// Transport is the name the console's operations are recorded under: they are
+// delivered by its Printer, and only a console commits them. It is also the
+// console's surface name.
+const Transport = "console"
+
 // User is the user id the console speaks as. The terminal's owner is the operator
 // and the approver: the wiring adds this id to both access lists.
 const User int64 = 0
@@ -144,7 +149,7 @@ func (c *Console) ask(ctx context.Context, lines *bufio.Scanner, a command.Appro
 // tellWaiting says which approvals an earlier session left waiting, and how to
 // answer them here.
 func (c *Console) tellWaiting(ctx context.Context) error {
-	ops, err := c.Handler.Journal.Operations(ctx, journal.Filter{States: []journal.State{journal.AwaitingApproval}})
+	ops, err := c.Handler.Journal.Operations(ctx, journal.Filter{Transport: Transport, States: []journal.State{journal.AwaitingApproval}})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}

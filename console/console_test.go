@@ -39,11 +39,11 @@ func runIn(t *testing.T, dir, input string) (string, *journal.Journal) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p})
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: console.Transport})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &console.Console{Handler: &command.Handler{Operator: op, Journal: j, Policy: p}, In: strings.NewReader(input), Out: &out}
+	c := &console.Console{Handler: &command.Handler{Operator: op, Journal: j, Policy: p, Surface: console.Transport}, In: strings.NewReader(input), Out: &out}
 	if err := c.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

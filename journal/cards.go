@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Card is a message shown to a person to decide on something (an approval, an
@@ -40,4 +41,38 @@ func (j *Journal) Cards(ctx context.Context, ref string) ([]Card, error) {
 		cs = append(cs, c)
 	}
 	return cs, rows.Err()
+}
+
+// Uncarded returns the pending, unexpired approvals of operations delivered by
+// transport that no card was ever recorded for: the process that asked for them
+// stopped before it showed them, or another process (the console, a later
+// surface) asked for them. The owner of the transport shows them.
+func (j *Journal) Uncarded(ctx context.Context, transport string) ([]Approval, error) {
+	rows, err := j.db.QueryContext(ctx, `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
+		JOIN operations o ON o.id = a.operation_id
+		WHERE a.decision = '' AND a.expires_at > ? AND o.transport = ? AND o.state = ?
+		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.ref = a.id)
+		ORDER BY a.created_at`, ms(j.now()), transport, AwaitingApproval)
+	if err != nil {
+		return nil, fmt.Errorf("journal: approvals without cards: %w", err)
+	}
+	defer rows.Close()
+	var as []Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("journal: approvals without cards: %w", err)
+		}
+		as = append(as, a)
+	}
+	return as, rows.Err()
+}
+
+// prefixed qualifies each column of a comma-separated list with p.
+func prefixed(p, cols string) string {
+	f := strings.Split(cols, ", ")
+	for i := range f {
+		f[i] = p + f[i]
+	}
+	return strings.Join(f, ", ")
 }

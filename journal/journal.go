@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -29,9 +30,11 @@ var migrations embed.FS
 // Journal is an open journal. It is safe for concurrent use.
 type Journal struct {
 	db        *sql.DB
+	file      string
 	now       func() time.Time
 	maxPages  int64
 	recovered []string
+	owned     []*os.File // the owner locks Own took, released by Close
 }
 
 // Option configures Open.
@@ -61,10 +64,10 @@ type connector struct {
 func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
 func (c connector) Driver() driver.Driver                        { return c.driver }
 
-// Open opens (creating if needed) the journal at path, applies pending migrations,
-// and moves every operation left in committing to unknown with the reason
-// crash_recovery: a process that died there cannot know whether the request took
-// effect, so the operation waits for verification and is never resent.
+// Open opens (creating if needed) the journal at path and applies pending
+// migrations. It moves no operation: crash recovery is the job of the process that
+// owns sending (Own), so a second process that only reads or resolves (bot ops,
+// bot vault) can never take a live commit for a dead one.
 func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")  // readers never block the writer
@@ -72,7 +75,7 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	q.Set("_foreign_keys", "on")   // attempts and transitions never outlive operations
 	q.Set("_synchronous", "FULL")  // a committed transition survives power loss
 	q.Set("_txlock", "immediate")  // take the write lock at BEGIN: no upgrade deadlocks
-	j := &Journal{now: time.Now}
+	j := &Journal{now: time.Now, file: file}
 	for _, o := range opts {
 		o(j)
 	}
@@ -89,17 +92,20 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 		db.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", file, err)
 	}
-	if err := j.recoverCommitting(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("journal: open %s: %w", file, err)
-	}
 	return j, nil
 }
 
-// Close closes the database.
-func (j *Journal) Close() error { return j.db.Close() }
+// Close closes the database and releases the ownership Own took.
+func (j *Journal) Close() error {
+	err := j.db.Close()
+	for _, f := range j.owned {
+		f.Close() // closing the file releases its lock
+	}
+	j.owned = nil
+	return err
+}
 
-// Recovered returns the operations that Open moved from committing to unknown.
+// Recovered returns the operations that Own moved from committing to unknown.
 func (j *Journal) Recovered() []string { return slices.Clone(j.recovered) }
 
 // migrate applies, in name order, each embedded migration newer than user_version,
@@ -136,13 +142,20 @@ func (j *Journal) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (j *Journal) recoverCommitting(ctx context.Context) error {
-	ids, err := j.idsIn(ctx, Committing)
+// ReasonCrashRecovery is the reason of the move from committing to unknown that the
+// owner of sending makes on start for a commit a dead process left on the wire.
+const ReasonCrashRecovery = "crash_recovery"
+
+// recoverCommitting moves every operation of transport left in committing to
+// unknown: the process that was sending it died, and nobody can know whether the
+// request took effect.
+func (j *Journal) recoverCommitting(ctx context.Context, transport string) error {
+	ids, err := j.idsIn(ctx, Committing, transport)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		err := j.Move(ctx, id, Move{From: Committing, To: Unknown, Reason: "crash_recovery", AttemptOutcome: "interrupted"})
+		err := j.Move(ctx, id, Move{From: Committing, To: Unknown, Reason: ReasonCrashRecovery, AttemptOutcome: "interrupted"})
 		if err != nil {
 			return fmt.Errorf("crash recovery of %s: %w", id, err)
 		}
@@ -151,8 +164,8 @@ func (j *Journal) recoverCommitting(ctx context.Context) error {
 	return nil
 }
 
-func (j *Journal) idsIn(ctx context.Context, s State) ([]string, error) {
-	rows, err := j.db.QueryContext(ctx, "SELECT id FROM operations WHERE state = ? ORDER BY created_at, id", s)
+func (j *Journal) idsIn(ctx context.Context, s State, transport string) ([]string, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT id FROM operations WHERE state = ? AND transport = ? ORDER BY created_at, id", s, transport)
 	if err != nil {
 		return nil, err
 	}

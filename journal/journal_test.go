@@ -3,6 +3,7 @@ package journal_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func newOp(t *testing.T, j *journal.Journal) (journal.Task, journal.Operation) {
 		t.Fatal(err)
 	}
 	op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
-		Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
+		Surface: "telegram", Transport: "telegram", Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,34 +73,92 @@ func TestMoveEnforcesTheStateMachine(t *testing.T) {
 	}
 }
 
-func TestReopenMovesCommittingToUnknown(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
-	j := open(t, path, time.Now)
-	ctx := context.Background()
-	_, op := newOp(t, j)
+// committing moves op through the states before a send, to committing.
+func committing(t *testing.T, j *journal.Journal, op journal.Operation) {
+	t.Helper()
 	for _, m := range []journal.Move{
 		{From: journal.Prepared, To: journal.Verified},
 		{From: journal.Verified, To: journal.Approved},
 		{From: journal.Approved, To: journal.Committing, StartAttempt: true},
 	} {
-		if err := j.Move(ctx, op.ID, m); err != nil {
+		if err := j.Move(context.Background(), op.ID, m); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+func TestOwnerMovesCommittingToUnknownOnStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j := open(t, path, time.Now)
+	ctx := context.Background()
+	_, op := newOp(t, j)
+	committing(t, j, op)
 	j.Close()
 	j = open(t, path, time.Now)
+	if err := j.Own(ctx, "telegram"); err != nil {
+		t.Fatal(err)
+	}
 	got, _ := j.Operation(ctx, op.ID)
 	if got.State != journal.Unknown || got.Attempts != 1 {
-		t.Errorf("after reopen: state %s attempts %d, want unknown 1", got.State, got.Attempts)
+		t.Errorf("after the owner's start: state %s attempts %d, want unknown 1", got.State, got.Attempts)
+	}
+	ts, _ := j.Transitions(ctx, op.ID)
+	if last := ts[len(ts)-1]; last.From != journal.Committing || last.Reason != journal.ReasonCrashRecovery {
+		t.Errorf("last transition = %+v, want committing -> unknown for %s", last, journal.ReasonCrashRecovery)
 	}
 	as, _ := j.Attempts(ctx, op.ID)
 	if len(as) != 1 || as[0].Outcome != "interrupted" {
 		t.Errorf("attempts = %+v, want one interrupted", as)
 	}
-	// A second open has nothing left to recover.
+	// A second start has nothing left to recover.
 	j.Close()
-	if j = open(t, path, time.Now); len(j.Recovered()) != 0 {
-		t.Errorf("second reopen recovered %v, want nothing", j.Recovered())
+	j = open(t, path, time.Now)
+	if err := j.Own(ctx, "telegram"); err != nil || len(j.Recovered()) != 0 {
+		t.Errorf("second start: %v, recovered %v; want nothing", err, j.Recovered())
+	}
+}
+
+// Defect 3: a second process that opens the journal while the owner is sending
+// (bot ops list, bot vault resolve, bot console) must not take the live commit for
+// a dead one, and a second owner of the same transport is refused.
+func TestSecondProcessNeverStealsALiveCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	ctx := context.Background()
+	owner := open(t, path, time.Now)
+	if err := owner.Own(ctx, "telegram"); err != nil {
+		t.Fatal(err)
+	}
+	_, op := newOp(t, owner)
+	committing(t, owner, op) // the request is on the wire
+
+	reader := open(t, path, time.Now) // bot ops list, bot vault resolve
+	if got, _ := reader.Operation(ctx, op.ID); got.State != journal.Committing {
+		t.Errorf("a reader's open moved the live commit to %s", got.State)
+	}
+	console := open(t, path, time.Now) // bot console owns its own transport only
+	if err := console.Own(ctx, "console"); err != nil {
+		t.Fatalf("the console could not own its transport beside the bot: %v", err)
+	}
+	if got, _ := console.Operation(ctx, op.ID); got.State != journal.Committing {
+		t.Errorf("the console's start moved the bot's live commit to %s", got.State)
+	}
+	second := open(t, path, time.Now) // a second bot run
+	err := second.Own(ctx, "telegram")
+	var owned *journal.OwnedError
+	if !errors.As(err, &owned) || !errors.Is(err, journal.ErrOwned) || owned.PID != os.Getpid() {
+		t.Fatalf("a second owner = %v, want an OwnedError naming this process", err)
+	}
+	if got, _ := second.Operation(ctx, op.ID); got.State != journal.Committing {
+		t.Errorf("the refused owner moved the live commit to %s", got.State)
+	}
+	// The live owner's own outcome still lands.
+	if err := owner.Move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, AttemptOutcome: "committed"}); err != nil {
+		t.Errorf("the owner's committed after the others came and went: %v", err)
+	}
+	// Ownership ends with its owner.
+	owner.Close()
+	if err := second.Own(ctx, "telegram"); err != nil {
+		t.Errorf("after the owner closed: Own = %v, want ownership", err)
 	}
 }
 
@@ -141,26 +200,51 @@ func TestDecideFirstWinsAndExpiry(t *testing.T) {
 	}
 }
 
-func TestBudgets(t *testing.T) {
+func TestBudgetsArePaidByTheMoveTheyBuy(t *testing.T) {
 	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
 	ctx := context.Background()
-	task, _ := newOp(t, j) // retry_budget 2, wait 5m, repair 1
-	if err := j.SpendRetry(ctx, task.ID, 4*time.Minute); err != nil {
+	task, op := newOp(t, j) // retry_budget 2, wait 5m, repair 1
+	for _, m := range []journal.Move{
+		{From: journal.Prepared, To: journal.Verified},
+		{From: journal.Verified, To: journal.Approved},
+		{From: journal.Approved, To: journal.Committing, StartAttempt: true},
+	} {
+		if err := j.Move(ctx, op.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	retry := func(wait time.Duration) error {
+		err := j.Move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.RetryWait, Spend: &journal.Spend{Retry: true, Wait: wait}})
+		if err == nil {
+			err = j.Move(ctx, op.ID, journal.Move{From: journal.RetryWait, To: journal.Committing, StartAttempt: true})
+		}
+		return err
+	}
+	if err := retry(4 * time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.SpendRetry(ctx, task.ID, 2*time.Minute); !errors.Is(err, journal.ErrWaitBudget) {
+	if err := retry(2 * time.Minute); !errors.Is(err, journal.ErrWaitBudget) {
 		t.Errorf("over the wait budget = %v, want ErrWaitBudget", err)
 	}
-	if err := j.SpendRetry(ctx, task.ID, time.Minute); err != nil {
+	if got, _ := j.Operation(ctx, op.ID); got.State != journal.Committing {
+		t.Errorf("a move the budget refused happened: state %s, want committing", got.State)
+	}
+	if err := retry(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.SpendRetry(ctx, task.ID, 0); !errors.Is(err, journal.ErrRetryBudget) {
+	if err := retry(0); !errors.Is(err, journal.ErrRetryBudget) {
 		t.Errorf("third retry = %v, want ErrRetryBudget", err)
 	}
-	if err := j.SpendRepair(ctx, task.ID); err != nil {
+	repair := journal.Move{From: journal.Committing, To: journal.Approved, Spend: &journal.Spend{Repair: true}}
+	if err := j.Move(ctx, op.ID, repair); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.SpendRepair(ctx, task.ID); !errors.Is(err, journal.ErrRepairBudget) {
+	// A move that does not happen (the operation is no longer committing) spends nothing.
+	if err := j.Move(ctx, op.ID, repair); !errors.Is(err, journal.ErrStateChanged) {
+		t.Errorf("repair from the wrong state = %v, want ErrStateChanged", err)
+	}
+	j.Move(ctx, op.ID, journal.Move{From: journal.Approved, To: journal.Committing, StartAttempt: true})
+	if err := j.Move(ctx, op.ID, repair); !errors.Is(err, journal.ErrRepairBudget) {
 		t.Errorf("second repair = %v, want ErrRepairBudget", err)
 	}
 	got, _ := j.Task(ctx, task.ID)

@@ -14,14 +14,19 @@ import (
 
 // Operation is one tool call: its payload, where it stands, and what came of it.
 type Operation struct {
-	ID            string
-	TaskID        string
-	Tool          string
-	Fingerprint   string
-	Payload       tools.Payload
-	PayloadSHA256 string
+	ID          string
+	TaskID      string
+	Tool        string
+	Fingerprint string
+	// Surface is where the request came from (telegram, console, ...); Transport is
+	// what delivers it. Only the process that owns Transport ever commits it.
+	Surface, Transport string
+	Payload            tools.Payload
+	PayloadSHA256      string
 	// Fix is the repair by schema applied to deliveries of this payload, if any.
-	Fix      *tools.Fix
+	Fix *tools.Fix
+	// Verdict is the verifier's summary of the payload ("pass (3 checks)").
+	Verdict  string
 	State    State
 	Attempts int
 	// PartsDone counts the parts of a split text known to be delivered; a commit
@@ -51,8 +56,8 @@ func (j *Journal) CreateOperation(ctx context.Context, o Operation, reason strin
 	for range 5 {
 		o.ID = NewID("op")
 		err = j.tx(ctx, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `INSERT INTO operations(id, task_id, tool, fingerprint, payload, payload_sha256, state, created_at, updated_at)
-				VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, o.TaskID, o.Tool, o.Fingerprint, payload, o.PayloadSHA256, o.State, ms(o.Created), ms(o.Created))
+			_, err := tx.ExecContext(ctx, `INSERT INTO operations(id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, state, created_at, updated_at)
+				VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, o.TaskID, o.Tool, o.Fingerprint, o.Surface, o.Transport, payload, o.PayloadSHA256, o.State, ms(o.Created), ms(o.Created))
 			if err != nil {
 				return err
 			}
@@ -92,6 +97,13 @@ type Move struct {
 	AttemptOutcome, AttemptDetail string
 	// Approval, when set, is created with the move (to AwaitingApproval).
 	Approval *Approval
+	// Verdict, when set, records the verifier's summary.
+	Verdict string
+	// Spend, when set, is what the move costs the task's budgets. It is taken in
+	// the move's transaction: a move the budget cannot pay for does not happen
+	// (ErrRetryBudget, ErrWaitBudget, ErrRepairBudget), and a move that does not
+	// happen spends nothing.
+	Spend *Spend
 }
 
 // Move applies m to operation id if the operation is in m.From. It returns
@@ -125,6 +137,9 @@ func (j *Journal) move(ctx context.Context, tx *sql.Tx, id string, m Move) error
 	if m.PartsDone != nil {
 		add("parts_done", *m.PartsDone)
 	}
+	if m.Verdict != "" {
+		add("verdict", m.Verdict)
+	}
 	if m.StartAttempt {
 		set = append(set, "attempts = attempts + 1")
 	}
@@ -135,6 +150,11 @@ func (j *Journal) move(ctx context.Context, tx *sql.Tx, id string, m Move) error
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return j.whyNotMoved(ctx, tx, id, m)
+	}
+	if m.Spend != nil {
+		if err := spend(ctx, tx, id, *m.Spend); err != nil {
+			return fmt.Errorf("journal: move %s %s -> %s: %w", id, m.From, m.To, err)
+		}
 	}
 	if err := logTransition(ctx, tx, id, m.From, m.To, m.Reason, now); err != nil {
 		return fmt.Errorf("journal: move %s: %w", id, err)
@@ -190,13 +210,13 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-const opColumns = `id, task_id, tool, fingerprint, payload, payload_sha256, fix, state, attempts, parts_done, evidence, retry_at, result, envelope, created_at, updated_at`
+const opColumns = `id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, fix, verdict, state, attempts, parts_done, evidence, retry_at, result, envelope, created_at, updated_at`
 
 func scanOperation(row interface{ Scan(...any) error }) (Operation, error) {
 	var o Operation
 	var payload, fix, evidence, result string
 	var retryAt, created, updated int64
-	err := row.Scan(&o.ID, &o.TaskID, &o.Tool, &o.Fingerprint, &payload, &o.PayloadSHA256, &fix, &o.State,
+	err := row.Scan(&o.ID, &o.TaskID, &o.Tool, &o.Fingerprint, &o.Surface, &o.Transport, &payload, &o.PayloadSHA256, &fix, &o.Verdict, &o.State,
 		&o.Attempts, &o.PartsDone, &evidence, &retryAt, &result, &o.Envelope, &created, &updated)
 	if err != nil {
 		return o, err
@@ -244,6 +264,7 @@ type Filter struct {
 	TaskID      string
 	Fingerprint string
 	Target      string
+	Transport   string
 	Since       time.Time
 	Limit       int
 }
@@ -257,7 +278,7 @@ func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error)
 			args = append(args, s)
 		}
 	}
-	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, "json_extract(payload, '$.target')": f.Target} {
+	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, "json_extract(payload, '$.target')": f.Target, "transport": f.Transport} {
 		if v != "" {
 			where, args = append(where, col+" = ?"), append(args, v)
 		}

@@ -20,7 +20,9 @@ type Task struct {
 	Summary   string
 	// Origin names what started the task (e.g. "telegram:update:812"); a second task
 	// with the same non-empty origin is refused with ErrDuplicate.
-	Origin      string
+	Origin string
+	// Surface is where the task's requests come from (telegram, console, ...).
+	Surface     string
 	Policy      *policy.Policy
 	RetriesUsed int
 	RepairsUsed int
@@ -38,8 +40,8 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 	t.Created = j.now().UTC()
 	for range 5 {
 		t.ID = NewID("task")
-		_, err = j.db.ExecContext(ctx, `INSERT INTO tasks(id, requester, chat, summary, origin, policy, created_at)
-			VALUES(?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, t.Origin, snap, ms(t.Created))
+		_, err = j.db.ExecContext(ctx, `INSERT INTO tasks(id, requester, chat, summary, origin, surface, policy, created_at)
+			VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, t.Origin, t.Surface, snap, ms(t.Created))
 		if isUniqueIndex(err) {
 			return t, fmt.Errorf("journal: task from %s: %w", t.Origin, ErrDuplicate)
 		}
@@ -55,64 +57,89 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 
 // Task returns a task by id, or ErrNotFound.
 func (j *Journal) Task(ctx context.Context, id string) (Task, error) {
+	return j.task(ctx, "id", id)
+}
+
+// TaskByOrigin returns the task that origin started, or ErrNotFound: a replayed
+// request finds the task it started before a crash, and continues it.
+func (j *Journal) TaskByOrigin(ctx context.Context, origin string) (Task, error) {
+	if origin == "" {
+		return Task{}, fmt.Errorf("journal: task of no origin: %w", ErrNotFound)
+	}
+	return j.task(ctx, "origin", origin)
+}
+
+func (j *Journal) task(ctx context.Context, col, v string) (Task, error) {
 	var t Task
 	var snap string
 	var waited, created int64
-	err := j.db.QueryRowContext(ctx, `SELECT id, requester, chat, summary, origin, policy, retries_used, repairs_used, waited_ms, created_at
-		FROM tasks WHERE id = ?`, id).Scan(&t.ID, &t.Requester, &t.Chat, &t.Summary, &t.Origin, &snap, &t.RetriesUsed, &t.RepairsUsed, &waited, &created)
+	err := j.db.QueryRowContext(ctx, `SELECT id, requester, chat, summary, origin, surface, policy, retries_used, repairs_used, waited_ms, created_at
+		FROM tasks WHERE `+col+` = ?`, v).Scan(&t.ID, &t.Requester, &t.Chat, &t.Summary, &t.Origin, &t.Surface, &snap, &t.RetriesUsed, &t.RepairsUsed, &waited, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return t, fmt.Errorf("journal: task %s: %w", id, ErrNotFound)
+		return t, fmt.Errorf("journal: task %s: %w", v, ErrNotFound)
 	}
 	if err != nil {
-		return t, fmt.Errorf("journal: task %s: %w", id, err)
+		return t, fmt.Errorf("journal: task %s: %w", v, err)
 	}
 	t.Policy = new(policy.Policy)
 	if err := json.Unmarshal([]byte(snap), t.Policy); err != nil {
-		return t, fmt.Errorf("journal: task %s: policy snapshot: %w", id, err)
+		return t, fmt.Errorf("journal: task %s: policy snapshot: %w", t.ID, err)
 	}
 	t.Waited, t.Created = time.Duration(waited)*time.Millisecond, fromMS(created)
 	return t, nil
 }
 
-// SpendRetry takes one retry and wait of the task's budgets in one atomic step. It
-// returns ErrRetryBudget or ErrWaitBudget, spending nothing, when either would be
-// exceeded.
-func (j *Journal) SpendRetry(ctx context.Context, taskID string, wait time.Duration) error {
-	t, err := j.Task(ctx, taskID)
+// Spend is what one move costs its task's budgets (see Move.Spend).
+type Spend struct {
+	Retry  bool          // one automatic retry
+	Wait   time.Duration // the wait before it
+	Repair bool          // one repair
+}
+
+// spend takes s from the budgets of the task of operation id, inside the caller's
+// transaction, or returns ErrRetryBudget, ErrWaitBudget or ErrRepairBudget when the
+// task's policy snapshot does not allow it. The transaction holds the write lock, so
+// two moves of one task can never both spend the last retry.
+func spend(ctx context.Context, tx *sql.Tx, id string, s Spend) error {
+	var taskID, snap string
+	var retries, repairs int
+	var waited int64
+	err := tx.QueryRowContext(ctx, `SELECT t.id, t.policy, t.retries_used, t.repairs_used, t.waited_ms
+		FROM tasks t JOIN operations o ON o.task_id = t.id WHERE o.id = ?`, id).Scan(&taskID, &snap, &retries, &repairs, &waited)
 	if err != nil {
-		return err
+		return fmt.Errorf("budgets of %s: %w", id, err)
 	}
+	var p policy.Policy
+	if err := json.Unmarshal([]byte(snap), &p); err != nil {
+		return fmt.Errorf("task %s: policy snapshot: %w", taskID, err)
+	}
+	w := time.Duration(waited) * time.Millisecond
 	switch {
-	case t.RetriesUsed >= t.Policy.RetryBudget:
-		return fmt.Errorf("%w (%d of %d used)", ErrRetryBudget, t.RetriesUsed, t.Policy.RetryBudget)
-	case t.Waited+wait > t.Policy.WaitBudget:
-		return fmt.Errorf("%w (%s of %s used)", ErrWaitBudget, t.Waited.Round(time.Millisecond), t.Policy.WaitBudget)
+	case s.Retry && retries >= p.RetryBudget:
+		return &BudgetError{ErrRetryBudget, fmt.Sprintf("%d of %d used", retries, p.RetryBudget)}
+	case s.Retry && w+s.Wait > p.WaitBudget:
+		return &BudgetError{ErrWaitBudget, fmt.Sprintf("%s of %s used", w.Round(time.Millisecond), p.WaitBudget)}
+	case s.Repair && repairs >= p.RepairBudget:
+		return &BudgetError{ErrRepairBudget, fmt.Sprintf("%d of %d used", repairs, p.RepairBudget)}
 	}
-	return j.spend(ctx, `UPDATE tasks SET retries_used = retries_used + 1, waited_ms = waited_ms + ?
-		WHERE id = ? AND retries_used = ? AND waited_ms = ?`, wait.Milliseconds(), taskID, t.RetriesUsed, t.Waited.Milliseconds())
+	_, err = tx.ExecContext(ctx, `UPDATE tasks SET retries_used = retries_used + ?, waited_ms = waited_ms + ?, repairs_used = repairs_used + ? WHERE id = ?`,
+		b2i(s.Retry), s.Wait.Milliseconds(), b2i(s.Repair), taskID)
+	return err
 }
 
-// SpendRepair takes one repair of the task's budget, or returns ErrRepairBudget.
-func (j *Journal) SpendRepair(ctx context.Context, taskID string) error {
-	t, err := j.Task(ctx, taskID)
-	if err != nil {
-		return err
-	}
-	if t.RepairsUsed >= t.Policy.RepairBudget {
-		return fmt.Errorf("%w (%d of %d used)", ErrRepairBudget, t.RepairsUsed, t.Policy.RepairBudget)
-	}
-	return j.spend(ctx, `UPDATE tasks SET repairs_used = repairs_used + 1 WHERE id = ? AND repairs_used = ?`, taskID, t.RepairsUsed)
+// BudgetError is a budget that cannot pay for a move: Budget is ErrRetryBudget,
+// ErrWaitBudget or ErrRepairBudget, and Used says how much of it went.
+type BudgetError struct {
+	Budget error
+	Used   string
 }
 
-// spend runs a compare-and-set update; losing the race to another spender is
-// reported as ErrStateChanged so the caller can look again.
-func (j *Journal) spend(ctx context.Context, query string, args ...any) error {
-	res, err := j.db.ExecContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("journal: spend budget: %w", err)
+func (e *BudgetError) Error() string { return fmt.Sprintf("%v (%s)", e.Budget, e.Used) }
+func (e *BudgetError) Unwrap() error { return e.Budget }
+
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("journal: spend budget: %w", ErrStateChanged)
-	}
-	return nil
+	return 0
 }

@@ -23,7 +23,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer j.Close()
-	op, err := operator.New(operator.Options{Journal: j, Tools: mustRegistryB(b, pol), Policy: pol})
+	op, err := operator.New(operator.Options{Journal: j, Tools: mustRegistryB(b, pol), Policy: pol, Transport: "telegram"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -77,13 +77,14 @@ func (o *Operator) resolveEnvelope(id string, delivered bool, by string) error {
 		o.opts.Logger.Warn("envelope is broken; resolved in the journal only", "op", id, "path", broken.Path, "err", broken.Err)
 		return nil
 	case errors.Is(err, vault.ErrAlreadyResolved):
-		return fmt.Errorf("operator: %s: its envelope was resolved the other way in the vault: %w", id, ErrNotResolvable)
+		return refusal(ErrNotResolvable, "%s: its envelope was resolved the other way in the vault", id)
 	default:
 		return fmt.Errorf("operator: %s: the envelope could not be resolved, so nothing changed: %w", id, err)
 	}
 }
 
-// Reconcile makes the journal and the vault agree, both ways: an unknown operation
+// Reconcile makes the journal and the vault agree, both ways, for the operations of
+// this operator's transport: an unknown operation
 // without its envelope gets one, and an envelope a person resolved by hand (in an
 // editor) resolves its operation with the reason resolved_in_vault. A broken note is
 // logged with its path and left alone. It returns the operations it resolved.
@@ -93,7 +94,10 @@ func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
 	}
 	o.resolving.Lock()
 	defer o.resolving.Unlock()
-	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{States: []journal.State{journal.Unknown}})
+	if o.opts.Transport == "" {
+		return nil, nil // the owner of sending reconciles; a reader does not
+	}
+	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport, States: []journal.State{journal.Unknown}})
 	if err != nil {
 		return nil, fmt.Errorf("operator: reconcile: %w", err)
 	}

@@ -10,15 +10,21 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-// Resume picks up what a previous process left: approved operations not yet
-// attempted, scheduled retries (each waits only what is left of its wait), and
-// unknown operations without an envelope. The work runs in the background; each
-// outcome goes to Options.Notify. Wait blocks until it is done.
+// Resume picks up what a previous process left of this operator's transport:
+// approved operations not yet attempted, scheduled retries (each waits only what is
+// left of its wait), and unknown operations without an envelope. Call it in the
+// process that owns the transport (journal.Own), after crash recovery. The work
+// runs in the background; each outcome goes to Options.Notify. Wait blocks until
+// it is done.
 func (o *Operator) Resume(ctx context.Context) error {
+	if o.opts.Transport == "" {
+		return nil // sends nothing, so resumes nothing
+	}
 	if _, err := o.Reconcile(ctx); err != nil {
 		return err
 	}
-	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{States: []journal.State{journal.Approved, journal.RetryWait, journal.Unknown}})
+	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport,
+		States: []journal.State{journal.Approved, journal.RetryWait, journal.Unknown}})
 	if err != nil {
 		return fmt.Errorf("operator: resume: %w", err)
 	}
@@ -67,7 +73,7 @@ func whyUnknown(ctx context.Context, j *journal.Journal, id string) string {
 	if err != nil || len(ts) == 0 {
 		return "outcome unknown"
 	}
-	if r := ts[len(ts)-1].Reason; r != "crash_recovery" {
+	if r := ts[len(ts)-1].Reason; r != journal.ReasonCrashRecovery {
 		return r
 	}
 	return "the process stopped while it was sending"
@@ -78,7 +84,7 @@ func whyUnknown(ctx context.Context, j *journal.Journal, id string) string {
 func (o *Operator) PendingApproval(ctx context.Context, opID string) (journal.Approval, error) {
 	a, err := o.opts.Journal.LatestApproval(ctx, opID)
 	if err == nil && a.Decision != journal.Pending {
-		err = fmt.Errorf("operator: %s: %w", opID, journal.ErrNotFound)
+		err = fmt.Errorf("operator: %s waits on no approval: %w", opID, journal.ErrNotFound)
 	}
 	return a, err
 }
@@ -101,7 +107,7 @@ func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by 
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	if op.State != journal.Unknown {
-		return tools.Result{}, fmt.Errorf("operator: %s is %s: %w", opID, op.State, ErrNotResolvable)
+		return tools.Result{}, refusal(ErrNotResolvable, "%s is %s, not unknown", opID, op.State)
 	}
 	if err := o.resolveEnvelope(opID, delivered, by); err != nil {
 		return tools.Result{}, err
@@ -115,7 +121,7 @@ func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by,
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	if op.State != journal.Unknown {
-		return tools.Result{}, fmt.Errorf("operator: %s is %s: %w", opID, op.State, ErrNotResolvable)
+		return tools.Result{}, refusal(ErrNotResolvable, "%s is %s, not unknown", opID, op.State)
 	}
 	done, total := op.PartsDone, len(op.Payload.Messages())
 	if delivered {
@@ -136,7 +142,7 @@ func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by,
 	m.Result = &r
 	err = o.opts.Journal.Move(ctx, opID, m)
 	if errors.Is(err, journal.ErrStateChanged) {
-		return tools.Result{}, fmt.Errorf("operator: %s: %w", opID, ErrNotResolvable)
+		return tools.Result{}, refusal(ErrNotResolvable, "%s was resolved by someone else first", opID)
 	}
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
@@ -153,14 +159,16 @@ func (o *Operator) Retry(ctx context.Context, opID string) (tools.Result, error)
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
-	switch op.State {
-	case journal.NotDelivered:
-	case journal.Unknown:
-		return tools.Result{}, fmt.Errorf("operator: %s has an unknown outcome; verify and /resolve it first: %w", opID, ErrNotRetryable)
-	case journal.Committed:
-		return tools.Result{}, fmt.Errorf("operator: %s was delivered: %w", opID, ErrNotRetryable)
+	switch {
+	case op.Transport != o.opts.Transport:
+		return tools.Result{}, refusal(ErrOtherTransport, "%s is delivered by %s; retry it there", opID, orNobody(op.Transport))
+	case op.State == journal.NotDelivered:
+	case op.State == journal.Unknown:
+		return tools.Result{}, refusal(ErrNotRetryable, "%s has an unknown outcome; verify and /resolve it first", opID)
+	case op.State == journal.Committed:
+		return tools.Result{}, refusal(ErrNotRetryable, "%s was delivered", opID)
 	default:
-		return tools.Result{}, fmt.Errorf("operator: %s is %s: %w", opID, op.State, ErrNotRetryable)
+		return tools.Result{}, refusal(ErrNotRetryable, "%s is %s", opID, op.State)
 	}
 	task, err := o.opts.Journal.Task(ctx, op.TaskID)
 	if err != nil {
@@ -183,10 +191,10 @@ func (o *Operator) Cancel(ctx context.Context, opID string, by string) (tools.Re
 	case journal.Prepared, journal.Verified, journal.Approved, journal.RetryWait, journal.NotDelivered:
 		err = o.opts.Journal.Move(ctx, opID, journal.Move{From: op.State, To: journal.Cancelled, Reason: reason})
 	default:
-		return tools.Result{}, fmt.Errorf("operator: %s is %s: %w", opID, op.State, ErrNotCancelable)
+		return tools.Result{}, refusal(ErrNotCancelable, "%s is %s", opID, op.State)
 	}
 	if errors.Is(err, journal.ErrStateChanged) || errors.Is(err, journal.ErrDecided) {
-		return tools.Result{}, fmt.Errorf("operator: %s moved on before the cancel: %w", opID, ErrNotCancelable)
+		return tools.Result{}, refusal(ErrNotCancelable, "%s moved on before the cancel", opID)
 	}
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
@@ -194,4 +202,33 @@ func (o *Operator) Cancel(ctx context.Context, opID string, by string) (tools.Re
 	r := stopResult(report(reason+"; nothing was sent", "", ""))
 	r.Status = tools.StatusTerminal
 	return o.finish(ctx, opID, r)
+}
+
+// Continue takes up an operation that a previous process prepared but never put
+// before an approver: a crash between the start of its task and its card. A
+// prepared commit is verified and gated, a verified one gated; anything further
+// along is returned as it stands. It refuses another transport's operations.
+func (o *Operator) Continue(ctx context.Context, opID string) (tools.Result, error) {
+	op, err := o.opts.Journal.Operation(ctx, opID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	if op.Transport != o.opts.Transport {
+		return tools.Result{}, refusal(ErrOtherTransport, "%s is delivered by %s", opID, orNobody(op.Transport))
+	}
+	task, err := o.opts.Journal.Task(ctx, op.TaskID)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	tool, ok := o.opts.Tools.Get(op.Tool)
+	_, commits := tool.(tools.Committer)
+	switch {
+	case !ok || !commits:
+		return resultOf(op), nil
+	case op.State == journal.Prepared:
+		return o.verifyAndGate(ctx, task, op)
+	case op.State == journal.Verified:
+		return o.gate(ctx, task, op, journal.Verified)
+	}
+	return resultOf(op), nil
 }

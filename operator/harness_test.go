@@ -135,14 +135,25 @@ func newHarness(t *testing.T, script ...error) *harness {
 	return h
 }
 
-// open (re)opens the journal and builds an operator over it, as a process start does.
+// transport is what the harness's sender delivers through.
+const transport = "telegram"
+
+// open (re)opens the journal, owns its sending and builds an operator over it, as a
+// process start does. The process before it is gone: its journal is closed, which
+// releases its ownership as a process's death would.
 func (h *harness) open() {
 	h.t.Helper()
+	if h.j != nil {
+		h.j.Close()
+	}
 	j, err := journal.Open(context.Background(), h.file, journal.WithClock(h.clock.Now))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { j.Close() })
+	if err := j.Own(context.Background(), transport); err != nil {
+		h.t.Fatal(err)
+	}
 	reg, err := tools.NewRegistry(h.pol, h.sender)
 	if err != nil {
 		h.t.Fatal(err)
@@ -151,7 +162,7 @@ func (h *harness) open() {
 	if h.verify {
 		v = verifier.New(h.pol.Verify, operator.History{Journal: j}, h.clock.Now)
 	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Verifier: v, Vault: h.vault, Clock: h.clock,
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Verifier: v, Vault: h.vault, Clock: h.clock, Transport: transport,
 		Rand: func() float64 { return 0.5 }, Logger: slog.New(slog.NewTextHandler(&h.logs, nil))})
 	if err != nil {
 		h.t.Fatal(err)

@@ -63,9 +63,15 @@ type Options struct {
 	// Notify hears the outcome of work that finishes outside a caller's request:
 	// resumed retries after a restart. It may be nil.
 	Notify func(ctx context.Context, opID string, r tools.Result)
-	Clock  Clock          // nil: the real clock
-	Rand   func() float64 // nil: math/rand; the jitter's source
-	Logger *slog.Logger   // nil: slog.Default()
+	// Transport names what the Tools' sender delivers through ("telegram",
+	// "console"). It is recorded on every operation this operator creates, and the
+	// operator commits, resumes and recovers only operations of its own transport:
+	// another surface's operations may be shown and resolved here, never delivered.
+	// Empty: this operator commits nothing (a process that only reads and resolves).
+	Transport string
+	Clock     Clock          // nil: the real clock
+	Rand      func() float64 // nil: math/rand; the jitter's source
+	Logger    *slog.Logger   // nil: slog.Default()
 }
 
 // Operator runs tool calls. It is safe for concurrent use.
@@ -77,12 +83,13 @@ type Operator struct {
 	resolving sync.Mutex
 }
 
-// DoomLoopPrefix begins the reason of a call the loop guard stopped: the same call
-// with the same arguments, issued again after it failed.
-const DoomLoopPrefix = "possible doom loop"
+// doomLoop begins the reason of a call the loop guard stopped (its Cause is
+// tools.CauseDoomLoop): the same call with the same arguments, issued again after
+// it failed.
+const doomLoop = "possible doom loop"
 
 // Errors a caller of the operator acts on. Failures of a tool call are results, not
-// errors; these are refusals of the request itself.
+// errors; these are refusals of the request itself, returned as a *Refusal.
 var (
 	ErrUnknownTool   = errors.New("no such tool")
 	ErrNotApprover   = errors.New("not an approver")
@@ -90,7 +97,26 @@ var (
 	ErrNotRetryable  = errors.New("operation cannot be retried")
 	ErrNotResolvable = errors.New("operation has no unknown outcome to resolve")
 	ErrNotCancelable = errors.New("operation cannot be cancelled")
+	// ErrOtherTransport refuses to decide or send here an operation that another
+	// transport delivers (a Telegram operation seen from the console).
+	ErrOtherTransport = errors.New("operation is delivered by another transport")
+	// ErrNoSuchApproval refuses a decision on an approval the journal does not know.
+	ErrNoSuchApproval = errors.New("no such approval")
 )
+
+// Refusal is a request the operator turned down, with the reason in words for
+// the person who asked. It unwraps to one of the Err* sentinels above.
+type Refusal struct {
+	Err   error
+	Words string
+}
+
+func (r *Refusal) Error() string { return "operator: " + r.Words }
+func (r *Refusal) Unwrap() error { return r.Err }
+
+func refusal(sentinel error, format string, args ...any) error {
+	return &Refusal{Err: sentinel, Words: fmt.Sprintf(format, args...)}
+}
 
 // New returns an operator over the given dependencies.
 func New(o Options) (*Operator, error) {
@@ -109,9 +135,9 @@ func New(o Options) (*Operator, error) {
 	return &Operator{opts: o}, nil
 }
 
-// StartTask opens a task (Requester, Chat, Summary and Origin set by the caller)
-// under a snapshot of the policy in force. A task whose Origin was seen before is
-// refused with journal.ErrDuplicate.
+// StartTask opens a task (Requester, Chat, Summary, Origin and Surface set by the
+// caller) under a snapshot of the policy in force. A task whose Origin was seen
+// before is refused with journal.ErrDuplicate.
 func (o *Operator) StartTask(ctx context.Context, t journal.Task) (journal.Task, error) {
 	t.Policy = o.opts.Policy
 	return o.opts.Journal.CreateTask(ctx, t)
@@ -151,7 +177,7 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: prepare %s: %w", c.Tool, err)
 	}
-	op, err := o.opts.Journal.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: c.Tool, Fingerprint: fp, Payload: payload}, "prepared")
+	op, err := o.opts.Journal.CreateOperation(ctx, o.newOperation(task, c.Tool, fp, payload), "prepared")
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
@@ -162,6 +188,13 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 	return o.verifyAndGate(ctx, task, op)
 }
 
+// newOperation is an operation of task, made here and delivered by this
+// operator's transport.
+func (o *Operator) newOperation(task journal.Task, tool, fp string, payload tools.Payload) journal.Operation {
+	return journal.Operation{TaskID: task.ID, Tool: tool, Fingerprint: fp, Payload: payload,
+		Surface: task.Surface, Transport: o.opts.Transport}
+}
+
 func hasTool(p *policy.Policy, name string) bool {
 	_, ok := p.Tool(name)
 	return ok
@@ -170,7 +203,7 @@ func hasTool(p *policy.Policy, name string) bool {
 // refuse journals a call that was stopped before it was prepared, so that the audit
 // log shows every call, and returns the result with the operation's id.
 func (o *Operator) refuse(ctx context.Context, task journal.Task, tool, fp string, r tools.Result) (tools.Result, error) {
-	op, err := o.opts.Journal.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: tool, Fingerprint: fp}, "call received")
+	op, err := o.opts.Journal.CreateOperation(ctx, o.newOperation(task, tool, fp, tools.Payload{}), "call received")
 	if err != nil {
 		return r, fmt.Errorf("operator: %w", err)
 	}
@@ -200,7 +233,7 @@ func (o *Operator) guard(ctx context.Context, task journal.Task, fp string) (too
 		"",
 		"change the request, or verify and resolve the earlier operation",
 	))
-	r.Reason = DoomLoopPrefix + ": " + r.Reason
+	r.Reason, r.Cause = doomLoop+": "+r.Reason, tools.CauseDoomLoop
 	return r, true, nil
 }
 
@@ -212,35 +245,38 @@ func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op jour
 			Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, Policy: &task.Policy.Verify})
 	}
 	if v.Decision != verifier.Pass {
-		r, err := o.verdictResult(ctx, task, v)
-		if err != nil {
-			return tools.Result{}, err
-		}
-		r.OperationID = op.ID
-		return r, o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: r.Reason, Result: &r})
+		return o.refuseVerdict(ctx, op, v)
 	}
-	if err := o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Verified, Reason: "verifier: " + v.Summary()}); err != nil {
+	if err := o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Verified, Reason: "verifier: " + v.Summary(), Verdict: v.Summary()}); err != nil {
 		return tools.Result{}, err
 	}
 	return o.gate(ctx, task, op, journal.Verified)
 }
 
-// verdictResult is the result of a payload the verifier did not pass. A repair
-// goes back to the caller within the task's repair budget; past it, it is a stop.
-func (o *Operator) verdictResult(ctx context.Context, task journal.Task, v verifier.Verdict) (tools.Result, error) {
-	if v.Decision == verifier.Stop {
-		return stopResult(report("the verifier stopped it: "+strings.Join(v.Reasons, "; ")+"; nothing was sent", "", "change the request")), nil
+// refuseVerdict ends an operation the verifier did not pass. A repair goes back to
+// the caller and is paid from the task's repair budget in the same move; past the
+// budget, or on a stop, the call stops.
+func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v verifier.Verdict) (tools.Result, error) {
+	reasons := strings.Join(v.Reasons, "; ")
+	r := stopResult(report("the verifier stopped it: "+reasons+"; nothing was sent", "", "change the request"))
+	m := journal.Move{From: journal.Prepared, To: journal.Failed, Verdict: v.Summary()}
+	if v.Decision == verifier.Repair {
+		r, m.Spend = repairable("verifier asks for a repair: "+reasons), &journal.Spend{Repair: true}
 	}
-	err := o.opts.Journal.SpendRepair(ctx, task.ID)
-	switch {
-	case errors.Is(err, journal.ErrRepairBudget):
-		r := stopResult(report("the verifier asked for a repair again: "+strings.Join(v.Reasons, "; ")+"; nothing was sent", "", "fix the request by hand"))
-		r.Reason = err.Error() + ": " + r.Reason
-		return r, nil
-	case err != nil:
+	r.OperationID = op.ID
+	m.Reason, m.Result = r.Reason, &r
+	err := o.opts.Journal.Move(ctx, op.ID, m)
+	var budget *journal.BudgetError
+	if errors.As(err, &budget) {
+		r = stopResult(report("the verifier asked for a repair again: "+reasons+"; nothing was sent", "", "fix the request by hand"))
+		r.OperationID, r.Cause, r.Reason = op.ID, tools.CauseBudget, budget.Error()+": "+r.Reason
+		m.Spend, m.Reason, m.Result = nil, r.Reason, &r
+		err = o.opts.Journal.Move(ctx, op.ID, m)
+	}
+	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
-	return repairable("verifier asks for a repair: " + strings.Join(v.Reasons, "; ")), nil
+	return r, nil
 }
 
 // gate moves a verified (or not-delivered) operation to awaiting approval, or

@@ -10,25 +10,45 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-// Decide records an approver's decision on an approval and, when approved, runs the
-// commit to its outcome. The first decision wins: a later one returns ErrDecided and
-// changes nothing, and so does a decision by someone who is not an approver
-// (ErrNotApprover). An expired approval commits nothing and ends terminal.
-func (o *Operator) Decide(ctx context.Context, approvalID string, by int64, approve bool) (tools.Result, error) {
+// Decision is a decision recorded on an approval.
+type Decision struct {
+	Approval journal.Approval // as decided
+	// Result is the operation's final result when it will not be committed
+	// (rejected, or expired before the tap); zero when approved: Proceed commits it.
+	Result tools.Result
+}
+
+// Approved reports whether the commit may go ahead.
+func (d Decision) Approved() bool { return d.Approval.Decision == journal.DecideApprove }
+
+// Record records an approver's decision on an approval, as one compare-and-set in
+// the journal, without committing anything: a surface answers the tap with what
+// was really recorded, then calls Proceed. Who may decide is read from the policy
+// the task started with, never from the policy in force now. Refusals change
+// nothing and are *Refusal errors: ErrNotApprover, ErrDecided (a later decision:
+// the first one won), ErrNoSuchApproval, ErrOtherTransport. An approval decided at
+// or after its expiry records the expiry instead, with a terminal result.
+func (o *Operator) Record(ctx context.Context, approvalID string, by int64, approve bool) (Decision, error) {
 	a, err := o.opts.Journal.Approval(ctx, approvalID)
+	if errors.Is(err, journal.ErrNotFound) {
+		return Decision{}, refusal(ErrNoSuchApproval, "no approval %s", approvalID)
+	}
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return Decision{}, fmt.Errorf("operator: %w", err)
 	}
 	op, err := o.opts.Journal.Operation(ctx, a.OperationID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return Decision{}, fmt.Errorf("operator: %w", err)
 	}
 	task, err := o.opts.Journal.Task(ctx, op.TaskID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return Decision{}, fmt.Errorf("operator: %w", err)
 	}
-	if !task.Policy.Access.IsApprover(by) {
-		return tools.Result{}, fmt.Errorf("operator: user %d: %w", by, ErrNotApprover)
+	switch {
+	case !task.Policy.Access.IsApprover(by):
+		return Decision{}, refusal(ErrNotApprover, "user %d may not decide %s: the approvers are those of the policy when its task started", by, op.ID)
+	case op.Transport != o.opts.Transport:
+		return Decision{}, refusal(ErrOtherTransport, "%s is delivered by %s; decide it there", op.ID, orNobody(op.Transport))
 	}
 	d := journal.DecideReject
 	if approve {
@@ -37,17 +57,46 @@ func (o *Operator) Decide(ctx context.Context, approvalID string, by int64, appr
 	a, err = o.opts.Journal.Decide(ctx, approvalID, d, by)
 	switch {
 	case errors.Is(err, journal.ErrDecided):
-		return tools.Result{}, fmt.Errorf("operator: approval %s was %s: %w", approvalID, a.Decision, ErrDecided)
+		return Decision{Approval: a}, refusal(ErrDecided, "approval %s was %s", approvalID, a.Decision)
 	case errors.Is(err, journal.ErrExpired):
 		r := stopResult(report("the approval expired at "+a.Expires.Format(time.RFC3339)+"; nothing was sent", "", "issue the command again if it is still wanted"))
-		return o.finish(ctx, op.ID, r)
+		r.Cause = tools.CauseApprovalExpired
+		r, err = o.finish(ctx, op.ID, r)
+		return Decision{Approval: a, Result: r}, err
 	case err != nil:
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return Decision{}, fmt.Errorf("operator: %w", err)
 	case !approve:
 		r := stopResult(report(fmt.Sprintf("rejected by user %d; nothing was sent", by), "", ""))
-		return o.finish(ctx, op.ID, r)
+		r.Cause = tools.CauseRejected
+		r, err = o.finish(ctx, op.ID, r)
+		return Decision{Approval: a, Result: r}, err
 	}
-	return o.run(ctx, op.ID)
+	return Decision{Approval: a}, nil
+}
+
+// Proceed commits an operation Record approved, to its outcome.
+func (o *Operator) Proceed(ctx context.Context, d Decision) (tools.Result, error) {
+	if !d.Approved() {
+		return d.Result, nil
+	}
+	return o.run(ctx, d.Approval.OperationID)
+}
+
+// Decide is Record and then Proceed: it records an approver's decision and, when
+// approved, runs the commit to its outcome. Its refusals are Record's.
+func (o *Operator) Decide(ctx context.Context, approvalID string, by int64, approve bool) (tools.Result, error) {
+	d, err := o.Record(ctx, approvalID, by, approve)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	return o.Proceed(ctx, d)
+}
+
+func orNobody(transport string) string {
+	if transport == "" {
+		return "no transport"
+	}
+	return transport
 }
 
 // finish stores the result of an operation that the journal already moved to its
@@ -105,6 +154,12 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	if !ok || !commits {
 		r := stopResult(fmt.Sprintf("tool %s is not offered any more; nothing was sent", op.Tool))
 		return o.end(ctx, op, from, journal.Failed, r, "")
+	}
+	if o.opts.Transport == "" || op.Transport != o.opts.Transport {
+		// Another surface's operation: this process may show it, never deliver it.
+		// It stays where it is for the process that owns its transport.
+		r := resultOf(op)
+		return &r, refusal(ErrOtherTransport, "%s is delivered by %s, not by this process", op.ID, orNobody(op.Transport))
 	}
 	if r, refused, err := o.checkBinding(ctx, op, from); refused || err != nil {
 		return r, err
@@ -190,25 +245,29 @@ func (o *Operator) decide(ctx context.Context, task journal.Task, op journal.Ope
 
 func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*tools.Result, error) {
 	wait := backoff(task.Policy.Backoff, task.RetriesUsed, v.retryAfter, o.opts.Rand())
-	err := o.opts.Journal.SpendRetry(ctx, task.ID, wait)
-	if errors.Is(err, journal.ErrRetryBudget) || errors.Is(err, journal.ErrWaitBudget) {
-		known := fmt.Sprintf("%d attempts, none delivered (%s)", op.Attempts, v.reason)
-		if v.retryAfter > 0 && errors.Is(err, journal.ErrWaitBudget) {
-			known = fmt.Sprintf("the service asked to wait %s, more than the wait budget allows; nothing was sent", v.retryAfter)
-		}
-		r := stopResult(report(known, "", "send again later"))
-		r.RetryAfterMS = v.retryAfter.Milliseconds()
-		r.Reason = err.Error() + ": " + r.Reason
-		return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("operator: %w", err)
-	}
 	at := o.opts.Clock.Now().Add(wait)
 	r := tools.Result{Status: tools.StatusRetryable, OperationID: op.ID, SideEffect: tools.SideEffectNone,
 		NextAction: tools.NextRetry, RetryAfterMS: wait.Milliseconds(), Reason: v.reason}
-	return nil, o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.RetryWait,
-		Reason: fmt.Sprintf("retry in %s: %s", wait, v.reason), RetryAt: at, Result: &r, AttemptOutcome: "retry", AttemptDetail: detail})
+	// The retry is paid in the move that schedules it: two commits of one task
+	// racing for the last retry cannot both have it, and neither is left committing.
+	err := o.opts.Journal.Move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.RetryWait,
+		Reason: fmt.Sprintf("retry in %s: %s", wait, v.reason), RetryAt: at, Result: &r, AttemptOutcome: "retry", AttemptDetail: detail,
+		Spend: &journal.Spend{Retry: true, Wait: wait}})
+	var budget *journal.BudgetError
+	if !errors.As(err, &budget) {
+		if err != nil {
+			return nil, fmt.Errorf("operator: %w", err)
+		}
+		return nil, nil
+	}
+	known := fmt.Sprintf("%d attempts, none delivered (%s)", op.Attempts, v.reason)
+	if v.retryAfter > 0 && errors.Is(err, journal.ErrWaitBudget) {
+		known = fmt.Sprintf("the service asked to wait %s, more than the wait budget allows; nothing was sent", v.retryAfter)
+	}
+	r = stopResult(report(known, "", "send again later"))
+	r.RetryAfterMS, r.Cause = v.retryAfter.Milliseconds(), tools.CauseBudget
+	r.Reason = budget.Error() + ": " + r.Reason
+	return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
 }
 
 func (o *Operator) repair(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*tools.Result, error) {
@@ -216,19 +275,22 @@ func (o *Operator) repair(ctx context.Context, task journal.Task, op journal.Ope
 		r := repairable(report("the service refused the request as malformed: "+v.reason+"; nothing was sent", "", "repair the request and call again"))
 		return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
 	}
-	if err := o.opts.Journal.SpendRepair(ctx, task.ID); errors.Is(err, journal.ErrRepairBudget) {
-		r := stopResult(report("the service refused the request again after a repair: "+v.reason+"; nothing was sent", "", "fix the request by hand"))
-		r.Reason = err.Error() + ": " + r.Reason
-		return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
-	} else if err != nil {
-		return nil, fmt.Errorf("operator: %w", err)
-	}
 	fix := *v.fix
 	if op.Fix != nil { // repairs add up: a migrated chat stays migrated
 		fix = mergeFix(*op.Fix, fix)
 	}
-	return nil, o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Approved,
-		Reason: "repair: " + v.reason, Fix: &fix, AttemptOutcome: "repair", AttemptDetail: detail})
+	err := o.opts.Journal.Move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Approved,
+		Reason: "repair: " + v.reason, Fix: &fix, AttemptOutcome: "repair", AttemptDetail: detail, Spend: &journal.Spend{Repair: true}})
+	var budget *journal.BudgetError
+	if !errors.As(err, &budget) {
+		if err != nil {
+			return nil, fmt.Errorf("operator: %w", err)
+		}
+		return nil, nil
+	}
+	r := stopResult(report("the service refused the request again after a repair: "+v.reason+"; nothing was sent", "", "fix the request by hand"))
+	r.Cause, r.Reason = tools.CauseBudget, budget.Error()+": "+r.Reason
+	return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
 }
 
 func mergeFix(a, b tools.Fix) tools.Fix {

@@ -90,7 +90,7 @@ func TestStrangersTapChangesNothing(t *testing.T) {
 	r.tap(mallory, card, "Approve")
 	r.waitFor("the stranger's tap answered", func(s *telegramtest.Server) bool {
 		for _, a := range s.CallbackAnswers() {
-			if strings.Contains(a.Text, "Only approvers") {
+			if strings.Contains(a.Text, "not an approver of this request") {
 				return true
 			}
 		}

@@ -26,6 +26,10 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
+// Transport is the name Telegram's operations are recorded under: only the process
+// that owns it (journal.Own) sends them. It is also the surface's name.
+const Transport = "telegram"
+
 // DefaultAPIURL is the public Bot API server.
 const DefaultAPIURL = "https://api.telegram.org"
 
@@ -62,7 +66,10 @@ type Bot struct {
 	log    *slog.Logger
 	client *http.Client
 	work   sync.WaitGroup
-	cards  keyLock // per approval: cards sent before taps are acted on
+	cards  keyLock // per approval: cards sent before taps are acted on; per chat: a card after its previews
+	// cardRetry is when the sweep may next show an approval whose card reached
+	// no approver; only the sweep's goroutine touches it.
+	cardRetry map[string]time.Time
 
 	// Set by Serve.
 	ops     *operator.Operator
@@ -76,7 +83,7 @@ type Bot struct {
 // Telegram refuses. No error or log line carries the token.
 func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	o = withDefaults(o)
-	t := &Bot{opts: o, log: o.Logger, journal: j}
+	t := &Bot{opts: o, log: o.Logger, journal: j, cardRetry: map[string]time.Time{}}
 	t.redact = func(s string) string { return strings.ReplaceAll(s, o.Token, "<token>") }
 	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second}
 	// The library makes the method calls; updates are received by poll (or the
@@ -193,14 +200,19 @@ func (t *Bot) spawn(fn func()) {
 	go func() { defer t.work.Done(); fn() }()
 }
 
-// send sends a plain message that is not a commit (a reply, a card); it makes one
-// more try when Telegram asks to wait a little.
-func (t *Bot) send(ctx context.Context, chat int64, text string, markup models.ReplyMarkup) (*models.Message, error) {
+// send sends a plain message that is not a commit (a reply, a card), as an answer
+// to message replyTo when it is not 0; it makes one more try when Telegram asks to
+// wait a little.
+func (t *Bot) send(ctx context.Context, chat int64, text string, markup models.ReplyMarkup, replyTo int) (*models.Message, error) {
+	params := &bot.SendMessageParams{ChatID: chat, Text: text, ReplyMarkup: markup}
+	if replyTo != 0 {
+		params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
+	}
 	for try := 0; ; try++ {
 		if err := t.sender.limiter.Wait(ctx, strconv.FormatInt(chat, 10)); err != nil {
 			return nil, err
 		}
-		m, err := t.api.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text, ReplyMarkup: markup})
+		m, err := t.api.SendMessage(ctx, params)
 		var tmr *bot.TooManyRequestsError
 		if errors.As(err, &tmr) && try == 0 && tmr.RetryAfter <= 10 {
 			if err := sleep(ctx, time.Duration(tmr.RetryAfter)*time.Second); err != nil {
@@ -219,7 +231,7 @@ func (t *Bot) send(ctx context.Context, chat int64, text string, markup models.R
 // not arrive loses nothing, the journal holds the facts.
 func (t *Bot) reply(ctx context.Context, chat int64, text string) {
 	for _, part := range tools.Split(text, tools.MaxMessageUnits) {
-		if _, err := t.send(ctx, chat, part, nil); err != nil {
+		if _, err := t.send(ctx, chat, part, nil, 0); err != nil {
 			t.log.Warn("reply not delivered", "chat", chat, "err", err)
 			return
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -60,7 +61,7 @@ func cardText(a *command.Approval, inline bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Approval needed: %s\nTo: %s\nOperation: %s\nPayload: sha256 %s\n", p.Action, p.Target, a.Operation.ID, a.PayloadSHA256[:12])
 	if a.Verdict != "" {
-		fmt.Fprintf(&b, "Verified: %s\n", strings.TrimPrefix(a.Verdict, "verifier: "))
+		fmt.Fprintf(&b, "Verified: %s\n", a.Verdict)
 	}
 	fmt.Fprintf(&b, "Expires: %s\n", a.Expires.UTC().Format("2006-01-02 15:04 UTC"))
 	if p.ParseMode != "" {
@@ -69,15 +70,17 @@ func cardText(a *command.Approval, inline bool) string {
 	if inline {
 		b.WriteString("\nText, exactly as it will be sent:\n" + p.Text)
 	} else {
-		fmt.Fprintf(&b, "\nText: the %d message(s) just above, exactly as they will be sent (%d characters).", len(p.Messages()), len(p.Text))
+		fmt.Fprintf(&b, "\nText: the %d message(s) just above, starting with the one this card answers, exactly as they will be sent (%d characters).", len(p.Messages()), len(p.Text))
 	}
 	return b.String()
 }
 
 // requestApproval shows the approval card to every approver (the requester's own
-// chat included when the requester is one), each with Approve and Reject, and tells
-// a requester who is not an approver where it went.
-func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int64, a *command.Approval) {
+// chat included when the requester is one) that has not been shown it yet, each
+// with Approve and Reject, and tells a requester who is not an approver where it
+// went. resent says the card is shown late, after a restart or for another
+// surface's request, and tells the requester so.
+func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int64, a *command.Approval, resent bool) {
 	inline := len(a.Operation.Payload.Parts) == 0
 	text := cardText(a, true)
 	if tools.Units(text) > tools.MaxMessageUnits || !inline {
@@ -87,36 +90,113 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 		button{Text: "✅ Approve", CallbackData: callbackData(approveKind, a.ID, "y")},
 		button{Text: "❌ Reject", CallbackData: callbackData(approveKind, a.ID, "n")})
 	defer t.cards.lock(a.ID)()
-	reached := 0
+	shown, err := t.shownIn(ctx, a.ID)
+	if err != nil {
+		t.log.Warn("cards not read; showing the approval again", "approval", a.ID, "err", err)
+	}
+	reached, sent := len(shown), 0
 	for _, chat := range t.policy.Access.Approvers {
+		if shown[chat] {
+			continue // shown before a restart: one card per approver
+		}
 		if err := t.showCard(ctx, chat, a, inline, text, kb); err != nil {
 			t.log.Warn("approval card not delivered", "approver", chat, "op", a.Operation.ID, "err", err)
 			continue
 		}
-		reached++
+		reached, sent = reached+1, sent+1
 	}
 	switch {
 	case reached == 0:
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval, but no approver could be reached (have they started a chat with the bot?). /cancel %s drops it.", a.Operation.ID, a.Operation.ID))
+	case sent == 0:
+		// Every card was out before: the requester was told then.
+	case resent:
+		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; its card went to %d approver(s) only now, after the bot restarted.", a.Operation.ID, reached))
 	case !t.policy.Access.IsApprover(requester):
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; the card went to %d approver(s).", a.Operation.ID, reached))
 	}
 }
 
+// shownIn is the set of chats a card of approval apID was recorded in.
+func (t *Bot) shownIn(ctx context.Context, apID string) (map[int64]bool, error) {
+	cards, err := t.journal.Cards(ctx, apID)
+	shown := map[int64]bool{}
+	for _, c := range cards {
+		shown[c.ChatID] = true
+	}
+	return shown, err
+}
+
+// showCard sends one approver the card, after the previews of a text too long to
+// fit in it. The previews and their card go out as one block per chat, and the card
+// answers the first preview, so that two long texts at once never leave a card
+// under another operation's text.
 func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, inline bool, text string, kb models.ReplyMarkup) error {
+	defer t.cards.lock(chatKey(chat))()
+	var first int
 	if !inline {
-		for _, part := range a.Operation.Payload.Messages() {
-			if _, err := t.send(ctx, chat, part, nil); err != nil {
+		for i, part := range a.Operation.Payload.Messages() {
+			m, err := t.send(ctx, chat, part, nil, 0)
+			if err != nil {
 				return err
+			}
+			if i == 0 {
+				first = m.ID
 			}
 		}
 	}
-	m, err := t.send(ctx, chat, text, kb)
+	m, err := t.send(ctx, chat, text, kb, first)
 	if err != nil {
 		return err
 	}
 	return t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
 }
+
+// chatKey is the key of a chat in the bot's key lock, apart from approval ids.
+func chatKey(chat int64) string { return "chat:" + strconv.FormatInt(chat, 10) }
+
+// showUncarded shows the approvals that should have a card and have none: the
+// process that asked for them stopped first, or another surface asked. An approval
+// whose card reached nobody is tried again after a while, not on every sweep.
+func (t *Bot) showUncarded(ctx context.Context) {
+	as, err := t.journal.Uncarded(ctx, Transport)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("approvals without cards not read", "err", err)
+		}
+		return
+	}
+	now := time.Now()
+	waiting := map[string]bool{}
+	for _, a := range as {
+		waiting[a.ID] = true
+		if next, ok := t.cardRetry[a.ID]; ok && now.Before(next) {
+			continue
+		}
+		t.cardRetry[a.ID] = now.Add(cardRetryEvery)
+		ca, err := t.handler.Approval(ctx, a.OperationID)
+		if err != nil {
+			t.log.Warn("approval not shown", "approval", a.ID, "err", err)
+			continue
+		}
+		task, err := t.taskOf(ctx, a.OperationID)
+		if err != nil {
+			t.log.Warn("approval not shown", "approval", a.ID, "err", err)
+			continue
+		}
+		chat, _ := strconv.ParseInt(task.Chat, 10, 64)
+		t.requestApproval(ctx, chat, task.Requester, &ca, true)
+	}
+	for id := range t.cardRetry {
+		if !waiting[id] {
+			delete(t.cardRetry, id)
+		}
+	}
+}
+
+// cardRetryEvery is how long an approval whose card reached no approver waits
+// before the sweep tries again.
+const cardRetryEvery = 10 * time.Minute
 
 // onCallback answers a tap at once, then acts on it. Forged or stale data, and taps
 // by people who may not decide, change nothing.
@@ -138,48 +218,57 @@ func (t *Bot) answer(ctx context.Context, cq *models.CallbackQuery, text string)
 	}
 }
 
+// onApprovalTap records the tap, answers it with what was recorded, and only
+// then commits: the tap's answer never promises a send that will not happen.
+// Who may decide is the task's snapshot of the approvers, not today's list.
 func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID string, approve bool) {
 	t.cards.lock(apID)() // wait until every copy of the card is sent and recorded
-	a, err := t.journal.Approval(ctx, apID)
+	d, err := t.ops.Record(ctx, apID, cq.From.ID, approve)
+	var refused *operator.Refusal
 	switch {
-	case errors.Is(err, journal.ErrNotFound):
-		t.answer(ctx, cq, "This approval is not known.")
+	case errors.As(err, &refused):
+		t.answer(ctx, cq, tapRefusal(refused, d))
 		return
 	case err != nil:
-		t.answer(ctx, cq, "The bot could not read this approval; try again.")
-		t.log.Error("approval lookup failed", "err", err)
+		t.answer(ctx, cq, "The bot could not record this tap; nothing was sent.")
+		t.log.Error("decision failed", "approval", apID, "err", err)
+		t.reply(ctx, cq.From.ID, failure(err))
 		return
-	case !t.policy.Access.IsApprover(cq.From.ID):
-		t.answer(ctx, cq, "Only approvers can decide.")
-		return
-	case a.Decision != journal.Pending:
-		t.answer(ctx, cq, fmt.Sprintf("Already %s.", a.Decision))
-		return
-	case !time.Now().Before(a.Expires):
+	case d.Result.Cause == tools.CauseApprovalExpired:
 		t.answer(ctx, cq, "This approval expired; nothing will be sent.")
-	case approve:
+	case d.Approved():
 		t.answer(ctx, cq, "Approved. Sending…")
 	default:
 		t.answer(ctx, cq, "Rejected. Nothing will be sent.")
 	}
-	reply, err := t.handler.Decide(ctx, apID, cq.From.ID, approve)
+	r, err := t.ops.Proceed(ctx, d)
 	if err != nil {
-		t.log.Error("decision failed", "approval", apID, "err", err)
+		t.log.Error("commit failed", "approval", apID, "err", err)
 		t.reply(ctx, cq.From.ID, failure(err))
 		return
 	}
-	if reply.Result == nil {
-		return // refused (already decided, not an approver): nothing changed
+	t.closeCards(ctx, apID, decisionLine(&r, who(cq.From), approve))
+	t.tellRequester(ctx, d.Approval.OperationID, command.Reply{Text: command.Describe(r), Result: &r})
+}
+
+// tapRefusal is what a tap the operator refused is answered with.
+func tapRefusal(r *operator.Refusal, d operator.Decision) string {
+	switch {
+	case errors.Is(r, operator.ErrNotApprover):
+		return "You are not an approver of this request (its approvers were fixed when it was made)."
+	case errors.Is(r, operator.ErrDecided):
+		return fmt.Sprintf("Already %s.", d.Approval.Decision)
+	case errors.Is(r, operator.ErrNoSuchApproval):
+		return "This approval is not known."
 	}
-	t.closeCards(ctx, apID, decisionLine(reply.Result, who(cq.From), approve))
-	t.tellRequester(ctx, a.OperationID, reply)
+	return "Refused: " + r.Words + "."
 }
 
 // decisionLine is what every copy of a card says once decided.
 func decisionLine(r *tools.Result, by string, approve bool) string {
 	at := time.Now().UTC().Format("2006-01-02 15:04 UTC")
 	switch {
-	case strings.Contains(r.Reason, "approval expired"):
+	case r.Cause == tools.CauseApprovalExpired:
 		return "⌛ Expired: nothing was sent."
 	case !approve:
 		return fmt.Sprintf("❌ Rejected by %s at %s. Nothing was sent.", by, at)
@@ -218,16 +307,20 @@ func (t *Bot) tellRequester(ctx context.Context, opID string, reply command.Repl
 }
 
 func (t *Bot) taskChat(ctx context.Context, opID string) (int64, bool) {
-	op, err := t.journal.Operation(ctx, opID)
-	if err != nil {
-		return 0, false
-	}
-	task, err := t.journal.Task(ctx, op.TaskID)
+	task, err := t.taskOf(ctx, opID)
 	if err != nil {
 		return 0, false
 	}
 	chat, err := strconv.ParseInt(task.Chat, 10, 64)
 	return chat, err == nil
+}
+
+func (t *Bot) taskOf(ctx context.Context, opID string) (journal.Task, error) {
+	op, err := t.journal.Operation(ctx, opID)
+	if err != nil {
+		return journal.Task{}, err
+	}
+	return t.journal.Task(ctx, op.TaskID)
 }
 
 // Notify reports the outcome of work the operator finished on its own (a retry
@@ -244,7 +337,7 @@ func (t *Bot) sendUnknownNotice(ctx context.Context, chat int64, opID, text stri
 	kb := keyboard(
 		button{Text: "It arrived", CallbackData: callbackData(resolveKind, opID, "d")},
 		button{Text: "It did not arrive", CallbackData: callbackData(resolveKind, opID, "n")})
-	m, err := t.send(ctx, chat, text, kb)
+	m, err := t.send(ctx, chat, text, kb, 0)
 	if err != nil {
 		t.log.Warn("unknown-outcome notice not delivered", "op", opID, "err", err)
 		return
@@ -293,6 +386,9 @@ func (t *Bot) sweep(ctx context.Context) {
 		for _, id := range resolved {
 			t.closeCards(ctx, id, "Resolved in the vault.")
 		}
+		// A card that should exist and was never sent (a stop between a request
+		// and its card, or a request from another surface) is sent now.
+		t.showUncarded(ctx)
 		select {
 		case <-ctx.Done():
 			return

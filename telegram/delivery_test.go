@@ -211,6 +211,9 @@ func TestShutdownLetsASendInFlightFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
+	if err := j.Own(context.Background(), telegram.Transport); err != nil { // the next start
+		t.Fatal(err)
+	}
 	ops, _ := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Committed}})
 	if len(ops) != 1 || len(j.Recovered()) != 0 {
 		t.Errorf("committed = %d, recovered = %v; want the send known delivered, nothing left unknown", len(ops), j.Recovered())

@@ -106,6 +106,9 @@ func (r *rig) start() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	if err := j.Own(ctx, telegram.Transport); err != nil {
+		r.t.Fatal(err)
+	}
 	v, err := vault.Open(filepath.Join(r.dir, "vault"))
 	if err != nil {
 		r.t.Fatal(err)
@@ -120,12 +123,12 @@ func (r *rig) start() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Logger: logger, Notify: tg.Notify, Vault: v,
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Transport: telegram.Transport, Logger: logger, Notify: tg.Notify, Vault: v,
 		Verifier: verifier.New(r.pol.Verify, operator.History{Journal: j}, time.Now)})
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	h := &command.Handler{Operator: op, Journal: j, Policy: r.pol}
+	h := &command.Handler{Operator: op, Journal: j, Policy: r.pol, Surface: telegram.Transport}
 	if r.model != "" {
 		watched := agent.NewWatch(agent.NewAnthropic("sk-ant-rig-key", r.model), 5*time.Second, 10*time.Second, nil)
 		h.Agent = agent.NewLoop(agent.NewRecovery(watched, agent.Policy{}), "claude-test", op, reg, agent.LoopLimits{}, nil)

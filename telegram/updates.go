@@ -15,6 +15,7 @@ import (
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/secret"
+	"github.com/countersign/countersign/tools"
 )
 
 // dispatch handles one stored update in the background, so that a long commit never
@@ -121,14 +122,14 @@ func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) 
 		t.report(ctx, m.Chat.ID, reply)
 	}
 	for i := range reply.Approvals {
-		t.requestApproval(ctx, m.Chat.ID, m.From.ID, &reply.Approvals[i])
+		t.requestApproval(ctx, m.Chat.ID, m.From.ID, &reply.Approvals[i], false)
 	}
 }
 
 // report tells a chat what came of an operation, with the resolve buttons when its
 // outcome is unknown.
 func (t *Bot) report(ctx context.Context, chat int64, reply command.Reply) {
-	if reply.Result == nil || reply.Result.SideEffect != "unknown" {
+	if reply.Result == nil || reply.Result.SideEffect != tools.SideEffectUnknown {
 		t.reply(ctx, chat, reply.Text)
 		return
 	}

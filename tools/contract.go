@@ -45,6 +45,18 @@ const (
 	NextAwaitApproval NextAction = "await_approval"
 )
 
+// Cause names why a call stopped, for code that acts on it (a loop that ends a
+// turn, a card that says "expired"); Reason says the same in words for people.
+type Cause string
+
+// The causes code acts on. Empty is a stop that needs no special handling.
+const (
+	CauseDoomLoop        Cause = "doom_loop"        // the same call again after it failed
+	CauseApprovalExpired Cause = "approval_expired" // nobody decided in time
+	CauseRejected        Cause = "rejected"         // an approver said no
+	CauseBudget          Cause = "budget_exhausted" // a retry, wait or repair budget is spent
+)
+
 // Evidence is the observable fact of a success: where the message is and its ids.
 type Evidence struct {
 	ChatID     string  `json:"chat_id,omitempty"`
@@ -59,6 +71,8 @@ type Result struct {
 	RetryAfterMS int64      `json:"retry_after_ms,omitempty"`
 	NextAction   NextAction `json:"next_action"`
 	Evidence     *Evidence  `json:"evidence,omitempty"`
+	// Cause, on a stop, names why in a form code can test.
+	Cause Cause `json:"cause,omitempty"`
 	// Reason is a short plain-words account for the human or the model.
 	Reason string `json:"reason,omitempty"`
 	// Draft is the text a prepare_* tool built.

@@ -94,9 +94,40 @@ func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
 	return journal.Open(ctx, filepath.Join(cfg.DataDir, "journal.db"))
 }
 
-// newApp wires the operator over an open journal with sender as the world's edge.
+// edge is the world's edge of an app: the sender and the transport it delivers
+// through (see operator.Options.Transport). The zero edge sends nothing: the app
+// of a command that only reads and resolves.
+type edge struct {
+	sender    tools.Sender
+	transport string
+}
+
+// noSender is the sender of an app that must never send.
+type noSender struct{}
+
+func (noSender) Send(context.Context, tools.Message) (tools.Delivery, error) {
+	return tools.Delivery{}, fmt.Errorf("this command sends nothing: %w", tools.ErrNotSent)
+}
+
+// own makes this process the sender of transport's operations, with their crash
+// recovery, and logs what the recovery found.
+func own(ctx context.Context, j *journal.Journal, transport string, logger *slog.Logger) error {
+	if err := j.Own(ctx, transport); err != nil {
+		return err
+	}
+	for _, id := range j.Recovered() {
+		logger.Warn("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
+	}
+	return nil
+}
+
+// newApp wires the operator over an open journal with e as the world's edge.
 // notify, when set, hears outcomes the operator reaches on its own (resumed work).
-func newApp(cfg Config, j *journal.Journal, p *policy.Policy, sender tools.Sender, getenv func(string) string, logger *slog.Logger, notify func(context.Context, string, tools.Result)) (*app, error) {
+func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv func(string) string, logger *slog.Logger, notify func(context.Context, string, tools.Result)) (*app, error) {
+	if e.sender == nil {
+		e.sender = noSender{}
+	}
+	sender := e.sender
 	reg, err := tools.NewRegistry(p, sender)
 	if err != nil {
 		return nil, err
@@ -105,19 +136,17 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, sender tools.Sende
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range j.Recovered() {
-		logger.Warn("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
-	}
 	m, err := newModel(getenv, logger)
 	if err != nil {
 		return nil, err
 	}
 	check := newChecker(p, j, v, m, logger)
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Vault: v, Logger: logger, Notify: notify})
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Vault: v, Logger: logger, Notify: notify,
+		Transport: e.transport})
 	if err != nil {
 		return nil, err
 	}
-	h := &command.Handler{Operator: op, Journal: j, Policy: p}
+	h := &command.Handler{Operator: op, Journal: j, Policy: p, Surface: e.transport}
 	if m != nil {
 		h.Agent = agent.NewLoop(m.provider, m.name, op, reg, agent.LoopLimits{}, func(t agent.Transition) {
 			logger.Info("agent", "transition", t.String(), "request", t.Request, "detail", t.Detail)

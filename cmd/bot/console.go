@@ -28,7 +28,13 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 		return exitError
 	}
 	defer j.Close()
-	a, err := newApp(cfg, j, p, console.NewPrinter(env.Stdout), env.Getenv, logger, nil)
+	// The console sends (prints) only its own operations; a bot running on the
+	// same data folder keeps sending its own.
+	if err := own(ctx, j, console.Transport, logger); err != nil {
+		fmt.Fprintln(env.Stderr, "bot console:", err)
+		return exitError
+	}
+	a, err := newApp(cfg, j, p, edge{console.NewPrinter(env.Stdout), console.Transport}, env.Getenv, logger, nil)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
 		return exitError

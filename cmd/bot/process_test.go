@@ -126,7 +126,7 @@ func assertRecovered(t *testing.T, path string) {
 	}
 	ts, _ := j.Transitions(ctx, ops[0].ID)
 	last := ts[len(ts)-1]
-	if ops[0].State != journal.Unknown || last.From != journal.Committing || last.Reason != "crash_recovery" {
+	if ops[0].State != journal.Unknown || last.From != journal.Committing || last.Reason != journal.ReasonCrashRecovery {
 		t.Errorf("state %s, last transition %+v; want unknown by crash_recovery", ops[0].State, last)
 	}
 }

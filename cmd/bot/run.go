@@ -76,12 +76,15 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		return err
 	}
 	defer j.Close()
+	if err := own(ctx, j, telegram.Transport, logger); err != nil {
+		return err
+	}
 	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: env.Getenv("TELEGRAM_API_URL"),
 		PollTimeout: pollTimeout(env), Webhook: hook, Logger: logger})
 	if err != nil {
 		return err
 	}
-	a, err := newApp(cfg, j, p, tg.Sender(), env.Getenv, logger, tg.Notify)
+	a, err := newApp(cfg, j, p, edge{tg.Sender(), telegram.Transport}, env.Getenv, logger, tg.Notify)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/countersign/countersign/console"
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/vault"
@@ -143,7 +142,7 @@ func resolveNote(ctx context.Context, cfg Config, env Env, id, answer, by string
 		return err
 	}
 	defer j.Close()
-	a, err := newApp(cfg, j, p, console.NewPrinter(io.Discard), env.Getenv, newLogger(env.Stderr), nil)
+	a, err := newApp(cfg, j, p, edge{}, env.Getenv, newLogger(env.Stderr), nil)
 	if err != nil {
 		return err
 	}

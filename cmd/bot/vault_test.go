@@ -41,7 +41,7 @@ func unknownIn(t *testing.T, data string) string {
 		t.Fatal(err)
 	}
 	reg, _ := tools.NewRegistry(p, lostSender{})
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Vault: v})
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Vault: v, Transport: "console"})
 	if err != nil {
 		t.Fatal(err)
 	}
