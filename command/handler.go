@@ -55,6 +55,9 @@ type Approval struct {
 	journal.Approval
 	Operation journal.Operation
 	Verdict   string
+	// Approvers are who may decide: the approvers of the policy when the task
+	// started, the same list the decision is checked against.
+	Approvers []int64
 }
 
 // ErrNotOperator is returned, with no other effect, for a user who may not operate.
@@ -238,7 +241,11 @@ func (h *Handler) approval(ctx context.Context, opID string) (Approval, error) {
 	if err != nil {
 		return Approval{}, err
 	}
-	return Approval{Approval: a, Operation: op, Verdict: op.Verdict}, nil
+	task, err := h.Journal.Task(ctx, op.TaskID)
+	if err != nil {
+		return Approval{}, err
+	}
+	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: task.Policy.Access.Approvers}, nil
 }
 
 // outcome turns a result into a reply, with the approval to ask for when pending.

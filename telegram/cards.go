@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,7 +96,8 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 		t.log.Warn("cards not read; showing the approval again", "approval", a.ID, "err", err)
 	}
 	reached, sent := len(shown), 0
-	for _, chat := range t.policy.Access.Approvers {
+	for _, chat := range a.Approvers { // the task's approvers: only they can decide
+
 		if shown[chat] {
 			continue // shown before a restart: one card per approver
 		}
@@ -112,7 +114,7 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 		// Every card was out before: the requester was told then.
 	case resent:
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; its card went to %d approver(s) only now, after the bot restarted.", a.Operation.ID, reached))
-	case !t.policy.Access.IsApprover(requester):
+	case !slices.Contains(a.Approvers, requester):
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; the card went to %d approver(s).", a.Operation.ID, reached))
 	}
 }

@@ -95,6 +95,10 @@ func (s *Server) sendMessage(_ context.Context, req *request) reply {
 	if aerr == nil {
 		aerr = checkText(body.text, errMessageTooLong)
 	}
+	var replyTo int
+	if aerr == nil {
+		replyTo, aerr = replyTarget(c, req.params["reply_parameters"])
+	}
 	if aerr == nil {
 		aerr = s.floodLocked(c.info.ID)
 	}
@@ -104,7 +108,7 @@ func (s *Server) sendMessage(_ context.Context, req *request) reply {
 	m := &Message{
 		MessageID: c.nextID(), From: &s.bot, Chat: c.info, Date: s.now().Unix(),
 		Text: body.text, Entities: body.entities, ReplyMarkup: body.markup,
-		RawText: body.raw, ParseMode: body.parseMode,
+		RawText: body.raw, ParseMode: body.parseMode, ReplyTo: replyTo,
 	}
 	c.messages = append(c.messages, m)
 	ref := msgRef{chatID: c.info.ID, messageID: m.MessageID}
@@ -113,6 +117,28 @@ func (s *Server) sendMessage(_ context.Context, req *request) reply {
 	rep := okReply(m)
 	rep.committed = &ref
 	return rep
+}
+
+// replyTarget reads reply_parameters: the message answered must exist in the chat,
+// unless allow_sending_without_reply says to send anyway (then it answers none).
+func replyTarget(c *chatState, raw string) (int, *apiError) {
+	if raw == "" {
+		return 0, nil
+	}
+	var rp struct {
+		MessageID                int  `json:"message_id"`
+		AllowSendingWithoutReply bool `json:"allow_sending_without_reply"`
+	}
+	if err := json.Unmarshal([]byte(raw), &rp); err != nil {
+		return 0, new(badRequest("can't parse reply parameters JSON object"))
+	}
+	if m := c.message(rp.MessageID); m != nil && !m.Deleted {
+		return rp.MessageID, nil
+	}
+	if rp.AllowSendingWithoutReply {
+		return 0, nil
+	}
+	return 0, new(badRequest("message to be replied not found"))
 }
 
 // editTargetLocked finds the bot message an edit names.

@@ -54,6 +54,9 @@ type Message struct {
 
 	// RawText is the text parameter as sent, before entity parsing.
 	RawText string `json:"-"`
+	// ReplyTo is the id of the message this one answers (reply_parameters), 0
+	// when none.
+	ReplyTo int `json:"-"`
 	// ParseMode is the parse_mode of the last accepted send or edit.
 	ParseMode string `json:"-"`
 	// Edits counts accepted editMessageText and editMessageReplyMarkup calls.
