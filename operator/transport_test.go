@@ -1,0 +1,146 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/tools"
+)
+
+// Defect 1: the console and the bot share a data folder. An operation made for
+// Telegram may be shown by the console but never committed by it: its printer
+// must not make the journal say "committed" for a message that never reached
+// Telegram.
+func TestAnotherTransportNeverCommitsAnOperation(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	_, approved := h.send("222", "approved in Telegram")
+	// The tap is recorded; the bot stops before it sends.
+	if _, err := h.j.Decide(ctx, h.approval(approved), journal.DecideApprove, approverID); err != nil {
+		t.Fatal(err)
+	}
+	_, waiting := h.send("222", "still waiting for a tap")
+	before := len(h.sender.Sent())
+
+	printer := &scriptSender{}
+	reg, err := tools.NewRegistry(h.pol, printer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	console, err := operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock,
+		Transport: "console", Logger: slog.New(slog.NewTextHandler(&h.logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := console.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	console.Wait()
+	if _, err := console.Decide(ctx, h.approval(waiting), approverID, true); !errors.Is(err, operator.ErrOtherTransport) {
+		t.Errorf("the console deciding a Telegram approval = %v, want ErrOtherTransport", err)
+	}
+	if _, err := console.Continue(ctx, approved); !errors.Is(err, operator.ErrOtherTransport) {
+		t.Errorf("the console continuing a Telegram operation = %v, want ErrOtherTransport", err)
+	}
+	if n := len(printer.Sent()); n != 0 {
+		t.Errorf("the console's printer was asked to send %d Telegram messages, want 0", n)
+	}
+	if got := h.state(approved); got != journal.Approved {
+		t.Errorf("the approved Telegram operation is %s after the console came and went, want approved", got)
+	}
+	if got := h.state(waiting); got != journal.AwaitingApproval {
+		t.Errorf("the waiting Telegram operation is %s, want awaiting_approval", got)
+	}
+	// The bot, on its next start, sends what is its own, once.
+	h.open()
+	if err := h.op.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.op.Wait()
+	if got := h.state(approved); got != journal.Committed || len(h.sender.Sent()) != before+1 {
+		t.Errorf("after the bot's restart: %s with %d sends, want committed with one more send", got, len(h.sender.Sent())-before)
+	}
+}
+
+// Defect 4: two commits of one task that fail at once both want a retry. The
+// budget is paid in the move that schedules each retry, so neither loses a race
+// it cannot see, and neither is left in committing.
+func TestRacingRetriesOfOneTaskNeverStrandACommit(t *testing.T) {
+	h := newHarness(t)
+	h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "222"))
+	gate := &barrierSender{n: 2, first: rateLimited(0)}
+	reg, err := tools.NewRegistry(h.pol, gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: transport,
+		Rand: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	task, err := op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "two sends"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan tools.Result, 2)
+	for _, text := range []string{"first of two", "second of two"} {
+		go func() {
+			r, err := op.Call(ctx, task.ID, callSend("222", text))
+			if err != nil {
+				t.Error(err)
+			}
+			results <- r
+		}()
+	}
+	for range 2 {
+		r := <-results
+		if got := h.state(r.OperationID); got != journal.Committed {
+			t.Errorf("%s ended %s (%+v), want committed", r.OperationID, got, r)
+		}
+		if path := h.states(r.OperationID); !slices.Contains(path, journal.RetryWait) {
+			t.Errorf("%s took %v, want a scheduled retry on the way", r.OperationID, fmtStates(path))
+		}
+	}
+	if got, _ := h.j.Task(ctx, task.ID); got.RetriesUsed != 2 {
+		t.Errorf("retries used = %d, want 2 (one per operation)", got.RetriesUsed)
+	}
+}
+
+// barrierSender holds its first n sends until all n have arrived, answers them
+// with first, and delivers every later one: n commits that fail at the same moment.
+type barrierSender struct {
+	n     int
+	first error
+	mu    sync.Mutex
+	calls int
+	all   chan struct{}
+}
+
+func (b *barrierSender) Send(ctx context.Context, m tools.Message) (tools.Delivery, error) {
+	b.mu.Lock()
+	if b.all == nil {
+		b.all = make(chan struct{})
+	}
+	b.calls++
+	call, all := b.calls, b.all
+	if call == b.n {
+		close(all)
+	}
+	b.mu.Unlock()
+	if call > b.n {
+		return tools.Delivery{ChatID: m.Target, MessageID: int64(call)}, nil
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return tools.Delivery{}, ctx.Err()
+	}
+	return tools.Delivery{}, b.first
+}
