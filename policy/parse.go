@@ -75,6 +75,7 @@ func Parse(r io.Reader) (*Policy, error) {
 		d.errs.sort()
 		return nil, d.errs
 	}
+	p.normalizeTargets()
 	return p, nil
 }
 

@@ -111,13 +111,14 @@ func (p *Policy) ToolNames() []string {
 }
 
 // NeedsApproval reports whether a call of tool to target must wait for a human's tap:
-// the tool requires approval and no auto_approve rule covers the target.
+// the tool requires approval and no auto_approve rule covers the target. Chats compare
+// as the chats they name (see NormalizeTarget): a rule for "222" covers "0222".
 func (p *Policy) NeedsApproval(tool, target string) bool {
 	if t, ok := p.Tools[tool]; ok && (t.SideEffect == SideEffectNone || t.Approval == ApprovalNone) {
 		return false
 	}
 	for _, r := range p.AutoApprove {
-		if r.Tool == tool && slices.Contains(r.Chats, target) {
+		if r.Tool == tool && slices.ContainsFunc(r.Chats, func(c string) bool { return sameTarget(c, target) }) {
 			return false
 		}
 	}
@@ -217,6 +218,11 @@ func (p *Policy) validate(lines map[string]int) error {
 		if len(r.Chats) == 0 {
 			add(field+".chats", "must list at least one chat id")
 		}
+		for j, c := range r.Chats {
+			if _, err := NormalizeTarget(c); err != nil {
+				add(fmt.Sprintf("%s.chats[%d]", field, j), "want a chat id or @username, got %q", c)
+			}
+		}
 	}
 	p.Verify.validate(p.Tools, lines, add)
 	if len(errs) == 0 {
@@ -281,6 +287,27 @@ func (es Errors) sort() {
 		}
 		return strings.Compare(a.Field, b.Field)
 	})
+}
+
+// normalizeTargets writes every chat the policy names as NormalizeTarget does, so
+// that what the policy shows and stores is what the tools put in payloads. It leaves
+// alone what Validate would refuse.
+func (p *Policy) normalizeTargets() {
+	norm := func(s *string) {
+		if t, err := NormalizeTarget(*s); err == nil {
+			*s = t
+		}
+	}
+	for i := range p.AutoApprove {
+		for j := range p.AutoApprove[i].Chats {
+			norm(&p.AutoApprove[i].Chats[j])
+		}
+	}
+	for i := range p.Verify.Rules {
+		if p.Verify.Rules[i].Target != "" {
+			norm(&p.Verify.Rules[i].Target)
+		}
+	}
 }
 
 // ErrNoFile is returned by Load when the policy file does not exist.

@@ -107,7 +107,7 @@ func TestParseRejectsMisnamedAndMismatchedTools(t *testing.T) {
 }
 
 func TestNeedsApproval(t *testing.T) {
-	p, err := policy.Parse(strings.NewReader(minimal + "auto_approve:\n  - tool: commit_send_message\n    chats: [\"42\", \"@news\"]\n"))
+	p, err := policy.Parse(strings.NewReader(minimal + "auto_approve:\n  - tool: commit_send_message\n    chats: [\"42\", \"@news_desk\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestNeedsApproval(t *testing.T) {
 		want         bool
 	}{
 		{"commit_send_message", "42", false},
-		{"commit_send_message", "@news", false},
+		{"commit_send_message", "@news_desk", false},
 		{"commit_send_message", "43", true},
 		{"prepare_reply", "42", false},
 		{"commit_unknown", "42", true},

@@ -55,12 +55,13 @@ type Rule struct {
 }
 
 // Applies reports whether the rule covers a commit of tool to target. Targets compare
-// without regard to case, as Telegram usernames do.
+// as the chats they name (see NormalizeTarget): a rule for "@news_desk" covers
+// "@News_Desk", one for "222" covers "+222".
 func (r Rule) Applies(tool, target string) bool {
 	if r.Tool == "" && !strings.HasPrefix(tool, "commit_") || r.Tool != "" && r.Tool != tool {
 		return false
 	}
-	return r.Target == "" || strings.EqualFold(r.Target, target)
+	return r.Target == "" || sameTarget(r.Target, target)
 }
 
 // InQuietHours reports whether t falls in the rule's quiet hours, read in its time zone.
@@ -381,10 +382,7 @@ func validateDomains(field string, domains []string, add addFunc) {
 	}
 }
 
-var (
-	hashtag  = regexp.MustCompile(`^#[\pL\pN_]+$`)
-	username = regexp.MustCompile(`^@[A-Za-z][A-Za-z0-9_]{4,31}$`)
-)
+var hashtag = regexp.MustCompile(`^#[\pL\pN_]+$`)
 
 func (r Rule) validate(field string, tools map[string]Tool, given func(key string) bool, add addFunc) {
 	if r.Tool != "" {
@@ -396,7 +394,7 @@ func (r Rule) validate(field string, tools map[string]Tool, given func(key strin
 			add(field+".tool", "%q commits nothing: rules check commits", r.Tool)
 		}
 	}
-	if _, err := strconv.ParseInt(r.Target, 10, 64); r.Target != "" && err != nil && !username.MatchString(r.Target) {
+	if _, err := NormalizeTarget(r.Target); r.Target != "" && err != nil {
 		add(field+".target", "want a chat id or @username, got %q", r.Target)
 	}
 	for key, ps := range map[string][]Pattern{"require": r.Require, "forbid": r.Forbid} {

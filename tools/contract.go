@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // Status is the outcome class of a tool call.
@@ -107,11 +109,19 @@ func (p Payload) SHA256() string {
 }
 
 // Fingerprint identifies a call by tool and arguments, whatever the key order or
-// spacing of the JSON, so the loop guard can see the same call issued twice.
+// spacing of the JSON and however the chat_id spells its chat (policy.NormalizeTarget),
+// so the loop guard can see the same call issued twice.
 func Fingerprint(tool string, args json.RawMessage) string {
 	var v any
 	canon := []byte(args)
 	if json.Unmarshal(args, &v) == nil {
+		if m, ok := v.(map[string]any); ok {
+			if chat, ok := m["chat_id"].(string); ok {
+				if t, err := policy.NormalizeTarget(chat); err == nil {
+					m["chat_id"] = t
+				}
+			}
+		}
 		canon, _ = json.Marshal(v) // maps marshal with sorted keys
 	}
 	sum := sha256.Sum256(append([]byte(tool+"\x00"), canon...))

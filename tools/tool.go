@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/secret"
 )
 
@@ -72,17 +71,9 @@ type SendArgs struct {
 	ParseMode string `json:"parse_mode,omitempty"`
 }
 
-var username = regexp.MustCompile(`^@[A-Za-z][A-Za-z0-9_]{4,31}$`)
-
-// ValidTarget reports whether s is a Telegram chat id or an @username.
-func ValidTarget(s string) bool {
-	if username.MatchString(s) {
-		return true
-	}
-	_, err := strconv.ParseInt(s, 10, 64)
-	return err == nil
-}
-
+// decodeSendArgs reads and checks the arguments of a message tool. The chat id comes
+// back normalised (policy.NormalizeTarget), so that the payload names each chat one
+// way: the hash, the card, the journal and the verifier's checks all see that form.
 func decodeSendArgs(tool string, args json.RawMessage) (SendArgs, error) {
 	var a SendArgs
 	dec := json.NewDecoder(strings.NewReader(string(args)))
@@ -90,8 +81,9 @@ func decodeSendArgs(tool string, args json.RawMessage) (SendArgs, error) {
 	if err := dec.Decode(&a); err != nil {
 		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("arguments are not {chat_id, text}: %v", err)}
 	}
+	target, err := policy.NormalizeTarget(a.ChatID)
 	switch {
-	case !ValidTarget(a.ChatID):
+	case err != nil:
 		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("chat_id %q is not a chat id or @username", a.ChatID)}
 	case strings.TrimSpace(a.Text) == "":
 		return a, &ArgsError{Tool: tool, Reason: "text is empty"}
@@ -103,6 +95,7 @@ func decodeSendArgs(tool string, args json.RawMessage) (SendArgs, error) {
 		// Splitting could cut an entity in two; plain text splits safely.
 		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("a text longer than %d characters is sent as plain text: drop parse_mode or shorten it", MaxMessageUnits)}
 	}
+	a.ChatID = target
 	return a, nil
 }
 

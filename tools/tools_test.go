@@ -100,3 +100,46 @@ func TestPayloadHashBindsEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareNormalisesTheTarget: the payload, and so its hash, the approval card, the
+// journal and every check after it, names each chat one way.
+func TestPrepareNormalisesTheTarget(t *testing.T) {
+	tests := []struct{ name, chat, want string }{
+		{"plus sign", "+222", "222"},
+		{"leading zero", "0222", "222"},
+		{"channel id", "-1001234567890", "-1001234567890"},
+		{"username case", "@News_Desk", "@news_desk"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args, _ := json.Marshal(tools.SendArgs{ChatID: tt.chat, Text: "hi"})
+			for _, tool := range []tools.Tool{tools.SendMessage{}, tools.PublishPost{}} {
+				p, err := tool.Prepare(args)
+				if err != nil || p.Target != tt.want {
+					t.Errorf("%s.Prepare(chat_id %q): target %q, %v; want %q", tool.Name(), tt.chat, p.Target, err, tt.want)
+				}
+			}
+		})
+	}
+	_, err := tools.SendMessage{}.Prepare(json.RawMessage(`{"chat_id":"0","text":"hi"}`))
+	var ae *tools.ArgsError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Reason, `chat_id "0"`) {
+		t.Errorf("Prepare(chat_id 0) = %v, want an ArgsError naming chat_id", err)
+	}
+}
+
+// TestFingerprintSeesTargetAliases: the loop guard knows a call to +222 after a failed
+// one to 222 for the same call.
+func TestFingerprintSeesTargetAliases(t *testing.T) {
+	a := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"222","text":"x"}`))
+	for _, alias := range []string{`+222`, `0222`, ` 222`} {
+		b := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"`+alias+`","text":"x"}`))
+		if a != b {
+			t.Errorf("chat_id %q: fingerprint differs from chat_id 222", alias)
+		}
+	}
+	u := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"@news_desk","text":"x"}`))
+	if v := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"@News_Desk","text":"x"}`)); u != v {
+		t.Error("@News_Desk: fingerprint differs from @news_desk")
+	}
+}

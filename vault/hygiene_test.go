@@ -9,9 +9,9 @@ import (
 	"github.com/countersign/countersign/vault"
 )
 
-const (
+var (
 	botToken = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
-	antKey   = "sk-ant-api03-R2D2C3POx9y8z7w6v5u4t3s2r1q0p-abcDEF_ghi"
+	antKey   = "sk-ant-api03-" + strings.Repeat("R2D2C3POx9-", 8) + "abcDE" + "AA"
 )
 
 func TestMask(t *testing.T) {
@@ -28,9 +28,9 @@ func TestMask(t *testing.T) {
 		{"token " + botToken, "token [secret withheld]"},
 		{"https://api.telegram.org/bot" + botToken + "/sendMessage", "https://api.telegram.org/bot[secret withheld]/sendMessage"},
 		{"key=" + antKey, "key=[secret withheld]"},
-		{"sk-proj-abcdefghijklmnopqrstuvwx", "[secret withheld]"},
+		{"sk-proj-" + strings.Repeat("abcdefghijklmnopqrstuvwx", 3) + "T3BlbkFJ" + strings.Repeat("abcdefghijklmnopqrstuvwx", 3), "[secret withheld]"},
 		{"AKIAIOSFODNN7EXAMPLE", "[secret withheld]"},
-		{"xoxb-1234567890-abcdefghij", "[secret withheld]"},
+		{"xoxb-1234567890-1234567890123-abcdefghijklmnopqrstuvwx", "[secret withheld]"},
 		{"ghp_abcdefghijklmnopqrstuvwxyz0123456789", "[secret withheld]"},
 		// What stays: short numbers, times, handles, op ids, a short sk- word.
 		{"retry after 30 s, code 429", "retry after 30 s, code 429"},

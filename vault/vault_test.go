@@ -108,7 +108,7 @@ func TestGetNotFound(t *testing.T) {
 		{"absent", "op-2", vault.ErrNotFound},
 		{"malformed", "../op-1", envelope.ErrInvalid},
 		{"glob", "op-*", envelope.ErrInvalid},
-		{"secret", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz", vault.ErrSecretID},
+		{"secret", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", vault.ErrSecretID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

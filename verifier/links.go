@@ -5,15 +5,21 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
-// urlInText finds http and https URLs in plain text; trimURL then drops the
+// urlInText finds the URLs Telegram links in plain text by their scheme, even one
+// glued to a word ("xhttps://a.org" links https://a.org); trimURL then drops the
 // punctuation that ends the sentence rather than the URL.
-var urlInText = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"]*`)
+var urlInText = regexp.MustCompile(`(?i)(?:https?|ftp|tonsite)://[^\s<>"]*`)
 
-// hasScheme matches a link that names its scheme (https:, tg:, mailto:).
-var hasScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+// hasScheme matches a link that names its scheme (https:, tg:, mailto:); hostPort
+// one that starts with a host and a port instead ("evil.net:8080/login").
+var (
+	hasScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+	hostPort  = regexp.MustCompile(`^[\pL\pN_.-]+:[0-9]+(?:[/?#]|$)`)
+)
 
 // placeholderTexts are the marks of a draft that was never finished.
 var placeholderTexts = []*regexp.Regexp{
@@ -35,8 +41,9 @@ var (
 
 var domainName = regexp.MustCompile(`^([\pL\pN]([\pL\pN-]*[\pL\pN])?\.)+[\pL\pN]([\pL\pN-]*[\pL\pN])?$`)
 
-// links checks every URL in the visible text and every link target in the markup,
-// and the whole text for placeholders.
+// links checks every link in the visible text, with a scheme or without, and every
+// link target in the markup, and the whole text for placeholders. Each problem is
+// reported once.
 func (c Checker) links(_ context.Context, p *payload) []finding {
 	var fs []finding
 	all := p.visible + "\n" + strings.Join(p.hrefs, "\n")
@@ -45,23 +52,36 @@ func (c Checker) links(_ context.Context, p *payload) []finding {
 			fs = append(fs, repairf("placeholder text %q", m))
 		}
 	}
-	seen := map[string]bool{}
-	for _, u := range p.urls() {
-		if !seen[u] {
-			seen[u] = true
-			fs = append(fs, c.checkURL(u)...)
+	urls, rest := p.urls()
+	for _, u := range urls {
+		fs = append(fs, c.checkURL(u)...)
+	}
+	for _, b := range bareNames(rest) {
+		if b.link {
+			fs = append(fs, c.checkBare(b.host)...)
+		} else {
+			fs = append(fs, c.denied(b.host)...)
 		}
 	}
-	return fs
+	seen := map[finding]bool{}
+	return slices.DeleteFunc(fs, func(f finding) bool {
+		dup := seen[f]
+		seen[f] = true
+		return dup
+	})
 }
 
-// urls lists the http(s) URLs of the text, then the link targets of the markup.
-func (p *payload) urls() []string {
-	var urls []string
-	for _, u := range urlInText.FindAllString(p.visible, -1) {
-		urls = append(urls, trimURL(u))
+// urls lists the URLs with a scheme in the visible text, then the link targets of the
+// markup; rest is the visible text with those URLs blanked out, for bareNames.
+func (p *payload) urls() (urls []string, rest string) {
+	blank := []byte(p.visible)
+	for _, m := range urlInText.FindAllStringIndex(p.visible, -1) {
+		urls = append(urls, trimURL(p.visible[m[0]:m[1]]))
+		for i := m[0]; i < m[1]; i++ {
+			blank[i] = ' '
+		}
 	}
-	return append(urls, p.hrefs...)
+	return append(urls, p.hrefs...), string(blank)
 }
 
 // trimURL drops trailing punctuation, and closing brackets the URL did not open.
@@ -80,18 +100,35 @@ func trimURL(u string) string {
 	return u
 }
 
+// checkURL checks a URL of the text or a link target of the markup: its form, and
+// the host of a web link against the placeholders and the domain lists.
 func (c Checker) checkURL(raw string) []finding {
-	if !hasScheme.MatchString(raw) {
-		return []finding{repairf("link %q is not an absolute URL", raw)}
+	if !hasScheme.MatchString(raw) || hostPort.MatchString(raw) {
+		// Telegram reads a link target without a scheme as http://.
+		u, err := url.Parse("http://" + raw)
+		if err != nil || !validHost(hostOf(u)) {
+			return []finding{repairf("link %q is not an absolute URL", raw)}
+		}
+		return c.checkHost(raw, hostOf(u))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return []finding{repairf("malformed URL %q", raw)}
 	}
-	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return nil // tg:, mailto: and the like have no host to check
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https", "ftp", "tonsite":
+		return c.checkHost(raw, hostOf(u))
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	return nil // tg:, mailto: and the like have no host to check
+}
+
+// hostOf is the URL's host in lower case, without the dot that may end it.
+func hostOf(u *url.URL) string {
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+}
+
+// checkHost checks the host of the link raw, in lower case.
+func (c Checker) checkHost(raw, host string) []finding {
 	switch {
 	case host == "":
 		return []finding{repairf("URL %q has no host", raw)}
@@ -103,13 +140,29 @@ func (c Checker) checkURL(raw string) []finding {
 	return c.checkDomain(host)
 }
 
-func (c Checker) checkDomain(host string) []finding {
-	lists := c.cfg.Links
-	for _, d := range lists.DenyDomains {
+// checkBare checks a name Telegram links without a scheme.
+func (c Checker) checkBare(host string) []finding {
+	if placeholderHost(host) {
+		return []finding{repairf("placeholder host %s", host)}
+	}
+	return c.checkDomain(host)
+}
+
+// denied reports a host in deny_domains.
+func (c Checker) denied(host string) []finding {
+	for _, d := range c.cfg.Links.DenyDomains {
 		if inDomain(host, d) {
 			return []finding{repairf("domain %s is in deny_domains (%s)", host, d)}
 		}
 	}
+	return nil
+}
+
+func (c Checker) checkDomain(host string) []finding {
+	if fs := c.denied(host); fs != nil {
+		return fs
+	}
+	lists := c.cfg.Links
 	if len(lists.AllowDomains) == 0 {
 		return nil
 	}

@@ -59,3 +59,51 @@ func TestLinksDomainLists(t *testing.T) {
 		{"deny only", text("https://news.org https://EVIL.com/x"), verifier.Repair, []string{"links: domain evil.com is in deny_domains (evil.com)"}},
 	})
 }
+
+// TestBareDomainsMeetLinkLists: Telegram links evil.net/login and www.evil.net with no
+// scheme, and text links and hrefs need none either; the domain lists see them all,
+// in any case, with their subdomains.
+func TestBareDomainsMeetLinkLists(t *testing.T) {
+	deny := func(host string) []string {
+		return []string{"links: domain " + host + " is in deny_domains (evil.net)"}
+	}
+	cfg := policy.Verify{Links: policy.Links{DenyDomains: []string{"evil.net"}}}
+	runCases(t, verifier.New(cfg, nil, clock), []verdictCase{
+		{"domain and path", text("Log in at evil.net/login now"), verifier.Repair, deny("evil.net")},
+		{"www", text("www.evil.net"), verifier.Repair, deny("www.evil.net")},
+		{"capitals", text("Visit EVIL.NET today"), verifier.Repair, deny("evil.net")},
+		{"subdomain", text("see a.evil.net/x?y=1."), verifier.Repair, deny("a.evil.net")},
+		{"ends a sentence", text("Go to evil.net."), verifier.Repair, deny("evil.net")},
+		{"in brackets", text("(evil.net)"), verifier.Repair, deny("evil.net")},
+		{"port", text("admin at evil.net:8080/admin"), verifier.Repair, deny("evil.net")},
+		{"user info", text("open user:pw@evil.net/x"), verifier.Repair, deny("evil.net")},
+		{"ftp URL", text("ftp://evil.net/file"), verifier.Repair, deny("evil.net")},
+		{"scheme glued to a word", text("xhttps://evil.net/a"), verifier.Repair, deny("evil.net")},
+		{"capitalised domain", text("Evil.Net"), verifier.Repair, deny("evil.net")},
+		{"HTML text", html("<b>evil.net</b>"), verifier.Repair, deny("evil.net")},
+		{"HTML href without a scheme", html(`<a href="evil.net/login">log in</a>`), verifier.Repair, deny("evil.net")},
+		{"HTML href in capitals", html(`<a href="HTTPS://EVIL.NET/">x</a>`), verifier.Repair, deny("evil.net")},
+		{"MarkdownV2 text", md(`log in at evil\.net`), verifier.Repair, deny("evil.net")},
+		{"MarkdownV2 link without a scheme", md(`[log in](www.evil.net/login)`), verifier.Repair, deny("www.evil.net")},
+		{"other domain", text("news.org/a and notevil.net"), verifier.Pass, nil},
+		{"e-mail address", text("write to desk@evil.net"), verifier.Pass, nil},
+	})
+	allow := policy.Verify{Links: policy.Links{AllowDomains: []string{"news.org"}}}
+	notAllowed := func(host string) []string { return []string{"links: domain " + host + " is not in allow_domains"} }
+	runCases(t, verifier.New(allow, nil, clock), []verdictCase{
+		{"allowed", text("read news.org/a and www.news.org"), verifier.Pass, nil},
+		{"not allowed", text("read other.org/a"), verifier.Repair, notAllowed("other.org")},
+		{"IP address", text("server 203.0.113.7 is up"), verifier.Repair, notAllowed("203.0.113.7")},
+		{"country domain", text("see README.md"), verifier.Repair, notAllowed("readme.md")},
+		// Not links in Telegram, so nothing to allow.
+		{"file name", text("attach file.txt and config.json, run main.go"), verifier.Pass, nil},
+		{"abbreviation", text("tools, e.g. a saw, i.e. this"), verifier.Pass, nil},
+		{"version", text("version 1.2.3 and 3.14"), verifier.Pass, nil},
+		{"sentence with no space", text("It is done.Next we ship."), verifier.Pass, nil},
+		{"capitalised word", text("Mr.Smith said hello.World"), verifier.Pass, nil},
+		{"path", text("open docs/index.html"), verifier.Pass, nil},
+		{"hashtag", text("#release.notes"), verifier.Pass, nil},
+		{"e-mail address", text("mail desk@other.org"), verifier.Pass, nil},
+		{"placeholder", text("at example.com"), verifier.Repair, []string{"links: placeholder host example.com"}},
+	})
+}

@@ -2,9 +2,9 @@ package verifier
 
 import (
 	"context"
-	"regexp"
-	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // Telegram's limits: one message holds 4096 UTF-16 code units, and a payload is at
@@ -14,22 +14,11 @@ const (
 	maxMessages  = 10
 )
 
-var username = regexp.MustCompile(`^@[A-Za-z][A-Za-z0-9_]{4,31}$`)
-
-// validTarget reports whether s is a Telegram chat id or an @username.
-func validTarget(s string) bool {
-	if username.MatchString(s) {
-		return true
-	}
-	_, err := strconv.ParseInt(s, 10, 64)
-	return err == nil
-}
-
 // schema checks the payload's form: the target, the text's presence and length (of
 // the text as Telegram shows it, markup removed) and the markup of its parse mode.
 func (c Checker) schema(_ context.Context, p *payload) []finding {
 	var fs []finding
-	if !validTarget(p.in.Target) {
+	if _, err := policy.NormalizeTarget(p.in.Target); err != nil {
 		fs = append(fs, repairf("target %q is not a chat id or @username", p.in.Target))
 	}
 	n := p.length()

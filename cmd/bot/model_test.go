@@ -67,7 +67,7 @@ func TestPlainTextGoesToTheModel(t *testing.T) {
 func TestASecretNeverReachesTheModel(t *testing.T) {
 	srv := agenttest.NewServer(t, agenttest.Message("end_turn", "ok"))
 	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-0000000000000000000000", "ANTHROPIC_BASE_URL": srv.URL}
-	leaked := "sk-ant-api03-" + strings.Repeat("x7Q", 30)
+	leaked := "sk-ant-api03-" + strings.Repeat("x7Q", 31) + "AA"
 	r := runMain(t, "please store this key: "+leaked+"\n", env, "console", "-data", t.TempDir(), "-policies", "../../policies.yaml")
 	if r.code != 0 || !strings.Contains(r.stdout, "not sent to the model") {
 		t.Fatalf("console: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/vault"
 )
 
@@ -61,6 +62,15 @@ func runVault(ctx context.Context, args []string, env Env) int {
 	if n, ok := want[args[0]]; !ok || fs.NArg() != n {
 		fmt.Fprintln(env.Stderr, use)
 		return exitUsage
+	}
+	if *target != "" {
+		// Envelopes name chats as payloads do: +222 is 222, @News_Desk is @news_desk.
+		t, err := policy.NormalizeTarget(*target)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "bot vault: -target %q is not a chat id or @username\n", *target)
+			return exitUsage
+		}
+		*target = t
 	}
 	v, err := vault.Open(cfg.vaultDir())
 	if err != nil {

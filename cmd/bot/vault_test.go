@@ -87,3 +87,18 @@ func TestVaultCommands(t *testing.T) {
 		t.Errorf("gc before the TTL: exit %d removed %q, want nothing", r.code, r.stdout)
 	}
 }
+
+// TestVaultListTargetAliases: -target names a chat as a payload does, so +222 finds
+// the envelopes of 222.
+func TestVaultListTargetAliases(t *testing.T) {
+	data := t.TempDir()
+	id := unknownIn(t, data)
+	for _, target := range []string{"222", "+222", "0222"} {
+		if r := runMain(t, "", nil, "vault", "list", "-target", target, "-data", data); r.code != 0 || !strings.Contains(r.stdout, id) {
+			t.Errorf("vault list -target %s: exit %d %q, want %s", target, r.code, r.stdout, id)
+		}
+	}
+	if r := runMain(t, "", nil, "vault", "list", "-target", "news desk", "-data", data); r.code != 2 || !strings.Contains(r.stderr, `-target "news desk"`) {
+		t.Errorf("vault list -target news desk: exit %d %q, want 2 naming -target", r.code, r.stderr)
+	}
+}
