@@ -44,6 +44,9 @@ type Options struct {
 	// Webhook, when set, receives updates over HTTPS instead of long polling.
 	Webhook *Webhook
 	Logger  *slog.Logger
+	// Clock is the time the poller reckons quiet spells by (default time.Now);
+	// tests move it forward instead of waiting a week.
+	Clock func() time.Time
 }
 
 // Errors that end the bot: they need a person to change something.
@@ -119,6 +122,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
 	return o
 }

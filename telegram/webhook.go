@@ -120,7 +120,7 @@ func (t *Bot) WebhookHandler(ctx context.Context) http.Handler {
 			http.Error(w, "not an update", http.StatusBadRequest)
 			return
 		}
-		if _, err := t.accept(ctx, []journal.InboxItem{{UpdateID: head.UpdateID, Body: body}}, 0); err != nil {
+		if err := t.accept(ctx, []journal.InboxItem{{UpdateID: head.UpdateID, Body: body}}); err != nil {
 			t.log.Error("update not stored; Telegram will deliver it again", "update", head.UpdateID, "err", err)
 			http.Error(w, "not stored", http.StatusServiceUnavailable)
 			return
