@@ -86,6 +86,7 @@ func (t *Bot) poll(ctx context.Context) error {
 // When it returns an error nothing was stored, and nothing may be confirmed.
 func (t *Bot) accept(ctx context.Context, items []journal.InboxItem) error {
 	for i := range items {
+		items[i].Key = updateKey(items[i].UpdateID, items[i].Body)
 		// A person may paste a token or a key into a chat; it never reaches the
 		// journal, and the command that carries it is refused.
 		body, _ := secret.Redact(strings.ReplaceAll(string(items[i].Body), t.opts.Token, secret.Withheld))

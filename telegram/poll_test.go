@@ -1,7 +1,9 @@
 package telegram_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,4 +51,43 @@ func TestPollAfterRenumberingLosesNothing(t *testing.T) {
 		t.Errorf("getUpdates offsets = %v, want 2 after the renumbered update 1, and never 5001 again", offsets)
 	}
 	r.waitFor("the last reply", func(s *telegramtest.Server) bool { return len(s.Messages(alice)) == 4 })
+}
+
+// draftUpdate is a message update carrying alice's /draft, as Telegram sends it.
+func draftUpdate(messageID int, text string) string {
+	cmd := "/draft " + text
+	return fmt.Sprintf(`{"update_id":1,"message":{"message_id":%d,"date":%d,"from":{"id":%d,"is_bot":false,"first_name":"Alice"},"chat":{"id":%d,"type":"private"},"text":%q,"entities":[{"type":"bot_command","offset":0,"length":6}]}}`,
+		messageID, time.Now().Unix(), alice, alice, cmd)
+}
+
+func TestRenumberedUpdateIsNotTakenForAReplay(t *testing.T) {
+	r := newRig(t)
+	first := r.srv.PushUpdate(draftUpdate(1, "last week"))
+	r.replyContaining(alice, "last week")
+
+	r.quietWeek()
+	r.srv.Renumber(first)
+	update := draftUpdate(7, "this week") // the same update_id, another message
+	r.srv.PushUpdate(update)
+	r.replyContaining(alice, "this week")
+
+	// Telegram delivering that same update again (unconfirmed when the bot
+	// restarted) is still a replay: nothing is handled twice.
+	r.restart()
+	r.srv.Renumber(first)
+	r.srv.PushUpdate(update)
+	r.waitFor("the redelivered update taken and confirmed", func(s *telegramtest.Server) bool {
+		calls := s.CallsTo("getUpdates")
+		return len(s.PendingUpdates()) == 0 && calls[len(calls)-1].Params["offset"] == fmt.Sprint(first+1)
+	})
+	r.shutdown() // waits for the handling of everything taken
+	drafts := 0
+	for _, m := range r.srv.Messages(alice) {
+		if strings.Contains(m.Text, "this week") {
+			drafts++
+		}
+	}
+	if drafts != 1 {
+		t.Errorf("replies to the renumbered draft = %d, want 1", drafts)
+	}
 }

@@ -31,12 +31,40 @@ func (t *Bot) dispatch(ctx context.Context, it journal.InboxItem) {
 		case u.CallbackQuery != nil:
 			t.onCallback(ctx, u.CallbackQuery)
 		case u.Message != nil && u.Message.Text != "":
-			t.onMessage(ctx, it.UpdateID, u.Message)
+			t.onMessage(ctx, it.Key, u.Message)
 		}
-		if err := t.journal.Handled(ctx, it.UpdateID); err != nil {
+		if err := t.journal.Handled(ctx, it.Key); err != nil {
 			t.log.Error("update not marked handled; it will be handled again after a restart", "update", it.UpdateID, "err", err)
 		}
 	})
+}
+
+// updateKey names what an update carries, for the inbox: its message (chat and
+// message id) or its callback query, and only otherwise its number. Telegram may
+// number updates afresh after a week without any, so an update_id seen last week
+// can carry a new message this week; a redelivered update carries the same one.
+// journal/migrations/0003_inbox_key.sql gives rows stored before keys the same keys.
+func updateKey(id int64, body []byte) string {
+	var u struct {
+		Message *struct {
+			ID   int64 `json:"message_id"`
+			Chat struct {
+				ID int64 `json:"id"`
+			} `json:"chat"`
+		} `json:"message"`
+		CallbackQuery *struct {
+			ID string `json:"id"`
+		} `json:"callback_query"`
+	}
+	if json.Unmarshal(body, &u) == nil {
+		switch {
+		case u.Message != nil && u.Message.ID != 0 && u.Message.Chat.ID != 0:
+			return fmt.Sprintf("message:%d:%d", u.Message.Chat.ID, u.Message.ID)
+		case u.CallbackQuery != nil && u.CallbackQuery.ID != "":
+			return "callback_query:" + u.CallbackQuery.ID
+		}
+	}
+	return fmt.Sprintf("update:%d", id)
 }
 
 // replay hands the updates whose handling a previous process did not finish to
@@ -88,7 +116,10 @@ func failure(err error) string {
 // refusal is all a stranger learns.
 const refusal = "Sorry, this bot only answers its operators."
 
-func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) {
+// onMessage carries out an operator's command or plain text. key is the inbox key
+// of its update, which names the task's origin: a replay of the update starts no
+// second task, and a message that Telegram numbered afresh is not taken for one.
+func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message) {
 	if m.From == nil || m.Chat.Type != models.ChatTypePrivate {
 		return // commands are taken in private chats only
 	}
@@ -101,7 +132,7 @@ func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) 
 		return
 	}
 	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: m.Text,
-		Origin: fmt.Sprintf("telegram:update:%d", updateID)}
+		Origin: "telegram:" + key}
 	if t.handler.Agent != nil && !strings.HasPrefix(strings.TrimSpace(m.Text), "/") {
 		defer t.typing(ctx, m.Chat.ID)() // a model's turn takes seconds: show that it is working
 	}
