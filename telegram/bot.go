@@ -126,6 +126,9 @@ func withDefaults(o Options) Options {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	if o.Webhook != nil {
+		o.Webhook = o.Webhook.withDefaults()
+	}
 	return o
 }
 
