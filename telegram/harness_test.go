@@ -67,6 +67,7 @@ type rig struct {
 	pol     *policy.Policy
 	limits  *telegram.Limits
 	webhook *telegram.Webhook
+	edit    func(*telegram.Options)
 	jopts   []journal.Option // how the next start opens the journal
 	model   string           // an Anthropic-compatible server for plain text; "" for none
 	logs    *logBuffer
@@ -79,10 +80,11 @@ type rig struct {
 
 type rigOption func(*rig)
 
-func withPolicy(edit func(*policy.Policy)) rigOption { return func(r *rig) { edit(r.pol) } }
-func withLimits(l *telegram.Limits) rigOption        { return func(r *rig) { r.limits = l } }
-func withWebhook(w *telegram.Webhook) rigOption      { return func(r *rig) { r.webhook = w } }
-func withModel(url string) rigOption                 { return func(r *rig) { r.model = url } }
+func withPolicy(edit func(*policy.Policy)) rigOption     { return func(r *rig) { edit(r.pol) } }
+func withLimits(l *telegram.Limits) rigOption            { return func(r *rig) { r.limits = l } }
+func withWebhook(w *telegram.Webhook) rigOption          { return func(r *rig) { r.webhook = w } }
+func withModel(url string) rigOption                     { return func(r *rig) { r.model = url } }
+func withOptions(edit func(*telegram.Options)) rigOption { return func(r *rig) { r.edit = edit } }
 func withServer(edit func(*telegramtest.Options)) rigOption {
 	return func(r *rig) { edit(&r.srvOpts) }
 }
@@ -124,9 +126,13 @@ func (r *rig) start() {
 		r.t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
-	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
+	o := telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
 		SendTimeout: 2 * time.Second, Limits: r.limits, SweepEvery: 50 * time.Millisecond, Logger: logger, Webhook: r.webhook,
-		Clock: r.clock.now})
+		Clock: r.clock.now}
+	if r.edit != nil {
+		r.edit(&o)
+	}
+	tg, err := telegram.New(ctx, j, o)
 	if err != nil {
 		r.t.Fatal(err)
 	}
