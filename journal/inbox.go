@@ -4,24 +4,33 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"time"
 )
 
-// InboxItem is one received update.
+// InboxItem is one received update. Key names what it carries, for example
+// "message:<chat id>:<message id>" or "callback_query:<query id>": Telegram may
+// number updates afresh after a week without any, so one UpdateID can later carry
+// another message, while a redelivered update carries the same one under the same
+// key. An item received without a Key is keyed "update:<UpdateID>".
 type InboxItem struct {
 	UpdateID int64
+	Key      string
 	Body     []byte
 }
 
 // Receive stores updates durably, in one transaction, before they are confirmed to
-// the service. It returns the ones not stored before (a redelivered update is not
-// returned twice).
+// the service. It returns the ones whose key was not stored before (a redelivered
+// update is not returned twice), each with its Key set.
 func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, error) {
 	var fresh []InboxItem
 	err := j.tx(ctx, func(tx *sql.Tx) error {
 		for _, it := range items {
-			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox(update_id, body, received_at) VALUES(?, ?, ?)`,
-				it.UpdateID, string(it.Body), ms(j.now()))
+			if it.Key == "" {
+				it.Key = "update:" + strconv.FormatInt(it.UpdateID, 10)
+			}
+			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox(key, update_id, body, received_at) VALUES(?, ?, ?, ?)`,
+				it.Key, it.UpdateID, string(it.Body), ms(j.now()))
 			if err != nil {
 				return err
 			}
@@ -37,18 +46,19 @@ func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, 
 	return fresh, nil
 }
 
-// Handled marks an update's handling finished.
-func (j *Journal) Handled(ctx context.Context, updateID int64) error {
-	_, err := j.db.ExecContext(ctx, `UPDATE inbox SET handled_at = ? WHERE update_id = ?`, ms(j.now()), updateID)
+// Handled marks the handling of the update stored under key finished.
+func (j *Journal) Handled(ctx context.Context, key string) error {
+	_, err := j.db.ExecContext(ctx, `UPDATE inbox SET handled_at = ? WHERE key = ?`, ms(j.now()), key)
 	if err != nil {
-		return fmt.Errorf("journal: update %d handled: %w", updateID, err)
+		return fmt.Errorf("journal: update %s handled: %w", key, err)
 	}
 	return nil
 }
 
-// Unhandled returns the received updates whose handling never finished, in order.
+// Unhandled returns the received updates whose handling never finished, in the
+// order they were received (update ids may restart lower).
 func (j *Journal) Unhandled(ctx context.Context) ([]InboxItem, error) {
-	rows, err := j.db.QueryContext(ctx, `SELECT update_id, body FROM inbox WHERE handled_at = 0 ORDER BY update_id`)
+	rows, err := j.db.QueryContext(ctx, `SELECT key, update_id, body FROM inbox WHERE handled_at = 0 ORDER BY received_at, rowid`)
 	if err != nil {
 		return nil, fmt.Errorf("journal: unhandled updates: %w", err)
 	}
@@ -57,7 +67,7 @@ func (j *Journal) Unhandled(ctx context.Context) ([]InboxItem, error) {
 	for rows.Next() {
 		var it InboxItem
 		var body string
-		if err := rows.Scan(&it.UpdateID, &body); err != nil {
+		if err := rows.Scan(&it.Key, &it.UpdateID, &body); err != nil {
 			return nil, fmt.Errorf("journal: unhandled updates: %w", err)
 		}
 		it.Body = []byte(body)

@@ -2,9 +2,11 @@ package journal_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,14 +260,14 @@ func TestInbox(t *testing.T) {
 	j := open(t, filepath.Join(t.TempDir(), "j.db"), func() time.Time { return now })
 	ctx := context.Background()
 	batch := []journal.InboxItem{{UpdateID: 7, Body: []byte(`{"update_id":7}`)}, {UpdateID: 8, Body: []byte(`{"update_id":8}`)}}
-	fresh, err := j.Receive(ctx, batch)
-	if err != nil || len(fresh) != 2 {
-		t.Fatalf("Receive = %v, %v; want both", fresh, err)
+	stored, err := j.Receive(ctx, batch)
+	if err != nil || len(stored) != 2 || stored[0].Key != "update:7" {
+		t.Fatalf("Receive = %v, %v; want both, keyed by update_id when they come without a key", stored, err)
 	}
-	if fresh, _ = j.Receive(ctx, batch[1:]); len(fresh) != 0 {
+	if fresh, _ := j.Receive(ctx, batch[1:]); len(fresh) != 0 {
 		t.Errorf("a redelivered update came back as fresh: %v", fresh)
 	}
-	j.Handled(ctx, 7)
+	j.Handled(ctx, stored[0].Key)
 	left, _ := j.Unhandled(ctx)
 	if len(left) != 1 || left[0].UpdateID != 8 {
 		t.Errorf("Unhandled = %v, want [8]", left)
@@ -273,6 +275,85 @@ func TestInbox(t *testing.T) {
 	now = now.Add(8 * 24 * time.Hour)
 	if n, err := j.PruneInbox(ctx, now.Add(-7*24*time.Hour)); err != nil || n != 1 {
 		t.Errorf("PruneInbox = %d, %v; want the handled one only", n, err)
+	}
+}
+
+func TestInboxTellsARenumberedUpdateFromAReplay(t *testing.T) {
+	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
+	ctx := context.Background()
+	lastWeek := journal.InboxItem{UpdateID: 1, Key: "message:100:1", Body: []byte(`{"update_id":1,"message":{"message_id":1}}`)}
+	thisWeek := journal.InboxItem{UpdateID: 1, Key: "message:100:7", Body: []byte(`{"update_id":1,"message":{"message_id":7}}`)}
+	if fresh, err := j.Receive(ctx, []journal.InboxItem{lastWeek}); err != nil || len(fresh) != 1 {
+		t.Fatalf("Receive = %v, %v", fresh, err)
+	}
+	if err := j.Handled(ctx, lastWeek.Key); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := j.Receive(ctx, []journal.InboxItem{thisWeek})
+	if err != nil || len(fresh) != 1 || fresh[0].Key != thisWeek.Key {
+		t.Fatalf("Receive(renumbered update 1) = %v, %v; want it fresh: same number, another message", fresh, err)
+	}
+	if fresh, _ := j.Receive(ctx, []journal.InboxItem{thisWeek}); len(fresh) != 0 {
+		t.Errorf("a redelivered update came back as fresh: %v", fresh)
+	}
+	left, _ := j.Unhandled(ctx)
+	if len(left) != 1 || left[0].Key != thisWeek.Key || string(left[0].Body) != string(thisWeek.Body) {
+		t.Errorf("Unhandled = %v, want only this week's update 1", left)
+	}
+}
+
+func TestInboxKeysUpdatesStoredBeforeKeysByWhatTheyCarry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	ctx := context.Background()
+	// A journal at schema version 2, as the last release left it, with updates in
+	// its inbox: one handled, two not.
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"migrations/0001_init.sql", "migrations/0002_telegram.sql"} {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(string(src)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	msg := `{"update_id":41,"message":{"message_id":5,"chat":{"id":100,"type":"private"},"text":"/ops"}}`
+	tap := `{"update_id":42,"callback_query":{"id":"4000000000000000001","data":"ap1:x:y"}}`
+	other := `{"update_id":43,"edited_message":{"message_id":5,"chat":{"id":100,"type":"private"}}}`
+	_, err = db.Exec(`INSERT INTO inbox(update_id, body, received_at, handled_at) VALUES (41, ?, 1, 2), (42, ?, 1, 0), (43, ?, 1, 0);
+		INSERT INTO tasks(id, requester, policy, created_at, origin) VALUES ('task-unhandled', 100, '{}', 1, 'telegram:update:41'),
+			('task-pruned', 100, '{}', 1, 'telegram:update:7');
+		PRAGMA user_version = 2`, msg, tap, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	j := open(t, path, time.Now)
+	left, err := j.Unhandled(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range left {
+		keys = append(keys, it.Key)
+	}
+	if want := []string{"callback_query:4000000000000000001", "update:43"}; !slices.Equal(keys, want) {
+		t.Errorf("unhandled keys = %v, want %v", keys, want)
+	}
+	// A task started by an update still in the inbox names it by its key now, so
+	// that its replay continues the task; a task whose update is gone keeps its name.
+	for origin, want := range map[string]string{"telegram:message:100:5": "task-unhandled", "telegram:update:7": "task-pruned"} {
+		if task, err := j.TaskByOrigin(ctx, origin); err != nil || task.ID != want {
+			t.Errorf("task of %s = %q, %v; want %s", origin, task.ID, err, want)
+		}
+	}
+	again := []journal.InboxItem{{UpdateID: 41, Key: "message:100:5", Body: []byte(msg)}, {UpdateID: 42, Key: "callback_query:4000000000000000001", Body: []byte(tap)}}
+	if fresh, err := j.Receive(ctx, again); err != nil || len(fresh) != 0 {
+		t.Errorf("Receive(the stored updates again) = %v, %v; want no fresh one", fresh, err)
 	}
 }
 

@@ -48,6 +48,13 @@ type Options struct {
 	// Webhook, when set, receives updates over HTTPS instead of long polling.
 	Webhook *Webhook
 	Logger  *slog.Logger
+	// Clock is the time the poller reckons quiet spells by, and strangers' silence
+	// (default time.Now); tests move it forward instead of waiting.
+	Clock func() time.Time
+	// MessageWorkers is how many messages are handled at once (default 8), and
+	// TapWorkers how many callback queries (default 16): taps have workers of
+	// their own, so that no number of busy messages holds up an approval.
+	MessageWorkers, TapWorkers int
 }
 
 // Errors that end the bot: they need a person to change something.
@@ -71,6 +78,10 @@ type Bot struct {
 	// no approver; only the sweep's goroutine touches it.
 	cardRetry map[string]time.Time
 
+	messages, taps chan job   // stored updates waiting for a worker
+	refusals       chan int64 // chats of strangers to refuse, sent from spare capacity
+	strangers      strangers
+
 	// Set by Serve.
 	ops     *operator.Operator
 	handler *command.Handler
@@ -83,7 +94,8 @@ type Bot struct {
 // Telegram refuses. No error or log line carries the token.
 func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	o = withDefaults(o)
-	t := &Bot{opts: o, log: o.Logger, journal: j, cardRetry: map[string]time.Time{}}
+	t := &Bot{opts: o, log: o.Logger, journal: j, messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
+		refusals: make(chan int64, refusalQueue), cardRetry: map[string]time.Time{}}
 	t.redact = func(s string) string { return strings.ReplaceAll(s, o.Token, "<token>") }
 	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second}
 	// The library makes the method calls; updates are received by poll (or the
@@ -127,6 +139,18 @@ func withDefaults(o Options) Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Webhook != nil {
+		o.Webhook = o.Webhook.withDefaults()
+	}
+	if o.MessageWorkers == 0 {
+		o.MessageWorkers = 8
+	}
+	if o.TapWorkers == 0 {
+		o.TapWorkers = 16
+	}
 	return o
 }
 
@@ -156,6 +180,7 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	defer cancel()
 	err := t.ops.Resume(ctx)
 	if err == nil {
+		t.startWorkers(ctx)
 		err = t.replay(ctx)
 	}
 	if err == nil {

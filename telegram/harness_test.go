@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,10 +61,13 @@ func (l *logBuffer) String() string {
 type rig struct {
 	t       *testing.T
 	srv     *telegramtest.Server
+	srvOpts telegramtest.Options
+	clock   *shiftClock
 	dir     string
 	pol     *policy.Policy
 	limits  *telegram.Limits
 	webhook *telegram.Webhook
+	edit    func(*telegram.Options)
 	jopts   []journal.Option // how the next start opens the journal
 	model   string           // an Anthropic-compatible server for plain text; "" for none
 	logs    *logBuffer
@@ -76,10 +80,20 @@ type rig struct {
 
 type rigOption func(*rig)
 
-func withPolicy(edit func(*policy.Policy)) rigOption { return func(r *rig) { edit(r.pol) } }
-func withLimits(l *telegram.Limits) rigOption        { return func(r *rig) { r.limits = l } }
-func withWebhook(w *telegram.Webhook) rigOption      { return func(r *rig) { r.webhook = w } }
-func withModel(url string) rigOption                 { return func(r *rig) { r.model = url } }
+func withPolicy(edit func(*policy.Policy)) rigOption     { return func(r *rig) { edit(r.pol) } }
+func withLimits(l *telegram.Limits) rigOption            { return func(r *rig) { r.limits = l } }
+func withWebhook(w *telegram.Webhook) rigOption          { return func(r *rig) { r.webhook = w } }
+func withModel(url string) rigOption                     { return func(r *rig) { r.model = url } }
+func withOptions(edit func(*telegram.Options)) rigOption { return func(r *rig) { r.edit = edit } }
+func withServer(edit func(*telegramtest.Options)) rigOption {
+	return func(r *rig) { edit(&r.srvOpts) }
+}
+
+// shiftClock is the real time moved forward by what a test skips (a quiet week).
+type shiftClock struct{ shift atomic.Int64 }
+
+func (c *shiftClock) now() time.Time          { return time.Now().Add(time.Duration(c.shift.Load())) }
+func (c *shiftClock) advance(d time.Duration) { c.shift.Add(int64(d)) }
 
 func newRig(t *testing.T, opts ...rigOption) *rig {
 	t.Helper()
@@ -89,11 +103,12 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 	}
 	p.Access = policy.Access{Operators: []int64{alice}, Approvers: []int64{alice, bob}}
 	p.Backoff.Base = 50 * time.Millisecond
-	r := &rig{t: t, dir: t.TempDir(), pol: p, limits: fast, logs: &logBuffer{},
-		srv: telegramtest.NewServer(t, telegramtest.Options{Token: token})}
+	r := &rig{t: t, dir: t.TempDir(), pol: p, limits: fast, logs: &logBuffer{}, clock: &shiftClock{},
+		srvOpts: telegramtest.Options{Token: token}}
 	for _, o := range opts {
 		o(r)
 	}
+	r.srv = telegramtest.NewServer(t, r.srvOpts)
 	r.start()
 	t.Cleanup(r.shutdown)
 	return r
@@ -114,8 +129,13 @@ func (r *rig) start() {
 		r.t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
-	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
-		SendTimeout: 2 * time.Second, Limits: r.limits, SweepEvery: 50 * time.Millisecond, Logger: logger, Webhook: r.webhook})
+	o := telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
+		SendTimeout: 2 * time.Second, Limits: r.limits, SweepEvery: 50 * time.Millisecond, Logger: logger, Webhook: r.webhook,
+		Clock: r.clock.now}
+	if r.edit != nil {
+		r.edit(&o)
+	}
+	tg, err := telegram.New(ctx, j, o)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -256,7 +276,7 @@ func newRigOn(t *testing.T, srv *telegramtest.Server) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, dir: t.TempDir(), pol: p, limits: fast, logs: &logBuffer{}, srv: srv}
+	r := &rig{t: t, dir: t.TempDir(), pol: p, limits: fast, logs: &logBuffer{}, srv: srv, clock: &shiftClock{}}
 	r.start()
 	t.Cleanup(func() {
 		if r.stop != nil {

@@ -53,6 +53,41 @@ func (l *Limiter) Wait(ctx context.Context, target string) error {
 	return l.overall.Wait(ctx)
 }
 
+// TrySpare takes a send to target only if it may go now and leaves at least half
+// of the overall burst for everything else, so that a message of low priority (a
+// stranger's refusal) never makes a card or a commit wait. When it takes none it
+// returns false and how long until it might.
+func (l *Limiter) TrySpare(target string) (bool, time.Duration) {
+	chat := l.chat(target)
+	l.mu.Lock() // one spare send decided at a time; Wait takes no lock
+	defer l.mu.Unlock()
+	now := l.now()
+	need := float64(l.overall.Burst()/2 + 1)
+	wait := max(until(l.overall, now, need), until(chat, now, 1))
+	if wait > 0 {
+		return false, wait
+	}
+	if !chat.AllowN(now, 1) {
+		return false, until(chat, now, 1)
+	}
+	if !l.overall.AllowN(now, 1) {
+		return false, until(l.overall, now, need)
+	}
+	return true, 0
+}
+
+// until is how long r needs to hold n tokens, from now.
+func until(r *rate.Limiter, now time.Time, n float64) time.Duration {
+	short := n - r.TokensAt(now)
+	if short <= 0 {
+		return 0
+	}
+	if r.Limit() <= 0 {
+		return time.Hour
+	}
+	return time.Duration(short / float64(r.Limit()) * float64(time.Second))
+}
+
 func (l *Limiter) chat(target string) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -27,3 +27,28 @@ func TestLimiterForgetsIdleChatsOnly(t *testing.T) {
 		t.Error("the busy chat's limiter was reset: a message went 0.5s after the last")
 	}
 }
+
+func TestSpareSendsLeaveHalfTheBurst(t *testing.T) {
+	start := time.Now()
+	l := NewLimiter(Limits{Overall: 4, PerChat: 1000, PerGroup: 1000, ChatBurst: 10})
+	l.now = func() time.Time { return start }
+	took := 0
+	for i := range 10 {
+		if ok, _ := l.TrySpare(fmt.Sprint(i)); ok {
+			took++
+		}
+	}
+	if took != 2 {
+		t.Errorf("spare sends = %d of a burst of 4, want 2", took)
+	}
+	ok, wait := l.TrySpare("x")
+	if ok || wait != 250*time.Millisecond {
+		t.Errorf("TrySpare = %v, %v; want false, 250ms (one token at 4/s)", ok, wait)
+	}
+	// What is left is everyone else's: two sends go without waiting.
+	for range 2 {
+		if !l.overall.AllowN(start, 1) {
+			t.Fatal("a send waited behind spare sends")
+		}
+	}
+}

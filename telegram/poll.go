@@ -1,12 +1,14 @@
 package telegram
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,16 +35,19 @@ type apiReply struct {
 // journal's inbox before the next request confirms it to Telegram, so a crash
 // between the two loses nothing. The first request carries no offset: Telegram then
 // returns what it still holds unconfirmed, and the inbox drops what it already has.
-// So does a request after six quiet days, because Telegram may then number updates
-// afresh, below the last one seen. 401 and 409 end it; 429 waits retry_after; other
+// So does every request after six quiet days, because Telegram may then number
+// updates afresh, below the last one seen; and the next offset always follows the
+// batch Telegram returned, never an older, higher mark, which would confirm the
+// renumbered updates unread. 401 and 409 end it; 429 waits retry_after; other
 // failures back off from 1 s to 30 s.
 func (t *Bot) poll(ctx context.Context) error {
 	var last int64
-	lastSeen := time.Now()
+	now := t.opts.Clock
+	lastSeen := now()
 	wait := time.Second
 	for ctx.Err() == nil {
 		offset := last + 1
-		if last == 0 || time.Since(lastSeen) > 6*24*time.Hour {
+		if last == 0 || now().Sub(lastSeen) > 6*24*time.Hour {
 			offset = 0
 		}
 		items, err := t.getUpdates(ctx, offset)
@@ -58,15 +63,17 @@ func (t *Bot) poll(ctx context.Context) error {
 				t.log.Warn("getUpdates failed; trying again", "in", wait, "err", err)
 			}
 			delay, wait = wait, min(2*wait, 30*time.Second)
+		case len(items) == 0:
+			wait = time.Second
 		default:
 			wait = time.Second
-			if len(items) > 0 {
-				lastSeen = time.Now()
-			}
-			if last, err = t.accept(ctx, items, last); err != nil {
+			lastSeen = now()
+			if err := t.accept(ctx, items); err != nil {
 				t.log.Error("updates not stored; asking for them again", "err", err)
 				delay = time.Second
+				break // not stored: the same offset asks for them again
 			}
+			last = slices.MaxFunc(items, func(a, b journal.InboxItem) int { return cmp.Compare(a.UpdateID, b.UpdateID) }).UpdateID
 		}
 		if delay > 0 && sleep(ctx, delay) != nil {
 			break
@@ -76,12 +83,10 @@ func (t *Bot) poll(ctx context.Context) error {
 }
 
 // accept stores a batch in the inbox and hands the new updates to their handlers.
-// It returns the highest update id now safe to confirm.
-func (t *Bot) accept(ctx context.Context, items []journal.InboxItem, last int64) (int64, error) {
-	if len(items) == 0 {
-		return last, nil
-	}
+// When it returns an error nothing was stored, and nothing may be confirmed.
+func (t *Bot) accept(ctx context.Context, items []journal.InboxItem) error {
 	for i := range items {
+		items[i].Key = updateKey(items[i].UpdateID, items[i].Body)
 		// A person may paste a token or a key into a chat; it never reaches the
 		// journal, and the command that carries it is refused.
 		body, _ := secret.Redact(strings.ReplaceAll(string(items[i].Body), t.opts.Token, secret.Withheld))
@@ -89,12 +94,12 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem, last int64)
 	}
 	fresh, err := t.journal.Receive(ctx, items)
 	if err != nil {
-		return last, err // not stored: the same offset asks for them again
+		return err
 	}
 	for _, it := range fresh {
 		t.dispatch(ctx, it)
 	}
-	return max(last, items[len(items)-1].UpdateID), nil
+	return nil
 }
 
 type retryAfter struct{ d time.Duration }

@@ -53,7 +53,8 @@ func storeUpdate(t *testing.T, h *command.Handler, id int64, text string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"from":{"id":%d,"is_bot":false,"first_name":"Alice"},`+
 		`"chat":{"id":%d,"type":"private","first_name":"Alice"},"date":1764580000,"text":%q}}`, id, id, alice, alice, text)
-	if _, err := h.Journal.Receive(context.Background(), []journal.InboxItem{{UpdateID: id, Body: []byte(body)}}); err != nil {
+	item := journal.InboxItem{UpdateID: id, Key: fmt.Sprintf("message:%d:%d", alice, id), Body: []byte(body)}
+	if _, err := h.Journal.Receive(context.Background(), []journal.InboxItem{item}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -73,7 +74,7 @@ func cardsIn(s *telegramtest.Server, chat int64) []telegramtest.Message {
 // approver, and a tap on it delivers once.
 func TestAStopBeforeTheCardStillShowsItOnce(t *testing.T) {
 	const update = 900
-	origin := fmt.Sprintf("telegram:update:%d", update)
+	origin := fmt.Sprintf("telegram:message:%d:%d", alice, update) // as the bot names the update's task
 	tests := []struct {
 		name  string
 		crash func(t *testing.T, h *command.Handler)

@@ -18,26 +18,98 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-// dispatch handles one stored update in the background, so that a long commit never
-// holds up an approval tap, and marks it handled when done. A restart replays the
-// updates not marked; task origins and single-use approvals make a replay harmless.
+// job is a stored update, decoded, waiting for a worker.
+type job struct {
+	item   journal.InboxItem
+	update models.Update
+}
+
+// laneQueue is how many updates may wait for a worker in each lane; beyond it,
+// dispatch waits, and the poller with it (Telegram keeps what it has not confirmed).
+const laneQueue = 256
+
+// dispatch queues one stored update for its lane's workers: callback queries and
+// messages have workers of their own, so that a long commit or a busy agent turn
+// never holds up an approval tap, and a flood of messages starts no more work at
+// once than there are workers. An update still queued when ctx ends stays
+// unhandled in the inbox and is handled after a restart.
 func (t *Bot) dispatch(ctx context.Context, it journal.InboxItem) {
-	t.spawn(func() {
-		ctx := context.WithoutCancel(ctx) // finish what was started; Serve waits for it
-		var u models.Update
-		if err := json.Unmarshal(it.Body, &u); err != nil {
-			t.log.Warn("update not understood; skipped", "update", it.UpdateID, "err", err)
+	j := job{item: it}
+	if err := json.Unmarshal(it.Body, &j.update); err != nil {
+		t.log.Warn("update not understood; skipped", "update", it.UpdateID, "err", err)
+	}
+	lane := t.messages
+	if j.update.CallbackQuery != nil {
+		lane = t.taps
+	}
+	select {
+	case lane <- j:
+	case <-ctx.Done():
+	}
+}
+
+// startWorkers starts the workers of both lanes and the sender of refusals; Serve
+// waits for them.
+func (t *Bot) startWorkers(ctx context.Context) {
+	for lane, n := range map[chan job]int{t.messages: t.opts.MessageWorkers, t.taps: t.opts.TapWorkers} {
+		for range n {
+			t.spawn(func() { t.handleFrom(ctx, lane) })
 		}
+	}
+	t.spawn(func() { t.sendRefusals(ctx) })
+}
+
+// handleFrom handles updates from lane until ctx ends, and marks each handled when done.
+// A restart replays the updates not marked; task origins and single-use approvals
+// make a replay harmless.
+func (t *Bot) handleFrom(ctx context.Context, lane <-chan job) {
+	for {
+		var j job
+		select {
+		case <-ctx.Done():
+			return
+		case j = <-lane:
+		}
+		ctx := context.WithoutCancel(ctx) // finish what was started; Serve waits for it
+		u := j.update
 		switch {
 		case u.CallbackQuery != nil:
 			t.onCallback(ctx, u.CallbackQuery)
 		case u.Message != nil && u.Message.Text != "":
-			t.onMessage(ctx, it.UpdateID, u.Message)
+			t.onMessage(ctx, j.item.Key, u.Message)
 		}
-		if err := t.journal.Handled(ctx, it.UpdateID); err != nil {
-			t.log.Error("update not marked handled; it will be handled again after a restart", "update", it.UpdateID, "err", err)
+		if err := t.journal.Handled(ctx, j.item.Key); err != nil {
+			t.log.Error("update not marked handled; it will be handled again after a restart", "update", j.item.UpdateID, "err", err)
 		}
-	})
+	}
+}
+
+// updateKey names what an update carries, for the inbox: its message (chat and
+// message id) or its callback query, and only otherwise its number. Telegram may
+// number updates afresh after a week without any, so an update_id seen last week
+// can carry a new message this week; a redelivered update carries the same one.
+// journal/migrations/0003_inbox_key.sql gives rows stored before keys the same keys.
+func updateKey(id int64, body []byte) string {
+	var u struct {
+		Message *struct {
+			ID   int64 `json:"message_id"`
+			Chat struct {
+				ID int64 `json:"id"`
+			} `json:"chat"`
+		} `json:"message"`
+		CallbackQuery *struct {
+			ID string `json:"id"`
+		} `json:"callback_query"`
+	}
+	if json.Unmarshal(body, &u) == nil {
+		switch {
+		case u.Message != nil && u.Message.ID != 0 && u.Message.Chat.ID != 0:
+			return fmt.Sprintf("message:%d:%d", u.Message.Chat.ID, u.Message.ID)
+		case u.CallbackQuery != nil && u.CallbackQuery.ID != "":
+			return "callback_query:" + u.CallbackQuery.ID
+		}
+	}
+	return fmt.Sprintf("update:%d", id)
 }
 
 // replay hands the updates whose handling a previous process did not finish to
@@ -86,15 +158,15 @@ func failure(err error) string {
 	return "Something went wrong on the bot's side; the log has the details. Check /pending before you try again."
 }
 
-// refusal is all a stranger learns.
-const refusal = "Sorry, this bot only answers its operators."
-
-func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) {
+// onMessage carries out an operator's command or plain text. key is the inbox key
+// of its update, which names the task's origin: a replay of the update starts no
+// second task, and a message that Telegram numbered afresh is not taken for one.
+func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message) {
 	if m.From == nil || m.Chat.Type != models.ChatTypePrivate {
 		return // commands are taken in private chats only
 	}
 	if !t.policy.Access.IsOperator(m.From.ID) {
-		t.reply(ctx, m.Chat.ID, refusal)
+		t.refuse(m.Chat.ID, m.From.ID)
 		return
 	}
 	if strings.Contains(m.Text, secret.Withheld) {
@@ -102,7 +174,7 @@ func (t *Bot) onMessage(ctx context.Context, updateID int64, m *models.Message) 
 		return
 	}
 	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: m.Text,
-		Origin: fmt.Sprintf("telegram:update:%d", updateID)}
+		Origin: "telegram:" + key}
 	if t.handler.Agent != nil && !strings.HasPrefix(strings.TrimSpace(m.Text), "/") {
 		defer t.typing(ctx, m.Chat.ID)() // a model's turn takes seconds: show that it is working
 	}

@@ -36,12 +36,61 @@ type Webhook struct {
 	CertFile, KeyFile string
 	// Listener, when set, is served instead of listening on Listen.
 	Listener net.Listener
+	// MaxConnections caps the requests handled at once, and is sent to setWebhook
+	// as max_connections so that Telegram keeps under it: 1 to 100, default 40
+	// (Telegram's own default).
+	MaxConnections int
+	// Timeouts bound each connection; zero fields take DefaultWebhookTimeouts.
+	Timeouts WebhookTimeouts
+}
+
+// WebhookTimeouts bound what one connection may hold, so that a client that sends
+// slowly, or not at all, keeps no socket and no place for long.
+type WebhookTimeouts struct {
+	Header time.Duration // to read the request line and headers
+	Read   time.Duration // to read the whole request, body included
+	Write  time.Duration // from the end of the headers to the end of the answer
+	Idle   time.Duration // a kept-alive connection waiting for its next request
+	// Busy is how long a request beyond MaxConnections waits for a place before it
+	// is answered 503, which Telegram delivers again later.
+	Busy time.Duration
+}
+
+// DefaultWebhookTimeouts suit Telegram: its updates are small and its servers
+// answer quickly; storing an update takes milliseconds unless the disk stalls.
+var DefaultWebhookTimeouts = WebhookTimeouts{Header: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second,
+	Idle: 60 * time.Second, Busy: time.Second}
+
+// maxUpdateBytes caps a webhook request's body: an update is a few kilobytes.
+const maxUpdateBytes = 1 << 20
+
+// withDefaults fills the zero fields of a webhook's settings.
+func (w Webhook) withDefaults() *Webhook {
+	if w.MaxConnections == 0 {
+		w.MaxConnections = 40
+	}
+	or := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	d := DefaultWebhookTimeouts
+	or(&w.Timeouts.Header, d.Header)
+	or(&w.Timeouts.Read, d.Read)
+	or(&w.Timeouts.Write, d.Write)
+	or(&w.Timeouts.Idle, d.Idle)
+	or(&w.Timeouts.Busy, d.Busy)
+	return &w
 }
 
 // serveWebhook registers the webhook and serves it until ctx ends.
 func (t *Bot) serveWebhook(ctx context.Context) error {
 	w := t.opts.Webhook
-	params := &bot.SetWebhookParams{URL: w.URL, SecretToken: w.Secret, AllowedUpdates: []string{"message", "callback_query"}}
+	if w.MaxConnections < 1 || w.MaxConnections > 100 {
+		return fmt.Errorf("telegram: webhook max connections must be 1 to 100, got %d", w.MaxConnections)
+	}
+	params := &bot.SetWebhookParams{URL: w.URL, SecretToken: w.Secret, AllowedUpdates: []string{"message", "callback_query"},
+		MaxConnections: w.MaxConnections}
 	var tlsConfig *tls.Config
 	if w.CertFile != "" || w.KeyFile != "" {
 		cert, upload, err := loadCertificate(w.CertFile, w.KeyFile)
@@ -63,7 +112,8 @@ func (t *Bot) serveWebhook(ctx context.Context) error {
 			return err
 		}
 	}
-	srv := &http.Server{Handler: t.WebhookHandler(ctx), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConfig,
+	srv := &http.Server{Handler: t.WebhookHandler(ctx), TLSConfig: tlsConfig,
+		ReadHeaderTimeout: w.Timeouts.Header, ReadTimeout: w.Timeouts.Read, WriteTimeout: w.Timeouts.Write, IdleTimeout: w.Timeouts.Idle,
 		ErrorLog: slog.NewLogLogger(t.log.Handler(), slog.LevelWarn)}
 	go func() {
 		<-ctx.Done()
@@ -104,27 +154,65 @@ func loadCertificate(certFile, keyFile string) (tls.Certificate, []byte, error) 
 }
 
 // WebhookHandler checks the secret header, stores the update in the inbox and only
-// then answers 200, so that Telegram delivers again whatever was not stored.
+// then answers 200, so that Telegram delivers again whatever was not stored. At
+// most Webhook.MaxConnections requests with the secret are handled at once; one
+// more waits up to Timeouts.Busy for a place, then is answered 503. A body over
+// 1 MiB is answered 413.
 func (t *Bot) WebhookHandler(ctx context.Context) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w := t.opts.Webhook
+	store := limitRequests(w.MaxConnections, w.Timeouts.Busy, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		t.storeUpdate(ctx, rw, r)
+	}))
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		// The secret is checked first, so that strangers take no place from Telegram.
 		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
-		if r.Method != http.MethodPost || subtle.ConstantTimeCompare([]byte(got), []byte(t.opts.Webhook.Secret)) != 1 {
-			http.Error(w, "forbidden", http.StatusUnauthorized)
+		if r.Method != http.MethodPost || subtle.ConstantTimeCompare([]byte(got), []byte(w.Secret)) != 1 {
+			http.Error(rw, "forbidden", http.StatusUnauthorized)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		var head struct {
-			UpdateID int64 `json:"update_id"`
-		}
-		if err != nil || json.Unmarshal(body, &head) != nil || head.UpdateID == 0 {
-			http.Error(w, "not an update", http.StatusBadRequest)
+		store.ServeHTTP(rw, r)
+	})
+}
+
+func (t *Bot) storeUpdate(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxUpdateBytes))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		http.Error(w, "too large for an update", http.StatusRequestEntityTooLarge)
+		return
+	}
+	var head struct {
+		UpdateID int64 `json:"update_id"`
+	}
+	if err != nil || json.Unmarshal(body, &head) != nil || head.UpdateID == 0 {
+		http.Error(w, "not an update", http.StatusBadRequest)
+		return
+	}
+	if err := t.accept(ctx, []journal.InboxItem{{UpdateID: head.UpdateID, Body: body}}); err != nil {
+		t.log.Error("update not stored; Telegram will deliver it again", "update", head.UpdateID, "err", err)
+		http.Error(w, "not stored", http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// limitRequests lets at most n requests into next at once. One more waits up to
+// wait for a place, then is answered 503 with Retry-After.
+func limitRequests(n int, wait time.Duration, next http.Handler) http.Handler {
+	places := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case places <- struct{}{}:
+		case <-timer.C:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		case <-r.Context().Done():
 			return
 		}
-		if _, err := t.accept(ctx, []journal.InboxItem{{UpdateID: head.UpdateID, Body: body}}, 0); err != nil {
-			t.log.Error("update not stored; Telegram will deliver it again", "update", head.UpdateID, "err", err)
-			http.Error(w, "not stored", http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
+		defer func() { <-places }()
+		next.ServeHTTP(w, r)
 	})
 }

@@ -9,7 +9,9 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -140,4 +142,123 @@ func selfSigned(t *testing.T) (certPEM []byte, certFile, keyFile string) {
 		t.Fatal(err)
 	}
 	return certPEM, certFile, keyFile
+}
+
+// shortTimeouts let a test watch connections being closed within its deadline.
+var shortTimeouts = telegram.WebhookTimeouts{Header: 200 * time.Millisecond, Read: 500 * time.Millisecond,
+	Write: 2 * time.Second, Idle: 300 * time.Millisecond, Busy: 100 * time.Millisecond}
+
+// webhookRig serves a webhook with short timeouts and a cap of max requests at once.
+func webhookRig(t *testing.T, max int) (*rig, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, withWebhook(&telegram.Webhook{URL: "https://bot.example.org/hook", Secret: hookSecret, Listener: ln,
+		Timeouts: shortTimeouts, MaxConnections: max}))
+	r.waitFor("setWebhook", func(s *telegramtest.Server) bool { return s.Webhook().URL != "" })
+	return r, ln.Addr().String()
+}
+
+const hookSecret = "hook-secret"
+
+// dial opens a raw connection to the webhook and writes what is given.
+func dial(t *testing.T, addr, write string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, write); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// closedWithin reads c until the server closes it, and returns what it sent, or
+// fails the test if the connection is still open after d.
+func closedWithin(t *testing.T, c net.Conn, d time.Duration) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(d))
+	got, err := io.ReadAll(c)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the server still holds the connection after %v (read so far %q)", d, got)
+	}
+	return string(got)
+}
+
+func TestWebhookTimesOutSlowClients(t *testing.T) {
+	r, addr := webhookRig(t, 40)
+	if got := r.srv.Webhook().MaxConnections; got != 40 {
+		t.Errorf("setWebhook max_connections = %d, want 40", got)
+	}
+	// Half a request line and headers, then nothing: closed at the header timeout.
+	half := dial(t, addr, "POST / HTTP/1.1\r\nHost: bot.example.org\r\nContent-Type: appl")
+	// Whole headers, with the secret, and a body that never comes: closed at the
+	// read timeout.
+	body := dial(t, addr, "POST / HTTP/1.1\r\nHost: bot.example.org\r\nX-Telegram-Bot-Api-Secret-Token: "+hookSecret+
+		"\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{\"update_id\":")
+	// A finished request on a kept-alive connection: closed at the idle timeout.
+	update := opsUpdate(7001)
+	idle := dial(t, addr, fmt.Sprintf("POST / HTTP/1.1\r\nHost: bot.example.org\r\nX-Telegram-Bot-Api-Secret-Token: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		hookSecret, len(update), update))
+	for name, c := range map[string]net.Conn{"half a header": half, "a body that never comes": body} {
+		if got := closedWithin(t, c, 5*time.Second); strings.Contains(got, " 200 ") {
+			t.Errorf("%s: answered %q", name, got)
+		}
+	}
+	if got := closedWithin(t, idle, 5*time.Second); !strings.HasPrefix(got, "HTTP/1.1 200 ") {
+		t.Errorf("the whole update: answered %q, want 200 and then the connection closed when idle", got)
+	}
+	r.replyContaining(alice, "No operations yet")
+}
+
+func TestWebhookRefusesAnOversizedBody(t *testing.T) {
+	_, addr := webhookRig(t, 40)
+	big := `{"update_id":7002,"message":{"text":"` + strings.Repeat("a", 1<<20) + `"}}`
+	if got := postUpdate(t, http.DefaultClient, "http://"+addr+"/", hookSecret, big); got != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over 1 MiB: status %d, want 413", got)
+	}
+}
+
+func TestWebhookCapsRequestsAtOnce(t *testing.T) {
+	const max = 2
+	r, addr := webhookRig(t, max)
+	if got := r.srv.Webhook().MaxConnections; got != max {
+		t.Errorf("setWebhook max_connections = %d, want %d: Telegram should keep under the cap", got, max)
+	}
+	// Strangers holding more connections than the cap, half a header each, take no
+	// place from Telegram's requests.
+	var strangers []net.Conn
+	for range max + 3 {
+		strangers = append(strangers, dial(t, addr, "POST / HTTP/1.1\r\nHost: x\r\n"))
+	}
+	if got := postUpdate(t, http.DefaultClient, "http://"+addr+"/", hookSecret, opsUpdate(7101)); got != http.StatusOK {
+		t.Errorf("an update while strangers hold connections: status %d, want 200", got)
+	}
+	for _, c := range strangers {
+		closedWithin(t, c, 5*time.Second)
+	}
+
+	// Requests beyond the cap that know the secret and send slowly: the first max
+	// hold their places until the read timeout; the rest are turned away with 503.
+	slow := make([]net.Conn, max+2)
+	for i := range slow {
+		slow[i] = dial(t, addr, "POST / HTTP/1.1\r\nHost: bot.example.org\r\nX-Telegram-Bot-Api-Secret-Token: "+hookSecret+
+			"\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{")
+	}
+	busy := 0
+	for _, c := range slow {
+		if strings.HasPrefix(closedWithin(t, c, 5*time.Second), "HTTP/1.1 503 ") {
+			busy++
+		}
+	}
+	if busy != 2 {
+		t.Errorf("%d of %d slow requests turned away as busy, want 2 (the cap is %d)", busy, len(slow), max)
+	}
+	if got := postUpdate(t, http.DefaultClient, "http://"+addr+"/", hookSecret, opsUpdate(7102)); got != http.StatusOK {
+		t.Errorf("an update once the slow ones are gone: status %d, want 200", got)
+	}
 }

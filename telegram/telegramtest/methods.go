@@ -307,9 +307,15 @@ func (s *Server) setWebhook(ctx context.Context, req *request) reply {
 		}
 		allowed = list
 	}
+	// The Bot API server clamps max_connections to 1..100, default 40.
+	conns, ok := intParam(p, "max_connections", 40)
+	if !ok {
+		conns = 40
+	}
+	conns = min(max(conns, 1), 100)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.webhook = Webhook{URL: p["url"], SecretToken: p["secret_token"], AllowedUpdates: allowed}
+	s.webhook = Webhook{URL: p["url"], SecretToken: p["secret_token"], AllowedUpdates: allowed, MaxConnections: int(conns)}
 	if cert, ok := p[fileKey("certificate")]; ok {
 		s.webhook.Certificate = []byte(cert)
 	}

@@ -353,8 +353,16 @@ func TestWebhookBlocksPolling(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatalf("SetWebhook = %v, %v", ok, err)
 	}
-	if w := srv.Webhook(); w.URL != "https://example.com/hook" || w.SecretToken != "s3cret" {
-		t.Errorf("webhook = %+v", w)
+	if w := srv.Webhook(); w.URL != "https://example.com/hook" || w.SecretToken != "s3cret" || w.MaxConnections != 40 {
+		t.Errorf("webhook = %+v, want max_connections 40 when not given", w)
+	}
+	for given, want := range map[int]int{7: 7, 500: 100} {
+		if _, err := b.SetWebhook(ctx, &bot.SetWebhookParams{URL: "https://example.com/hook", MaxConnections: given}); err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.Webhook().MaxConnections; got != want {
+			t.Errorf("max_connections %d: recorded %d, want %d", given, got, want)
+		}
 	}
 	if r := post(t, srv, "getUpdates", nil); r.Status != 409 || !strings.Contains(r.Description, "webhook is active") {
 		t.Errorf("getUpdates with a webhook = %+v, want 409", r)

@@ -130,6 +130,9 @@ type Webhook struct {
 	URL            string
 	SecretToken    string
 	AllowedUpdates []string
+	// MaxConnections is the max_connections given, 40 (Telegram's default)
+	// when none was.
+	MaxConnections int
 	// Certificate is the public key certificate uploaded with setWebhook (for a
 	// self-signed one), nil when none was.
 	Certificate []byte

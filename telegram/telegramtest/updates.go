@@ -22,15 +22,17 @@ var errWebhookActive = apiError{
 }
 
 type queuedUpdate struct {
-	id   int64
-	kind string // the update's type field: "message", "callback_query", ...
-	raw  json.RawMessage
+	id        int64
+	kind      string // the update's type field: "message", "callback_query", ...
+	raw       json.RawMessage
+	delivered bool // a getUpdates call returned it
 }
 
 // updateQueue holds updates until an offset confirms them.
 type updateQueue struct {
 	next    int64
 	pending []queuedUpdate
+	unread  []int64  // confirmed before any getUpdates returned them
 	allowed []string // nil until a getUpdates or setWebhook sets it
 	polling bool
 	queries int
@@ -48,13 +50,24 @@ func (q *updateQueue) isAllowed(kind string) bool {
 }
 
 // confirm forgets updates below offset; a negative offset keeps only the
-// last -offset updates.
+// last -offset updates. Updates forgotten before any call returned them are
+// recorded as lost.
 func (q *updateQueue) confirm(offset int64) {
+	forget := func(u queuedUpdate) bool {
+		if !u.delivered {
+			q.unread = append(q.unread, u.id)
+		}
+		return true
+	}
 	switch {
 	case offset > 0:
-		q.pending = slices.DeleteFunc(q.pending, func(u queuedUpdate) bool { return u.id < offset })
+		q.pending = slices.DeleteFunc(q.pending, func(u queuedUpdate) bool { return u.id < offset && forget(u) })
 	case offset < 0 && int64(len(q.pending)) > -offset:
-		q.pending = slices.Clone(q.pending[int64(len(q.pending))+offset:])
+		cut := int64(len(q.pending)) + offset
+		for _, u := range q.pending[:cut] {
+			forget(u)
+		}
+		q.pending = slices.Clone(q.pending[cut:])
 	}
 }
 
@@ -63,8 +76,9 @@ func (q *updateQueue) confirm(offset int64) {
 func (q *updateQueue) deliverable(limit int) []json.RawMessage {
 	q.pending = slices.DeleteFunc(q.pending, func(u queuedUpdate) bool { return !q.isAllowed(u.kind) })
 	out := make([]json.RawMessage, 0, min(limit, len(q.pending)))
-	for _, u := range q.pending[:min(limit, len(q.pending))] {
-		out = append(out, u.raw)
+	for i := range q.pending[:min(limit, len(q.pending))] {
+		q.pending[i].delivered = true
+		out = append(out, q.pending[i].raw)
 	}
 	return out
 }
@@ -155,6 +169,24 @@ func (s *Server) PendingUpdates() []int64 {
 	return ids
 }
 
+// Renumber makes the next pushed update take update_id next, as Telegram may
+// number updates afresh after a week without any: the new ids may be below
+// the ones a bot has seen, so an offset above them confirms them unread.
+func (s *Server) Renumber(next int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue.next = next
+}
+
+// ConfirmedUnread returns the update_ids that an offset confirmed (or a
+// negative offset dropped) before any getUpdates call returned them: the
+// updates a bot lost. Updates dropped by drop_pending_updates are not counted.
+func (s *Server) ConfirmedUnread() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.queue.unread)
+}
+
 // AllowedUpdates returns the sticky allowed_updates list, nil if no call
 // ever set it.
 func (s *Server) AllowedUpdates() []string {
@@ -242,7 +274,9 @@ func (s *Server) endPoll() {
 
 // waitUpdates returns deliverable updates as soon as there are some, or
 // an empty list when the timeout passes, the client leaves or the server
-// closes.
+// closes. The offset is the first update to be returned, so while the call
+// is held it also confirms an update that arrives below it (only possible
+// after Renumber), as Telegram does.
 func (s *Server) waitUpdates(ctx context.Context, p pollParams) []json.RawMessage {
 	var expired <-chan time.Time
 	if p.timeout > 0 {
@@ -252,6 +286,9 @@ func (s *Server) waitUpdates(ctx context.Context, p pollParams) []json.RawMessag
 	}
 	for {
 		s.mu.Lock()
+		if p.offset > 0 {
+			s.queue.confirm(p.offset)
+		}
 		batch := s.queue.deliverable(p.limit)
 		changed := s.changed
 		s.mu.Unlock()

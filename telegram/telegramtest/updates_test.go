@@ -300,3 +300,79 @@ func TestCloseReleasesHeldPoll(t *testing.T) {
 	receive(t, closed)
 	receive(t, errc)
 }
+
+func TestAnOffsetForgetsRenumberedUpdatesBelowIt(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{FirstUpdateID: 500})
+	old := srv.PushMessage(1, 1, "last week")
+	if got := getUpdates(t, srv, nil); !slices.Equal(got, []int64{old}) {
+		t.Fatalf("getUpdates = %v, want [%d]", got, old)
+	}
+	next := url.Values{"offset": {strconv.FormatInt(old+1, 10)}}
+	if got := getUpdates(t, srv, next); len(got) != 0 {
+		t.Fatalf("getUpdates(offset %d) = %v, want nothing", old+1, got)
+	}
+
+	// A quiet week later Telegram numbers updates afresh, below the last one.
+	srv.Renumber(1)
+	first := srv.PushMessage(1, 1, "this week")
+	if first != 1 {
+		t.Fatalf("first update after renumbering = %d, want 1", first)
+	}
+	if got := getUpdates(t, srv, nil); !slices.Equal(got, []int64{first}) {
+		t.Errorf("getUpdates without offset = %v, want the renumbered [%d]", got, first)
+	}
+	second := srv.PushMessage(1, 1, "and again")
+	// An offset above the old ids is the first update to be returned: the new ones
+	// are below it, so it confirms them all, read or not.
+	if got := getUpdates(t, srv, next); len(got) != 0 {
+		t.Errorf("getUpdates(offset %d) = %v, want nothing", old+1, got)
+	}
+	if got := srv.PendingUpdates(); len(got) != 0 {
+		t.Errorf("pending = %v, want everything below the offset forgotten", got)
+	}
+	if got := srv.ConfirmedUnread(); !slices.Equal(got, []int64{second}) {
+		t.Errorf("ConfirmedUnread = %v, want [%d]: returned once, the first was read", got, second)
+	}
+}
+
+func TestAHeldPollDoesNotReturnUpdatesBelowItsOffset(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{FirstUpdateID: 500})
+	old := srv.PushMessage(1, 1, "last week")
+	getUpdates(t, srv, nil)
+	result := make(chan []int64, 1)
+	go func() {
+		result <- getUpdatesIDs(srv, url.Values{"offset": {strconv.FormatInt(old+1, 10)}, "timeout": {"1"}})
+	}()
+	waitFor(t, srv, "the poll to be held", polling)
+	srv.Renumber(1)
+	renumbered := srv.PushMessage(1, 1, "this week")
+	if got := receive(t, result); len(got) != 0 {
+		t.Errorf("held poll with offset %d returned %v, want nothing", old+1, got)
+	}
+	if got := srv.ConfirmedUnread(); !slices.Equal(got, []int64{renumbered}) {
+		t.Errorf("ConfirmedUnread = %v, want [%d]", got, renumbered)
+	}
+}
+
+// getUpdatesIDs is getUpdates for a goroutine: nil on any failure.
+func getUpdatesIDs(srv *telegramtest.Server, form url.Values) []int64 {
+	resp, err := http.PostForm(srv.URL()+"/bot"+srv.Token()+"/getUpdates", form)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var r struct {
+		OK     bool `json:"ok"`
+		Result []struct {
+			ID int64 `json:"update_id"`
+		} `json:"result"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&r) != nil || !r.OK {
+		return nil
+	}
+	ids := []int64{}
+	for _, u := range r.Result {
+		ids = append(ids, u.ID)
+	}
+	return ids
+}
