@@ -68,8 +68,10 @@ type Request struct {
 	User int64
 	Chat string
 	Line string
-	// Origin names where the line came from (e.g. a Telegram update id); a line
-	// with an origin seen before returns journal.ErrDuplicate and does nothing.
+	// Origin names where the line came from (e.g. the Telegram message that
+	// carried it). A line whose origin was seen before continues the task it
+	// started, if a stop left it short of its card, and otherwise returns
+	// journal.ErrDuplicate and does nothing.
 	Origin string
 }
 

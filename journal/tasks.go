@@ -18,7 +18,7 @@ type Task struct {
 	Requester int64
 	Chat      string
 	Summary   string
-	// Origin names what started the task (e.g. "telegram:update:812"); a second task
+	// Origin names what started the task (e.g. "telegram:message:111:42"); a second task
 	// with the same non-empty origin is refused with ErrDuplicate.
 	Origin string
 	// Surface is where the task's requests come from (telegram, console, ...).
