@@ -66,6 +66,9 @@ func (c connector) Driver() driver.Driver                        { return c.driv
 // crash_recovery: a process that died there cannot know whether the request took
 // effect, so the operation waits for verification and is never resent.
 func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
+	if err := createPrivate(file); err != nil {
+		return nil, fmt.Errorf("journal: open %s: %w", file, err)
+	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")  // readers never block the writer
 	q.Set("_busy_timeout", "5000") // a second process (the CLI) waits instead of failing
