@@ -69,6 +69,9 @@ func (c connector) Driver() driver.Driver                        { return c.driv
 // owns sending (Own), so a second process that only reads or resolves (bot ops,
 // bot vault) can never take a live commit for a dead one.
 func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
+	if err := createPrivate(file); err != nil {
+		return nil, fmt.Errorf("journal: open %s: %w", file, err)
+	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")  // readers never block the writer
 	q.Set("_busy_timeout", "5000") // a second process (the CLI) waits instead of failing

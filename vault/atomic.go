@@ -62,16 +62,23 @@ func syncDir(dir string) error {
 
 // mkdirAllSynced creates dir and its missing parents (mode 0700), fsyncing the parent
 // of each folder it creates so that a note's folder survives a crash with the note.
-func mkdirAllSynced(dir string) error {
-	if fi, err := os.Stat(dir); err == nil {
+// Below top (the vault's folder) a symbolic link is not followed: a link where a
+// folder should be is an error wrapping ErrNotRegular, so no note is written through
+// it. top itself, and what is above it, may be links (the vault may live anywhere).
+func mkdirAllSynced(top, dir string) error {
+	stat := os.Lstat
+	if !strings.HasPrefix(dir, top+string(filepath.Separator)) {
+		stat = os.Stat
+	}
+	if fi, err := stat(dir); err == nil {
 		if !fi.IsDir() {
-			return fmt.Errorf("%s: not a directory", dir)
+			return fmt.Errorf("%s: %w", dir, notRegular(fi.Mode().Type()))
 		}
 		return nil
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirAllSynced(parent); err != nil {
+		if err := mkdirAllSynced(top, parent); err != nil {
 			return err
 		}
 	}
@@ -86,22 +93,23 @@ const maxNoteSize = 1 << 20
 
 var errTooLarge = fmt.Errorf("larger than %d bytes", maxNoteSize)
 
-// readNote reads and parses the note at path. It returns an error wrapping
-// ErrNotFound when the file is gone, and a *BrokenError for anything else that keeps
-// it from being an envelope named by its file. The file is only read.
-func readNote(path string) (envelope.Envelope, error) {
-	data, err := readFile(path, make([]byte, 0, 4096))
+// readNote reads and parses the note at path, whose type (as os.Lstat or a folder
+// listing gives it) is typ, and returns its envelope and bytes. It returns an error wrapping ErrNotFound when the file is
+// gone, and a *BrokenError for anything else that keeps it from being an envelope
+// named by its file. The file is only read.
+func readNote(path string, typ fs.FileMode) (envelope.Envelope, []byte, error) {
+	data, err := readFile(path, typ, make([]byte, 0, 4096))
 	if errors.Is(err, fs.ErrNotExist) {
-		return envelope.Envelope{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+		return envelope.Envelope{}, nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	if err != nil {
-		return envelope.Envelope{}, &BrokenError{Path: path, Err: err}
+		return envelope.Envelope{}, nil, &BrokenError{Path: path, Err: err}
 	}
 	e, err := parseNote(path, data)
 	if err != nil {
-		return envelope.Envelope{}, &BrokenError{Path: path, Err: err}
+		return envelope.Envelope{}, nil, &BrokenError{Path: path, Err: err}
 	}
-	return e, nil
+	return e, data, nil
 }
 
 // parseNote parses a note and checks that its operation id names its file.
@@ -116,13 +124,37 @@ func parseNote(path string, data []byte) (envelope.Envelope, error) {
 	return e, nil
 }
 
-// readFile appends the file's bytes to buf, up to maxNoteSize.
-func readFile(path string, buf []byte) ([]byte, error) {
-	f, err := os.Open(path)
+// readFile appends the bytes of the note at path to buf, up to maxNoteSize. It is the
+// one way the package reads a note, and it reads only a regular file in its place:
+//
+//   - typ is the entry's type as listed (a DirEntry's Type, or os.Lstat's): a
+//     symbolic link, FIFO, socket, device or folder is refused without being opened;
+//   - the open does not follow a link and does not wait on a FIFO (openFlags), and
+//     the opened file is checked again, so an entry swapped for one of those between
+//     the listing and the open is refused too.
+//
+// A refusal wraps ErrNotRegular. A link is refused even when it points to a note in
+// the vault: a note with two names would be answered under one and still read as
+// unresolved under the other, and gc would remove the link, not the note.
+func readFile(path string, typ fs.FileMode, buf []byte) ([]byte, error) {
+	if !typ.IsRegular() {
+		return nil, notRegular(typ)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if isLinkError(err) {
+		return nil, notRegular(fs.ModeSymlink)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(fi.Mode().Type())
+	}
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > maxNoteSize {
@@ -139,4 +171,22 @@ func readFile(path string, buf []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// notRegular is the ErrNotRegular of an entry of type typ, saying what it is.
+func notRegular(typ fs.FileMode) error {
+	what := "a special file"
+	switch {
+	case typ&fs.ModeSymlink != 0:
+		what = "a symbolic link, not followed"
+	case typ&fs.ModeNamedPipe != 0:
+		what = "a FIFO"
+	case typ&fs.ModeSocket != 0:
+		what = "a socket"
+	case typ&fs.ModeDevice != 0:
+		what = "a device"
+	case typ.IsDir():
+		what = "a folder"
+	}
+	return fmt.Errorf("%w (%s)", ErrNotRegular, what)
 }

@@ -64,7 +64,8 @@ type Note struct {
 // Each note is read once, in parallel. With Unresolved or Target set, a note whose
 // front matter plainly states another status or target (see envelope.Peek) is passed
 // over without a full parse, so a broken note that plainly states, say, a resolved
-// status is reported only by a List without those filters.
+// status is reported only by a List without those filters. A symbolic link or special
+// file where a note or folder should be is reported whatever the filter, unopened.
 func (v *Vault) List(f Filter) (notes []Note, broken []BrokenError, err error) {
 	if f.OlderThan > 0 && f.Now.IsZero() {
 		f.Now = time.Now()
@@ -167,36 +168,40 @@ type scanned struct {
 }
 
 // scan reads every note, using one worker per CPU, each with its own read buffer. A
-// note for which skip returns true is not parsed.
+// note for which skip returns true is not parsed. A link or special file where a note
+// or a folder should be is returned as broken, unopened.
 func (v *Vault) scan(skip func(data []byte) bool) ([]scanned, error) {
-	paths, err := v.notePaths()
+	entries, skipped, err := v.noteEntries()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]scanned, len(paths))
+	out := make([]scanned, len(entries), len(entries)+len(skipped))
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(paths)) {
+	for range min(runtime.GOMAXPROCS(0), len(entries)) {
 		wg.Go(func() {
 			buf := make([]byte, 0, 4096)
-			for i := int(next.Add(1)) - 1; i < len(paths); i = int(next.Add(1)) - 1 {
-				out[i] = readScanned(paths[i], &buf, skip)
+			for i := int(next.Add(1)) - 1; i < len(entries); i = int(next.Add(1)) - 1 {
+				out[i] = readScanned(entries[i], &buf, skip)
 			}
 		})
 	}
 	wg.Wait()
+	for _, b := range skipped {
+		out = append(out, scanned{Note: Note{Path: b.Path}, broken: &b})
+	}
 	return out, nil
 }
 
-func readScanned(path string, buf *[]byte, skip func([]byte) bool) scanned {
-	n := scanned{Note: Note{Path: path}}
-	data, err := readFile(path, (*buf)[:0])
+func readScanned(entry noteEntry, buf *[]byte, skip func([]byte) bool) scanned {
+	n := scanned{Note: Note{Path: entry.path}}
+	data, err := readFile(entry.path, entry.typ, (*buf)[:0])
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		n.passed = true
 		return n
 	case err != nil:
-		n.broken = &BrokenError{Path: path, Err: err}
+		n.broken = &BrokenError{Path: entry.path, Err: err}
 		return n
 	}
 	*buf = data
@@ -204,62 +209,90 @@ func readScanned(path string, buf *[]byte, skip func([]byte) bool) scanned {
 		n.passed = true
 		return n
 	}
-	n.Envelope, err = parseNote(path, data)
+	n.Envelope, err = parseNote(entry.path, data)
 	if err != nil {
-		n.broken = &BrokenError{Path: path, Err: err}
+		n.broken = &BrokenError{Path: entry.path, Err: err}
 	}
 	return n
 }
 
-// notePaths lists envelopes/*/*/*.md, skipping hidden names (temp files among them).
-// It reads folder names only: no stat per note.
-func (v *Vault) notePaths() ([]string, error) {
-	root := filepath.Join(v.dir, envelopesDir)
-	years, err := subdirs(root)
+// noteEntry is a note's path and its type as its folder listing gives it.
+type noteEntry struct {
+	path string
+	typ  fs.FileMode
+}
+
+// noteEntries lists envelopes/*/*/*.md, skipping hidden names (temp files among
+// them), and returns as skipped the year and month folders that are symbolic links,
+// which it does not follow. It reads folder listings only: no stat per note.
+func (v *Vault) noteEntries() ([]noteEntry, []BrokenError, error) {
+	years, skipped, err := v.years()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var paths []string
+	var notes []noteEntry
 	for _, year := range years {
-		months, err := subdirs(year)
+		months, links, err := subdirs(year)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		skipped = append(skipped, links...)
 		for _, month := range months {
-			names, err := names(month)
+			entries, err := readDir(month)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			for _, name := range names {
-				if strings.HasSuffix(name, ".md") && !strings.HasPrefix(name, ".") {
-					paths = append(paths, filepath.Join(month, name))
+			for _, e := range entries {
+				if name := e.Name(); strings.HasSuffix(name, ".md") && !strings.HasPrefix(name, ".") {
+					notes = append(notes, noteEntry{filepath.Join(month, name), e.Type()})
 				}
 			}
 		}
 	}
-	return paths, nil
+	return notes, skipped, nil
 }
 
-// subdirs returns the paths of dir's visible subfolders; none when dir is missing.
-func subdirs(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// years returns the year folders, and the envelopes folder or year folders that are
+// symbolic links (as broken, not followed).
+func (v *Vault) years() ([]string, []BrokenError, error) {
+	root := filepath.Join(v.dir, envelopesDir)
+	fi, err := os.Lstat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, err
+	case fi.Mode().Type()&fs.ModeSymlink != 0:
+		return nil, []BrokenError{{Path: root, Err: notRegular(fs.ModeSymlink)}}, nil
 	}
+	return subdirs(root)
+}
+
+// subdirs returns the paths of dir's visible subfolders, and its visible symbolic
+// links (as broken: a link is never followed, even to a folder); none when dir is
+// missing. Other files are ignored.
+func subdirs(dir string) ([]string, []BrokenError, error) {
+	entries, err := readDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var dirs []string
+	var links []BrokenError
 	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+		switch {
+		case strings.HasPrefix(e.Name(), "."):
+		case e.IsDir():
 			dirs = append(dirs, filepath.Join(dir, e.Name()))
+		case e.Type()&fs.ModeSymlink != 0:
+			links = append(links, BrokenError{Path: filepath.Join(dir, e.Name()), Err: notRegular(fs.ModeSymlink)})
 		}
 	}
-	return dirs, nil
+	return dirs, links, nil
 }
 
-// names returns the unsorted entry names of dir; none when dir is missing.
-func names(dir string) ([]string, error) {
+// readDir returns dir's entries, unsorted, with their types as the listing gives them
+// (no stat per entry where the file system reports types); none when dir is missing.
+func readDir(dir string) ([]fs.DirEntry, error) {
 	f, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -268,5 +301,5 @@ func names(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return f.Readdirnames(-1)
+	return f.ReadDir(-1)
 }

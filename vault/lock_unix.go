@@ -14,7 +14,8 @@ import (
 // writer is changing. It returns the function that releases the lock.
 func (v *Vault) lock() (func(), error) {
 	v.mu.Lock()
-	f, err := os.OpenFile(filepath.Join(v.dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	// openFlags: a link named like the lock file is refused, not followed out of the vault.
+	f, err := os.OpenFile(filepath.Join(v.dir, lockName), os.O_RDWR|os.O_CREATE|openFlags, 0o600)
 	if err != nil {
 		v.mu.Unlock()
 		return nil, fmt.Errorf("vault: lock: %w", err)

@@ -14,7 +14,11 @@
 //
 // A note a person has broken by hand is reported with its path (BrokenError) and left
 // alone: reading never modifies a note, and Write, Resolve and GC never overwrite or
-// remove a broken one.
+// remove a broken one. So is anything but a regular file where a note should be (a
+// symbolic link, a FIFO, a socket, a device: ErrNotRegular), which is never opened,
+// and a year or month folder that is a symbolic link, which is never followed: the
+// package reads and writes only inside the vault's own folders, and never waits on a
+// file that is not one.
 //
 // A Vault serialises its own writers; it does not lock against other processes writing
 // the same folder. Path gives a note's place relative to the vault's folder; every
@@ -24,8 +28,10 @@ package vault
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,17 +50,20 @@ var (
 	ErrNameMismatch = errors.New("vault: operation_id does not match the file name")
 	// ErrSecretID: the operation id looks like a secret, so it cannot name a file.
 	ErrSecretID = errors.New("vault: operation id looks like a secret")
+	// ErrNotRegular: a note's name, or a folder's, holds something other than a regular
+	// file or folder: a symbolic link (never followed), a FIFO, a socket or a device.
+	ErrNotRegular = errors.New("vault: not a regular file or folder")
 )
 
 // BrokenError reports a note that cannot be read as an envelope: bad YAML, a missing
-// operation_id, an unterminated front matter, an unreadable file. Path is absolute. Get
+// operation_id, an unterminated front matter, an unreadable file, a symbolic link or
+// special file where a note or folder should be (ErrNotRegular). Path is absolute. Get
 // returns it as a *BrokenError; List returns it by value.
 type BrokenError struct {
 	Path string
 	Err  error
 }
 
-// Error names the note's path and the cause.
 // Error names the note's path and the cause.
 func (e BrokenError) Error() string { return "vault: broken note " + e.Path + ": " + e.Err.Error() }
 
@@ -108,44 +117,75 @@ func (v *Vault) AbsPath(opID string, created time.Time) string {
 // wrapping ErrNotFound when no note holds the id (also when the id is malformed or
 // looks like a secret, and then wraps envelope.ErrInvalid or ErrSecretID too),
 // ErrDuplicate when several notes do, and a *BrokenError (with the path) when the note
-// cannot be read as an envelope. Get never modifies the note.
+// cannot be read as an envelope, or is not a regular file (then it wraps ErrNotRegular
+// and was not opened). Get never modifies the note.
 func (v *Vault) Get(opID string) (envelope.Envelope, string, error) {
-	e, path, err := v.get(opID)
+	e, path, _, err := v.get(opID)
 	if err != nil {
 		return envelope.Envelope{}, path, fmt.Errorf("vault: get: %w", err)
 	}
 	return e, path, nil
 }
 
-func (v *Vault) get(opID string) (envelope.Envelope, string, error) {
-	path, err := v.locate(opID)
+// GetText is Get that also returns the note's bytes as they were read, to show the
+// note as it is.
+func (v *Vault) GetText(opID string) (envelope.Envelope, string, []byte, error) {
+	e, path, data, err := v.get(opID)
 	if err != nil {
-		return envelope.Envelope{}, "", err
+		return envelope.Envelope{}, path, nil, fmt.Errorf("vault: get: %w", err)
 	}
-	e, err := readNote(path)
-	if err != nil {
-		return envelope.Envelope{}, path, err
-	}
-	return e, path, nil
+	return e, path, data, nil
 }
 
-// locate finds the note named after opID in any month folder.
-func (v *Vault) locate(opID string) (string, error) {
+func (v *Vault) get(opID string) (envelope.Envelope, string, []byte, error) {
+	path, typ, err := v.locate(opID)
+	if err != nil {
+		return envelope.Envelope{}, "", nil, err
+	}
+	e, data, err := readNote(path, typ)
+	if err != nil {
+		return envelope.Envelope{}, path, nil, err
+	}
+	return e, path, data, nil
+}
+
+// locate finds the note named after opID in any month folder, and returns its path
+// and its type as os.Lstat gives it. A folder that is a symbolic link is not searched.
+func (v *Vault) locate(opID string) (string, fs.FileMode, error) {
 	if err := checkID(opID); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrNotFound, err)
+		return "", 0, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
-	// The id holds no glob metacharacters (CheckID), so this reads only the year
-	// folders and stats one name per month.
-	matches, err := filepath.Glob(filepath.Join(v.dir, envelopesDir, "*", "*", opID+".md"))
+	years, _, err := v.years()
+	if err != nil {
+		return "", 0, err
+	}
+	var found []string
+	var typ fs.FileMode
+	for _, year := range years {
+		months, _, err := subdirs(year)
+		if err != nil {
+			return "", 0, err
+		}
+		for _, month := range months {
+			path := filepath.Join(month, opID+".md")
+			fi, err := os.Lstat(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return "", 0, err
+			}
+			found, typ = append(found, path), fi.Mode().Type()
+		}
+	}
 	switch {
-	case err != nil:
-		return "", err
-	case len(matches) == 0:
-		return "", fmt.Errorf("%w: %s", ErrNotFound, opID)
-	case len(matches) > 1:
-		return "", fmt.Errorf("%w: %s: %v", ErrDuplicate, opID, matches)
+	case len(found) == 0:
+		return "", 0, fmt.Errorf("%w: %s", ErrNotFound, opID)
+	case len(found) > 1:
+		slices.Sort(found)
+		return "", 0, fmt.Errorf("%w: %s: %v", ErrDuplicate, opID, found)
 	}
-	return matches[0], nil
+	return found[0], typ, nil
 }
 
 // Write stores the envelope after hygiene (see Mask and Excerpt) and returns the
@@ -165,18 +205,18 @@ func (v *Vault) Write(e envelope.Envelope) (string, error) {
 	if err := checkID(e.OperationID); err != nil {
 		return "", fmt.Errorf("vault: write: %w", err)
 	}
-	path, err := v.locate(e.OperationID)
+	path, typ, err := v.locate(e.OperationID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		path = v.AbsPath(e.OperationID, e.Created)
 	case err != nil:
 		return "", fmt.Errorf("vault: write %s: %w", e.OperationID, err)
 	default:
-		if _, err := readNote(path); err != nil {
+		if _, _, err := readNote(path, typ); err != nil {
 			return "", fmt.Errorf("vault: write %s: %w", e.OperationID, err)
 		}
 	}
-	if _, err := writeNote(path, e); err != nil {
+	if _, err := v.writeNote(path, e); err != nil {
 		return "", fmt.Errorf("vault: write %s: %w", e.OperationID, err)
 	}
 	return path, nil
@@ -193,7 +233,7 @@ func (v *Vault) Resolve(opID string, delivered bool, by string, at time.Time) (e
 		return envelope.Envelope{}, err
 	}
 	defer unlock()
-	e, path, err := v.get(opID)
+	e, path, _, err := v.get(opID)
 	if err != nil {
 		return envelope.Envelope{}, fmt.Errorf("vault: resolve: %w", err)
 	}
@@ -204,7 +244,7 @@ func (v *Vault) Resolve(opID string, delivered bool, by string, at time.Time) (e
 		return e, fmt.Errorf("vault: resolve %s: %w as %s", opID, ErrAlreadyResolved, e.Status)
 	}
 	e.Resolve(delivered, by, at)
-	written, err := writeNote(path, e)
+	written, err := v.writeNote(path, e)
 	if err != nil {
 		return envelope.Envelope{}, fmt.Errorf("vault: resolve %s: %w", opID, err)
 	}
@@ -213,7 +253,7 @@ func (v *Vault) Resolve(opID string, delivered bool, by string, at time.Time) (e
 
 // writeNote applies hygiene, renders and replaces the note at path atomically. It
 // returns the envelope as written.
-func writeNote(path string, e envelope.Envelope) (envelope.Envelope, error) {
+func (v *Vault) writeNote(path string, e envelope.Envelope) (envelope.Envelope, error) {
 	e, err := clean(e)
 	if err != nil {
 		return envelope.Envelope{}, err
@@ -222,7 +262,7 @@ func writeNote(path string, e envelope.Envelope) (envelope.Envelope, error) {
 	if err != nil {
 		return envelope.Envelope{}, err
 	}
-	if err := mkdirAllSynced(filepath.Dir(path)); err != nil {
+	if err := mkdirAllSynced(v.dir, filepath.Dir(path)); err != nil {
 		return envelope.Envelope{}, err
 	}
 	if err := writeAtomic(path, data); err != nil {

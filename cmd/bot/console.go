@@ -39,6 +39,7 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
 		return exitError
 	}
+	warnOpenFolders(logger, cfg)
 	if err := a.operator.Resume(ctx); err != nil {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
 		return exitError

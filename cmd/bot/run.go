@@ -123,6 +123,7 @@ func logStart(ctx context.Context, logger *slog.Logger, tg *telegram.Bot, a *app
 		"policy", cfg.Policies, "tools", a.policy.ToolNames(), "operators", len(a.policy.Access.Operators),
 		"approvers", len(a.policy.Access.Approvers), "data", cfg.DataDir,
 		"awaiting_approval", awaiting, "awaiting_verification", unknown)
+	warnOpenFolders(logger, cfg)
 	if len(a.policy.Access.Operators) == 0 {
 		logger.Warn("no operators: set access.operators or BOT_OPERATORS, or nobody can give commands")
 	}

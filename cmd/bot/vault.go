@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/countersign/countersign/envelope"
@@ -122,17 +121,15 @@ func listNotes(v *vault.Vault, f vault.Filter, asJSON bool, env Env) error {
 	return nil
 }
 
+// showNote prints the note as the vault read it: a second read by path could
+// follow a link or block on a FIFO put there in between.
 func showNote(v *vault.Vault, id string, asJSON bool, w io.Writer) error {
-	e, path, err := v.Get(id)
+	e, path, data, err := v.GetText(id)
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		return json.NewEncoder(w).Encode(noteView{Envelope: e, Path: path})
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
 	}
 	fmt.Fprintf(w, "%s\n\n%s", path, data)
 	return nil
