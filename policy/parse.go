@@ -54,6 +54,7 @@ func Parse(r io.Reader) (*Policy, error) {
 		ApprovalTTL:  DefaultApprovalTTL,
 		EnvelopeTTL:  DefaultEnvelopeTTL,
 		Verify:       Verify{DuplicateWindow: DefaultDuplicateWindow},
+		Model:        DefaultModel(),
 	}
 	d.policy(root.Content[0], p)
 	// Report every problem at once: the rules that span fields too, except on a
@@ -139,6 +140,7 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 		"auto_approve": func(n *yaml.Node, f string) { p.AutoApprove = d.autoApprove(n, f) },
 		"envelope_ttl": func(n *yaml.Node, f string) { d.duration(n, f, &p.EnvelopeTTL) },
 		"verify":       func(n *yaml.Node, f string) { d.verify(n, f, &p.Verify) },
+		"model":        func(n *yaml.Node, f string) { d.model(n, f, &p.Model) },
 	})
 }
 

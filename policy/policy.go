@@ -80,6 +80,18 @@ type Policy struct {
 	EnvelopeTTL time.Duration `json:"envelope_ttl"`
 	// Verify configures the verifier's checks (see verify.go).
 	Verify Verify `json:"verify"`
+	// Model configures the model layer and its recovery (see model.go). Use
+	// Models, which fills in a snapshot taken before the section existed.
+	Model Model `json:"model"`
+}
+
+// Models is the policy's model section; a task snapshot stored before the section
+// existed has none, and gets the defaults.
+func (p *Policy) Models() Model {
+	if p.Model == (Model{}) {
+		return DefaultModel()
+	}
+	return p.Model
 }
 
 // Defaults for keys the file leaves unset. An explicit zero in the file is kept.
@@ -206,6 +218,7 @@ func (p *Policy) validate(lines map[string]int) error {
 	if p.EnvelopeTTL <= 0 {
 		add("envelope_ttl", "must be positive, got %s", p.EnvelopeTTL)
 	}
+	p.Model.validate(add)
 	for i, r := range p.AutoApprove {
 		field := fmt.Sprintf("auto_approve[%d]", i)
 		t, ok := p.Tools[r.Tool]
