@@ -70,20 +70,14 @@ func DefaultModel() Model {
 
 func (d *decoder) model(n *yaml.Node, path string, m *Model) {
 	d.mapping(n, path, map[string]func(*yaml.Node, string){
-		"enabled":           func(n *yaml.Node, f string) { d.bool(n, f, &m.Enabled) },
-		"name":              func(n *yaml.Node, f string) { m.Name = d.string(n, f) },
-		"fallback":          func(n *yaml.Node, f string) { m.Fallback = d.string(n, f) },
-		"max_tokens":        func(n *yaml.Node, f string) { d.int(n, f, &m.MaxTokens) },
-		"max_tokens_raised": func(n *yaml.Node, f string) { d.int(n, f, &m.MaxTokensRaised) },
-		"continuations":     func(n *yaml.Node, f string) { d.int(n, f, &m.Continuations) },
-		"attempts":          func(n *yaml.Node, f string) { d.int(n, f, &m.Attempts) },
-		"backoff": func(n *yaml.Node, f string) {
-			d.mapping(n, f, map[string]func(*yaml.Node, string){
-				"base":   func(n *yaml.Node, f string) { d.duration(n, f, &m.Backoff.Base) },
-				"cap":    func(n *yaml.Node, f string) { d.duration(n, f, &m.Backoff.Cap) },
-				"jitter": func(n *yaml.Node, f string) { d.float(n, f, &m.Backoff.Jitter) },
-			})
-		},
+		"enabled":                   func(n *yaml.Node, f string) { d.bool(n, f, &m.Enabled) },
+		"name":                      func(n *yaml.Node, f string) { m.Name = d.string(n, f) },
+		"fallback":                  func(n *yaml.Node, f string) { m.Fallback = d.string(n, f) },
+		"max_tokens":                func(n *yaml.Node, f string) { d.int(n, f, &m.MaxTokens) },
+		"max_tokens_raised":         func(n *yaml.Node, f string) { d.int(n, f, &m.MaxTokensRaised) },
+		"continuations":             func(n *yaml.Node, f string) { d.int(n, f, &m.Continuations) },
+		"attempts":                  func(n *yaml.Node, f string) { d.int(n, f, &m.Attempts) },
+		"backoff":                   func(n *yaml.Node, f string) { d.backoff(n, f, &m.Backoff) },
 		"steps":                     func(n *yaml.Node, f string) { d.int(n, f, &m.Steps) },
 		"turn_requests":             func(n *yaml.Node, f string) { d.int(n, f, &m.TurnRequests) },
 		"turn_wait":                 func(n *yaml.Node, f string) { d.duration(n, f, &m.TurnWait) },
@@ -110,15 +104,7 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 	if m.TurnWait < 0 {
 		add("model.turn_wait", "must not be negative, got %s", m.TurnWait)
 	}
-	if m.Backoff.Base <= 0 {
-		add("model.backoff.base", "must be positive, got %s", m.Backoff.Base)
-	}
-	if m.Backoff.Cap < m.Backoff.Base {
-		add("model.backoff.cap", "must be at least model.backoff.base (%s), got %s", m.Backoff.Base, m.Backoff.Cap)
-	}
-	if m.Backoff.Jitter < 0 || m.Backoff.Jitter >= 1 {
-		add("model.backoff.jitter", "must be in [0, 1), got %g", m.Backoff.Jitter)
-	}
+	m.Backoff.validate("model.backoff", add)
 	if m.StallWarning <= 0 {
 		add("model.stall_warning", "must be positive, got %s", m.StallWarning)
 	}

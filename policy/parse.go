@@ -122,15 +122,9 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 		"retry_budget":  func(n *yaml.Node, f string) { d.int(n, f, &p.RetryBudget) },
 		"repair_budget": func(n *yaml.Node, f string) { d.int(n, f, &p.RepairBudget) },
 		"wait_budget":   func(n *yaml.Node, f string) { d.duration(n, f, &p.WaitBudget) },
-		"backoff": func(n *yaml.Node, f string) {
-			d.mapping(n, f, map[string]func(*yaml.Node, string){
-				"base":   func(n *yaml.Node, f string) { d.duration(n, f, &p.Backoff.Base) },
-				"cap":    func(n *yaml.Node, f string) { d.duration(n, f, &p.Backoff.Cap) },
-				"jitter": func(n *yaml.Node, f string) { d.float(n, f, &p.Backoff.Jitter) },
-			})
-		},
-		"loop_guard":   func(n *yaml.Node, f string) { d.bool(n, f, &p.LoopGuard) },
-		"approval_ttl": func(n *yaml.Node, f string) { d.duration(n, f, &p.ApprovalTTL) },
+		"backoff":       func(n *yaml.Node, f string) { d.backoff(n, f, &p.Backoff) },
+		"loop_guard":    func(n *yaml.Node, f string) { d.bool(n, f, &p.LoopGuard) },
+		"approval_ttl":  func(n *yaml.Node, f string) { d.duration(n, f, &p.ApprovalTTL) },
 		"access": func(n *yaml.Node, f string) {
 			d.mapping(n, f, map[string]func(*yaml.Node, string){
 				"operators": func(n *yaml.Node, f string) { p.Access.Operators = d.ids(n, f) },
@@ -141,6 +135,14 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 		"envelope_ttl": func(n *yaml.Node, f string) { d.duration(n, f, &p.EnvelopeTTL) },
 		"verify":       func(n *yaml.Node, f string) { d.verify(n, f, &p.Verify) },
 		"model":        func(n *yaml.Node, f string) { d.model(n, f, &p.Model) },
+	})
+}
+
+func (d *decoder) backoff(n *yaml.Node, path string, b *Backoff) {
+	d.mapping(n, path, map[string]func(*yaml.Node, string){
+		"base":   func(n *yaml.Node, f string) { d.duration(n, f, &b.Base) },
+		"cap":    func(n *yaml.Node, f string) { d.duration(n, f, &b.Cap) },
+		"jitter": func(n *yaml.Node, f string) { d.float(n, f, &b.Jitter) },
 	})
 }
 

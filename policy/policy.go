@@ -45,6 +45,19 @@ type Backoff struct {
 	Jitter float64       `json:"jitter"`
 }
 
+// validate reports the backoff's problems under field, through add.
+func (b Backoff) validate(field string, add func(field, format string, args ...any)) {
+	if b.Base <= 0 {
+		add(field+".base", "must be positive, got %s", b.Base)
+	}
+	if b.Cap < b.Base {
+		add(field+".cap", "must be at least %s.base (%s), got %s", field, b.Base, b.Cap)
+	}
+	if b.Jitter < 0 || b.Jitter >= 1 {
+		add(field+".jitter", "must be in [0, 1), got %g", b.Jitter)
+	}
+}
+
 // Access lists the Telegram user ids allowed to give commands and to approve.
 type Access struct {
 	Operators []int64 `json:"operators"`
@@ -203,15 +216,7 @@ func (p *Policy) validate(lines map[string]int) error {
 	if p.WaitBudget < 0 {
 		add("wait_budget", "must not be negative, got %s", p.WaitBudget)
 	}
-	if p.Backoff.Base <= 0 {
-		add("backoff.base", "must be positive, got %s", p.Backoff.Base)
-	}
-	if p.Backoff.Cap < p.Backoff.Base {
-		add("backoff.cap", "must be at least backoff.base (%s), got %s", p.Backoff.Base, p.Backoff.Cap)
-	}
-	if p.Backoff.Jitter < 0 || p.Backoff.Jitter >= 1 {
-		add("backoff.jitter", "must be in [0, 1), got %g", p.Backoff.Jitter)
-	}
+	p.Backoff.validate("backoff", add)
 	if p.ApprovalTTL <= 0 {
 		add("approval_ttl", "must be positive, got %s", p.ApprovalTTL)
 	}

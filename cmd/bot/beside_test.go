@@ -59,17 +59,7 @@ func TestCommandsBesideARunningBotChangeNothing(t *testing.T) {
 	bot := startBot(t, srv, data)
 	wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
 	srv.PushMessage(100, 100, "/send 222 held while others look")
-	var card telegramtest.Message
-	wait("the approval card", func(s *telegramtest.Server) bool {
-		for _, m := range s.Messages(100) {
-			if strings.Contains(string(m.ReplyMarkup), "ap1:") {
-				card = m
-			}
-		}
-		return card.MessageID != 0
-	})
-	data1 := strings.Split(string(card.ReplyMarkup), `"callback_data":"`)[1]
-	srv.PushCallbackQuery(100, 100, card.MessageID, data1[:strings.Index(data1, `"`)])
+	card := approveCard(srv, wait)
 	opID := strings.Fields(card.Text[strings.Index(card.Text, "Operation: "):])[1]
 
 	reader, err := journal.Open(context.Background(), filepath.Join(data, "journal.db"))

@@ -56,6 +56,22 @@ func startBot(t *testing.T, srv *telegramtest.Server, data string) *exec.Cmd {
 	return cmd
 }
 
+// approveCard waits for the approval card in user 100's chat and taps Approve on it.
+func approveCard(srv *telegramtest.Server, wait func(string, func(*telegramtest.Server) bool)) telegramtest.Message {
+	var card telegramtest.Message
+	wait("the approval card", func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(100) {
+			if strings.Contains(string(m.ReplyMarkup), "ap1:") {
+				card = m
+			}
+		}
+		return card.MessageID != 0
+	})
+	data := strings.Split(string(card.ReplyMarkup), `"callback_data":"`)[1]
+	srv.PushCallbackQuery(100, 100, card.MessageID, data[:strings.Index(data, `"`)])
+	return card
+}
+
 func TestKilledMidSendNeverResends(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
@@ -75,17 +91,7 @@ func TestKilledMidSendNeverResends(t *testing.T) {
 	first := startBot(t, srv, data)
 	wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
 	srv.PushMessage(100, 100, "/send 222 sent while the process dies")
-	var card telegramtest.Message
-	wait("the approval card", func(s *telegramtest.Server) bool {
-		for _, m := range s.Messages(100) {
-			if strings.Contains(string(m.ReplyMarkup), "ap1:") {
-				card = m
-			}
-		}
-		return card.MessageID != 0
-	})
-	data1 := strings.Split(string(card.ReplyMarkup), `"callback_data":"`)[1]
-	srv.PushCallbackQuery(100, 100, card.MessageID, data1[:strings.Index(data1, `"`)])
+	approveCard(srv, wait)
 	wait("Telegram to accept the message", func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 })
 
 	first.Process.Kill() // SIGKILL while the response hangs: no code of ours runs
