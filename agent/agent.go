@@ -37,6 +37,13 @@ type Request struct {
 	// the output limit: the limit was raised already, so Recovery does not raise it
 	// again. Providers ignore it.
 	Continues bool
+	// Retry, when set, is the recovery this request travels with (the task's
+	// policy snapshot); nil takes the Recovery's own. Providers ignore it.
+	Retry *Policy
+	// Budget, when set, is the turn's: its requests and waits are shared by every
+	// request of the turn, and a fallback chosen once serves the rest of it. Nil:
+	// this request alone, within Retry's attempts and wait. Providers ignore it.
+	Budget *Budget
 }
 
 // The roles of a Message.

@@ -20,6 +20,8 @@ var (
 	// ErrConnection: no answer came from the service (refused, reset, timed out).
 	// Every *ConnectionError matches it.
 	ErrConnection = errors.New("agent: connection failed")
+	// ErrTurnBudget: the turn made every model request its Budget allows.
+	ErrTurnBudget = errors.New("agent: the turn's request budget is spent")
 )
 
 // APIError is an error status from a model service. Its text never holds the API key.

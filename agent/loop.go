@@ -25,9 +25,13 @@ const (
 	// ContMaxTokensContinue: the reply was cut at the output limit (already raised
 	// once by Recovery); the model is asked to go on where it stopped.
 	ContMaxTokensContinue = "max_tokens_continue"
-	// ContCompactRetry: the conversation was too long; earlier tool rounds are
-	// dropped and the request made again, once.
-	ContCompactRetry = "compact_retry"
+	// ContCollapseRetry: the conversation was too long; earlier exchanges are
+	// dropped and the results of earlier tool rounds collapsed, and the request
+	// made again, once.
+	ContCollapseRetry = "collapse_retry"
+	// ContSummaryRetry: still too long; the model summarized the turn so far (a
+	// background request), and the request is made again over the summary, once.
+	ContSummaryRetry = "summary_retry"
 
 	// EndCompleted: the model answered without calling a tool.
 	EndCompleted = "completed"
@@ -39,23 +43,26 @@ const (
 	// EndToolStopped: a tool's result said stop (a budget spent, a refusal, a
 	// verifier's stop, an unknown outcome to verify).
 	EndToolStopped = "tool_stopped"
-	// EndBudgetExhausted: the turn used every model request it may, or every
-	// continuation of a cut reply.
+	// EndBudgetExhausted: the turn used every model reply it may act on, every
+	// continuation of a cut reply, or every request of its budget.
 	EndBudgetExhausted = "budget_exhausted"
 	// EndModelError: the model request failed after its recovery.
 	EndModelError = "model_error"
-	// EndPromptTooLong: the conversation was too long even after compaction.
+	// EndPromptTooLong: the conversation was too long even collapsed and summarized.
 	EndPromptTooLong = "prompt_too_long"
 	// EndRefusal: the model declined.
 	EndRefusal = "refusal"
-	// EndCancelled: the context ended.
+	// EndUnsupported: a reply the loop cannot act on: an unknown stop reason, or
+	// no text and no tool call.
+	EndUnsupported = "unsupported_response"
+	// EndCancelled: the turn was stopped (/stop) or the bot is shutting down.
 	EndCancelled = "cancelled"
 )
 
 // Transition is one step of a Loop: a continue with its name, or the end with its
 // reason. The recorded path is what tests and logs read, not only where it ended.
 type Transition struct {
-	Request int // the model request it follows, from 1; 0 before any
+	Request int // the model reply it follows, from 1; 0 before any
 	End     bool
 	Name    string
 	Detail  string
@@ -72,18 +79,17 @@ func (t Transition) String() string {
 // Path joins transitions with arrows.
 func Path(ts []Transition) string { return arrows(ts) }
 
-// LoopLimits bound one turn. Zero fields take DefaultLoopLimits'.
+// LoopLimits bound one turn. A zero field takes the task's policy snapshot
+// (policy.Model: steps, continuations, max_tokens).
 type LoopLimits struct {
-	// Requests is the most model requests in one turn.
+	// Requests is the most model replies one turn acts on (tool rounds,
+	// continuations); retries inside Recovery are counted by the turn's Budget.
 	Requests int
 	// Continuations is the most continuation prompts after cut replies.
 	Continuations int
 	// MaxTokens is the output limit of each request.
 	MaxTokens int
 }
-
-// DefaultLoopLimits: 8 requests, 3 continuations, 2048 output tokens.
-var DefaultLoopLimits = LoopLimits{Requests: 8, Continuations: 3, MaxTokens: 2048}
 
 // Loop is the agent: it gives an operator's text to the model with the policy's
 // tools, runs the calls the model makes through the operator (so every call is
@@ -95,23 +101,25 @@ type Loop struct {
 	memory   memory
 	provider Provider
 	model    string
+	fallback string // the environment's fallback model; "" takes the task's policy
 	operator *operator.Operator
 	specs    []ToolSpec
 	limits   LoopLimits
 	observe  func(Transition)
+	running  running
 }
+
+// LoopOption configures a Loop.
+type LoopOption func(*Loop)
+
+// WithFallback sets the fallback model, overriding the policy's (the
+// environment's ANTHROPIC_FALLBACK_MODEL / OPENAI_FALLBACK_MODEL).
+func WithFallback(model string) LoopOption { return func(l *Loop) { l.fallback = model } }
 
 // NewLoop returns a Loop asking model through p, offering the tools of reg (the
 // policy's). observe, when not nil, hears every transition as it happens.
-func NewLoop(p Provider, model string, op *operator.Operator, reg *tools.Registry, limits LoopLimits, observe func(Transition)) *Loop {
+func NewLoop(p Provider, model string, op *operator.Operator, reg *tools.Registry, limits LoopLimits, observe func(Transition), opts ...LoopOption) *Loop {
 	l := &Loop{provider: p, model: model, operator: op, limits: limits, observe: observe}
-	d := DefaultLoopLimits
-	for _, f := range []struct{ v, def *int }{{&l.limits.Requests, &d.Requests},
-		{&l.limits.Continuations, &d.Continuations}, {&l.limits.MaxTokens, &d.MaxTokens}} {
-		if *f.v <= 0 {
-			*f.v = *f.def
-		}
-	}
 	for _, name := range reg.Names() {
 		t, _ := reg.Get(name)
 		p := t.Params()
@@ -119,6 +127,9 @@ func NewLoop(p Provider, model string, op *operator.Operator, reg *tools.Registr
 	}
 	if l.observe == nil {
 		l.observe = func(Transition) {}
+	}
+	for _, o := range opts {
+		o(l)
 	}
 	return l
 }
@@ -134,21 +145,28 @@ type Outcome struct {
 	Awaiting []string
 }
 
-// state is everything one model request depends on. Each continue builds a new
-// state from the last; nothing is carried over by accident.
+// state is everything the next model request depends on. Every continue builds
+// the whole next state from named fields (see the after* functions), so that
+// nothing is carried over by accident: a fragment of a cut reply never outlives
+// the messages it belonged to.
 type state struct {
-	messages      []Message
-	start         int // the index of this turn's first message, after earlier exchanges
-	requests      int
+	messages []Message
+	start    int // the index of this turn's first message, after earlier exchanges
+	steps    int // model replies acted on
+	// continuations counts continuation prompts in the turn; continuing marks
+	// the next request as one (Recovery does not raise the limit again for it).
 	continuations int
-	compacted     bool
-	said          string // text of cut replies, joined ahead of the final one
+	continuing    bool
+	// collapsed and summarized are the one-shot guards of a prompt too long.
+	collapsed, summarized bool
+	said                  string // text of cut replies, joined ahead of the final one
 }
 
-// with returns a copy of s with msgs appended.
-func (s state) with(msgs ...Message) state {
-	s.messages = append(slices.Clip(s.messages), msgs...)
-	return s
+// settings are a turn's bounds and recovery, from the task's policy snapshot.
+type settings struct {
+	limits LoopLimits
+	retry  Policy
+	budget *Budget
 }
 
 // Turn runs one turn within a task, with no memory of earlier turns: text is the
@@ -158,11 +176,34 @@ func (l *Loop) Turn(ctx context.Context, taskID, text string) (Outcome, error) {
 	return l.turn(ctx, taskID, text, nil)
 }
 
+// settingsOf reads the bounds and recovery the task started with.
+func (l *Loop) settingsOf(ctx context.Context, taskID string) (settings, error) {
+	p, err := l.operator.TaskPolicy(ctx, taskID)
+	if err != nil {
+		return settings{}, fmt.Errorf("agent: %w", err)
+	}
+	m := p.Models()
+	if l.fallback != "" {
+		m.Fallback = l.fallback
+	}
+	lim := LoopLimits{Requests: m.Steps, Continuations: m.Continuations, MaxTokens: m.MaxTokens}
+	for _, f := range []struct {
+		dst *int
+		v   int
+	}{{&lim.Requests, l.limits.Requests},
+		{&lim.Continuations, l.limits.Continuations}, {&lim.MaxTokens, l.limits.MaxTokens}} {
+		if f.v > 0 {
+			*f.dst = f.v
+		}
+	}
+	return settings{limits: lim, retry: RetryPolicy(m), budget: NewBudget(m.TurnRequests, m.TurnWait)}, nil
+}
+
 // turn runs a turn after the earlier exchanges.
 func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message) (Outcome, error) {
 	var out Outcome
 	record := func(s state, t Transition) {
-		t.Request = s.requests
+		t.Request = s.steps
 		out.Path = append(out.Path, t)
 		l.observe(t)
 	}
@@ -171,43 +212,52 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 		out.End, out.Text = name, say
 		return out, nil
 	}
-	s := state{messages: append(earlier, Message{Role: RoleUser, Text: text}), start: len(earlier)}
+	cfg, err := l.settingsOf(ctx, taskID)
+	if err != nil {
+		return out, err
+	}
+	s := state{messages: append(slices.Clip(earlier), Message{Role: RoleUser, Text: text}), start: len(earlier)}
 	for {
 		if ctx.Err() != nil {
-			return end(s, EndCancelled, ctx.Err().Error(), "Stopped: the bot is shutting down.")
+			return end(s, EndCancelled, cancelCause(ctx), cancelledText(ctx))
 		}
-		if s.requests == l.limits.Requests {
-			return end(s, EndBudgetExhausted, fmt.Sprintf("%d model requests", s.requests),
-				fmt.Sprintf("Stopped after %d model requests without finishing. Nothing else was done; /ops shows what was.", s.requests))
+		if s.steps == cfg.limits.Requests {
+			return end(s, EndBudgetExhausted, fmt.Sprintf("%d model requests", s.steps),
+				fmt.Sprintf("Stopped after %d model requests without finishing. Nothing else was done; /ops shows what was.", s.steps))
 		}
-		s.requests++
-		res, err := l.provider.Complete(ctx, Request{Model: l.model, System: loopPrompt, Messages: s.messages,
-			Tools: l.specs, MaxTokens: l.limits.MaxTokens, Continues: s.continuations > 0})
+		s.steps++
+		res, err := l.provider.Complete(ctx, l.request(s, cfg))
 		switch {
-		case errors.Is(err, ErrPromptTooLong) && !s.compacted:
-			s = s.compact()
-			record(s, Transition{Name: ContCompactRetry, Detail: fmt.Sprintf("%d messages kept", len(s.messages))})
+		case errors.Is(err, ErrPromptTooLong) && !s.collapsed:
+			next, detail := s.afterCollapse()
+			if detail != "" {
+				s = next
+				record(s, Transition{Name: ContCollapseRetry, Detail: detail})
+				continue
+			}
+			s = next // nothing to collapse: on to the summary
+			fallthrough
+		case errors.Is(err, ErrPromptTooLong) && !s.summarized:
+			summary, serr := l.summarize(ctx, s, cfg)
+			if serr != nil {
+				return end(s, EndPromptTooLong, serr.Error(), tooLongText)
+			}
+			s = s.afterSummary(summary)
+			record(s, Transition{Name: ContSummaryRetry, Detail: fmt.Sprintf("%d characters of summary", len(summary))})
 			continue
 		case errors.Is(err, ErrPromptTooLong):
-			return end(s, EndPromptTooLong, err.Error(), "Stopped: the conversation is too long for the model, even shortened. Start again with a shorter request.")
+			return end(s, EndPromptTooLong, err.Error(), tooLongText)
 		case err != nil && ctx.Err() != nil:
-			return end(s, EndCancelled, ctx.Err().Error(), "Stopped: the bot is shutting down.")
+			return end(s, EndCancelled, cancelCause(ctx), cancelledText(ctx))
+		case errors.Is(err, ErrTurnBudget):
+			return end(s, EndBudgetExhausted, err.Error(), "Stopped: the model kept failing and this request used up its retries. Nothing else was done; try again later.")
 		case err != nil:
 			return end(s, EndModelError, err.Error(), "The model could not be reached ("+modelTrouble(err)+"). Nothing was done; try again later or use the commands (/help).")
 		}
 		switch {
-		case res.Stop == StopMaxTokens && s.continuations < l.limits.Continuations:
-			// A cut reply's tool calls may be cut too: none of them runs. A reply cut
-			// before any text (inside a tool call) is asked for again, shorter: an
-			// empty assistant message is not a valid request.
-			if res.Text != "" {
-				s = s.with(Message{Role: RoleAssistant, Text: res.Text},
-					Message{Role: RoleUser, Text: "Your reply was cut off at the output limit. Continue exactly where it stopped, without repeating."})
-			} else {
-				s = s.with(Message{Role: RoleUser, Text: "Your reply was cut off at the output limit before it said anything. Answer again, more briefly."})
-			}
-			s.continuations++
-			s.said += res.Text
+		case res.Stop == StopMaxTokens && s.continuations < cfg.limits.Continuations:
+			// A cut reply's tool calls may be cut too: none of them runs.
+			s = s.afterCut(res)
 			record(s, Transition{Name: ContMaxTokensContinue, Detail: fmt.Sprintf("continuation %d", s.continuations)})
 			continue
 		case res.Stop == StopMaxTokens:
@@ -215,14 +265,18 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 				strings.TrimSpace(s.said+res.Text)+"\n\n(The reply was cut off; nothing else was done.)")
 		case res.Stop == StopRefusal:
 			return end(s, EndRefusal, "", orText(res.Text, "The model declined this request."))
+		case unsupported(res):
+			return end(s, EndUnsupported, fmt.Sprintf("stop reason %q, %d characters, %d tool calls", res.Stop, len(res.Text), len(res.ToolCalls)),
+				"The model's reply could not be used (it said nothing this bot can act on). Nothing was done; try again, or use the commands (/help).")
 		case len(res.ToolCalls) == 0:
-			return end(s, EndCompleted, "", orText(strings.TrimSpace(s.said+res.Text), "Done."))
+			return end(s, EndCompleted, "", strings.TrimSpace(s.said+res.Text))
 		}
-		round, err := l.runTools(ctx, taskID, res.ToolCalls)
+		// Tools run with the caller's context, not the turn's: /stop abandons the
+		// model, never a commit already approved and on its way.
+		round, err := l.runTools(context.WithoutCancel(ctx), taskID, res.ToolCalls)
 		if err != nil {
 			return out, err
 		}
-		s = s.with(Message{Role: RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls}, round.results)
 		out.Awaiting = append(out.Awaiting, round.awaiting...)
 		switch {
 		case round.doom != "":
@@ -233,19 +287,220 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 			return end(s, EndAwaitingApproval, strings.Join(round.awaiting, ", "),
 				joinSay(res.Text, awaitingText(round.awaiting)))
 		}
+		s = s.afterTools(res, round.results)
 		record(s, Transition{Name: ContToolResults, Detail: fmt.Sprintf("%d call(s)", len(res.ToolCalls))})
 	}
 }
 
+// request is the model request state s makes, travelling with the task's recovery
+// and the turn's budget.
+func (l *Loop) request(s state, cfg settings) Request {
+	retry := cfg.retry
+	return Request{Model: l.model, System: loopPrompt, Messages: s.messages, Tools: l.specs,
+		MaxTokens: cfg.limits.MaxTokens, Continues: s.continuing, Retry: &retry, Budget: cfg.budget}
+}
+
+// knownStops are the stop reasons the loop acts on.
+var knownStops = []StopReason{StopEndTurn, StopToolUse, StopMaxTokens, StopRefusal}
+
+// unsupported reports a reply the loop cannot act on: a stop reason it does not
+// know, or a reply with neither text nor a tool call.
+func unsupported(res Response) bool {
+	return !slices.Contains(knownStops, res.Stop) || (strings.TrimSpace(res.Text) == "" && len(res.ToolCalls) == 0)
+}
+
+const tooLongText = "Stopped: the conversation is too long for the model, even shortened and summarized. Start again with a shorter request."
+
+// continuationPrompt asks for the rest of a cut reply.
+const continuationPrompt = "Your reply was cut off at the output limit. Continue exactly where you stopped, mid-sentence if need be: no apology, no recap of what you already wrote. Break what is left into smaller pieces."
+
+// recutPrompt asks again for a reply that was cut before it said anything (inside
+// a tool call): an empty assistant message is not a valid request.
+const recutPrompt = "Your reply was cut off at the output limit before it said anything. Answer again in smaller pieces: one short step at a time."
+
+// afterTools is the state after a tool round: the model's reply and its results
+// appended. A continuation in progress ends with it.
+func (s state) afterTools(reply Response, results Message) state {
+	return state{
+		messages:      append(slices.Clip(s.messages), Message{Role: RoleAssistant, Text: reply.Text, ToolCalls: reply.ToolCalls}, results),
+		start:         s.start,
+		steps:         s.steps,
+		continuations: s.continuations,
+		continuing:    false,
+		collapsed:     s.collapsed,
+		summarized:    s.summarized,
+		said:          s.said,
+	}
+}
+
+// afterCut is the state after a reply cut at the output limit: its text kept, and
+// the model asked to continue (or, cut before any text, to answer again).
+func (s state) afterCut(cut Response) state {
+	msgs := []Message{{Role: RoleUser, Text: recutPrompt}}
+	if cut.Text != "" {
+		msgs = []Message{{Role: RoleAssistant, Text: cut.Text}, {Role: RoleUser, Text: continuationPrompt}}
+	}
+	return state{
+		messages:      append(slices.Clip(s.messages), msgs...),
+		start:         s.start,
+		steps:         s.steps,
+		continuations: s.continuations + 1,
+		continuing:    true,
+		collapsed:     s.collapsed,
+		summarized:    s.summarized,
+		said:          s.said + cut.Text,
+	}
+}
+
+// afterCollapse is the state with earlier exchanges dropped and the results of
+// every tool round but the last collapsed to a note, and a detail of what it did:
+// "" when there was nothing to collapse. A cut reply's fragment stays, with the
+// messages it belongs to.
+func (s state) afterCollapse() (state, string) {
+	turn := s.messages[s.start:]
+	lastTool := -1
+	for i := range turn {
+		if turn[i].Role == RoleTool {
+			lastTool = i
+		}
+	}
+	msgs, collapsed := make([]Message, 0, len(turn)), 0
+	for i, m := range turn {
+		if m.Role == RoleTool && i != lastTool {
+			m.ToolResults = slices.Clone(m.ToolResults)
+			for k, r := range m.ToolResults {
+				m.ToolResults[k].Content = fmt.Sprintf("(result collapsed to fit the model's context: %d characters; call again only if you need it)", len(r.Content))
+				collapsed++
+			}
+		}
+		msgs = append(msgs, m)
+	}
+	next := state{
+		messages:      msgs,
+		start:         0,
+		steps:         s.steps,
+		continuations: s.continuations,
+		continuing:    s.continuing,
+		collapsed:     true,
+		summarized:    s.summarized,
+		said:          s.said,
+	}
+	if s.start == 0 && collapsed == 0 {
+		return next, ""
+	}
+	return next, fmt.Sprintf("%d earlier messages dropped, %d tool results collapsed", s.start, collapsed)
+}
+
+// afterSummary is the state that starts over from the operator's message and the
+// model's summary of the turn so far. The summary replaces every message, cut
+// fragments included: what was said before is not said again.
+func (s state) afterSummary(summary string) state {
+	first := s.messages[s.start]
+	return state{
+		messages: []Message{{Role: RoleUser, Text: first.Text + "\n\n(The conversation so far was too long for your context. " +
+			"Your own summary of it:)\n" + summary}},
+		start:         0,
+		steps:         s.steps,
+		continuations: 0,
+		continuing:    false,
+		collapsed:     true,
+		summarized:    true,
+		said:          "",
+	}
+}
+
+// summaryPrompt asks the model to summarize a turn that no longer fits.
+const summaryPrompt = "Summarize this conversation for yourself, to continue it in a fresh context: the operator's request, every tool call made and its result (operation ids, statuses, reasons), and what is left to do. Facts only, no advice, at most 300 words."
+
+// summarize asks the model, once and as a background request (it gives up on
+// overload), to summarize the turn so far; the conversation is collapsed first.
+func (l *Loop) summarize(ctx context.Context, s state, cfg settings) (string, error) {
+	msgs := append(slices.Clip(s.messages), Message{Role: RoleUser, Text: summaryPrompt})
+	if last := s.messages[len(s.messages)-1]; last.Role == RoleUser {
+		msgs = append(slices.Clip(s.messages[:len(s.messages)-1]), Message{Role: RoleUser, Text: last.Text + "\n\n" + summaryPrompt})
+	}
+	retry := cfg.retry
+	res, err := l.provider.Complete(ctx, Request{Model: l.model, System: loopPrompt, Messages: msgs,
+		MaxTokens: cfg.limits.MaxTokens, Background: true, Retry: &retry, Budget: cfg.budget})
+	if err != nil {
+		return "", fmt.Errorf("summary: %w", err)
+	}
+	if strings.TrimSpace(res.Text) == "" {
+		return "", errors.New("summary: the model returned no text")
+	}
+	return res.Text, nil
+}
+
 // Chat runs a turn that remembers the chat's recent exchanges, and returns what a
 // surface needs: the text for the person and the operations waiting for approval.
-// It is the command handler's Agent.
+// It is the command handler's Agent. Stop(chat) ends it early.
 func (l *Loop) Chat(ctx context.Context, taskID, chat, text string) (string, []string, error) {
+	ctx, done := l.running.start(ctx, chat)
+	defer done()
 	out, err := l.turn(ctx, taskID, text, l.memory.recall(chat))
-	if err == nil {
+	if err == nil && out.End != EndCancelled {
 		l.memory.keep(chat, text, out.Text)
 	}
 	return out.Text, out.Awaiting, err
+}
+
+// Stop cancels the turn running in chat, if any, and reports whether there was
+// one. The model request in flight is abandoned; a commit already approved and
+// on its way is not (tools run outside the turn's cancellation). The turn ends
+// cancelled, and the chat is told.
+func (l *Loop) Stop(chat string) bool { return l.running.stop(chat) }
+
+// ErrStopped is the cause of a turn's cancellation by Stop.
+var ErrStopped = errors.New("agent: stopped at the operator's request")
+
+// running is the cancel function of the turn running in each chat.
+type running struct {
+	mu    sync.Mutex
+	turns map[string]*runningTurn
+}
+
+type runningTurn struct{ cancel context.CancelCauseFunc }
+
+func (r *running) start(ctx context.Context, chat string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := &runningTurn{cancel: cancel}
+	r.mu.Lock()
+	if r.turns == nil {
+		r.turns = map[string]*runningTurn{}
+	}
+	r.turns[chat] = t
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		if r.turns[chat] == t {
+			delete(r.turns, chat)
+		}
+		r.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+func (r *running) stop(chat string) bool {
+	r.mu.Lock()
+	t := r.turns[chat]
+	delete(r.turns, chat)
+	r.mu.Unlock()
+	if t == nil {
+		return false
+	}
+	t.cancel(ErrStopped)
+	return true
+}
+
+// cancelCause is why the turn's context ended, for the log.
+func cancelCause(ctx context.Context) string { return context.Cause(ctx).Error() }
+
+// cancelledText tells the chat why its turn ended early.
+func cancelledText(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), ErrStopped) {
+		return "Stopped, as you asked. Nothing more will be done for that request; a send already approved still goes out."
+	}
+	return "Stopped: the bot is shutting down."
 }
 
 // memory holds, per chat, the last exchanges of text (never tool details), so that
@@ -318,24 +573,6 @@ func (l *Loop) runTools(ctx context.Context, taskID string, calls []ToolCall) (r
 		}
 	}
 	return r, nil
-}
-
-// compact keeps the operator's message of this turn and its last tool round, which
-// the model needs to go on, and drops the rest (earlier exchanges, the rounds
-// between), saying so.
-func (s state) compact() state {
-	first := s.messages[s.start]
-	kept := []Message{first}
-	dropped := len(s.messages) - 1
-	if n := len(s.messages); n-s.start >= 3 && s.messages[n-1].Role == RoleTool {
-		kept = append(kept, s.messages[n-2], s.messages[n-1])
-		dropped -= 2
-	}
-	if dropped > 0 {
-		kept[0].Text = fmt.Sprintf("%s\n\n(%d earlier messages were dropped to fit the model's context.)", first.Text, dropped)
-	}
-	s.messages, s.start, s.compacted = kept, 0, true
-	return s
 }
 
 func awaitingText(ops []string) string {

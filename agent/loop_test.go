@@ -26,6 +26,7 @@ import (
 // streamed under a Watch, behind Recovery: the composition the bot runs.
 type loopRig struct {
 	t       *testing.T
+	pol     *policy.Policy
 	j       *journal.Journal
 	op      *operator.Operator
 	model   *agenttest.Server
@@ -39,17 +40,26 @@ const requester = 7
 
 func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...agenttest.Reply) *loopRig {
 	t.Helper()
+	return newLoopRigWith(t, limits, nil, replies...)
+}
+
+// newLoopRigWith is newLoopRig under the default policy changed by edit.
+func newLoopRigWith(t *testing.T, limits agent.LoopLimits, edit func(*policy.Policy), replies ...agenttest.Reply) *loopRig {
+	t.Helper()
 	p, err := policy.Load("../policies.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Access = policy.Access{Operators: []int64{requester}, Approvers: []int64{requester}}
+	if edit != nil {
+		edit(p)
+	}
 	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	r := &loopRig{t: t, j: j, printed: &bytes.Buffer{}, model: agenttest.NewServer(t, replies...)}
+	r := &loopRig{t: t, j: j, pol: p, printed: &bytes.Buffer{}, model: agenttest.NewServer(t, replies...)}
 	reg, err := tools.NewRegistry(p, console.NewPrinter(r.printed))
 	if err != nil {
 		t.Fatal(err)
@@ -157,12 +167,16 @@ func TestLoopPaths(t *testing.T) {
 		{"continuations run out", agent.LoopLimits{Continuations: 1},
 			[]agenttest.Reply{agenttest.Message("max_tokens", "a "), agenttest.Message("max_tokens", "a "), agenttest.Message("max_tokens", "b ")},
 			"max_tokens_continue -> end:budget_exhausted", 3, 0, "a b\n\n(The reply was cut off"},
-		{"a prompt too long is compacted once", agent.LoopLimits{},
-			[]agenttest.Reply{promptTooLong, agenttest.Message("end_turn", "Short answer.")},
-			"compact_retry -> end:completed", 2, 0, "Short answer."},
+		{"a prompt too long is collapsed once", agent.LoopLimits{},
+			[]agenttest.Reply{agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"v1"}`)),
+				agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"v2"}`)), promptTooLong, agenttest.Message("end_turn", "Short answer.")},
+			"tool_results -> tool_results -> collapse_retry -> end:completed", 4, 0, "Short answer."},
+		{"a prompt too long with nothing to collapse is summarized once", agent.LoopLimits{},
+			[]agenttest.Reply{promptTooLong, agenttest.Message("end_turn", "The operator wants a hello sent to 222."), agenttest.Message("end_turn", "Short answer.")},
+			"summary_retry -> end:completed", 3, 0, "Short answer."},
 		{"a prompt still too long stops", agent.LoopLimits{},
 			[]agenttest.Reply{promptTooLong},
-			"compact_retry -> end:prompt_too_long", 2, 0, "too long"},
+			"end:prompt_too_long", 2, 0, "too long"},
 		{"a rejected key is a model error", agent.LoopLimits{},
 			[]agenttest.Reply{agenttest.File(t, "testdata/anthropic/error_401_authentication.json", http.StatusUnauthorized)},
 			"end:model_error", 1, 0, "it answered 401"},
@@ -337,15 +351,17 @@ func TestChatRemembersTheChatsExchangesOnly(t *testing.T) {
 	}
 }
 
-func TestCompactionDropsEarlierExchangesFirst(t *testing.T) {
+func TestCollapseDropsEarlierExchangesFirst(t *testing.T) {
 	promptTooLong := agenttest.File(t, "testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
 	r := newLoopRig(t, agent.LoopLimits{}, agenttest.Message("end_turn", "ok"), promptTooLong, agenttest.Message("end_turn", "ok again"))
 	r.chat("7", "first")
 	if say := r.chat("7", "second"); say != "ok again" {
 		t.Fatalf("say = %q", say)
 	}
-	got := r.messagesOf(3)
-	if len(got) != 1 || !strings.HasPrefix(got[0], "user: second\n\n(2 earlier messages were dropped") {
-		t.Errorf("request after compaction = %q, want this turn's message with a note", got)
+	if got := r.messagesOf(2); len(got) != 3 {
+		t.Fatalf("the too-long request = %q, want the earlier exchange and this message", got)
+	}
+	if got := r.messagesOf(3); len(got) != 1 || got[0] != "user: second" {
+		t.Errorf("request after the collapse = %q, want only this turn's message", got)
 	}
 }

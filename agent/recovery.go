@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // Policy bounds what Recovery may do for one Complete. A zero field takes the value
@@ -20,16 +23,26 @@ type Policy struct {
 	// FallbackModel is used from the request after OverloadsInARow overloads.
 	FallbackModel   string
 	OverloadsInARow int
-	// MaxTokensCap bounds the raised output limit after a max_tokens stop.
+	// MaxTokensCap is the one raised output limit after a max_tokens stop.
 	MaxTokensCap int
+	// Jitter is the share of each backoff wait taken off at random, in [0, 1).
+	Jitter float64
+	// StallWarning and StallAbort are the silences a Watch warns and aborts at.
+	StallWarning, StallAbort time.Duration
 }
 
-// DefaultPolicy is the policy for zero fields: 4 requests, 60s of waiting, backoff
-// from 500ms to 8s, fallback after 2 overloads in a row, output limit raised up to
-// 16384 tokens.
-func DefaultPolicy() Policy {
-	return Policy{MaxAttempts: 4, MaxWait: time.Minute, BaseDelay: 500 * time.Millisecond,
-		MaxDelay: 8 * time.Second, OverloadsInARow: 2, MaxTokensCap: 16384}
+// DefaultPolicy is the policy for zero fields: the model section of a policy that
+// leaves it out (policy.DefaultModel): 10 requests, 3 minutes of waiting, backoff
+// from 1s doubling to 30s less up to a quarter, fallback after 3 overloads in a row,
+// the output limit raised once to 64k.
+func DefaultPolicy() Policy { return RetryPolicy(policy.DefaultModel()) }
+
+// RetryPolicy is the recovery a policy's model section asks for. The fallback
+// model is the section's; the environment's, when set, is the caller's to apply.
+func RetryPolicy(m policy.Model) Policy {
+	return Policy{MaxAttempts: m.Attempts, MaxWait: m.TurnWait, BaseDelay: m.Backoff.Base, MaxDelay: m.Backoff.Cap,
+		Jitter: m.Backoff.Jitter, FallbackModel: m.Fallback, OverloadsInARow: m.OverloadsBeforeFallback,
+		MaxTokensCap: m.MaxTokensRaised, StallWarning: m.StallWarning, StallAbort: m.StallAbort}
 }
 
 func (p Policy) withDefaults() Policy {
@@ -50,7 +63,80 @@ func (p Policy) withDefaults() Policy {
 	pickD(&p.MaxWait, d.MaxWait)
 	pickD(&p.BaseDelay, d.BaseDelay)
 	pickD(&p.MaxDelay, d.MaxDelay)
+	pickD(&p.StallWarning, d.StallWarning)
+	pickD(&p.StallAbort, d.StallAbort)
+	if p.Jitter <= 0 || p.Jitter >= 1 {
+		p.Jitter = d.Jitter
+	}
 	return p
+}
+
+// Budget is what one turn may still spend on model requests across all its calls
+// to Complete, and the fallback model once one was chosen: a fallback serves the
+// rest of the turn, not only the request that met the overloads. The agent loop
+// makes one per turn and passes it in every Request. It is safe for concurrent use.
+type Budget struct {
+	mu       sync.Mutex
+	requests int
+	wait     time.Duration
+	fallback string
+	raised   int // the output limit once raised: the turn escalates once
+}
+
+// NewBudget returns a turn's budget of requests (retries included) and of time
+// spent waiting between them.
+func NewBudget(requests int, wait time.Duration) *Budget {
+	return &Budget{requests: requests, wait: wait}
+}
+
+// take spends one request; false when none is left.
+func (b *Budget) take() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.requests <= 0 {
+		return false
+	}
+	b.requests--
+	return true
+}
+
+// waitLeft is the time the turn may still wait.
+func (b *Budget) waitLeft() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.wait
+}
+
+func (b *Budget) spendWait(d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.wait -= d
+}
+
+// Fallback is the model the turn fell back to, "" while it has not.
+func (b *Budget) Fallback() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fallback
+}
+
+// raisedLimit is the output limit the turn raised to, 0 while it has not.
+func (b *Budget) raisedLimit() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.raised
+}
+
+func (b *Budget) raise(limit int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.raised = limit
+}
+
+func (b *Budget) fallBack(model string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fallback = model
 }
 
 // Recovery is a Provider that wraps another with retries, a fallback model and a
@@ -109,10 +195,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 // run is the state of one Complete.
 type run struct {
 	req       Request
+	policy    Policy // the request's own, else the Recovery's
+	budget    *Budget
 	attempt   int
 	overloads int // in a row
 	raised    bool
-	left      time.Duration // of the wait budget
 }
 
 // Complete makes requests until one succeeds or recovery gives up, which it reports
@@ -121,8 +208,23 @@ type run struct {
 // A reply cut at max_tokens is asked again once with a higher output limit, then
 // returned as it is.
 func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) {
-	s := &run{req: req, left: r.policy.MaxWait}
+	s := &run{req: req, policy: r.policy, budget: req.Budget}
+	if req.Retry != nil {
+		s.policy = req.Retry.withDefaults()
+	}
+	if s.budget == nil {
+		s.budget = NewBudget(s.policy.MaxAttempts, s.policy.MaxWait)
+	}
+	if fb := s.budget.Fallback(); fb != "" {
+		s.req.Model = fb // chosen earlier in the turn: it serves the rest of it
+	}
+	if limit := s.budget.raisedLimit(); limit > s.req.MaxTokens {
+		s.req.MaxTokens, s.raised = limit, true // raised earlier in the turn, once for all
+	}
 	for {
+		if !s.budget.take() {
+			return Response{}, r.stop(s, "budget", "the turn's request budget is spent", ErrTurnBudget)
+		}
 		s.attempt++
 		res, err := r.provider.Complete(ctx, s.req)
 		if err == nil {
@@ -147,9 +249,12 @@ func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) 
 // once and asks again; the continuation prompt that would pick up a still-cut reply
 // belongs to the agent loop, which sees the whole conversation, not here.
 func (r *Recovery) done(s *run, res Response) bool {
-	if res.Stop == StopMaxTokens && !s.raised && !s.req.Continues && s.attempt < r.policy.MaxAttempts {
-		if limit := min(s.req.MaxTokens*2, r.policy.MaxTokensCap); limit > s.req.MaxTokens {
+	if res.Stop == StopMaxTokens && !s.raised && !s.req.Continues && s.attempt < s.policy.MaxAttempts {
+		// Escalate once, straight to the cap (seed: 8k -> 64k); a continuation
+		// prompt follows if even that is cut.
+		if limit := s.policy.MaxTokensCap; limit > s.req.MaxTokens {
 			s.raised, s.req.MaxTokens = true, limit
+			s.budget.raise(limit)
 			r.record(s, Step{Action: ActionRaise, Cause: string(StopMaxTokens), Detail: fmt.Sprint(limit)})
 			return false
 		}
@@ -182,7 +287,7 @@ func (r *Recovery) recover(ctx context.Context, s *run, err error) (time.Duratio
 		}
 		return 0, gerr
 	}
-	s.left -= wait
+	s.budget.spendWait(wait)
 	r.record(s, Step{Action: ActionRetry, Cause: f.cause, Wait: wait})
 	r.fallback(s, f)
 	return wait, nil
@@ -197,7 +302,7 @@ func (r *Recovery) refusal(s *run, f failure) string {
 		return "the service said not to retry"
 	case f.overload && s.req.Background:
 		return "background request gives up on overload"
-	case s.attempt >= r.policy.MaxAttempts:
+	case s.attempt >= s.policy.MaxAttempts:
 		return "request budget spent"
 	}
 	return ""
@@ -206,18 +311,19 @@ func (r *Recovery) refusal(s *run, f failure) string {
 // delay is the wait before the next request: the service's Retry-After, else
 // backoff with jitter. A wait beyond the wait budget left gives a reason to stop.
 func (r *Recovery) delay(s *run, f failure) (time.Duration, string) {
+	left := s.budget.waitLeft()
 	if f.api != nil && f.api.RetryAfter > 0 {
-		if ra := f.api.RetryAfter; ra > s.left {
-			return 0, fmt.Sprintf("the service asked to wait %s, more than the %s left of the wait budget", ra, s.left)
+		if ra := f.api.RetryAfter; ra > left {
+			return 0, fmt.Sprintf("the service asked to wait %s, more than the %s left of the wait budget", ra, left)
 		}
 		return f.api.RetryAfter, ""
 	}
-	d := r.policy.MaxDelay
+	d := s.policy.MaxDelay
 	if shift := s.attempt - 1; shift < 30 {
-		d = min(r.policy.BaseDelay<<shift, r.policy.MaxDelay)
+		d = min(s.policy.BaseDelay<<shift, s.policy.MaxDelay)
 	}
-	d -= time.Duration(r.jitter(int64(d/4) + 1))
-	if d > s.left {
+	d -= time.Duration(r.jitter(int64(float64(d)*s.policy.Jitter) + 1))
+	if d > left {
 		return 0, "wait budget spent"
 	}
 	return d, ""
@@ -230,11 +336,12 @@ func (r *Recovery) fallback(s *run, f failure) {
 		return
 	}
 	s.overloads++
-	fb := r.policy.FallbackModel
-	if fb == "" || s.req.Model == fb || s.overloads < r.policy.OverloadsInARow {
+	fb := s.policy.FallbackModel
+	if fb == "" || s.req.Model == fb || s.overloads < s.policy.OverloadsInARow {
 		return
 	}
 	s.req.Model, s.overloads = fb, 0
+	s.budget.fallBack(fb)
 	r.record(s, Step{Action: ActionFallback, Detail: fb})
 }
 

@@ -77,27 +77,27 @@ func TestRecoveryPaths(t *testing.T) {
 		{"retry-after honoured", agent.Policy{}, []answer{fail(429, "rate_limit_error", 2*time.Second), ok}, false, nil,
 			"retry(429, wait 2s) -> ok", 2, false},
 		{"exponential backoff without retry-after", agent.Policy{}, []answer{fail(500, "api_error", 0), fail(502, "", 0), fail(504, "timeout_error", 0), ok}, false, nil,
-			"retry(500, wait 500ms) -> retry(502, wait 1s) -> retry(504, wait 2s) -> ok", 4, false},
+			"retry(500, wait 1s) -> retry(502, wait 2s) -> retry(504, wait 4s) -> ok", 4, false},
 		{"jitter takes up to a quarter", agent.Policy{BaseDelay: time.Second}, []answer{refused, ok}, false, func(n int64) int64 { return n - 1 },
 			"retry(connection, wait 750ms) -> ok", 2, false},
 		{"backoff capped", agent.Policy{MaxAttempts: 6, BaseDelay: time.Second, MaxDelay: 3 * time.Second},
 			[]answer{refused, refused, refused, ok}, false, nil,
 			"retry(connection, wait 1s) -> retry(connection, wait 2s) -> retry(connection, wait 3s) -> ok", 4, false},
 		{"request budget", agent.Policy{MaxAttempts: 3}, []answer{fail(500, "api_error", 0)}, false, nil,
-			"retry(500, wait 500ms) -> retry(500, wait 1s) -> stop(500: request budget spent)", 3, true},
+			"retry(500, wait 1s) -> retry(500, wait 2s) -> stop(500: request budget spent)", 3, true},
 		{"retry-after beyond the wait budget", agent.Policy{MaxWait: 30 * time.Second}, []answer{fail(429, "rate_limit_error", time.Hour)}, false, nil,
 			"stop(429: the service asked to wait 1h0m0s, more than the 30s left of the wait budget)", 1, true},
-		{"wait budget spent by backoff", agent.Policy{MaxWait: 1200 * time.Millisecond}, []answer{fail(503, "", 0)}, false, nil,
-			"retry(503, wait 500ms) -> stop(503: wait budget spent)", 2, true},
+		{"wait budget spent by backoff", agent.Policy{MaxWait: 2500 * time.Millisecond}, []answer{fail(503, "", 0)}, false, nil,
+			"retry(503, wait 1s) -> stop(503: wait budget spent)", 2, true},
 		{"x-should-retry false", agent.Policy{}, []answer{noRetry529}, false, nil,
 			"stop(529: the service said not to retry)", 1, true},
-		{"two overloads switch to the fallback", agent.Policy{FallbackModel: "small"}, []answer{overloaded, streamError, ok}, false, nil,
-			"retry(529, wait 500ms) -> retry(overloaded_error, wait 1s) -> fallback(small) -> ok", 3, false},
-		{"overloads not in a row keep the model", agent.Policy{FallbackModel: "small"}, []answer{overloaded, fail(500, "", 0), overloaded, ok}, false, nil,
-			"retry(529, wait 500ms) -> retry(500, wait 1s) -> retry(529, wait 2s) -> ok", 4, false},
-		{"max_tokens raises the limit once", agent.Policy{}, []answer{cut, cut}, false, nil,
-			"raise_max_tokens(200) -> ok(max_tokens)", 2, false},
-		{"max_tokens limit capped", agent.Policy{MaxTokensCap: 150}, []answer{cut, ok}, false, nil,
+		{"two overloads switch to the fallback", agent.Policy{FallbackModel: "small", OverloadsInARow: 2}, []answer{overloaded, streamError, ok}, false, nil,
+			"retry(529, wait 1s) -> retry(overloaded_error, wait 2s) -> fallback(small) -> ok", 3, false},
+		{"overloads not in a row keep the model", agent.Policy{FallbackModel: "small", OverloadsInARow: 2}, []answer{overloaded, fail(500, "", 0), overloaded, ok}, false, nil,
+			"retry(529, wait 1s) -> retry(500, wait 2s) -> retry(529, wait 4s) -> ok", 4, false},
+		{"max_tokens raises the limit once, to the raised limit", agent.Policy{}, []answer{cut, cut}, false, nil,
+			"raise_max_tokens(65536) -> ok(max_tokens)", 2, false},
+		{"max_tokens raised limit from the policy", agent.Policy{MaxTokensCap: 150}, []answer{cut, ok}, false, nil,
 			"raise_max_tokens(150) -> ok", 2, false},
 		{"401 stops at once", agent.Policy{}, []answer{fail(401, "authentication_error", 0)}, false, nil,
 			"stop(401: status not retryable)", 1, true},
@@ -172,11 +172,11 @@ func TestRecoveryGiveUpError(t *testing.T) {
 func TestRecoveryRaisesTheLimitInTheNextRequest(t *testing.T) {
 	p := &script{answers: []answer{cut, ok}}
 	var rec recorder
-	res, err := rec.recovery(p, agent.Policy{}, noJitter).Complete(context.Background(), agent.Request{MaxTokens: 512})
+	res, err := rec.recovery(p, agent.Policy{MaxTokensCap: 4096}, noJitter).Complete(context.Background(), agent.Request{MaxTokens: 512})
 	if err != nil || res.Stop != agent.StopEndTurn {
 		t.Fatalf("got %+v, %v; want the end_turn reply", res, err)
 	}
-	if got, want := p.requests[1].MaxTokens, 1024; got != want {
+	if got, want := p.requests[1].MaxTokens, 4096; got != want {
 		t.Errorf("second max_tokens: got %d, want %d", got, want)
 	}
 }
@@ -224,12 +224,12 @@ func TestRecoveryFallbackModelOnTheWire(t *testing.T) {
 	s := serve(t, fixture(t, "anthropic/http_529_overloaded.txt", 0), fixture(t, "anthropic/error_529_overloaded.json", 529),
 		fixture(t, "anthropic/message_end_turn.json", 200))
 	var rec recorder
-	r := rec.recovery(newProvider("anthropic", s.URL), agent.Policy{FallbackModel: "claude-haiku-4-5"}, noJitter)
+	r := rec.recovery(newProvider("anthropic", s.URL), agent.Policy{FallbackModel: "claude-haiku-4-5", OverloadsInARow: 2}, noJitter)
 	if _, err := r.Complete(context.Background(), agent.Request{Model: "claude-sonnet-4-5", MaxTokens: 64,
 		Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := agent.Trace(rec.steps), "retry(529, wait 500ms) -> retry(529, wait 1s) -> fallback(claude-haiku-4-5) -> ok"; got != want {
+	if got, want := agent.Trace(rec.steps), "retry(529, wait 1s) -> retry(529, wait 2s) -> fallback(claude-haiku-4-5) -> ok"; got != want {
 		t.Errorf("path:\n got %s\nwant %s", got, want)
 	}
 	var models []string

@@ -175,8 +175,13 @@ func NewWatch(s Streamer, warn, abort time.Duration, observe func(Step)) *Watch 
 	return &Watch{streamer: s, warn: warn, abort: abort, observe: observe}
 }
 
-// Complete implements Provider.
+// Complete implements Provider. A request that travels with its own policy
+// (Request.Retry) is watched with that policy's silences.
 func (w *Watch) Complete(ctx context.Context, req Request) (Response, error) {
+	warn, abort := w.warn, w.abort
+	if req.Retry != nil && req.Retry.StallWarning > 0 && req.Retry.StallAbort > req.Retry.StallWarning {
+		warn, abort = req.Retry.StallWarning, req.Retry.StallAbort
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -194,7 +199,7 @@ func (w *Watch) Complete(ctx context.Context, req Request) (Response, error) {
 	stalled := make(chan time.Duration, 1)
 	done := make(chan struct{})
 	go func() {
-		tick := time.NewTicker(max(time.Millisecond, min(w.warn, w.abort)/8))
+		tick := time.NewTicker(max(time.Millisecond, min(warn, abort)/8))
 		defer tick.Stop()
 		warned := false
 		for {
@@ -204,16 +209,16 @@ func (w *Watch) Complete(ctx context.Context, req Request) (Response, error) {
 			case <-tick.C:
 			}
 			s := silence()
-			if s >= w.warn && !warned { // also when a late tick finds the abort time passed
+			if s >= warn && !warned { // also when a late tick finds the abort time passed
 				warned = true
 				w.observe(Step{Model: req.Model, Action: ActionStallWarning, Cause: "stream", Wait: s.Round(time.Millisecond)})
 			}
-			if s >= w.abort {
+			if s >= abort {
 				stalled <- s
 				cancel()
 				return
 			}
-			if s < w.warn {
+			if s < warn {
 				warned = false
 			}
 		}

@@ -225,6 +225,10 @@ func (o *Operator) Continue(ctx context.Context, opID string) (tools.Result, err
 	switch {
 	case !ok || !commits:
 		return resultOf(op), nil
+	case op.Payload.Action == "":
+		// A call refused before it was prepared, stopped between its record and
+		// its refusal: there is nothing to put before anyone.
+		return resultOf(op), nil
 	case op.State == journal.Prepared:
 		return o.verifyAndGate(ctx, task, op)
 	case op.State == journal.Verified:

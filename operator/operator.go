@@ -306,3 +306,13 @@ func (o *Operator) move(ctx context.Context, id string, m journal.Move) error {
 	}
 	return nil
 }
+
+// TaskPolicy is the policy snapshot a task runs under: what a model's turn in it
+// may spend, and on which model, comes from here, not from the file as it is now.
+func (o *Operator) TaskPolicy(ctx context.Context, taskID string) (*policy.Policy, error) {
+	task, err := o.opts.Journal.Task(ctx, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	return task.Policy, nil
+}
