@@ -167,12 +167,12 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 		if err != nil {
 			return r, err
 		}
-		return o.refuse(ctx, task, c.Tool, fp, r)
+		return o.refuse(ctx, task, c.Tool, fp, r, "")
 	}
 	payload, err := tool.Prepare(c.Args)
 	var argsErr *tools.ArgsError
 	if errors.As(err, &argsErr) {
-		return o.refuse(ctx, task, c.Tool, fp, repairable(argsErr.Reason))
+		return o.refuse(ctx, task, c.Tool, fp, repairable(argsErr.Reason), "the arguments were refused again: "+argsErr.Reason)
 	}
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: prepare %s: %w", c.Tool, err)
@@ -201,15 +201,36 @@ func hasTool(p *policy.Policy, name string) bool {
 }
 
 // refuse journals a call that was stopped before it was prepared, so that the audit
-// log shows every call, and returns the result with the operation's id.
-func (o *Operator) refuse(ctx context.Context, task journal.Task, tool, fp string, r tools.Result) (tools.Result, error) {
+// log shows every call (and the loop guard sees it), and returns the result with the
+// operation's id. A repair is paid as fail says; again words it, if the budget is spent.
+func (o *Operator) refuse(ctx context.Context, task journal.Task, tool, fp string, r tools.Result, again string) (tools.Result, error) {
 	op, err := o.opts.Journal.CreateOperation(ctx, o.newOperation(task, tool, fp, tools.Payload{}), "call received")
 	if err != nil {
 		return r, fmt.Errorf("operator: %w", err)
 	}
-	r.OperationID = op.ID
-	if err := o.opts.Journal.Move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: r.Reason, Result: &r}); err != nil {
-		return r, fmt.Errorf("operator: %w", err)
+	return o.fail(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed}, r, again)
+}
+
+// fail makes m (a move to failed) with result r. A repair goes back to the caller
+// and is paid from the task's repair budget in the same move, whatever asked for it
+// (refused arguments, the verifier); past the budget the call stops instead, and
+// again says what was asked for once more.
+func (o *Operator) fail(ctx context.Context, opID string, m journal.Move, r tools.Result, again string) (tools.Result, error) {
+	r.OperationID = opID
+	if r.NextAction == tools.NextRepair {
+		m.Spend = &journal.Spend{Repair: true}
+	}
+	m.Reason, m.Result = r.Reason, &r
+	err := o.opts.Journal.Move(ctx, opID, m)
+	var budget *journal.BudgetError
+	if errors.As(err, &budget) {
+		r = stopResult(report(again+"; nothing was sent", "", "fix the request by hand"))
+		r.OperationID, r.Cause, r.Reason = opID, tools.CauseBudget, budget.Error()+": "+r.Reason
+		m.Spend, m.Reason, m.Result = nil, r.Reason, &r
+		err = o.opts.Journal.Move(ctx, opID, m)
+	}
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	return r, nil
 }
@@ -254,29 +275,15 @@ func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op jour
 }
 
 // refuseVerdict ends an operation the verifier did not pass. A repair goes back to
-// the caller and is paid from the task's repair budget in the same move; past the
-// budget, or on a stop, the call stops.
+// the caller within the task's repair budget (see fail); a stop stops.
 func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v verifier.Verdict) (tools.Result, error) {
 	reasons := strings.Join(v.Reasons, "; ")
 	r := stopResult(report("the verifier stopped it: "+reasons+"; nothing was sent", "", "change the request"))
-	m := journal.Move{From: journal.Prepared, To: journal.Failed, Verdict: v.Summary()}
 	if v.Decision == verifier.Repair {
-		r, m.Spend = repairable("verifier asks for a repair: "+reasons), &journal.Spend{Repair: true}
+		r = repairable("verifier asks for a repair: " + reasons)
 	}
-	r.OperationID = op.ID
-	m.Reason, m.Result = r.Reason, &r
-	err := o.opts.Journal.Move(ctx, op.ID, m)
-	var budget *journal.BudgetError
-	if errors.As(err, &budget) {
-		r = stopResult(report("the verifier asked for a repair again: "+reasons+"; nothing was sent", "", "fix the request by hand"))
-		r.OperationID, r.Cause, r.Reason = op.ID, tools.CauseBudget, budget.Error()+": "+r.Reason
-		m.Spend, m.Reason, m.Result = nil, r.Reason, &r
-		err = o.opts.Journal.Move(ctx, op.ID, m)
-	}
-	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
-	}
-	return r, nil
+	return o.fail(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Verdict: v.Summary()}, r,
+		"the verifier asked for a repair again: "+reasons)
 }
 
 // gate moves a verified (or not-delivered) operation to awaiting approval, or

@@ -56,8 +56,8 @@ func TestPrepareValidatesArguments(t *testing.T) {
 		{"negative group id", `{"chat_id":"-1001234567890","text":"x"}`, tools.Payload{Action: "send_message", Target: "-1001234567890", Text: "x"}, ""},
 		{"bad chat", `{"chat_id":"alice","text":"x"}`, tools.Payload{}, "not a chat id"},
 		{"empty text", `{"chat_id":"1","text":"  "}`, tools.Payload{}, "text is empty"},
-		{"unknown field", `{"chat_id":"1","text":"x","silent":true}`, tools.Payload{}, "unknown field"},
-		{"not json", `chat 1`, tools.Payload{}, "arguments are not"},
+		{"unknown field ignored", `{"chat_id":"1","text":"x","silent":true}`, tools.Payload{Action: "send_message", Target: "1", Text: "x"}, ""},
+		{"not json", `chat 1`, tools.Payload{}, "arguments must be a JSON object"},
 		{"bad parse mode", `{"chat_id":"1","text":"x","parse_mode":"BBCode"}`, tools.Payload{}, "parse_mode"},
 	}
 	for _, tt := range tests {
