@@ -162,7 +162,7 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 	if !ok || !hasTool(task.Policy, c.Tool) {
 		return tools.Result{}, fmt.Errorf("operator: %q: %w", c.Tool, ErrUnknownTool)
 	}
-	fp := tools.Fingerprint(c.Tool, c.Args)
+	fp := tools.Fingerprint(tool, c.Args)
 	if r, stop, err := o.guard(ctx, task, fp); stop || err != nil {
 		if err != nil {
 			return r, err

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // args is a call's argument object, key by key, read as models write it: a key
@@ -110,4 +113,59 @@ func kindOfRaw(raw json.RawMessage) string {
 		return "text that is not JSON"
 	}
 	return kindOf(raw)
+}
+
+// canonical is a call's arguments as t reads them, for telling one call from
+// another: only the keys t takes, none that is null (or an empty optional string,
+// which reads as left out), and chat_id in the one form policy.NormalizeTarget gives
+// a chat, written as a string even when the caller sent a number. Values are left
+// as sent otherwise, so arguments t refuses still have a canonical form. ok is false
+// when args is not a JSON object.
+func canonical(t Tool, args json.RawMessage) (map[string]any, bool) {
+	var in map[string]any
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil || in == nil || dec.More() {
+		return nil, false
+	}
+	p := t.Params()
+	out := map[string]any{}
+	for k := range p.Properties {
+		v, ok := in[k]
+		if !ok || v == nil || v == "" && !slices.Contains(p.Required, k) {
+			continue
+		}
+		if k == "chat_id" {
+			v = canonicalChat(v)
+		}
+		out[k] = v
+	}
+	return out, true
+}
+
+func canonicalChat(v any) any {
+	var s string
+	switch c := v.(type) {
+	case string:
+		s = c
+	case json.Number:
+		if !wholeNumber.MatchString(c.String()) {
+			return v
+		}
+		s = c.String()
+	default:
+		return v
+	}
+	if t, err := policy.NormalizeTarget(s); err == nil {
+		return t
+	}
+	return v
+}
+
+// excerpt is s cut to at most n characters, marked when cut.
+func excerpt(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }

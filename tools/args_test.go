@@ -77,3 +77,48 @@ func TestEveryToolReadsArgumentsAlike(t *testing.T) {
 		t.Errorf("draft with a numeric text = %v, want an ArgsError naming text and what it got", err)
 	}
 }
+
+// TestFingerprintReadsArgumentsAsTheToolDoes: the loop guard knows a call however
+// the caller spells it, and tells different calls apart.
+func TestFingerprintReadsArgumentsAsTheToolDoes(t *testing.T) {
+	fp := func(args string) string { return tools.Fingerprint(tools.SendMessage{}, json.RawMessage(args)) }
+	base := fp(`{"chat_id":"222","text":"hi"}`)
+	for _, same := range []string{
+		`{"chat_id":222,"text":"hi"}`,
+		`{"text":"hi","chat_id":"+222"}`,
+		`{"chat_id":"222","text":"hi","parse_mode":null}`,
+		`{"chat_id":"222","text":"hi","parse_mode":""}`,
+		`{"chat_id":"222","text":"hi","silent":true}`,
+	} {
+		if fp(same) != base {
+			t.Errorf("%s: fingerprint differs from the same call written plainly", same)
+		}
+	}
+	for _, other := range []string{
+		`{"chat_id":"222","text":"hi "}`,
+		`{"chat_id":"222","text":"hi","parse_mode":"HTML"}`,
+		`{"chat_id":223,"text":"hi"}`,
+		`{"chat_id":222.5,"text":"hi"}`,
+	} {
+		if fp(other) == base {
+			t.Errorf("%s: shares the fingerprint of another call", other)
+		}
+	}
+	if tools.Fingerprint(tools.PublishPost{}, json.RawMessage(`{"chat_id":"222","text":"hi"}`)) == base {
+		t.Error("two tools with the same arguments share a fingerprint")
+	}
+}
+
+func TestBriefNamesTheCall(t *testing.T) {
+	tests := []struct{ args, want string }{
+		{`{"text":"Hello","chat_id":222,"parse_mode":null,"x":1}`, `commit_send_message(chat_id: "222", text: "Hello")`},
+		{`{"chat_id":"the team","text":"` + strings.Repeat("a", 50) + `"}`, `commit_send_message(chat_id: "the team", text: "` + strings.Repeat("a", 40) + `…")`},
+		{`{"chat_id":1.5,"text":"the token is 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"}`, `commit_send_message(chat_id: 1.5, text: (withheld: it looks like a secret))`},
+		{`[1]`, `commit_send_message(arguments that are not a JSON object)`},
+	}
+	for _, tt := range tests {
+		if got := tools.Brief(tools.SendMessage{}, json.RawMessage(tt.args)); got != tt.want {
+			t.Errorf("Brief(%s) = %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}
