@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/agent"
@@ -24,5 +25,26 @@ func TestLoopTakesANumericChatID(t *testing.T) {
 	}
 	if _, err := r.op.PendingApproval(context.Background(), op.ID); err != nil {
 		t.Errorf("no approval card: %v", err)
+	}
+}
+
+// TestLoopStopsARefusedCallSentAgainAndSaysWhich: a call refused for its arguments
+// and sent again spelt another way is the same call. The turn ends as a doom loop,
+// and the chat is told which call repeated.
+func TestLoopStopsARefusedCallSentAgainAndSaysWhich(t *testing.T) {
+	r := newLoopRig(t, agent.LoopLimits{},
+		agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", badChat)),
+		agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", `{"text":"Hello from the bot","chat_id":"the team","parse_mode":null}`)),
+		agenttest.Message("end_turn", "Gave up."))
+	out := r.turn("Send 'Hello from the bot' to the team")
+	if got := agent.Path(out.Path); got != "tool_results -> end:doom_loop" {
+		t.Errorf("path = %s, want tool_results -> end:doom_loop", got)
+	}
+	want := `Stopped: possible doom loop: commit_send_message(chat_id: "the team", text: "Hello from the bot")`
+	if !strings.HasPrefix(out.Text, want) {
+		t.Errorf("text = %q, want it to begin %q", out.Text, want)
+	}
+	if n := len(r.model.Requests()); n != 2 {
+		t.Errorf("model requests = %d, want 2", n)
 	}
 }

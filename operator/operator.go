@@ -83,11 +83,6 @@ type Operator struct {
 	resolving sync.Mutex
 }
 
-// doomLoop begins the reason of a call the loop guard stopped (its Cause is
-// tools.CauseDoomLoop): the same call with the same arguments, issued again after
-// it failed.
-const doomLoop = "possible doom loop"
-
 // Errors a caller of the operator acts on. Failures of a tool call are results, not
 // errors; these are refusals of the request itself, returned as a *Refusal.
 var (
@@ -163,7 +158,7 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 		return tools.Result{}, fmt.Errorf("operator: %q: %w", c.Tool, ErrUnknownTool)
 	}
 	fp := tools.Fingerprint(tool, c.Args)
-	if r, stop, err := o.guard(ctx, task, fp); stop || err != nil {
+	if r, stop, err := o.guard(ctx, task, tools.Brief(tool, c.Args), fp); stop || err != nil {
 		if err != nil {
 			return r, err
 		}
@@ -233,29 +228,6 @@ func (o *Operator) fail(ctx context.Context, opID string, m journal.Move, r tool
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	return r, nil
-}
-
-// guard applies the loop rule: the same call again after it failed, or while an
-// earlier send of it has an unknown outcome, stops the task.
-func (o *Operator) guard(ctx context.Context, task journal.Task, fp string) (tools.Result, bool, error) {
-	if !task.Policy.LoopGuard {
-		return tools.Result{}, false, nil
-	}
-	prior, err := o.opts.Journal.Operations(ctx, journal.Filter{TaskID: task.ID, Fingerprint: fp,
-		States: []journal.State{journal.Failed, journal.Unknown}, Limit: 1})
-	if err != nil {
-		return tools.Result{}, false, fmt.Errorf("operator: loop guard: %w", err)
-	}
-	if len(prior) == 0 {
-		return tools.Result{}, false, nil
-	}
-	r := stopResult(report(
-		fmt.Sprintf("the same call with the same arguments already ended in %s as %s", prior[0].State, prior[0].ID),
-		"",
-		"change the request, or verify and resolve the earlier operation",
-	))
-	r.Reason, r.Cause = doomLoop+": "+r.Reason, tools.CauseDoomLoop
-	return r, true, nil
 }
 
 // verifyAndGate runs the verifier and then asks for approval, or auto-approves.
