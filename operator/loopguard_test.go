@@ -3,12 +3,16 @@ package operator_test
 import (
 	"context"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
+
+// loopGuardBlock is the loop_guard key of policies.yaml with its indented lines.
+var loopGuardBlock = regexp.MustCompile(`(?m)^loop_guard:.*\n(?:[ \t]+.*\n)*`)
 
 // withLoopGuard gives the harness the default policy with loop_guard written as
 // yaml, and a repair budget large enough that only the guard stops a call.
@@ -18,7 +22,10 @@ func withLoopGuard(t *testing.T, h *harness, yaml string, autoApprove ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(src), "loop_guard: true\n", yaml+"\n", 1)
+	if !loopGuardBlock.Match(src) {
+		t.Fatal("policies.yaml has no loop_guard key to replace")
+	}
+	text := loopGuardBlock.ReplaceAllLiteralString(string(src), yaml+"\n")
 	text = strings.Replace(text, "repair_budget: 1 ", "repair_budget: 10 ", 1)
 	p, err := policy.Parse(strings.NewReader(text))
 	if err != nil {
