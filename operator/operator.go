@@ -83,11 +83,6 @@ type Operator struct {
 	resolving sync.Mutex
 }
 
-// doomLoop begins the reason of a call the loop guard stopped (its Cause is
-// tools.CauseDoomLoop): the same call with the same arguments, issued again after
-// it failed.
-const doomLoop = "possible doom loop"
-
 // Errors a caller of the operator acts on. Failures of a tool call are results, not
 // errors; these are refusals of the request itself, returned as a *Refusal.
 var (
@@ -162,17 +157,17 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 	if !ok || !hasTool(task.Policy, c.Tool) {
 		return tools.Result{}, fmt.Errorf("operator: %q: %w", c.Tool, ErrUnknownTool)
 	}
-	fp := tools.Fingerprint(c.Tool, c.Args)
-	if r, stop, err := o.guard(ctx, task, fp); stop || err != nil {
+	fp := tools.Fingerprint(tool, c.Args)
+	if r, stop, err := o.guard(ctx, task, tools.Brief(tool, c.Args), fp); stop || err != nil {
 		if err != nil {
 			return r, err
 		}
-		return o.refuse(ctx, task, c.Tool, fp, r)
+		return o.refuse(ctx, task, c.Tool, fp, r, "")
 	}
 	payload, err := tool.Prepare(c.Args)
 	var argsErr *tools.ArgsError
 	if errors.As(err, &argsErr) {
-		return o.refuse(ctx, task, c.Tool, fp, repairable(argsErr.Reason))
+		return o.refuse(ctx, task, c.Tool, fp, repairable(argsErr.Reason), "the arguments were refused again: "+argsErr.Reason)
 	}
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: prepare %s: %w", c.Tool, err)
@@ -201,40 +196,38 @@ func hasTool(p *policy.Policy, name string) bool {
 }
 
 // refuse journals a call that was stopped before it was prepared, so that the audit
-// log shows every call, and returns the result with the operation's id.
-func (o *Operator) refuse(ctx context.Context, task journal.Task, tool, fp string, r tools.Result) (tools.Result, error) {
+// log shows every call (and the loop guard sees it), and returns the result with the
+// operation's id. A repair is paid as fail says; again words it, if the budget is spent.
+func (o *Operator) refuse(ctx context.Context, task journal.Task, tool, fp string, r tools.Result, again string) (tools.Result, error) {
 	op, err := o.opts.Journal.CreateOperation(ctx, o.newOperation(task, tool, fp, tools.Payload{}), "call received")
 	if err != nil {
 		return r, fmt.Errorf("operator: %w", err)
 	}
-	r.OperationID = op.ID
-	if err := o.opts.Journal.Move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: r.Reason, Result: &r}); err != nil {
-		return r, fmt.Errorf("operator: %w", err)
-	}
-	return r, nil
+	return o.fail(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed}, r, again)
 }
 
-// guard applies the loop rule: the same call again after it failed, or while an
-// earlier send of it has an unknown outcome, stops the task.
-func (o *Operator) guard(ctx context.Context, task journal.Task, fp string) (tools.Result, bool, error) {
-	if !task.Policy.LoopGuard {
-		return tools.Result{}, false, nil
+// fail makes m (a move to failed) with result r. A repair goes back to the caller
+// and is paid from the task's repair budget in the same move, whatever asked for it
+// (refused arguments, the verifier); past the budget the call stops instead, and
+// again says what was asked for once more.
+func (o *Operator) fail(ctx context.Context, opID string, m journal.Move, r tools.Result, again string) (tools.Result, error) {
+	r.OperationID = opID
+	if r.NextAction == tools.NextRepair {
+		m.Spend = &journal.Spend{Repair: true}
 	}
-	prior, err := o.opts.Journal.Operations(ctx, journal.Filter{TaskID: task.ID, Fingerprint: fp,
-		States: []journal.State{journal.Failed, journal.Unknown}, Limit: 1})
+	m.Reason, m.Result = r.Reason, &r
+	err := o.opts.Journal.Move(ctx, opID, m)
+	var budget *journal.BudgetError
+	if errors.As(err, &budget) {
+		r = stopResult(report(again+"; nothing was sent", "", "fix the request by hand"))
+		r.OperationID, r.Cause, r.Reason = opID, tools.CauseBudget, budget.Error()+": "+r.Reason
+		m.Spend, m.Reason, m.Result = nil, r.Reason, &r
+		err = o.opts.Journal.Move(ctx, opID, m)
+	}
 	if err != nil {
-		return tools.Result{}, false, fmt.Errorf("operator: loop guard: %w", err)
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
-	if len(prior) == 0 {
-		return tools.Result{}, false, nil
-	}
-	r := stopResult(report(
-		fmt.Sprintf("the same call with the same arguments already ended in %s as %s", prior[0].State, prior[0].ID),
-		"",
-		"change the request, or verify and resolve the earlier operation",
-	))
-	r.Reason, r.Cause = doomLoop+": "+r.Reason, tools.CauseDoomLoop
-	return r, true, nil
+	return r, nil
 }
 
 // verifyAndGate runs the verifier and then asks for approval, or auto-approves.
@@ -254,29 +247,15 @@ func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op jour
 }
 
 // refuseVerdict ends an operation the verifier did not pass. A repair goes back to
-// the caller and is paid from the task's repair budget in the same move; past the
-// budget, or on a stop, the call stops.
+// the caller within the task's repair budget (see fail); a stop stops.
 func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v verifier.Verdict) (tools.Result, error) {
 	reasons := strings.Join(v.Reasons, "; ")
 	r := stopResult(report("the verifier stopped it: "+reasons+"; nothing was sent", "", "change the request"))
-	m := journal.Move{From: journal.Prepared, To: journal.Failed, Verdict: v.Summary()}
 	if v.Decision == verifier.Repair {
-		r, m.Spend = repairable("verifier asks for a repair: "+reasons), &journal.Spend{Repair: true}
+		r = repairable("verifier asks for a repair: " + reasons)
 	}
-	r.OperationID = op.ID
-	m.Reason, m.Result = r.Reason, &r
-	err := o.opts.Journal.Move(ctx, op.ID, m)
-	var budget *journal.BudgetError
-	if errors.As(err, &budget) {
-		r = stopResult(report("the verifier asked for a repair again: "+reasons+"; nothing was sent", "", "fix the request by hand"))
-		r.OperationID, r.Cause, r.Reason = op.ID, tools.CauseBudget, budget.Error()+": "+r.Reason
-		m.Spend, m.Reason, m.Result = nil, r.Reason, &r
-		err = o.opts.Journal.Move(ctx, op.ID, m)
-	}
-	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
-	}
-	return r, nil
+	return o.fail(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Verdict: v.Summary()}, r,
+		"the verifier asked for a repair again: "+reasons)
 }
 
 // gate moves a verified (or not-delivered) operation to awaiting approval, or

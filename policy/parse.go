@@ -50,7 +50,7 @@ func Parse(r io.Reader) (*Policy, error) {
 		RepairBudget: DefaultRepairBudget,
 		WaitBudget:   DefaultWaitBudget,
 		Backoff:      Backoff{Base: DefaultBackoffBase, Cap: DefaultBackoffCap, Jitter: DefaultJitter},
-		LoopGuard:    true,
+		LoopGuard:    DefaultLoopGuard(),
 		ApprovalTTL:  DefaultApprovalTTL,
 		EnvelopeTTL:  DefaultEnvelopeTTL,
 		Verify:       Verify{DuplicateWindow: DefaultDuplicateWindow},
@@ -123,7 +123,7 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 		"repair_budget": func(n *yaml.Node, f string) { d.int(n, f, &p.RepairBudget) },
 		"wait_budget":   func(n *yaml.Node, f string) { d.duration(n, f, &p.WaitBudget) },
 		"backoff":       func(n *yaml.Node, f string) { d.backoff(n, f, &p.Backoff) },
-		"loop_guard":    func(n *yaml.Node, f string) { d.bool(n, f, &p.LoopGuard) },
+		"loop_guard":    func(n *yaml.Node, f string) { d.loopGuard(n, f, &p.LoopGuard) },
 		"approval_ttl":  func(n *yaml.Node, f string) { d.duration(n, f, &p.ApprovalTTL) },
 		"access": func(n *yaml.Node, f string) {
 			d.mapping(n, f, map[string]func(*yaml.Node, string){

@@ -84,7 +84,7 @@ type Policy struct {
 	RepairBudget int             `json:"repair_budget"`
 	WaitBudget   time.Duration   `json:"wait_budget"`
 	Backoff      Backoff         `json:"backoff"`
-	LoopGuard    bool            `json:"loop_guard"`
+	LoopGuard    LoopGuard       `json:"loop_guard"`
 	ApprovalTTL  time.Duration   `json:"approval_ttl"`
 	Access       Access          `json:"access"`
 	AutoApprove  []AutoApprove   `json:"auto_approve"`

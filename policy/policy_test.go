@@ -25,7 +25,7 @@ func TestLoadDefaultFile(t *testing.T) {
 	if got, want := p.ToolNames(), []string{"commit_publish_post", "commit_send_message", "prepare_reply"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("tools = %v, want %v", got, want)
 	}
-	if p.RetryBudget != 2 || p.RepairBudget != 1 || !p.LoopGuard {
+	if p.RetryBudget != 2 || p.RepairBudget != 1 || p.LoopGuard != policy.DefaultLoopGuard() {
 		t.Errorf("budgets = retry %d repair %d loop %v, want 2 1 true", p.RetryBudget, p.RepairBudget, p.LoopGuard)
 	}
 }
@@ -42,7 +42,7 @@ func TestParseDefaultsAndExplicitZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.RetryBudget != 0 || p.WaitBudget != 0 || p.LoopGuard {
+	if p.RetryBudget != 0 || p.WaitBudget != 0 || p.LoopGuard.Enabled {
 		t.Errorf("explicit zero: retry %d wait %s loop %v, want 0 0s false", p.RetryBudget, p.WaitBudget, p.LoopGuard)
 	}
 }

@@ -28,11 +28,16 @@ func (PrepareReply) Params() Params {
 
 // Prepare implements Tool: the draft is the text, trimmed.
 func (t PrepareReply) Prepare(args json.RawMessage) (Payload, error) {
-	var a struct {
-		Text string `json:"text"`
+	in, err := readArgs(t.Name(), args, `{"text": "..."}`)
+	if err != nil {
+		return Payload{}, err
 	}
-	if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Text) == "" {
-		return Payload{}, &ArgsError{Tool: t.Name(), Reason: "want {\"text\": \"...\"} with a non-empty text"}
+	text, err := in.string("text", true)
+	if err != nil {
+		return Payload{}, err
 	}
-	return Payload{Action: "reply", Text: strings.TrimSpace(a.Text)}, nil
+	if strings.TrimSpace(text) == "" {
+		return Payload{}, in.refuse("text is empty")
+	}
+	return Payload{Action: "reply", Text: strings.TrimSpace(text)}, nil
 }

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/countersign/countersign/policy"
@@ -71,29 +70,42 @@ type SendArgs struct {
 	ParseMode string `json:"parse_mode,omitempty"`
 }
 
-// decodeSendArgs reads and checks the arguments of a message tool. The chat id comes
-// back normalised (policy.NormalizeTarget), so that the payload names each chat one
-// way: the hash, the card, the journal and the verifier's checks all see that form.
-func decodeSendArgs(tool string, args json.RawMessage) (SendArgs, error) {
+// sendShape is what a message tool's arguments look like, for a refusal.
+const sendShape = `{"chat_id": "222", "text": "..."}`
+
+// decodeSendArgs reads and checks the arguments of a message tool, as models write
+// them (see args): chat_id as a string or a whole number, parse_mode null or left
+// out, keys the tool does not take ignored. The chat id comes back normalised
+// (policy.NormalizeTarget), so that the payload names each chat one way: the hash,
+// the card, the journal and the verifier's checks all see that form.
+func decodeSendArgs(tool string, raw json.RawMessage) (SendArgs, error) {
 	var a SendArgs
-	dec := json.NewDecoder(strings.NewReader(string(args)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("arguments are not {chat_id, text}: %v", err)}
+	in, err := readArgs(tool, raw, sendShape)
+	if err != nil {
+		return a, err
+	}
+	if a.ChatID, err = in.chatID(); err != nil {
+		return a, err
+	}
+	if a.Text, err = in.string("text", true); err != nil {
+		return a, err
+	}
+	if a.ParseMode, err = in.string("parse_mode", false); err != nil {
+		return a, in.refuse(`parse_mode: want "HTML", "MarkdownV2" or null for plain text, got %s`, kindOf(in.value("parse_mode")))
 	}
 	target, err := policy.NormalizeTarget(a.ChatID)
 	switch {
 	case err != nil:
-		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("chat_id %q is not a chat id or @username", a.ChatID)}
+		return a, in.refuse("chat_id %s is not a chat id or @username", in.value("chat_id"))
 	case strings.TrimSpace(a.Text) == "":
-		return a, &ArgsError{Tool: tool, Reason: "text is empty"}
+		return a, in.refuse("text is empty")
 	case secret.Contains(a.Text):
-		return a, &ArgsError{Tool: tool, Reason: "the text contains what looks like a secret (a bot token or an API key); it is neither sent nor stored"}
+		return a, in.refuse("the text contains what looks like a secret (a bot token or an API key); it is neither sent nor stored")
 	case a.ParseMode != "" && a.ParseMode != "HTML" && a.ParseMode != "MarkdownV2":
-		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("parse_mode %q is not HTML or MarkdownV2", a.ParseMode)}
+		return a, in.refuse("parse_mode %q is not HTML or MarkdownV2", a.ParseMode)
 	case a.ParseMode != "" && Units(a.Text) > MaxMessageUnits:
 		// Splitting could cut an entity in two; plain text splits safely.
-		return a, &ArgsError{Tool: tool, Reason: fmt.Sprintf("a text longer than %d characters is sent as plain text: drop parse_mode or shorten it", MaxMessageUnits)}
+		return a, in.refuse("a text longer than %d characters is sent as plain text: drop parse_mode or shorten it", MaxMessageUnits)
 	}
 	a.ChatID = target
 	return a, nil

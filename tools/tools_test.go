@@ -56,8 +56,8 @@ func TestPrepareValidatesArguments(t *testing.T) {
 		{"negative group id", `{"chat_id":"-1001234567890","text":"x"}`, tools.Payload{Action: "send_message", Target: "-1001234567890", Text: "x"}, ""},
 		{"bad chat", `{"chat_id":"alice","text":"x"}`, tools.Payload{}, "not a chat id"},
 		{"empty text", `{"chat_id":"1","text":"  "}`, tools.Payload{}, "text is empty"},
-		{"unknown field", `{"chat_id":"1","text":"x","silent":true}`, tools.Payload{}, "unknown field"},
-		{"not json", `chat 1`, tools.Payload{}, "arguments are not"},
+		{"unknown field ignored", `{"chat_id":"1","text":"x","silent":true}`, tools.Payload{Action: "send_message", Target: "1", Text: "x"}, ""},
+		{"not json", `chat 1`, tools.Payload{}, "arguments must be a JSON object"},
 		{"bad parse mode", `{"chat_id":"1","text":"x","parse_mode":"BBCode"}`, tools.Payload{}, "parse_mode"},
 	}
 	for _, tt := range tests {
@@ -75,10 +75,10 @@ func TestPrepareValidatesArguments(t *testing.T) {
 }
 
 func TestFingerprintIgnoresKeyOrderAndSpacing(t *testing.T) {
-	a := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"1","text":"x"}`))
-	b := tools.Fingerprint("commit_send_message", json.RawMessage(`{ "text": "x",  "chat_id": "1" }`))
-	c := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"1","text":"y"}`))
-	d := tools.Fingerprint("commit_publish_post", json.RawMessage(`{"chat_id":"1","text":"x"}`))
+	a := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"1","text":"x"}`))
+	b := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{ "text": "x",  "chat_id": "1" }`))
+	c := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"1","text":"y"}`))
+	d := tools.Fingerprint(tools.PublishPost{}, json.RawMessage(`{"chat_id":"1","text":"x"}`))
 	if a != b {
 		t.Error("same call, other key order: fingerprints differ")
 	}
@@ -131,15 +131,15 @@ func TestPrepareNormalisesTheTarget(t *testing.T) {
 // TestFingerprintSeesTargetAliases: the loop guard knows a call to +222 after a failed
 // one to 222 for the same call.
 func TestFingerprintSeesTargetAliases(t *testing.T) {
-	a := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"222","text":"x"}`))
+	a := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"222","text":"x"}`))
 	for _, alias := range []string{`+222`, `0222`, ` 222`} {
-		b := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"`+alias+`","text":"x"}`))
+		b := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"`+alias+`","text":"x"}`))
 		if a != b {
 			t.Errorf("chat_id %q: fingerprint differs from chat_id 222", alias)
 		}
 	}
-	u := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"@news_desk","text":"x"}`))
-	if v := tools.Fingerprint("commit_send_message", json.RawMessage(`{"chat_id":"@News_Desk","text":"x"}`)); u != v {
+	u := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"@news_desk","text":"x"}`))
+	if v := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"@News_Desk","text":"x"}`)); u != v {
 		t.Error("@News_Desk: fingerprint differs from @news_desk")
 	}
 }
