@@ -51,12 +51,13 @@ func (w *wireRun) sleep(ctx context.Context, d time.Duration) error {
 // mostJitter takes the most jitter there is: a backoff d waits 3d/4.
 func mostJitter(n int64) int64 { return n - 1 }
 
-// complete runs req through Recovery over the provider of kind at s, watched
-// (streamed, with 20ms/150ms stall times) or plain.
-func (w *wireRun) complete(kind string, s *agenttest.Server, watched bool, pol agent.Policy) (agent.Response, error) {
+// complete runs plainRequest through Recovery over the provider of kind at s:
+// streamed under a Watch with the warning and abort silences, or plain when they
+// are zero.
+func (w *wireRun) complete(kind string, s *agenttest.Server, silences [2]time.Duration, pol agent.Policy) (agent.Response, error) {
 	var p agent.Provider = wireProvider(kind, s)
-	if watched {
-		p = agent.NewWatch(wireProvider(kind, s), 20*time.Millisecond, 150*time.Millisecond, w.observe)
+	if silences[0] > 0 {
+		p = agent.NewWatch(wireProvider(kind, s), silences[0], silences[1], w.observe)
 	}
 	r := agent.NewRecovery(p, pol, agent.WithObserver(w.observe), agent.WithSleep(w.sleep), agent.WithJitter(mostJitter))
 	return r.Complete(context.Background(), plainRequest)
