@@ -83,7 +83,7 @@ func Message(stop, text string, uses ...Use) Reply {
 
 // Fail is the reply of a service failing with f before any body.
 func Fail(f Failure) Reply {
-	return Reply{Status: f.status(), fail: f}
+	return Reply{fail: f}
 }
 
 // RateLimited is a 429 whose retry-after asks to wait d (in seconds, fractional
@@ -100,12 +100,6 @@ func RateLimitedMs(d time.Duration) Reply {
 	r := RateLimited(d)
 	r.waitMs = true
 	return r
-}
-
-// status is the Anthropic status of f; an OpenAI-compatible request may get
-// another (503 for an overload).
-func (f Failure) status() int {
-	return map[Failure]int{RateLimit: 429, Overload: 529, ServerError: 500, AuthError: 401, PromptTooLong: 400}[f]
 }
 
 // File is the reply whose body is the file at path, with status (see Reply).
