@@ -22,8 +22,9 @@ import (
 )
 
 // loopRig is a Loop over a real journal and operator, with the console's printer
-// as the sender, asking a scripted model server through the Anthropic provider,
-// streamed under a Watch, behind Recovery: the composition the bot runs.
+// as the sender, asking a scripted model server through a provider (Anthropic's
+// unless told), streamed under a Watch, behind Recovery: the composition the bot
+// runs.
 type loopRig struct {
 	t       *testing.T
 	pol     *policy.Policy
@@ -40,11 +41,12 @@ const requester = 7
 
 func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...agenttest.Reply) *loopRig {
 	t.Helper()
-	return newLoopRigWith(t, limits, nil, replies...)
+	return newLoopRigOver(t, agenttest.Anthropic, nil, limits, replies...)
 }
 
-// newLoopRigWith is newLoopRig under the default policy changed by edit.
-func newLoopRigWith(t *testing.T, limits agent.LoopLimits, edit func(*policy.Policy), replies ...agenttest.Reply) *loopRig {
+// newLoopRigOver is a loopRig asking through the provider of kind, with the
+// policy edited by edit when it is not nil.
+func newLoopRigOver(t *testing.T, kind string, edit func(*policy.Policy), limits agent.LoopLimits, replies ...agenttest.Reply) *loopRig {
 	t.Helper()
 	p, err := policy.Load("../policies.yaml")
 	if err != nil {
@@ -68,7 +70,11 @@ func newLoopRigWith(t *testing.T, limits agent.LoopLimits, edit func(*policy.Pol
 	if err != nil {
 		t.Fatal(err)
 	}
-	watched := agent.NewWatch(agent.NewAnthropic(key, r.model.URL), 5*time.Second, 10*time.Second, nil)
+	var streamer agent.Streamer = agent.NewAnthropic(key, r.model.URL)
+	if kind == agenttest.OpenAI {
+		streamer = agent.NewOpenAI(key, r.model.URL+"/v1/")
+	}
+	watched := agent.NewWatch(streamer, 5*time.Second, 10*time.Second, nil)
 	rec := agent.NewRecovery(watched, agent.Policy{},
 		agent.WithSleep(func(context.Context, time.Duration) error { return nil }))
 	r.loop = agent.NewLoop(rec, "claude-test", r.op, reg, limits, func(tr agent.Transition) {
@@ -77,6 +83,12 @@ func newLoopRigWith(t *testing.T, limits agent.LoopLimits, edit func(*policy.Pol
 		r.heard = append(r.heard, tr)
 	})
 	return r
+}
+
+// newLoopRigWith is newLoopRig under the default policy changed by edit.
+func newLoopRigWith(t *testing.T, limits agent.LoopLimits, edit func(*policy.Policy), replies ...agenttest.Reply) *loopRig {
+	t.Helper()
+	return newLoopRigOver(t, agenttest.Anthropic, edit, limits, replies...)
 }
 
 // turn starts a task and runs one turn of text in it.

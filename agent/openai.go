@@ -2,11 +2,15 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -58,6 +62,10 @@ func (c *OpenAI) Complete(ctx context.Context, req Request) (Response, error) {
 }
 
 func (c *OpenAI) mapError(ctx context.Context, err error) error {
+	var se *ssestream.StreamError
+	if errors.As(err, &se) && ctx.Err() == nil {
+		return c.streamError(se)
+	}
 	var oe *openai.Error
 	if !errors.As(err, &oe) {
 		return transportError(ctx, providerOpenAI, c.key, err)
@@ -73,6 +81,44 @@ func (c *OpenAI) mapError(ctx context.Context, err error) error {
 		RetryAfter:  retryAfter(h, c.opts.now()),
 		ShouldRetry: shouldRetry(h),
 	}
+}
+
+// streamError maps an error object sent inside a stream that began with 200,
+// which openai-go reports with neither status nor type (a *ssestream.StreamError
+// holding the event), to an *APIError with Status 200 and the object's type and
+// code, as the Anthropic provider reports an error event.
+func (c *OpenAI) streamError(se *ssestream.StreamError) error {
+	var ev struct {
+		Error struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(se.Event.Data, &ev); err != nil {
+		return fmt.Errorf("%s: %s", providerOpenAI, redact(se.Error(), c.key))
+	}
+	return &APIError{
+		Provider: providerOpenAI,
+		Status:   http.StatusOK,
+		Type:     ev.Error.Type,
+		Code:     codeText(ev.Error.Code),
+		Message:  redact(ev.Error.Message, c.key),
+	}
+}
+
+// codeText is an error code as text: OpenAI sends a string or null; some
+// compatible servers send the HTTP status as a number.
+func codeText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
 }
 
 func openaiParams(req Request) openai.ChatCompletionNewParams {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -18,68 +16,20 @@ import (
 	"github.com/countersign/countersign/agent/agenttest"
 )
 
-// sse reads testdata/<name>, a recorded event stream.
-func sse(t *testing.T, name string) []byte {
+// recording is the reply whose body is testdata/<name>, a recorded message or
+// event stream, with status 200.
+func recording(t *testing.T, name string) agenttest.Reply {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
+	return agenttest.File(t, filepath.Join("testdata", name), http.StatusOK)
+}
+
+// streamed is whether each request the server got asked for a stream.
+func streamed(s *agenttest.Server) []bool {
+	var got []bool
+	for _, r := range s.Requests() {
+		got = append(got, r.Streamed)
 	}
-	return data
-}
-
-// streamServer answers a streamed request with stream(w), and a request without
-// "stream": true with the JSON body plain. It keeps whether each request streamed.
-type streamServer struct {
-	*httptest.Server
-	mu       sync.Mutex
-	streamed []bool
-}
-
-func newStreamServer(t *testing.T, plain []byte, stream func(w http.ResponseWriter, r *http.Request)) *streamServer {
-	t.Helper()
-	s := &streamServer{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Stream bool `json:"stream"`
-		}
-		json.NewDecoder(r.Body).Decode(&body)
-		s.mu.Lock()
-		s.streamed = append(s.streamed, body.Stream)
-		s.mu.Unlock()
-		if !body.Stream {
-			w.Header().Set("Content-Type", "application/json")
-			w.Write(plain)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		stream(w, r)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *streamServer) requests() []bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]bool(nil), s.streamed...)
-}
-
-// events writes recorded events, flushing after each, with pause between them.
-func events(data []byte, pause time.Duration) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, r *http.Request) {
-		for _, ev := range strings.SplitAfter(string(data), "\n\n") {
-			if _, err := w.Write([]byte(ev)); err != nil {
-				return
-			}
-			w.(http.Flusher).Flush()
-			select {
-			case <-time.After(pause):
-			case <-r.Context().Done():
-				return
-			}
-		}
-	}
+	return got
 }
 
 func TestStreamReadsTheWholeReply(t *testing.T) {
@@ -98,7 +48,7 @@ func TestStreamReadsTheWholeReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newStreamServer(t, nil, events(sse(t, tt.file), 0))
+			s := agenttest.NewServer(t, recording(t, tt.file))
 			p := newProvider(tt.kind, s.URL).(agent.Streamer)
 			alive := 0
 			got, err := p.Stream(context.Background(), plainRequest, func() { alive++ })
@@ -116,13 +66,9 @@ func TestStreamReadsTheWholeReply(t *testing.T) {
 }
 
 func TestWatchAbortsAStalledStreamAndAsksWithoutStreaming(t *testing.T) {
-	recorded := sse(t, "anthropic/stream_text_end_turn.sse")
-	half := recorded[:strings.Index(string(recorded), "event: content_block_delta")]
-	s := newStreamServer(t, fixture(t, "anthropic/message_end_turn.json", 200).body, func(w http.ResponseWriter, r *http.Request) {
-		w.Write(half)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done() // then silence, until the client gives up
-	})
+	// message_start, content_block_start, ping; then silence, until the client gives up.
+	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").StallAfter(3, 0),
+		recording(t, "anthropic/message_end_turn.json"))
 	var mu sync.Mutex
 	var steps []agent.Step
 	w := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), 20*time.Millisecond, 150*time.Millisecond, func(st agent.Step) {
@@ -146,14 +92,14 @@ func TestWatchAbortsAStalledStreamAndAsksWithoutStreaming(t *testing.T) {
 	if want := []agent.Action{agent.ActionStallWarning, agent.ActionStallAbort}; !reflect.DeepEqual(path, want) {
 		t.Errorf("steps = %v, want %v", path, want)
 	}
-	if got := s.requests(); !reflect.DeepEqual(got, []bool{true, false}) {
+	if got := streamed(s); !reflect.DeepEqual(got, []bool{true, false}) {
 		t.Errorf("requests streamed = %v, want a stream then one plain request", got)
 	}
 }
 
 func TestWatchLetsASlowStreamFinish(t *testing.T) {
 	// Each event comes well within the abort time, but the whole stream takes longer.
-	s := newStreamServer(t, nil, events(sse(t, "anthropic/stream_text_end_turn.sse"), 40*time.Millisecond))
+	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").Pace(40*time.Millisecond))
 	var aborted bool
 	w := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), 200*time.Millisecond, 250*time.Millisecond, func(st agent.Step) {
 		aborted = aborted || st.Action == agent.ActionStallAbort
@@ -163,8 +109,8 @@ func TestWatchLetsASlowStreamFinish(t *testing.T) {
 	if err != nil || got.Text != "Hello there!" {
 		t.Fatalf("Complete = %+v, %v", got, err)
 	}
-	if aborted || len(s.requests()) != 1 {
-		t.Errorf("aborted = %v after %d requests, want the stream read to its end", aborted, len(s.requests()))
+	if aborted || len(s.Requests()) != 1 {
+		t.Errorf("aborted = %v after %d requests, want the stream read to its end", aborted, len(s.Requests()))
 	}
 	if took := time.Since(start); took < 250*time.Millisecond {
 		t.Errorf("the stream took %s, under the abort time: the test's premise does not hold", took)
@@ -172,19 +118,8 @@ func TestWatchLetsASlowStreamFinish(t *testing.T) {
 }
 
 func TestAnErrorInsideTheStreamIsRetriedByRecovery(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	s := newStreamServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		n++
-		first := n == 1
-		mu.Unlock()
-		if first {
-			events(sse(t, "anthropic/stream_midstream_overloaded_error.sse"), 0)(w, r)
-			return
-		}
-		events(sse(t, "anthropic/stream_text_end_turn.sse"), 0)(w, r)
-	})
+	s := agenttest.NewServer(t, recording(t, "anthropic/stream_midstream_overloaded_error.sse"),
+		recording(t, "anthropic/stream_text_end_turn.sse"))
 	var steps []agent.Step
 	rec := agent.NewRecovery(agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), time.Second, 5*time.Second, nil),
 		agent.Policy{}, agent.WithSleep(func(context.Context, time.Duration) error { return nil }),
@@ -224,12 +159,8 @@ func TestStreamAndCompleteAgree(t *testing.T) {
 }
 
 func TestWatchAsksAgainWhenTheServiceDoesNotStream(t *testing.T) {
-	body := fixture(t, "anthropic/message_end_turn.json", 200).body
 	// A server that ignores "stream": true and answers with the plain message.
-	s := newStreamServer(t, body, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(body)
-	})
+	s := agenttest.NewServer(t, recording(t, "anthropic/message_end_turn.json").IgnoreStream())
 	var steps []agent.Step
 	got, err := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), time.Second, 5*time.Second,
 		func(st agent.Step) { steps = append(steps, st) }).Complete(context.Background(), plainRequest)
@@ -242,9 +173,8 @@ func TestWatchAsksAgainWhenTheServiceDoesNotStream(t *testing.T) {
 }
 
 func TestAStreamCutBeforeItsEndIsAConnectionError(t *testing.T) {
-	recorded := sse(t, "anthropic/stream_text_end_turn.sse")
-	cut := recorded[:strings.Index(string(recorded), "event: message_delta")]
-	s := newStreamServer(t, nil, func(w http.ResponseWriter, r *http.Request) { w.Write(cut) })
+	// Every event up to message_delta: the blocks, never the end.
+	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").CutAfter(7))
 	_, err := newProvider("anthropic", s.URL).(agent.Streamer).Stream(context.Background(), plainRequest, nil)
 	if !errors.Is(err, agent.ErrConnection) {
 		t.Errorf("Stream of a cut stream = %v, want a connection error (retried, never an empty reply)", err)

@@ -1,100 +1,90 @@
-// Package agenttest is a scripted model server for tests. It speaks Anthropic's
-// Messages API over real HTTP, answering each request with the next scripted reply
-// (the last one repeats): a message as JSON, or as the event stream the API sends
-// when a request asks for "stream": true, built from the same message; an error
-// status with its body either way, as the API answers before a stream begins.
+// Package agenttest is a scripted model server for tests. One Server speaks both
+// wire formats the model layer uses, over real HTTP: Anthropic's Messages API
+// (POST /v1/messages) and the Chat Completions API of OpenAI-compatible servers
+// (POST /v1/chat/completions, or /chat/completions for a base URL without /v1),
+// each plain or streamed as the request asks ("stream": true).
+//
+// A reply is scripted once, in neither format (Message: text, tool calls, a stop
+// reason; Fail: a failure), and rendered in the format of the request it answers,
+// with the status, headers and error bodies recorded from the real services. Its
+// delivery can go wrong as real deliveries do: a hang before the headers, a stall
+// (with or without pings), an error event inside the stream, a stream cut short,
+// a connection dropped in the middle of the body. The server records every request
+// (its format, model, output limit, whether it streamed, when it came), so that a
+// test can check what a client did, not only what it returned.
 package agenttest
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
-// Reply is one scripted answer: a Messages API message (Status 200) or an error body.
-type Reply struct {
-	Status int
-	Body   []byte
-}
-
-// Use is one tool call in a scripted message: the tool's name and its input object.
-type Use struct {
-	Name  string
-	Input string
-}
-
-// Call is a Use of the tool name with input.
-func Call(name, input string) Use { return Use{Name: name, Input: input} }
-
-// Send is a Use of commit_send_message with its arguments.
-func Send(chatID, text string) Use {
-	in, err := json.Marshal(map[string]string{"chat_id": chatID, "text": text})
-	if err != nil {
-		panic(err)
-	}
-	return Call("commit_send_message", string(in))
-}
-
-// Message is a message with text (omitted when empty) and tool calls, stopped for
-// stop ("end_turn", "tool_use", "max_tokens", "refusal").
-func Message(stop, text string, uses ...Use) Reply {
-	content := []map[string]any{}
-	if text != "" {
-		content = append(content, map[string]any{"type": "text", "text": text})
-	}
-	for i, u := range uses {
-		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%02d", i+1),
-			"name": u.Name, "input": json.RawMessage(u.Input)})
-	}
-	body, err := json.Marshal(map[string]any{"id": "msg_01", "type": "message", "role": "assistant",
-		"model": "claude-test", "content": content, "stop_reason": stop, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 10, "output_tokens": 5}})
-	if err != nil {
-		panic(err)
-	}
-	return Reply{Status: http.StatusOK, Body: body}
-}
-
-// File is the reply whose body is the file at path, with status.
-func File(t testing.TB, path string, status int) Reply {
-	t.Helper()
-	body, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Reply{Status: status, Body: body}
-}
+// The wire formats, named as the agent package names its providers.
+const (
+	Anthropic = "anthropic"
+	OpenAI    = "openai"
+)
 
 // Request is one request the server received.
 type Request struct {
-	Header   http.Header
-	Body     []byte
-	Streamed bool
+	// N counts the requests from 1; At is when this one arrived.
+	N  int
+	At time.Time
+	// Format is Anthropic or OpenAI, from the path; "" for a path neither has.
+	Format string
+	Path   string
+	Header http.Header
+	Body   []byte
+	// Streamed, Model and MaxTokens are read from the body (MaxTokens from
+	// max_tokens, else max_completion_tokens; 0 when neither is there).
+	Streamed  bool
+	Model     string
+	MaxTokens int
+	// Messages counts the body's messages, system messages not included (OpenAI
+	// carries the system prompt as one; Anthropic beside them).
+	Messages int
+
+	usage bool // stream_options.include_usage
 }
 
-// Server is the scripted model server. Point a provider's base URL at URL.
+// Server is the scripted model server. Point a provider's base URL at URL (an
+// OpenAI provider's at URL or URL+"/v1").
 type Server struct {
 	*httptest.Server
+	answer   func(Request) Reply
+	done     chan struct{}
 	mu       sync.Mutex
-	replies  []Reply
 	requests []Request
 }
 
-// NewServer starts a server answering with replies in order; it closes with the test.
+// NewServer starts a server answering the requests with replies in order (the
+// last one repeats); it closes with the test.
 func NewServer(t testing.TB, replies ...Reply) *Server {
 	t.Helper()
 	if len(replies) == 0 {
 		t.Fatal("agenttest: no replies")
 	}
-	s := &Server{replies: replies}
+	return NewServerFunc(t, func(r Request) Reply { return replies[min(r.N, len(replies))-1] })
+}
+
+// NewServerFunc starts a server answering each request with answer(req), for a
+// script that depends on the request (its number N, its format, its model). It
+// closes with the test; answer may be called from several goroutines at once.
+func NewServerFunc(t testing.TB, answer func(Request) Reply) *Server {
+	t.Helper()
+	s := &Server{answer: answer, done: make(chan struct{})}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
-	t.Cleanup(s.Close)
+	t.Cleanup(func() {
+		close(s.done) // ends every stall and hang, so that Close need not wait for them
+		s.Close()
+	})
 	return s
 }
 
@@ -105,80 +95,94 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
-func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var head struct {
-		Stream bool `json:"stream"`
+// Gaps returns the time between each request and the one before it: the waits
+// the client left between them.
+func (s *Server) Gaps() []time.Duration {
+	reqs := s.Requests()
+	var gaps []time.Duration
+	for i := 1; i < len(reqs); i++ {
+		gaps = append(gaps, reqs[i].At.Sub(reqs[i-1].At))
 	}
-	json.Unmarshal(body, &head)
-	s.mu.Lock()
-	rep := s.replies[min(len(s.requests), len(s.replies)-1)]
-	s.requests = append(s.requests, Request{Header: r.Header.Clone(), Body: body, Streamed: head.Stream})
-	s.mu.Unlock()
-	if rep.Status != http.StatusOK || !head.Stream {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.Status)
-		w.Write(rep.Body)
+	return gaps
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	req := s.record(r)
+	if req.Format == "" {
+		http.Error(w, `{"error":{"type":"not_found_error","message":"agenttest: no such endpoint"}}`, http.StatusNotFound)
 		return
 	}
-	events, err := Events(rep.Body)
+	rep := s.answer(req)
+	if rep.trouble.hang.on && !s.pause(r.Context(), rep.trouble.hangFor) {
+		return
+	}
+	res, err := rep.render(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Write(events)
+	s.write(w, r, res, rep)
 }
 
-// Events turns a Messages API message into the event stream that delivers it:
-// message_start, a start, one delta and a stop per content block, message_delta
-// with the stop reason, message_stop.
-func Events(message []byte) ([]byte, error) {
-	var m struct {
-		ID         string            `json:"id"`
-		Model      string            `json:"model"`
-		Content    []json.RawMessage `json:"content"`
-		StopReason string            `json:"stop_reason"`
+// formatOf is the format of the API at path.
+func formatOf(path string) string {
+	switch {
+	case strings.HasSuffix(path, "/v1/messages"):
+		return Anthropic
+	case strings.HasSuffix(path, "/chat/completions"):
+		return OpenAI
 	}
-	if err := json.Unmarshal(message, &m); err != nil {
-		return nil, fmt.Errorf("agenttest: not a message: %w", err)
+	return ""
+}
+
+// record keeps the request and returns it.
+func (s *Server) record(r *http.Request) Request {
+	body, _ := io.ReadAll(r.Body)
+	var head struct {
+		Model               string `json:"model"`
+		MaxTokens           int    `json:"max_tokens"`
+		MaxCompletionTokens int    `json:"max_completion_tokens"`
+		Stream              bool   `json:"stream"`
+		StreamOptions       struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
 	}
-	var b bytes.Buffer
-	event := func(name string, data map[string]any) {
-		data["type"] = name
-		j, _ := json.Marshal(data)
-		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", name, j)
+	json.Unmarshal(body, &head) // a body that is not JSON is recorded with its fields empty
+	req := Request{At: time.Now(), Format: formatOf(r.URL.Path), Path: r.URL.Path, Header: r.Header.Clone(), Body: body,
+		Streamed: head.Stream, Model: head.Model, MaxTokens: head.MaxTokens, usage: head.StreamOptions.IncludeUsage}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = head.MaxCompletionTokens
 	}
-	event("message_start", map[string]any{"message": map[string]any{"id": m.ID, "type": "message", "role": "assistant",
-		"content": []any{}, "model": m.Model, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
-	for i, raw := range m.Content {
-		var block struct {
-			Type  string          `json:"type"`
-			Text  string          `json:"text"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
+	for _, m := range head.Messages {
+		if m.Role != "system" && m.Role != "developer" {
+			req.Messages++
 		}
-		if err := json.Unmarshal(raw, &block); err != nil {
-			return nil, fmt.Errorf("agenttest: content block %d: %w", i, err)
-		}
-		switch block.Type {
-		case "text":
-			event("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-			event("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "text_delta", "text": block.Text}})
-		case "tool_use":
-			event("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "tool_use",
-				"id": block.ID, "name": block.Name, "input": map[string]any{}}})
-			event("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "input_json_delta",
-				"partial_json": string(block.Input)}})
-		default:
-			return nil, fmt.Errorf("agenttest: content block %d: type %q", i, block.Type)
-		}
-		event("content_block_stop", map[string]any{"index": i})
 	}
-	event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": m.StopReason, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": 5}})
-	event("message_stop", map[string]any{})
-	return b.Bytes(), nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req.N = len(s.requests) + 1
+	s.requests = append(s.requests, req)
+	return req
+}
+
+// pause waits d (0: until the client goes away) and reports whether it ran to
+// its end: false when the client went away or the server is closing.
+func (s *Server) pause(ctx context.Context, d time.Duration) bool {
+	var end <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		end = t.C
+	}
+	select {
+	case <-end:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.done:
+		return false
+	}
 }

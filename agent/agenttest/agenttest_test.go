@@ -1,0 +1,163 @@
+package agenttest_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/agent/agenttest"
+)
+
+// post sends body to the server's path and returns the response with its body.
+func post(t *testing.T, s *agenttest.Server, path, body string) (*http.Response, string) {
+	t.Helper()
+	res, err := http.Post(s.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(data)
+}
+
+const (
+	anthropicPath = "/v1/messages"
+	openaiPath    = "/chat/completions"
+	request       = `{"model":"m","max_tokens":64,"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`
+	streamRequest = `{"model":"m","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+)
+
+func TestFailuresCarryTheRecordedHeaders(t *testing.T) {
+	tests := []struct {
+		name, path string
+		reply      agenttest.Reply
+		status     int
+		header     map[string]string // "" means absent
+		body       string
+	}{
+		{"anthropic 429", anthropicPath, agenttest.RateLimited(16 * time.Second), 429,
+			map[string]string{"X-Should-Retry": "true", "Retry-After": "16", "Request-Id": "req_011CcRAg8tTKR3QtEPLyERT8"}, `"rate_limit_error"`},
+		{"anthropic 429 naming no wait", anthropicPath, agenttest.RateLimited(0), 429,
+			map[string]string{"X-Should-Retry": "true", "Retry-After": ""}, `"rate_limit_error"`},
+		{"anthropic 529", anthropicPath, agenttest.Fail(agenttest.Overload), 529,
+			map[string]string{"X-Should-Retry": "true", "Request-Id": "req_01RCc7MbLyQNtGKzBTv8VCep"},
+			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"anthropic 500", anthropicPath, agenttest.Fail(agenttest.ServerError), 500,
+			map[string]string{"X-Should-Retry": "", "Request-Id": "req_011CXmPYtyatkKmZfJxWDowU"}, `"api_error"`},
+		{"anthropic 400", anthropicPath, agenttest.Fail(agenttest.PromptTooLong), 400,
+			nil, `"prompt is too long: 219898 tokens > 200000 maximum"`},
+		{"openai 429 in milliseconds", openaiPath, agenttest.RateLimitedMs(300 * time.Millisecond), 429,
+			map[string]string{"Retry-After-Ms": "300", "Retry-After": "1"}, `"rate_limit_exceeded"`},
+		{"openai 503", openaiPath, agenttest.Fail(agenttest.Overload), 503, nil, `"server_is_overloaded"`},
+		{"openai 401", openaiPath, agenttest.Fail(agenttest.AuthError), 401, nil, `"invalid_api_key"`},
+		{"openai 400", "/v1" + openaiPath, agenttest.Fail(agenttest.PromptTooLong), 400, nil, `"context_length_exceeded"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := agenttest.NewServer(t, tt.reply)
+			res, body := post(t, s, tt.path, streamRequest)
+			if res.StatusCode != tt.status || !strings.Contains(body, tt.body) {
+				t.Errorf("got %d %s, want %d with %s", res.StatusCode, body, tt.status, tt.body)
+			}
+			for k, want := range tt.header {
+				if got := res.Header.Get(k); got != want {
+					t.Errorf("%s: got %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestStreamsEndAsTheAPIsDo(t *testing.T) {
+	msg := agenttest.Message("tool_use", "Looking.", agenttest.Call("get_weather", `{"city":"Oslo"}`))
+	tests := []struct{ path, first, last string }{
+		{anthropicPath, "event: message_start\n", "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"},
+		{openaiPath, `data: {"choices":[{"delta":{"content":"","refusal":null,"role":"assistant"}`, "data: [DONE]\n\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			s := agenttest.NewServer(t, msg)
+			res, body := post(t, s, tt.path, streamRequest)
+			if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if !strings.HasPrefix(body, tt.first) || !strings.HasSuffix(body, tt.last) {
+				t.Errorf("stream:\n%s\nwant it to begin %q and end %q", body, tt.first, tt.last)
+			}
+		})
+	}
+}
+
+// An error inside a stream comes after the events before it, and ends the body.
+func TestFailAfter(t *testing.T) {
+	msg := agenttest.Message("end_turn", "It is sunny.").FailAfter(2, agenttest.Overload)
+	tests := []struct{ path, last string }{
+		{anthropicPath, "event: error\ndata: {\"type\":\"error\",\"error\":{\"details\":null,\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}              }\n\n"},
+		{openaiPath, "data: {\"error\":{\"code\":\"server_is_overloaded\",\"message\":\"Our servers are currently overloaded. Please try again later.\",\"param\":null,\"type\":\"service_unavailable_error\"}}\n\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			s := agenttest.NewServer(t, msg)
+			res, body := post(t, s, tt.path, streamRequest)
+			if res.StatusCode != 200 || !strings.HasSuffix(body, tt.last) || strings.Count(body, "\n\n") != 3 {
+				t.Errorf("got %d:\n%s\nwant 200, two events, then %q", res.StatusCode, body, tt.last)
+			}
+			if res, body := post(t, s, tt.path, request); res.StatusCode == 200 {
+				t.Errorf("a plain request got 200 %s, want the overload's status", body)
+			}
+		})
+	}
+}
+
+func TestDropAfterBreaksTheBody(t *testing.T) {
+	s := agenttest.NewServer(t, agenttest.Message("end_turn", "It is sunny in Oslo today.").DropAfter(1))
+	for _, body := range []string{request, streamRequest} {
+		res, err := http.Post(s.URL+anthropicPath, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.ReadAll(res.Body)
+		res.Body.Close()
+		if err == nil {
+			t.Errorf("reading the body of %s: no error, want it broken off", body)
+		}
+	}
+}
+
+// A script can depend on the request: here every odd request is overloaded. The
+// server records each request as sent.
+func TestNewServerFuncAndTheRecord(t *testing.T) {
+	s := agenttest.NewServerFunc(t, func(r agenttest.Request) agenttest.Reply {
+		if r.N%2 == 1 {
+			return agenttest.Fail(agenttest.Overload)
+		}
+		return agenttest.Message("end_turn", "ok")
+	})
+	var got []int
+	for _, path := range []string{anthropicPath, anthropicPath, openaiPath, "/v1/other"} {
+		res, _ := post(t, s, path, request)
+		got = append(got, res.StatusCode)
+	}
+	if want := []int{529, 200, 503, 404}; !slices.Equal(got, want) {
+		t.Errorf("statuses = %v, want %v", got, want)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("requests = %d, want 4", len(reqs))
+	}
+	r := reqs[2]
+	if r.N != 3 || r.Format != agenttest.OpenAI || r.Model != "m" || r.MaxTokens != 64 || r.Messages != 1 || r.Streamed ||
+		!bytes.Equal(r.Body, []byte(request)) || reqs[3].Format != "" {
+		t.Errorf("request 3 = %+v, want it recorded as sent", r)
+	}
+	if gaps := s.Gaps(); len(gaps) != 3 || gaps[0] < 0 {
+		t.Errorf("gaps = %v, want 3", gaps)
+	}
+}
