@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -597,7 +598,10 @@ func orText(s, def string) string {
 // (which is in the log).
 func modelTrouble(err error) string {
 	var api *APIError
-	if errors.As(err, &api) {
+	switch {
+	case errors.As(err, &api) && api.Status == http.StatusOK && api.Type != "":
+		return "it failed mid-reply: " + strings.ReplaceAll(api.Type, "_", " ")
+	case errors.As(err, &api):
 		return fmt.Sprintf("it answered %d", api.Status)
 	}
 	var conn *ConnectionError

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -122,17 +123,32 @@ func classify(err error) failure {
 
 func classifyAPI(e *APIError) failure {
 	f := failure{cause: statusLabel(e), api: e}
+	status := e.Status
+	if status == http.StatusOK {
+		// An error event inside a stream that began with 200: it is retried like
+		// its HTTP twin, which its type or code names.
+		status = max(streamTwins[e.Type], streamTwins[e.Code])
+	}
 	switch {
 	case quotaCodes[e.Code] || quotaCodes[e.Type]:
 		f.reason = "quota or spend limit reached"
-	case e.Type == "overloaded_error" || e.Status == 529 || e.Status == 503:
+	case e.Type == "overloaded_error" || status == 529 || status == 503:
 		f.retryable, f.overload = true, true
-	case retryStatuses[e.Status]:
+	case retryStatuses[status]:
 		f.retryable = true
 	default:
 		f.reason = "status not retryable"
 	}
 	return f
+}
+
+// streamTwins are the HTTP statuses whose errors the services also send inside a
+// stream, by the type or code they carry there: Anthropic's error event types, and
+// the error object OpenAI-compatible servers put in a data line.
+var streamTwins = map[string]int{
+	"overloaded_error": 529, "api_error": 500, "rate_limit_error": 429, "timeout_error": 504,
+	"server_error": 500, "service_unavailable_error": 503, "server_is_overloaded": 503,
+	"rate_limit_exceeded": 429, "internal_server_error": 500,
 }
 
 // statusLabel is the status, or the error type when the status says nothing (an
