@@ -38,6 +38,9 @@ type Handler struct {
 // approval (their cards are the surface's to show).
 type Agent interface {
 	Chat(ctx context.Context, taskID, chat, text string) (reply string, awaiting []string, err error)
+	// Stop cancels the turn running in chat, and reports whether there was one;
+	// the turn itself tells the chat it stopped.
+	Stop(chat string) bool
 }
 
 // Reply is what a command answers.
@@ -106,6 +109,14 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 	case "cancel":
 		r, err := h.Operator.Cancel(ctx, c.OpID, fmt.Sprint(user))
 		return h.outcome(ctx, c.OpID, r, err)
+	case "stop":
+		switch {
+		case h.Agent == nil:
+			return Reply{Text: "No model is configured, so nothing runs that /stop could end."}, nil
+		case !h.Agent.Stop(req.Chat):
+			return Reply{Text: "Nothing is running in this chat."}, nil
+		}
+		return Reply{}, nil // the stopped turn says so itself
 	}
 	return Reply{Text: Help()}, nil
 }

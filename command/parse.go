@@ -30,6 +30,7 @@ var Usage = []struct{ Name, Args, Doc string }{
 	{"resolve", "<op_id> delivered|not_delivered", "record what you verified about an unknown outcome"},
 	{"retry", "<op_id>", "send again an operation verified not delivered"},
 	{"cancel", "<op_id>", "cancel an operation that has not been sent"},
+	{"stop", "", "stop the model's running request in this chat"},
 	{"help", "", "this list"},
 }
 
@@ -58,7 +59,7 @@ func Parse(line string) (Command, error) {
 		if strings.TrimSpace(c.Text) == "" {
 			return c, usageErr(c.Name)
 		}
-	case "ops", "pending", "help":
+	case "ops", "pending", "help", "stop":
 		if strings.TrimSpace(rest) != "" {
 			return c, usageErr(c.Name)
 		}

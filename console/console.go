@@ -59,22 +59,21 @@ type Console struct {
 }
 
 // Run serves commands until the input ends (nil) or ctx is done (ctx.Err()).
+// Lines typed while a command runs wait their turn, except /stop, which ends the
+// model's running turn at once.
 func (c *Console) Run(ctx context.Context) error {
-	lines := bufio.NewScanner(c.In)
-	lines.Buffer(make([]byte, 64*1024), 1<<20)
+	in := readLines(c.In)
+	defer close(in.done)
 	fmt.Fprintln(c.Out, "Countersign console. /help lists the commands; end of input quits.")
 	if err := c.tellWaiting(ctx); err != nil {
 		return err
 	}
 	for {
 		fmt.Fprint(c.Out, "> ")
-		if !lines.Scan() {
+		line, ok := in.next(ctx)
+		if !ok {
 			break
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		line := lines.Text()
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -84,7 +83,7 @@ func (c *Console) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		reply, err := c.Handler.Handle(ctx, command.Request{User: User, Chat: "console", Line: line})
+		reply, err := c.handle(ctx, in, line)
 		if errors.Is(err, command.ErrUsage) {
 			fmt.Fprintln(c.Out, err)
 			continue
@@ -92,24 +91,119 @@ func (c *Console) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("console: %w", err)
 		}
-		if err := c.answer(ctx, lines, reply); err != nil {
+		if err := c.answer(ctx, in, reply); err != nil {
 			return err
 		}
 	}
-	if err := lines.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := in.err(); err != nil {
 		return fmt.Errorf("console: read: %w", err)
 	}
 	fmt.Fprintln(c.Out)
 	return nil
 }
 
+// handle runs one line while still reading: a /stop typed meanwhile is carried
+// out at once; any other line is kept for after.
+func (c *Console) handle(ctx context.Context, in *input, line string) (command.Reply, error) {
+	type result struct {
+		reply command.Reply
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		reply, err := c.Handler.Handle(ctx, command.Request{User: User, Chat: "console", Line: line})
+		done <- result{reply, err}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.reply, r.err
+		case l, ok := <-in.lines:
+			if !ok {
+				in.lines = nil // input ended: let the command finish
+				continue
+			}
+			if !isStop(l) {
+				in.queued = append(in.queued, l)
+				continue
+			}
+			if r, err := c.Handler.Handle(ctx, command.Request{User: User, Chat: "console", Line: l}); err == nil && r.Text != "" {
+				fmt.Fprintln(c.Out, r.Text)
+			}
+		}
+	}
+}
+
+func isStop(line string) bool { return strings.TrimSpace(line) == "/stop" }
+
+// input is the terminal's lines, read ahead so that a /stop can be seen while a
+// command runs; queued are lines read ahead and not yet taken.
+type input struct {
+	lines chan string
+	done  chan struct{} // closed when Run returns: the reader stops
+
+	queued  []string
+	mu      sync.Mutex
+	readErr error
+}
+
+func readLines(r io.Reader) *input {
+	in := &input{lines: make(chan string), done: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			select {
+			case in.lines <- sc.Text():
+			case <-in.done:
+				return
+			}
+		}
+		in.mu.Lock()
+		in.readErr = sc.Err()
+		in.mu.Unlock()
+		close(in.lines)
+	}()
+	return in
+}
+
+// next is the next line, false at the end of input or when ctx ends.
+func (in *input) next(ctx context.Context) (string, bool) {
+	if len(in.queued) > 0 {
+		l := in.queued[0]
+		in.queued = in.queued[1:]
+		return l, true
+	}
+	if in.lines == nil {
+		return "", false
+	}
+	select {
+	case l, ok := <-in.lines:
+		if !ok {
+			in.lines = nil
+		}
+		return l, ok
+	case <-ctx.Done():
+		return "", false
+	}
+}
+
+func (in *input) err() error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.readErr
+}
+
 // answer prints a reply and asks for each approval it carries.
-func (c *Console) answer(ctx context.Context, lines *bufio.Scanner, reply command.Reply) error {
+func (c *Console) answer(ctx context.Context, in *input, reply command.Reply) error {
 	if reply.Text != "" {
 		fmt.Fprintln(c.Out, reply.Text)
 	}
 	for _, a := range reply.Approvals {
-		if err := c.ask(ctx, lines, a); err != nil {
+		if err := c.ask(ctx, in, a); err != nil {
 			return err
 		}
 	}
@@ -117,17 +211,18 @@ func (c *Console) answer(ctx context.Context, lines *bufio.Scanner, reply comman
 }
 
 // ask puts one approval to the terminal's owner, the console's approver.
-func (c *Console) ask(ctx context.Context, lines *bufio.Scanner, a command.Approval) error {
+func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error {
 	fmt.Fprintf(c.Out, "Approve %s to %s?\n%s\n  operation %s, payload %s, %s, expires %s\n",
 		a.Operation.Payload.Action, a.Operation.Payload.Target, indent(a.Operation.Payload.Text),
 		a.Operation.ID, a.PayloadSHA256[:12], a.Verdict, a.Expires.Local().Format(time.DateTime))
 	for {
 		fmt.Fprint(c.Out, "[y/n] ")
-		if !lines.Scan() {
+		line, ok := in.next(ctx)
+		if !ok {
 			break
 		}
 		var approve bool
-		switch strings.ToLower(strings.TrimSpace(lines.Text())) {
+		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
 			approve = true
 		case "n", "no":

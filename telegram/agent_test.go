@@ -3,6 +3,7 @@ package telegram_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/journal"
@@ -75,4 +76,26 @@ func TestAModelsAutoApprovedSendWithAnUnknownOutcomeOffersToResolveIt(t *testing
 	}
 	r.tap(alice, notice, "It arrived")
 	r.waitFor("the resolution", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.Committed })
+}
+
+// /stop ends the model's running turn in the chat, which says so; nothing is
+// sent and no card appears.
+func TestStopEndsTheModelsTurn(t *testing.T) {
+	model := agenttest.NewServer(t, agenttest.Message("end_turn", "too late").HangFor(time.Minute))
+	r := newRig(t, withModel(model.URL))
+	r.command(alice, "write a very long report")
+	r.waitFor("the model request", func(*telegramtest.Server) bool { return len(model.Requests()) == 1 })
+	r.command(alice, "/stop")
+	r.replyContaining(alice, "Stopped, as you asked")
+	r.command(alice, "/stop")
+	r.replyContaining(alice, "Nothing is running in this chat.")
+	r.shutdown()
+	for _, m := range r.srv.Messages(alice) {
+		if strings.Contains(m.Text, "too late") || strings.Contains(m.Text, "Approval needed") {
+			t.Errorf("after /stop the chat got %q", m.Text)
+		}
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("model requests = %d, want the one /stop abandoned", n)
+	}
 }

@@ -1,0 +1,97 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/agent/agenttest"
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// lockedBuffer is the console's output, written from more than one goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// /stop typed while the model works ends its turn; the session goes on.
+func TestStopTypedWhileTheModelWorks(t *testing.T) {
+	ctx := context.Background()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []int64{console.User}, Approvers: []int64{console.User}}
+	out := &lockedBuffer{}
+	reg, err := tools.NewRegistry(p, console.NewPrinter(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: console.Transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := agenttest.NewServer(t, agenttest.Message("end_turn", "too late").HangFor(time.Minute))
+	loop := agent.NewLoop(agent.NewRecovery(agent.NewAnthropic("sk-ant-test", model.URL), agent.Policy{}), "claude-test", op, reg, agent.LoopLimits{}, nil)
+	typed, keys := io.Pipe()
+	c := &console.Console{Handler: &command.Handler{Operator: op, Journal: j, Policy: p, Surface: console.Transport, Agent: loop}, In: typed, Out: out}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+
+	io.WriteString(keys, "write a very long report\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(model.Requests()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the model request never arrived")
+		}
+		time.Sleep(5 * time.Millisecond) // the model server records the request it holds
+	}
+	io.WriteString(keys, "/stop\n/ops\n")
+	keys.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the console did not end after /stop; output:\n%s", out)
+	}
+	got := out.String()
+	for _, want := range []string{"Stopped, as you asked", "No operations yet."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "too late") {
+		t.Errorf("the abandoned reply reached the console:\n%s", got)
+	}
+}
