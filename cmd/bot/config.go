@@ -136,7 +136,7 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 	if err != nil {
 		return nil, err
 	}
-	m, err := newModel(getenv, logger)
+	m, err := newModel(getenv, p, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +150,9 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 	if m != nil {
 		h.Agent = agent.NewLoop(m.provider, m.name, op, reg, agent.LoopLimits{}, func(t agent.Transition) {
 			logger.Info("agent", "transition", t.String(), "request", t.Request, "detail", t.Detail)
-		})
-		logger.Info("plain text goes to the model", "model", m.name, "tools", reg.Names())
+		}, agent.WithFallback(m.envFallback))
+		logger.Info("plain text goes to the model", "model", m.name, "fallback", orNone(m.fallback), "fallback_from", m.fallbackFrom,
+			"attempts", p.Models().Attempts, "tools", reg.Names())
 	}
 	return &app{policy: p, journal: j, vault: v, operator: op, handler: h, logger: logger}, nil
 }
@@ -160,13 +161,40 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 type model struct {
 	provider agent.Provider
 	name     string
+	// fallback is the one in force for new tasks, from fallbackFrom; envFallback
+	// is the environment's, which overrides every task's snapshot.
+	fallback, fallbackFrom, envFallback string
 }
 
-// newModel reads the model from the environment; nil when none is configured.
-func newModel(getenv func(string) string, logger *slog.Logger) (*model, error) {
+// newModel reads the model from the environment and the policy's model section;
+// nil when none is configured or the policy turns it off. The environment wins
+// where both name a model or a fallback.
+func newModel(env func(string) string, p *policy.Policy, logger *slog.Logger) (*model, error) {
+	settings := p.Models()
+	getenv := func(k string) string {
+		if v := env(k); v != "" || (k != "ANTHROPIC_MODEL" && k != "OPENAI_MODEL") {
+			return v
+		}
+		return settings.Name // the policy's model fills an unset variable
+	}
 	provider, name, ok, err := agent.FromEnv(getenv)
 	if err != nil || !ok {
 		return nil, err
+	}
+	if !settings.Enabled {
+		logger.Info("a model is configured, but model.enabled is false in the policy: plain text is not sent to it")
+		return nil, nil
+	}
+	m := &model{name: name, fallback: settings.Fallback, fallbackFrom: "policy"}
+	fallbackVar := "OPENAI_FALLBACK_MODEL"
+	if _, anthropic := provider.(*agent.Anthropic); anthropic {
+		fallbackVar = "ANTHROPIC_FALLBACK_MODEL"
+	}
+	if m.envFallback = env(fallbackVar); m.envFallback != "" {
+		m.fallback, m.fallbackFrom = m.envFallback, fallbackVar
+	}
+	if m.fallback == "" {
+		m.fallbackFrom = "none"
 	}
 	logStep := func(s agent.Step) {
 		if s.Action != agent.ActionOK {
@@ -174,10 +202,19 @@ func newModel(getenv func(string) string, logger *slog.Logger) (*model, error) {
 		}
 	}
 	if s, ok := provider.(agent.Streamer); ok {
-		provider = agent.NewWatch(s, agent.DefaultStallWarning, agent.DefaultStallAbort, logStep)
+		provider = agent.NewWatch(s, settings.StallWarning, settings.StallAbort, logStep)
 	}
-	rec := agent.NewRecovery(provider, agent.DefaultPolicy(), agent.WithObserver(logStep))
-	return &model{provider: rec, name: name}, nil
+	retry := agent.RetryPolicy(settings)
+	retry.FallbackModel = m.fallback
+	m.provider = agent.NewRecovery(provider, retry, agent.WithObserver(logStep))
+	return m, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func newLogger(w io.Writer) *slog.Logger {

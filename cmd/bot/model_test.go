@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,5 +78,50 @@ func TestASecretNeverReachesTheModel(t *testing.T) {
 	}
 	if strings.Contains(r.stdout+r.stderr, leaked) {
 		t.Error("the key was echoed")
+	}
+}
+
+// The fallback model comes from the environment when it is set, else from the
+// policy, and start-up says which is in force; model.enabled: false keeps plain
+// text away from a configured model.
+func TestStartUpSaysWhichFallbackIsInForce(t *testing.T) {
+	srv := agenttest.NewServer(t, agenttest.Message("end_turn", "Hello."))
+	pol, _ := os.ReadFile("../../policies.yaml")
+	write := func(lines string) string {
+		path := filepath.Join(t.TempDir(), "policies.yaml")
+		head, section, _ := strings.Cut(string(pol), "\nmodel:\n") // edit the model section only
+		for _, l := range strings.Split(lines, "\n") {
+			if k, _, _ := strings.Cut(strings.TrimSpace(l), ":"); k != "" {
+				section = regexp.MustCompile(`(?m)^  `+k+`:.*$`).ReplaceAllString(section, l)
+			}
+		}
+		os.WriteFile(path, []byte(head+"\nmodel:\n"+section), 0o600)
+		return path
+	}
+	key := "sk-ant-test-0000000000000000000000"
+	tests := []struct {
+		name, policy, envFallback string
+		want                      []string
+	}{
+		{"policy only", "  fallback: claude-haiku-4-5", "",
+			[]string{"fallback=claude-haiku-4-5 fallback_from=policy", "attempts=10"}},
+		{"environment wins", "  fallback: claude-haiku-4-5\n  attempts: 4", "claude-small",
+			[]string{"fallback=claude-small fallback_from=ANTHROPIC_FALLBACK_MODEL", "attempts=4"}},
+		{"none", "", "", []string{"fallback=none fallback_from=none"}},
+		{"turned off", "  enabled: false", "", []string{"model.enabled is false"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_FALLBACK_MODEL": tt.envFallback}
+			r := runMain(t, "", env, "console", "-data", t.TempDir(), "-policies", write(tt.policy))
+			if r.code != 0 {
+				t.Fatalf("console: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("start-up log lacks %q:\n%s", want, r.stderr)
+				}
+			}
+		})
 	}
 }
