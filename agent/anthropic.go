@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -129,4 +130,12 @@ func anthropicResponse(msg *anthropic.Message) Response {
 	}
 	res.Text = strings.Join(text, "")
 	return res
+}
+
+// anthropicTooLong is one of the two places where a message text is read:
+// Anthropic gives a prompt over the context window no code of its own, only an
+// invalid_request_error whose message says so.
+func anthropicTooLong(e *APIError) bool {
+	return e.Status == http.StatusBadRequest && e.Type == "invalid_request_error" &&
+		strings.Contains(strings.ToLower(e.Message), "prompt is too long")
 }

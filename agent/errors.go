@@ -63,16 +63,13 @@ func (e *APIError) Is(target error) bool {
 	return target == ErrPromptTooLong && promptTooLong(e)
 }
 
-// promptTooLong is the one place where a message text is read: Anthropic gives a
-// prompt over the context window no code of its own, only an invalid_request_error
-// whose message says so. OpenAI-compatible servers give a code.
+// promptTooLong asks the provider that answered whether e says the request
+// cannot go on in the same context: the prompt is over the context window.
 func promptTooLong(e *APIError) bool {
-	if e.Code == "context_length_exceeded" {
-		return true
+	if e.Provider == providerAnthropic {
+		return anthropicTooLong(e)
 	}
-	return e.Provider == providerAnthropic && e.Status == http.StatusBadRequest &&
-		e.Type == "invalid_request_error" &&
-		strings.Contains(strings.ToLower(e.Message), "prompt is too long")
+	return openAITooLong(e)
 }
 
 // ConnectionError is a request that got no answer from the service: the connection

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -212,4 +213,19 @@ func openaiResponse(res *openai.ChatCompletion) Response {
 		}
 	}
 	return out
+}
+
+// openAITooLong recognises a prompt over the context window from OpenAI and the
+// compatible servers (testdata/compatible): OpenAI's context_length_exceeded code,
+// llama.cpp's exceed_context_size_error type, and vLLM's BadRequestError, which
+// has no code and is read by its message, the other place a text is read. Their
+// overloads (llama.cpp loading a model, Ollama's full queue) are 503s, which the
+// status already says.
+func openAITooLong(e *APIError) bool {
+	switch {
+	case e.Code == "context_length_exceeded", e.Type == "exceed_context_size_error":
+		return true
+	}
+	return e.Status == http.StatusBadRequest && e.Type == "BadRequestError" &&
+		strings.Contains(strings.ToLower(e.Message), "maximum context length")
 }

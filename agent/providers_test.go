@@ -137,6 +137,15 @@ func TestProvidersErrors(t *testing.T) {
 		{"openai 400 context length", "openai", func(t *testing.T) reply {
 			return fixture(t, "openai/error_400_context_length_exceeded.json", 400)
 		}, agent.APIError{Status: 400, Type: "invalid_request_error", Code: "context_length_exceeded"}, true},
+		{"llama.cpp 400 context size", "openai", func(t *testing.T) reply {
+			return fixture(t, "compatible/llamacpp_400_exceed_context_size.json", 400)
+		}, agent.APIError{Status: 400, Type: "exceed_context_size_error", Code: "400"}, true},
+		{"llama.cpp 503 loading", "openai", func(t *testing.T) reply { return fixture(t, "compatible/llamacpp_503_loading_model.json", 503) },
+			agent.APIError{Status: 503, Type: "unavailable_error", Code: "503"}, false},
+		{"vLLM 400 context length", "openai", func(t *testing.T) reply { return fixture(t, "compatible/vllm_400_context_length.json", 400) },
+			agent.APIError{Status: 400, Type: "BadRequestError", Code: "400"}, true},
+		{"Ollama 503 busy", "openai", func(t *testing.T) reply { return fixture(t, "compatible/ollama_503_server_busy.json", 503) },
+			agent.APIError{Status: 503, Type: "api_error"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
