@@ -113,6 +113,15 @@ func TestRecoveryPaths(t *testing.T) {
 			"stop(503: background request gives up on overload)", 1, true},
 		{"background still retries 429", agent.Policy{}, []answer{fail(429, "rate_limit_error", time.Second), ok}, true, nil,
 			"retry(429, wait 1s) -> ok", 2, false},
+		// Errors inside a stream (status 200) are retried like their HTTP twins.
+		{"rate_limit_error inside a stream", agent.Policy{}, []answer{fail(200, "rate_limit_error", 0), ok}, false, nil,
+			"retry(rate_limit_error, wait 1s) -> ok", 2, false},
+		{"timeout_error inside a stream", agent.Policy{}, []answer{fail(200, "timeout_error", 0), ok}, false, nil,
+			"retry(timeout_error, wait 1s) -> ok", 2, false},
+		{"api_error inside a stream", agent.Policy{}, []answer{fail(200, "api_error", 0), ok}, false, nil,
+			"retry(api_error, wait 1s) -> ok", 2, false},
+		{"invalid_request_error inside a stream stops", agent.Policy{}, []answer{fail(200, "invalid_request_error", 0)}, false, nil,
+			"stop(invalid_request_error: status not retryable)", 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,5 +267,22 @@ func TestRecoveryRetryAfterOnTheWire(t *testing.T) {
 	}
 	if got := len(s.got()); got != 2 {
 		t.Errorf("requests: got %d, want 2", got)
+	}
+}
+
+// The default schedule rides out ten seconds of overloads without a fallback
+// model: four attempts half a second apart gave up after three and a half.
+func TestDefaultPolicyRidesOutATenSecondBurst(t *testing.T) {
+	p := &script{answers: []answer{overloaded, overloaded, overloaded, overloaded, ok}}
+	var rec recorder
+	if _, err := rec.recovery(p, agent.DefaultPolicy(), noJitter).Complete(context.Background(), agent.Request{Model: "big"}); err != nil {
+		t.Fatalf("gave up: %v (path %s)", err, agent.Trace(rec.steps))
+	}
+	var waited time.Duration
+	for _, s := range rec.steps {
+		waited += s.Wait
+	}
+	if waited < 10*time.Second {
+		t.Errorf("waited %s in all, want the burst's 10 s ridden out", waited)
 	}
 }
