@@ -1,0 +1,269 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/countersign/countersign/envelope"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/vault"
+)
+
+// Report is what a run did and which promises held.
+type Report struct {
+	Seed       int64
+	Actions    map[string]int
+	EndStates  map[journal.State]int
+	Delivered  int
+	Invariants []Invariant
+}
+
+// Invariant is one promise and what broke it, if anything did.
+type Invariant struct {
+	Name   string
+	Broken []string // empty: it held
+}
+
+// OK reports whether every promise held.
+func (r *Report) OK() bool {
+	for _, in := range r.Invariants {
+		if len(in.Broken) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Print writes the report: seed, counts, end states, and each invariant.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "seed %d\n", r.Seed)
+	fmt.Fprintln(w, "actions and faults:")
+	for _, k := range sortedKeys(r.Actions) {
+		fmt.Fprintf(w, "  %-40s %d\n", k, r.Actions[k])
+	}
+	fmt.Fprintln(w, "operations by end state:")
+	for _, k := range sortedKeys(r.EndStates) {
+		fmt.Fprintf(w, "  %-40s %d\n", k, r.EndStates[k])
+	}
+	fmt.Fprintf(w, "messages delivered to target chats: %d\n", r.Delivered)
+	fmt.Fprintln(w, "invariants:")
+	for _, in := range r.Invariants {
+		if len(in.Broken) == 0 {
+			fmt.Fprintf(w, "  ok      %s\n", in.Name)
+			continue
+		}
+		fmt.Fprintf(w, "  BROKEN  %s\n", in.Name)
+		for _, b := range in.Broken[:min(len(in.Broken), 10)] {
+			fmt.Fprintf(w, "          %s\n", b)
+		}
+	}
+	if r.OK() {
+		fmt.Fprintln(w, "PASS")
+	} else {
+		fmt.Fprintln(w, "FAIL")
+	}
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// check reads the journal, the vault and the fake Telegram after the bot stopped.
+func (w *world) check() *Report {
+	r := &Report{Seed: w.cfg.Seed, Actions: w.count, EndStates: map[journal.State]int{}}
+	ctx := context.Background()
+	j, err := journal.Open(ctx, filepath.Join(w.dir, "journal.db"))
+	if err != nil {
+		r.Invariants = append(r.Invariants, Invariant{"the journal opens", []string{err.Error()}})
+		return r
+	}
+	defer j.Close()
+	ops, err := j.Operations(ctx, journal.Filter{})
+	if err != nil {
+		r.Invariants = append(r.Invariants, Invariant{"the journal reads", []string{err.Error()}})
+		return r
+	}
+	byText := map[string]journal.Operation{}
+	for _, op := range ops {
+		r.EndStates[op.State]++
+		if op.Payload.Text != "" {
+			byText[op.Payload.Text] = op
+		}
+	}
+	deliveries := w.deliveries()
+	for _, n := range deliveries {
+		r.Delivered += n
+	}
+	r.Invariants = []Invariant{
+		w.noDuplicates(deliveries),
+		w.nothingUnapproved(ctx, j, deliveries, byText),
+		w.journalMatchesTelegram(ops, deliveries, byText),
+		everyOperationEnded(ops),
+		w.everyCommandTakenOnce(ctx, j),
+		w.journalAndVaultAgree(ops),
+		w.noSecrets(),
+	}
+	return r
+}
+
+// deliveries counts, per text, the messages the fake Telegram holds in the target
+// chats.
+func (w *world) deliveries() map[string]int {
+	got := map[string]int{}
+	for _, m := range w.srv.AllMessages() {
+		if m.Chat.ID >= firstChat && m.Deleted == false {
+			got[m.RawText]++
+		}
+	}
+	return got
+}
+
+func (w *world) noDuplicates(deliveries map[string]int) Invariant {
+	in := Invariant{Name: "no operation delivered twice"}
+	for text, n := range deliveries {
+		if n > 1 {
+			in.Broken = append(in.Broken, fmt.Sprintf("%q delivered %d times", text, n))
+		}
+	}
+	return in
+}
+
+func (w *world) nothingUnapproved(ctx context.Context, j *journal.Journal, deliveries map[string]int, byText map[string]journal.Operation) Invariant {
+	in := Invariant{Name: "nothing delivered without an approval or an auto-approve rule"}
+	for text := range deliveries {
+		op, ok := byText[text]
+		if !ok {
+			continue // reported by the next invariant
+		}
+		a, err := j.LatestApproval(ctx, op.ID)
+		switch {
+		case err != nil:
+			in.Broken = append(in.Broken, fmt.Sprintf("%s delivered with no approval: %v", op.ID, err))
+		case a.Decision != journal.DecideApprove:
+			in.Broken = append(in.Broken, fmt.Sprintf("%s delivered, its approval is %q", op.ID, a.Decision))
+		case a.DecidedBy == journal.ByPolicy && !isAuto(op.Payload.Target):
+			in.Broken = append(in.Broken, fmt.Sprintf("%s auto-approved to %s, which no rule covers", op.ID, op.Payload.Target))
+		case a.DecidedBy != journal.ByPolicy && a.DecidedBy != operator && a.DecidedBy != approver:
+			in.Broken = append(in.Broken, fmt.Sprintf("%s approved by %d, who is not an approver", op.ID, a.DecidedBy))
+		}
+	}
+	return in
+}
+
+func isAuto(target string) bool {
+	id, err := strconv.Atoi(target)
+	return err == nil && id >= autoChat && id < autoChat+autoChats
+}
+
+func (w *world) journalMatchesTelegram(ops []journal.Operation, deliveries map[string]int, byText map[string]journal.Operation) Invariant {
+	in := Invariant{Name: "committed means delivered, and every delivery is known to the journal"}
+	for _, op := range ops {
+		if op.State == journal.Committed && deliveries[op.Payload.Text] == 0 {
+			in.Broken = append(in.Broken, fmt.Sprintf("%s is committed, and Telegram holds no %q", op.ID, op.Payload.Text))
+		}
+	}
+	for text := range deliveries {
+		op, ok := byText[text]
+		switch {
+		case !ok:
+			in.Broken = append(in.Broken, fmt.Sprintf("%q was delivered and the journal knows no operation for it", text))
+		case op.State != journal.Committed && op.State != journal.Unknown:
+			in.Broken = append(in.Broken, fmt.Sprintf("%s was delivered and the journal says %s", op.ID, op.State))
+		}
+	}
+	return in
+}
+
+func everyOperationEnded(ops []journal.Operation) Invariant {
+	in := Invariant{Name: "every operation ended (or is unknown with an envelope); none left committing"}
+	for _, op := range ops {
+		switch {
+		case op.State.Final():
+		case op.State == journal.Unknown && op.Envelope != "":
+		default:
+			in.Broken = append(in.Broken, fmt.Sprintf("%s is %s", op.ID, op.State))
+		}
+	}
+	return in
+}
+
+func (w *world) everyCommandTakenOnce(ctx context.Context, j *journal.Journal) Invariant {
+	in := Invariant{Name: "every command Telegram handed over was taken exactly once"}
+	if unread := w.srv.ConfirmedUnread(); len(unread) > 0 {
+		in.Broken = append(in.Broken, fmt.Sprintf("updates confirmed before anyone read them: %v", unread))
+	}
+	for _, c := range w.commands {
+		task, err := j.TaskByOrigin(ctx, fmt.Sprintf("telegram:message:%d:%d", operator, c.msgID))
+		if err != nil {
+			in.Broken = append(in.Broken, fmt.Sprintf("no task for the command %q: %v", c.text, err))
+			continue
+		}
+		ops, err := j.Operations(ctx, journal.Filter{TaskID: task.ID})
+		if err != nil || len(ops) != 1 {
+			in.Broken = append(in.Broken, fmt.Sprintf("the command %q made %d operations, want 1 (%v)", c.text, len(ops), err))
+		}
+	}
+	return in
+}
+
+func (w *world) journalAndVaultAgree(ops []journal.Operation) Invariant {
+	in := Invariant{Name: "the journal and the vault agree"}
+	v, err := vault.Open(filepath.Join(w.dir, "vault"))
+	if err != nil {
+		in.Broken = append(in.Broken, err.Error())
+		return in
+	}
+	for _, op := range ops {
+		if op.Envelope == "" {
+			if op.State == journal.Unknown {
+				in.Broken = append(in.Broken, op.ID+" is unknown without an envelope")
+			}
+			continue
+		}
+		e, _, err := v.Get(op.ID)
+		if err != nil {
+			in.Broken = append(in.Broken, fmt.Sprintf("%s: envelope %s: %v", op.ID, op.Envelope, err))
+			continue
+		}
+		want := map[journal.State]envelope.Status{journal.Unknown: envelope.StatusUnknown, journal.Committed: envelope.StatusCommitted}[op.State]
+		if op.State == journal.NotDelivered || op.State == journal.Cancelled || op.State == journal.Failed || op.State == journal.Expired || op.State == journal.Rejected {
+			continue // after not delivered, a retry may have been refused, cancelled or expired
+		}
+		if want != "" && e.Status != want {
+			in.Broken = append(in.Broken, fmt.Sprintf("%s is %s and its envelope says %s", op.ID, op.State, e.Status))
+		}
+	}
+	return in
+}
+
+// noSecrets looks for the bot token in every file of the data folder and the log.
+func (w *world) noSecrets() Invariant {
+	in := Invariant{Name: "no secret in any file or log line"}
+	secret := token[strings.Index(token, ":")+1:]
+	check := func(path string) {
+		b, err := os.ReadFile(path)
+		if err == nil && strings.Contains(string(b), secret) {
+			in.Broken = append(in.Broken, path+" holds the bot token")
+		}
+	}
+	filepath.WalkDir(w.dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			check(path)
+		}
+		return nil
+	})
+	check(w.log.Name())
+	return in
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram/telegramtest"
+)
+
+// tick is the pace of the schedule: one round of decisions.
+const tick = 60 * time.Millisecond
+
+// storm issues the sends, faults, taps, strangers, side commands and kills of the
+// run until its duration is over.
+func (w *world) storm(ctx context.Context, policies string) {
+	start := time.Now()
+	deadline := start.Add(w.cfg.Duration)
+	every := w.cfg.Duration / time.Duration(w.cfg.Kills+1)
+	nextKill, kills := start.Add(every), 0
+	sendEvery := w.cfg.Duration * 8 / 10 / time.Duration(w.cfg.Ops)
+	nextSend, sent := start, 0
+	seen := newSeen()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		now := time.Now()
+		if kills < w.cfg.Kills && now.After(nextKill) {
+			w.note("kill -9 and restart")
+			w.kill()
+			if w.rnd.IntN(2) == 0 {
+				w.beside() // while the bot is down
+			}
+			if err := w.start(policies); err != nil {
+				fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
+				return
+			}
+			kills++
+			nextKill = nextKill.Add(every)
+		}
+		if sent < w.cfg.Ops && now.After(nextSend) {
+			w.sendCommand(w.target(), fmt.Sprintf("chaos %d send %d", w.cfg.Seed, sent))
+			sent++
+			nextSend = nextSend.Add(sendEvery)
+		}
+		w.disturb()
+		w.decide(seen, false)
+		time.Sleep(tick)
+	}
+}
+
+// windDown stops the faults and answers everything still open, truthfully, until
+// nothing waits, or a minute and a half passes.
+func (w *world) windDown(ctx context.Context, policies string) {
+	w.srv.ClearFaults()
+	seen := newSeen()
+	start := time.Now()
+	deadline := start.Add(90 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		w.decide(seen, true)
+		if w.settled() {
+			return
+		}
+		if time.Since(start) > 10*time.Second {
+			w.resolveByHand() // what no notice reached: the follow-up session's CLI
+		}
+		time.Sleep(4 * tick)
+	}
+	fmt.Fprintln(w.out, "chaos: the wind-down ran out of time with work still open")
+}
+
+// resolveByHand resolves, truthfully, with bot vault resolve beside the bot, the
+// unknown outcomes still open: a person at a terminal instead of a phone.
+func (w *world) resolveByHand() {
+	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	if err != nil {
+		return
+	}
+	ops, _ := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Unknown}})
+	j.Close()
+	for _, op := range ops {
+		arrived, ok := w.arrived(op.ID)
+		if !ok {
+			continue
+		}
+		answer := map[bool]string{true: "delivered", false: "not_delivered"}[arrived]
+		w.note("bot vault resolve " + answer + " beside the bot")
+		out, err := exec.Command(w.cfg.Bot, "vault", "resolve", "-data", w.dir, "-policies", w.policies, "-by", "chaos", op.ID, answer).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(w.out, "chaos: bot vault resolve %s: %v\n%s", op.ID, err, out)
+		}
+	}
+}
+
+// target picks a chat to send to: mostly ones that need a tap, some auto-approved.
+func (w *world) target() int64 {
+	if w.rnd.IntN(5) == 0 {
+		return int64(autoChat + w.rnd.IntN(autoChats))
+	}
+	return int64(firstChat + w.rnd.IntN(w.cfg.Chats))
+}
+
+// disturb injects at most one fault or disturbance this tick.
+func (w *world) disturb() {
+	r := w.rnd.Float64()
+	chat := w.target()
+	switch {
+	case r < 0.015:
+		w.fault("429 retry_after 1", telegramtest.TooManyRequests(1), chat)
+	case r < 0.025:
+		w.fault("500", telegramtest.ErrorReply(500, ""), chat)
+	case r < 0.035:
+		w.fault("502", telegramtest.BadGateway(), chat)
+	case r < 0.045:
+		w.fault("dropped before accepted", telegramtest.DropBeforeAccept(), chat)
+	case r < 0.055:
+		w.fault("dropped after accepted", telegramtest.AcceptThenDrop(), chat)
+	case r < 0.065:
+		w.fault("slow answer", telegramtest.Delay(1500*time.Millisecond), chat)
+	case r < 0.068:
+		w.fault("hung answer", telegramtest.AcceptThenHang(), chat)
+	case r < 0.085:
+		w.mu.Lock()
+		var c command
+		if len(w.commands) > 0 {
+			c = w.commands[w.rnd.IntN(len(w.commands))]
+		}
+		w.mu.Unlock()
+		if c.text != "" {
+			w.note("update delivered twice")
+			w.push(c)
+		}
+	case r < 0.095:
+		w.note("stranger's command")
+		w.srv.PushMessage(stranger, stranger, fmt.Sprintf("/send %d from a stranger", chat))
+	case r < 0.105:
+		if cards := w.openCards(operator); len(cards) > 0 {
+			w.note("stranger's tap")
+			c := cards[w.rnd.IntN(len(cards))]
+			w.srv.PushCallbackQuery(stranger, operator, c.MessageID, approveData(c, true))
+		}
+	case r < 0.115:
+		w.beside()
+	}
+}
+
+func (w *world) fault(name string, f telegramtest.Fault, chat int64) {
+	w.note("fault: " + name)
+	w.srv.Inject(f.For("sendMessage").InChat(chat))
+}
+
+// beside runs the commands that may run beside the bot.
+func (w *world) beside() {
+	args := [][]string{{"ops", "list", "-data", w.dir}, {"vault", "list", "-data", w.dir}}[w.rnd.IntN(2)]
+	w.note("bot " + args[0] + " " + args[1] + " beside the bot")
+	if out, err := exec.Command(w.cfg.Bot, args...).CombinedOutput(); err != nil {
+		w.note("beside command failed")
+		fmt.Fprintf(w.out, "chaos: bot %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// seen keeps what the run already answered, so that each card and notice is
+// decided once (double taps are made on purpose, not by accident).
+type seen struct {
+	cards, notices map[int]bool
+	ops            map[string]bool // operations verified not delivered, followed up
+}
+
+func newSeen() *seen {
+	return &seen{cards: map[int]bool{}, notices: map[int]bool{}, ops: map[string]bool{}}
+}
+
+// decide answers new cards (approve mostly, some rejected, some left to expire;
+// closing, every one is rejected) and new unknown-outcome notices (truthfully,
+// from what the fake Telegram holds), and retries or cancels what was verified
+// not delivered.
+func (w *world) decide(s *seen, closing bool) {
+	for _, chat := range []int64{operator, approver} {
+		for _, c := range w.openCards(chat) {
+			if s.cards[c.MessageID] {
+				continue
+			}
+			s.cards[c.MessageID] = true
+			r := w.rnd.Float64()
+			switch {
+			case closing:
+				w.note("closing: reject what is left")
+				w.srv.PushCallbackQuery(chat, chat, c.MessageID, approveData(c, false))
+			case r < 0.70:
+				w.note("approve")
+				w.srv.PushCallbackQuery(chat, chat, c.MessageID, approveData(c, true))
+				if w.rnd.IntN(8) == 0 {
+					w.note("double tap")
+					w.srv.PushCallbackQuery(chat, chat, c.MessageID, approveData(c, true))
+				}
+			case r < 0.82:
+				w.note("reject")
+				w.srv.PushCallbackQuery(chat, chat, c.MessageID, approveData(c, false))
+			default:
+				w.note("left to expire")
+			}
+		}
+	}
+	for _, n := range w.notices() {
+		if s.notices[n.MessageID] {
+			continue
+		}
+		s.notices[n.MessageID] = true
+		op := opPattern.FindString(n.Text)
+		arrived, ok := w.arrived(op)
+		if !ok {
+			continue
+		}
+		w.note(fmt.Sprintf("resolved from the phone (arrived: %v)", arrived))
+		answer := map[bool]string{true: "d", false: "n"}[arrived]
+		w.srv.PushCallbackQuery(operator, operator, n.MessageID, "rs1:"+op+":"+answer)
+	}
+	w.followUp(s, closing)
+}
+
+// followUp retries or cancels, from the phone, operations verified not delivered.
+func (w *world) followUp(s *seen, closing bool) {
+	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	if err != nil {
+		return
+	}
+	defer j.Close()
+	ops, _ := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.NotDelivered}})
+	for _, op := range ops {
+		if s.ops[op.ID] {
+			continue
+		}
+		s.ops[op.ID] = true
+		if !closing && w.rnd.IntN(2) == 0 {
+			w.note("/retry from the phone")
+			w.srv.PushMessage(operator, operator, "/retry "+op.ID)
+		} else {
+			w.note("/cancel from the phone")
+			w.srv.PushMessage(operator, operator, "/cancel "+op.ID)
+		}
+	}
+}
+
+var opPattern = regexp.MustCompile(`op-[a-z0-9]{6}`)
+
+// arrived says whether the text of operation id is in its target chat, as the
+// person checking their phone would see; ok is false when the journal cannot say.
+func (w *world) arrived(id string) (bool, bool) {
+	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	if err != nil {
+		return false, false
+	}
+	defer j.Close()
+	op, err := j.Operation(context.Background(), id)
+	if err != nil {
+		return false, false
+	}
+	var chat int64
+	fmt.Sscan(op.Payload.Target, &chat)
+	for _, m := range w.srv.Messages(chat) {
+		if m.RawText == op.Payload.Text || m.Text == op.Payload.Text {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// openCards are the approval cards in chat that still have their buttons.
+func (w *world) openCards(chat int64) []telegramtest.Message {
+	var out []telegramtest.Message
+	for _, m := range w.srv.Messages(chat) {
+		if strings.Contains(string(m.ReplyMarkup), "ap1:") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// notices are the unknown-outcome notices that still have their buttons.
+func (w *world) notices() []telegramtest.Message {
+	var out []telegramtest.Message
+	for _, m := range w.srv.Messages(operator) {
+		if strings.Contains(string(m.ReplyMarkup), "rs1:") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+var apData = regexp.MustCompile(`ap1:[a-z0-9-]+:`)
+
+func approveData(card telegramtest.Message, yes bool) string {
+	prefix := apData.FindString(string(card.ReplyMarkup))
+	return prefix + map[bool]string{true: "y", false: "n"}[yes]
+}
+
+// settled reports whether nothing waits any more: no approval, no send, no
+// unknown outcome, no verified-not-delivered operation.
+func (w *world) settled() bool {
+	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	if err != nil {
+		return false
+	}
+	defer j.Close()
+	open, err := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Prepared, journal.Verified,
+		journal.AwaitingApproval, journal.Approved, journal.Committing, journal.RetryWait, journal.Unknown, journal.NotDelivered}})
+	return err == nil && len(open) == 0 && len(w.srv.PendingUpdates()) == 0
+}
