@@ -142,57 +142,80 @@ const (
 	naiveRuns    = 3 // runs of the whole turn
 )
 
-// naive is the loop a careful but naive user writes over the same provider, plain
-// requests with the same timeout: a request that fails (an error, or a reply cut
-// at max_tokens) is retried at once, up to naiveRetries times; when it still
+// naiveLoop is the loop a careful but naive user writes over the same provider,
+// plain requests with the same timeout: a request that fails (an error, or a reply
+// cut at max_tokens) is retried at once, up to naiveRetries times; when it still
 // fails, the whole turn runs again, the tool included, up to naiveRuns times.
+type naiveLoop struct {
+	r     *rig
+	p     agent.Provider
+	model string
+	specs []agent.ToolSpec
+}
+
 func naive(r *rig, kind, url string, t timing) client {
-	p := newProvider(kind, url, t.requestTimeout())
-	var specs []agent.ToolSpec
+	l := &naiveLoop{r: r, p: newProvider(kind, url, t.requestTimeout()), model: models[kind]}
 	for _, name := range r.reg.Names() {
 		tool, _ := r.reg.Get(name)
 		ps := tool.Params()
-		specs = append(specs, agent.ToolSpec{Name: name, Description: tool.Description(), Properties: ps.Properties, Required: ps.Required})
+		l.specs = append(l.specs, agent.ToolSpec{Name: name, Description: tool.Description(), Properties: ps.Properties, Required: ps.Required})
 	}
-	ask := func(ctx context.Context, msgs []agent.Message) (agent.Response, error) {
-		var err error
-		for try := 0; try <= naiveRetries; try++ {
-			var res agent.Response
-			res, err = p.Complete(ctx, agent.Request{Model: models[kind], Messages: msgs, Tools: specs, MaxTokens: 8192})
-			switch {
-			case err == nil && (res.Stop == agent.StopToolUse || res.Stop == agent.StopEndTurn):
-				return res, nil
-			case err == nil:
-				err = fmt.Errorf("stopped for %s", res.Stop)
-			}
+	return l.turn
+}
+
+func (l *naiveLoop) turn(ctx context.Context, taskID string, n int) (bool, string, error) {
+	how := ""
+	for run := 1; run <= naiveRuns; run++ {
+		msgs := []agent.Message{{Role: agent.RoleUser, Text: turnText(n)}}
+		res, err := l.ask(ctx, msgs)
+		if err != nil {
+			how = fmt.Sprintf("run %d, tool call: %v", run, err)
+			continue
 		}
-		return agent.Response{}, err
-	}
-	return func(ctx context.Context, taskID string, n int) (bool, string, error) {
-		how := ""
-		for run := 1; run <= naiveRuns; run++ {
-			msgs := []agent.Message{{Role: agent.RoleUser, Text: turnText(n)}}
-			res, err := ask(ctx, msgs)
-			if err != nil {
-				how = fmt.Sprintf("run %d, tool call: %v", run, err)
-				continue
-			}
-			results := agent.Message{Role: agent.RoleTool}
-			for _, c := range res.ToolCalls {
-				out, err := r.op.Call(ctx, taskID, operator.Call{Tool: c.Name, Args: c.Input})
-				if err != nil && !errors.Is(err, operator.ErrUnknownTool) {
-					return false, "", err
-				}
-				data, _ := json.Marshal(out)
-				results.ToolResults = append(results.ToolResults, agent.ToolResult{CallID: c.ID, Content: string(data)})
-			}
-			msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls}, results)
-			if _, err := ask(ctx, msgs); err != nil {
-				how = fmt.Sprintf("run %d, final answer: %v", run, err)
-				continue
-			}
-			return true, fmt.Sprintf("completed in run %d", run), nil
+		results, err := l.runTools(ctx, taskID, res.ToolCalls)
+		if err != nil {
+			return false, "", err
 		}
-		return false, "gave up: " + how, nil
+		msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls}, results)
+		if _, err := l.ask(ctx, msgs); err != nil {
+			how = fmt.Sprintf("run %d, final answer: %v", run, err)
+			continue
+		}
+		return true, fmt.Sprintf("completed in run %d", run), nil
 	}
+	return false, "gave up: " + how, nil
+}
+
+// ask makes the request, retrying at once what failed.
+func (l *naiveLoop) ask(ctx context.Context, msgs []agent.Message) (agent.Response, error) {
+	var err error
+	for try := 0; try <= naiveRetries; try++ {
+		var res agent.Response
+		res, err = l.p.Complete(ctx, agent.Request{Model: l.model, Messages: msgs, Tools: l.specs, MaxTokens: 8192})
+		switch {
+		case err == nil && (res.Stop == agent.StopToolUse || res.Stop == agent.StopEndTurn):
+			return res, nil
+		case err == nil:
+			err = fmt.Errorf("stopped for %s", res.Stop)
+		}
+	}
+	return agent.Response{}, err
+}
+
+// runTools runs every call through the operator, as the tool runs for the agent
+// loop, and answers each with its result.
+func (l *naiveLoop) runTools(ctx context.Context, taskID string, calls []agent.ToolCall) (agent.Message, error) {
+	results := agent.Message{Role: agent.RoleTool}
+	for _, c := range calls {
+		out, err := l.r.op.Call(ctx, taskID, operator.Call{Tool: c.Name, Args: c.Input})
+		if err != nil && !errors.Is(err, operator.ErrUnknownTool) {
+			return agent.Message{}, err
+		}
+		data, err := json.Marshal(out)
+		if err != nil {
+			return agent.Message{}, err
+		}
+		results.ToolResults = append(results.ToolResults, agent.ToolResult{CallID: c.ID, Content: string(data)})
+	}
+	return results, nil
 }

@@ -97,6 +97,7 @@ func main() {
 	if c.json {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		err = enc.Encode(rep)
 	} else {
 		err = rep.print(os.Stdout)

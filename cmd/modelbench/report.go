@@ -199,6 +199,21 @@ func (r *report) passed() bool {
 
 func (r *report) print(out io.Writer) error {
 	w := &errWriter{w: out}
+	r.printMix(w)
+	r.printBurst(w)
+	w.printf("\n")
+	for _, g := range r.Goals {
+		verdict := "PASS"
+		if !g.Pass {
+			verdict = "FAIL"
+		}
+		w.printf("%s  %s: %s\n", verdict, g.Goal, g.Got)
+	}
+	return w.err
+}
+
+// printMix prints the mix and both clients' figures under it.
+func (r *report) printMix(w *errWriter) {
 	w.printf("modelbench: %d turns over %s (%s), seed %d; a turn: the model calls prepare_reply, then answers\n",
 		r.Turns, r.Provider, r.Model, r.Seed)
 	var set, drew []string
@@ -210,12 +225,13 @@ func (r *report) print(out io.Writer) error {
 	w.printf("drawn by Countersign's %d requests: %s; any fault: p = %.1f%%\n", r.Drawn, strings.Join(drew, ", "), 100*r.FailingShare)
 	w.printf("time scaled: %s\n\n", r.Scaled)
 
+	cs, nv := r.Countersign, r.Naive
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "under the mix\tturns done\trequests/done turn\tfloor\tvs floor\tduplicate tool runs\tmedian turn\tp90 turn\tall turns")
 	for _, row := range []struct {
 		name string
 		f    runFigures
-	}{{"Countersign", r.Countersign}, {"naive retry loop", r.Naive}} {
+	}{{"Countersign", cs}, {"naive retry loop", nv}} {
 		f := row.f
 		fmt.Fprintf(tw, "%s\t%d/%d\t%.2f\t%.2f\t%.2f×\t%d\t%s\t%s\t%s\n", row.name, f.Done, f.Turns, f.RequestsPerDone, f.FloorPerDone,
 			f.VsFloor, f.DuplicateToolRuns, msText(f.MedianMs), msText(f.P90Ms), msText(f.TotalMs))
@@ -225,7 +241,6 @@ func (r *report) print(out io.Writer) error {
 		"every fault, a max_tokens cut included, costs one more request); 2/(1-p) = %.2f\n", r.FormulaFloor)
 	w.printf("naive: %d immediate retries of a failed request (an error or a cut reply), the whole turn run again, tool included, up to %d times; plain requests with the same timeout\n",
 		naiveRetries, naiveRuns)
-	cs, nv := r.Countersign, r.Naive
 	w.printf("stalls: Countersign %d streams cut after %s..%s (median %s; the watch's abort %s), %d plain retries after an abort held to the request timeout (%s..%s); naive %d held to the request timeout %s (%s..%s)\n",
 		cs.StreamStalls.N, msText(cs.StreamStalls.MinMs), msText(cs.StreamStalls.MaxMs), msText(cs.StreamStalls.MedianMs), r.abort,
 		cs.PlainStalls.N, msText(cs.PlainStalls.MinMs), msText(cs.PlainStalls.MaxMs),
@@ -241,10 +256,13 @@ func (r *report) print(out io.Writer) error {
 			w.printf("not completed, %s: %s\n", row.name, s)
 		}
 	}
+}
 
+// printBurst prints the burst's runs.
+func (r *report) printBurst(w *errWriter) {
 	w.printf("\nburst: every request answered %s for the turn's first %s (scaled); requests to the fallback model answer\n",
 		strings.Fields(overload.label(r.Provider, 0))[0], msText(r.BurstMs))
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "burst\tcompleted\trequests\ttime")
 	for _, b := range r.Burst {
 		req := fmt.Sprint(b.Requests)
@@ -254,15 +272,6 @@ func (r *report) print(out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Client, doneText(b.Done), req, msText(b.Ms))
 	}
 	tw.Flush()
-	w.printf("\n")
-	for _, g := range r.Goals {
-		verdict := "PASS"
-		if !g.Pass {
-			verdict = "FAIL"
-		}
-		w.printf("%s  %s: %s\n", verdict, g.Goal, g.Got)
-	}
-	return w.err
 }
 
 func doneText(done bool) string {
