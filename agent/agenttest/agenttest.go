@@ -60,6 +60,7 @@ type Server struct {
 	*httptest.Server
 	answer   func(Request) Reply
 	done     chan struct{}
+	closing  sync.Once
 	mu       sync.Mutex
 	requests []Request
 }
@@ -79,13 +80,26 @@ func NewServer(t testing.TB, replies ...Reply) *Server {
 // closes with the test; answer may be called from several goroutines at once.
 func NewServerFunc(t testing.TB, answer func(Request) Reply) *Server {
 	t.Helper()
+	s := Start(answer)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server answering each request with answer(req), as NewServerFunc
+// does, for a program that is not a test (a benchmark). Call Close when done.
+func Start(answer func(Request) Reply) *Server {
 	s := &Server{answer: answer, done: make(chan struct{})}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
-	t.Cleanup(func() {
-		close(s.done) // ends every stall and hang, so that Close need not wait for them
-		s.Close()
-	})
 	return s
+}
+
+// Close ends every stall and hang, so that it need not wait for them, then shuts
+// the server down. Calling it again does nothing.
+func (s *Server) Close() {
+	s.closing.Do(func() {
+		close(s.done)
+		s.Server.Close()
+	})
 }
 
 // Requests returns the requests received so far, in order.
