@@ -83,6 +83,21 @@ func (o *Operator) resolveEnvelope(id string, delivered bool, by string) error {
 	}
 }
 
+// envelopeDelivered records in the note of an operation that an earlier attempt
+// left unknown that a later attempt delivered it. A failure (a full disk) is
+// logged with what to do: the journal holds the truth.
+func (o *Operator) envelopeDelivered(id string) {
+	if o.opts.Vault == nil {
+		return
+	}
+	o.resolving.Lock()
+	defer o.resolving.Unlock()
+	_, err := o.opts.Vault.Delivered(id, "a later attempt", o.opts.Clock.Now())
+	if err != nil && !errors.Is(err, vault.ErrNotFound) {
+		o.opts.Logger.Error("the operation was delivered, and its envelope could not say so: set status: committed in it by hand", "op", id, "err", err)
+	}
+}
+
 // Reconcile makes the journal and the vault agree, both ways, for the operations of
 // this operator's transport: an unknown operation
 // without its envelope gets one, and an envelope a person resolved by hand (in an

@@ -194,7 +194,13 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 		}
 	}
 	r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev}
-	return &r, o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
+	if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"}); err != nil {
+		return &r, err
+	}
+	if op.Envelope != "" {
+		o.envelopeDelivered(op.ID) // an earlier attempt's note must not invite a resend
+	}
+	return &r, nil
 }
 
 // partPayload is the payload of one message of an operation, repairs applied.

@@ -130,3 +130,26 @@ func TestResolveRefusesAnAnswerTheVaultContradicts(t *testing.T) {
 		t.Errorf("note status = %s, want the editor's committed left alone", e.Status)
 	}
 }
+
+// Found by the chaos run: an operation resolved not delivered and then retried to
+// a delivery kept a note saying "not_committed, retry-allowed", and the next
+// session reading the vault would have sent it a second time.
+func TestARetryThatDeliversSaysSoInTheNote(t *testing.T) {
+	h := newHarness(t, unknown, nil).withVault()
+	ctx := context.Background()
+	opID := unknownOp(t, h, "the retried one")
+	if _, err := h.op.Resolve(ctx, opID, false, "@alice"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.op.Retry(ctx, opID)
+	if err != nil || r.Status != "pending" {
+		t.Fatalf("Retry = %+v, %v; want pending", r, err)
+	}
+	if r, err = h.op.Decide(ctx, h.approval(opID), approverID, true); err != nil || r.SideEffect != "committed" {
+		t.Fatalf("Decide = %+v, %v; want committed", r, err)
+	}
+	e, _, err := h.vault.Get(opID)
+	if err != nil || e.Status != envelope.StatusCommitted || e.NextAction != envelope.NextNone {
+		t.Errorf("the note after the retry delivered: %+v, %v; want committed, next action none", e, err)
+	}
+}

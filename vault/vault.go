@@ -251,6 +251,31 @@ func (v *Vault) Resolve(opID string, delivered bool, by string, at time.Time) (e
 	return written, nil
 }
 
+// Delivered records in an operation's note that a later attempt delivered it (a
+// retry after a person verified the first one did not arrive): the note says
+// committed, so that nobody reading the vault sends it again. A note already
+// committed is left as it is; a missing note returns ErrNotFound.
+func (v *Vault) Delivered(opID, by string, at time.Time) (envelope.Envelope, error) {
+	unlock, err := v.lock()
+	if err != nil {
+		return envelope.Envelope{}, err
+	}
+	defer unlock()
+	e, path, _, err := v.get(opID)
+	if err != nil {
+		return envelope.Envelope{}, fmt.Errorf("vault: delivered: %w", err)
+	}
+	if e.Status == envelope.StatusCommitted {
+		return e, nil
+	}
+	e.Resolve(true, by, at)
+	written, err := v.writeNote(path, e)
+	if err != nil {
+		return envelope.Envelope{}, fmt.Errorf("vault: delivered %s: %w", opID, err)
+	}
+	return written, nil
+}
+
 // writeNote applies hygiene, renders and replaces the note at path atomically. It
 // returns the envelope as written.
 func (v *Vault) writeNote(path string, e envelope.Envelope) (envelope.Envelope, error) {
