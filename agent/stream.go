@@ -227,7 +227,7 @@ func (w *Watch) Complete(ctx context.Context, req Request) (Response, error) {
 	close(done)
 	if errors.Is(err, ErrNotAStream) {
 		w.observe(Step{Model: req.Model, Action: ActionNoStream, Cause: "stream"})
-		return w.streamer.Complete(ctx, req)
+		return w.again(ctx, req)
 	}
 	select {
 	case s := <-stalled:
@@ -235,8 +235,17 @@ func (w *Watch) Complete(ctx context.Context, req Request) (Response, error) {
 			return Response{}, err
 		}
 		w.observe(Step{Model: req.Model, Action: ActionStallAbort, Cause: "stream", Wait: s.Round(time.Millisecond)})
-		return w.streamer.Complete(ctx, req)
+		return w.again(ctx, req)
 	default:
 		return res, err
 	}
+}
+
+// again makes the request once more without streaming; it is one more request
+// of the turn, paid from the turn's budget when the request carries one.
+func (w *Watch) again(ctx context.Context, req Request) (Response, error) {
+	if req.Budget != nil && !req.Budget.take() {
+		return Response{}, ErrTurnBudget
+	}
+	return w.streamer.Complete(ctx, req)
 }

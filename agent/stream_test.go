@@ -180,3 +180,19 @@ func TestAStreamCutBeforeItsEndIsAConnectionError(t *testing.T) {
 		t.Errorf("Stream of a cut stream = %v, want a connection error (retried, never an empty reply)", err)
 	}
 }
+
+// The plain request after a stall is a request of the turn: it is paid from the
+// turn's budget, and refused when the budget is spent.
+func TestWatchPaysTheRetryFromTheTurnsBudget(t *testing.T) {
+	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").StallAfter(3, 0),
+		recording(t, "anthropic/message_end_turn.json"))
+	w := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), 20*time.Millisecond, 150*time.Millisecond, nil)
+	req := plainRequest
+	req.Budget = agent.NewBudget(0, time.Minute) // the stream itself was the turn's last request
+	if _, err := w.Complete(context.Background(), req); !errors.Is(err, agent.ErrTurnBudget) {
+		t.Errorf("the retry after the stall = %v, want ErrTurnBudget", err)
+	}
+	if n := len(s.Requests()); n != 1 {
+		t.Errorf("requests = %d, want only the stalled stream", n)
+	}
+}
