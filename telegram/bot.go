@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -75,8 +76,9 @@ type Bot struct {
 	work   sync.WaitGroup
 	cards  keyLock // per approval: cards sent before taps are acted on; per chat: a card after its previews
 	// cardRetry is when the sweep may next show an approval whose card reached
-	// no approver; only the sweep's goroutine touches it.
+	// no approver; only one showUncarded at a time (showing) touches it.
 	cardRetry map[string]time.Time
+	showing   atomic.Bool
 
 	messages, taps chan job   // stored updates waiting for a worker
 	refusals       chan int64 // chats of strangers to refuse, sent from spare capacity

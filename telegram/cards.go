@@ -389,8 +389,15 @@ func (t *Bot) sweep(ctx context.Context) {
 			t.closeCards(ctx, id, "Resolved in the vault.")
 		}
 		// A card that should exist and was never sent (a stop between a request
-		// and its card, or a request from another surface) is sent now.
-		t.showUncarded(ctx)
+		// and its card, or a request from another surface) is sent now, beside
+		// the sweep: cards wait for the approvers' chat limits, and expiry must not
+		// wait behind them.
+		if t.showing.CompareAndSwap(false, true) {
+			t.spawn(func() {
+				defer t.showing.Store(false)
+				t.showUncarded(ctx)
+			})
+		}
 		select {
 		case <-ctx.Done():
 			return

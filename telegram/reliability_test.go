@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
@@ -196,5 +197,39 @@ func TestLongTextPreviewsStayWithTheirCard(t *testing.T) {
 	}
 	if slices.ContainsFunc(r.srv.Messages(target), func(telegramtest.Message) bool { return true }) {
 		t.Error("something was delivered without a tap")
+	}
+}
+
+// Found by the chaos run: the sweep showed missing cards and expired approvals in
+// one loop, so a card waiting on a slow approver chat held every expiry back.
+// Expiry keeps its time while a card is on its way.
+func TestExpiryDoesNotWaitBehindACardOnItsWay(t *testing.T) {
+	r := newRig(t, withPolicy(func(p *policy.Policy) { p.ApprovalTTL = time.Hour }))
+	r.aProcessThatStopped(func(h *command.Handler) {
+		if _, err := h.Handle(context.Background(), command.Request{User: alice, Chat: fmt.Sprint(alice),
+			Line: "/send 222 its card is slow", Origin: "telegram:message:100:1"}); err != nil {
+			t.Fatal(err)
+		}
+		r.pol.ApprovalTTL = 1500 * time.Millisecond
+		if _, err := h.Handle(context.Background(), command.Request{User: alice, Chat: fmt.Sprint(alice),
+			Line: "/send 222 soon expired", Origin: "telegram:message:100:2"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	due := time.Now().Add(1500 * time.Millisecond)
+	for _, chat := range []int64{alice, bob} {
+		r.srv.Inject(telegramtest.Delay(4 * time.Second).For("sendMessage").InChat(chat).Times(4))
+	}
+	r.start()
+	expired := func() bool {
+		op, err := r.j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Expired}})
+		return err == nil && len(op) == 1
+	}
+	deadline := due.Add(3 * time.Second) // the sweep runs every 50 ms here; the slow cards take 16 s
+	for !expired() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the approval due at %s was not expired %s later", due.Format(time.TimeOnly), time.Since(due).Round(time.Millisecond))
+		}
+		time.Sleep(20 * time.Millisecond) // polling the journal, which the bot writes
 	}
 }

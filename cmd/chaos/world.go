@@ -110,7 +110,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	rep.Print(out)
 	if !rep.OK() {
 		logs, _ := os.ReadFile(w.log.Name())
-		fmt.Fprintf(out, "--- bot log (last 4000 bytes) ---\n%s\n", tail(logs, 4000))
+		kept := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d.log", cfg.Seed))
+		os.WriteFile(kept, logs, 0o600)
+		fmt.Fprintf(out, "--- bot log (last 4000 bytes; all of it in %s) ---\n%s\n", kept, tail(logs, 4000))
 	}
 	return rep, nil
 }
