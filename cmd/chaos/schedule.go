@@ -57,7 +57,9 @@ func (w *world) windDown(ctx context.Context, policies string) {
 	w.srv.ClearFaults()
 	seen := newSeen()
 	start := time.Now()
-	deadline := start.Add(90 * time.Second)
+	// Cards and replies queue behind each chat's send limit (about one a second),
+	// so the wind-down may take as long as the backlog.
+	deadline := start.Add(90*time.Second + time.Duration(w.cfg.Ops)*time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		w.decide(seen, true)
 		if w.settled() {
