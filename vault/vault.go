@@ -228,27 +228,16 @@ func (v *Vault) Write(e envelope.Envelope) (string, error) {
 // the opposite answer it returns the note's envelope and an error wrapping
 // ErrAlreadyResolved, and leaves the note alone. It also returns the errors of Get.
 func (v *Vault) Resolve(opID string, delivered bool, by string, at time.Time) (envelope.Envelope, error) {
-	unlock, err := v.lock()
-	if err != nil {
-		return envelope.Envelope{}, err
-	}
-	defer unlock()
-	e, path, _, err := v.get(opID)
-	if err != nil {
-		return envelope.Envelope{}, fmt.Errorf("vault: resolve: %w", err)
-	}
-	if !e.Unresolved() {
-		if (e.Status == envelope.StatusCommitted) == delivered {
-			return e, nil
+	return v.rewrite("resolve", opID, func(e *envelope.Envelope) (bool, error) {
+		if !e.Unresolved() {
+			if (e.Status == envelope.StatusCommitted) == delivered {
+				return false, nil
+			}
+			return false, fmt.Errorf("%w as %s", ErrAlreadyResolved, e.Status)
 		}
-		return e, fmt.Errorf("vault: resolve %s: %w as %s", opID, ErrAlreadyResolved, e.Status)
-	}
-	e.Resolve(delivered, by, at)
-	written, err := v.writeNote(path, e)
-	if err != nil {
-		return envelope.Envelope{}, fmt.Errorf("vault: resolve %s: %w", opID, err)
-	}
-	return written, nil
+		e.Resolve(delivered, by, at)
+		return true, nil
+	})
 }
 
 // Delivered records in an operation's note that a later attempt delivered it (a
@@ -256,6 +245,18 @@ func (v *Vault) Resolve(opID string, delivered bool, by string, at time.Time) (e
 // committed, so that nobody reading the vault sends it again. A note already
 // committed is left as it is; a missing note returns ErrNotFound.
 func (v *Vault) Delivered(opID, by string, at time.Time) (envelope.Envelope, error) {
+	return v.rewrite("delivered", opID, func(e *envelope.Envelope) (bool, error) {
+		if e.Status == envelope.StatusCommitted {
+			return false, nil
+		}
+		e.Resolve(true, by, at)
+		return true, nil
+	})
+}
+
+// rewrite reads an operation's note under the writers' lock, lets change edit it,
+// and writes it back when change says so. It returns the note as it stands.
+func (v *Vault) rewrite(what, opID string, change func(*envelope.Envelope) (bool, error)) (envelope.Envelope, error) {
 	unlock, err := v.lock()
 	if err != nil {
 		return envelope.Envelope{}, err
@@ -263,15 +264,18 @@ func (v *Vault) Delivered(opID, by string, at time.Time) (envelope.Envelope, err
 	defer unlock()
 	e, path, _, err := v.get(opID)
 	if err != nil {
-		return envelope.Envelope{}, fmt.Errorf("vault: delivered: %w", err)
+		return envelope.Envelope{}, fmt.Errorf("vault: %s: %w", what, err)
 	}
-	if e.Status == envelope.StatusCommitted {
-		return e, nil
+	write, err := change(&e)
+	if err != nil || !write {
+		if err != nil {
+			err = fmt.Errorf("vault: %s %s: %w", what, opID, err)
+		}
+		return e, err
 	}
-	e.Resolve(true, by, at)
 	written, err := v.writeNote(path, e)
 	if err != nil {
-		return envelope.Envelope{}, fmt.Errorf("vault: delivered %s: %w", opID, err)
+		return envelope.Envelope{}, fmt.Errorf("vault: %s %s: %w", what, opID, err)
 	}
 	return written, nil
 }
