@@ -87,10 +87,7 @@ func (t *Bot) poll(ctx context.Context) error {
 func (t *Bot) accept(ctx context.Context, items []journal.InboxItem) error {
 	for i := range items {
 		items[i].Key = updateKey(items[i].UpdateID, items[i].Body)
-		// A person may paste a token or a key into a chat; it never reaches the
-		// journal, and the command that carries it is refused.
-		body, _ := secret.Redact(strings.ReplaceAll(string(items[i].Body), t.opts.Token, secret.Withheld))
-		items[i].Body = []byte(body)
+		items[i].Body = inboxBody(items[i].Body, t.opts.Token)
 	}
 	fresh, err := t.journal.Receive(ctx, items)
 	if err != nil {
@@ -100,6 +97,14 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem) error {
 		t.dispatch(ctx, it)
 	}
 	return nil
+}
+
+// inboxBody is what the inbox keeps of an update: a person may paste a token or a
+// key into a chat, so the bot's token and anything that looks like a secret are
+// withheld; the command that carried one is refused.
+func inboxBody(body []byte, token string) []byte {
+	s, _ := secret.Redact(strings.ReplaceAll(string(body), token, secret.Withheld))
+	return []byte(s)
 }
 
 type retryAfter struct{ d time.Duration }
