@@ -104,6 +104,8 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields map[string]func(*yam
 		field := join(path, k.Value)
 		handle, ok := fields[k.Value]
 		switch {
+		case k.Kind != yaml.ScalarNode || k.Value == "":
+			d.errorf(k, orRoot(path), "want a key name, got %s", describe(k))
 		case !ok:
 			d.errorf(k, field, "unknown key")
 		case seen[k.Value]:
