@@ -53,7 +53,7 @@ func (b Backoff) validate(field string, add func(field, format string, args ...a
 	if b.Cap < b.Base {
 		add(field+".cap", "must be at least %s.base (%s), got %s", field, b.Base, b.Cap)
 	}
-	if b.Jitter < 0 || b.Jitter >= 1 {
+	if !(b.Jitter >= 0 && b.Jitter < 1) { // NaN too: a snapshot could not store it
 		add(field+".jitter", "must be in [0, 1), got %g", b.Jitter)
 	}
 }
