@@ -49,6 +49,9 @@ func FuzzUpdate(f *testing.F) {
 		if bytes.Contains(stored, []byte(fuzzToken)) {
 			t.Fatalf("the inbox keeps the token:\n%s", stored)
 		}
+		if key := updateKey(id, stored); secret.Contains(key) || strings.Contains(key, fuzzToken) {
+			t.Fatalf("the inbox key %q holds a secret", key)
+		}
 		if again := inboxBody(stored, fuzzToken); !bytes.Equal(again, stored) {
 			t.Fatalf("withholding twice changes the body:\n%s\n%s", stored, again)
 		}
