@@ -141,6 +141,7 @@ func TestRoundTrip(t *testing.T) {
 			e.Response, e.Excerpt = "délai dépassé ✓ 超时", "Привет, мир…"
 		}},
 		{"line separators", func(e *envelope.Envelope) { e.Response = "a\u2028b\u0085c\ufeffd\x00e" }},
+		{"leading line breaks", func(e *envelope.Envelope) { e.Target, e.Tool, e.LastConfirmed = "\n", "\n\nx", "\n " }},
 		{"invalid utf-8", func(e *envelope.Envelope) { e.Excerpt, e.Response = "\xff\xfe", "bad \xc3" }},
 		{"nanoseconds, no expiry", func(e *envelope.Envelope) {
 			e.Created, e.Expires = created.Add(123456789), time.Time{}

@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +51,7 @@ func (e Envelope) writeFrontMatter(buf *bytes.Buffer) error {
 	if err := doc.Encode(e); err != nil {
 		return err
 	}
-	styleScalars(&doc)
+	styleScalars(&doc, e.frontStrings())
 	enc := yaml.NewEncoder(buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {
@@ -62,16 +63,34 @@ func (e Envelope) writeFrontMatter(buf *bytes.Buffer) error {
 // styleScalars forces double quotes on the target and on every string that a plain,
 // single-quoted or block style could spread over several lines: in double quotes
 // yaml.v3 escapes line breaks and control characters and keeps the value on one line.
-func styleScalars(m *yaml.Node) {
+// Each string's value is set again from strs, the envelope's own: yaml.v3 hands back
+// a string that starts with a line break without it ("\n" becomes "").
+func styleScalars(m *yaml.Node, strs map[string]string) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!str" {
 			continue
 		}
+		if s, ok := strs[k.Value]; ok {
+			v.Value = s
+		}
 		if k.Value == "target" || !singleLine(v.Value) {
 			v.Style = yaml.DoubleQuotedStyle
 		}
 	}
+}
+
+// frontStrings maps the front matter key of each string field to its value.
+func (e Envelope) frontStrings() map[string]string {
+	strs := map[string]string{}
+	v := reflect.ValueOf(e)
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if key != "" && key != "-" && f.Type.Kind() == reflect.String {
+			strs[key] = v.FieldByIndex(f.Index).String()
+		}
+	}
+	return strs
 }
 
 // singleLine reports whether s is valid UTF-8 free of control characters, line and

@@ -60,7 +60,7 @@ func Parse(r io.Reader) (*Policy, error) {
 	// Report every problem at once: the rules that span fields too, except on a
 	// field whose value could not be read in the first place.
 	var verrs Errors
-	if err := p.validate(d.lines); err != nil {
+	if err := p.validate(d.lines, d.unread); err != nil {
 		verrs = err.(Errors)
 	}
 	bad := map[string]bool{}
@@ -86,6 +86,17 @@ type decoder struct {
 	lines map[string]int
 }
 
+// unread reports whether the value of field, or of a field under it, could not be
+// read: its error is reported already.
+func (d *decoder) unread(field string) bool {
+	for _, e := range d.errs {
+		if e.Field == field || strings.HasPrefix(e.Field, field+".") || strings.HasPrefix(e.Field, field+"[") {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
 	d.errs = append(d.errs, &FieldError{Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)})
 }
@@ -104,6 +115,8 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields map[string]func(*yam
 		field := join(path, k.Value)
 		handle, ok := fields[k.Value]
 		switch {
+		case k.Kind != yaml.ScalarNode || k.Value == "":
+			d.errorf(k, orRoot(path), "want a key name, got %s", describe(k))
 		case !ok:
 			d.errorf(k, field, "unknown key")
 		case seen[k.Value]:

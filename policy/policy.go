@@ -53,7 +53,7 @@ func (b Backoff) validate(field string, add func(field, format string, args ...a
 	if b.Cap < b.Base {
 		add(field+".cap", "must be at least %s.base (%s), got %s", field, b.Base, b.Cap)
 	}
-	if b.Jitter < 0 || b.Jitter >= 1 {
+	if !(b.Jitter >= 0 && b.Jitter < 1) { // NaN too: a snapshot could not store it
 		add(field+".jitter", "must be in [0, 1), got %g", b.Jitter)
 	}
 }
@@ -194,10 +194,12 @@ func envIDs(getenv func(string) string, name string) ([]int64, error) {
 // Validate checks the rules that span fields. Parse calls it; a Policy built in code
 // should call it too. The error is an Errors list naming each field.
 func (p *Policy) Validate() error {
-	return p.validate(nil)
+	return p.validate(nil, func(string) bool { return false })
 }
 
-func (p *Policy) validate(lines map[string]int) error {
+// validate checks p; lines gives the line of each key for the errors, and unread
+// says which fields the file gave but could not be read (see Verify.validate).
+func (p *Policy) validate(lines map[string]int, unread func(field string) bool) error {
 	var errs Errors
 	add := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Line: lines[field], Field: field, Msg: fmt.Sprintf(format, args...)})
@@ -242,7 +244,7 @@ func (p *Policy) validate(lines map[string]int) error {
 			}
 		}
 	}
-	p.Verify.validate(p.Tools, lines, add)
+	p.Verify.validate(p.Tools, unread, add)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -62,6 +62,8 @@ func TestParseErrorsNameFieldAndLine(t *testing.T) {
 		{"jitter out of range", "backoff:\n  jitter: 1.5\n", "line 9: backoff.jitter: must be in [0, 1)"},
 		{"bad user id", "access:\n  operators: [alice]\n", `line 9: access.operators[0]: want a Telegram user id, got "alice"`},
 		{"cap below base", "backoff:\n  base: 10s\n  cap: 1s\n", "line 10: backoff.cap: must be at least backoff.base"},
+		{"empty key", "\"\": 1\n", `line 8: (file): want a key name, got ""`},
+		{"list as a key", "backoff:\n  ? [base]\n  : 1s\n", "line 9: backoff: want a key name, got a list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -348,10 +348,10 @@ func (d *decoder) list(n *yaml.Node, field string) []string {
 
 type addFunc = func(field, format string, args ...any)
 
-// validate checks the verify section against itself and the declared tools. lines
-// holds the keys the file gave (nil for a Policy built in code), so that a value that
-// could not be read is not reported a second time as missing.
-func (v *Verify) validate(tools map[string]Tool, lines map[string]int, add addFunc) {
+// validate checks the verify section against itself and the declared tools. unread
+// reports a field whose value the file gave but could not be read (never, for a
+// Policy built in code), so that it is not reported a second time as missing.
+func (v *Verify) validate(tools map[string]Tool, unread func(field string) bool, add addFunc) {
 	if v.DuplicateWindow < 0 {
 		add("verify.duplicate_window", "must not be negative, got %s", v.DuplicateWindow)
 	}
@@ -362,8 +362,7 @@ func (v *Verify) validate(tools map[string]Tool, lines map[string]int, add addFu
 	validateDomains("verify.links.deny_domains", v.Links.DenyDomains, add)
 	for i, r := range v.Rules {
 		field := fmt.Sprintf("verify.rules[%d]", i)
-		given := func(key string) bool { _, ok := lines[field+"."+key]; return ok }
-		r.validate(field, tools, given, add)
+		r.validate(field, tools, func(key string) bool { return unread(field + "." + key) }, add)
 	}
 	for i, name := range v.ModelCheck {
 		if _, ok := tools[name]; !ok {
@@ -384,7 +383,11 @@ func validateDomains(field string, domains []string, add addFunc) {
 
 var hashtag = regexp.MustCompile(`^#[\pL\pN_]+$`)
 
-func (r Rule) validate(field string, tools map[string]Tool, given func(key string) bool, add addFunc) {
+// validate checks the rule. A rule is judged by its values, as the snapshot a task
+// stores will be: a key given with nothing in it ("require: []", "max_length: 0")
+// checks nothing. Only a key whose value could not be read (unread) counts as a
+// check, since its own error is reported already.
+func (r Rule) validate(field string, tools map[string]Tool, unread func(key string) bool, add addFunc) {
 	if r.Tool != "" {
 		t, ok := tools[r.Tool]
 		switch {
@@ -410,12 +413,12 @@ func (r Rule) validate(field string, tools map[string]Tool, given func(key strin
 	if r.Hashtag != "" && !hashtag.MatchString(r.Hashtag) {
 		add(field+".hashtag", "want a hashtag like #digest, got %q", r.Hashtag)
 	}
-	quiet := !r.QuietHours.IsZero() || given("quiet_hours")
+	quiet := !r.QuietHours.IsZero() || unread("quiet_hours")
 	if !r.Timezone.IsZero() && !quiet {
 		add(field+".timezone", "only means something with quiet_hours")
 	}
 	if len(r.Require)+len(r.Forbid) == 0 && r.MaxLength <= 0 && r.Hashtag == "" && !quiet &&
-		!given("require") && !given("forbid") && !given("max_length") && !given("hashtag") {
+		!unread("require") && !unread("forbid") && !unread("max_length") && !unread("hashtag") {
 		add(field, "checks nothing: give require, forbid, max_length, hashtag or quiet_hours")
 	}
 }

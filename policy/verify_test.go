@@ -133,6 +133,7 @@ func TestVerifyErrorsNameFieldAndLine(t *testing.T) {
 			[]string{`line 10: verify.rules[0].target: want a chat id or @username, got "my_channel"`}},
 		{"bad hashtag", "verify:\n  rules:\n    - hashtag: digest\n", []string{`line 10: verify.rules[0].hashtag: want a hashtag like #digest, got "digest"`}},
 		{"checks nothing", "verify:\n  rules:\n    - target: \"@news_desk\"\n      reason: why\n", []string{checksNothing}},
+		{"checks nothing with empty keys", "verify:\n  rules:\n    - require: []\n      max_length: 0\n      hashtag: \"\"\n", []string{checksNothing}},
 		{"rules not a list", "verify:\n  rules: {}\n", []string{"line 9: verify.rules: want a list of rules, got a mapping"}},
 		{"bad domain", "verify:\n  links:\n    deny_domains: [ads.org, \"https://news.org\"]\n",
 			[]string{`line 10: verify.links.deny_domains[1]: want a lower-case domain like news.example.org, got "https://news.org"`}},

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -86,11 +87,10 @@ func (t *Bot) poll(ctx context.Context) error {
 // When it returns an error nothing was stored, and nothing may be confirmed.
 func (t *Bot) accept(ctx context.Context, items []journal.InboxItem) error {
 	for i := range items {
+		// The key is read from what is kept, as the inbox's migration reads it, so
+		// that it holds no secret either.
+		items[i].Body = inboxBody(items[i].Body, t.opts.Token)
 		items[i].Key = updateKey(items[i].UpdateID, items[i].Body)
-		// A person may paste a token or a key into a chat; it never reaches the
-		// journal, and the command that carries it is refused.
-		body, _ := secret.Redact(strings.ReplaceAll(string(items[i].Body), t.opts.Token, secret.Withheld))
-		items[i].Body = []byte(body)
 	}
 	fresh, err := t.journal.Receive(ctx, items)
 	if err != nil {
@@ -100,6 +100,73 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem) error {
 		t.dispatch(ctx, it)
 	}
 	return nil
+}
+
+// inboxBody is what the inbox keeps of an update: a person may paste a token or a
+// key into a chat, so the bot's token and anything that looks like a secret are
+// withheld; the command that carried one is refused. The body is kept byte for byte
+// otherwise, unless a JSON escape spells a secret that the raw text does not show
+// ("\u003a" for the token's colon): then its strings are withheld as decoded and
+// the body is written anew.
+func inboxBody(body []byte, token string) []byte {
+	s, _ := secret.Redact(withholdToken(string(body), token))
+	if !strings.Contains(s, `\u`) {
+		return []byte(s)
+	}
+	return withholdDecoded([]byte(s), token)
+}
+
+func withholdToken(s, token string) string {
+	if token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, token, secret.Withheld)
+}
+
+// withholdDecoded withholds secrets in the decoded strings (keys included) of the
+// JSON body, and returns body itself when there are none, or when it is not JSON.
+func withholdDecoded(body []byte, token string) []byte {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber() // numbers are written back exactly as they came
+	var v any
+	if d.Decode(&v) != nil {
+		return body
+	}
+	changed := false
+	withhold := func(s string) string {
+		r, _ := secret.Redact(withholdToken(s, token))
+		changed = changed || r != s
+		return r
+	}
+	var clean func(v any) any
+	clean = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			return withhold(v)
+		case []any:
+			for i := range v {
+				v[i] = clean(v[i])
+			}
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, e := range v {
+				out[withhold(k)] = clean(e)
+			}
+			return out
+		}
+		return v
+	}
+	v = clean(v)
+	if !changed {
+		return body
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return body
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 type retryAfter struct{ d time.Duration }

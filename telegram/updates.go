@@ -35,7 +35,8 @@ const laneQueue = 256
 // unhandled in the inbox and is handled after a restart.
 func (t *Bot) dispatch(ctx context.Context, it journal.InboxItem) {
 	j := job{item: it}
-	if err := json.Unmarshal(it.Body, &j.update); err != nil {
+	var err error
+	if j.update, err = decodeUpdate(it.Body); err != nil {
 		t.log.Warn("update not understood; skipped", "update", it.UpdateID, "err", err)
 	}
 	lane := t.messages
@@ -46,6 +47,13 @@ func (t *Bot) dispatch(ctx context.Context, it journal.InboxItem) {
 	case lane <- j:
 	case <-ctx.Done():
 	}
+}
+
+// decodeUpdate reads a stored update as its handlers see it.
+func decodeUpdate(body []byte) (models.Update, error) {
+	var u models.Update
+	err := json.Unmarshal(body, &u)
+	return u, err
 }
 
 // startWorkers starts the workers of both lanes and the sender of refusals; Serve

@@ -262,3 +262,79 @@ func TestWebhookCapsRequestsAtOnce(t *testing.T) {
 		t.Errorf("an update once the slow ones are gone: status %d, want 200", got)
 	}
 }
+
+// Requests without the right secret (none, a guess, the secret cut short or in
+// another case, or a GET) are refused before their body is read, however large,
+// and nothing they carry is stored or handled.
+func TestWebhookWithoutTheRightSecretReadsAndStoresNothing(t *testing.T) {
+	r, addr := webhookRig(t, 40)
+	url := "http://" + addr + "/"
+	sendUpdate := func(id int) string {
+		return fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":1,"from":{"id":%d,"is_bot":false,"first_name":"Alice"},"chat":{"id":%d,"type":"private"},"text":"/send 222 forged %d"}}`,
+			id, id, alice, alice, id)
+	}
+	huge := strings.TrimSuffix(sendUpdate(8000), "}}") + `,"caption":"` + strings.Repeat("a", 2<<20) + `"}}`
+	for i, secret := range []string{"", "guess", hookSecret[:len(hookSecret)-1], strings.ToUpper(hookSecret)} {
+		if got := postUpdate(t, http.DefaultClient, url, secret, sendUpdate(8001+i)); got != http.StatusUnauthorized {
+			t.Errorf("secret %q: status %d, want 401", secret, got)
+		}
+	}
+	if got := postUpdate(t, http.DefaultClient, url, "guess", huge); got != http.StatusUnauthorized {
+		t.Errorf("a wrong secret with a body over 1 MiB: status %d, want 401 before the body is read", got)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", hookSecret)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET with the secret: %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if got := postUpdate(t, http.DefaultClient, url, hookSecret, opsUpdate(8100)); got != http.StatusOK {
+		t.Fatalf("the real update: status %d, want 200", got)
+	}
+	r.replyContaining(alice, "No operations yet")
+	r.shutdown() // waits for the handling of everything stored
+	if got := r.srv.Messages(alice); len(got) != 1 {
+		t.Errorf("alice got %d messages, want only the reply to /ops: %+v", len(got), got)
+	}
+}
+
+// A token whose colon comes JSON-escaped (Telegram does not write it so, but a
+// body may) is refused like one written plainly: the command is answered with a
+// refusal, and the token is in no file the bot writes and in nothing it sends.
+func TestATokenWrittenWithJSONEscapesIsRefusedAndNeverStored(t *testing.T) {
+	r, addr := webhookRig(t, 40)
+	escaped := strings.Replace(token, ":", `\u003a`, 1)
+	body := fmt.Sprintf(`{"update_id":9001,"message":{"message_id":1,"date":1,"from":{"id":%d,"is_bot":false,"first_name":"Alice"},"chat":{"id":%d,"type":"private"},"text":"/send 222 the token %s"}}`,
+		alice, alice, escaped)
+	if got := postUpdate(t, http.DefaultClient, "http://"+addr+"/", hookSecret, body); got != http.StatusOK {
+		t.Fatalf("status %d, want 200", got)
+	}
+	r.replyContaining(alice, "looks like a secret")
+	r.shutdown()
+	noTokenLeft(t, r)
+}
+
+// noTokenLeft fails the test if the bot's token, or its secret half, is in any file
+// under the rig's folder, in the logs, or in any request the bot made.
+func noTokenLeft(t *testing.T, r *rig) {
+	t.Helper()
+	half := strings.Split(token, ":")[1]
+	filepath.Walk(r.dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		if data, _ := os.ReadFile(path); bytes.Contains(data, []byte(half)) {
+			t.Errorf("%s holds the token", path)
+		}
+		return nil
+	})
+	if strings.Contains(r.logs.String(), half) {
+		t.Error("the token is in the logs")
+	}
+	for _, c := range r.srv.Calls() {
+		if strings.Contains(fmt.Sprint(c.Params), half) {
+			t.Errorf("%s echoed the token: %v", c.Method, c.Params)
+		}
+	}
+}

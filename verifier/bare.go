@@ -37,6 +37,9 @@ type bare struct {
 	// deny_domains: a denied domain named in a message is refused however it is
 	// written, and a new top-level domain missing from tlds.txt lets nothing through.
 	link bool
+	// at and end are the bytes of the name as written in the text it was found in
+	// (host is lower-cased, which may change its length).
+	at, end int
 }
 
 // bareNames lists the names without a scheme in text, where text has its URLs with
@@ -58,7 +61,7 @@ func bareNames(text string) []bare {
 			continue // an e-mail address; with a path or a port it is a link with user info
 		}
 		host := strings.ToLower(domain)
-		names = append(names, bare{host: host, link: before != '.' && bareLink(domain)})
+		names = append(names, bare{host: host, link: before != '.' && bareLink(domain), at: m[0], end: m[0] + len(domain)})
 	}
 	return names
 }
