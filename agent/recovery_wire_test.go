@@ -26,9 +26,6 @@ type wireCase struct {
 	requests int
 	ok       bool
 	check    func(t *testing.T, kind string, s *agenttest.Server, res agent.Response, err error)
-	// gaps are the runs where today's code does not take the path it should, with
-	// why; such a run is skipped as a known gap while it still takes another path.
-	gaps map[string]string
 }
 
 // lookup is the value of m for the run of kind in mode.
@@ -125,12 +122,6 @@ func (tt wireCase) run(t *testing.T, kind, mode string, watched bool) {
 		want = v
 	}
 	got := w.trace()
-	if gap, ok := lookup(tt.gaps, kind, mode); ok {
-		if got == want {
-			t.Fatalf("path = %s, as it should be: the known gap is closed, remove its mark (%s)", got, gap)
-		}
-		t.Skipf("known gap: %s (path %s, want %s)", gap, got, want)
-	}
 	if got != want {
 		t.Errorf("path:\n got %s\nwant %s", got, want)
 	}

@@ -13,6 +13,8 @@ import (
 	anthropicopt "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	openaiopt "github.com/openai/openai-go/v3/option"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // Streamer is a Provider that can also stream: the reply arrives in events as the
@@ -148,9 +150,9 @@ const (
 // The silences after which NewWatch's callers usually warn and abort: a model
 // answering at all sends its first bytes within seconds, and pings keep a long
 // answer audible.
-const (
-	DefaultStallWarning = 10 * time.Second
-	DefaultStallAbort   = 45 * time.Second
+var (
+	DefaultStallWarning = policy.DefaultModel().StallWarning
+	DefaultStallAbort   = policy.DefaultModel().StallAbort
 )
 
 // Watch is a Provider that streams every request and watches the stream: after

@@ -180,7 +180,7 @@ func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
 		reply.Result = &r
 	}
 	for _, opID := range awaiting {
-		a, err := h.approval(ctx, opID)
+		a, err := h.Approval(ctx, opID)
 		if errors.Is(err, journal.ErrNotFound) {
 			continue // decided already (auto-approved, or expired)
 		}
@@ -241,11 +241,6 @@ func (h *Handler) continueTask(ctx context.Context, ops []journal.Operation, err
 // Approval returns what an approver must see of the approval operation opID waits
 // on, or journal.ErrNotFound when it waits on none.
 func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
-	return h.approval(ctx, opID)
-}
-
-// approval is what an approver must see of the approval an operation waits on.
-func (h *Handler) approval(ctx context.Context, opID string) (Approval, error) {
 	a, err := h.Operator.PendingApproval(ctx, opID)
 	if err != nil {
 		return Approval{}, err
@@ -276,7 +271,7 @@ func (h *Handler) outcome(ctx context.Context, opID string, r tools.Result, err 
 	if r.Status != tools.StatusPending {
 		return reply, nil
 	}
-	a, err := h.approval(ctx, opID)
+	a, err := h.Approval(ctx, opID)
 	if err != nil {
 		return Reply{}, err
 	}

@@ -207,7 +207,8 @@ func (o *Operator) Cancel(ctx context.Context, opID string, by string) (tools.Re
 // Continue takes up an operation that a previous process prepared but never put
 // before an approver: a crash between the start of its task and its card. A
 // prepared commit is verified and gated, a verified one gated; anything further
-// along is returned as it stands. It refuses another transport's operations.
+// along is returned as it stands, and an empty record (a refusal cut short) ends
+// failed. It refuses another transport's operations.
 func (o *Operator) Continue(ctx context.Context, opID string) (tools.Result, error) {
 	op, err := o.opts.Journal.Operation(ctx, opID)
 	if err != nil {
@@ -225,10 +226,12 @@ func (o *Operator) Continue(ctx context.Context, opID string) (tools.Result, err
 	switch {
 	case !ok || !commits:
 		return resultOf(op), nil
-	case op.Payload.Action == "":
+	case op.Payload.Action == "" && op.State == journal.Prepared:
 		// A call refused before it was prepared, stopped between its record and
-		// its refusal: there is nothing to put before anyone.
-		return resultOf(op), nil
+		// its refusal: there is nothing to put before anyone. It ends refused.
+		r := stopResult(report("the call was refused before it was prepared, and the process stopped before it said why; nothing was sent", "", "make the call again"))
+		r.OperationID = op.ID
+		return r, o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: "refusal interrupted", Result: &r})
 	case op.State == journal.Prepared:
 		return o.verifyAndGate(ctx, task, op)
 	case op.State == journal.Verified:

@@ -144,3 +144,54 @@ func (b *barrierSender) Send(ctx context.Context, m tools.Message) (tools.Delive
 	}
 	return tools.Delivery{}, b.first
 }
+
+// A retry is a send: another transport may not ask for one, even of an operation
+// a person verified was not delivered.
+func TestAnotherTransportCannotRetry(t *testing.T) {
+	h := newHarness(t, unknown).withVault()
+	ctx := context.Background()
+	opID := unknownOp(t, h, "verified not delivered")
+	if _, err := h.op.Resolve(ctx, opID, false, "@alice"); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(h.pol, &scriptSender{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	console, err := operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: "console"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := console.Retry(ctx, opID); !errors.Is(err, operator.ErrOtherTransport) {
+		t.Errorf("the console retrying a Telegram operation = %v, want ErrOtherTransport", err)
+	}
+	if got := h.state(opID); got != journal.NotDelivered {
+		t.Errorf("state = %s, want not_delivered, untouched", got)
+	}
+}
+
+// A call refused before it was prepared and cut off between its record and its
+// refusal has no payload: continuing it must not put an empty text before anyone.
+func TestContinueLeavesAnEmptyRecordAlone(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "send"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := h.j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
+		Surface: transport, Transport: transport}, "call received")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.op.Continue(ctx, op.ID)
+	if err != nil || r.Status != tools.StatusTerminal || r.NextAction != tools.NextStop {
+		t.Errorf("Continue = %+v, %v; want a stop, no approval asked", r, err)
+	}
+	if got := h.state(op.ID); got != journal.Failed {
+		t.Errorf("state = %s, want failed: the refusal it was on its way to", got)
+	}
+	if _, err := h.op.PendingApproval(ctx, op.ID); !errors.Is(err, journal.ErrNotFound) {
+		t.Errorf("an approval was asked for an empty record: %v", err)
+	}
+}

@@ -233,7 +233,7 @@ func underBurst(ctx context.Context, c config, p *policy.Policy, name string, na
 	if err != nil {
 		return burstFigures{}, err
 	}
-	f := burstFigures{Client: name, Fallback: p.Model.Fallback, Done: t.done, Requests: s.requestsOf(1), Ms: ms(t.elapsed), How: t.how}
+	f := burstFigures{Client: name, Fallback: p.Model.Fallback, Done: t.done, Requests: s.requestsOf(1), Ms: ms(t.elapsed), How: t.how, naive: naively}
 	for _, req := range srv.Requests() {
 		if p.Model.Fallback != "" && req.Model == p.Model.Fallback {
 			f.FallbackRequests++
