@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,10 +56,15 @@ func (r *rig) settled() {
 		case <-tick.C:
 		}
 	}
-	const last = 4999
+	// A stranger never seen before is refused behind every refusal queued so
+	// far; a fresh one each time, so that an earlier refusal cannot answer for it.
+	last := 4999 - markers.Add(1)
 	r.command(last, "are you there?")
 	r.replyContaining(last, "only answers its operators")
 }
+
+// markers numbers the strangers settled uses as markers.
+var markers atomic.Int64
 
 func TestStrangersAreRefusedOnce(t *testing.T) {
 	r := newRig(t)
