@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Card is a message shown to a person to decide on something (an approval, an
@@ -46,13 +47,15 @@ func (j *Journal) Cards(ctx context.Context, ref string) ([]Card, error) {
 // Uncarded returns the pending, unexpired approvals of operations delivered by
 // transport that no card was ever recorded for: the process that asked for them
 // stopped before it showed them, or another process (the console, a later
-// surface) asked for them. The owner of the transport shows them.
-func (j *Journal) Uncarded(ctx context.Context, transport string) ([]Approval, error) {
+// surface) asked for them. The owner of the transport shows them. Only approvals
+// created before createdBefore are returned: a younger one is still on its way to
+// its card in the request that asked for it.
+func (j *Journal) Uncarded(ctx context.Context, transport string, createdBefore time.Time) ([]Approval, error) {
 	rows, err := j.db.QueryContext(ctx, `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
 		JOIN operations o ON o.id = a.operation_id
-		WHERE a.decision = '' AND a.expires_at > ? AND o.transport = ? AND o.state = ?
+		WHERE a.decision = '' AND a.expires_at > ? AND a.created_at < ? AND o.transport = ? AND o.state = ?
 		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.ref = a.id)
-		ORDER BY a.created_at`, ms(j.now()), transport, AwaitingApproval)
+		ORDER BY a.created_at`, ms(j.now()), ms(createdBefore), transport, AwaitingApproval)
 	if err != nil {
 		return nil, fmt.Errorf("journal: approvals without cards: %w", err)
 	}

@@ -388,3 +388,28 @@ func TestAFullDiskRefusesTheWriteAndKeepsWhatWasThere(t *testing.T) {
 		t.Errorf("operations = %d, want only the one written before the disk filled", len(ops))
 	}
 }
+
+// Uncarded returns the pending approvals without a card that are older than the
+// cut-off: a younger one is still on its way to its card.
+func TestUncardedLeavesYoungApprovalsToTheirRequest(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	j := open(t, filepath.Join(t.TempDir(), "j.db"), func() time.Time { return now })
+	ctx := context.Background()
+	ask := func() *journal.Approval {
+		_, op := newOp(t, j)
+		j.Move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Verified})
+		a := j.NewApproval(op, 7, time.Hour)
+		if err := j.Move(ctx, op.ID, journal.Move{From: journal.Verified, To: journal.AwaitingApproval, Approval: a}); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	old, carded := ask(), ask()
+	j.AddCard(ctx, journal.Card{Ref: carded.ID, ChatID: 100, MessageID: 1, Text: "card"})
+	now = now.Add(time.Minute)
+	ask() // the request that made it is showing its card right now
+	got, err := j.Uncarded(ctx, "telegram", now.Add(-time.Second))
+	if err != nil || len(got) != 1 || got[0].ID != old.ID {
+		t.Errorf("Uncarded = %v, %v; want only %s", got, err, old.ID)
+	}
+}

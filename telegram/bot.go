@@ -79,6 +79,7 @@ type Bot struct {
 	// no approver; only one showUncarded at a time (showing) touches it.
 	cardRetry map[string]time.Time
 	showing   atomic.Bool
+	started   time.Time // when New ran: older approvals without cards are the sweep's
 
 	messages, taps chan job   // stored updates waiting for a worker
 	refusals       chan int64 // chats of strangers to refuse, sent from spare capacity
@@ -97,7 +98,7 @@ type Bot struct {
 func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	o = withDefaults(o)
 	t := &Bot{opts: o, log: o.Logger, journal: j, messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
-		refusals: make(chan int64, refusalQueue), cardRetry: map[string]time.Time{}}
+		refusals: make(chan int64, refusalQueue), cardRetry: map[string]time.Time{}, started: time.Now()}
 	t.redact = func(s string) string { return strings.ReplaceAll(s, o.Token, "<token>") }
 	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second}
 	// The library makes the method calls; updates are received by poll (or the

@@ -113,7 +113,7 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 	case sent == 0:
 		// Every card was out before: the requester was told then.
 	case resent:
-		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; its card went to %d approver(s) only now, after the bot restarted.", a.Operation.ID, reached))
+		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; its card went to %d approver(s) only now (the bot had stopped before showing it).", a.Operation.ID, reached))
 	case !slices.Contains(a.Approvers, requester):
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; the card went to %d approver(s).", a.Operation.ID, reached))
 	}
@@ -159,9 +159,15 @@ func chatKey(chat int64) string { return "chat:" + strconv.FormatInt(chat, 10) }
 
 // showUncarded shows the approvals that should have a card and have none: the
 // process that asked for them stopped first, or another surface asked. An approval
+// this process asked for is left to the request showing it, unless that has not
+// happened in cardGrace (a model's turn shows its cards when it ends). An approval
 // whose card reached nobody is tried again after a while, not on every sweep.
 func (t *Bot) showUncarded(ctx context.Context) {
-	as, err := t.journal.Uncarded(ctx, Transport)
+	before := time.Now().Add(-cardGrace)
+	if t.started.After(before) {
+		before = t.started
+	}
+	as, err := t.journal.Uncarded(ctx, Transport, before)
 	if err != nil {
 		if ctx.Err() == nil {
 			t.log.Warn("approvals without cards not read", "err", err)
@@ -199,6 +205,10 @@ func (t *Bot) showUncarded(ctx context.Context) {
 // cardRetryEvery is how long an approval whose card reached no approver waits
 // before the sweep tries again.
 const cardRetryEvery = 10 * time.Minute
+
+// cardGrace is how long the sweep leaves an approval this process asked for to
+// the request that asked: longer than a model's turn.
+const cardGrace = 5 * time.Minute
 
 // onCallback answers a tap at once, then acts on it. Forged or stale data, and taps
 // by people who may not decide, change nothing.
