@@ -169,6 +169,10 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.Committing, Reason: attemptReason(op, len(msgs)), StartAttempt: true}); err != nil {
 		return nil, err
 	}
+	// The request is on its way: it is let finish, and its outcome journaled, even
+	// when the process is shutting down. Knowing the outcome beats an unknown (and
+	// a commit left committing is one at the next start). The sender bounds it.
+	ctx = context.WithoutCancel(ctx)
 	ev := tools.Evidence{}
 	if op.Evidence != nil {
 		ev = *op.Evidence
@@ -179,9 +183,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 				return nil, fmt.Errorf("operator: %w", err)
 			}
 		}
-		// A request that starts leaving is let finish, even when the process is
-		// shutting down: knowing its outcome beats an unknown. The sender bounds it.
-		got, err := committer.Commit(context.WithoutCancel(ctx), partPayload(op, msgs[k]))
+		got, err := committer.Commit(ctx, partPayload(op, msgs[k]))
 		if err != nil {
 			op.Attempts, op.PartsDone, op.Evidence = op.Attempts+1+k-op.PartsDone, k, &ev
 			return o.decide(ctx, task, op, classify(err), err)
