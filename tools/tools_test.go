@@ -94,6 +94,7 @@ func TestPayloadHashBindsEveryField(t *testing.T) {
 		{Action: "send_message", Target: "2", Text: "x"},
 		{Action: "send_message", Target: "1", Text: "x "},
 		{Action: "send_message", Target: "1", Text: "x", ParseMode: "HTML"},
+		{Action: "send_message", Target: "1", Text: "x", Parts: []string{"x", "and a part nobody approved"}},
 	} {
 		if changed.SHA256() == base.SHA256() {
 			t.Errorf("%+v hashes like %+v", changed, base)

@@ -1,0 +1,169 @@
+package command_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+const (
+	operatorID = 1
+	approverID = 2 // approves, never operates
+	strangerID = 3
+)
+
+// recorder is the world's edge: it delivers every message and remembers it.
+type recorder struct {
+	mu   sync.Mutex
+	sent []tools.Message
+}
+
+func (r *recorder) Send(_ context.Context, m tools.Message) (tools.Delivery, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, m)
+	return tools.Delivery{ChatID: m.Target, MessageID: int64(len(r.sent))}, nil
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sent)
+}
+
+// world is a journal and a sender that outlive the processes opened over them.
+type world struct {
+	t      *testing.T
+	file   string
+	sender *recorder
+	j      *journal.Journal
+}
+
+func newWorld(t *testing.T) *world {
+	w := &world{t: t, file: filepath.Join(t.TempDir(), "journal.db"), sender: &recorder{}}
+	return w
+}
+
+func testPolicy(t *testing.T, approvers ...int64) *policy.Policy {
+	t.Helper()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []int64{operatorID}, Approvers: approvers}
+	return p
+}
+
+// start opens the journal under policy p, as a process start does, and returns
+// the handler of surface over it.
+func (w *world) start(p *policy.Policy, surface string) *command.Handler {
+	w.t.Helper()
+	ctx := context.Background()
+	if w.j != nil {
+		w.j.Close()
+	}
+	j, err := journal.Open(ctx, w.file)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { j.Close() })
+	if err := j.Own(ctx, surface); err != nil {
+		w.t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(p, w.sender)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: surface})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.j = j
+	return &command.Handler{Operator: op, Journal: j, Policy: p, Surface: surface}
+}
+
+func (w *world) operations() []journal.Operation {
+	w.t.Helper()
+	ops, err := w.j.Operations(context.Background(), journal.Filter{})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return ops
+}
+
+// TestOnlyAnOperatorGivesCommands: the handler checks for itself, on every
+// surface, that the user may operate. An approver who is not an operator, and a
+// stranger, get ErrNotOperator for every command, and nothing changes: no task,
+// no operation, no send, no cancel of an operation waiting for its tap.
+func TestOnlyAnOperatorGivesCommands(t *testing.T) {
+	for _, surface := range []string{"console", "telegram"} {
+		t.Run(surface, func(t *testing.T) {
+			w := newWorld(t)
+			h := w.start(testPolicy(t, operatorID, approverID), surface)
+			ctx := context.Background()
+			mine, err := h.Handle(ctx, command.Request{User: operatorID, Chat: "1", Line: "/send 222 hello", Origin: surface + ":1"})
+			if err != nil || len(mine.Approvals) != 1 {
+				t.Fatalf("the operator's /send = %+v, %v; want one approval to ask for", mine, err)
+			}
+			waiting := mine.Approvals[0].Operation.ID
+			for _, user := range []int64{approverID, strangerID} {
+				for i, line := range []string{"/send 222 hi", "/publish @news hi", "/draft hi", "/ops", "/pending",
+					"/cancel " + waiting, "/retry " + waiting, "/resolve " + waiting + " delivered", "/help"} {
+					r, err := h.Handle(ctx, command.Request{User: user, Chat: "1", Line: line, Origin: fmt.Sprintf("%s:%d:%d", surface, user, i)})
+					if !errors.Is(err, command.ErrNotOperator) || r.Text != "" || r.Result != nil || len(r.Approvals) != 0 {
+						t.Errorf("user %d %q = %+v, %v; want ErrNotOperator and nothing else", user, line, r, err)
+					}
+				}
+			}
+			if ops := w.operations(); len(ops) != 1 || ops[0].ID != waiting || ops[0].State != journal.AwaitingApproval {
+				t.Errorf("operations = %+v, want only %s, still awaiting approval", ops, waiting)
+			}
+			if n := w.sender.count(); n != 0 {
+				t.Errorf("sends = %d, want 0", n)
+			}
+		})
+	}
+}
+
+// TestTheCardNamesTheApproversOfTheTask: the approvers an approval is shown to are
+// those of the policy its task started with, the list the decision is checked
+// against, even after the file changed and the bot restarted.
+func TestTheCardNamesTheApproversOfTheTask(t *testing.T) {
+	w := newWorld(t)
+	h := w.start(testPolicy(t, operatorID, approverID), "console")
+	ctx := context.Background()
+	r, err := h.Handle(ctx, command.Request{User: operatorID, Chat: "1", Line: "/send 222 hello"})
+	if err != nil || len(r.Approvals) != 1 {
+		t.Fatalf("/send = %+v, %v; want one approval", r, err)
+	}
+	opID := r.Approvals[0].Operation.ID
+	if got := fmt.Sprint(r.Approvals[0].Approvers); got != fmt.Sprint([]int64{operatorID, approverID}) {
+		t.Errorf("approvers = %s, want [1 2]", got)
+	}
+	const newcomer = 9
+	h = w.start(testPolicy(t, operatorID, newcomer), "console") // approver 2 replaced by 9
+	a, err := h.Approval(ctx, opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(a.Approvers); got != fmt.Sprint([]int64{operatorID, approverID}) {
+		t.Errorf("approvers after the edit = %s, want those of the task: [1 2]", got)
+	}
+	d, err := h.Decide(ctx, a.ID, newcomer, true)
+	if err != nil || !strings.HasPrefix(d.Text, "Refused: ") || w.sender.count() != 0 {
+		t.Errorf("the newcomer's tap = %+v, %v with %d sends; want a refusal and no send", d, err, w.sender.count())
+	}
+	if d, err := h.Decide(ctx, a.ID, approverID, true); err != nil || d.Result == nil || d.Result.Status != tools.StatusSucceeded {
+		t.Errorf("the task's approver's tap = %+v, %v; want it sent", d, err)
+	}
+}
