@@ -40,8 +40,13 @@ func resultOf(op journal.Operation) tools.Result {
 }
 
 // pendingRetry is the result of an operation whose retry wait was cut short: it
-// stays scheduled in the journal and resumes on the next start.
+// stays scheduled in the journal and resumes on the next start. It keeps the wait
+// the service asked for, from the result journaled with the schedule.
 func pendingRetry(op journal.Operation) tools.Result {
-	return tools.Result{Status: tools.StatusRetryable, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
+	r := tools.Result{Status: tools.StatusRetryable, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
 		Reason: "retry scheduled at " + op.RetryAt.Format("15:04:05") + "; it resumes after a restart"}
+	if op.Result != nil {
+		r.RetryAfterMS = op.Result.RetryAfterMS
+	}
+	return r
 }
