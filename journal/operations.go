@@ -332,22 +332,8 @@ type Filter struct {
 
 // Operations returns the operations that match f, newest first.
 func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error) {
-	where, args := []string{"1=1"}, []any{}
-	if len(f.States) > 0 {
-		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
-		for _, s := range f.States {
-			args = append(args, s)
-		}
-	}
-	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, "json_extract(payload, '$.target')": f.Target, "transport": f.Transport} {
-		if v != "" {
-			where, args = append(where, col+" = ?"), append(args, v)
-		}
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, ms(f.Since))
-	}
-	query := "SELECT " + opColumns + " FROM operations WHERE " + strings.Join(where, " AND ") + " ORDER BY created_at DESC, rowid DESC"
+	where, args := f.where()
+	query := "SELECT " + opColumns + " FROM operations WHERE " + where + " ORDER BY created_at DESC, rowid DESC"
 	if f.Limit > 0 {
 		query += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
@@ -365,6 +351,37 @@ func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error)
 		ops = append(ops, o)
 	}
 	return ops, rows.Err()
+}
+
+// Count returns how many operations match f (its Limit aside) without reading
+// them: a start-up that says how many wait for a person must not load them all.
+func (j *Journal) Count(ctx context.Context, f Filter) (int, error) {
+	where, args := f.where()
+	var n int
+	if err := j.db.QueryRowContext(ctx, "SELECT count(*) FROM operations WHERE "+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("journal: count operations: %w", err)
+	}
+	return n, nil
+}
+
+// where is the SQL condition of f, Limit aside, and its arguments.
+func (f Filter) where() (string, []any) {
+	where, args := []string{"1=1"}, []any{}
+	if len(f.States) > 0 {
+		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
+		for _, s := range f.States {
+			args = append(args, s)
+		}
+	}
+	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, "json_extract(payload, '$.target')": f.Target, "transport": f.Transport} {
+		if v != "" {
+			where, args = append(where, col+" = ?"), append(args, v)
+		}
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, ms(f.Since))
+	}
+	return strings.Join(where, " AND "), args
 }
 
 // Transition is one row of the audit log.
