@@ -3,7 +3,8 @@
 // sent), starts the real `bot run` binary against it and the fake Bot API server
 // (run here, in process), and reports the time from exec to the first getUpdates
 // request (the bot taking updates) and the peak RSS (VmHWM) once it polls, beside
-// the same start on an empty journal, measured in the same run.
+// the same start on an empty journal, measured in the same run; each journal is
+// started -runs times, alternately, and the worst start is judged.
 //
 //	go run ./cmd/startbench
 //
@@ -48,7 +49,7 @@ func main() {
 	var c config
 	flag.IntVar(&c.ops, "ops", 100_000, "operations in the journal")
 	flag.IntVar(&c.pending, "pending", 10_000, "of them, awaiting approval with their cards sent")
-	flag.IntVar(&c.runs, "runs", 3, "starts of each journal; the median is reported")
+	flag.IntVar(&c.runs, "runs", 5, "starts of each journal; the worst is judged")
 	flag.StringVar(&c.policies, "policies", "policies.yaml", "the policy file the bot runs with")
 	flag.StringVar(&c.bot, "bot", "", "a built bot binary (default: build ./cmd/bot)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the journals and print where they are")
@@ -187,15 +188,15 @@ func peakRSS(pid int) (int64, error) {
 	return 0, errors.New("no VmHWM in /proc status")
 }
 
-// report prints each start, the medians and the goal lines, and reports whether
+// report prints each start, the worst and the median, and the goal lines, and reports whether
 // both goals were met.
 func report(out io.Writer, base, big []start) bool {
 	for i := range big {
 		fmt.Fprintf(out, "start %d: empty %s %s; loaded %s %s\n", i+1,
 			base[i].toUpdates.Round(time.Millisecond), mib(base[i].peakRSS), big[i].toUpdates.Round(time.Millisecond), mib(big[i].peakRSS))
 	}
-	bt, lt := median(base, func(s start) int64 { return int64(s.toUpdates) }), median(big, func(s start) int64 { return int64(s.toUpdates) })
-	br, lr := median(base, func(s start) int64 { return s.peakRSS }), median(big, func(s start) int64 { return s.peakRSS })
+	toUpdates := func(s start) int64 { return int64(s.toUpdates) }
+	rss := func(s start) int64 { return s.peakRSS }
 	ok := true
 	verdict := func(pass bool) string {
 		ok = ok && pass
@@ -204,11 +205,23 @@ func report(out io.Writer, base, big []start) bool {
 		}
 		return "FAIL"
 	}
-	fmt.Fprintf(out, "%s  exec to taking updates: %s loaded (empty journal %s, %.2f×), goal ≤ %s\n",
-		verdict(time.Duration(lt) <= startGoal), time.Duration(lt).Round(time.Millisecond), time.Duration(bt).Round(time.Millisecond), float64(lt)/float64(bt), startGoal)
-	fmt.Fprintf(out, "%s  peak RSS: %s loaded (empty journal %s, %.2f×), goal ≤ %s\n",
-		verdict(lr <= rssGoal), mib(lr), mib(br), float64(lr)/float64(br), mib(rssGoal))
+	// The goal holds for every start, so the worst one is judged.
+	lt, bt := time.Duration(worst(big, toUpdates)), time.Duration(worst(base, toUpdates))
+	fmt.Fprintf(out, "%s  exec to taking updates: %s loaded, worst of %d (median %s; empty journal %s, median %s), goal ≤ %s\n",
+		verdict(lt <= startGoal), lt.Round(time.Millisecond), len(big), time.Duration(median(big, toUpdates)).Round(time.Millisecond),
+		bt.Round(time.Millisecond), time.Duration(median(base, toUpdates)).Round(time.Millisecond), startGoal)
+	lr, br := worst(big, rss), worst(base, rss)
+	fmt.Fprintf(out, "%s  peak RSS: %s loaded, worst of %d (empty journal %s, %.2f×), goal ≤ %s\n",
+		verdict(lr <= rssGoal), mib(lr), len(big), mib(br), float64(lr)/float64(br), mib(rssGoal))
 	return ok
+}
+
+func worst(ss []start, v func(start) int64) int64 {
+	var w int64
+	for _, s := range ss {
+		w = max(w, v(s))
+	}
+	return w
 }
 
 func median(ss []start, v func(start) int64) int64 {
