@@ -1,6 +1,6 @@
 // Command startbench measures how the bot starts on a big journal: it builds one
 // with 100,000 operations of which 10,000 wait for approval (their cards already
-// sent), starts the real `bot run` binary against it and the fake Bot API server
+// sent) and 1,000 have an unknown outcome (their envelopes in the vault), starts the real `bot run` binary against it and the fake Bot API server
 // (run here, in process), and reports the time from exec to the first getUpdates
 // request (the bot taking updates) and the peak RSS (VmHWM) once it polls, beside
 // the same start on an empty journal, measured in the same run; each journal is
@@ -41,6 +41,7 @@ const (
 
 type config struct {
 	ops, pending, runs int
+	unknown            int
 	policies, bot      string
 	keep               bool
 }
@@ -49,6 +50,7 @@ func main() {
 	var c config
 	flag.IntVar(&c.ops, "ops", 100_000, "operations in the journal")
 	flag.IntVar(&c.pending, "pending", 10_000, "of them, awaiting approval with their cards sent")
+	flag.IntVar(&c.unknown, "unknown", 1_000, "of them, outcomes unknown with their envelopes in the vault")
 	flag.IntVar(&c.runs, "runs", 5, "starts of each journal; the worst is judged")
 	flag.StringVar(&c.policies, "policies", "policies.yaml", "the policy file the bot runs with")
 	flag.StringVar(&c.bot, "bot", "", "a built bot binary (default: build ./cmd/bot)")
@@ -89,7 +91,7 @@ func run(ctx context.Context, c config, out io.Writer) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f := fixture{ops: c.ops, pending: c.pending, operator: 1, approvers: []int64{1, 2}, ttl: pol.ApprovalTTL}
+	f := fixture{ops: c.ops, pending: c.pending, unknown: c.unknown, operator: 1, approvers: []int64{1, 2}, ttl: pol.ApprovalTTL}
 	empty, loaded := filepath.Join(root, "empty"), filepath.Join(root, "loaded")
 	for _, d := range []string{empty, loaded} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -104,8 +106,8 @@ func run(ctx context.Context, c config, out io.Writer) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	fmt.Fprintf(out, "startbench: journal of %d operations (%d awaiting approval, cards sent to %d approvers) built in %s, %.0f MiB\n",
-		c.ops, c.pending, len(f.approvers), time.Since(began).Round(time.Millisecond), float64(fi.Size())/(1<<20))
+	fmt.Fprintf(out, "startbench: journal of %d operations (%d awaiting approval, cards sent to %d approvers; %d unknown, envelopes in the vault) built in %s, %.0f MiB\n",
+		c.ops, c.pending, len(f.approvers), c.unknown, time.Since(began).Round(time.Millisecond), float64(fi.Size())/(1<<20))
 	var base, big []start
 	for i := range c.runs {
 		for _, s := range []struct {
