@@ -127,22 +127,26 @@ func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, erro
 	if c.Name == "draft" {
 		args, _ = json.Marshal(map[string]string{"text": c.Text})
 	}
-	task, err := h.Operator.StartTask(ctx, journal.Task{Requester: req.User, Chat: req.Chat, Summary: "/" + c.Name, Origin: req.Origin, Surface: h.Surface})
+	// The task and its call are journaled in one transaction: a crash before it
+	// leaves nothing, and the replay starts afresh.
+	_, r, err := h.Operator.Begin(ctx, journal.Task{Requester: req.User, Chat: req.Chat, Summary: "/" + c.Name, Origin: req.Origin, Surface: h.Surface},
+		operator.Call{Tool: tool, Args: args})
 	if errors.Is(err, journal.ErrDuplicate) {
 		task, ops, err := h.replayed(ctx, req)
 		if err != nil || len(ops) > 0 {
 			return h.continueTask(ctx, ops, err)
 		}
-		return h.callIn(ctx, task, tool, args) // the process stopped before the call
+		return h.callIn(ctx, task, tool, args) // a task stored before its call (an older process)
 	}
-	if err != nil {
-		return Reply{}, err
-	}
-	return h.callIn(ctx, task, tool, args)
+	return h.answer(ctx, tool, r, err)
 }
 
 func (h *Handler) callIn(ctx context.Context, task journal.Task, tool string, args json.RawMessage) (Reply, error) {
 	r, err := h.Operator.Call(ctx, task.ID, operator.Call{Tool: tool, Args: args})
+	return h.answer(ctx, tool, r, err)
+}
+
+func (h *Handler) answer(ctx context.Context, tool string, r tools.Result, err error) (Reply, error) {
 	if errors.Is(err, operator.ErrUnknownTool) {
 		return Reply{Text: fmt.Sprintf("The policy does not offer %s.", tool)}, nil
 	}

@@ -44,11 +44,41 @@ type Operation struct {
 
 // CreateOperation stores a new operation in state prepared, with the transition that
 // created it, and returns it with its id and times set. The payload hash is computed
-// here, from the payload stored.
-func (j *Journal) CreateOperation(ctx context.Context, o Operation, reason string) (Operation, error) {
+// here, from the payload stored. The moves in then, when given, are made in the same
+// transaction, in order (each with its own transition): a call that is prepared,
+// verified and awaiting approval costs one durable write, not three. An Approval in
+// a move of then is bound here to the new operation and the hash of its payload as
+// stored.
+func (j *Journal) CreateOperation(ctx context.Context, o Operation, reason string, then ...Move) (Operation, error) {
+	_, o, err := j.create(ctx, nil, o, reason, then)
+	return o, err
+}
+
+// CreateFirstOperation stores a new task and its first operation (see CreateTask
+// and CreateOperation) in one transaction: a task that starts with a tool call is
+// durable with that call, and a crash before it leaves neither. A task with the
+// same non-empty origin is refused with ErrDuplicate, and nothing is stored.
+func (j *Journal) CreateFirstOperation(ctx context.Context, t Task, o Operation, reason string, then ...Move) (Task, Operation, error) {
+	t, o, err := j.create(ctx, &t, o, reason, then)
+	return t, o, err
+}
+
+// create stores t (when set), the operation o and the moves then, in one
+// transaction; a clash of random ids is tried again with fresh ones.
+func (j *Journal) create(ctx context.Context, t *Task, o Operation, reason string, then []Move) (Task, Operation, error) {
+	var task Task
+	var snap []byte
+	var err error
+	if t != nil {
+		if snap, err = json.Marshal(t.Policy); err != nil {
+			return *t, o, fmt.Errorf("journal: snapshot policy: %w", err)
+		}
+		t.Created = j.now().UTC()
+		task = *t
+	}
 	payload, err := json.Marshal(o.Payload)
 	if err != nil {
-		return o, fmt.Errorf("journal: create operation: %w", err)
+		return task, o, fmt.Errorf("journal: create operation: %w", err)
 	}
 	o.State, o.PayloadSHA256 = Prepared, o.Payload.SHA256()
 	o.Created = j.now().UTC()
@@ -56,21 +86,52 @@ func (j *Journal) CreateOperation(ctx context.Context, o Operation, reason strin
 	for range 5 {
 		o.ID = NewID("op")
 		err = j.tx(ctx, func(tx *sql.Tx) error {
+			if t != nil {
+				task.ID = NewID("task")
+				o.TaskID = task.ID
+				if err := insertTask(ctx, tx, task, snap); err != nil {
+					return err
+				}
+			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO operations(id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, state, created_at, updated_at)
 				VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, o.TaskID, o.Tool, o.Fingerprint, o.Surface, o.Transport, payload, o.PayloadSHA256, o.State, ms(o.Created), ms(o.Created))
 			if err != nil {
 				return err
 			}
-			return logTransition(ctx, tx, o.ID, "", Prepared, reason, o.Created)
+			if err := logTransition(ctx, tx, o.ID, "", Prepared, reason, o.Created); err != nil {
+				return err
+			}
+			return j.moveNew(ctx, tx, &o, then)
 		})
 		if !isUnique(err) {
 			break
 		}
 	}
-	if err != nil {
-		return o, fmt.Errorf("journal: create operation: %w", err)
+	if isUniqueIndex(err) && t != nil {
+		return task, o, fmt.Errorf("journal: task from %s: %w", task.Origin, ErrDuplicate)
 	}
-	return o, nil
+	if err != nil {
+		return task, o, fmt.Errorf("journal: create operation: %w", err)
+	}
+	return task, o, nil
+}
+
+// moveNew makes the moves of a new operation, inside the transaction that created
+// it, and keeps o's state, verdict and payload in step with them.
+func (j *Journal) moveNew(ctx context.Context, tx *sql.Tx, o *Operation, then []Move) error {
+	for _, m := range then {
+		if m.Approval != nil {
+			m.Approval.OperationID, m.Approval.PayloadSHA256 = o.ID, o.PayloadSHA256
+		}
+		if err := j.move(ctx, tx, o.ID, m); err != nil {
+			return err
+		}
+		o.State = m.To
+		if m.Verdict != "" {
+			o.Verdict = m.Verdict
+		}
+	}
+	return nil
 }
 
 // Move is one transition of an operation with the facts recorded along with it, all
@@ -271,22 +332,8 @@ type Filter struct {
 
 // Operations returns the operations that match f, newest first.
 func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error) {
-	where, args := []string{"1=1"}, []any{}
-	if len(f.States) > 0 {
-		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
-		for _, s := range f.States {
-			args = append(args, s)
-		}
-	}
-	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, "json_extract(payload, '$.target')": f.Target, "transport": f.Transport} {
-		if v != "" {
-			where, args = append(where, col+" = ?"), append(args, v)
-		}
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, ms(f.Since))
-	}
-	query := "SELECT " + opColumns + " FROM operations WHERE " + strings.Join(where, " AND ") + " ORDER BY created_at DESC, rowid DESC"
+	where, args := f.where()
+	query := "SELECT " + opColumns + " FROM operations WHERE " + where + " ORDER BY created_at DESC, rowid DESC"
 	if f.Limit > 0 {
 		query += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
@@ -304,6 +351,37 @@ func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error)
 		ops = append(ops, o)
 	}
 	return ops, rows.Err()
+}
+
+// Count returns how many operations match f (its Limit aside) without reading
+// them: a start-up that says how many wait for a person must not load them all.
+func (j *Journal) Count(ctx context.Context, f Filter) (int, error) {
+	where, args := f.where()
+	var n int
+	if err := j.db.QueryRowContext(ctx, "SELECT count(*) FROM operations WHERE "+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("journal: count operations: %w", err)
+	}
+	return n, nil
+}
+
+// where is the SQL condition of f, Limit aside, and its arguments.
+func (f Filter) where() (string, []any) {
+	where, args := []string{"1=1"}, []any{}
+	if len(f.States) > 0 {
+		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
+		for _, s := range f.States {
+			args = append(args, s)
+		}
+	}
+	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, "json_extract(payload, '$.target')": f.Target, "transport": f.Transport} {
+		if v != "" {
+			where, args = append(where, col+" = ?"), append(args, v)
+		}
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, ms(f.Since))
+	}
+	return strings.Join(where, " AND "), args
 }
 
 // Transition is one row of the audit log.

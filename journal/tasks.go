@@ -40,8 +40,7 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 	t.Created = j.now().UTC()
 	for range 5 {
 		t.ID = NewID("task")
-		_, err = j.db.ExecContext(ctx, `INSERT INTO tasks(id, requester, chat, summary, origin, surface, policy, created_at)
-			VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, t.Origin, t.Surface, snap, ms(t.Created))
+		err = j.tx(ctx, func(tx *sql.Tx) error { return insertTask(ctx, tx, t, snap) })
 		if isUniqueIndex(err) {
 			return t, fmt.Errorf("journal: task from %s: %w", t.Origin, ErrDuplicate)
 		}
@@ -53,6 +52,12 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 		return t, fmt.Errorf("journal: create task: %w", err)
 	}
 	return t, nil
+}
+
+func insertTask(ctx context.Context, tx *sql.Tx, t Task, snap []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO tasks(id, requester, chat, summary, origin, surface, policy, created_at)
+		VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, t.Origin, t.Surface, snap, ms(t.Created))
+	return err
 }
 
 // Task returns a task by id, or ErrNotFound.

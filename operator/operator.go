@@ -153,34 +153,86 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
+	return o.call(ctx, &newTask{Task: task, stored: true}, c)
+}
+
+// Begin starts a task (Requester, Chat, Summary, Origin and Surface set by the
+// caller, as for StartTask) whose first act is the call c, and makes the call as
+// Call does. The task is journaled in the transaction that journals the call's
+// operation, so that starting a task costs no durable write of its own, and a
+// crash before that write leaves nothing, for a replay to start afresh. A task
+// whose Origin was seen before is refused with journal.ErrDuplicate, and a call of
+// an unknown tool with ErrUnknownTool; neither stores anything. It returns the task
+// as stored.
+func (o *Operator) Begin(ctx context.Context, t journal.Task, c Call) (journal.Task, tools.Result, error) {
+	t.Policy = o.opts.Policy
+	if t.Origin != "" {
+		if _, err := o.opts.Journal.TaskByOrigin(ctx, t.Origin); err == nil {
+			return t, tools.Result{}, fmt.Errorf("operator: task from %s: %w", t.Origin, journal.ErrDuplicate)
+		} else if !errors.Is(err, journal.ErrNotFound) {
+			return t, tools.Result{}, fmt.Errorf("operator: %w", err)
+		}
+	}
+	nt := &newTask{Task: t}
+	r, err := o.call(ctx, nt, c)
+	return nt.Task, r, err
+}
+
+// newTask is the task of a call, and whether it is stored yet: a task that Begin
+// started is stored with the call's first operation.
+type newTask struct {
+	journal.Task
+	stored bool
+}
+
+// create journals op (in state prepared, then the moves then) in the task's
+// existing record, or together with the task when it is not stored yet.
+func (o *Operator) create(ctx context.Context, nt *newTask, op journal.Operation, reason string, then ...journal.Move) (journal.Operation, error) {
+	var err error
+	if nt.stored {
+		op, err = o.opts.Journal.CreateOperation(ctx, op, reason, then...)
+	} else {
+		nt.Task, op, err = o.opts.Journal.CreateFirstOperation(ctx, nt.Task, op, reason, then...)
+		nt.stored = err == nil
+	}
+	if err != nil {
+		return op, fmt.Errorf("operator: %w", err)
+	}
+	return op, nil
+}
+
+func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result, error) {
+	task := nt.Task
 	tool, ok := o.opts.Tools.Get(c.Tool)
 	if !ok || !hasTool(task.Policy, c.Tool) {
 		return tools.Result{}, fmt.Errorf("operator: %q: %w", c.Tool, ErrUnknownTool)
 	}
 	fp := tools.Fingerprint(tool, c.Args)
-	if r, stop, err := o.guard(ctx, task, tools.Brief(tool, c.Args), fp); stop || err != nil {
-		if err != nil {
-			return r, err
+	if nt.stored { // a task not stored yet has no earlier calls for the guard to weigh
+		if r, stop, err := o.guard(ctx, task, tools.Brief(tool, c.Args), fp); stop || err != nil {
+			if err != nil {
+				return r, err
+			}
+			return o.refuse(ctx, nt, c.Tool, fp, r, "")
 		}
-		return o.refuse(ctx, task, c.Tool, fp, r, "")
 	}
 	payload, err := tool.Prepare(c.Args)
 	var argsErr *tools.ArgsError
 	if errors.As(err, &argsErr) {
-		return o.refuse(ctx, task, c.Tool, fp, repairable(argsErr.Reason), "the arguments were refused again: "+argsErr.Reason)
+		return o.refuse(ctx, nt, c.Tool, fp, repairable(argsErr.Reason), "the arguments were refused again: "+argsErr.Reason)
 	}
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: prepare %s: %w", c.Tool, err)
 	}
-	op, err := o.opts.Journal.CreateOperation(ctx, o.newOperation(task, c.Tool, fp, payload), "prepared")
-	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
-	}
 	if _, commits := tool.(tools.Committer); !commits {
+		op, err := o.create(ctx, nt, o.newOperation(task, c.Tool, fp, payload), "prepared")
+		if err != nil {
+			return tools.Result{}, err
+		}
 		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone, Draft: payload.Text}
 		return r, nil
 	}
-	return o.verifyAndGate(ctx, task, op)
+	return o.verifyAndAsk(ctx, nt, o.newOperation(task, c.Tool, fp, payload))
 }
 
 // newOperation is an operation of task, made here and delivered by this
@@ -198,10 +250,10 @@ func hasTool(p *policy.Policy, name string) bool {
 // refuse journals a call that was stopped before it was prepared, so that the audit
 // log shows every call (and the loop guard sees it), and returns the result with the
 // operation's id. A repair is paid as fail says; again words it, if the budget is spent.
-func (o *Operator) refuse(ctx context.Context, task journal.Task, tool, fp string, r tools.Result, again string) (tools.Result, error) {
-	op, err := o.opts.Journal.CreateOperation(ctx, o.newOperation(task, tool, fp, tools.Payload{}), "call received")
+func (o *Operator) refuse(ctx context.Context, nt *newTask, tool, fp string, r tools.Result, again string) (tools.Result, error) {
+	op, err := o.create(ctx, nt, o.newOperation(nt.Task, tool, fp, tools.Payload{}), "call received")
 	if err != nil {
-		return r, fmt.Errorf("operator: %w", err)
+		return r, err
 	}
 	return o.fail(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed}, r, again)
 }
@@ -230,20 +282,52 @@ func (o *Operator) fail(ctx context.Context, opID string, m journal.Move, r tool
 	return r, nil
 }
 
-// verifyAndGate runs the verifier and then asks for approval, or auto-approves.
+// verifyAndGate runs the verifier on a journaled operation (one a crash left
+// prepared) and then asks for approval, or auto-approves.
 func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op journal.Operation) (tools.Result, error) {
-	v := verifier.Verdict{Decision: verifier.Pass}
-	if o.opts.Verifier != nil {
-		v = o.opts.Verifier.Check(ctx, verifier.Input{Tool: op.Tool, Action: op.Payload.Action,
-			Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, Policy: &task.Policy.Verify})
-	}
+	v := o.verify(ctx, task, op)
 	if v.Decision != verifier.Pass {
 		return o.refuseVerdict(ctx, op, v)
 	}
-	if err := o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Verified, Reason: "verifier: " + v.Summary(), Verdict: v.Summary()}); err != nil {
+	if err := o.move(ctx, op.ID, verified(v)); err != nil {
 		return tools.Result{}, err
 	}
 	return o.gate(ctx, task, op, journal.Verified)
+}
+
+// verifyAndAsk runs the verifier on the payload of a new call and journals the call:
+// prepared, verified and awaiting approval, with its approval, in one transaction,
+// before any card can show it; or prepared and refused, when the verifier does not
+// pass it. The verifier reads only the payload and the policy, so nothing it sees
+// is missing from the journal yet.
+func (o *Operator) verifyAndAsk(ctx context.Context, nt *newTask, op journal.Operation) (tools.Result, error) {
+	v := o.verify(ctx, nt.Task, op)
+	if v.Decision != verifier.Pass {
+		op, err := o.create(ctx, nt, op, "prepared")
+		if err != nil {
+			return tools.Result{}, err
+		}
+		return o.refuseVerdict(ctx, op, v)
+	}
+	a := o.opts.Journal.NewApproval(op, nt.Requester, nt.Policy.ApprovalTTL)
+	op, err := o.create(ctx, nt, op, "prepared", verified(v), askApproval(journal.Verified, a))
+	if err != nil {
+		return tools.Result{}, err
+	}
+	return o.asked(ctx, nt.Task, op, a)
+}
+
+func (o *Operator) verify(ctx context.Context, task journal.Task, op journal.Operation) verifier.Verdict {
+	if o.opts.Verifier == nil {
+		return verifier.Verdict{Decision: verifier.Pass}
+	}
+	return o.opts.Verifier.Check(ctx, verifier.Input{Tool: op.Tool, Action: op.Payload.Action,
+		Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, Policy: &task.Policy.Verify})
+}
+
+// verified is the move of a payload the verifier passed.
+func verified(v verifier.Verdict) journal.Move {
+	return journal.Move{From: journal.Prepared, To: journal.Verified, Reason: "verifier: " + v.Summary(), Verdict: v.Summary()}
 }
 
 // refuseVerdict ends an operation the verifier did not pass. A repair goes back to
@@ -261,19 +345,26 @@ func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v ve
 // gate moves a verified (or not-delivered) operation to awaiting approval, or
 // straight to approved and on to the commit when a rule auto-approves it.
 func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (tools.Result, error) {
+	a := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
+	if err := o.move(ctx, op.ID, askApproval(from, a)); err != nil {
+		return tools.Result{}, err
+	}
+	return o.asked(ctx, task, op, a)
+}
+
+// askApproval is the move that asks for approval a, which is stored with it.
+func askApproval(from journal.State, a *journal.Approval) journal.Move {
+	return journal.Move{From: from, To: journal.AwaitingApproval, Reason: "approval requested", Approval: a}
+}
+
+// asked goes on from an approval just asked for: an auto_approve rule decides it at
+// once and the commit runs; otherwise the call ends pending, waiting for a tap.
+func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Operation, a *journal.Approval) (tools.Result, error) {
 	if !task.Policy.NeedsApproval(op.Tool, op.Payload.Target) {
-		a := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
-		if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.AwaitingApproval, Reason: "approval requested", Approval: a}); err != nil {
-			return tools.Result{}, err
-		}
 		if _, err := o.opts.Journal.Decide(ctx, a.ID, journal.DecideApprove, journal.ByPolicy); err != nil && !errors.Is(err, journal.ErrDecided) {
 			return tools.Result{}, fmt.Errorf("operator: auto-approve %s: %w", op.ID, err)
 		}
 		return o.run(ctx, op.ID)
-	}
-	a := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
-	if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.AwaitingApproval, Reason: "approval requested", Approval: a}); err != nil {
-		return tools.Result{}, err
 	}
 	return tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared,
 		NextAction: tools.NextAwaitApproval, Reason: fmt.Sprintf("awaiting approval %s until %s", a.ID, a.Expires.Format(time.RFC3339))}, nil

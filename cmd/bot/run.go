@@ -108,8 +108,7 @@ func pollTimeout(env Env) time.Duration {
 // waiting for a person.
 func logStart(ctx context.Context, logger *slog.Logger, tg *telegram.Bot, a *app, cfg Config) error {
 	count := func(s journal.State) (int, error) {
-		ops, err := a.journal.Operations(ctx, journal.Filter{States: []journal.State{s}})
-		return len(ops), err
+		return a.journal.Count(ctx, journal.Filter{States: []journal.State{s}})
 	}
 	awaiting, err := count(journal.AwaitingApproval)
 	if err != nil {
