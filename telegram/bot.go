@@ -237,10 +237,12 @@ func (t *Bot) send(ctx context.Context, chat int64, text string, markup models.R
 		params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
 	}
 	for try := 0; ; try++ {
-		if err := t.sender.limiter.Wait(ctx, strconv.FormatInt(chat, 10)); err != nil {
+		done, err := t.sender.limiter.Wait(ctx, strconv.FormatInt(chat, 10))
+		if err != nil {
 			return nil, err
 		}
 		m, err := t.api.SendMessage(ctx, params)
+		done()
 		var tmr *bot.TooManyRequestsError
 		if errors.As(err, &tmr) && try == 0 && tmr.RetryAfter <= 10 {
 			if err := sleep(ctx, time.Duration(tmr.RetryAfter)*time.Second); err != nil {
