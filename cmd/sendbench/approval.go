@@ -60,7 +60,7 @@ func approvalRun(ctx context.Context, c config) error {
 		name string
 		d    []time.Duration
 	}{
-		{"countersign (inbox, tap recorded, answered, committing, sent)", ours},
+		{"countersign: update stored, tap recorded, committing, sent", ours},
 		{"go-telegram/bot alone, sending as soon as it sees the tap", lib},
 		{"two bare durable inserts (approved, committing)", bare},
 	} {
