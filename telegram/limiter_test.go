@@ -77,3 +77,37 @@ func TestLateArrivalEarnsNo429(t *testing.T) {
 		t.Errorf("429s = %d, want 0", n)
 	}
 }
+
+// TestSendsReuseConnections: waves of sends across many chats reuse the
+// connections the first wave opened, instead of opening (against Telegram:
+// a TLS handshake) one for nearly every send.
+func TestSendsReuseConnections(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: token})
+	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	tg, err := telegram.New(context.Background(), j, telegram.Options{Token: token, APIURL: srv.URL(), Limits: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chats, waves = 20, 4
+	for w := range waves {
+		errs := make(chan error, chats)
+		for c := range chats {
+			go func() {
+				_, err := tg.Sender().Send(context.Background(), tools.Message{Target: fmt.Sprint(300 + c), Text: fmt.Sprint("wave ", w)})
+				errs <- err
+			}()
+		}
+		for range chats {
+			if err := <-errs; err != nil {
+				t.Fatalf("send: %v", err)
+			}
+		}
+	}
+	if n := srv.Connections(); n > chats+1 {
+		t.Errorf("%d connections for %d waves of %d sends, want at most %d: the first wave's and getMe's", n, waves, chats, chats+1)
+	}
+}
