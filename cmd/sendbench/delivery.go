@@ -150,8 +150,8 @@ func whereTimeGoes(srv *telegramtest.Server, o outcome) {
 	for _, g := range gaps {
 		sum += g
 	}
-	fmt.Printf("      every chat's first message in by %s; a chat's messages apart: min %s, median %s, mean %s, max %s; after the last arrived: %s\n",
-		ms(firsts[len(firsts)-1]), ms(gaps[0]), ms(gaps[len(gaps)/2]), ms(sum/time.Duration(len(gaps))), ms(gaps[len(gaps)-1]), ms(o.end.Sub(last)))
+	fmt.Printf("      every chat's first message in by %s; a chat's messages apart: min %s, median %s, mean %s, max %s; after the last arrived: %s; connections opened: %d\n",
+		ms(firsts[len(firsts)-1]), ms(gaps[0]), ms(gaps[len(gaps)/2]), ms(sum/time.Duration(len(gaps))), ms(gaps[len(gaps)-1]), ms(o.end.Sub(last)), srv.Connections())
 }
 
 // perChat runs send for each chat's messages in order, all chats at once.
