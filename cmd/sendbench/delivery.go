@@ -27,6 +27,7 @@ type outcome struct {
 	start, end           time.Time
 	delivered, dups, tmr int
 	unknown, gaveUp      int
+	errs                 []error // operations the operator could not carry out
 }
 
 func (o outcome) elapsed() time.Duration { return o.end.Sub(o.start) }
@@ -60,6 +61,9 @@ func deliveryRun(ctx context.Context, c config, s shape) (bool, error) {
 			fmt.Printf("  given up: %d", o.gaveUp)
 		}
 		fmt.Println()
+		if len(o.errs) > 0 {
+			fmt.Printf("      %d operations failed, the first: %v\n", len(o.errs), o.errs[0])
+		}
 		if c.verbose {
 			whereTimeGoes(srv, o)
 		}
@@ -69,9 +73,9 @@ func deliveryRun(ctx context.Context, c config, s shape) (bool, error) {
 		}
 	}
 	r := ratio(ours.elapsed(), minimum)
-	return verdict(r <= goalRatio && ours.tmr == 0 && ours.dups == 0 && ours.delivered == s.n,
-		"delivery %s: %.2f× the minimum (goal ≤ %.2f×), %d 429s, %d duplicates (goal 0 and 0), %d of %d delivered",
-		s, r, goalRatio, ours.tmr, ours.dups, ours.delivered, s.n), nil
+	return verdict(r <= goalRatio && ours.tmr == 0 && ours.dups == 0 && ours.delivered == s.n && len(ours.errs) == 0,
+		"delivery %s: %.2f× the minimum (goal ≤ %.2f×), %d 429s, %d duplicates (goal 0 and 0), %d of %d delivered, %d failed",
+		s, r, goalRatio, ours.tmr, ours.dups, ours.delivered, s.n, len(ours.errs)), nil
 }
 
 // dropped says which sends lose their response.
@@ -216,21 +220,29 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 	var mu sync.Mutex
 	o := outcome{start: time.Now()}
 	err = perChat(s, func(i int) error {
-		task, err := op.StartTask(ctx, journal.Task{Requester: 1, Summary: "sendbench"})
-		if err != nil {
-			return err
-		}
-		args := fmt.Sprintf(`{"chat_id":"%d","text":"%s"}`, chatOf(i, s.chats), text(i))
-		r, err := op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: []byte(args)})
+		r, err := sendOne(ctx, op, s, i)
+		mu.Lock()
+		defer mu.Unlock()
 		if r.SideEffect == tools.SideEffectUnknown {
-			mu.Lock()
 			o.unknown++
-			mu.Unlock()
 		}
-		return err
+		if err != nil {
+			o.errs = append(o.errs, fmt.Errorf("message %d: %w", i, err))
+		}
+		return nil // the run goes on: a failure is part of what it reports
 	})
 	o.end = time.Now()
 	return o, err
+}
+
+// sendOne sends message i as a task of its own.
+func sendOne(ctx context.Context, op *operator.Operator, s shape, i int) (tools.Result, error) {
+	task, err := op.StartTask(ctx, journal.Task{Requester: 1, Summary: "sendbench"})
+	if err != nil {
+		return tools.Result{}, err
+	}
+	args := fmt.Sprintf(`{"chat_id":"%d","text":"%s"}`, chatOf(i, s.chats), text(i))
+	return op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: []byte(args)})
 }
 
 // viaLibrary sends with go-telegram/bot and the retry a careful user writes: wait

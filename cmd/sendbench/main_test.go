@@ -58,6 +58,9 @@ func TestDeliveryThroughCountersign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(o.errs) != 0 {
+		t.Errorf("failed operations: %v", o.errs)
+	}
 	if got := len(srv.AllMessages()); got != s.n {
 		t.Errorf("delivered %d, want %d", got, s.n)
 	}
