@@ -52,6 +52,7 @@ const waitLimit = 30 * time.Second
 func approvalRun(ctx context.Context, c config) error {
 	fmt.Printf("Approval latency: %d approvals, one at a time, from the tap's update leaving the fake server (in a getUpdates response) to the approved sendMessage reaching it\n", c.approvals)
 	ours, parts, err := countersignTaps(ctx, c)
+	bare := parts.bare
 	if err != nil {
 		return fmt.Errorf("countersign: %w", err)
 	}
@@ -59,17 +60,13 @@ func approvalRun(ctx context.Context, c config) error {
 	if err != nil {
 		return fmt.Errorf("go-telegram/bot alone: %w", err)
 	}
-	bare, err := bareInserts(ctx, c.approvals, 2)
-	if err != nil {
-		return fmt.Errorf("bare inserts: %w", err)
-	}
 	for _, row := range []struct {
 		name string
 		d    []time.Duration
 	}{
 		{"countersign: update stored, tap recorded, committing, sent", ours},
 		{"go-telegram/bot alone, sending as soon as it sees the tap", lib},
-		{"two bare durable inserts (approved, committing)", bare},
+		{"two bare durable inserts (approved, committing), in between", bare},
 	} {
 		fmt.Printf("  %-62s median %9s  p99 %9s\n", row.name, ms(quantile(row.d, 0.5)), ms(quantile(row.d, 0.99)))
 	}
@@ -107,6 +104,11 @@ func countersignTaps(ctx context.Context, c config) ([]time.Duration, split, err
 		return nil, split{}, err
 	}
 	defer stop()
+	insert, closeBare, err := bareInserts(ctx, dir, 2)
+	if err != nil {
+		return nil, split{}, err
+	}
+	defer closeBare()
 	if err := srv.WaitTimeout(waitLimit, func(s *telegramtest.Server) bool { return s.Polling() }); err != nil {
 		return nil, split{}, fmt.Errorf("the bot never polled: %w", err)
 	}
@@ -119,6 +121,11 @@ func countersignTaps(ctx context.Context, c config) ([]time.Duration, split, err
 			return nil, split{}, fmt.Errorf("approval %d: %w", i, err)
 		}
 		out = append(out, d)
+		b, err := insert()
+		if err != nil {
+			return nil, split{}, fmt.Errorf("bare inserts: %w", err)
+		}
+		parts.bare = append(parts.bare, b)
 		time.Sleep(time.Until(next))
 	}
 	return out, parts, nil
@@ -153,7 +160,7 @@ func startBot(ctx context.Context, c config, srv *telegramtest.Server, dir strin
 		j.Close()
 		return nil, err
 	}
-	reg, err := toolsRegistry(p, tg)
+	reg, err := tools.NewRegistry(p, tg.Sender())
 	if err != nil {
 		j.Close()
 		return nil, err
@@ -177,7 +184,9 @@ func startBot(ctx context.Context, c config, srv *telegramtest.Server, dir strin
 
 // split is where an approval's time goes: until the tap is answered (the tap
 // stored and recorded), and from there to the send (committing journaled).
-type split struct{ toAnswer, toSend []time.Duration }
+// bare are the baseline's inserts, timed between the approvals, on the same disk
+// at the same time.
+type split struct{ toAnswer, toSend, bare []time.Duration }
 
 // oneApproval asks for one send, taps Approve on its card, waits until the bot is
 // done with it, and returns the span from the tap's hand-out to the send's arrival.
@@ -308,36 +317,28 @@ func libraryTaps(ctx context.Context, c config) ([]time.Duration, error) {
 	return out, nil
 }
 
-// bareInserts times n rounds of k durable single-row inserts in a row, with the
-// journal's settings (WAL, synchronous=FULL): the writes the approval path cannot
-// do without.
-func bareInserts(ctx context.Context, n, k int) ([]time.Duration, error) {
-	dir, err := os.MkdirTemp("", "sendbench")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
+// bareInserts opens a database with the journal's settings (WAL,
+// synchronous=FULL) in dir and returns what times k durable single-row inserts in
+// a row: the writes the approval path cannot do without.
+func bareInserts(ctx context.Context, dir string, k int) (func() (time.Duration, error), func(), error) {
 	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "bare.db")+"?_journal_mode=WAL&_busy_timeout=5000&_synchronous=FULL&_txlock=immediate")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer db.Close()
 	if _, err := db.ExecContext(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"); err != nil {
-		return nil, err
+		db.Close()
+		return nil, nil, err
 	}
-	out := make([]time.Duration, 0, n)
-	for i := range n {
+	round := 0
+	timed := func() (time.Duration, error) {
+		round++
 		start := time.Now()
 		for x := range k {
-			if _, err := db.ExecContext(ctx, "INSERT INTO t(v) VALUES(?)", fmt.Sprintf("row %d.%d", i, x)); err != nil {
-				return nil, err
+			if _, err := db.ExecContext(ctx, "INSERT INTO t(v) VALUES(?)", fmt.Sprintf("row %d.%d", round, x)); err != nil {
+				return 0, err
 			}
 		}
-		out = append(out, time.Since(start))
+		return time.Since(start), nil
 	}
-	return out, nil
-}
-
-func toolsRegistry(p *policy.Policy, tg *telegram.Bot) (*tools.Registry, error) {
-	return tools.NewRegistry(p, tg.Sender())
+	return timed, func() { db.Close() }, nil
 }
