@@ -185,3 +185,27 @@ func TestForgedCallbackDataChangesNothing(t *testing.T) {
 	r.tap(alice, card, "Approve") // the real button still works
 	r.waitFor("the delivery", atLeast(1, delivered(target)))
 }
+
+// TestSendDoesNotWaitForTheTapsAnswer: the tap is answered with what was recorded
+// while the commit goes on, so a slow answer does not hold up the send.
+func TestSendDoesNotWaitForTheTapsAnswer(t *testing.T) {
+	r := newRig(t)
+	r.command(alice, "/send 222 sent at once")
+	card := r.card(alice)
+	const slow = 2 * time.Second
+	r.srv.Inject(telegramtest.Delay(slow).For("answerCallbackQuery"))
+	r.tap(alice, card, "Approve")
+	r.waitFor("the delivery and the answer", func(s *telegramtest.Server) bool {
+		return len(s.Messages(target)) == 1 && len(s.CallbackAnswers()) == 1
+	})
+	answer, send := r.srv.CallsTo("answerCallbackQuery")[0], r.srv.CallsTo("sendMessage")
+	var delivery telegramtest.Call
+	for _, c := range send {
+		if c.ChatID == target {
+			delivery = c
+		}
+	}
+	if gap := delivery.Time.Sub(answer.Time); gap >= slow/2 {
+		t.Errorf("the send reached Telegram %v after the tap's answer did, want well under %v: it waited for the answer", gap, slow)
+	}
+}

@@ -100,7 +100,7 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	t := &Bot{opts: o, log: o.Logger, journal: j, messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
 		refusals: make(chan int64, refusalQueue), cardRetry: map[string]time.Time{}, started: time.Now()}
 	t.redact = func(s string) string { return strings.ReplaceAll(s, o.Token, "<token>") }
-	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second}
+	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second, Transport: transport()}
 	// The library makes the method calls; updates are received by poll (or the
 	// webhook), which stores each one before Telegram forgets it.
 	var err error
@@ -121,6 +121,21 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	}
 	t.sender = &Sender{bot: t.api, limiter: NewLimiter(*o.Limits), redact: t.redact, timeout: o.SendTimeout}
 	return t, nil
+}
+
+// idleConns is how many connections to the Bot API are kept open between
+// requests: more than the sends that may be in flight at once (InSecond) with the
+// poll, cards' edits and answers beside them.
+const idleConns = 64
+
+// transport keeps connections to the Bot API open for the next request. The
+// default keeps two, so that a burst across chats opened a new connection, and
+// against Telegram a TLS handshake, for nearly every send: a round trip or two
+// that each chat's next message waits on, because it is spaced from the answer.
+func transport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = idleConns, idleConns
+	return tr
 }
 
 func withDefaults(o Options) Options {
@@ -237,10 +252,12 @@ func (t *Bot) send(ctx context.Context, chat int64, text string, markup models.R
 		params.ReplyParameters = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
 	}
 	for try := 0; ; try++ {
-		if err := t.sender.limiter.Wait(ctx, strconv.FormatInt(chat, 10)); err != nil {
+		done, err := t.sender.limiter.Wait(ctx, strconv.FormatInt(chat, 10))
+		if err != nil {
 			return nil, err
 		}
 		m, err := t.api.SendMessage(ctx, params)
+		done()
 		var tmr *bot.TooManyRequestsError
 		if errors.As(err, &tmr) && try == 0 && tmr.RetryAfter <= 10 {
 			if err := sleep(ctx, time.Duration(tmr.RetryAfter)*time.Second); err != nil {

@@ -246,14 +246,16 @@ func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID 
 		t.log.Error("decision failed", "approval", apID, "err", err)
 		t.reply(ctx, cq.From.ID, failure(err))
 		return
-	case d.Result.Cause == tools.CauseApprovalExpired:
-		t.answer(ctx, cq, "This approval expired; nothing will be sent.")
-	case d.Approved():
-		t.answer(ctx, cq, "Approved. Sending…")
-	default:
-		t.answer(ctx, cq, "Rejected. Nothing will be sent.")
 	}
+	// The answer says what was recorded, so it goes beside the commit: the send
+	// waits for no round trip of its own.
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		t.answer(ctx, cq, tapAnswer(d))
+	}()
 	r, err := t.ops.Proceed(ctx, d)
+	<-answered
 	if err != nil {
 		t.log.Error("commit failed", "approval", apID, "err", err)
 		t.reply(ctx, cq.From.ID, failure(err))
@@ -261,6 +263,17 @@ func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID 
 	}
 	t.closeCards(ctx, apID, decisionLine(&r, who(cq.From), approve))
 	t.tellRequester(ctx, d.Approval.OperationID, command.Reply{Text: command.Describe(r), Result: &r})
+}
+
+// tapAnswer is what a recorded tap is answered with.
+func tapAnswer(d operator.Decision) string {
+	switch {
+	case d.Result.Cause == tools.CauseApprovalExpired:
+		return "This approval expired; nothing will be sent."
+	case d.Approved():
+		return "Approved. Sending…"
+	}
+	return "Rejected. Nothing will be sent."
 }
 
 // tapRefusal is what a tap the operator refused is answered with.

@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -13,23 +14,37 @@ import (
 // messages a second overall, about one a second in one chat, and 20 a minute in one
 // group or channel; beyond them it answers 429.
 type Limits struct {
-	Overall   rate.Limit
+	// Overall is the steady rate over all chats, with a burst of as many.
+	Overall rate.Limit
+	// InSecond is the most sends Telegram may receive within any one second
+	// (default: Overall, rounded up), counted from the responses of earlier sends.
+	InSecond int
+	// PerChat and PerGroup are the rates within one private chat, and within one
+	// group or channel; ChatBurst is how many may go to one chat at once.
 	PerChat   rate.Limit
 	PerGroup  rate.Limit
 	ChatBurst int
 }
 
-// DefaultLimits keep a margin under Telegram's documented limits, because a send
-// spaced exactly one second after the last can arrive a hair early and earn a 429.
-var DefaultLimits = Limits{Overall: 28, PerChat: rate.Every(1100 * time.Millisecond), PerGroup: rate.Every(3200 * time.Millisecond), ChatBurst: 1}
+// DefaultLimits keep under Telegram's documented limits whatever the network does
+// to a request on its way: a send to a chat leaves no sooner than a second after
+// the response to the one before it came back, so it cannot reach Telegram within
+// a second of it, however early it was sent or late the earlier one arrived (the
+// round trip is the margin); and no more than 30 sends can reach Telegram within
+// any second, counted the same way. The overall rate keeps a margin of its own
+// under Telegram's "about 30 a second", because that figure is not exact.
+var DefaultLimits = Limits{Overall: 28, InSecond: 30, PerChat: 1, PerGroup: rate.Every(3200 * time.Millisecond), ChatBurst: 1}
 
-// Limiter spaces sends so that Telegram's limits are rarely reached. It is safe
-// for concurrent use.
+// Limiter spaces sends so that Telegram's limits are rarely reached. A send takes
+// a slot (Wait, TrySpare) before it leaves and gives it back, with the time its
+// answer came, when it is over. It is safe for concurrent use.
 type Limiter struct {
 	limits  Limits
 	overall *rate.Limiter
 	mu      sync.Mutex
-	chats   map[string]*rate.Limiter
+	second  window // all chats: at most InSecond within a second
+	chats   map[string]*window
+	changed chan struct{} // closed when a send gives its slot back
 	// sweepAt is the number of chats at which idle ones are forgotten, so that a
 	// bot writing to many chats over months keeps only the busy ones in memory.
 	sweepAt int
@@ -41,39 +56,173 @@ const minSweep = 1024
 
 // NewLimiter returns a limiter for l.
 func NewLimiter(l Limits) *Limiter {
-	return &Limiter{limits: l, overall: rate.NewLimiter(l.Overall, max(1, int(l.Overall))), chats: map[string]*rate.Limiter{},
-		sweepAt: minSweep, now: time.Now}
+	if l.InSecond <= 0 {
+		l.InSecond = max(1, int(math.Ceil(float64(l.Overall))))
+	}
+	return &Limiter{limits: l, overall: rate.NewLimiter(l.Overall, max(1, int(l.Overall))),
+		second: window{n: l.InSecond, span: time.Second}, chats: map[string]*window{},
+		changed: make(chan struct{}), sweepAt: minSweep, now: time.Now}
 }
 
-// Wait blocks until a message to target may go, or ctx ends.
-func (l *Limiter) Wait(ctx context.Context, target string) error {
-	if err := l.chat(target).Wait(ctx); err != nil {
-		return err
+// window admits at most n sends within any span as Telegram receives them. A
+// send holds its place from when it is admitted until span after its response
+// came back: Telegram received it before it answered, so a send admitted later
+// reaches Telegram more than span after it, whatever the network's delays. (A
+// request that timed out counts from its timeout: a request cannot linger in the
+// network for that long.)
+type window struct {
+	n    int
+	span time.Duration
+	open int         // admitted, not yet answered
+	done []time.Time // answers within the last span, oldest first
+}
+
+// wait is how long until w admits a send at now: 0 when it does, -1 when only an
+// answer to a send in flight can make room.
+func (w *window) wait(now time.Time) time.Duration {
+	w.forget(now)
+	excess := w.open + len(w.done) - w.n + 1
+	switch {
+	case excess <= 0:
+		return 0
+	case excess > len(w.done):
+		return -1
 	}
-	return l.overall.Wait(ctx)
+	return w.done[excess-1].Add(w.span).Sub(now)
+}
+
+func (w *window) forget(now time.Time) {
+	k := 0
+	for k < len(w.done) && !w.done[k].Add(w.span).After(now) {
+		k++
+	}
+	w.done = w.done[k:]
+}
+
+// answered gives back a send's place: it lapses span after at.
+func (w *window) answered(at time.Time) {
+	w.open--
+	w.done = append(w.done, at) // answers come in time order: at is the latest
+}
+
+// idle says w admits exactly what a new window would.
+func (w *window) idle(now time.Time) bool {
+	w.forget(now)
+	return w.open == 0 && len(w.done) == 0
+}
+
+// Wait blocks until a message to target may go, or ctx ends. The send must call
+// done, once, when it is over (answered, failed or timed out): a chat's next
+// message waits for it.
+func (l *Limiter) Wait(ctx context.Context, target string) (done func(), err error) {
+	chat, err := l.admit(ctx, func() *window { return l.chatLocked(target) })
+	if err != nil {
+		return nil, err
+	}
+	if err := l.overall.Wait(ctx); err != nil {
+		l.withdraw(chat)
+		return nil, err
+	}
+	if _, err := l.admit(ctx, func() *window { return &l.second }); err != nil {
+		l.withdraw(chat)
+		return nil, err
+	}
+	return l.doneFunc(chat), nil
+}
+
+// admit waits until the window pick returns (under l.mu) admits a send, and
+// takes its place.
+func (l *Limiter) admit(ctx context.Context, pick func() *window) (*window, error) {
+	for {
+		l.mu.Lock()
+		w := pick()
+		wait := w.wait(l.now())
+		if wait == 0 {
+			w.open++
+			l.mu.Unlock()
+			return w, nil
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if err := sleepUntilChange(ctx, wait, changed); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// sleepUntilChange waits d (for ever when d < 0), until changed is closed, or
+// until ctx ends.
+func sleepUntilChange(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
+	var timer <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-timer:
+	case <-changed:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// doneFunc is the done of a send admitted to chat and the overall window.
+func (l *Limiter) doneFunc(chat *window) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			now := l.now()
+			chat.answered(now)
+			l.second.answered(now)
+			l.changedLocked()
+		})
+	}
+}
+
+// withdraw gives back a place in w that no send used.
+func (l *Limiter) withdraw(w *window) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w.open--
+	l.changedLocked()
+}
+
+// changedLocked wakes every waiter to look again.
+func (l *Limiter) changedLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
 }
 
 // TrySpare takes a send to target only if it may go now and leaves at least half
 // of the overall burst for everything else, so that a message of low priority (a
-// stranger's refusal) never makes a card or a commit wait. When it takes none it
-// returns false and how long until it might.
-func (l *Limiter) TrySpare(target string) (bool, time.Duration) {
-	chat := l.chat(target)
-	l.mu.Lock() // one spare send decided at a time; Wait takes no lock
+// stranger's refusal) never makes a card or a commit wait. When it takes one it
+// returns the send's done (see Wait); otherwise nil and how long until it might.
+func (l *Limiter) TrySpare(target string) (done func(), wait time.Duration) {
+	l.mu.Lock() // one spare send decided at a time, and no other send admitted meanwhile
 	defer l.mu.Unlock()
+	chat := l.chatLocked(target)
 	now := l.now()
 	need := float64(l.overall.Burst()/2 + 1)
-	wait := max(until(l.overall, now, need), until(chat, now, 1))
-	if wait > 0 {
-		return false, wait
+	wait = until(l.overall, now, need)
+	for _, w := range []time.Duration{chat.wait(now), l.second.wait(now)} {
+		if w < 0 {
+			w = 10 * time.Millisecond // a send in flight must answer first
+		}
+		wait = max(wait, w)
 	}
-	if !chat.AllowN(now, 1) {
-		return false, until(chat, now, 1)
+	if wait > 0 {
+		return nil, wait
 	}
 	if !l.overall.AllowN(now, 1) {
-		return false, until(l.overall, now, need)
+		return nil, until(l.overall, now, need)
 	}
-	return true, 0
+	chat.open++
+	l.second.open++
+	return l.doneFunc(chat), 0
 }
 
 // until is how long r needs to hold n tokens, from now.
@@ -88,9 +237,8 @@ func until(r *rate.Limiter, now time.Time, n float64) time.Duration {
 	return time.Duration(short / float64(r.Limit()) * float64(time.Second))
 }
 
-func (l *Limiter) chat(target string) *rate.Limiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// chatLocked is target's window, made on first use; l.mu is held.
+func (l *Limiter) chatLocked(target string) *window {
 	if c, ok := l.chats[target]; ok {
 		return c
 	}
@@ -102,17 +250,26 @@ func (l *Limiter) chat(target string) *rate.Limiter {
 		l.forgetIdle()
 		l.sweepAt = max(minSweep, 2*len(l.chats)) // amortized: a sweep per doubling
 	}
-	c := rate.NewLimiter(limit, max(1, l.limits.ChatBurst))
+	burst := max(1, l.limits.ChatBurst)
+	c := &window{n: burst, span: spanOf(limit, burst)}
 	l.chats[target] = c
 	return c
 }
 
-// forgetIdle drops the chats whose limiter has refilled: it allows exactly what a
-// new one would, so forgetting it changes no send's timing.
+// spanOf is the span in which a window of n sends keeps to limit.
+func spanOf(limit rate.Limit, n int) time.Duration {
+	if limit <= 0 {
+		return time.Hour
+	}
+	return time.Duration(float64(n) / float64(limit) * float64(time.Second))
+}
+
+// forgetIdle drops the chats whose window is idle: it admits exactly what a new
+// one would, so forgetting it changes no send's timing.
 func (l *Limiter) forgetIdle() {
 	now := l.now()
 	for target, c := range l.chats {
-		if c.TokensAt(now) >= float64(c.Burst()) {
+		if c.idle(now) {
 			delete(l.chats, target)
 		}
 	}

@@ -39,13 +39,15 @@ func (s *Sender) Send(ctx context.Context, m tools.Message) (tools.Delivery, err
 	if err != nil {
 		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}
 	}
-	if err := s.limiter.Wait(ctx, m.Target); err != nil {
+	done, err := s.limiter.Wait(ctx, m.Target)
+	if err != nil {
 		return tools.Delivery{}, fmt.Errorf("telegram: rate limiter: %w: %w", tools.ErrNotSent, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ctx, wrote := traceWrite(ctx)
 	msg, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Text, ParseMode: models.ParseMode(m.ParseMode)})
+	done() // the chat's next message is spaced from this answer
 	if err != nil {
 		return tools.Delivery{}, classify(err, wrote.Load(), s.redact)
 	}

@@ -103,16 +103,19 @@ func (t *Bot) sendRefusals(ctx context.Context) {
 		case chat = <-t.refusals:
 		}
 		target := strconv.FormatInt(chat, 10)
-		for {
-			ok, wait := t.sender.limiter.TrySpare(target)
-			if ok {
+		var done func()
+		for done == nil {
+			var wait time.Duration
+			if done, wait = t.sender.limiter.TrySpare(target); done != nil {
 				break
 			}
 			if sleep(ctx, max(wait, 10*time.Millisecond)) != nil {
 				return
 			}
 		}
-		if _, err := t.api.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: refusal}); err != nil && ctx.Err() == nil {
+		_, err := t.api.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: refusal})
+		done()
+		if err != nil && ctx.Err() == nil {
 			t.log.Debug("refusal not delivered", "chat", chat, "err", t.redact(err.Error()))
 		}
 	}

@@ -1,212 +1,120 @@
-// Command sendbench pushes N auto-approved messages across M chats through the fake
-// Bot API server with Telegram's flood limits enforced, once through Countersign and
-// once with go-telegram/bot alone, and reports each run's time against the
-// theoretical minimum, the 429s it received and the duplicates it caused.
+// Command sendbench measures delivery and approval latency through the fake Bot
+// API server, with Telegram's flood limits enforced, each beside a baseline from
+// the same run.
 //
-//	go run ./cmd/sendbench -n 100 -chats 20 -drop 25
+//	go run ./cmd/sendbench
 //
-// -drop K makes every K-th sendMessage be accepted by Telegram and then lose its
-// response, as a timeout after acceptance does in production.
+// Delivery: for each -runs N/M, N auto-approved messages across M chats, once
+// through Countersign and once with go-telegram/bot alone (and the retry a careful
+// user writes), against Telegram's theoretical minimum: the longer of N at 30/s and
+// the busiest chat at 1/s. -drop K makes every K-th sendMessage be accepted by
+// Telegram and then lose its response, as a timeout after acceptance does.
+//
+// Approval latency: -approvals of them, one at a time, from the tap's update
+// leaving the fake server (a getUpdates response carrying it) to the approved
+// sendMessage reaching it, journal included; beside the same span for a bare
+// go-telegram/bot that sends as soon as it sees the tap, and the durable inserts
+// the path must make.
+//
+// Each goal is printed as a PASS or FAIL line; the exit status is 1 when one is
+// missed.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
-
-	"github.com/go-telegram/bot"
-
-	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/telegram"
-	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 const token = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 
+// goalRatio is the slowest delivery allowed, against the theoretical minimum.
+const goalRatio = 1.10
+
 type config struct {
-	n, chats, drop int
-	policies       string
+	runs      []shape
+	drop      int
+	approvals int
+	policies  string
+	verbose   bool
 }
 
-type outcome struct {
-	elapsed              time.Duration
-	delivered, dups, tmr int
-	unknown              int
-}
+// shape is one delivery run: n messages across chats.
+type shape struct{ n, chats int }
+
+func (s shape) String() string { return fmt.Sprintf("%d/%d", s.n, s.chats) }
 
 func main() {
-	var c config
-	flag.IntVar(&c.n, "n", 100, "messages to send")
-	flag.IntVar(&c.chats, "chats", 20, "private chats to spread them over")
-	flag.IntVar(&c.drop, "drop", 0, "every K-th send is accepted, then its response lost (0: never)")
-	flag.StringVar(&c.policies, "policies", "policies.yaml", "policy file to start from")
-	flag.Parse()
-	if c.n < 1 || c.chats < 1 {
-		fmt.Fprintln(os.Stderr, "sendbench: -n and -chats must be positive")
+	c, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sendbench:", err)
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	minimum := theoreticalMinimum(c)
-	fmt.Printf("%d messages across %d chats; limits enforced: 30/s overall, 1/s per chat\n", c.n, c.chats)
-	fmt.Printf("theoretical minimum: %s\n", minimum.Round(10*time.Millisecond))
-	for _, run := range []struct {
-		name string
-		fn   func(context.Context, config, *telegramtest.Server) (outcome, error)
-	}{{"countersign", viaCountersign}, {"go-telegram/bot alone", viaLibrary}} {
-		srv := newServer(c)
-		o, err := run.fn(ctx, c, srv)
-		o.tmr, o.dups, o.delivered = srv.TooManyRequests(), duplicates(srv, c), len(srv.AllMessages())
-		srv.Close()
+	failed := false
+	for _, s := range c.runs {
+		ok, err := deliveryRun(ctx, c, s)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "sendbench: %s: %v\n", run.name, err)
+			fmt.Fprintf(os.Stderr, "sendbench: %s: %v\n", s, err)
 			os.Exit(1)
 		}
-		fmt.Printf("%-22s %8s (%.2f× the minimum)  429s: %3d  delivered: %3d  duplicates: %2d  unknown, held for verification: %d\n",
-			run.name, o.elapsed.Round(10*time.Millisecond), float64(o.elapsed)/float64(minimum), o.tmr, o.delivered, o.dups, o.unknown)
+		failed = failed || !ok
 	}
-}
-
-// theoreticalMinimum is the longer of N at 30/s and the busiest chat at 1/s (its
-// first message goes at once).
-func theoreticalMinimum(c config) time.Duration {
-	busiest := (c.n + c.chats - 1) / c.chats
-	return max(time.Duration(c.n)*time.Second/30, time.Duration(busiest-1)*time.Second)
-}
-
-func newServer(c config) *telegramtest.Server {
-	srv := telegramtest.New(telegramtest.Options{Token: token, Flood: &telegramtest.FloodLimits{PerSecond: 30, PerChatPerSecond: 1, ChatBurst: 1, GroupPerMinute: 20}})
-	for k := 1; c.drop > 0 && k*c.drop <= c.n; k++ {
-		srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").OnCall(k * c.drop))
-	}
-	return srv
-}
-
-func chatOf(i, chats int) int64 { return int64(1000 + i%chats) }
-
-func text(i int) string { return fmt.Sprintf("digest item %d", i) }
-
-// duplicates counts messages delivered more than once to the same chat.
-func duplicates(srv *telegramtest.Server, c config) int {
-	seen, dups := map[string]bool{}, 0
-	for _, m := range srv.AllMessages() {
-		k := strconv.FormatInt(m.Chat.ID, 10) + "\x00" + m.RawText
-		if seen[k] {
-			dups++
+	if c.approvals > 0 {
+		if err := approvalRun(ctx, c); err != nil {
+			fmt.Fprintf(os.Stderr, "sendbench: approval latency: %v\n", err)
+			os.Exit(1)
 		}
-		seen[k] = true
 	}
-	return dups
+	if failed {
+		os.Exit(1)
+	}
 }
 
-// perChat runs send for each chat's messages in order, all chats at once.
-func perChat(c config, send func(i int) error) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, c.chats)
-	for ch := 0; ch < c.chats; ch++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := ch; i < c.n; i += c.chats {
-				if err := send(i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+func parseFlags(args []string) (config, error) {
+	var c config
+	var runs string
+	fs := flag.NewFlagSet("sendbench", flag.ContinueOnError)
+	fs.StringVar(&runs, "runs", "600/60,100/20", "delivery runs, each messages/chats; empty for none")
+	fs.IntVar(&c.drop, "drop", 25, "every K-th send is accepted, then its response lost (0: never)")
+	fs.IntVar(&c.approvals, "approvals", 200, "approvals to time, one at a time (0: none)")
+	fs.StringVar(&c.policies, "policies", "policies.yaml", "policy file to start from")
+	fs.BoolVar(&c.verbose, "v", false, "print where each delivery run's time goes")
+	if err := fs.Parse(args); err != nil {
+		return c, err
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	for _, r := range strings.Split(runs, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		n, chats, ok := strings.Cut(r, "/")
+		s := shape{}
+		var err1, err2 error
+		s.n, err1 = strconv.Atoi(n)
+		s.chats, err2 = strconv.Atoi(chats)
+		if !ok || err1 != nil || err2 != nil || s.n < 1 || s.chats < 1 {
+			return c, fmt.Errorf("-runs: %q is not messages/chats, both positive", r)
+		}
+		c.runs = append(c.runs, s)
+	}
+	if c.drop < 0 || c.approvals < 0 {
+		return c, fmt.Errorf("-drop and -approvals must not be negative")
+	}
+	return c, nil
 }
 
-// viaCountersign sends every message as its own auto-approved commit.
-func viaCountersign(ctx context.Context, c config, srv *telegramtest.Server) (outcome, error) {
-	dir, err := os.MkdirTemp("", "sendbench")
-	if err != nil {
-		return outcome{}, err
+// verdict prints one goal's PASS or FAIL line and says whether it passed.
+func verdict(ok bool, format string, args ...any) bool {
+	word := "PASS"
+	if !ok {
+		word = "FAIL"
 	}
-	defer os.RemoveAll(dir)
-	p, err := policy.Load(c.policies)
-	if err != nil {
-		return outcome{}, err
-	}
-	rule := policy.AutoApprove{Tool: "commit_send_message"}
-	for ch := 0; ch < c.chats; ch++ {
-		rule.Chats = append(rule.Chats, strconv.FormatInt(chatOf(ch, c.chats), 10))
-	}
-	p.AutoApprove, p.Verify.DuplicateWindow = []policy.AutoApprove{rule}, 0
-	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
-	if err != nil {
-		return outcome{}, err
-	}
-	defer j.Close()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: srv.URL(), SendTimeout: 5 * time.Second, Logger: quiet})
-	if err != nil {
-		return outcome{}, err
-	}
-	reg, err := tools.NewRegistry(p, tg.Sender())
-	if err != nil {
-		return outcome{}, err
-	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Logger: quiet})
-	if err != nil {
-		return outcome{}, err
-	}
-	var mu sync.Mutex
-	var o outcome
-	start := time.Now()
-	err = perChat(c, func(i int) error {
-		task, err := op.StartTask(ctx, journal.Task{Requester: 1, Summary: "sendbench"})
-		if err != nil {
-			return err
-		}
-		args := fmt.Sprintf(`{"chat_id":"%d","text":"%s"}`, chatOf(i, c.chats), text(i))
-		r, err := op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: []byte(args)})
-		if r.SideEffect == tools.SideEffectUnknown {
-			mu.Lock()
-			o.unknown++
-			mu.Unlock()
-		}
-		return err
-	})
-	o.elapsed = time.Since(start)
-	return o, err
+	fmt.Printf("%s  %s\n", word, fmt.Sprintf(format, args...))
+	return ok
 }
 
-// viaLibrary sends with go-telegram/bot and the retry a careful user writes: wait
-// retry_after on 429, and try again on any other error.
-func viaLibrary(ctx context.Context, c config, srv *telegramtest.Server) (outcome, error) {
-	b, err := bot.New(token, bot.WithServerURL(srv.URL()), bot.WithSkipGetMe())
-	if err != nil {
-		return outcome{}, err
-	}
-	start := time.Now()
-	err = perChat(c, func(i int) error {
-		for try := 0; try < 10; try++ {
-			_, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chatOf(i, c.chats), Text: text(i)})
-			var tmr *bot.TooManyRequestsError
-			switch {
-			case err == nil:
-				return nil
-			case errors.As(err, &tmr):
-				time.Sleep(time.Duration(tmr.RetryAfter) * time.Second)
-			default:
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
-		return fmt.Errorf("message %d: gave up after 10 tries", i)
-	})
-	return outcome{elapsed: time.Since(start)}, err
-}
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }

@@ -21,11 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -97,13 +99,23 @@ type Server struct {
 	limiter  *limiter
 	tooMany  int
 	rejected int
+	conns    atomic.Int64
 }
+
+// Connections counts the connections clients opened to the server: against
+// Telegram, each new one costs a TLS handshake.
+func (s *Server) Connections() int { return int(s.conns.Load()) }
 
 // New starts a server. Call Close when done; prefer NewServer in tests.
 func New(opts Options) *Server {
 	s := newServer(opts)
 	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
 	s.ts.Config.ErrorLog = log.New(redactor{s}, "telegramtest: ", 0)
+	s.ts.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
 	s.ts.Start()
 	return s
 }

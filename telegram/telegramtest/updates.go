@@ -36,6 +36,8 @@ type updateQueue struct {
 	allowed []string // nil until a getUpdates or setWebhook sets it
 	polling bool
 	queries int
+	// handedOut is when a getUpdates response first carried each update.
+	handedOut map[int64]time.Time
 }
 
 func (q *updateQueue) init(first int64) {
@@ -73,10 +75,16 @@ func (q *updateQueue) confirm(offset int64) {
 
 // deliverable drops updates of types not allowed and returns up to limit
 // of the rest. They stay queued until confirmed.
-func (q *updateQueue) deliverable(limit int) []json.RawMessage {
+func (q *updateQueue) deliverable(limit int, now time.Time) []json.RawMessage {
 	q.pending = slices.DeleteFunc(q.pending, func(u queuedUpdate) bool { return !q.isAllowed(u.kind) })
 	out := make([]json.RawMessage, 0, min(limit, len(q.pending)))
 	for i := range q.pending[:min(limit, len(q.pending))] {
+		if !q.pending[i].delivered {
+			if q.handedOut == nil {
+				q.handedOut = map[int64]time.Time{}
+			}
+			q.handedOut[q.pending[i].id] = now
+		}
 		q.pending[i].delivered = true
 		out = append(out, q.pending[i].raw)
 	}
@@ -167,6 +175,16 @@ func (s *Server) PendingUpdates() []int64 {
 		ids[i] = u.id
 	}
 	return ids
+}
+
+// HandedOut is when a getUpdates response first carried update id, on the
+// server's clock: the moment the bot could first see it, for latency measured
+// from there.
+func (s *Server) HandedOut(id int64) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.queue.handedOut[id]
+	return t, ok
 }
 
 // Renumber makes the next pushed update take update_id next, as Telegram may
@@ -289,7 +307,7 @@ func (s *Server) waitUpdates(ctx context.Context, p pollParams) []json.RawMessag
 		if p.offset > 0 {
 			s.queue.confirm(p.offset)
 		}
-		batch := s.queue.deliverable(p.limit)
+		batch := s.queue.deliverable(p.limit, s.now())
 		changed := s.changed
 		s.mu.Unlock()
 		if len(batch) > 0 || p.timeout == 0 {

@@ -376,3 +376,22 @@ func getUpdatesIDs(srv *telegramtest.Server, form url.Values) []int64 {
 	}
 	return ids
 }
+
+// TestHandedOutIsTheFirstResponse: an update's hand-out time is the first
+// getUpdates response that carried it, not a later one that carried it again.
+func TestHandedOutIsTheFirstResponse(t *testing.T) {
+	clock := newClock()
+	srv := telegramtest.NewServer(t, telegramtest.Options{Now: clock.Now})
+	id := srv.PushMessage(222, 222, "hello")
+	if _, ok := srv.HandedOut(id); ok {
+		t.Fatal("HandedOut before any getUpdates: want none")
+	}
+	first := clock.Now()
+	post(t, srv, "getUpdates", url.Values{})
+	clock.Advance(time.Minute)
+	post(t, srv, "getUpdates", url.Values{}) // not confirmed: handed out again
+	got, ok := srv.HandedOut(id)
+	if !ok || !got.Equal(first) {
+		t.Errorf("HandedOut = %v, %v; want %v, the first response", got, ok, first)
+	}
+}
