@@ -1,7 +1,9 @@
 // Package operator is the runtime between a caller (a person's command, a model) and
 // the world: one tool call goes through the loop guard, budgets, prepare, the
 // verifier, approval, a write-ahead commit and the decision table, and ends in one
-// normalized result. Every step is journaled before it happens.
+// normalized result. Every step that changes anything is journaled before it
+// happens; the verifier, which only reads, runs first and its verdict is journaled
+// with the call.
 package operator
 
 import (
