@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -246,4 +247,21 @@ func TestAResolvedLongTextResumesAtTheFirstPartNotDelivered(t *testing.T) {
 	if len(calls) != 4 || calls[0].Params["text"] == calls[2].Params["text"] || calls[1].Params["text"] != calls[2].Params["text"] {
 		t.Errorf("attempts = %d, want 4: part 1, part 2 lost, part 2 again, part 3", len(calls))
 	}
+}
+
+// A proxy in front of the Bot API answers with an error page that echoes the
+// request's path, and so the token: the outcome is unknown, and the token is
+// scrubbed from the error before it reaches the journal, the vault, a log line or
+// a reply.
+func TestAProxyPageThatEchoesTheTokenLeavesItNowhere(t *testing.T) {
+	r := newRig(t)
+	page := "<html><body><h1>502 Bad Gateway</h1><p>The proxy could not complete POST /bot" + token + "/sendMessage</p></body></html>"
+	r.srv.Inject(telegramtest.Fault{Action: telegramtest.ActionAcceptThenReply, Code: http.StatusBadGateway, Body: page}.For("sendMessage").InChat(target))
+	r.approveSend("through a chatty proxy")
+	opID := opIn(t, r.notice(alice).Text)
+	if op := r.operation(opID); op.State != journal.Unknown {
+		t.Errorf("state = %s, want unknown", op.State)
+	}
+	r.shutdown()
+	noTokenLeft(t, r)
 }
