@@ -1,6 +1,8 @@
 package telegram_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +99,32 @@ func TestStopEndsTheModelsTurn(t *testing.T) {
 	}
 	if n := len(model.Requests()); n != 1 {
 		t.Errorf("model requests = %d, want the one /stop abandoned", n)
+	}
+}
+
+// A model asks to send a text longer than one message with a parse mode: it is
+// refused at prepare time (a split could cut an entity in two), the model is told
+// how to fix it, and nothing is shown to an approver or sent.
+func TestALongTextWithAParseModeIsRefusedBeforeAnyCard(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 5000; i++ {
+		fmt.Fprintf(&b, "<b>Item %d</b> of the long weekly report, in bold where it matters.\n\n", i)
+	}
+	in, _ := json.Marshal(map[string]string{"chat_id": "222", "text": b.String(), "parse_mode": "HTML"})
+	model := agenttest.NewServer(t, agenttest.Message("tool_use", "Sending the report.", agenttest.Call("commit_send_message", string(in))))
+	r := newRig(t, withModel(model.URL))
+	r.command(alice, "send the weekly report to 222, in bold")
+	r.waitFor("the refusal handed back to the model", func(*telegramtest.Server) bool {
+		reqs := model.Requests()
+		return len(reqs) >= 2 && strings.Contains(string(reqs[1].Body), "drop parse_mode or shorten it")
+	})
+	r.shutdown()
+	for _, chat := range []int64{alice, bob} {
+		if n := len(cardsIn(r.srv, chat)); n != 0 {
+			t.Errorf("%d cards in chat %d for a text that cannot be split safely", n, chat)
+		}
+	}
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("deliveries = %d, want none", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 
 	"github.com/countersign/countersign/telegram/telegramtest"
@@ -176,6 +177,15 @@ func TestForgedCallbackDataChangesNothing(t *testing.T) {
 		r.srv.PushCallbackQuery(alice, alice, card.MessageID, data)
 	}
 	r.waitFor("five answers", func(s *telegramtest.Server) bool { return len(s.CallbackAnswers()) == 5 })
+	// A tap is recorded before it is answered: the journal says now what it decided.
+	for _, a := range r.srv.CallbackAnswers() {
+		if strings.Contains(a.Text, "Approved") || strings.Contains(a.Text, "Rejected") {
+			t.Errorf("a forged tap was answered %q", a.Text)
+		}
+	}
+	if op := r.operation(opIn(t, card.Text)); op.State != journal.AwaitingApproval {
+		t.Errorf("state after the forged taps = %s, want awaiting_approval", op.State)
+	}
 	if n := len(r.srv.Messages(target)); n != 0 {
 		t.Errorf("deliveries = %d, want 0", n)
 	}

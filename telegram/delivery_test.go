@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -205,4 +206,62 @@ func TestShutdownLetsASendInFlightFinish(t *testing.T) {
 	if len(ops) != 1 || len(j.Recovered()) != 0 {
 		t.Errorf("committed = %d, recovered = %v; want the send known delivered, nothing left unknown", len(ops), j.Recovered())
 	}
+}
+
+// Part 2 of a long text meets an unknown outcome; the person is asked about part
+// 2, verifies it did not arrive and retries: the retry resumes at part 2, so part 1, known delivered, is
+// not sent again, and the text arrives whole, each part once.
+func TestAResolvedLongTextResumesAtTheFirstPartNotDelivered(t *testing.T) {
+	r := newRig(t)
+	var b strings.Builder
+	for i := 0; b.Len() < 9000; i++ {
+		fmt.Fprintf(&b, "Paragraph %d of the weekly report, with enough words to fill it.\n\n", i)
+	}
+	text := b.String()[:9000]
+	r.srv.Inject(telegramtest.DropBeforeAccept().For("sendMessage").InChat(target).OnCall(2))
+	r.approveSend(text)
+	notice := r.notice(alice)
+	opID := opIn(t, notice.Text)
+	if op := r.operation(opID); op.State != journal.Unknown || op.PartsDone != 1 {
+		t.Fatalf("after part 2 was lost: %s with %d parts done, want unknown with 1", op.State, op.PartsDone)
+	}
+	// The person is told which part to look for: the first not known delivered.
+	if !strings.Contains(notice.Text, "parts 1-1 of 3 were delivered") || !strings.Contains(notice.Text, "look for part 2 in chat 222") {
+		t.Errorf("the notice does not name part 2 as the one to verify:\n%s", notice.Text)
+	}
+	r.tap(alice, notice, "did not arrive")
+	r.waitFor("the resolution", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.NotDelivered })
+	r.command(alice, "/retry "+opID)
+	r.tap(alice, r.cardFor(alice, opID), "Approve")
+	r.waitFor("the rest of the text", atLeast(3, delivered(target)))
+	r.shutdown()
+	got := r.srv.Messages(target)
+	var joined strings.Builder
+	for _, m := range got {
+		joined.WriteString(m.RawText)
+	}
+	if len(got) != 3 || joined.String() != text {
+		t.Errorf("%d messages delivered, whole text %v; want 3 parts making the text", len(got), joined.String() == text)
+	}
+	calls := sendCalls(r.srv, target)
+	if len(calls) != 4 || calls[0].Params["text"] == calls[2].Params["text"] || calls[1].Params["text"] != calls[2].Params["text"] {
+		t.Errorf("attempts = %d, want 4: part 1, part 2 lost, part 2 again, part 3", len(calls))
+	}
+}
+
+// A proxy in front of the Bot API answers with an error page that echoes the
+// request's path, and so the token: the outcome is unknown, and the token is
+// scrubbed from the error before it reaches the journal, the vault, a log line or
+// a reply.
+func TestAProxyPageThatEchoesTheTokenLeavesItNowhere(t *testing.T) {
+	r := newRig(t)
+	page := "<html><body><h1>502 Bad Gateway</h1><p>The proxy could not complete POST /bot" + token + "/sendMessage</p></body></html>"
+	r.srv.Inject(telegramtest.Fault{Action: telegramtest.ActionAcceptThenReply, Code: http.StatusBadGateway, Body: page}.For("sendMessage").InChat(target))
+	r.approveSend("through a chatty proxy")
+	opID := opIn(t, r.notice(alice).Text)
+	if op := r.operation(opID); op.State != journal.Unknown {
+		t.Errorf("state = %s, want unknown", op.State)
+	}
+	r.shutdown()
+	noTokenLeft(t, r)
 }

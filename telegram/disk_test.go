@@ -1,10 +1,12 @@
 package telegram_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
@@ -43,5 +45,31 @@ func TestAFullDiskLosesNoUpdate(t *testing.T) {
 	r.waitFor("the delivery", atLeast(1, delivered(target)))
 	if got := r.srv.Messages(target); len(got) != 1 || got[0].RawText != text {
 		t.Errorf("deliveries = %d, want exactly the text once", len(got))
+	}
+}
+
+// A command that reached the inbox but cannot be journaled (its operation needs
+// room the disk has not) is answered with what happened, the bot's disk is full,
+// and nothing leaves.
+func TestACommandThatCannotBeJournaledIsAnsweredTheDiskIsFull(t *testing.T) {
+	r := newRig(t)
+	var b strings.Builder
+	for i := 0; b.Len() < 30000; i++ {
+		fmt.Fprintf(&b, "Paragraph %d of the quarterly report, long enough to need pages of its own.\n\n", i)
+	}
+	long := strings.TrimSpace(b.String())
+	// The update was stored while there was room, and the process stopped.
+	r.aProcessThatStopped(func(h *command.Handler) { storeUpdate(t, h, 900, "/send 222 "+long) })
+	// The journal is frozen at its size: the operation, its text and its parts do
+	// not fit in it.
+	r.jopts = []journal.Option{journal.WithSizeLimit(1)}
+	r.start()
+	r.replyContaining(alice, "disk is full")
+	r.shutdown()
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("deliveries = %d, want none", n)
+	}
+	if n := len(cardsIn(r.srv, alice)) + len(cardsIn(r.srv, bob)); n != 0 {
+		t.Errorf("%d cards went out for a command that was not journaled", n)
 	}
 }

@@ -233,3 +233,40 @@ func TestExpiryDoesNotWaitBehindACardOnItsWay(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling the journal, which the bot writes
 	}
 }
+
+// A command whose update is handed over again after a stop (stored, its approval
+// asked, the update not yet marked handled) continues the task it started: no
+// second task, no second operation, one card per approver. The verifier's duplicate
+// check is off here, so that nothing but the task's origin can tell the replay.
+func TestAReplayedCommandStartsNoSecondTask(t *testing.T) {
+	const update = 901
+	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Verify.DuplicateWindow = 0 }))
+	r.aProcessThatStopped(func(h *command.Handler) {
+		storeUpdate(t, h, update, "/send 222 asked once")
+		reply, err := h.Handle(context.Background(), command.Request{User: alice, Chat: fmt.Sprint(alice), Line: "/send 222 asked once",
+			Origin: fmt.Sprintf("telegram:message:%d:%d", alice, update)})
+		if err != nil || len(reply.Approvals) != 1 {
+			t.Fatalf("Handle = %+v, %v; want one approval", reply, err)
+		}
+	})
+	r.start()
+	r.card(alice)
+	r.card(bob)
+	r.waitFor("the replayed update handled", func(*telegramtest.Server) bool {
+		items, err := r.j.Unhandled(context.Background())
+		return err == nil && len(items) == 0
+	})
+	ops, err := r.j.Operations(context.Background(), journal.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.shutdown()
+	if len(ops) != 1 {
+		t.Errorf("operations = %d, want 1: the replay started a second task", len(ops))
+	}
+	for _, chat := range []int64{alice, bob} {
+		if n := len(cardsIn(r.srv, chat)); n != 1 {
+			t.Errorf("cards in chat %d = %d, want exactly 1\n%s", chat, n, r.callSummary())
+		}
+	}
+}

@@ -1,7 +1,11 @@
 package telegram_test
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,4 +142,67 @@ func TestAnOperatorWhoIsNotAnApproverCommandsButCannotApprove(t *testing.T) {
 	}
 	r.tap(bob, card, "Approve")
 	r.waitFor("the delivery", atLeast(1, delivered(target)))
+}
+
+// Someone who is neither an operator nor an approver taps the buttons of an
+// unknown-outcome notice (forwarded to them, or with its data copied): the tap is
+// refused, the operation stays unknown, its note unresolved, and the notice as it was.
+func TestAStrangersTapOnTheResolveButtonsChangesNothing(t *testing.T) {
+	r := newRig(t)
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target))
+	r.approveSend("did it arrive?")
+	notice := r.notice(alice)
+	opID := opIn(t, notice.Text)
+	for _, label := range []string{"It arrived", "did not arrive"} {
+		r.srv.PushCallbackQuery(mallory, mallory, notice.MessageID, buttonData(t, notice, label))
+	}
+	r.waitFor("both taps answered", func(s *telegramtest.Server) bool {
+		n := 0
+		for _, a := range s.CallbackAnswers() {
+			if strings.Contains(a.Text, "Only operators can resolve") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	if op := r.operation(opID); op.State != journal.Unknown {
+		t.Errorf("state after a stranger's taps = %s, want unknown", op.State)
+	}
+	if e, _, err := r.vault.Get(opID); err != nil || !e.Unresolved() {
+		t.Errorf("envelope after a stranger's taps = %q (%v), want unresolved", e.Status, err)
+	}
+	if m, _ := r.srv.Message(alice, notice.MessageID); m.Edits != 0 {
+		t.Errorf("the notice was edited %d times by a stranger's tap", m.Edits)
+	}
+	r.tap(alice, notice, "It arrived") // the requester's own tap still resolves it
+	r.waitFor("the resolution", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.Committed })
+}
+
+// githubToken is a made-up GitHub token: a secret that is not the bot's own.
+const githubToken = "ghp_aB3dE5gH7jK9mN1pQ2sT4vW6xY8zC0aB3dE5"
+
+// A command carrying an API key (not the bot's token) is refused, and the key is in
+// no file the bot writes: the inbox stores the update with the key withheld, so
+// neither the inbox, the journal nor the vault ever holds it.
+func TestAnAPIKeyInACommandIsWithheldFromTheInbox(t *testing.T) {
+	r := newRig(t)
+	id := r.srv.PushMessage(alice, alice, "/send 222 the deploy key is "+githubToken+" for today")
+	r.replyContaining(alice, "looks like a secret")
+	r.waitFor("the update confirmed", func(s *telegramtest.Server) bool { return !slices.Contains(s.PendingUpdates(), id) })
+	r.shutdown()
+	filepath.Walk(r.dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		if data, _ := os.ReadFile(path); bytes.Contains(data, []byte(githubToken)) {
+			t.Errorf("%s holds the key", path)
+		}
+		return nil
+	})
+	if strings.Contains(r.logs.String(), githubToken) {
+		t.Error("the key is in the logs")
+	}
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("deliveries = %d, want 0", n)
+	}
 }

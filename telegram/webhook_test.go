@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
@@ -336,5 +337,52 @@ func noTokenLeft(t *testing.T, r *rig) {
 		if strings.Contains(fmt.Sprint(c.Params), half) {
 			t.Errorf("%s echoed the token: %v", c.Method, c.Params)
 		}
+	}
+}
+
+// An update the webhook cannot store (the journal's disk is full) is not answered
+// 200, which would tell Telegram it arrived: Telegram delivers it again, and once
+// there is room the same update is taken, once.
+func TestAWebhookUpdateThatCannotBeStoredIsAnsweredSoThatTelegramSendsItAgain(t *testing.T) {
+	listen := func(r *rig) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.webhook = &telegram.Webhook{URL: "https://bot.example.org/hook", Secret: hookSecret, Listener: ln, Timeouts: shortTimeouts}
+		return "http://" + ln.Addr().String() + "/"
+	}
+	r := newRig(t)
+	r.shutdown()
+	url := listen(r)
+	// The journal is frozen at its size: storing an update needs pages it cannot have.
+	r.jopts = []journal.Option{journal.WithSizeLimit(1)}
+	r.start()
+	r.waitFor("setWebhook", func(s *telegramtest.Server) bool { return s.Webhook().URL != "" })
+	text := strings.Repeat("Квартальные цифры готовы. ", 120) // over a page in UTF-8 bytes
+	update := fmt.Sprintf(`{"update_id":9101,"message":{"message_id":5,"date":1,"from":{"id":%d,"is_bot":false,"first_name":"Alice"},"chat":{"id":%d,"type":"private"},"text":%q}}`,
+		alice, alice, "/send 222 "+text)
+	if got := postUpdate(t, http.DefaultClient, url, hookSecret, update); got != http.StatusServiceUnavailable {
+		t.Errorf("an update that could not be stored: status %d, want 503 (Telegram then delivers it again)", got)
+	}
+	if logs := r.logs.String(); !strings.Contains(logs, "update not stored") {
+		t.Errorf("the log does not say the update was not stored:\n%s", logs)
+	}
+
+	// Space comes back, and Telegram delivers the update again.
+	r.jopts = nil
+	r.shutdown()
+	url = listen(r)
+	r.start()
+	if got := postUpdate(t, http.DefaultClient, url, hookSecret, update); got != http.StatusOK {
+		t.Fatalf("the update again, with room: status %d, want 200", got)
+	}
+	card := r.card(alice)
+	if !strings.Contains(card.Text, "Квартальные цифры готовы.") {
+		t.Fatalf("card = %q, want the text of the update that waited", card.Text)
+	}
+	r.shutdown()
+	if n := len(cardsIn(r.srv, alice)); n != 1 {
+		t.Errorf("cards = %d, want 1", n)
 	}
 }

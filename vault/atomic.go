@@ -12,8 +12,13 @@ import (
 	"github.com/countersign/countersign/envelope"
 )
 
-// rename is os.Rename; tests replace it to interrupt a write just before the rename.
-var rename = os.Rename
+// rename is os.Rename, and syncFile (*os.File).Sync; tests replace them to interrupt
+// a write just before the rename, and to see that every fsync a write needs is made,
+// in its order.
+var (
+	rename   = os.Rename
+	syncFile = (*os.File).Sync
+)
 
 // writeAtomic replaces path with data: a temp file in the same folder (hidden, and not
 // named *.md, so neither Obsidian nor List sees it), write, fsync, rename over path,
@@ -40,7 +45,7 @@ func writeAtomic(path string, data []byte) error {
 func writeSync(f *os.File, data []byte) error {
 	_, err := f.Write(data)
 	if err == nil {
-		err = f.Sync()
+		err = syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -53,7 +58,7 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
+	err = syncFile(d)
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}

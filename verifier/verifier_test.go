@@ -63,19 +63,31 @@ func TestZeroCheckerRunsSchemaAndLinks(t *testing.T) {
 	}
 }
 
+// A stop is a stop whatever the other checks found, before it or after it.
 func TestCheckStopOutranksRepair(t *testing.T) {
 	c := verifier.New(policy.Verify{}, nil, clock)
-	in := with(func(in *verifier.Input) { in.Target = "news"; in.Text = strings.Repeat("a", 40961) })
-	got := c.Check(context.Background(), in)
-	want := []string{
-		`schema: target "news" is not a chat id or @username`,
-		"schema: text is 40961 characters long, more than 10 messages hold (40960)",
-	}
-	if got.Decision != verifier.Stop || !slices.Equal(got.Reasons, want) {
-		t.Errorf("Check = %s %q, want stop %q", got.Decision, got.Reasons, want)
-	}
-	if got, want := got.Summary(), "stop: "+strings.Join(want, "; "); got != want {
-		t.Errorf("Summary = %q, want %q", got, want)
+	long := strings.Repeat("a", 40961)
+	for _, tt := range []struct {
+		name string
+		in   verifier.Input
+		want []string
+	}{
+		{"repair first", with(func(in *verifier.Input) { in.Target = "news"; in.Text = long }), []string{
+			`schema: target "news" is not a chat id or @username`,
+			"schema: text is 40961 characters long, more than 10 messages hold (40960)",
+		}},
+		{"repair after", text("TODO " + long), []string{
+			"schema: text is 40966 characters long, more than 10 messages hold (40960)",
+			`links: placeholder text "TODO"`,
+		}},
+	} {
+		got := c.Check(context.Background(), tt.in)
+		if got.Decision != verifier.Stop || !slices.Equal(got.Reasons, tt.want) {
+			t.Errorf("%s: Check = %s %q, want stop %q", tt.name, got.Decision, got.Reasons, tt.want)
+		}
+		if got, want := got.Summary(), "stop: "+strings.Join(tt.want, "; "); got != want {
+			t.Errorf("%s: Summary = %q, want %q", tt.name, got, want)
+		}
 	}
 }
 
