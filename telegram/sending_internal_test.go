@@ -13,17 +13,18 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// The default limits are the README's: 28 a second overall, one per 1.1 s in a
-// chat, one per 3.2 s in a group or channel.
+// The default limits are the README's: 28 a second overall and 30 within any
+// second, one a second in a chat and one per 3.2 s in a group or channel (each
+// counted from the answer to the send before).
 func TestDefaultLimitsKeepTheirMargin(t *testing.T) {
-	want := Limits{Overall: 28, PerChat: rate.Every(1100 * time.Millisecond), PerGroup: rate.Every(3200 * time.Millisecond), ChatBurst: 1}
+	want := Limits{Overall: 28, InSecond: 30, PerChat: 1, PerGroup: rate.Every(3200 * time.Millisecond), ChatBurst: 1}
 	if DefaultLimits != want {
 		t.Errorf("DefaultLimits = %+v, want %+v", DefaultLimits, want)
 	}
 }
 
-// Wait spaces two sends to one chat by the chat's limit: a private chat's, or the
-// slower one of a group (-100…) or a channel (@name).
+// Wait spaces two sends to one chat by the chat's limit, from the answer to the
+// first: a private chat's, or the slower one of a group (-100…) or a channel (@name).
 func TestWaitSpacesSendsPerChatAndSlowerPerGroup(t *testing.T) {
 	limits := Limits{Overall: 1000, PerChat: rate.Every(100 * time.Millisecond), PerGroup: rate.Every(400 * time.Millisecond), ChatBurst: 1}
 	for _, tt := range []struct {
@@ -36,11 +37,13 @@ func TestWaitSpacesSendsPerChatAndSlowerPerGroup(t *testing.T) {
 	} {
 		l := NewLimiter(limits)
 		ctx := context.Background()
-		if err := l.Wait(ctx, tt.target); err != nil {
+		done, err := l.Wait(ctx, tt.target)
+		if err != nil {
 			t.Fatal(err)
 		}
+		done() // answered
 		start := time.Now()
-		if err := l.Wait(ctx, tt.target); err != nil {
+		if _, err := l.Wait(ctx, tt.target); err != nil {
 			t.Fatal(err)
 		}
 		if got := time.Since(start); got < tt.min {
