@@ -73,7 +73,12 @@ func (v *Vault) List(f Filter) (notes []Note, broken []BrokenError, err error) {
 	if f.OlderThan > 0 && f.Now.IsZero() {
 		f.Now = time.Now()
 	}
-	sc, err := v.scan(func(e *indexEntry) bool { return !f.skip(e) })
+	sc, err := v.scan(func(e *indexEntry) need {
+		if f.skip(e) {
+			return needNothing
+		}
+		return needEnvelope
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("vault: list: %w", err)
 	}
@@ -101,17 +106,23 @@ func (v *Vault) List(f Filter) (notes []Note, broken []BrokenError, err error) {
 // GC removes the resolved notes whose Expires is before now (a zero Expires never
 // expires) and returns their paths, sorted. It never removes an unresolved or broken
 // note. A note that plainly states an unknown status or a later expiry (see
-// envelope.Peek) is kept without a parse, and one the index answers for is not read;
-// but each note GC removes is read and parsed again just before, so that the index
-// alone never removes a note. Month and year folders it empties are removed too. A
-// failed removal does not stop the others; the error joins every failure.
+// envelope.Peek) is kept without a parse, and is not read at all when the index
+// answers for it; every other note is read and parsed, so that GC removes only what
+// the note itself says may go, never a note on the index's word. Month and year
+// folders it empties are removed too. A failed removal does not stop the others; the
+// error joins every failure.
 func (v *Vault) GC(now time.Time) (removed []string, err error) {
 	unlock, err := v.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	sc, err := v.scan(func(e *indexEntry) bool { return !keep(e, now) })
+	sc, err := v.scan(func(e *indexEntry) need {
+		if keep(e, now) {
+			return needNothing
+		}
+		return needFile
+	})
 	if err != nil {
 		return nil, fmt.Errorf("vault: gc: %w", err)
 	}
@@ -121,13 +132,6 @@ func (v *Vault) GC(now time.Time) (removed []string, err error) {
 		n := &sc.notes[i]
 		if n.broken != nil || n.passed || !expired(n.Envelope, now) {
 			continue
-		}
-		if n.cached { // the index said so: the file must say so too
-			e, _, err := readNote(n.Path, 0)
-			if err != nil || !expired(e, now) {
-				n.entry = nil
-				continue
-			}
 		}
 		if err := os.Remove(n.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
@@ -189,7 +193,6 @@ type scanned struct {
 	Note
 	broken *BrokenError
 	passed bool        // skipped without a parse, or removed between listing and reading
-	cached bool        // Envelope came from the index: the file was not read
 	key    string      // the note's key in the index
 	entry  *indexEntry // what the index should keep of the note; nil: nothing
 }
@@ -202,12 +205,20 @@ type scanResult struct {
 	start time.Time
 }
 
+// need is what a scan needs of a note, as its caller decides from the note's entry.
+type need int
+
+const (
+	needNothing  need = iota // pass the note over
+	needEnvelope             // its envelope: from the index when it answers for the note
+	needFile                 // its envelope, read and parsed from the file by this scan
+)
+
 // scan looks at every note, using one worker per CPU, each with its own read buffer.
-// A note the index has a fresh entry for is not read; want says, from an entry,
-// whether the note's envelope is needed (it is then taken from the entry, or the note
-// is read and parsed). A link or special file where a note or a folder should be is
-// returned as broken, unopened.
-func (v *Vault) scan(want func(*indexEntry) bool) (*scanResult, error) {
+// want says, from a note's entry, what is needed of it; a note the index answers for
+// is not read unless want says needFile. A link or special file where a note or a
+// folder should be is returned as broken, unopened.
+func (v *Vault) scan(want func(*indexEntry) need) (*scanResult, error) {
 	sc := &scanResult{start: time.Now()}
 	entries, skipped, err := v.noteEntries()
 	if err != nil {
@@ -236,7 +247,7 @@ func (v *Vault) scan(want func(*indexEntry) bool) (*scanResult, error) {
 
 // scanNote looks at one note: through its index entry old when the note's stamp still
 // matches it and it holds what want needs, otherwise by reading the file.
-func scanNote(entry noteEntry, key string, old *indexEntry, buf *[]byte, want func(*indexEntry) bool) scanned {
+func scanNote(entry noteEntry, key string, old *indexEntry, buf *[]byte, want func(*indexEntry) need) scanned {
 	n := scanned{Note: Note{Path: entry.path}, key: key}
 	if old != nil && entry.typ.IsRegular() {
 		fi, err := os.Lstat(entry.path)
@@ -244,11 +255,12 @@ func scanNote(entry noteEntry, key string, old *indexEntry, buf *[]byte, want fu
 		case errors.Is(err, fs.ErrNotExist):
 			n.passed = true
 			return n
-		case err == nil && old.fresh(fi) && !want(old):
+		case err != nil || !old.fresh(fi):
+		case want(old) == needNothing:
 			n.entry, n.passed = old, true
 			return n
-		case err == nil && old.fresh(fi) && old.env != nil:
-			n.entry, n.cached, n.Envelope = old, true, *old.env
+		case want(old) == needEnvelope && old.env != nil:
+			n.entry, n.Envelope = old, *old.env
 			return n
 		}
 	}
@@ -263,7 +275,7 @@ func scanNote(entry noteEntry, key string, old *indexEntry, buf *[]byte, want fu
 	}
 	*buf = data
 	n.entry = newEntry(fi, data)
-	if !want(n.entry) {
+	if want(n.entry) == needNothing {
 		n.passed = true
 		return n
 	}
