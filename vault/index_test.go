@@ -163,7 +163,8 @@ func TestIndexSeesSameSizeEditWithMtimeSetBack(t *testing.T) {
 // second change in the same tick of the file system's clock could leave its stamp as
 // it was.
 func TestIndexDoesNotCacheRacyNote(t *testing.T) {
-	v := open(t) // the default window: the note was written just now
+	vault.SetRacyWindow(t, time.Hour) // however slow the machine, the note changed within it
+	v := open(t)
 	write(t, v, newEnvelope("op-u", t0))
 	list(t, v, vault.Filter{})
 	if n := reads(func() { list(t, v, vault.Filter{}) }); n != 1 {
@@ -496,5 +497,41 @@ func TestIndexWithConcurrentWriters(t *testing.T) {
 	}
 	if fromNotes := list(t, first, vault.Filter{}); !reflect.DeepEqual(fromNotes, withIndex) {
 		t.Errorf("List without the index differs from List with it")
+	}
+}
+
+// GC keeps a resolved note that expires at this very instant and removes one a
+// nanosecond older, also when the fast pre-scan cannot read them (an indented value
+// makes every Peek fail) and the parse decides.
+func TestGCExpiryBoundaryWithoutPreScan(t *testing.T) {
+	v := open(t)
+	now := t0.Add(30 * 24 * time.Hour)
+	var paths []string
+	for _, x := range []struct {
+		id      string
+		expires time.Time
+	}{{"op-at-now", now}, {"op-past", now.Add(-time.Nanosecond)}} {
+		e := newEnvelope(x.id, t0)
+		e.Resolve(true, "@alice", t0)
+		e.Expires = x.expires
+		path := write(t, v, e)
+		note := []byte(strings.Replace(string(readBytes(t, path)), "next_action: none\n", "next_action:\n  none\n", 1))
+		if err := os.WriteFile(path, note, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := envelope.Peek(note, "expires"); ok {
+			t.Fatalf("Peek reads the expiry of\n%s", note)
+		}
+		paths = append(paths, path)
+	}
+	removed, err := v.GC(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := paths[1:]; !reflect.DeepEqual(removed, want) {
+		t.Errorf("GC removed %q, want %q", removed, want)
+	}
+	if _, err := os.Lstat(paths[0]); err != nil {
+		t.Errorf("the note expiring at now is gone: %v", err)
 	}
 }
