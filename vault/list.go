@@ -86,19 +86,26 @@ func (v *Vault) List(f Filter) (notes []Note, broken []BrokenError, err error) {
 		v.saveIndex(sc.old, sc.notes, sc.start) // a cache: the next scan retries a failed save
 		unlock()
 	}
-	for _, n := range sc.notes {
+	var matched []int // sorted as indices: a Note is too large to swap 100,000 times
+	for i, n := range sc.notes {
 		switch {
 		case n.broken != nil:
 			broken = append(broken, *n.broken)
 		case n.passed: // plainly filtered out, or gone
 		case f.match(n.Envelope):
-			notes = append(notes, n.Note)
+			matched = append(matched, i)
 		}
 	}
-	slices.SortFunc(notes, func(a, b Note) int {
-		return cmp.Or(a.Envelope.Created.Compare(b.Envelope.Created),
-			strings.Compare(a.Envelope.OperationID, b.Envelope.OperationID))
+	slices.SortFunc(matched, func(i, j int) int {
+		a, b := &sc.notes[i].Envelope, &sc.notes[j].Envelope
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.OperationID, b.OperationID))
 	})
+	if len(matched) > 0 {
+		notes = make([]Note, len(matched))
+		for k, i := range matched {
+			notes[k] = sc.notes[i].Note
+		}
+	}
 	slices.SortFunc(broken, func(a, b BrokenError) int { return strings.Compare(a.Path, b.Path) })
 	return notes, broken, nil
 }
