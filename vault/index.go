@@ -156,7 +156,7 @@ func (v *Vault) saveIndex(old index, notes []scanned, start time.Time) error {
 			continue
 		}
 		keep[n.key] = n.entry
-		same = same && old[n.key] == n.entry
+		same = same && n.reused
 	}
 	if same && len(keep) == len(old) {
 		return nil

@@ -144,7 +144,7 @@ func (v *Vault) GC(now time.Time) (removed []string, err error) {
 			errs = append(errs, err)
 			continue
 		}
-		n.entry = nil
+		n.entry, n.reused = nil, false
 		removed = append(removed, n.Path)
 		dirs[filepath.Dir(n.Path)] = true
 	}
@@ -202,6 +202,7 @@ type scanned struct {
 	passed bool        // skipped without a parse, or removed between listing and reading
 	key    string      // the note's key in the index
 	entry  *indexEntry // what the index should keep of the note; nil: nothing
+	reused bool        // entry is the one the index held: the note was not read
 }
 
 // scanResult is one scan of the vault: every note, the index as it was loaded (nil
@@ -264,10 +265,10 @@ func scanNote(entry noteEntry, key string, old *indexEntry, buf *[]byte, want fu
 			return n
 		case err != nil || !old.fresh(fi):
 		case want(old) == needNothing:
-			n.entry, n.passed = old, true
+			n.entry, n.reused, n.passed = old, true, true
 			return n
 		case want(old) == needEnvelope && old.env != nil:
-			n.entry, n.Envelope = old, *old.env
+			n.entry, n.reused, n.Envelope = old, true, *old.env
 			return n
 		}
 	}
