@@ -204,6 +204,9 @@ func TestIndexRebuilt(t *testing.T) {
 		{"empty", func(t *testing.T, path string, _ []byte) { os.WriteFile(path, nil, 0o600) }},
 		{"truncated", func(t *testing.T, path string, good []byte) { os.WriteFile(path, good[:len(good)/2], 0o600) }},
 		{"checksum cut off", func(t *testing.T, path string, good []byte) { os.WriteFile(path, good[:len(good)-4], 0o600) }},
+		{"a field rewritten", func(t *testing.T, path string, good []byte) {
+			os.WriteFile(path, bytes.ReplaceAll(good, []byte("Hello there"), []byte("HELLO THERE")), 0o600)
+		}},
 		{"corrupt", func(t *testing.T, path string, good []byte) {
 			bad := bytes.Clone(good)
 			bad[len(bad)/2] ^= 0x5a
