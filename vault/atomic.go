@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/countersign/countersign/envelope"
 )
@@ -103,7 +104,7 @@ var errTooLarge = fmt.Errorf("larger than %d bytes", maxNoteSize)
 // gone, and a *BrokenError for anything else that keeps it from being an envelope
 // named by its file. The file is only read.
 func readNote(path string, typ fs.FileMode) (envelope.Envelope, []byte, error) {
-	data, err := readFile(path, typ, make([]byte, 0, 4096))
+	data, _, err := readFile(path, typ, make([]byte, 0, 4096))
 	if errors.Is(err, fs.ErrNotExist) {
 		return envelope.Envelope{}, nil, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
@@ -129,8 +130,10 @@ func parseNote(path string, data []byte) (envelope.Envelope, error) {
 	return e, nil
 }
 
-// readFile appends the bytes of the note at path to buf, up to maxNoteSize. It is the
-// one way the package reads a note, and it reads only a regular file in its place:
+// readFile appends the bytes of the note at path to buf, up to maxNoteSize, and returns
+// them with the opened file's stat, taken before the read (so that the stamp of a file
+// changed during the read no longer matches it). It is the one way the package reads a
+// note, and it reads only a regular file in its place:
 //
 //   - typ is the entry's type as listed (a DirEntry's Type, or os.Lstat's): a
 //     symbolic link, FIFO, socket, device or folder is refused without being opened;
@@ -141,42 +144,47 @@ func parseNote(path string, data []byte) (envelope.Envelope, error) {
 // A refusal wraps ErrNotRegular. A link is refused even when it points to a note in
 // the vault: a note with two names would be answered under one and still read as
 // unresolved under the other, and gc would remove the link, not the note.
-func readFile(path string, typ fs.FileMode, buf []byte) ([]byte, error) {
+func readFile(path string, typ fs.FileMode, buf []byte) ([]byte, fs.FileInfo, error) {
 	if !typ.IsRegular() {
-		return nil, notRegular(typ)
+		return nil, nil, notRegular(typ)
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if isLinkError(err) {
-		return nil, notRegular(fs.ModeSymlink)
+		return nil, nil, notRegular(fs.ModeSymlink)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, notRegular(fi.Mode().Type())
+		return nil, nil, notRegular(fi.Mode().Type())
 	}
+	noteReads.Add(1)
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > maxNoteSize {
-				return nil, errTooLarge
+				return nil, nil, errTooLarge
 			}
 			buf = append(buf, 0)[:len(buf)]
 		}
 		n, err := f.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
-			return buf, nil
+			return buf, fi, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 }
+
+// noteReads counts the notes readFile has read, so that tests can tell a note the
+// index answered for from one read again.
+var noteReads atomic.Int64
 
 // notRegular is the ErrNotRegular of an entry of type typ, saying what it is.
 func notRegular(typ fs.FileMode) error {

@@ -1,6 +1,7 @@
 package vault_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -136,15 +137,26 @@ func BenchmarkReadAll100k(b *testing.B) {
 func BenchmarkList100k(b *testing.B) {
 	v := loadFixture(b)
 	filters := []struct {
-		name string
-		f    vault.Filter
+		name    string
+		f       vault.Filter
+		noIndex bool // remove the index before each List: the first List after an upgrade or a damaged index
 	}{
-		{"all", vault.Filter{}},
-		{"unresolved", vault.Filter{Unresolved: true}},
+		{"all", vault.Filter{}, false},
+		{"unresolved", vault.Filter{Unresolved: true}, false},
+		{"unresolved-no-index", vault.Filter{Unresolved: true}, true},
+		{"all-no-index", vault.Filter{}, true},
 	}
 	for _, tt := range filters {
 		b.Run(tt.name, func(b *testing.B) {
+			v.List(tt.f) // the index as this List leaves it
 			for b.Loop() {
+				if tt.noIndex {
+					b.StopTimer()
+					if err := os.Remove(filepath.Join(v.Dir(), vault.IndexName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
 				notes, broken, err := v.List(tt.f)
 				if err != nil || len(broken) != 0 || len(notes) == 0 {
 					b.Fatalf("List: %d notes, %d broken, %v", len(notes), len(broken), err)

@@ -36,15 +36,15 @@ func (f Filter) match(e envelope.Envelope) bool {
 }
 
 // skip reports whether a note plainly does not match the status or target filter,
-// as envelope.Peek reads it, so that it need not be parsed.
-func (f Filter) skip(data []byte) bool {
+// as envelope.Peek read it (e.peek), so that it need not be parsed.
+func (f Filter) skip(e *indexEntry) bool {
 	if f.Unresolved {
-		if s, ok := envelope.Peek(data, "status"); ok && s != string(envelope.StatusUnknown) {
+		if s, ok := e.get(peekStatus); ok && s != string(envelope.StatusUnknown) {
 			return true
 		}
 	}
 	if f.Target != "" {
-		if t, ok := envelope.Peek(data, "target"); ok && t != f.Target {
+		if t, ok := e.get(peekTarget); ok && t != f.Target {
 			return true
 		}
 	}
@@ -59,82 +59,117 @@ type Note struct {
 
 // List returns the notes that match f, sorted by Created then operation id, and the
 // broken notes it met (sorted by path), which it skips. err reports a vault folder that
-// cannot be listed. Nothing is modified.
+// cannot be listed. No note is modified.
 //
-// Each note is read once, in parallel. With Unresolved or Target set, a note whose
-// front matter plainly states another status or target (see envelope.Peek) is passed
-// over without a full parse, so a broken note that plainly states, say, a resolved
-// status is reported only by a List without those filters. A symbolic link or special
-// file where a note or folder should be is reported whatever the filter, unopened.
+// A note is read only when the index (see indexName) has no entry for its present
+// stamp; otherwise List takes from the entry what reading it would give. Notes are
+// read in parallel. With Unresolved or Target set, a note whose front matter plainly
+// states another status or target (see envelope.Peek) is passed over without a full
+// parse, so a broken note that plainly states, say, a resolved status is reported only
+// by a List without those filters. A symbolic link or special file where a note or
+// folder should be is reported whatever the filter, unopened. When it read any note
+// again, List saves the index, if it can take the writers' lock without waiting.
 func (v *Vault) List(f Filter) (notes []Note, broken []BrokenError, err error) {
 	if f.OlderThan > 0 && f.Now.IsZero() {
 		f.Now = time.Now()
 	}
-	all, err := v.scan(f.skip)
+	sc, err := v.scan(func(e *indexEntry) need {
+		if f.skip(e) {
+			return needNothing
+		}
+		return needEnvelope
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("vault: list: %w", err)
 	}
-	for _, n := range all {
+	if unlock, ok := v.tryLock(); ok {
+		v.saveIndex(sc.old, sc.notes, sc.start) // a cache: the next scan retries a failed save
+		unlock()
+	}
+	var matched []int // sorted as indices: a Note is too large to swap 100,000 times
+	for i, n := range sc.notes {
 		switch {
 		case n.broken != nil:
 			broken = append(broken, *n.broken)
 		case n.passed: // plainly filtered out, or gone
 		case f.match(n.Envelope):
-			notes = append(notes, n.Note)
+			matched = append(matched, i)
 		}
 	}
-	slices.SortFunc(notes, func(a, b Note) int {
-		return cmp.Or(a.Envelope.Created.Compare(b.Envelope.Created),
-			strings.Compare(a.Envelope.OperationID, b.Envelope.OperationID))
+	slices.SortFunc(matched, func(i, j int) int {
+		a, b := &sc.notes[i].Envelope, &sc.notes[j].Envelope
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.OperationID, b.OperationID))
 	})
+	if len(matched) > 0 {
+		notes = make([]Note, len(matched))
+		for k, i := range matched {
+			notes[k] = sc.notes[i].Note
+		}
+	}
 	slices.SortFunc(broken, func(a, b BrokenError) int { return strings.Compare(a.Path, b.Path) })
 	return notes, broken, nil
 }
 
 // GC removes the resolved notes whose Expires is before now (a zero Expires never
 // expires) and returns their paths, sorted. It never removes an unresolved or broken
-// note, and parses only the notes that do not plainly state an unknown status or a
-// later expiry (see envelope.Peek). Month and year folders it empties are removed too.
-// A failed removal does not stop the others; the error joins every failure.
+// note. A note that plainly states an unknown status or a later expiry (see
+// envelope.Peek) is kept without a parse, and is not read at all when the index
+// answers for it; every other note is read and parsed, so that GC removes only what
+// the note itself says may go, never a note on the index's word. Month and year
+// folders it empties are removed too. A failed removal does not stop the others; the
+// error joins every failure.
 func (v *Vault) GC(now time.Time) (removed []string, err error) {
 	unlock, err := v.lock()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	all, err := v.scan(func(data []byte) bool { return keep(data, now) })
+	sc, err := v.scan(func(e *indexEntry) need {
+		if keep(e, now) {
+			return needNothing
+		}
+		return needFile
+	})
 	if err != nil {
 		return nil, fmt.Errorf("vault: gc: %w", err)
 	}
 	var errs []error
 	dirs := map[string]bool{}
-	for _, n := range all {
-		e := n.Envelope
-		if n.broken != nil || n.passed || e.Unresolved() || e.Expires.IsZero() || !e.Expires.Before(now) {
+	for i := range sc.notes {
+		n := &sc.notes[i]
+		if n.broken != nil || n.passed || !expired(n.Envelope, now) {
 			continue
 		}
 		if err := os.Remove(n.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 			continue
 		}
+		n.entry, n.reused = nil, false
 		removed = append(removed, n.Path)
 		dirs[filepath.Dir(n.Path)] = true
 	}
 	slices.Sort(removed)
 	errs = append(errs, pruneDirs(dirs))
+	v.saveIndex(sc.old, sc.notes, sc.start) // a cache: the next scan retries a failed save
 	if err := errors.Join(errs...); err != nil {
 		return removed, fmt.Errorf("vault: gc: %w", err)
 	}
 	return removed, nil
 }
 
-// keep reports whether a note plainly must stay: unresolved, or expiring at or after
-// now.
-func keep(data []byte, now time.Time) bool {
-	if s, ok := envelope.Peek(data, "status"); ok && s == string(envelope.StatusUnknown) {
+// expired reports whether GC may remove a note with this envelope: resolved, and
+// expiring before now.
+func expired(e envelope.Envelope, now time.Time) bool {
+	return !e.Unresolved() && !e.Expires.IsZero() && e.Expires.Before(now)
+}
+
+// keep reports whether a note plainly must stay, as envelope.Peek read it: unresolved,
+// or expiring at or after now.
+func keep(e *indexEntry, now time.Time) bool {
+	if s, ok := e.get(peekStatus); ok && s == string(envelope.StatusUnknown) {
 		return true
 	}
-	if x, ok := envelope.Peek(data, "expires"); ok {
+	if x, ok := e.get(peekExpires); ok {
 		at, err := time.Parse(time.RFC3339Nano, x)
 		return err == nil && !at.Before(now)
 	}
@@ -160,42 +195,84 @@ func pruneDirs(months map[string]bool) error {
 	return errors.Join(errs...)
 }
 
-// scanned is one note file as read by scan.
+// scanned is one note file as scan found it.
 type scanned struct {
 	Note
 	broken *BrokenError
-	passed bool // skipped without a parse, or removed between listing and reading
+	passed bool        // skipped without a parse, or removed between listing and reading
+	key    string      // the note's key in the index
+	entry  *indexEntry // what the index should keep of the note; nil: nothing
+	reused bool        // entry is the one the index held: the note was not read
 }
 
-// scan reads every note, using one worker per CPU, each with its own read buffer. A
-// note for which skip returns true is not parsed. A link or special file where a note
-// or a folder should be is returned as broken, unopened.
-func (v *Vault) scan(skip func(data []byte) bool) ([]scanned, error) {
+// scanResult is one scan of the vault: every note, the index as it was loaded (nil
+// when missing or unusable), and when the scan began (for racyWindow).
+type scanResult struct {
+	notes []scanned
+	old   index
+	start time.Time
+}
+
+// need is what a scan needs of a note, as its caller decides from the note's entry.
+type need int
+
+const (
+	needNothing  need = iota // pass the note over
+	needEnvelope             // its envelope: from the index when it answers for the note
+	needFile                 // its envelope, read and parsed from the file by this scan
+)
+
+// scan looks at every note, using one worker per CPU, each with its own read buffer.
+// want says, from a note's entry, what is needed of it; a note the index answers for
+// is not read unless want says needFile. A link or special file where a note or a
+// folder should be is returned as broken, unopened.
+func (v *Vault) scan(want func(*indexEntry) need) (*scanResult, error) {
+	sc := &scanResult{start: time.Now()}
 	entries, skipped, err := v.noteEntries()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]scanned, len(entries), len(entries)+len(skipped))
+	sc.old = v.loadIndex()
+	root := filepath.Join(v.dir, envelopesDir) + string(filepath.Separator)
+	sc.notes = make([]scanned, len(entries), len(entries)+len(skipped))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(entries)) {
 		wg.Go(func() {
 			buf := make([]byte, 0, 4096)
 			for i := int(next.Add(1)) - 1; i < len(entries); i = int(next.Add(1)) - 1 {
-				out[i] = readScanned(entries[i], &buf, skip)
+				key := strings.TrimPrefix(entries[i].path, root)
+				sc.notes[i] = scanNote(entries[i], key, sc.old[key], &buf, want)
 			}
 		})
 	}
 	wg.Wait()
 	for _, b := range skipped {
-		out = append(out, scanned{Note: Note{Path: b.Path}, broken: &b})
+		sc.notes = append(sc.notes, scanned{Note: Note{Path: b.Path}, broken: &b})
 	}
-	return out, nil
+	return sc, nil
 }
 
-func readScanned(entry noteEntry, buf *[]byte, skip func([]byte) bool) scanned {
-	n := scanned{Note: Note{Path: entry.path}}
-	data, err := readFile(entry.path, entry.typ, (*buf)[:0])
+// scanNote looks at one note: through its index entry old when the note's stamp still
+// matches it and it holds what want needs, otherwise by reading the file.
+func scanNote(entry noteEntry, key string, old *indexEntry, buf *[]byte, want func(*indexEntry) need) scanned {
+	n := scanned{Note: Note{Path: entry.path}, key: key}
+	if old != nil && entry.typ.IsRegular() {
+		fi, err := os.Lstat(entry.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			n.passed = true
+			return n
+		case err != nil || !old.fresh(fi):
+		case want(old) == needNothing:
+			n.entry, n.reused, n.passed = old, true, true
+			return n
+		case want(old) == needEnvelope && old.env != nil:
+			n.entry, n.reused, n.Envelope = old, true, *old.env
+			return n
+		}
+	}
+	data, fi, err := readFile(entry.path, entry.typ, (*buf)[:0])
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		n.passed = true
@@ -205,14 +282,17 @@ func readScanned(entry noteEntry, buf *[]byte, skip func([]byte) bool) scanned {
 		return n
 	}
 	*buf = data
-	if skip(data) {
+	n.entry = newEntry(fi, data)
+	if want(n.entry) == needNothing {
 		n.passed = true
 		return n
 	}
-	n.Envelope, err = parseNote(entry.path, data)
-	if err != nil {
+	env, err := parseNote(entry.path, data)
+	if err != nil { // kept without an envelope: read again whenever it is wanted
 		n.broken = &BrokenError{Path: entry.path, Err: err}
+		return n
 	}
+	n.entry.env, n.Envelope = &env, env
 	return n
 }
 

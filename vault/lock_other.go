@@ -9,3 +9,11 @@ func (v *Vault) lock() (func(), error) {
 	v.mu.Lock()
 	return v.mu.Unlock, nil
 }
+
+// tryLock is lock without waiting: ok is false when another writer holds it.
+func (v *Vault) tryLock() (unlock func(), ok bool) {
+	if !v.mu.TryLock() {
+		return nil, false
+	}
+	return v.mu.Unlock, true
+}

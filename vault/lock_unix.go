@@ -31,3 +31,27 @@ func (v *Vault) lock() (func(), error) {
 		v.mu.Unlock()
 	}, nil
 }
+
+// tryLock is lock without waiting: ok is false when another writer, in this process or
+// another, holds the lock. List uses it to save the index, which can always wait for
+// the next List.
+func (v *Vault) tryLock() (unlock func(), ok bool) {
+	if !v.mu.TryLock() {
+		return nil, false
+	}
+	f, err := os.OpenFile(filepath.Join(v.dir, lockName), os.O_RDWR|os.O_CREATE|openFlags, 0o600)
+	if err != nil {
+		v.mu.Unlock()
+		return nil, false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		v.mu.Unlock()
+		return nil, false
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+		v.mu.Unlock()
+	}, true
+}

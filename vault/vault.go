@@ -20,9 +20,12 @@
 // package reads and writes only inside the vault's own folders, and never waits on a
 // file that is not one.
 //
-// A Vault serialises its own writers; it does not lock against other processes writing
-// the same folder. Path gives a note's place relative to the vault's folder; every
-// other path the package returns is absolute.
+// A Vault serialises its own writers, and holds the folder's lock file while it writes,
+// so that writers in other processes (the bot and `bot vault resolve`) take turns.
+// List and GC keep a listing index beside the notes (see indexName), a cache keyed by
+// each note's file stamp that spares reading the notes that have not changed. Path
+// gives a note's place relative to the vault's folder; every other path the package
+// returns is absolute.
 package vault
 
 import (

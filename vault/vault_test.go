@@ -161,12 +161,13 @@ func TestWriteRejectsInvalid(t *testing.T) {
 	}
 }
 
-// filesUnder returns every regular file under dir but the writers' lock file.
+// filesUnder returns every regular file under dir but the writers' lock file and the
+// listing index.
 func filesUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() && d.Name() != ".countersign.lock" {
+		if err == nil && d.Type().IsRegular() && d.Name() != ".countersign.lock" && d.Name() != ".countersign.index" {
 			files = append(files, path)
 		}
 		return err
