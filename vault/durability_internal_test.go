@@ -88,7 +88,7 @@ func TestReadFileRefusesAnEntrySwappedAfterTheListing(t *testing.T) {
 			}
 			done := make(chan read, 1)
 			go func() {
-				data, err := readFile(path, 0, nil) // 0: listed as a regular file
+				data, _, err := readFile(path, 0, nil) // 0: listed as a regular file
 				done <- read{data, err}
 			}()
 			select {
