@@ -17,6 +17,7 @@ import (
 // never meet the busy handler among themselves; the busy timeout is left for
 // other processes on the same file (bot ops, bot vault resolve, bot console beside
 // a running bot). Reads take no lock: in WAL mode they never wait for the writer.
+// TestWritersOfOneProcessQueue fails when a write skips the lock.
 
 // commit says which pool a write goes through.
 type commit int
