@@ -51,7 +51,7 @@ func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, 
 // losing it to a power cut only replays the update, which task origins and
 // single-use approvals make a no-op.
 func (j *Journal) Handled(ctx context.Context, key string) error {
-	_, err := j.lazy.ExecContext(ctx, `UPDATE inbox SET handled_at = ? WHERE key = ?`, ms(j.now()), key)
+	_, err := j.exec(ctx, lazy, `UPDATE inbox SET handled_at = ? WHERE key = ?`, ms(j.now()), key)
 	if err != nil {
 		return fmt.Errorf("journal: update %s handled: %w", key, err)
 	}
@@ -83,7 +83,7 @@ func (j *Journal) Unhandled(ctx context.Context) ([]InboxItem, error) {
 // survive a crash while they were handled. It returns how many it deleted. Like
 // Handled it waits for no fsync: rows a power cut brings back are deleted again.
 func (j *Journal) PruneInbox(ctx context.Context, before time.Time) (int64, error) {
-	res, err := j.lazy.ExecContext(ctx, `DELETE FROM inbox WHERE handled_at != 0 AND received_at < ?`, ms(before))
+	res, err := j.exec(ctx, lazy, `DELETE FROM inbox WHERE handled_at != 0 AND received_at < ?`, ms(before))
 	if err != nil {
 		return 0, fmt.Errorf("journal: prune inbox: %w", err)
 	}

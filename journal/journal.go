@@ -17,6 +17,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -28,18 +29,16 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Journal is an open journal. It is safe for concurrent use.
+// Journal is an open journal. It is safe for concurrent use: its writes queue on
+// one lock shared by every Journal open on the file in this process (write.go),
+// its reads do not wait.
 type Journal struct {
-	db *sql.DB
-	// lazy writes what needs no fsync of its own (synchronous=NORMAL): a record
-	// whose loss to a power cut is harmless, such as an update marked handled (a
-	// replay of it is a no-op). It survives a crash of the process at once, and a
-	// power cut from the next commit of db on, which syncs the whole write-ahead
-	// log, its frames included.
-	lazy      *sql.DB
+	db        reader // reads; every write goes through write (write.go)
+	w         writer
 	file      string
 	now       func() time.Time
 	maxPages  int64
+	busy      time.Duration // SQLite's busy timeout, for writers of other processes
 	recovered []string
 	owned     []*os.File // the owner locks Own took, released by Close
 	commits   atomic.Int64
@@ -80,25 +79,31 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	if err := createPrivate(file); err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", file, err)
 	}
-	q := url.Values{}
-	q.Set("_journal_mode", "WAL")  // readers never block the writer
-	q.Set("_busy_timeout", "5000") // a second process (the CLI) waits instead of failing
-	q.Set("_foreign_keys", "on")   // attempts and transitions never outlive operations
-	q.Set("_synchronous", "FULL")  // a committed transition survives power loss
-	q.Set("_txlock", "immediate")  // take the write lock at BEGIN: no upgrade deadlocks
-	j := &Journal{now: time.Now, file: file}
+	j := &Journal{now: time.Now, file: file, busy: 5 * time.Second}
 	for _, o := range opts {
 		o(j)
 	}
-	db := sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: j.driver(true)})
-	j.db = db
+	if j.w.gate == nil {
+		j.w.gate = gateFor(file)
+	}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL") // readers never block the writer
+	// A second process (the CLI) waits instead of failing; writers of this
+	// process queue on the writer lock (write.go) and never reach it.
+	q.Set("_busy_timeout", strconv.FormatInt(j.busy.Milliseconds(), 10))
+	q.Set("_foreign_keys", "on")  // attempts and transitions never outlive operations
+	q.Set("_synchronous", "FULL") // a committed transition survives power loss
+	q.Set("_txlock", "immediate") // take the write lock at BEGIN: no upgrade deadlocks
+	j.w.durable = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: j.driver(true)})
+	j.db = reader{j.w.durable}
 	if err := j.migrate(ctx); err != nil {
-		db.Close()
+		j.w.durable.Close()
+		j.w.gate.release()
 		return nil, fmt.Errorf("journal: open %s: %w", file, err)
 	}
 	q.Set("_synchronous", "NORMAL") // lazy: the write-ahead log is synced by the next durable commit
-	j.lazy = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: j.driver(false)})
-	j.lazy.SetMaxOpenConns(1)
+	j.w.lazy = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: j.driver(false)})
+	j.w.lazy.SetMaxOpenConns(1)
 	return j, nil
 }
 
@@ -117,13 +122,16 @@ func (j *Journal) driver(durable bool) *sqlite3.SQLiteDriver {
 	}}
 }
 
-// Close closes the database and releases the ownership Own took.
+// Close closes the database and releases the ownership Own took and its share of
+// the writer lock.
 func (j *Journal) Close() error {
-	err := errors.Join(j.lazy.Close(), j.db.Close())
+	err := errors.Join(j.w.lazy.Close(), j.w.durable.Close())
 	for _, f := range j.owned {
 		f.Close() // closing the file releases its lock
 	}
 	j.owned = nil
+	j.w.gate.release()
+	j.w.gate = newGate(1) // released once, however often Close is called
 	return err
 }
 
@@ -145,8 +153,8 @@ func (j *Journal) migrate(ctx context.Context) error {
 		return err
 	}
 	slices.Sort(names)
-	var version int
-	if err := j.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+	version, err := j.schemaVersion(ctx)
+	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	for i := version; i < len(names); i++ {
@@ -155,6 +163,12 @@ func (j *Journal) migrate(ctx context.Context) error {
 			return err
 		}
 		err = j.tx(ctx, func(tx *sql.Tx) error {
+			// Read again under the write lock: another journal opened on the file
+			// in the meantime may have applied it.
+			var applied int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&applied); err != nil || applied > i {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, string(src)); err != nil {
 				return err
 			}
@@ -208,19 +222,6 @@ func (j *Journal) idsIn(ctx context.Context, s State, transport string) ([]strin
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
-}
-
-// tx runs fn in a write transaction and commits it when fn returns nil.
-func (j *Journal) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := j.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 // ms and fromMS store times as Unix milliseconds; zero stays zero.

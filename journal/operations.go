@@ -453,7 +453,7 @@ func (j *Journal) SetEnvelope(ctx context.Context, id, path string) error {
 }
 
 func (j *Journal) set(ctx context.Context, id, col, v string) error {
-	res, err := j.db.ExecContext(ctx, "UPDATE operations SET "+col+" = ?, updated_at = ? WHERE id = ?", v, ms(j.now()), id)
+	res, err := j.exec(ctx, durable, "UPDATE operations SET "+col+" = ?, updated_at = ? WHERE id = ?", v, ms(j.now()), id)
 	if err != nil {
 		return fmt.Errorf("journal: set %s of %s: %w", col, id, err)
 	}

@@ -1,0 +1,171 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"sync"
+)
+
+// Every write the journal makes goes through write, which holds the writer lock
+// for the whole transaction. SQLite lets one writer at a time into a database, and
+// its busy handler makes the others retry in sleeps rather than queue: under a
+// burst, a writer that keeps losing the race waits far longer than the work
+// takes, and past the busy timeout its write fails ("database is locked") and the
+// operation with it. Writers of this process therefore queue here, in order, and
+// never meet the busy handler among themselves; the busy timeout is left for
+// other processes on the same file (bot ops, bot vault resolve, bot console beside
+// a running bot). Reads take no lock: in WAL mode they never wait for the writer.
+// TestWritersOfOneProcessQueue fails when a write skips the lock.
+
+// commit says which pool a write goes through.
+type commit int
+
+const (
+	durable commit = iota // synchronous=FULL: the commit waits for the disk
+	lazy                  // synchronous=NORMAL: durable with the next durable commit
+)
+
+// writer is the journal's write side: its two pools are reached only through
+// write, so that no write can skip the lock.
+type writer struct {
+	gate    *gate
+	durable *sql.DB
+	// lazy writes what needs no fsync of its own (synchronous=NORMAL): a record
+	// whose loss to a power cut is harmless, such as an update marked handled (a
+	// replay of it is a no-op). It survives a crash of the process at once, and a
+	// power cut from the next commit of durable on, which syncs the whole
+	// write-ahead log, its frames included.
+	lazy *sql.DB
+}
+
+// reader is the journal's read side: queries only, which never take the lock.
+type reader struct{ db *sql.DB }
+
+func (r reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return r.db.QueryContext(ctx, query, args...)
+}
+
+func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return r.db.QueryRowContext(ctx, query, args...)
+}
+
+// write waits for the writer lock (or for ctx to end, returning its error), then
+// runs fn in a write transaction on the pool c names and commits it when fn
+// returns nil.
+func (j *Journal) write(ctx context.Context, c commit, fn func(*sql.Tx) error) error {
+	if err := j.w.gate.lock(ctx); err != nil {
+		return fmt.Errorf("wait to write: %w", err)
+	}
+	defer j.w.gate.unlock()
+	pool := j.w.durable
+	if c == lazy {
+		pool = j.w.lazy
+	}
+	tx, err := pool.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// schemaVersion reads the schema version under the writer lock: the first
+// connection to a new file turns it to WAL, a write that would otherwise meet
+// another journal of this process opening the same file.
+func (j *Journal) schemaVersion(ctx context.Context) (int, error) {
+	if err := j.w.gate.lock(ctx); err != nil {
+		return 0, fmt.Errorf("wait to write: %w", err)
+	}
+	defer j.w.gate.unlock()
+	var version int
+	err := j.w.durable.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version)
+	return version, err
+}
+
+// tx runs fn in a durable write transaction (see write).
+func (j *Journal) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return j.write(ctx, durable, fn)
+}
+
+// exec runs one statement as a write transaction of its own on the pool c names.
+func (j *Journal) exec(ctx context.Context, c commit, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := j.write(ctx, c, func(tx *sql.Tx) error {
+		var err error
+		res, err = tx.ExecContext(ctx, query, args...)
+		return err
+	})
+	return res, err
+}
+
+// gate is the writer lock: a one-slot channel, so that a writer whose context
+// ends stops waiting. Every Journal open on one file in this process shares its
+// gate (gateFor), so two of them queue too.
+type gate struct {
+	slot chan struct{}
+	key  string // its entry in gates; "" for a gate of its own
+	refs int    // the open journals holding it, guarded by gates
+}
+
+func newGate(slots int) *gate { return &gate{slot: make(chan struct{}, slots)} }
+
+func (g *gate) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case g.slot <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gate) unlock() { <-g.slot }
+
+// gates holds the gate of each journal file open in this process.
+var gates = struct {
+	sync.Mutex
+	m map[string]*gate
+}{m: map[string]*gate{}}
+
+// gateFor returns the gate of file, shared by every journal open on it; release
+// gives it back. SQLite's temporary and in-memory databases get one of their own.
+func gateFor(file string) *gate {
+	if file == "" || file == ":memory:" {
+		return newGate(1)
+	}
+	key := file
+	if abs, err := filepath.Abs(file); err == nil {
+		key = abs
+	}
+	if resolved, err := filepath.EvalSymlinks(key); err == nil {
+		key = resolved
+	}
+	gates.Lock()
+	defer gates.Unlock()
+	g := gates.m[key]
+	if g == nil {
+		g = newGate(1)
+		g.key = key
+		gates.m[key] = g
+	}
+	g.refs++
+	return g
+}
+
+func (g *gate) release() {
+	if g.key == "" {
+		return
+	}
+	gates.Lock()
+	defer gates.Unlock()
+	if g.refs--; g.refs == 0 {
+		delete(gates.m, g.key)
+	}
+}
