@@ -177,8 +177,7 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	if _, commits := tool.(tools.Committer); !commits {
-		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone, Draft: payload.Text}
-		return r, nil
+		return draftResult(op), nil
 	}
 	return o.verifyAndGate(ctx, task, op)
 }
