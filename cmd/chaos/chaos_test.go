@@ -18,7 +18,7 @@ func TestChaosShortRun(t *testing.T) {
 		t.Skip("builds and runs the bot binary for half a minute")
 	}
 	var out bytes.Buffer
-	rep, err := Run(context.Background(), Config{Seed: 11, Ops: 30, Kills: 2, Duration: 25 * time.Second, Chats: 12,
+	rep, err := Run(context.Background(), Config{Seed: 11, Ops: 30, Kills: 2, Duration: 25 * time.Second, Chats: 12, ModelShare: 0.3, FullDisk: true,
 		Policies: "../../policies.yaml"}, &out)
 	if err != nil {
 		t.Fatal(err)

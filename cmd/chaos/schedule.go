@@ -28,10 +28,17 @@ func (w *world) storm(ctx context.Context, policies string) {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		now := time.Now()
 		if kills < w.cfg.Kills && now.After(nextKill) {
+			if w.disk != nil && w.disk.isFull() {
+				w.note("full disk: space returns before the kill")
+				w.disk.free()
+			}
 			w.note("kill -9 and restart")
 			w.kill()
 			if w.rnd.IntN(2) == 0 {
 				w.beside() // while the bot is down
+			}
+			if w.rnd.IntN(2) == 0 {
+				w.renumber()
 			}
 			if err := w.start(policies); err != nil {
 				fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
@@ -41,14 +48,57 @@ func (w *world) storm(ctx context.Context, policies string) {
 			nextKill = nextKill.Add(every)
 		}
 		if sent < w.cfg.Ops && now.After(nextSend) {
-			w.sendCommand(w.target(), fmt.Sprintf("chaos %d send %d", w.cfg.Seed, sent))
+			if w.model != nil && w.rnd.Float64() < w.cfg.ModelShare {
+				w.note("plain text for a model turn")
+				w.sendCommand(w.target(), fmt.Sprintf("chaos %d model %d", w.cfg.Seed, sent), true)
+			} else {
+				w.sendCommand(w.target(), fmt.Sprintf("chaos %d send %d", w.cfg.Seed, sent), false)
+			}
 			sent++
 			nextSend = nextSend.Add(sendEvery)
 		}
+		w.fillOrFree(now, start, nextKill)
 		w.disturb()
 		w.decide(seen, false)
 		time.Sleep(tick)
 	}
+	if w.disk != nil && w.disk.isFull() {
+		w.note("full disk: space returns")
+		w.disk.free()
+	}
+}
+
+// fillOrFree fills the data folder's disk now and then, for 2 to 6 s, never
+// across a kill, and at least once by the middle of the run; and frees it when
+// its time is up.
+func (w *world) fillOrFree(now, start, nextKill time.Time) {
+	if w.disk == nil {
+		return
+	}
+	if w.disk.isFull() {
+		if now.After(w.fullUntil) {
+			w.note("full disk: space returns")
+			w.disk.free()
+		}
+		return
+	}
+	hold := time.Duration(2000+w.rnd.IntN(4000)) * time.Millisecond
+	due := w.count["full disk"] == 0 && now.Sub(start) > w.cfg.Duration/2
+	if (w.rnd.IntN(250) == 0 || due) && nextKill.Sub(now) > hold+time.Second {
+		w.note("full disk")
+		if err := w.disk.fill(); err != nil {
+			fmt.Fprintf(w.out, "chaos: fill the disk: %v\n", err)
+		}
+		w.fullUntil = now.Add(hold)
+	}
+}
+
+// renumber, while the bot is down, has Telegram number afresh, low, what it still
+// holds: the bot sees the same messages and taps again under ids it never saw.
+func (w *world) renumber() {
+	ids := w.srv.RenumberPending(int64(1 + w.rnd.IntN(50)))
+	w.note("renumbered update ids while the bot was down")
+	w.count["updates renumbered"] += len(ids)
 }
 
 // windDown stops the faults and answers everything still open, truthfully, until
@@ -308,5 +358,5 @@ func (w *world) settled() bool {
 	defer j.Close()
 	open, err := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Prepared, journal.Verified,
 		journal.AwaitingApproval, journal.Approved, journal.Committing, journal.RetryWait, journal.Unknown, journal.NotDelivered}})
-	return err == nil && len(open) == 0 && len(w.srv.PendingUpdates()) == 0
+	return err == nil && len(commits(open)) == 0 && len(w.srv.PendingUpdates()) == 0
 }
