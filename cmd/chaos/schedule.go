@@ -32,12 +32,16 @@ func (w *world) storm(ctx context.Context, policies string) {
 				w.note("full disk: space returns before the kill")
 				w.disk.free()
 			}
+			renumber := w.rnd.IntN(2) == 0
+			if renumber {
+				w.underTheKill() // updates the bot may have read and not confirmed
+			}
 			w.note("kill -9 and restart")
 			w.kill()
 			if w.rnd.IntN(2) == 0 {
 				w.beside() // while the bot is down
 			}
-			if w.rnd.IntN(2) == 0 {
+			if renumber {
 				w.renumber()
 			}
 			if err := w.start(policies); err != nil {
@@ -82,9 +86,9 @@ func (w *world) fillOrFree(now, start, nextKill time.Time) {
 		}
 		return
 	}
-	hold := time.Duration(2000+w.rnd.IntN(4000)) * time.Millisecond
+	hold := time.Duration(1500+w.rnd.IntN(2500)) * time.Millisecond
 	due := w.count["full disk"] == 0 && now.Sub(start) > w.cfg.Duration/2
-	if (w.rnd.IntN(250) == 0 || due) && nextKill.Sub(now) > hold+time.Second {
+	if (w.rnd.IntN(120) == 0 || due) && nextKill.Sub(now) > hold+time.Second {
 		w.note("full disk")
 		if err := w.disk.fill(); err != nil {
 			fmt.Fprintf(w.out, "chaos: fill the disk: %v\n", err)
@@ -93,12 +97,35 @@ func (w *world) fillOrFree(now, start, nextKill time.Time) {
 	}
 }
 
+// underTheKill leaves Telegram holding updates the bot read and did not
+// confirm: an operator's update is pushed (half a message delivered again, half
+// a fresh /ops), and the poll after it, which would confirm it, is held until the
+// kill. The bot may have stored it, handled it, or neither.
+func (w *world) underTheKill() {
+	w.srv.Inject(telegramtest.Delay(3 * time.Second).For("getUpdates").Times(1))
+	polls := len(w.srv.CallsTo("getUpdates"))
+	w.mu.Lock()
+	var c command
+	if len(w.commands) > 0 {
+		c = w.commands[len(w.commands)-1-w.rnd.IntN(min(len(w.commands), 5))]
+	}
+	w.mu.Unlock()
+	if c.text != "" && w.rnd.IntN(2) == 0 {
+		w.note("update delivered again just before the kill")
+		w.push(c)
+	} else {
+		w.note("/ops just before the kill")
+		w.srv.PushMessage(operator, operator, "/ops")
+	}
+	w.srv.WaitTimeout(2*time.Second, func(s *telegramtest.Server) bool { return len(s.CallsTo("getUpdates")) > polls })
+}
+
 // renumber, while the bot is down, has Telegram number afresh, low, what it still
 // holds: the bot sees the same messages and taps again under ids it never saw.
 func (w *world) renumber() {
 	ids := w.srv.RenumberPending(int64(1 + w.rnd.IntN(50)))
 	w.note("renumbered update ids while the bot was down")
-	w.count["updates renumbered"] += len(ids)
+	w.count["updates held at the kill, renumbered"] += len(ids)
 }
 
 // windDown stops the faults and answers everything still open, truthfully, until

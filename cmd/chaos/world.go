@@ -142,6 +142,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		rep.ModelRequests = len(w.model.srv.Requests())
 	}
 	rep.Elapsed = time.Since(began)
+	if logs, err := os.ReadFile(w.log.Name()); err == nil {
+		// How often the full disk bit: writes SQLite or the vault were refused.
+		rep.Actions["bot log: a write refused by the full disk"] = strings.Count(string(logs), "disk is full") +
+			strings.Count(string(logs), "no space left on device")
+	}
 	rep.Print(out)
 	if !rep.OK() {
 		logs, _ := os.ReadFile(w.log.Name())
