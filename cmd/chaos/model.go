@@ -38,10 +38,19 @@ type model struct {
 	mu     sync.Mutex
 	rnd    *rand.Rand
 	faults map[string]int
+	calm   bool                  // the wind-down: no more faults
+	turns  map[string]*turnState // by the text the turn sends
+	since  time.Time             // the bot's last start: turns before it were cut short
+}
+
+// turnState is what the scripted model last did for one turn.
+type turnState struct {
+	last time.Time // the last request
+	done bool      // the last reply ended the turn, and was not made to fail
 }
 
 func newModel(seed int64) *model {
-	m := &model{rnd: rand.New(rand.NewPCG(uint64(seed), 0x70de1)), faults: map[string]int{}}
+	m := &model{rnd: rand.New(rand.NewPCG(uint64(seed), 0x70de1)), faults: map[string]int{}, turns: map[string]*turnState{}}
 	m.srv = agenttest.Start(m.answer)
 	return m
 }
@@ -96,49 +105,94 @@ func turn(body []byte) (chat, text string, ran []string) {
 func (m *model) answer(req agenttest.Request) agenttest.Reply {
 	chat, text, ran := turn(req.Body)
 	var r agenttest.Reply
+	ends := true
 	switch {
 	case text == "":
 		r = agenttest.Message("end_turn", "I only send what I am asked to.")
 	case len(ran) == 0:
-		r = agenttest.Message("tool_use", "Drafting it first.", agenttest.Call("prepare_reply", mustJSON(map[string]string{"text": draftOf(text)})))
+		r, ends = agenttest.Message("tool_use", "Drafting it first.", agenttest.Call("prepare_reply", mustJSON(map[string]string{"text": draftOf(text)}))), false
 	case !contains(ran, "commit_send_message"):
-		r = agenttest.Message("tool_use", "Sending it.", agenttest.Send(chat, text))
+		// A commit that waits for a tap ends the turn; an auto-approved one comes
+		// back with its result.
+		r, ends = agenttest.Message("tool_use", "Sending it.", agenttest.Send(chat, text)), !isAuto(chat)
 	default:
 		r = agenttest.Message("end_turn", "Sent.")
 	}
-	return m.disturb(r, req.Streamed)
+	r, failed := m.disturb(r, req.Streamed)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if text != "" {
+		m.turns[text] = &turnState{last: time.Now(), done: ends && !failed}
+	}
+	return r
+}
+
+// restarted marks the bot's start: a turn still open before it was cut short by
+// the kill, and no process will ask for it again.
+func (m *model) restarted() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.since = time.Now()
+}
+
+// quiet stops the faults, for the wind-down.
+func (m *model) quiet() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calm = true
+}
+
+// busy reports whether a turn of the running bot may still ask for more: its last
+// reply neither ended it nor came before the kill that cut it short.
+func (m *model) busy() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.turns {
+		if !t.done && t.last.After(m.since) {
+			return true
+		}
+	}
+	return false
 }
 
 // disturb makes about a third of the replies go wrong in one of the ways a model
 // service fails: overloaded, rate limited with retry-after, a server error, a
 // stall past the policy's stall_abort, an error event inside the stream, a
 // connection dropped in the middle of the reply (after the tool call began).
-func (m *model) disturb(r agenttest.Reply, streamed bool) agenttest.Reply {
+func (m *model) disturb(r agenttest.Reply, streamed bool) (agenttest.Reply, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.calm {
+		return r, false
+	}
+	r, failed := m.fault(r, streamed)
+	return r, failed
+}
+
+func (m *model) fault(r agenttest.Reply, streamed bool) (agenttest.Reply, bool) {
 	x := m.rnd.Float64()
 	note := func(name string) { m.faults["model: "+name]++ }
 	switch {
 	case x < 0.06:
 		note("529 overloaded")
-		return agenttest.Fail(agenttest.Overload)
+		return agenttest.Fail(agenttest.Overload), true
 	case x < 0.12:
 		note("429 with retry-after")
-		return agenttest.RateLimited(time.Second)
+		return agenttest.RateLimited(time.Second), true
 	case x < 0.16:
 		note("500")
-		return agenttest.Fail(agenttest.ServerError)
+		return agenttest.Fail(agenttest.ServerError), true
 	case x < 0.20 && streamed:
 		note("stall past stall_abort")
-		return r.StallAfter(2, 0)
+		return r.StallAfter(2, 0), true
 	case x < 0.26 && streamed:
 		note("overloaded_error inside the stream")
-		return r.FailAfter(3, agenttest.Overload)
+		return r.FailAfter(3, agenttest.Overload), true
 	case x < 0.34:
 		note("connection dropped mid-reply")
-		return r.DropAfter(4)
+		return r.DropAfter(4), true
 	}
-	return r
+	return r, false
 }
 
 // counts returns the faults the model made, by name.

@@ -132,22 +132,38 @@ func (w *world) renumber() {
 // nothing waits, or a minute and a half passes.
 func (w *world) windDown(ctx context.Context, policies string) {
 	w.srv.ClearFaults()
+	if w.model != nil {
+		w.model.quiet()
+	}
 	seen := newSeen()
 	start := time.Now()
 	// Cards and replies queue behind each chat's send limit (about one a second),
-	// so the wind-down may take as long as the backlog.
-	deadline := start.Add(90*time.Second + time.Duration(w.cfg.Ops)*time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	// and a loaded machine is slower still: the wind-down waits as long as work
+	// moves, and gives up only after a long spell in which nothing did, which is a
+	// stuck operation, never a slow one.
+	const stuck = 60 * time.Second
+	last, moved := "", time.Now()
+	for time.Since(moved) < stuck && ctx.Err() == nil {
 		w.decide(seen, true)
-		if w.settled() {
+		open, ok := w.open()
+		if ok && len(open) == 0 && len(w.srv.PendingUpdates()) == 0 && (w.model == nil || !w.model.busy()) {
 			return
+		}
+		// What moves: operations, messages, updates, model requests (never the
+		// polls, which go on whatever happens).
+		now := fmt.Sprint(open, len(w.srv.AllMessages()), w.srv.PendingUpdates())
+		if w.model != nil {
+			now += fmt.Sprint(len(w.model.srv.Requests()))
+		}
+		if now != last {
+			last, moved = now, time.Now()
 		}
 		if time.Since(start) > 10*time.Second {
 			w.resolveByHand() // what no notice reached: the follow-up session's CLI
 		}
 		time.Sleep(4 * tick)
 	}
-	fmt.Fprintln(w.out, "chaos: the wind-down ran out of time with work still open")
+	fmt.Fprintf(w.out, "chaos: the wind-down saw nothing move for %s with work still open\n", stuck)
 }
 
 // resolveByHand resolves, truthfully, with bot vault resolve beside the bot, the
@@ -375,15 +391,22 @@ func approveData(card telegramtest.Message, yes bool) string {
 	return prefix + map[bool]string{true: "y", false: "n"}[yes]
 }
 
-// settled reports whether nothing waits any more: no approval, no send, no
-// unknown outcome, no verified-not-delivered operation.
-func (w *world) settled() bool {
+// open returns the commits not yet ended, by id and state; ok is false when the
+// journal could not be read.
+func (w *world) open() ([]string, bool) {
 	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
 	if err != nil {
-		return false
+		return nil, false
 	}
 	defer j.Close()
-	open, err := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Prepared, journal.Verified,
+	ops, err := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Prepared, journal.Verified,
 		journal.AwaitingApproval, journal.Approved, journal.Committing, journal.RetryWait, journal.Unknown, journal.NotDelivered}})
-	return err == nil && len(commits(open)) == 0 && len(w.srv.PendingUpdates()) == 0
+	if err != nil {
+		return nil, false
+	}
+	var out []string
+	for _, op := range commits(ops) {
+		out = append(out, op.ID+":"+string(op.State))
+	}
+	return out, true
 }

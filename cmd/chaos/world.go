@@ -207,8 +207,11 @@ func (w *world) start(policies string) error {
 	}
 	w.exit = make(chan error, 1)
 	go func(c *exec.Cmd, exit chan error) { exit <- c.Wait() }(w.bot, w.exit)
+	if w.model != nil {
+		w.model.restarted()
+	}
 	polls := len(w.srv.CallsTo("getUpdates"))
-	err := w.srv.WaitTimeout(30*time.Second, func(s *telegramtest.Server) bool { return len(s.CallsTo("getUpdates")) > polls })
+	err := w.srv.WaitTimeout(60*time.Second, func(s *telegramtest.Server) bool { return len(s.CallsTo("getUpdates")) > polls })
 	if err != nil {
 		return fmt.Errorf("the bot did not start polling: %w", err)
 	}
