@@ -27,6 +27,7 @@ type Report struct {
 	// ModelRequests is how many requests the scripted model received, retries included.
 	ModelRequests int
 	Elapsed       time.Duration
+	FullDisk      bool // the data folder was on its own disk, to be filled
 	Invariants    []Invariant
 }
 

@@ -141,7 +141,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		}
 		rep.ModelRequests = len(w.model.srv.Requests())
 	}
-	rep.Elapsed = time.Since(began)
+	rep.Elapsed, rep.FullDisk = time.Since(began), w.disk != nil
 	if logs, err := os.ReadFile(w.log.Name()); err == nil {
 		// How often the full disk bit: writes SQLite or the vault were refused.
 		rep.Actions["bot log: a write refused by the full disk"] = strings.Count(string(logs), "disk is full") +
