@@ -142,17 +142,20 @@ func (m *model) quiet() {
 	m.calm = true
 }
 
-// busy reports whether a turn of the running bot may still ask for more: its last
-// reply neither ended it nor came before the kill that cut it short.
-func (m *model) busy() bool {
+// busy names the turns of the running bot that may still ask for more: the last
+// reply neither ended the turn nor came before the kill that cut it short, nor
+// longer ago than the longest wait between two requests (the backoff's cap, 30 s),
+// after which the bot gave the turn up (a full disk stopped it, or its budget).
+func (m *model) busy() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, t := range m.turns {
-		if !t.done && t.last.After(m.since) {
-			return true
+	var open []string
+	for text, t := range m.turns {
+		if !t.done && t.last.After(m.since) && time.Since(t.last) < 35*time.Second {
+			open = append(open, text)
 		}
 	}
-	return false
+	return open
 }
 
 // disturb makes about a third of the replies go wrong in one of the ways a model

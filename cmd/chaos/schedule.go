@@ -142,13 +142,18 @@ func (w *world) windDown(ctx context.Context, policies string) {
 	// moves, and gives up only after a long spell in which nothing did, which is a
 	// stuck operation, never a slow one.
 	const stuck = 60 * time.Second
-	last, moved := "", time.Now()
+	last, moved, still := "", time.Now(), ""
 	for time.Since(moved) < stuck && ctx.Err() == nil {
 		w.decide(seen, true)
 		open, ok := w.open()
-		if ok && len(open) == 0 && len(w.srv.PendingUpdates()) == 0 && (w.model == nil || !w.model.busy()) {
+		var turns []string
+		if w.model != nil {
+			turns = w.model.busy()
+		}
+		if ok && len(open) == 0 && len(w.srv.PendingUpdates()) == 0 && len(turns) == 0 {
 			return
 		}
+		still = fmt.Sprintf("operations %v, updates %v, model turns %v", open, w.srv.PendingUpdates(), turns)
 		// What moves: operations, messages, updates, model requests (never the
 		// polls, which go on whatever happens).
 		now := fmt.Sprint(open, len(w.srv.AllMessages()), w.srv.PendingUpdates())
@@ -163,7 +168,7 @@ func (w *world) windDown(ctx context.Context, policies string) {
 		}
 		time.Sleep(4 * tick)
 	}
-	fmt.Fprintf(w.out, "chaos: the wind-down saw nothing move for %s with work still open\n", stuck)
+	fmt.Fprintf(w.out, "chaos: the wind-down saw nothing move for %s with work still open: %s\n", stuck, still)
 }
 
 // resolveByHand resolves, truthfully, with bot vault resolve beside the bot, the

@@ -148,11 +148,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 			strings.Count(string(logs), "no space left on device")
 	}
 	rep.Print(out)
+	logs, _ := os.ReadFile(w.log.Name())
+	kept := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d.log", cfg.Seed))
+	os.WriteFile(kept, logs, 0o600)
 	if !rep.OK() {
-		logs, _ := os.ReadFile(w.log.Name())
-		kept := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d.log", cfg.Seed))
-		os.WriteFile(kept, logs, 0o600)
 		fmt.Fprintf(out, "--- bot log (last 4000 bytes; all of it in %s) ---\n%s\n", kept, tail(logs, 4000))
+	} else {
+		fmt.Fprintf(out, "the bot's log: %s\n", kept)
 	}
 	return rep, nil
 }
