@@ -34,6 +34,7 @@ func TestChaosShortRun(t *testing.T) {
 	if rep.FullDisk && rep.Actions["full disk"] == 0 {
 		t.Errorf("the disk was mounted and never filled:\n%s", out.String())
 	}
+	t.Log(out.String()) // with -v: the figures of the run
 }
 
 // The checks catch what they name: a check that cannot fail proves nothing.

@@ -72,7 +72,7 @@ func (w *world) storm(ctx context.Context, policies string) {
 	}
 }
 
-// fillOrFree fills the data folder's disk now and then, for 2 to 6 s, never
+// fillOrFree fills the data folder's disk now and then, for 2 to 5 s, never
 // across a kill, and at least once by the middle of the run; and frees it when
 // its time is up.
 func (w *world) fillOrFree(now, start, nextKill time.Time) {
@@ -86,9 +86,9 @@ func (w *world) fillOrFree(now, start, nextKill time.Time) {
 		}
 		return
 	}
-	hold := time.Duration(1500+w.rnd.IntN(2500)) * time.Millisecond
+	hold := time.Duration(2000+w.rnd.IntN(3000)) * time.Millisecond
 	due := w.count["full disk"] == 0 && now.Sub(start) > w.cfg.Duration/2
-	if (w.rnd.IntN(120) == 0 || due) && nextKill.Sub(now) > hold+time.Second {
+	if (w.rnd.IntN(40) == 0 || due) && nextKill.Sub(now) > hold+time.Second {
 		w.note("full disk")
 		if err := w.disk.fill(); err != nil {
 			fmt.Fprintf(w.out, "chaos: fill the disk: %v\n", err)
