@@ -279,10 +279,40 @@ func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Opera
 }
 
 func (o *Operator) move(ctx context.Context, id string, m journal.Move) error {
-	if err := o.opts.Journal.Move(ctx, id, m); err != nil {
+	if err := o.record(ctx, id, m); err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
 	return nil
+}
+
+// outcomeWait bounds how long the outcome of an attempt is held in memory while
+// a full disk keeps it from the journal; past it the operation stays committing,
+// which the next start's crash recovery makes unknown, to be verified.
+const outcomeWait = 10 * time.Minute
+
+// record makes the journal move m. The outcome of an attempt (a move out of
+// committing) is known only to this process until it is journaled: when a full
+// disk refuses it, it is written again (1 s, doubling to 30 s) until there is
+// room, instead of leaving the operation committing, unseen by /pending, until a
+// restart.
+func (o *Operator) record(ctx context.Context, id string, m journal.Move) error {
+	err := o.opts.Journal.Move(ctx, id, m)
+	if m.From != journal.Committing || !journal.IsFull(err) {
+		return err
+	}
+	o.opts.Logger.Error("outcome not journaled: the disk is full; writing it again until there is room", "op", id, "to", m.To)
+	start, wait := o.opts.Clock.Now(), time.Second
+	for journal.IsFull(err) && o.opts.Clock.Now().Sub(start) < outcomeWait {
+		if o.opts.Clock.Sleep(ctx, wait) != nil {
+			return err
+		}
+		wait = min(2*wait, 30*time.Second)
+		err = o.opts.Journal.Move(ctx, id, m)
+	}
+	if err == nil {
+		o.opts.Logger.Info("outcome journaled once there was room", "op", id, "to", m.To)
+	}
+	return err
 }
 
 // TaskPolicy is the policy snapshot a task runs under: what a model's turn in it
