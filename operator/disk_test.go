@@ -8,8 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/countersign/countersign/journal"
+	"time"
 )
 
 // smallDisk mounts a tmpfs of 16 MiB for the test and returns its folder; the
@@ -44,34 +43,57 @@ func fill(t *testing.T, file string) {
 	}
 }
 
-// The disk fills while Telegram accepts a message: the outcome, known only to
-// the process, is written again once there is room, and the operation ends
-// committed without a restart, instead of staying committing, unseen by /pending,
-// until the next start makes it unknown.
-func TestAnOutcomeAFullDiskRefusedIsJournaledWhenSpaceReturns(t *testing.T) {
-	h := newHarness(t)
-	dir := smallDisk(t)
-	h.file = filepath.Join(dir, "journal.db")
-	h.open()
-	filler := filepath.Join(dir, "filler")
-	h.sender.delivered = func() { fill(t, filler) }
-	h.clock.onSleep = func() { os.Remove(filler) } // the wait before writing it again
-	_, opID := h.send("222", "the disk fills as this leaves")
+// A full disk refuses a move of a commit attempt: the write ahead (the retry after
+// a 429, as the journal fills during the wait) or the outcome (the disk fills as
+// Telegram accepts). The move is written again once there is room, and the
+// operation ends committed without a restart, sent once, instead of staying
+// retry_wait or committing, unseen by /pending, until the next start.
+func TestAnAttemptAFullDiskRefusedGoesOnWhenSpaceReturns(t *testing.T) {
+	tests := []struct {
+		name  string
+		fills string // "delivered": as Telegram accepts; "wait": during the retry's wait
+		path  string
+	}{
+		{"the outcome", "delivered", "[awaiting_approval approved committing committed]"},
+		{"the write ahead", "wait", "[awaiting_approval approved committing retry_wait committing committed]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var script []error
+			if tt.fills == "wait" {
+				script = []error{rateLimited(time.Second), nil}
+			}
+			h := newHarness(t, script...)
+			dir := smallDisk(t)
+			h.file = filepath.Join(dir, "journal.db")
+			h.open()
+			filler := filepath.Join(dir, "filler")
+			sleeps := 0
+			h.clock.onSleep = func() {
+				sleeps++
+				if tt.fills == "wait" && sleeps == 1 {
+					fill(t, filler) // the retry's wait
+					return
+				}
+				os.Remove(filler) // the wait before writing the move again
+			}
+			if tt.fills == "delivered" {
+				h.sender.delivered = func() { fill(t, filler) }
+			}
+			_, opID := h.send("222", "the disk fills on the way")
 
-	r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true)
-	if err != nil {
-		t.Fatalf("Decide: %v\n%s", err, h.logs.String())
-	}
-	if got := h.state(opID); got != journal.Committed || r.OperationID != opID {
-		t.Fatalf("state = %s (result %+v), want committed", got, r)
-	}
-	if got := fmtStates(h.states(opID)); !strings.HasSuffix(got, "committing committed]") {
-		t.Errorf("path = %s, want committing then committed", got)
-	}
-	if logs := h.logs.String(); !strings.Contains(logs, "outcome not journaled: the disk is full") {
-		t.Errorf("the disk never refused the outcome, so this tests nothing:\n%s", logs)
-	}
-	if n := len(h.sender.Sent()); n != 1 {
-		t.Errorf("sent %d times, want once", n)
+			if _, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true); err != nil {
+				t.Fatalf("Decide: %v\n%s", err, h.logs.String())
+			}
+			if got := fmtStates(h.states(opID)); !strings.HasSuffix(got, strings.TrimPrefix(tt.path, "[awaiting_approval ")) {
+				t.Errorf("path = %s, want it to end %s", got, tt.path)
+			}
+			if logs := h.logs.String(); !strings.Contains(logs, "not journaled: the disk is full") {
+				t.Errorf("the disk never refused a move, so this tests nothing:\n%s", logs)
+			}
+			if n, want := len(h.sender.Sent()), len(script); n != max(want, 1) {
+				t.Errorf("sent %d times, want %d", n, max(want, 1))
+			}
+		})
 	}
 }

@@ -285,22 +285,23 @@ func (o *Operator) move(ctx context.Context, id string, m journal.Move) error {
 	return nil
 }
 
-// outcomeWait bounds how long the outcome of an attempt is held in memory while
-// a full disk keeps it from the journal; past it the operation stays committing,
-// which the next start's crash recovery makes unknown, to be verified.
+// outcomeWait bounds how long a commit attempt waits for a full disk to have room
+// for its move; past it the operation stays where it was (committing is made
+// unknown, to be verified, by the next start's crash recovery).
 const outcomeWait = 10 * time.Minute
 
-// record makes the journal move m. The outcome of an attempt (a move out of
-// committing) is known only to this process until it is journaled: when a full
-// disk refuses it, it is written again (1 s, doubling to 30 s) until there is
-// room, instead of leaving the operation committing, unseen by /pending, until a
-// restart.
+// record makes the journal move m. The moves of a commit attempt are written
+// again (1 s, doubling to 30 s) while a full disk refuses them: the outcome of an
+// attempt (a move out of committing) is known only to this process until it is
+// journaled, and an attempt that cannot be written ahead (a move to committing)
+// sends nothing and would otherwise strand its approved or scheduled operation,
+// unseen by /pending, until a restart.
 func (o *Operator) record(ctx context.Context, id string, m journal.Move) error {
 	err := o.opts.Journal.Move(ctx, id, m)
-	if m.From != journal.Committing || !journal.IsFull(err) {
+	if (m.From != journal.Committing && m.To != journal.Committing) || !journal.IsFull(err) {
 		return err
 	}
-	o.opts.Logger.Error("outcome not journaled: the disk is full; writing it again until there is room", "op", id, "to", m.To)
+	o.opts.Logger.Error("attempt not journaled: the disk is full; writing it again until there is room", "op", id, "from", m.From, "to", m.To)
 	start, wait := o.opts.Clock.Now(), time.Second
 	for journal.IsFull(err) && o.opts.Clock.Now().Sub(start) < outcomeWait {
 		if o.opts.Clock.Sleep(ctx, wait) != nil {
@@ -310,7 +311,7 @@ func (o *Operator) record(ctx context.Context, id string, m journal.Move) error 
 		err = o.opts.Journal.Move(ctx, id, m)
 	}
 	if err == nil {
-		o.opts.Logger.Info("outcome journaled once there was room", "op", id, "to", m.To)
+		o.opts.Logger.Info("attempt journaled once there was room", "op", id, "from", m.From, "to", m.To)
 	}
 	return err
 }
