@@ -152,7 +152,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	kept := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d.log", cfg.Seed))
 	os.WriteFile(kept, logs, 0o600)
 	if !rep.OK() {
-		fmt.Fprintf(out, "--- bot log (last 4000 bytes; all of it in %s) ---\n%s\n", kept, tail(logs, 4000))
+		// The data folder goes with the log, to read the journal of what broke.
+		data := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d-data", cfg.Seed))
+		os.RemoveAll(data)
+		if out, err := exec.Command("cp", "-a", w.dir, data).CombinedOutput(); err != nil {
+			fmt.Fprintf(w.out, "chaos: keep the data folder: %v %s\n", err, out)
+		}
+		fmt.Fprintf(out, "--- bot log (last 4000 bytes; all of it in %s; the data folder in %s) ---\n%s\n", kept, data, tail(logs, 4000))
 	} else {
 		fmt.Fprintf(out, "the bot's log: %s\n", kept)
 	}
