@@ -223,6 +223,9 @@ func (h *Handler) continueTask(ctx context.Context, ops []journal.Operation, err
 			if r, err = h.Operator.Continue(ctx, op.ID); err != nil {
 				return Reply{}, err
 			}
+			if r.Status == tools.StatusSucceeded && r.SideEffect == tools.SideEffectNone {
+				continue // a draft of the turn: finished when it was made
+			}
 		case journal.AwaitingApproval:
 			r = tools.Result{Status: tools.StatusPending, OperationID: op.ID}
 		default:

@@ -224,8 +224,12 @@ func (o *Operator) Continue(ctx context.Context, opID string) (tools.Result, err
 	tool, ok := o.opts.Tools.Get(op.Tool)
 	_, commits := tool.(tools.Committer)
 	switch {
-	case !ok || !commits:
+	case !ok:
 		return resultOf(op), nil
+	case !commits:
+		// A draft was done when it was prepared: a replayed turn finds it finished,
+		// never waiting for an approval it was never to have.
+		return draftResult(op), nil
 	case op.Payload.Action == "" && op.State == journal.Prepared:
 		// A call refused before it was prepared, stopped between its record and
 		// its refusal: there is nothing to put before anyone. It ends refused.

@@ -74,6 +74,9 @@ type scriptSender struct {
 	mu     sync.Mutex
 	script []error
 	sent   []tools.Message
+	// delivered, when set, runs after each message the service accepted, before
+	// the sender returns (a test fills the disk there).
+	delivered func()
 }
 
 func (s *scriptSender) Send(ctx context.Context, m tools.Message) (tools.Delivery, error) {
@@ -88,6 +91,9 @@ func (s *scriptSender) Send(ctx context.Context, m tools.Message) (tools.Deliver
 	}
 	if err != nil {
 		return tools.Delivery{}, err
+	}
+	if s.delivered != nil {
+		s.delivered()
 	}
 	return tools.Delivery{ChatID: m.Target, MessageID: int64(100 + len(s.sent))}, nil
 }

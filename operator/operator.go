@@ -231,8 +231,7 @@ func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result,
 		if err != nil {
 			return tools.Result{}, err
 		}
-		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone, Draft: payload.Text}
-		return r, nil
+		return draftResult(op), nil
 	}
 	return o.verifyAndAsk(ctx, nt, o.newOperation(task, c.Tool, fp, payload))
 }
@@ -373,10 +372,41 @@ func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Oper
 }
 
 func (o *Operator) move(ctx context.Context, id string, m journal.Move) error {
-	if err := o.opts.Journal.Move(ctx, id, m); err != nil {
+	if err := o.record(ctx, id, m); err != nil {
 		return fmt.Errorf("operator: %w", err)
 	}
 	return nil
+}
+
+// outcomeWait bounds how long a commit attempt waits for a full disk to have room
+// for its move; past it the operation stays where it was (committing is made
+// unknown, to be verified, by the next start's crash recovery).
+const outcomeWait = 10 * time.Minute
+
+// record makes the journal move m. The moves of a commit attempt are written
+// again (1 s, doubling to 30 s) while a full disk refuses them: the outcome of an
+// attempt (a move out of committing) is known only to this process until it is
+// journaled, and an attempt that cannot be written ahead (a move to committing)
+// sends nothing and would otherwise strand its approved or scheduled operation,
+// unseen by /pending, until a restart.
+func (o *Operator) record(ctx context.Context, id string, m journal.Move) error {
+	err := o.opts.Journal.Move(ctx, id, m)
+	if (m.From != journal.Committing && m.To != journal.Committing) || !journal.IsFull(err) {
+		return err
+	}
+	o.opts.Logger.Error("attempt not journaled: the disk is full; writing it again until there is room", "op", id, "from", m.From, "to", m.To)
+	start, wait := o.opts.Clock.Now(), time.Second
+	for journal.IsFull(err) && o.opts.Clock.Now().Sub(start) < outcomeWait {
+		if o.opts.Clock.Sleep(ctx, wait) != nil {
+			return err
+		}
+		wait = min(2*wait, 30*time.Second)
+		err = o.opts.Journal.Move(ctx, id, m)
+	}
+	if err == nil {
+		o.opts.Logger.Info("attempt journaled once there was room", "op", id, "from", m.From, "to", m.To)
+	}
+	return err
 }
 
 // TaskPolicy is the policy snapshot a task runs under: what a model's turn in it

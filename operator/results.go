@@ -39,6 +39,12 @@ func resultOf(op journal.Operation) tools.Result {
 	return r
 }
 
+// draftResult is the result of a tool that commits nothing (prepare_reply): it
+// succeeded when it was prepared, and has no side effect to wait for.
+func draftResult(op journal.Operation) tools.Result {
+	return tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone, Draft: op.Payload.Text}
+}
+
 // pendingRetry is the result of an operation whose retry wait was cut short: it
 // stays scheduled in the journal and resumes on the next start. It keeps the wait
 // the service asked for, from the result journaled with the schedule.

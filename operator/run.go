@@ -258,7 +258,7 @@ func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op jour
 		NextAction: tools.NextRetry, RetryAfterMS: wait.Milliseconds(), Reason: v.reason}
 	// The retry is paid in the move that schedules it: two commits of one task
 	// racing for the last retry cannot both have it, and neither is left committing.
-	err := o.opts.Journal.Move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.RetryWait,
+	err := o.record(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.RetryWait,
 		Reason: fmt.Sprintf("retry in %s: %s", wait, v.reason), RetryAt: at, Result: &r, AttemptOutcome: "retry", AttemptDetail: detail,
 		Spend: &journal.Spend{Retry: true, Wait: wait}})
 	var budget *journal.BudgetError
@@ -287,7 +287,7 @@ func (o *Operator) repair(ctx context.Context, task journal.Task, op journal.Ope
 	if op.Fix != nil { // repairs add up: a migrated chat stays migrated
 		fix = mergeFix(*op.Fix, fix)
 	}
-	err := o.opts.Journal.Move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Approved,
+	err := o.record(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Approved,
 		Reason: "repair: " + v.reason, Fix: &fix, AttemptOutcome: "repair", AttemptDetail: detail, Spend: &journal.Spend{Repair: true}})
 	var budget *journal.BudgetError
 	if !errors.As(err, &budget) {

@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -193,5 +194,29 @@ func TestContinueLeavesAnEmptyRecordAlone(t *testing.T) {
 	}
 	if _, err := h.op.PendingApproval(ctx, op.ID); !errors.Is(err, journal.ErrNotFound) {
 		t.Errorf("an approval was asked for an empty record: %v", err)
+	}
+}
+
+// A model's turn drafts with prepare_reply, then the process stops before the turn
+// ends: the replayed update continues the task's operations, and the draft among
+// them is finished, not an operation waiting on an approval it never had.
+func TestContinueFindsADraftFinished(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "chat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err := h.op.Call(ctx, task.ID, operator.Call{Tool: "prepare_reply", Args: json.RawMessage(`{"text":"a draft"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.open() // the process stops and starts again
+	r, err := h.op.Continue(ctx, made.OperationID)
+	if err != nil || r.Status != tools.StatusSucceeded || r.SideEffect != tools.SideEffectNone || r.NextAction != tools.NextNone || r.Draft != "a draft" {
+		t.Errorf("Continue(draft) = %+v, %v; want the draft, succeeded, as Call gave it (%+v)", r, err, made)
+	}
+	if got := h.state(made.OperationID); got != journal.Prepared {
+		t.Errorf("state = %s, want prepared: a draft moves nowhere", got)
 	}
 }

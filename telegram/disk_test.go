@@ -1,13 +1,16 @@
 package telegram_test
 
 import (
+	"database/sql"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
@@ -71,5 +74,55 @@ func TestACommandThatCannotBeJournaledIsAnsweredTheDiskIsFull(t *testing.T) {
 	}
 	if n := len(cardsIn(r.srv, alice)) + len(cardsIn(r.srv, bob)); n != 0 {
 		t.Errorf("%d cards went out for a command that was not journaled", n)
+	}
+}
+
+// A command whose update was stored but whose task a full disk kept out of the
+// journal is taken again, without a restart, once there is room: the person is
+// told once that it waits, it gets its one card, and it is delivered once.
+func TestACommandAFullDiskStoppedGoesOnWhenSpaceReturns(t *testing.T) {
+	// A task keeps its policy: a long house rule makes that more than a page, while
+	// the update fits in the room the inbox's page has left.
+	r := newRig(t, withPolicy(func(p *policy.Policy) {
+		p.Verify.Rules = append(p.Verify.Rules, policy.Rule{Tool: "commit_publish_post", Reason: strings.Repeat("channel posts follow the style guide. ", 200)})
+	}))
+	file := filepath.Join(r.dir, "journal.db")
+	db, err := sql.Open("sqlite3", file+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The journal is frozen at its size, with pages the bot cannot use to give back.
+	if _, err := db.Exec("CREATE TABLE chaos_filler (b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT INTO chaos_filler VALUES (zeroblob(65536))"); err != nil {
+		t.Fatal(err)
+	}
+	r.jopts = []journal.Option{journal.WithSizeLimit(1)}
+	r.restart()
+
+	r.command(alice, "/send 222 after the disk filled")
+	r.replyContaining(alice, "disk is full")
+	if logs := r.logs.String(); !strings.Contains(logs, "database or disk is full") {
+		t.Fatalf("the task was not stopped by a full disk, so this tests nothing:\n%s", logs)
+	}
+	if _, err := db.Exec("DELETE FROM chaos_filler"); err != nil { // space comes back
+		t.Fatal(err)
+	}
+	card := r.card(alice)
+	if !strings.Contains(card.Text, "after the disk filled") {
+		t.Fatalf("card = %q, want the command that waited", card.Text)
+	}
+	r.tap(alice, card, "Approve")
+	r.waitFor("the delivery", atLeast(1, delivered(target)))
+	told := 0
+	for _, m := range r.srv.Messages(alice) {
+		if strings.Contains(m.Text, "disk is full") {
+			told++
+		}
+	}
+	if got := r.srv.Messages(target); len(got) != 1 || told != 1 {
+		t.Errorf("deliveries = %d, told it waits %d times; want 1 and 1", len(got), told)
 	}
 }

@@ -22,6 +22,7 @@ import (
 type job struct {
 	item   journal.InboxItem
 	update models.Update
+	tries  int // times a full disk sent it back
 }
 
 // laneQueue is how many updates may wait for a worker in each lane; beyond it,
@@ -39,6 +40,11 @@ func (t *Bot) dispatch(ctx context.Context, it journal.InboxItem) {
 	if j.update, err = decodeUpdate(it.Body); err != nil {
 		t.log.Warn("update not understood; skipped", "update", it.UpdateID, "err", err)
 	}
+	t.queue(ctx, j)
+}
+
+// queue hands a decoded job to its lane.
+func (t *Bot) queue(ctx context.Context, j job) {
 	lane := t.messages
 	if j.update.CallbackQuery != nil {
 		lane = t.taps
@@ -78,18 +84,38 @@ func (t *Bot) handleFrom(ctx context.Context, lane <-chan job) {
 			return
 		case j = <-lane:
 		}
+		serving := ctx
 		ctx := context.WithoutCancel(ctx) // finish what was started; Serve waits for it
 		u := j.update
+		full := false
 		switch {
 		case u.CallbackQuery != nil:
 			t.onCallback(ctx, u.CallbackQuery)
 		case u.Message != nil && u.Message.Text != "":
-			t.onMessage(ctx, j.item.Key, u.Message)
+			full = t.onMessage(ctx, j.item.Key, u.Message, j.tries == 0)
+		}
+		if full {
+			t.again(serving, j)
+			continue
 		}
 		if err := t.journal.Handled(ctx, j.item.Key); err != nil {
 			t.log.Error("update not marked handled; it will be handled again after a restart", "update", j.item.UpdateID, "err", err)
 		}
 	}
+}
+
+// again takes a message that met a full disk once more after a wait (1 s,
+// doubling to 30 s) until the journal has room; it stays unhandled in the inbox
+// meanwhile, so a stop before then leaves it to the replay after a restart. Its
+// task's origin makes the retry start no second task.
+func (t *Bot) again(ctx context.Context, j job) {
+	wait := min(time.Second<<min(j.tries, 5), 30*time.Second)
+	j.tries++
+	t.spawn(func() {
+		if sleep(ctx, wait) == nil {
+			t.queue(ctx, j)
+		}
+	})
 }
 
 // updateKey names what an update carries, for the inbox: its message (chat and
@@ -166,20 +192,26 @@ func failure(err error) string {
 	return "Something went wrong on the bot's side; the log has the details. Check /pending before you try again."
 }
 
+// waitingForRoom is what the person who sent a message is told, once, when a full
+// disk kept it from being journaled: the bot takes it again by itself.
+const waitingForRoom = "The bot's disk is full, so it could not journal this message yet, and nothing leaves unjournaled. It takes the message again by itself once there is room: there is no need to send it again (a model's turn that had begun is not run twice; /pending shows what it left)."
+
 // onMessage carries out an operator's command or plain text. key is the inbox key
 // of its update, which names the task's origin: a replay of the update starts no
 // second task, and a message that Telegram numbered afresh is not taken for one.
-func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message) {
+// It reports whether a full disk stopped it, to be taken again once there is room
+// (the person is told so when tell is true: the first time).
+func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell bool) (full bool) {
 	if m.From == nil || m.Chat.Type != models.ChatTypePrivate {
-		return // commands are taken in private chats only
+		return false // commands are taken in private chats only
 	}
 	if !t.policy.Access.IsOperator(m.From.ID) {
 		t.refuse(m.Chat.ID, m.From.ID)
-		return
+		return false
 	}
 	if strings.Contains(m.Text, secret.Withheld) {
 		t.reply(ctx, m.Chat.ID, "That message contained what looks like a secret (a bot token or an API key), so it was neither stored nor sent. If it was this bot's token, revoke it with @BotFather.")
-		return
+		return false
 	}
 	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: m.Text,
 		Origin: "telegram:" + key}
@@ -189,14 +221,20 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message) {
 	reply, err := t.handler.Handle(ctx, req)
 	switch {
 	case errors.Is(err, journal.ErrDuplicate):
-		return // handled before a restart
+		return false // handled before a restart
 	case errors.Is(err, command.ErrUsage):
 		t.reply(ctx, m.Chat.ID, err.Error())
-		return
+		return false
+	case journal.IsFull(err):
+		t.log.Error("command not journaled: the disk is full; it is taken again once there is room", "err", err)
+		if tell {
+			t.reply(ctx, m.Chat.ID, waitingForRoom)
+		}
+		return true
 	case err != nil:
 		t.log.Error("command failed", "err", err)
 		t.reply(ctx, m.Chat.ID, failure(err))
-		return
+		return false
 	}
 	if reply.Text != "" {
 		t.report(ctx, m.Chat.ID, reply)
@@ -204,6 +242,7 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message) {
 	for i := range reply.Approvals {
 		t.requestApproval(ctx, m.Chat.ID, m.From.ID, &reply.Approvals[i], false)
 	}
+	return false
 }
 
 // report tells a chat what came of an operation, with the resolve buttons when its

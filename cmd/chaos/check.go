@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
@@ -18,11 +19,16 @@ import (
 
 // Report is what a run did and which promises held.
 type Report struct {
-	Seed       int64
-	Actions    map[string]int
-	EndStates  map[journal.State]int
-	Delivered  int
-	Invariants []Invariant
+	Seed      int64
+	Actions   map[string]int
+	EndStates map[journal.State]int
+	Delivered int
+	Drafts    int // prepare_reply operations of model turns: drafts have no end state
+	// ModelRequests is how many requests the scripted model received, retries included.
+	ModelRequests int
+	Elapsed       time.Duration
+	FullDisk      bool // the data folder was on its own disk, to be filled
+	Invariants    []Invariant
 }
 
 // Invariant is one promise and what broke it, if anything did.
@@ -53,6 +59,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  %-40s %d\n", k, r.EndStates[k])
 	}
 	fmt.Fprintf(w, "messages delivered to target chats: %d\n", r.Delivered)
+	fmt.Fprintf(w, "drafts prepared by model turns: %d; model requests: %d\n", r.Drafts, r.ModelRequests)
+	fmt.Fprintf(w, "run took %s\n", r.Elapsed.Round(time.Second))
 	fmt.Fprintln(w, "invariants:")
 	for _, in := range r.Invariants {
 		if len(in.Broken) == 0 {
@@ -90,11 +98,13 @@ func (w *world) check() *Report {
 		return r
 	}
 	defer j.Close()
-	ops, err := j.Operations(ctx, journal.Filter{})
+	all, err := j.Operations(ctx, journal.Filter{})
 	if err != nil {
 		r.Invariants = append(r.Invariants, Invariant{"the journal reads", []string{err.Error()}})
 		return r
 	}
+	ops := commits(all)
+	r.Drafts = len(all) - len(ops)
 	byText := map[string]journal.Operation{}
 	for _, op := range ops {
 		r.EndStates[op.State]++
@@ -112,6 +122,7 @@ func (w *world) check() *Report {
 		w.journalMatchesTelegram(ops, deliveries, byText),
 		everyOperationEnded(ops),
 		w.everyCommandTakenOnce(ctx, j),
+		noToolRanTwice(all),
 		w.journalAndVaultAgree(ops),
 		w.noSecrets(),
 	}
@@ -200,7 +211,7 @@ func everyOperationEnded(ops []journal.Operation) Invariant {
 }
 
 func (w *world) everyCommandTakenOnce(ctx context.Context, j *journal.Journal) Invariant {
-	in := Invariant{Name: "every command Telegram handed over was taken exactly once"}
+	in := Invariant{Name: "every command and plain text Telegram handed over was taken exactly once"}
 	if unread := w.srv.ConfirmedUnread(); len(unread) > 0 {
 		in.Broken = append(in.Broken, fmt.Sprintf("updates confirmed before anyone read them: %v", unread))
 	}
@@ -211,8 +222,14 @@ func (w *world) everyCommandTakenOnce(ctx context.Context, j *journal.Journal) I
 			continue
 		}
 		ops, err := j.Operations(ctx, journal.Filter{TaskID: task.ID})
-		if err != nil || len(ops) != 1 {
-			in.Broken = append(in.Broken, fmt.Sprintf("the command %q made %d operations, want 1 (%v)", c.text, len(ops), err))
+		switch {
+		case err != nil:
+			in.Broken = append(in.Broken, fmt.Sprintf("the operations of %q: %v", c.text, err))
+		case c.model && len(commits(ops)) > 1:
+			// A turn a kill cut short may have made none; never more than it was asked.
+			in.Broken = append(in.Broken, fmt.Sprintf("the model turn %q made %d commits, want at most 1", c.text, len(commits(ops))))
+		case !c.model && len(ops) != 1:
+			in.Broken = append(in.Broken, fmt.Sprintf("the command %q made %d operations, want 1", c.text, len(ops)))
 		}
 	}
 	return in
@@ -248,6 +265,36 @@ func (w *world) journalAndVaultAgree(ops []journal.Operation) Invariant {
 	return in
 }
 
+// commits are the operations of commit_* tools: the ones that can reach Telegram.
+// A draft (prepare_reply) stays prepared: it has no end state to reach.
+func commits(ops []journal.Operation) []journal.Operation {
+	var out []journal.Operation
+	for _, op := range ops {
+		if strings.HasPrefix(op.Tool, "commit_") {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// noToolRanTwice: within a task, no two operations of one tool carry one payload.
+// Every text in a run is unique, and the duplicate check is off, so two would be
+// one call run twice: a retried model request, or a replayed update, running a
+// tool again.
+func noToolRanTwice(ops []journal.Operation) Invariant {
+	in := Invariant{Name: "no tool ran twice for one call (retried model requests, replayed updates)"}
+	seen := map[[3]string]string{}
+	for _, op := range ops {
+		k := [3]string{op.TaskID, op.Tool, op.Payload.Text}
+		if first, ok := seen[k]; ok {
+			in.Broken = append(in.Broken, fmt.Sprintf("%s ran twice in task %s: %s and %s (%q)", op.Tool, op.TaskID, first, op.ID, op.Payload.Text))
+			continue
+		}
+		seen[k] = op.ID
+	}
+	return in
+}
+
 // noSecrets looks for the bot token in every file of the data folder and the log.
 func (w *world) noSecrets() Invariant {
 	in := Invariant{Name: "no secret in any file or log line"}
@@ -256,6 +303,9 @@ func (w *world) noSecrets() Invariant {
 		b, err := os.ReadFile(path)
 		if err == nil && strings.Contains(string(b), secret) {
 			in.Broken = append(in.Broken, path+" holds the bot token")
+		}
+		if err == nil && strings.Contains(string(b), modelKey) {
+			in.Broken = append(in.Broken, path+" holds the model's API key")
 		}
 	}
 	filepath.WalkDir(w.dir, func(path string, d fs.DirEntry, err error) error {

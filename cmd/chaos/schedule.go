@@ -28,10 +28,21 @@ func (w *world) storm(ctx context.Context, policies string) {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		now := time.Now()
 		if kills < w.cfg.Kills && now.After(nextKill) {
+			if w.disk != nil && w.disk.isFull() {
+				w.note("full disk: space returns before the kill")
+				w.disk.free()
+			}
+			renumber := w.rnd.IntN(2) == 0
+			if renumber {
+				w.underTheKill() // updates the bot may have read and not confirmed
+			}
 			w.note("kill -9 and restart")
 			w.kill()
 			if w.rnd.IntN(2) == 0 {
 				w.beside() // while the bot is down
+			}
+			if renumber {
+				w.renumber()
 			}
 			if err := w.start(policies); err != nil {
 				fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
@@ -41,36 +52,123 @@ func (w *world) storm(ctx context.Context, policies string) {
 			nextKill = nextKill.Add(every)
 		}
 		if sent < w.cfg.Ops && now.After(nextSend) {
-			w.sendCommand(w.target(), fmt.Sprintf("chaos %d send %d", w.cfg.Seed, sent))
+			if w.model != nil && w.rnd.Float64() < w.cfg.ModelShare {
+				w.note("plain text for a model turn")
+				w.sendCommand(w.target(), fmt.Sprintf("chaos %d model %d", w.cfg.Seed, sent), true)
+			} else {
+				w.sendCommand(w.target(), fmt.Sprintf("chaos %d send %d", w.cfg.Seed, sent), false)
+			}
 			sent++
 			nextSend = nextSend.Add(sendEvery)
 		}
+		w.fillOrFree(now, start, nextKill)
 		w.disturb()
 		w.decide(seen, false)
 		time.Sleep(tick)
 	}
+	if w.disk != nil && w.disk.isFull() {
+		w.note("full disk: space returns")
+		w.disk.free()
+	}
+}
+
+// fillOrFree fills the data folder's disk now and then, for 2 to 5 s, never
+// across a kill, and at least once by the middle of the run; and frees it when
+// its time is up.
+func (w *world) fillOrFree(now, start, nextKill time.Time) {
+	if w.disk == nil {
+		return
+	}
+	if w.disk.isFull() {
+		if now.After(w.fullUntil) {
+			w.note("full disk: space returns")
+			w.disk.free()
+		}
+		return
+	}
+	hold := time.Duration(2000+w.rnd.IntN(3000)) * time.Millisecond
+	due := w.count["full disk"] == 0 && now.Sub(start) > w.cfg.Duration/2
+	if (w.rnd.IntN(40) == 0 || due) && nextKill.Sub(now) > hold+time.Second {
+		w.note("full disk")
+		if err := w.disk.fill(); err != nil {
+			fmt.Fprintf(w.out, "chaos: fill the disk: %v\n", err)
+		}
+		w.fullUntil = now.Add(hold)
+	}
+}
+
+// underTheKill leaves Telegram holding updates the bot read and did not
+// confirm: an operator's update is pushed (half a message delivered again, half
+// a fresh /ops), and the poll after it, which would confirm it, is held until the
+// kill. The bot may have stored it, handled it, or neither.
+func (w *world) underTheKill() {
+	w.srv.Inject(telegramtest.Delay(3 * time.Second).For("getUpdates").Times(1))
+	polls := len(w.srv.CallsTo("getUpdates"))
+	w.mu.Lock()
+	var c command
+	if len(w.commands) > 0 {
+		c = w.commands[len(w.commands)-1-w.rnd.IntN(min(len(w.commands), 5))]
+	}
+	w.mu.Unlock()
+	if c.text != "" && w.rnd.IntN(2) == 0 {
+		w.note("update delivered again just before the kill")
+		w.push(c)
+	} else {
+		w.note("/ops just before the kill")
+		w.srv.PushMessage(operator, operator, "/ops")
+	}
+	w.srv.WaitTimeout(2*time.Second, func(s *telegramtest.Server) bool { return len(s.CallsTo("getUpdates")) > polls })
+}
+
+// renumber, while the bot is down, has Telegram number afresh, low, what it still
+// holds: the bot sees the same messages and taps again under ids it never saw.
+func (w *world) renumber() {
+	ids := w.srv.RenumberPending(int64(1 + w.rnd.IntN(50)))
+	w.note("renumbered update ids while the bot was down")
+	w.count["updates held at the kill, renumbered"] += len(ids)
 }
 
 // windDown stops the faults and answers everything still open, truthfully, until
 // nothing waits, or a minute and a half passes.
 func (w *world) windDown(ctx context.Context, policies string) {
 	w.srv.ClearFaults()
+	if w.model != nil {
+		w.model.quiet()
+	}
 	seen := newSeen()
 	start := time.Now()
 	// Cards and replies queue behind each chat's send limit (about one a second),
-	// so the wind-down may take as long as the backlog.
-	deadline := start.Add(90*time.Second + time.Duration(w.cfg.Ops)*time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	// and a loaded machine is slower still: the wind-down waits as long as work
+	// moves, and gives up only after a long spell in which nothing did, which is a
+	// stuck operation, never a slow one.
+	const stuck = 60 * time.Second
+	last, moved, still := "", time.Now(), ""
+	for time.Since(moved) < stuck && ctx.Err() == nil {
 		w.decide(seen, true)
-		if w.settled() {
+		open, ok := w.open()
+		var turns []string
+		if w.model != nil {
+			turns = w.model.busy()
+		}
+		if ok && len(open) == 0 && len(w.srv.PendingUpdates()) == 0 && len(turns) == 0 {
 			return
+		}
+		still = fmt.Sprintf("operations %v, updates %v, model turns %v", open, w.srv.PendingUpdates(), turns)
+		// What moves: operations, messages, updates, model requests (never the
+		// polls, which go on whatever happens).
+		now := fmt.Sprint(open, len(w.srv.AllMessages()), w.srv.PendingUpdates())
+		if w.model != nil {
+			now += fmt.Sprint(len(w.model.srv.Requests()))
+		}
+		if now != last {
+			last, moved = now, time.Now()
 		}
 		if time.Since(start) > 10*time.Second {
 			w.resolveByHand() // what no notice reached: the follow-up session's CLI
 		}
 		time.Sleep(4 * tick)
 	}
-	fmt.Fprintln(w.out, "chaos: the wind-down ran out of time with work still open")
+	fmt.Fprintf(w.out, "chaos: the wind-down saw nothing move for %s with work still open: %s\n", stuck, still)
 }
 
 // resolveByHand resolves, truthfully, with bot vault resolve beside the bot, the
@@ -298,15 +396,22 @@ func approveData(card telegramtest.Message, yes bool) string {
 	return prefix + map[bool]string{true: "y", false: "n"}[yes]
 }
 
-// settled reports whether nothing waits any more: no approval, no send, no
-// unknown outcome, no verified-not-delivered operation.
-func (w *world) settled() bool {
+// open returns the commits not yet ended, by id and state; ok is false when the
+// journal could not be read.
+func (w *world) open() ([]string, bool) {
 	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
 	if err != nil {
-		return false
+		return nil, false
 	}
 	defer j.Close()
-	open, err := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Prepared, journal.Verified,
+	ops, err := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Prepared, journal.Verified,
 		journal.AwaitingApproval, journal.Approved, journal.Committing, journal.RetryWait, journal.Unknown, journal.NotDelivered}})
-	return err == nil && len(open) == 0 && len(w.srv.PendingUpdates()) == 0
+	if err != nil {
+		return nil, false
+	}
+	var out []string
+	for _, op := range commits(ops) {
+		out = append(out, op.ID+":"+string(op.State))
+	}
+	return out, true
 }

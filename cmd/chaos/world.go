@@ -27,6 +27,12 @@ type Config struct {
 	Bot      string // the bot binary; "" builds ./cmd/bot
 	Policies string
 	Verbose  bool
+	// ModelShare is the share of the sends made as plain text, for a model turn
+	// (0: commands only, and no model configured).
+	ModelShare float64
+	// FullDisk mounts the data folder on a small tmpfs and fills it at times
+	// (root only; without mount the run says so and goes on without).
+	FullDisk bool
 }
 
 // The people and chats of a run.
@@ -42,16 +48,19 @@ const (
 
 // world is the fake Telegram, the bot process and what the run did to them.
 type world struct {
-	cfg      Config
-	rnd      *rand.Rand
-	srv      *telegramtest.Server
-	dir      string // data folder
-	log      *os.File
-	out      io.Writer
-	bot      *exec.Cmd
-	policies string // the run's policy file
-	exit     chan error
-	count    map[string]int // actions and faults, by name
+	cfg       Config
+	rnd       *rand.Rand
+	srv       *telegramtest.Server
+	dir       string // data folder
+	log       *os.File
+	out       io.Writer
+	bot       *exec.Cmd
+	policies  string // the run's policy file
+	exit      chan error
+	count     map[string]int // actions and faults, by name
+	model     *model         // nil: no model configured
+	disk      *disk          // nil: no full disk in the mix
+	fullUntil time.Time      // when the filled disk is freed
 
 	mu       sync.Mutex
 	commands []command // every operator command pushed, in order
@@ -63,6 +72,7 @@ type command struct {
 	msgID  int
 	target int64
 	text   string
+	model  bool // plain text for a model turn, not /send
 }
 
 // Run makes one chaos run and prints its report to out. The error is for a run
@@ -86,6 +96,19 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		return nil, err
 	}
+	if cfg.FullDisk {
+		d, err := mountDisk(w.dir)
+		if err != nil {
+			fmt.Fprintf(out, "chaos: no full disk in this run: %v\n", err)
+		} else {
+			w.disk = d
+			defer d.unmount()
+		}
+	}
+	if cfg.ModelShare > 0 {
+		w.model = newModel(cfg.Seed)
+		defer w.model.close()
+	}
 	policies, err := w.writePolicy(root)
 	if err != nil {
 		return nil, err
@@ -97,7 +120,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	defer w.log.Close()
 	w.srv = telegramtest.New(telegramtest.Options{Token: token})
 	defer w.srv.Close()
-	fmt.Fprintf(out, "chaos: seed %d, %d sends over %d chats, %d kills, faults for %s\n", cfg.Seed, cfg.Ops, cfg.Chats, cfg.Kills, cfg.Duration)
+	fmt.Fprintf(out, "chaos: seed %d, %d sends over %d chats (%.0f%% by model turns), %d kills, full disk %v, faults for %s\n",
+		cfg.Seed, cfg.Ops, cfg.Chats, 100*cfg.ModelShare, cfg.Kills, w.disk != nil, cfg.Duration)
+	began := time.Now()
 	if err := w.start(policies); err != nil {
 		return nil, err
 	}
@@ -106,13 +131,36 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	if err := w.stop(); err != nil {
 		fmt.Fprintf(out, "chaos: the bot's last stop: %v\n", err)
 	}
+	if w.disk != nil {
+		w.disk.free() // the checks below open the journal, as a person would
+	}
 	rep := w.check()
+	if w.model != nil {
+		for k, v := range w.model.counts() {
+			rep.Actions[k] += v
+		}
+		rep.ModelRequests = len(w.model.srv.Requests())
+	}
+	rep.Elapsed, rep.FullDisk = time.Since(began), w.disk != nil
+	if logs, err := os.ReadFile(w.log.Name()); err == nil {
+		// How often the full disk bit: writes SQLite or the vault were refused.
+		rep.Actions["bot log: a write refused by the full disk"] = strings.Count(string(logs), "disk is full") +
+			strings.Count(string(logs), "no space left on device")
+	}
 	rep.Print(out)
+	logs, _ := os.ReadFile(w.log.Name())
+	kept := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d.log", cfg.Seed))
+	os.WriteFile(kept, logs, 0o600)
 	if !rep.OK() {
-		logs, _ := os.ReadFile(w.log.Name())
-		kept := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d.log", cfg.Seed))
-		os.WriteFile(kept, logs, 0o600)
-		fmt.Fprintf(out, "--- bot log (last 4000 bytes; all of it in %s) ---\n%s\n", kept, tail(logs, 4000))
+		// The data folder goes with the log, to read the journal of what broke.
+		data := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d-data", cfg.Seed))
+		os.RemoveAll(data)
+		if out, err := exec.Command("cp", "-a", w.dir, data).CombinedOutput(); err != nil {
+			fmt.Fprintf(w.out, "chaos: keep the data folder: %v %s\n", err, out)
+		}
+		fmt.Fprintf(out, "--- bot log (last 4000 bytes; all of it in %s; the data folder in %s) ---\n%s\n", kept, data, tail(logs, 4000))
+	} else {
+		fmt.Fprintf(out, "the bot's log: %s\n", kept)
 	}
 	return rep, nil
 }
@@ -142,6 +190,9 @@ func (w *world) writePolicy(dir string) (string, error) {
 	p = strings.Replace(p, "approval_ttl: 24h", "approval_ttl: 40s", 1)
 	p = strings.Replace(p, "auto_approve: []", "auto_approve:\n  - tool: commit_send_message\n    chats: ["+strings.Join(chats, ", ")+"]", 1)
 	p = strings.Replace(p, "duplicate_window: 24h", "duplicate_window: 0s", 1)
+	// A stall is dropped after 2 s instead of 45, so that stalls fit in the run.
+	p = strings.Replace(p, "stall_warning: 10s", "stall_warning: 1s", 1)
+	p = strings.Replace(p, "stall_abort: 45s", "stall_abort: 2s", 1)
 	if !strings.Contains(p, "approval_ttl: 40s") || !strings.Contains(p, "chats: [") {
 		return "", fmt.Errorf("%s: approval_ttl or auto_approve not in the expected form", w.cfg.Policies)
 	}
@@ -155,14 +206,20 @@ func (w *world) start(policies string) error {
 	w.bot.Env = append(os.Environ(), "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_URL="+w.srv.URL(),
 		"COUNTERSIGN_POLL_TIMEOUT=1s", fmt.Sprintf("BOT_OPERATORS=%d", operator),
 		fmt.Sprintf("BOT_APPROVERS=%d,%d", operator, approver))
+	if w.model != nil {
+		w.bot.Env = append(w.bot.Env, "ANTHROPIC_API_KEY="+modelKey, "ANTHROPIC_BASE_URL="+w.model.srv.URL)
+	}
 	w.bot.Stdout, w.bot.Stderr = w.log, w.log
 	if err := w.bot.Start(); err != nil {
 		return fmt.Errorf("start the bot: %w", err)
 	}
 	w.exit = make(chan error, 1)
 	go func(c *exec.Cmd, exit chan error) { exit <- c.Wait() }(w.bot, w.exit)
+	if w.model != nil {
+		w.model.restarted()
+	}
 	polls := len(w.srv.CallsTo("getUpdates"))
-	err := w.srv.WaitTimeout(30*time.Second, func(s *telegramtest.Server) bool { return len(s.CallsTo("getUpdates")) > polls })
+	err := w.srv.WaitTimeout(60*time.Second, func(s *telegramtest.Server) bool { return len(s.CallsTo("getUpdates")) > polls })
 	if err != nil {
 		return fmt.Errorf("the bot did not start polling: %w", err)
 	}
@@ -189,10 +246,10 @@ func (w *world) stop() error {
 
 // sendCommand pushes "/send target text" from the operator as a new message, and
 // remembers it, so that a second delivery of the same message can be pushed.
-func (w *world) sendCommand(target int64, text string) command {
+func (w *world) sendCommand(target int64, text string, model bool) command {
 	w.mu.Lock()
 	w.nextMsg++
-	c := command{msgID: w.nextMsg, target: target, text: text}
+	c := command{msgID: w.nextMsg, target: target, text: text, model: model}
 	w.commands = append(w.commands, c)
 	w.mu.Unlock()
 	w.push(c)
@@ -201,13 +258,17 @@ func (w *world) sendCommand(target int64, text string) command {
 
 // push delivers the update that carries c (again, when it was pushed before).
 func (w *world) push(c command) {
-	line := fmt.Sprintf("/send %d %s", c.target, c.text)
-	w.srv.PushUpdate(map[string]any{"message": map[string]any{
-		"message_id": c.msgID, "date": time.Now().Unix(), "text": line,
+	msg := map[string]any{
+		"message_id": c.msgID, "date": time.Now().Unix(), "text": fmt.Sprintf("/send %d %s", c.target, c.text),
 		"from":     map[string]any{"id": operator, "is_bot": false, "first_name": "Olga"},
 		"chat":     map[string]any{"id": operator, "type": "private", "first_name": "Olga"},
 		"entities": []map[string]any{{"type": "bot_command", "offset": 0, "length": 5}},
-	}})
+	}
+	if c.model {
+		msg["text"] = ask(c.target, c.text)
+		delete(msg, "entities")
+	}
+	w.srv.PushUpdate(map[string]any{"message": msg})
 }
 
 func (w *world) note(action string) {

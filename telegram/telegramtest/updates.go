@@ -196,6 +196,35 @@ func (s *Server) Renumber(next int64) {
 	s.queue.next = next
 }
 
+// RenumberPending gives every update still queued a new update_id, from next on,
+// in order, and numbers the updates pushed after them on from there: Telegram
+// numbering afresh what it still holds, as it may after a quiet spell, so that a
+// bot sees the same messages and taps again under ids it never saw. It returns
+// the new ids.
+func (s *Server) RenumberPending(next int64) []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next = max(next, 1)
+	ids := make([]int64, len(s.queue.pending))
+	for i := range s.queue.pending {
+		u := &s.queue.pending[i]
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(u.raw, &fields); err != nil {
+			panic(fmt.Sprintf("telegramtest: RenumberPending: %v", err))
+		}
+		fields["update_id"] = json.RawMessage(strconv.FormatInt(next, 10))
+		raw, err := json.Marshal(fields)
+		if err != nil {
+			panic(fmt.Sprintf("telegramtest: RenumberPending: %v", err))
+		}
+		u.id, u.raw, ids[i] = next, raw, next
+		next++
+	}
+	s.queue.next = next
+	s.notifyLocked()
+	return ids
+}
+
 // ConfirmedUnread returns the update_ids that an offset confirmed (or a
 // negative offset dropped) before any getUpdates call returned them: the
 // updates a bot lost. Updates dropped by drop_pending_updates are not counted.

@@ -395,3 +395,25 @@ func TestHandedOutIsTheFirstResponse(t *testing.T) {
 		t.Errorf("HandedOut = %v, %v; want %v, the first response", got, ok, first)
 	}
 }
+
+func TestRenumberPendingDeliversTheSameUpdatesUnderNewIDs(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{FirstUpdateID: 900})
+	first := srv.PushMessage(1, 1, "one")
+	srv.PushMessage(1, 1, "two")
+	if got := getUpdates(t, srv, nil); !slices.Equal(got, []int64{first, first + 1}) {
+		t.Fatalf("getUpdates = %v", got)
+	}
+	if got := srv.RenumberPending(5); !slices.Equal(got, []int64{5, 6}) {
+		t.Fatalf("RenumberPending = %v, want [5 6]", got)
+	}
+	if got := srv.PushMessage(1, 1, "three"); got != 7 {
+		t.Errorf("the next update = %d, want 7", got)
+	}
+	if got := getUpdates(t, srv, nil); !slices.Equal(got, []int64{5, 6, 7}) {
+		t.Errorf("getUpdates after renumbering = %v, want [5 6 7]", got)
+	}
+	getUpdates(t, srv, url.Values{"offset": {"8"}})
+	if got := srv.ConfirmedUnread(); len(got) != 0 {
+		t.Errorf("ConfirmedUnread = %v, want none: all were read", got)
+	}
+}

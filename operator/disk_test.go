@@ -1,0 +1,99 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// smallDisk mounts a tmpfs of 16 MiB for the test and returns its folder; the
+// test is skipped where mounting is not allowed (not root).
+func smallDisk(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=16m,mode=0700"); err != nil {
+		t.Skipf("a full disk needs a filesystem of its own: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// fill writes to file until the filesystem has no byte left.
+func fill(t *testing.T, file string) {
+	f, err := os.Create(file)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	for _, size := range []int{1 << 20, 4096, 1} {
+		for {
+			if _, err := f.Write(make([]byte, size)); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Error(err)
+				}
+				break
+			}
+		}
+	}
+}
+
+// A full disk refuses a move of a commit attempt: the write ahead (the retry after
+// a 429, as the journal fills during the wait) or the outcome (the disk fills as
+// Telegram accepts). The move is written again once there is room, and the
+// operation ends committed without a restart, sent once, instead of staying
+// retry_wait or committing, unseen by /pending, until the next start.
+func TestAnAttemptAFullDiskRefusedGoesOnWhenSpaceReturns(t *testing.T) {
+	tests := []struct {
+		name  string
+		fills string // "delivered": as Telegram accepts; "wait": during the retry's wait
+		path  string
+	}{
+		{"the outcome", "delivered", "[awaiting_approval approved committing committed]"},
+		{"the write ahead", "wait", "[awaiting_approval approved committing retry_wait committing committed]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var script []error
+			if tt.fills == "wait" {
+				script = []error{rateLimited(time.Second), nil}
+			}
+			h := newHarness(t, script...)
+			dir := smallDisk(t)
+			h.file = filepath.Join(dir, "journal.db")
+			h.open()
+			filler := filepath.Join(dir, "filler")
+			sleeps := 0
+			h.clock.onSleep = func() {
+				sleeps++
+				if tt.fills == "wait" && sleeps == 1 {
+					fill(t, filler) // the retry's wait
+					return
+				}
+				os.Remove(filler) // the wait before writing the move again
+			}
+			if tt.fills == "delivered" {
+				h.sender.delivered = func() { fill(t, filler) }
+			}
+			_, opID := h.send("222", "the disk fills on the way")
+
+			if _, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true); err != nil {
+				t.Fatalf("Decide: %v\n%s", err, h.logs.String())
+			}
+			if got := fmtStates(h.states(opID)); !strings.HasSuffix(got, strings.TrimPrefix(tt.path, "[awaiting_approval ")) {
+				t.Errorf("path = %s, want it to end %s", got, tt.path)
+			}
+			if logs := h.logs.String(); !strings.Contains(logs, "not journaled: the disk is full") {
+				t.Errorf("the disk never refused a move, so this tests nothing:\n%s", logs)
+			}
+			if n, want := len(h.sender.Sent()), len(script); n != max(want, 1) {
+				t.Errorf("sent %d times, want %d", n, max(want, 1))
+			}
+		})
+	}
+}
