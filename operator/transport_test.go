@@ -76,15 +76,7 @@ func TestRacingRetriesOfOneTaskNeverStrandACommit(t *testing.T) {
 	h := newHarness(t)
 	h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "222"))
 	gate := &barrierSender{n: 2, first: rateLimited(0)}
-	reg, err := tools.NewRegistry(h.pol, gate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: transport,
-		Rand: func() float64 { return 0.5 }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := newOperatorWith(t, h, gate)
 	ctx := context.Background()
 	task, err := op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "two sends"})
 	if err != nil {
