@@ -61,6 +61,31 @@ func (o *Operator) writeEnvelope(ctx context.Context, id, why string) error {
 	return o.opts.Journal.SetEnvelope(ctx, id, path)
 }
 
+// stale reports whether a note was written for an earlier attempt of op than its
+// last: a retry of an operation resolved not delivered keeps the note of the first
+// unknown, resolved, until the retry's own outcome replaces it, and a stop (or a
+// full disk) between the two leaves it there. Its answer is about that earlier
+// attempt only; taken for the last one, "not delivered" would send it again.
+func stale(e envelope.Envelope, op journal.Operation) bool { return e.Attempts < op.Attempts }
+
+// currentEnvelope replaces the note of an earlier attempt (see stale) with the
+// envelope of the operation's last, unknown, attempt, so that a resolution is
+// recorded over the outcome it answers. No note, or a broken one, is left to
+// resolveEnvelope. It returns the error of a note that could not be written.
+func (o *Operator) currentEnvelope(ctx context.Context, op journal.Operation) error {
+	if o.opts.Vault == nil {
+		return nil
+	}
+	e, _, err := o.opts.Vault.Get(op.ID)
+	if err != nil || !stale(e, op) {
+		return nil
+	}
+	if err := o.writeEnvelope(ctx, op.ID, whyUnknown(ctx, o.opts.Journal, op.ID)); err != nil {
+		return fmt.Errorf("operator: %s: the note of an earlier attempt could not be replaced, so nothing changed: %w", op.ID, err)
+	}
+	return nil
+}
+
 // resolveEnvelope records a resolution in the operation's envelope. No envelope (it
 // was never written, or was collected) is not an error: the journal holds the truth.
 // A broken note is logged with its path and left for a person; the resolution goes on.
@@ -127,6 +152,10 @@ func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
 			o.opts.Logger.Warn("envelope is broken; fix it by hand or resolve with /resolve", "op", op.ID, "path", broken.Path, "err", broken.Err)
 		case err != nil:
 			return resolved, fmt.Errorf("operator: reconcile %s: %w", op.ID, err)
+		case stale(e, op):
+			// The note of an attempt before a retry: whatever it says is about that
+			// attempt. The unknown one now gets a note of its own.
+			o.envelope(ctx, op.ID, whyUnknown(ctx, o.opts.Journal, op.ID))
 		case !e.Unresolved():
 			if op.Envelope != path {
 				o.opts.Journal.SetEnvelope(ctx, op.ID, path)

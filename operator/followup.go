@@ -109,6 +109,9 @@ func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by 
 	if op.State != journal.Unknown {
 		return tools.Result{}, refusal(ErrNotResolvable, "%s is %s, not unknown", opID, op.State)
 	}
+	if err := o.currentEnvelope(ctx, op); err != nil {
+		return tools.Result{}, err
+	}
 	if err := o.resolveEnvelope(opID, delivered, by); err != nil {
 		return tools.Result{}, err
 	}
