@@ -126,8 +126,10 @@ func (o *Operator) envelopeDelivered(id string) {
 // Reconcile makes the journal and the vault agree, both ways, for the operations of
 // this operator's transport: an unknown operation
 // without its envelope gets one, and an envelope a person resolved by hand (in an
-// editor) resolves its operation with the reason resolved_in_vault. A broken note is
-// logged with its path and left alone. It returns the operations it resolved.
+// editor) resolves its operation with the reason resolved_in_vault. The note of an
+// earlier attempt (see stale) resolves nothing: it is replaced by the envelope of
+// the attempt whose outcome is unknown now. A broken note is logged with its path
+// and left alone. It returns the operations it resolved.
 func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
 	if o.opts.Vault == nil {
 		return nil, nil
