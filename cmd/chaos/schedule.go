@@ -25,7 +25,9 @@ func (w *world) storm(ctx context.Context, policies string) {
 	sendEvery := w.cfg.Duration * 8 / 10 / time.Duration(w.cfg.Ops)
 	nextSend, sent := start, 0
 	seen := newSeen()
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	// A kill made late (a /retry killed mid-send takes seconds) is still made: the
+	// run makes the kills it was asked for.
+	for (time.Now().Before(deadline) || kills < w.cfg.Kills) && ctx.Err() == nil {
 		now := time.Now()
 		if kills < w.cfg.Kills && now.After(nextKill) {
 			if w.disk != nil && w.disk.isFull() {
