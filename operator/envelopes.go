@@ -61,6 +61,31 @@ func (o *Operator) writeEnvelope(ctx context.Context, id, why string) error {
 	return o.opts.Journal.SetEnvelope(ctx, id, path)
 }
 
+// stale reports whether a note was written for an earlier attempt of op than its
+// last: a retry of an operation resolved not delivered keeps the note of the first
+// unknown, resolved, until the retry's own outcome replaces it, and a stop (or a
+// full disk) between the two leaves it there. Its answer is about that earlier
+// attempt only; taken for the last one, "not delivered" would send it again.
+func stale(e envelope.Envelope, op journal.Operation) bool { return e.Attempts < op.Attempts }
+
+// currentEnvelope replaces the note of an earlier attempt (see stale) with the
+// envelope of the operation's last, unknown, attempt, so that a resolution is
+// recorded over the outcome it answers. No note, or a broken one, is left to
+// resolveEnvelope. It returns the error of a note that could not be written.
+func (o *Operator) currentEnvelope(ctx context.Context, op journal.Operation) error {
+	if o.opts.Vault == nil {
+		return nil
+	}
+	e, _, err := o.opts.Vault.Get(op.ID)
+	if err != nil || !stale(e, op) {
+		return nil
+	}
+	if err := o.writeEnvelope(ctx, op.ID, whyUnknown(ctx, o.opts.Journal, op.ID)); err != nil {
+		return fmt.Errorf("operator: %s: the note of an earlier attempt could not be replaced, so nothing changed: %w", op.ID, err)
+	}
+	return nil
+}
+
 // resolveEnvelope records a resolution in the operation's envelope. No envelope (it
 // was never written, or was collected) is not an error: the journal holds the truth.
 // A broken note is logged with its path and left for a person; the resolution goes on.
@@ -101,8 +126,10 @@ func (o *Operator) envelopeDelivered(id string) {
 // Reconcile makes the journal and the vault agree, both ways, for the operations of
 // this operator's transport: an unknown operation
 // without its envelope gets one, and an envelope a person resolved by hand (in an
-// editor) resolves its operation with the reason resolved_in_vault. A broken note is
-// logged with its path and left alone. It returns the operations it resolved.
+// editor) resolves its operation with the reason resolved_in_vault. The note of an
+// earlier attempt (see stale) resolves nothing: it is replaced by the envelope of
+// the attempt whose outcome is unknown now. A broken note is logged with its path
+// and left alone. It returns the operations it resolved.
 func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
 	if o.opts.Vault == nil {
 		return nil, nil
@@ -127,6 +154,10 @@ func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
 			o.opts.Logger.Warn("envelope is broken; fix it by hand or resolve with /resolve", "op", op.ID, "path", broken.Path, "err", broken.Err)
 		case err != nil:
 			return resolved, fmt.Errorf("operator: reconcile %s: %w", op.ID, err)
+		case stale(e, op):
+			// The note of an attempt before a retry: whatever it says is about that
+			// attempt. The unknown one now gets a note of its own.
+			o.envelope(ctx, op.ID, whyUnknown(ctx, o.opts.Journal, op.ID))
 		case !e.Unresolved():
 			if op.Envelope != path {
 				o.opts.Journal.SetEnvelope(ctx, op.ID, path)

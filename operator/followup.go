@@ -98,7 +98,9 @@ func (o *Operator) PendingApproval(ctx context.Context, opID string) (journal.Ap
 // finishes (resolved_in_vault); the other order would leave a note saying "verify
 // before retry" over an operation already retried. A note that cannot be written (a
 // full disk) or that a person resolved the other way refuses the resolution, and
-// nothing changes.
+// nothing changes. The note of an earlier attempt (a retry's outcome is unknown
+// again) is first replaced by the envelope of the last attempt: its answer was
+// about the earlier one.
 func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by string) (tools.Result, error) {
 	o.resolving.Lock()
 	defer o.resolving.Unlock()
@@ -108,6 +110,9 @@ func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by 
 	}
 	if op.State != journal.Unknown {
 		return tools.Result{}, refusal(ErrNotResolvable, "%s is %s, not unknown", opID, op.State)
+	}
+	if err := o.currentEnvelope(ctx, op); err != nil {
+		return tools.Result{}, err
 	}
 	if err := o.resolveEnvelope(opID, delivered, by); err != nil {
 		return tools.Result{}, err

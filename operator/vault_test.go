@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/tools"
 )
 
 // unknownOp runs one send to an unknown outcome and returns its id.
@@ -151,5 +152,117 @@ func TestARetryThatDeliversSaysSoInTheNote(t *testing.T) {
 	e, _, err := h.vault.Get(opID)
 	if err != nil || e.Status != envelope.StatusCommitted || e.NextAction != envelope.NextNone {
 		t.Errorf("the note after the retry delivered: %+v, %v; want committed, next action none", e, err)
+	}
+}
+
+// Found by the chaos run (seed 14 delivered one /send twice): an operation resolved
+// not delivered, retried, and unknown again kept the note of its first unknown,
+// resolved not_committed, until its new note was written. A restart after the
+// retry's request left (no new note yet), or a new note the full disk refused, let
+// Reconcile take that old answer for the new attempt: the operation went back to
+// not_delivered, and a /retry (a replay of the first one, after the restart) sent it
+// a second time. A note written for an earlier attempt answers nothing about a
+// later one: the later unknown stays unknown, with a note of its own, and a
+// person's "it arrived" is taken, not refused as contradicting the old note.
+func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		again func(t *testing.T, h *harness, opID string, old []byte)
+		// path is the states of the retry, from not_delivered on.
+		path []journal.State
+		// rewritten: the unknown has its own note before anyone answers.
+		rewritten bool
+	}{
+		{
+			name: "the process stopped while the retry was sending",
+			again: func(t *testing.T, h *harness, opID string, _ []byte) {
+				ctx := context.Background()
+				if _, err := h.j.Decide(ctx, h.approval(opID), journal.DecideApprove, approverID); err != nil {
+					t.Fatal(err)
+				}
+				if err := h.j.Move(ctx, opID, journal.Move{From: A, To: C, Reason: "attempt 2", StartAttempt: true}); err != nil {
+					t.Fatal(err)
+				}
+				h.sender.Send(ctx, tools.Message{Target: "222", Text: "sent twice?"}) // it left, and arrived
+				h.open()
+				if err := h.op.Resume(ctx); err != nil {
+					t.Fatal(err)
+				}
+				h.op.Wait()
+			},
+			path: []journal.State{AA, A, C, U}, rewritten: true,
+		},
+		{
+			name: "the retry's outcome was unknown and its note could not be written",
+			again: func(t *testing.T, h *harness, opID string, old []byte) {
+				ctx := context.Background()
+				if r, _ := h.op.Decide(ctx, h.approval(opID), approverID, true); r.NextAction != tools.NextVerify {
+					t.Fatalf("the retry = %+v, want an unknown outcome", r)
+				}
+				// What a full disk leaves: the first unknown's note, resolved.
+				_, path, _ := h.vault.Get(opID)
+				if err := os.WriteFile(path, old, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := h.op.Reconcile(ctx); err != nil {
+					t.Fatal(err)
+				}
+			},
+			path: []journal.State{AA, A, C, U}, rewritten: true,
+		},
+		{
+			name: "its note could not be written, and a person answers before the next sweep",
+			again: func(t *testing.T, h *harness, opID string, old []byte) {
+				if r, _ := h.op.Decide(context.Background(), h.approval(opID), approverID, true); r.NextAction != tools.NextVerify {
+					t.Fatalf("the retry = %+v, want an unknown outcome", r)
+				}
+				_, path, _ := h.vault.Get(opID)
+				if err := os.WriteFile(path, old, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			},
+			path: []journal.State{AA, A, C, U},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, unknown).withVault()
+			ctx := context.Background()
+			opID := unknownOp(t, h, "sent twice?")
+			if _, err := h.op.Resolve(ctx, opID, false, "@alice"); err != nil {
+				t.Fatal(err)
+			}
+			_, path, _ := h.vault.Get(opID)
+			old, _ := os.ReadFile(path)
+			before := len(h.states(opID))
+			if r, err := h.op.Retry(ctx, opID); err != nil || r.Status != tools.StatusPending {
+				t.Fatalf("Retry = %+v, %v; want pending", r, err)
+			}
+			tt.again(t, h, opID, old)
+
+			if got := h.states(opID)[before:]; fmtStates(got) != fmtStates(tt.path) {
+				t.Errorf("path of the retry = %v, want %v, and nothing after unknown", got, tt.path)
+			}
+			ts, _ := h.j.Transitions(ctx, opID)
+			for _, tr := range ts {
+				if strings.HasPrefix(tr.Reason, operator.ReasonResolvedInVault) {
+					t.Errorf("transition %+v: the first attempt's note resolved the second", tr)
+				}
+			}
+			if _, err := h.op.Retry(ctx, opID); !errors.Is(err, operator.ErrNotRetryable) {
+				t.Errorf("Retry of the second unknown = %v, want ErrNotRetryable: nothing is resent on the old answer", err)
+			}
+			if e, _, err := h.vault.Get(opID); tt.rewritten && (err != nil || !e.Unresolved() || e.Attempts != 2) {
+				t.Errorf("the note after the second unknown = %+v, %v; want unresolved, of attempt 2", e, err)
+			}
+			if r, err := h.op.Resolve(ctx, opID, true, "@alice"); err != nil || r.SideEffect != tools.SideEffectCommitted {
+				t.Fatalf("Resolve delivered = %+v, %v; want committed", r, err)
+			}
+			if e, _, _ := h.vault.Get(opID); e.Status != envelope.StatusCommitted {
+				t.Errorf("the note after it arrived = %s, want committed", e.Status)
+			}
+			if n := len(h.sender.Sent()); n != 2 {
+				t.Errorf("sends = %d, want 2 (the first, not delivered, and the retry)", n)
+			}
+		})
 	}
 }

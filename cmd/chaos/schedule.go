@@ -25,7 +25,9 @@ func (w *world) storm(ctx context.Context, policies string) {
 	sendEvery := w.cfg.Duration * 8 / 10 / time.Duration(w.cfg.Ops)
 	nextSend, sent := start, 0
 	seen := newSeen()
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	// A kill made late (a /retry killed mid-send takes seconds) is still made: the
+	// run makes the kills it was asked for.
+	for (time.Now().Before(deadline) || kills < w.cfg.Kills) && ctx.Err() == nil {
 		now := time.Now()
 		if kills < w.cfg.Kills && now.After(nextKill) {
 			if w.disk != nil && w.disk.isFull() {
@@ -261,6 +263,35 @@ func (w *world) beside() {
 	}
 }
 
+// autoApproved reports whether op's target is one the run's auto_approve rule
+// covers: a /retry of it commits at once, within the handling of the /retry.
+func autoApproved(op journal.Operation) bool {
+	var chat int64
+	fmt.Sscan(op.Payload.Target, &chat)
+	return chat >= autoChat && chat < autoChat+autoChats
+}
+
+// approveOnce waits (up to 10 s) for the operator's card of operation id, and
+// approves it.
+func (w *world) approveOnce(s *seen, id string) {
+	var card telegramtest.Message
+	found := func(*telegramtest.Server) bool {
+		for _, c := range w.openCards(operator) {
+			if !s.cards[c.MessageID] && strings.Contains(c.Text, id) {
+				card = c
+				return true
+			}
+		}
+		return false
+	}
+	if w.srv.WaitTimeout(10*time.Second, found) != nil {
+		return
+	}
+	s.cards[card.MessageID] = true
+	w.note("approve")
+	w.srv.PushCallbackQuery(operator, operator, card.MessageID, approveData(card, true))
+}
+
 // seen keeps what the run already answered, so that each card and notice is
 // decided once (double taps are made on purpose, not by accident).
 type seen struct {
@@ -326,20 +357,64 @@ func (w *world) followUp(s *seen, closing bool) {
 	if err != nil {
 		return
 	}
-	defer j.Close()
 	ops, _ := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.NotDelivered}})
+	var underKill []journal.Operation
 	for _, op := range ops {
 		if s.ops[op.ID] {
 			continue
 		}
 		s.ops[op.ID] = true
-		if !closing && w.rnd.IntN(2) == 0 {
+		switch {
+		case !closing && w.rnd.IntN(2) == 0 && w.rnd.IntN(2) == 0:
+			underKill = append(underKill, op) // after the journal is closed
+		case !closing && w.rnd.IntN(2) == 0:
 			w.note("/retry from the phone")
 			w.srv.PushMessage(operator, operator, "/retry "+op.ID)
-		} else {
+		default:
 			w.note("/cancel from the phone")
 			w.srv.PushMessage(operator, operator, "/cancel "+op.ID)
 		}
+	}
+	j.Close()
+	for _, op := range underKill {
+		w.retryUnderTheKill(s, op)
+	}
+}
+
+// retryUnderTheKill sends /retry for an operation verified not delivered (and
+// approves its card, where it needs one), has Telegram take the message and never
+// answer, and kills the bot while it waits. After the restart the retry's outcome
+// is unknown (it did arrive), an update whose handling never finished (the /retry,
+// which commits at once in an auto-approved chat) is taken again from the inbox,
+// and the note of the first unknown, resolved not delivered, is still in the
+// vault: nothing may take that old answer for the new attempt and send it again.
+func (w *world) retryUnderTheKill(s *seen, op journal.Operation) {
+	var chat int64
+	fmt.Sscan(op.Payload.Target, &chat)
+	if w.disk != nil && w.disk.isFull() {
+		w.note("full disk: space returns before the kill")
+		w.disk.free()
+	}
+	w.note("/retry from the phone, killed while its send hangs")
+	w.srv.Inject(telegramtest.AcceptThenHang().For("sendMessage").InChat(chat))
+	w.srv.PushMessage(operator, operator, "/retry "+op.ID)
+	if !autoApproved(op) {
+		w.approveOnce(s, op.ID)
+	}
+	took := func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(chat) {
+			if m.RawText == op.Payload.Text && m.ReplyLost {
+				return true
+			}
+		}
+		return false
+	}
+	if w.srv.WaitTimeout(10*time.Second, took) != nil {
+		w.note("/retry killed before its send was taken")
+	}
+	w.kill()
+	if err := w.start(w.policies); err != nil {
+		fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
 	}
 }
 
