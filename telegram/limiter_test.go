@@ -20,17 +20,7 @@ func TestDefaultLimitsEarnNo429(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes a few seconds of real time")
 	}
-	srv := telegramtest.NewServer(t, telegramtest.Options{Token: token,
-		Flood: &telegramtest.FloodLimits{PerSecond: 30, PerChatPerSecond: 1, ChatBurst: 1, GroupPerMinute: 20}})
-	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	tg, err := telegram.New(context.Background(), j, telegram.Options{Token: token, APIURL: srv.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, tg := flooded(t)
 	errs := make(chan error, 40)
 	for i := range 40 {
 		chat := fmt.Sprint(300 + i%10) // 10 chats, 4 messages each
@@ -56,18 +46,8 @@ func TestLateArrivalEarnsNo429(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes a few seconds of real time")
 	}
-	srv := telegramtest.NewServer(t, telegramtest.Options{Token: token,
-		Flood: &telegramtest.FloodLimits{PerSecond: 30, PerChatPerSecond: 1, ChatBurst: 1, GroupPerMinute: 20}})
+	srv, tg := flooded(t)
 	srv.Inject(telegramtest.Delay(400 * time.Millisecond).For("sendMessage").OnCall(1))
-	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	tg, err := telegram.New(context.Background(), j, telegram.Options{Token: token, APIURL: srv.URL()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i := range 3 {
 		if _, err := tg.Sender().Send(context.Background(), tools.Message{Target: "300", Text: fmt.Sprint("m", i)}); err != nil {
 			t.Errorf("send %d: %v", i, err)
@@ -110,4 +90,22 @@ func TestSendsReuseConnections(t *testing.T) {
 	if n := srv.Connections(); n > chats+1 {
 		t.Errorf("%d connections for %d waves of %d sends, want at most %d: the first wave's and getMe's", n, waves, chats, chats+1)
 	}
+}
+
+// flooded is a bot with the default limits over a fake Telegram that answers 429
+// past its documented flood limits.
+func flooded(t *testing.T) (*telegramtest.Server, *telegram.Bot) {
+	t.Helper()
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: token,
+		Flood: &telegramtest.FloodLimits{PerSecond: 30, PerChatPerSecond: 1, ChatBurst: 1, GroupPerMinute: 20}})
+	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	tg, err := telegram.New(context.Background(), j, telegram.Options{Token: token, APIURL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, tg
 }
