@@ -2,6 +2,7 @@ package vault
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -55,6 +56,22 @@ func (f Filter) skip(e *indexEntry) bool {
 type Note struct {
 	Path     string // absolute
 	Envelope envelope.Envelope
+}
+
+// MarshalJSON writes the note as scripts and agents read it (bot vault -json, the
+// MCP tools): its front matter keys as the note has them, and its path.
+func (n Note) MarshalJSON() ([]byte, error) {
+	e := n.Envelope
+	m := map[string]any{
+		"operation_id": e.OperationID, "action": e.Action, "tool": e.Tool, "status": e.Status,
+		"last_confirmed": e.LastConfirmed, "next_action": e.NextAction, "target": e.Target,
+		"payload_sha256": e.PayloadSHA256, "created": e.Created, "expires": e.Expires, "attempts": e.Attempts,
+		"path": n.Path,
+	}
+	if e.Resolution != "" {
+		m["resolution"], m["resolved_by"], m["resolved_at"] = e.Resolution, e.ResolvedBy, e.ResolvedAt
+	}
+	return json.Marshal(m)
 }
 
 // List returns the notes that match f, sorted by Created then operation id, and the
