@@ -66,7 +66,9 @@ var pendingStates = []journal.State{journal.AwaitingApproval, journal.Unknown, j
 // maxListed bounds what one list returns.
 const maxListed = 100
 
-func readOnly() *sdk.ToolAnnotations { return &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)} }
+func readOnly() *sdk.ToolAnnotations {
+	return &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+}
 
 // addFollowUpTools offers the tools that follow an operation and read the vault.
 // None of them decides, sends or resolves anything.

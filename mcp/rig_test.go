@@ -116,8 +116,10 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 	}
 	r.j, r.v = j, v
 	done := make(chan error, 1)
-	go func() { done <- bot.Serve(ctx, telegram.Deps{Operator: r.op, Policy: p,
-		Handler: &command.Handler{Operator: r.op, Journal: j, Policy: p, Surface: telegram.Transport}}) }()
+	go func() {
+		done <- bot.Serve(ctx, telegram.Deps{Operator: r.op, Policy: p,
+			Handler: &command.Handler{Operator: r.op, Journal: j, Policy: p, Surface: telegram.Transport}})
+	}()
 	go r.srv.Watch(ctx)
 	t.Cleanup(func() {
 		stop()
