@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,14 +42,29 @@ func TestARepeatedRefusedCallIsADoomLoop(t *testing.T) {
 }
 
 // An approval nobody decides expires, and the wait reports it: terminal,
-// nothing sent, the cause named.
+// nothing sent, the cause named, with a progress notification for the change
+// to a client that sent a progress token.
 func TestAnExpiryEndsTheWait(t *testing.T) {
 	r := newRig(t, func(p *policy.Policy) { p.ApprovalTTL = 300 * time.Millisecond })
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
-			cs := r.connect(how, nil)
+			var mu sync.Mutex
+			var progress []string
+			cs := r.connect(how, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				progress = append(progress, req.Params.Message)
+			}})
 			_, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "left to expire over " + how})
-			res, got := call(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
+			p := &sdk.CallToolParams{Name: "await_outcome", Arguments: map[string]any{"operation_id": sent.OperationID, "timeout_s": 20}}
+			p.SetProgressToken("wait-" + how)
+			res, got := callWith(t, cs, p)
+			waitUntil(t, "the progress notification", func() bool { mu.Lock(); defer mu.Unlock(); return len(progress) > 0 })
+			mu.Lock()
+			if want := sent.OperationID + " is expired"; len(progress) != 1 || progress[0] != want {
+				t.Errorf("progress = %q, want [%q]", progress, want)
+			}
+			mu.Unlock()
 			assertContract(t, "await_outcome", res, got)
 			if got.Status != tools.StatusTerminal || got.Cause != tools.CauseApprovalExpired || got.SideEffect != tools.SideEffectNone {
 				t.Errorf("await = %+v, want terminal, expired, nothing sent", got)
