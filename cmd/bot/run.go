@@ -84,7 +84,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
-	a, err := newApp(cfg, j, p, edge{tg.Sender(), telegram.Transport}, env.Getenv, logger, tg.Notify)
+	a, err := newApp(cfg, j, p, edge{tg.Sender(), telegram.Transport}, env.Getenv, logger)
 	if err != nil {
 		return err
 	}
