@@ -20,7 +20,7 @@ func TestToolsAndInstructions(t *testing.T) {
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
-			cs := r.connect(how, nil)
+			cs := r.connect(t, how, nil)
 			if got := cs.InitializeResult().Instructions; got != mcp.Instructions || strings.Count(got, ". ") != 2 {
 				t.Errorf("instructions = %q, want the three sentences", got)
 			}
@@ -63,7 +63,7 @@ func TestEveryResultIsTheContract(t *testing.T) {
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
-			cs := r.connect(how, nil)
+			cs := r.connect(t, how, nil)
 			res, draft := call(t, cs, "prepare_reply", map[string]any{"text": "a draft over " + how})
 			assertContract(t, "prepare_reply", res, draft)
 			if draft.Status != tools.StatusSucceeded || draft.SideEffect != tools.SideEffectNone || draft.Draft == "" {
@@ -101,7 +101,7 @@ func TestEveryResultIsTheContract(t *testing.T) {
 			case task.Surface != mcp.Surface || task.Chat != "" || task.Requester != 0 || b.Surface != mcp.Surface || b.Transport != "telegram":
 				t.Errorf("task %+v, operation surface %q transport %q; want surface mcp, no chat, requester 0, delivered by telegram", task, b.Surface, b.Transport)
 			}
-			other := r.connect(how, nil)
+			other := r.connect(t, how, nil)
 			_, d2 := call(t, other, "prepare_reply", map[string]any{"text": "another session"})
 			if c, _ := r.j.Operation(ctx, d2.OperationID); c.TaskID == a.TaskID {
 				t.Errorf("a second session ran in the first one's task %s", a.TaskID)

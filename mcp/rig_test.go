@@ -121,6 +121,10 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 			Handler: &command.Handler{Operator: r.op, Journal: j, Policy: p, Surface: telegram.Transport}})
 	}()
 	go r.srv.Watch(ctx)
+	// The bot hears the operator's events from before its first poll on.
+	if err := r.tg.WaitTimeout(10*time.Second, func(s *telegramtest.Server) bool { return s.Polling() }); err != nil {
+		t.Fatalf("the bot never polled: %v\n%s", err, r.logs)
+	}
 	t.Cleanup(func() {
 		stop()
 		select {
@@ -138,33 +142,33 @@ var transports = []string{"in-memory", "http"}
 
 // connect opens a client session over the named transport; changed hears the
 // resource list-changed notifications, progress the progress notifications.
-func (r *rig) connect(how string, opts *sdk.ClientOptions) *sdk.ClientSession {
-	r.t.Helper()
+func (r *rig) connect(t *testing.T, how string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	if opts == nil {
 		opts = &sdk.ClientOptions{}
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "v0"}, opts)
 	ctx := context.Background()
-	var t sdk.Transport
+	var tr sdk.Transport
 	switch how {
 	case "in-memory":
 		st, ct := sdk.NewInMemoryTransports()
 		ss, err := r.srv.Connect(ctx, st)
 		if err != nil {
-			r.t.Fatal(err)
+			t.Fatal(err)
 		}
-		r.t.Cleanup(func() { ss.Close() })
-		t = ct
+		t.Cleanup(func() { ss.Close() })
+		tr = ct
 	case "http":
 		hs := httptest.NewServer(r.srv.Handler(bearer))
-		r.t.Cleanup(hs.Close)
-		t = &sdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerAuth{bearer}}}
+		t.Cleanup(hs.Close)
+		tr = &sdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerAuth{bearer}}}
 	}
-	cs, err := client.Connect(ctx, t, nil)
+	cs, err := client.Connect(ctx, tr, nil)
 	if err != nil {
-		r.t.Fatalf("connect over %s: %v", how, err)
+		t.Fatalf("connect over %s: %v", how, err)
 	}
-	r.t.Cleanup(func() { cs.Close() })
+	t.Cleanup(func() { cs.Close() })
 	return cs
 }
 
