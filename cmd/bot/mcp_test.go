@@ -139,10 +139,7 @@ func TestMCPListenInTheBot(t *testing.T) {
 	}
 	const mcpToken = "countersign-mcp-4b1d9e07a6c35f28"
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
-	root := t.TempDir()
-	data := filepath.Join(root, "data")
-	os.MkdirAll(data, 0o700)
-	logs := func() string { b, _ := os.ReadFile(filepath.Join(root, "bot.log")); return string(b) }
+	data, logs, wait := childData(t, srv)
 	bot := startBotWith(t, srv, data, []string{"COUNTERSIGN_MCP_TOKEN=" + mcpToken}, "-mcp-listen", "127.0.0.1:0")
 	addr := waitLog(t, logs, regexp.MustCompile(`msg="MCP server listening" addr=(\S+)`))
 	url := "http://" + addr + "/mcp"
@@ -167,12 +164,6 @@ func TestMCPListenInTheBot(t *testing.T) {
 	_, sent := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "an agent's send, tapped"})
 	if sent.Status != tools.StatusPending || sent.OperationID == "" {
 		t.Fatalf("commit = %+v, want pending with an operation id", sent)
-	}
-	wait := func(what string, cond func(*telegramtest.Server) bool) {
-		t.Helper()
-		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
-			t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, logs())
-		}
 	}
 	card := approveCard(srv, wait)
 	if !strings.Contains(card.Text, sent.OperationID) {
@@ -226,16 +217,7 @@ func TestMCPBesideARunningBot(t *testing.T) {
 	}
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
 	srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(222).OnCall(2))
-	root := t.TempDir()
-	data := filepath.Join(root, "data")
-	os.MkdirAll(data, 0o700)
-	logs := func() string { b, _ := os.ReadFile(filepath.Join(root, "bot.log")); return string(b) }
-	wait := func(what string, cond func(*telegramtest.Server) bool) {
-		t.Helper()
-		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
-			t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, logs())
-		}
-	}
+	data, logs, wait := childData(t, srv)
 	bot := startBot(t, srv, data)
 	wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
 	cs, stderr := mcpChild(t, data)
