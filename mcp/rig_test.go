@@ -96,7 +96,7 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
 	bot, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.tg.URL(), PollTimeout: time.Second, SendTimeout: 2 * time.Second,
-		Limits: &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}, SweepEvery: 50 * time.Millisecond, Logger: logger})
+		Limits: &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +105,7 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 		t.Fatal(err)
 	}
 	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: telegram.Transport, Logger: logger, Vault: v,
+		SweepEvery: 50 * time.Millisecond, WatchEvery: 50 * time.Millisecond,
 		Verifier: verifier.New(p.Verify, operator.History{Journal: j}, time.Now)})
 	if err != nil {
 		t.Fatal(err)
