@@ -44,8 +44,8 @@ func TestToolsAndInstructions(t *testing.T) {
 			for name, want := range map[string][]string{
 				"commit_send_message": {`"required":["chat_id","text"]`, `"parse_mode"`, `"out":{`, `"status"`, `"operation_id"`, `"side_effect"`, `"next_action"`,
 					`"enum":["succeeded","retryable","repairable","terminal","pending"]`, `"retry_after_ms"`},
-				"await_outcome":       {`"operation_id"`, `"timeout_s"`, `"required":["operation_id"]`, `"evidence"`},
-				"list_envelopes":      {`"unresolved"`, `"target"`, `"older_than"`},
+				"await_outcome":  {`"operation_id"`, `"timeout_s"`, `"required":["operation_id"]`, `"evidence"`},
+				"list_envelopes": {`"unresolved"`, `"target"`, `"older_than"`},
 			} {
 				for _, w := range want {
 					if !strings.Contains(schemas[name], w) {
