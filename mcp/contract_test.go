@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -120,5 +122,20 @@ func decode(t *testing.T, res *sdk.CallToolResult, v any) {
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("structured content %s: %v", b, err)
+	}
+}
+
+// With nobody to approve, the server does not start: every commit would wait
+// for a tap that cannot come.
+func TestNoApproverNoServer(t *testing.T) {
+	r := newRig(t, nil)
+	p := testPolicy(t, func(p *policy.Policy) { p.Access.Approvers = nil })
+	reg, err := tools.NewRegistry(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mcp.New(mcp.Options{Operator: r.op, Journal: r.j, Vault: r.v, Tools: reg, Policy: p})
+	if !errors.Is(err, mcp.ErrNoApprovers) || !strings.Contains(err.Error(), "BOT_APPROVERS") {
+		t.Errorf("New without approvers = %v, want ErrNoApprovers saying how to set them", err)
 	}
 }
