@@ -85,6 +85,14 @@ func TestEveryResultIsTheContract(t *testing.T) {
 					t.Errorf("%s = %+v, want it pending", tool, got)
 				}
 			}
+			res, _ = call(t, cs, "request_verification", map[string]any{"operation_id": sent.OperationID})
+			if !res.IsError || !strings.Contains(text(res), "not unknown: there is nothing to verify") {
+				t.Errorf("request_verification of a pending commit = %q (isError %v), want a refusal", text(res), res.IsError)
+			}
+			res, _ = call(t, cs, "get_operation", map[string]any{"operation_id": "op-nosuch"})
+			if !res.IsError || !strings.Contains(text(res), `no operation "op-nosuch"`) {
+				t.Errorf("get_operation of no operation = %q, want a plain error", text(res))
+			}
 			res, _ = call(t, cs, "list_pending", nil)
 			var pending mcp.PendingOut
 			decode(t, res, &pending)
