@@ -84,6 +84,9 @@ func TestEveryResultIsTheContract(t *testing.T) {
 				if got.Status != tools.StatusPending || got.OperationID != sent.OperationID {
 					t.Errorf("%s = %+v, want it pending", tool, got)
 				}
+				if tool == "await_outcome" && !strings.Contains(got.Reason, "still awaiting_approval after 1s; call await_outcome again") {
+					t.Errorf("await_outcome's bound ran out saying %q, want what to do", got.Reason)
+				}
 			}
 			res, _ = call(t, cs, "request_verification", map[string]any{"operation_id": sent.OperationID})
 			if !res.IsError || !strings.Contains(text(res), "not unknown: there is nothing to verify") {
