@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,22 +122,10 @@ func TestARemotelyAutoApprovedCommitIsDeliveredOnceByTheOwner(t *testing.T) {
 		path = append(path, tr.To)
 	}
 	want := []journal.State{journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed}
-	if !equalStates(path, want) {
+	if !slices.Equal(path, want) {
 		t.Errorf("path = %v, want %v", path, want)
 	}
 	r.noRequesterTold()
-}
-
-func equalStates(a, b []journal.State) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The owner's sweep expires another surface's approval and says so on its cards.
