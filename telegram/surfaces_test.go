@@ -179,3 +179,32 @@ func TestRequestVerificationAsksTheApprovers(t *testing.T) {
 	}
 	r.noRequesterTold()
 }
+
+// A /cancel or /resolve typed as a command (no tap on the card) closes the cards
+// it answers: the card of the cancelled approval, the notices of the resolved
+// outcome.
+func TestCommandsCloseTheCardsTheyAnswer(t *testing.T) {
+	t.Run("cancel", func(t *testing.T) {
+		r := newRig(t)
+		r.command(alice, "/send 222 never mind")
+		card := r.card(alice)
+		opID := opIn(t, card.Text)
+		r.command(alice, "/cancel "+opID)
+		r.waitFor("the card closed", func(s *telegramtest.Server) bool {
+			m, _ := s.Message(alice, card.MessageID)
+			return strings.Contains(m.Text, "🚫") && !strings.Contains(string(m.ReplyMarkup), "ap1:")
+		})
+	})
+	t.Run("resolve", func(t *testing.T) {
+		r := newRig(t)
+		r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target).Times(1))
+		r.approveSend("did it arrive?")
+		notice := r.notice(alice)
+		opID := opIn(t, notice.Text)
+		r.command(alice, "/resolve "+opID+" delivered")
+		r.waitFor("the notice closed", func(s *telegramtest.Server) bool {
+			m, _ := s.Message(alice, notice.MessageID)
+			return strings.Contains(m.Text, "Resolved: ") && !strings.Contains(string(m.ReplyMarkup), "rs1:")
+		})
+	})
+}
