@@ -28,6 +28,9 @@ type Event struct {
 
 	// assistant and user: one message, one content block per event.
 	Message *Message `json:"message"`
+	// user, after a tool ran: the tool's result as the CLI received it (for an
+	// MCP tool: content and structuredContent).
+	ToolUseResult json.RawMessage `json:"tool_use_result"`
 
 	// result. Success is IsError false and exit code 0, whatever Subtype says:
 	// a run that failed on the API reports subtype "success" with is_error true.

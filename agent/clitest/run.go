@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -53,8 +55,9 @@ func ClaudeEnv(baseURL string) []string {
 
 // Process is a running CLI, started by Start.
 type Process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	cmd     *exec.Cmd
+	done    chan struct{}
+	copying sync.WaitGroup // stdout and stderr
 
 	mu     sync.Mutex
 	out    lineWriter
@@ -95,21 +98,42 @@ func Start(t testing.TB, ctx context.Context, c Command) *Process {
 	cmd.Stdin = nil // the null device: a CLI that reads stdin gets EOF at once
 	p := &Process{cmd: cmd, done: make(chan struct{}), seen: make(chan struct{})}
 	p.out.mu, p.out.line = &p.mu, p.add
-	cmd.Stdout = &p.out
-	cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
+	// Pipes of our own, not exec's copying: Wait then returns when the CLI
+	// exits, even while something it started holds the pipes, and the group is
+	// killed at once.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
 	newGroup(cmd)
 	cmd.Cancel = func() error { return killGroup(cmd) }
-	// A grandchild (an MCP server) may hold stdout after the CLI is gone.
-	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
 		t.Fatalf("starting %s: %v", c.Bin, err)
 	}
-	go p.wait(ctx)
+	p.copying.Add(2)
+	go p.copy(&p.out, outR)
+	go p.copy(lockedWriter{&p.mu, &p.stderr}, errR)
+	go p.wait(ctx, outR, errR)
 	t.Cleanup(func() {
 		killGroup(cmd)
 		<-p.done
 	})
 	return p
+}
+
+func (p *Process) copy(w io.Writer, r io.Reader) {
+	defer p.copying.Done()
+	io.Copy(w, r)
 }
 
 // Run starts c and waits for its end (see Start and Wait).
@@ -118,9 +142,22 @@ func Run(t testing.TB, ctx context.Context, c Command) Result {
 	return Start(t, ctx, c).Wait()
 }
 
-func (p *Process) wait(ctx context.Context) {
+func (p *Process) wait(ctx context.Context, pipes ...*os.File) {
 	err := p.cmd.Wait()
 	killGroup(p.cmd) // whatever the CLI started and left behind
+	copied := make(chan struct{})
+	go func() { p.copying.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second): // a writer outside the group (it left it)
+		for _, f := range pipes {
+			f.Close()
+		}
+		<-copied
+	}
+	for _, f := range pipes {
+		f.Close()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.out.flush()
@@ -128,7 +165,7 @@ func (p *Process) wait(ctx context.Context) {
 	switch {
 	case ctx.Err() != nil:
 		err = ctx.Err()
-	case errors.As(err, &exit), errors.Is(err, exec.ErrWaitDelay):
+	case errors.As(err, &exit):
 		err = nil
 	}
 	p.result = Result{ExitCode: p.cmd.ProcessState.ExitCode(), Stdout: p.out.all.String(), Stderr: p.stderr.String(),
