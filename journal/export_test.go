@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"os"
 	"time"
 )
 
@@ -23,4 +24,19 @@ func (j *Journal) HoldWriterLock(ctx context.Context) (release func(), err error
 		return nil, err
 	}
 	return j.w.gate.unlock, nil
+}
+
+// LookFor holds, for d, the lock Owner takes for an instant to look at
+// transport's owner: a look stretched long enough for a test to start Own inside it.
+func (j *Journal) LookFor(transport string, d time.Duration) error {
+	f, err := os.Open(j.ownerFile(transport))
+	if err != nil {
+		return err
+	}
+	if err := lookLock(f); err != nil {
+		f.Close()
+		return err
+	}
+	time.AfterFunc(d, func() { f.Close() })
+	return nil
 }

@@ -413,3 +413,42 @@ func TestUncardedLeavesYoungApprovalsToTheirRequest(t *testing.T) {
 		t.Errorf("Uncarded = %v, %v; want only %s", got, err, old.ID)
 	}
 }
+
+// Owner tells a process beside the journal (a stdio bot mcp) whether a bot sends,
+// and which, without becoming or hindering the owner: a look does not turn away an
+// owner that starts at that moment, and ownership ends with its owner.
+func TestOwnerSaysWhoSends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	ctx := context.Background()
+	looker := open(t, path, time.Now)
+	if pid, owned, err := looker.Owner("telegram"); err != nil || owned || pid != 0 {
+		t.Fatalf("before any owner: Owner = %d, %v, %v; want not owned", pid, owned, err)
+	}
+	// A file left by an owner that has stopped, and a look at it that lasts.
+	first := open(t, path, time.Now)
+	if err := first.Own(ctx, "telegram"); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	if err := looker.LookFor("telegram", 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	owner := open(t, path, time.Now)
+	if err := owner.Own(ctx, "telegram"); err != nil {
+		t.Fatalf("Own while another process looked: %v", err)
+	}
+	pid, owned, err := looker.Owner("telegram")
+	if err != nil || !owned || pid != os.Getpid() {
+		t.Errorf("with an owner: Owner = %d, %v, %v; want owned by %d", pid, owned, err, os.Getpid())
+	}
+	if _, owned, _ := looker.Owner("console"); owned {
+		t.Error("another transport is owned too, want not")
+	}
+	if _, _, err := looker.Owner("../x"); err == nil {
+		t.Error("a bad transport name was accepted")
+	}
+	owner.Close()
+	if _, owned, err := looker.Owner("telegram"); err != nil || owned {
+		t.Errorf("after the owner closed: Owner = %v, %v; want not owned", owned, err)
+	}
+}

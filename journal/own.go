@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrOwned means another live process owns sending for a transport on this journal.
@@ -42,12 +43,12 @@ func (j *Journal) Own(ctx context.Context, transport string) error {
 	if transport == "" || strings.ContainsAny(transport, `/\.`) {
 		return fmt.Errorf("journal: own: bad transport name %q", transport)
 	}
-	path := j.file + "." + transport + ".owner"
+	path := j.ownerFile(transport)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal: own %s: %w", transport, err)
 	}
-	if err := lockFile(f); err != nil {
+	if err := lockPatiently(f); err != nil {
 		pid, _ := readPID(f)
 		f.Close()
 		if errors.Is(err, errLocked) {
@@ -64,6 +65,56 @@ func (j *Journal) Own(ctx context.Context, transport string) error {
 		return fmt.Errorf("journal: own %s: %w", transport, err)
 	}
 	return nil
+}
+
+// ownerFile is the lock file of transport's owner, beside the journal.
+func (j *Journal) ownerFile(transport string) string { return j.file + "." + transport + ".owner" }
+
+// lockPatiently takes the owner's lock, waiting a moment when it is held: Owner
+// holds it for an instant to look, and a look must not turn an owner away.
+func lockPatiently(f *os.File) error {
+	err := lockFile(f)
+	for try := 0; errors.Is(err, errLocked) && try < ownerLookTries; try++ {
+		time.Sleep(ownerLookPause)
+		err = lockFile(f)
+	}
+	return err
+}
+
+// How long Own waits out a look by Owner: far longer than the look takes.
+const (
+	ownerLookTries = 5
+	ownerLookPause = 10 * time.Millisecond
+)
+
+// Owner reports whether a live process owns sending for transport (holds Own's
+// lock), and its pid when readable, without taking the lock for good: a stdio
+// `bot mcp` asks it to say that no bot is running instead of leaving a request to
+// wait for nobody. It takes a shared lock for an instant, when the lock is free,
+// and lets it go (Own waits that instant out). This process's own ownership counts
+// as owned. The answer may be out of date the moment it is given; it is for
+// telling a person, not for deciding who sends.
+func (j *Journal) Owner(transport string) (pid int, owned bool, err error) {
+	if transport == "" || strings.ContainsAny(transport, `/\.`) {
+		return 0, false, fmt.Errorf("journal: owner: bad transport name %q", transport)
+	}
+	f, err := os.Open(j.ownerFile(transport))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil // nobody ever owned it
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("journal: owner of %s: %w", transport, err)
+	}
+	defer f.Close() // closing the file lets the look's lock go
+	err = lookLock(f)
+	switch {
+	case errors.Is(err, errLocked):
+		pid, _ := readPID(f)
+		return pid, true, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("journal: owner of %s: %w", transport, err)
+	}
+	return 0, false, nil
 }
 
 func readPID(f *os.File) (int, error) {

@@ -17,3 +17,13 @@ func lockFile(f *os.File) error {
 	}
 	return err
 }
+
+// lookLock takes a shared advisory lock on f without waiting, for as long as f is
+// open: it fails with errLocked while an owner holds the exclusive one.
+func lookLock(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return errLocked
+	}
+	return err
+}

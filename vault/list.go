@@ -2,6 +2,7 @@ package vault
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -56,6 +57,38 @@ type Note struct {
 	Path     string // absolute
 	Envelope envelope.Envelope
 }
+
+// Summary is a note as scripts and agents read it (bot vault -json, the MCP
+// tools): its front matter, keyed as the note has it, and its path.
+type Summary struct {
+	OperationID   string          `json:"operation_id"`
+	Action        string          `json:"action"`
+	Tool          string          `json:"tool"`
+	Status        envelope.Status `json:"status"`
+	LastConfirmed string          `json:"last_confirmed"`
+	NextAction    string          `json:"next_action"`
+	Target        string          `json:"target"`
+	PayloadSHA256 string          `json:"payload_sha256"`
+	Created       time.Time       `json:"created"`
+	Expires       time.Time       `json:"expires"`
+	Attempts      int             `json:"attempts"`
+	Resolution    string          `json:"resolution,omitempty"`
+	ResolvedBy    string          `json:"resolved_by,omitempty"`
+	ResolvedAt    *time.Time      `json:"resolved_at,omitempty"`
+	Path          string          `json:"path"`
+}
+
+// Summary returns the note's Summary.
+func (n Note) Summary() Summary {
+	e := n.Envelope
+	return Summary{OperationID: e.OperationID, Action: e.Action, Tool: e.Tool, Status: e.Status,
+		LastConfirmed: e.LastConfirmed, NextAction: e.NextAction, Target: e.Target, PayloadSHA256: e.PayloadSHA256,
+		Created: e.Created, Expires: e.Expires, Attempts: e.Attempts,
+		Resolution: e.Resolution, ResolvedBy: e.ResolvedBy, ResolvedAt: e.ResolvedAt, Path: n.Path}
+}
+
+// MarshalJSON writes the note's Summary.
+func (n Note) MarshalJSON() ([]byte, error) { return json.Marshal(n.Summary()) }
 
 // List returns the notes that match f, sorted by Created then operation id, and the
 // broken notes it met (sorted by path), which it skips. err reports a vault folder that

@@ -69,6 +69,7 @@ type app struct {
 	policy   *policy.Policy
 	journal  *journal.Journal
 	vault    *vault.Vault
+	tools    *tools.Registry
 	operator *operator.Operator
 	handler  *command.Handler
 	logger   *slog.Logger
@@ -100,6 +101,9 @@ func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
 type edge struct {
 	sender    tools.Sender
 	transport string
+	// remote records operations under transport for the process that owns it to
+	// deliver (a stdio bot mcp beside a bot): this one never commits them.
+	remote bool
 }
 
 // noSender is the sender of an app that must never send.
@@ -154,7 +158,7 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 		logger.Info("plain text goes to the model", "model", m.name, "fallback", orNone(m.fallback), "fallback_from", m.fallbackFrom,
 			"attempts", p.Models().Attempts, "tools", reg.Names())
 	}
-	return &app{policy: p, journal: j, vault: v, operator: op, handler: h, logger: logger}, nil
+	return &app{policy: p, journal: j, vault: v, tools: reg, operator: op, handler: h, logger: logger}, nil
 }
 
 // model is the language model the environment configures, behind its recovery.

@@ -3,6 +3,7 @@
 //
 //	bot run       the Telegram bot
 //	bot console   the same operator in a terminal, no Telegram needed
+//	bot mcp       the tools for an outside agent (MCP over stdio), beside bot run
 //	bot ops       the journal: list, show
 //	bot vault     the envelopes of unknown outcomes: list, show, resolve, gc
 //	bot policies  check a policy file
@@ -41,6 +42,7 @@ const usage = `usage: bot <command> [flags]
 commands:
   run                       the Telegram bot (TELEGRAM_BOT_TOKEN)
   console                   the operator in this terminal, no Telegram
+  mcp                       the tools for an outside agent over stdio, beside bot run
   ops list|show [op_id]     the journal's operations (-json for scripts)
   vault list|show|resolve|gc  the unknown-outcome envelopes (-json for scripts)
   policies check            validate a policy file
@@ -67,6 +69,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"ops":      runOps,
 		"policies": runPolicies,
 		"vault":    runVault,
+		"mcp":      runMCP,
 	}
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(ctx, args[1:], env)

@@ -11,38 +11,7 @@ import (
 
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
-
-// opView is an operation as "bot ops" shows it to scripts.
-type opView struct {
-	ID            string               `json:"id"`
-	TaskID        string               `json:"task_id"`
-	Tool          string               `json:"tool"`
-	State         journal.State        `json:"state"`
-	Action        string               `json:"action,omitempty"`
-	Target        string               `json:"target,omitempty"`
-	Text          string               `json:"text,omitempty"`
-	PayloadSHA256 string               `json:"payload_sha256"`
-	Attempts      int                  `json:"attempts"`
-	RetryAt       *time.Time           `json:"retry_at,omitempty"`
-	Result        *tools.Result        `json:"result,omitempty"`
-	Envelope      string               `json:"envelope,omitempty"`
-	Created       time.Time            `json:"created"`
-	Updated       time.Time            `json:"updated"`
-	Transitions   []journal.Transition `json:"transitions,omitempty"`
-	Attempted     []journal.Attempt    `json:"attempt_log,omitempty"`
-}
-
-func view(op journal.Operation) opView {
-	v := opView{ID: op.ID, TaskID: op.TaskID, Tool: op.Tool, State: op.State, Action: op.Payload.Action,
-		Target: op.Payload.Target, Text: op.Payload.Text, PayloadSHA256: op.PayloadSHA256, Attempts: op.Attempts,
-		Result: op.Result, Envelope: op.Envelope, Created: op.Created, Updated: op.Updated}
-	if !op.RetryAt.IsZero() {
-		v.RetryAt = &op.RetryAt
-	}
-	return v
-}
 
 // runOps is "bot ops list|show": the journal for people and scripts.
 func runOps(ctx context.Context, args []string, env Env) int {
@@ -100,7 +69,7 @@ func listOps(ctx context.Context, j *journal.Journal, f journal.Filter, asJSON b
 	enc := json.NewEncoder(w)
 	for _, op := range ops {
 		if asJSON {
-			if err := enc.Encode(view(op)); err != nil {
+			if err := enc.Encode(op.View()); err != nil {
 				return err
 			}
 			continue
@@ -115,7 +84,7 @@ func showOp(ctx context.Context, j *journal.Journal, id string, asJSON bool, w i
 	if err != nil {
 		return err
 	}
-	v := view(op)
+	v := op.View()
 	if v.Transitions, err = j.Transitions(ctx, id); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	hookURL := fs.String("webhook-url", "", "the public HTTPS URL Telegram calls for the webhook")
 	certFile := fs.String("webhook-cert", "", "serve the webhook over HTTPS with this PEM certificate (a self-signed one is uploaded to Telegram)")
 	keyFile := fs.String("webhook-key", "", "the PEM private key of -webhook-cert")
+	mcpListen := fs.String("mcp-listen", "", "also serve the tools to outside agents over MCP (streamable HTTP) on this address, e.g. 127.0.0.1:8765; COUNTERSIGN_MCP_TOKEN is the bearer token, required off loopback")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -41,7 +42,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 		hook.CertFile, hook.KeyFile = *certFile, *keyFile
 	}
 	logger := newLogger(env.Stderr)
-	if err := serveTelegram(ctx, cfg, env, logger, hook); err != nil {
+	if err := serveTelegram(ctx, cfg, env, logger, hook, *mcpListen); err != nil {
 		logger.Error("stopped", "err", err)
 		fmt.Fprintln(env.Stderr, "bot run:", err)
 		return exitError
@@ -62,7 +63,7 @@ func webhook(listen, url string, env Env) *telegram.Webhook {
 	return &telegram.Webhook{Listen: listen, URL: url, Secret: secret}
 }
 
-func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook) error {
+func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook, mcpListen string) error {
 	token := env.Getenv("TELEGRAM_BOT_TOKEN")
 	if token == "" {
 		return errors.New("TELEGRAM_BOT_TOKEN is not set (ask @BotFather for a token, or try bot console)")
@@ -70,6 +71,11 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	p, err := loadPolicy(cfg, env)
 	if err != nil {
 		return err
+	}
+	if mcpListen != "" {
+		if err := checkMCP(p, mcpListen, env); err != nil {
+			return err // before Telegram is asked anything
+		}
 	}
 	j, err := openJournal(ctx, cfg)
 	if err != nil {
@@ -84,12 +90,19 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
-	a, err := newApp(cfg, j, p, edge{tg.Sender(), telegram.Transport}, env.Getenv, logger, tg.Notify)
+	a, err := newApp(cfg, j, p, edge{sender: tg.Sender(), transport: telegram.Transport}, env.Getenv, logger, tg.Notify)
 	if err != nil {
 		return err
 	}
 	if err := logStart(ctx, logger, tg, a, cfg); err != nil {
 		return err
+	}
+	if mcpListen != "" {
+		ctx, stop := context.WithCancel(ctx)
+		defer stop() // the MCP server ends with the bot, however the bot ends
+		if err := listenMCP(ctx, mcpListen, a, env, logger); err != nil {
+			return err
+		}
 	}
 	return tg.Serve(ctx, telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p})
 }

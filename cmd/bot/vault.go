@@ -8,32 +8,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/vault"
 )
-
-// noteView is an envelope as "bot vault -json" prints it: its front matter and path.
-type noteView struct {
-	envelope.Envelope
-	Path string `json:"path"`
-}
-
-// MarshalJSON writes the front matter keys as the note has them.
-func (n noteView) MarshalJSON() ([]byte, error) {
-	e := n.Envelope
-	m := map[string]any{
-		"operation_id": e.OperationID, "action": e.Action, "tool": e.Tool, "status": e.Status,
-		"last_confirmed": e.LastConfirmed, "next_action": e.NextAction, "target": e.Target,
-		"payload_sha256": e.PayloadSHA256, "created": e.Created, "expires": e.Expires, "attempts": e.Attempts,
-		"path": n.Path,
-	}
-	if e.Resolution != "" {
-		m["resolution"], m["resolved_by"], m["resolved_at"] = e.Resolution, e.ResolvedBy, e.ResolvedAt
-	}
-	return json.Marshal(m)
-}
 
 // runVault is "bot vault list|show|resolve|gc": the follow-up session's tools.
 // Exit codes: 0 ok, 1 error (an unknown id, a broken note, a failed write), 2 usage.
@@ -110,7 +88,7 @@ func listNotes(v *vault.Vault, f vault.Filter, asJSON bool, env Env) error {
 	enc := json.NewEncoder(env.Stdout)
 	for _, n := range notes {
 		if asJSON {
-			if err := enc.Encode(noteView{Envelope: n.Envelope, Path: n.Path}); err != nil {
+			if err := enc.Encode(n); err != nil {
 				return err
 			}
 			continue
@@ -129,7 +107,7 @@ func showNote(v *vault.Vault, id string, asJSON bool, w io.Writer) error {
 		return err
 	}
 	if asJSON {
-		return json.NewEncoder(w).Encode(noteView{Envelope: e, Path: path})
+		return json.NewEncoder(w).Encode(vault.Note{Envelope: e, Path: path})
 	}
 	fmt.Fprintf(w, "%s\n\n%s", path, data)
 	return nil

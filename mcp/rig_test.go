@@ -1,0 +1,265 @@
+package mcp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/telegram"
+	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/vault"
+	"github.com/countersign/countersign/verifier"
+)
+
+const (
+	alice  = 100 // the approver
+	target = 222 // where messages go
+	token  = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+	bearer = "mcp-bearer-7f3a9c2e51d84b06"
+)
+
+// logBuffer collects log lines safely across goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// rig is the process that sends (bot run -mcp-listen): a Telegram bot over the
+// fake Bot API, its operator, and the MCP server on that operator.
+type rig struct {
+	t    *testing.T
+	tg   *telegramtest.Server
+	j    *journal.Journal
+	v    *vault.Vault
+	op   *operator.Operator
+	srv  *mcp.Server
+	logs *logBuffer
+}
+
+func testPolicy(t *testing.T, edit func(*policy.Policy)) *policy.Policy {
+	t.Helper()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []int64{alice}, Approvers: []int64{alice}}
+	if edit != nil {
+		edit(p)
+	}
+	return p
+}
+
+func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
+	t.Helper()
+	r := &rig{t: t, tg: telegramtest.NewServer(t, telegramtest.Options{Token: token}), logs: &logBuffer{}}
+	p := testPolicy(t, edit)
+	ctx, stop := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Own(ctx, telegram.Transport); err != nil {
+		t.Fatal(err)
+	}
+	v, err := vault.Open(filepath.Join(dir, "vault"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(r.logs, nil))
+	bot, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.tg.URL(), PollTimeout: time.Second, SendTimeout: 2 * time.Second,
+		Limits: &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}, SweepEvery: 50 * time.Millisecond, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(p, bot.Sender())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: telegram.Transport, Logger: logger, Notify: bot.Notify, Vault: v,
+		Verifier: verifier.New(p.Verify, operator.History{Journal: j}, time.Now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.srv, err = mcp.New(mcp.Options{Operator: r.op, Journal: j, Vault: v, Tools: reg, Policy: p, Logger: logger,
+		PollEvery: 20 * time.Millisecond, WatchEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.j, r.v = j, v
+	done := make(chan error, 1)
+	go func() {
+		done <- bot.Serve(ctx, telegram.Deps{Operator: r.op, Policy: p,
+			Handler: &command.Handler{Operator: r.op, Journal: j, Policy: p, Surface: telegram.Transport}})
+	}()
+	go r.srv.Watch(ctx)
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("the bot did not stop")
+		}
+		j.Close()
+	})
+	return r
+}
+
+// transports are the two ways a client reaches the server in these tests.
+var transports = []string{"in-memory", "http"}
+
+// connect opens a client session over the named transport; changed hears the
+// resource list-changed notifications, progress the progress notifications.
+func (r *rig) connect(how string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	r.t.Helper()
+	if opts == nil {
+		opts = &sdk.ClientOptions{}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "v0"}, opts)
+	ctx := context.Background()
+	var t sdk.Transport
+	switch how {
+	case "in-memory":
+		st, ct := sdk.NewInMemoryTransports()
+		ss, err := r.srv.Connect(ctx, st)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.t.Cleanup(func() { ss.Close() })
+		t = ct
+	case "http":
+		hs := httptest.NewServer(r.srv.Handler(bearer))
+		r.t.Cleanup(hs.Close)
+		t = &sdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerAuth{bearer}}}
+	}
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		r.t.Fatalf("connect over %s: %v", how, err)
+	}
+	r.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// bearerAuth sets the bearer token on every request.
+type bearerAuth struct{ token string }
+
+func (b bearerAuth) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// call calls a tool and returns the result and its structured content decoded
+// as the contract, failing the test on a protocol error.
+func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (*sdk.CallToolResult, tools.Result) {
+	t.Helper()
+	return callWith(t, cs, &sdk.CallToolParams{Name: tool, Arguments: args})
+}
+
+func callWith(t *testing.T, cs *sdk.ClientSession, p *sdk.CallToolParams) (*sdk.CallToolResult, tools.Result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("%s: %v", p.Name, err)
+	}
+	var r tools.Result
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatalf("%s: structured content %s is not the contract: %v", p.Name, b, err)
+		}
+	}
+	return res, r
+}
+
+// text is a result's readable content.
+func text(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// assertContract checks what every contract result must hold: its fields from
+// their closed sets, and one readable line that names the operation.
+func assertContract(t *testing.T, what string, res *sdk.CallToolResult, r tools.Result) {
+	t.Helper()
+	statuses := []tools.Status{tools.StatusSucceeded, tools.StatusRetryable, tools.StatusRepairable, tools.StatusTerminal, tools.StatusPending}
+	effects := []tools.SideEffect{tools.SideEffectNone, tools.SideEffectPrepared, tools.SideEffectCommitted, tools.SideEffectUnknown}
+	nexts := []tools.NextAction{tools.NextNone, tools.NextRetry, tools.NextRepair, tools.NextStop, tools.NextVerify, tools.NextAwaitApproval}
+	in := func(v any, set any) bool {
+		b, _ := json.Marshal(set)
+		return strings.Contains(string(b), `"`+v.(string)+`"`)
+	}
+	switch {
+	case !in(string(r.Status), statuses) || !in(string(r.SideEffect), effects) || !in(string(r.NextAction), nexts):
+		t.Errorf("%s: not the contract: %+v", what, r)
+	case r.OperationID == "" || !strings.HasPrefix(r.OperationID, "op-"):
+		t.Errorf("%s: no operation id: %+v", what, r)
+	case r.RetryAfterMS < 0:
+		t.Errorf("%s: retry_after_ms %d", what, r.RetryAfterMS)
+	}
+	line := text(res)
+	if len(res.Content) != 1 || !strings.Contains(line, r.OperationID) {
+		t.Errorf("%s: content %q, want one readable line naming %s", what, line, r.OperationID)
+	}
+}
+
+// waitUntil waits for cond, failing after a deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: gave up", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// path is the states an operation went through, from the journal.
+func path(t *testing.T, j *journal.Journal, id string) []journal.State {
+	t.Helper()
+	ts, err := j.Transitions(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p []journal.State
+	for _, tr := range ts {
+		p = append(p, tr.To)
+	}
+	return p
+}

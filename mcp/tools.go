@@ -1,0 +1,86 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/tools"
+)
+
+// resultSchema is the output schema of every tool that answers with the contract.
+var resultSchema = func() *jsonschema.Schema {
+	s, err := jsonschema.For[tools.Result](nil)
+	if err != nil {
+		panic("mcp: the contract has no schema: " + err.Error()) // a programming error, caught by any test
+	}
+	return s
+}()
+
+// addPolicyTools offers the policy's tools, each with the JSON Schema of its
+// arguments as the registry describes them to a model. The arguments are read by
+// the tool itself, as models write them (tools.Prepare), not by the SDK: a wrong
+// one comes back as a repair in the contract, paid from the task's repair budget,
+// as it does for every surface.
+func (s *Server) addPolicyTools() {
+	for _, name := range s.opts.Tools.Names() {
+		t, _ := s.opts.Tools.Get(name)
+		p := t.Params()
+		_, commits := t.(tools.Committer)
+		schema := map[string]any{"type": "object", "properties": p.Properties, "required": p.Required}
+		s.srv.AddTool(&sdk.Tool{Name: name, Description: t.Description(), InputSchema: schema, OutputSchema: resultSchema,
+			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !commits, DestructiveHint: ptr(false), OpenWorldHint: ptr(commits)}},
+			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return s.runTool(ctx, req, name, commits)
+			})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// runTool runs one call of a policy tool. A commit made where nothing would
+// deliver it (a stdio server with no bot running) is not created at all: an
+// operation journaled now would be shown and sent when a bot starts, perhaps long
+// after the agent and the person forgot it.
+func (s *Server) runTool(ctx context.Context, req *sdk.CallToolRequest, name string, commits bool) (*sdk.CallToolResult, error) {
+	if commits {
+		if why := s.delivering(); why != "" {
+			r := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop, Reason: NoBot(why)}
+			return contract(r), nil
+		}
+	}
+	args := req.Params.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	r, err := s.call(ctx, req.Session, operator.Call{Tool: name, Args: args})
+	if errors.Is(err, operator.ErrUnknownTool) {
+		return nil, err // the session's policy snapshot does not offer it: a protocol error
+	}
+	if err != nil {
+		s.opts.Logger.Error("mcp tool call failed", "tool", name, "err", err)
+		return nil, err
+	}
+	return contract(r), nil
+}
+
+// contract is a result as MCP carries it: the contract as structured content and
+// one readable line. The loop guard's stop is a tool error, so that an agent that
+// looks only at isError stops too.
+func contract(r tools.Result) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line(r)}},
+		StructuredContent: r, IsError: r.Cause == tools.CauseDoomLoop}
+}
+
+// line is a result in one line of words, with the operation id and what to do.
+func line(r tools.Result) string {
+	if r.OperationID == "" {
+		return r.Reason
+	}
+	return command.Describe(r)
+}
