@@ -266,7 +266,7 @@ func (s *Server) requestVerification(ctx context.Context, req *sdk.CallToolReque
 	if err != nil {
 		return nil, tools.Result{}, err
 	}
-	err = requestVerification(ctx, s.opts.Operator, op.ID, "mcp:"+s.session(req.Session).client)
+	err = s.opts.Operator.RequestVerification(ctx, op.ID, "mcp:"+s.session(req.Session).client)
 	var refusal *operator.Refusal
 	if errors.As(err, &refusal) {
 		return nil, tools.Result{}, errors.New(refusal.Words)

@@ -104,7 +104,7 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: telegram.Transport, Logger: logger, Notify: bot.Notify, Vault: v,
+	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: telegram.Transport, Logger: logger, Vault: v,
 		Verifier: verifier.New(p.Verify, operator.History{Journal: j}, time.Now)})
 	if err != nil {
 		t.Fatal(err)

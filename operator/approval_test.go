@@ -275,8 +275,8 @@ func TestRestartResumesTheScheduledWait(t *testing.T) {
 	h.clock.Advance(15 * time.Second) // the restart took 15 s
 	h.open()
 	got := make(chan tools.Result, 1)
-	h.op, _ = operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: transport,
-		Notify: func(_ context.Context, id string, r tools.Result) { got <- r }})
+	h.op, _ = operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: transport})
+	onOutcome(h.op, func(_ string, r tools.Result) { got <- r })
 	if err := h.op.Resume(context.Background()); err != nil {
 		t.Fatal(err)
 	}

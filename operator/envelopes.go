@@ -136,7 +136,7 @@ func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
 	}
 	o.resolving.Lock()
 	defer o.resolving.Unlock()
-	if o.opts.Transport == "" {
+	if o.opts.Transport == "" || o.opts.Remote {
 		return nil, nil // the owner of sending reconciles; a reader does not
 	}
 	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport, States: []journal.State{journal.Unknown}})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
@@ -14,12 +15,13 @@ import (
 // approved operations not yet attempted, scheduled retries (each waits only what is
 // left of its wait), and unknown operations without an envelope. Call it in the
 // process that owns the transport (journal.Own), after crash recovery. The work
-// runs in the background; each outcome goes to Options.Notify. Wait blocks until
-// it is done.
+// runs in the background; each outcome is published as a Late Outcome event. Wait
+// blocks until it is done.
 func (o *Operator) Resume(ctx context.Context) error {
-	if o.opts.Transport == "" {
+	if o.opts.Transport == "" || o.opts.Remote {
 		return nil // sends nothing, so resumes nothing
 	}
+	ctx = asLate(ctx)
 	if _, err := o.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -34,19 +36,23 @@ func (o *Operator) Resume(ctx context.Context) error {
 			o.resumeUnknown(ctx, op, slices.Contains(recovered, op.ID))
 			continue
 		}
-		o.wg.Add(1)
-		go func(id string) {
-			defer o.wg.Done()
-			r, err := o.run(ctx, id)
-			if err != nil && ctx.Err() == nil {
-				o.opts.Logger.Error("resumed operation failed", "op", id, "err", err)
-			}
-			if err == nil && o.opts.Notify != nil {
-				o.opts.Notify(ctx, id, r)
-			}
-		}(op.ID)
+		o.start(ctx, &o.wg, op.ID, "resumed operation failed")
 	}
 	return nil
+}
+
+// start runs an operation in the background, counted by wg, and logs a failure
+// with what. Its outcome is published by the run.
+func (o *Operator) start(ctx context.Context, wg *sync.WaitGroup, id, what string) {
+	release := o.hold(id) // held from now: the watch must not start it twice
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer release()
+		if _, err := o.run(ctx, id); err != nil && ctx.Err() == nil {
+			o.opts.Logger.Error(what, "op", id, "err", err)
+		}
+	}()
 }
 
 // resumeUnknown writes the missing envelope of an unknown operation and, when the
@@ -59,9 +65,7 @@ func (o *Operator) resumeUnknown(ctx context.Context, op journal.Operation, reco
 	if err := o.opts.Journal.SetResult(ctx, op.ID, r); err != nil {
 		o.opts.Logger.Error("result not recorded", "op", op.ID, "err", err)
 	}
-	if o.opts.Notify != nil {
-		o.opts.Notify(ctx, op.ID, r)
-	}
+	o.publishOutcome(ctx, op.ID, r)
 }
 
 // Wait blocks until the work Resume started has finished.
@@ -152,6 +156,7 @@ func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by,
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
+	o.publishOutcome(ctx, opID, r)
 	return r, nil
 }
 
@@ -240,7 +245,11 @@ func (o *Operator) Continue(ctx context.Context, opID string) (tools.Result, err
 		// its refusal: there is nothing to put before anyone. It ends refused.
 		r := stopResult(report("the call was refused before it was prepared, and the process stopped before it said why; nothing was sent", "", "make the call again"))
 		r.OperationID = op.ID
-		return r, o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: "refusal interrupted", Result: &r})
+		if err := o.move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Failed, Reason: "refusal interrupted", Result: &r}); err != nil {
+			return r, err
+		}
+		o.publishOutcome(ctx, op.ID, r)
+		return r, nil
 	case op.State == journal.Prepared:
 		return o.verifyAndGate(ctx, task, op)
 	case op.State == journal.Verified:

@@ -121,6 +121,8 @@ type harness struct {
 	logs   syncBuffer
 	j      *journal.Journal
 	op     *operator.Operator
+	// edit, when set, changes the operator's options on every open.
+	edit func(*operator.Options)
 }
 
 func testPolicy(t testing.TB) *policy.Policy {
@@ -168,8 +170,12 @@ func (h *harness) open() {
 	if h.verify {
 		v = verifier.New(h.pol.Verify, operator.History{Journal: j}, h.clock.Now)
 	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Verifier: v, Vault: h.vault, Clock: h.clock, Transport: transport,
-		Rand: func() float64 { return 0.5 }, Logger: slog.New(slog.NewTextHandler(&h.logs, nil))})
+	o := operator.Options{Journal: j, Tools: reg, Policy: h.pol, Verifier: v, Vault: h.vault, Clock: h.clock, Transport: transport,
+		Rand: func() float64 { return 0.5 }, Logger: slog.New(slog.NewTextHandler(&h.logs, nil))}
+	if h.edit != nil {
+		h.edit(&o)
+	}
+	op, err := operator.New(o)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -278,4 +284,14 @@ func (h *harness) withVault() *harness {
 	h.vault = v
 	h.open()
 	return h
+}
+
+// onOutcome calls fn with every late Outcome event op publishes: the work it
+// finished on its own (Resume, the sweep), as a surface hears it.
+func onOutcome(op *operator.Operator, fn func(id string, r tools.Result)) {
+	op.Subscribe(func(ev operator.Event) {
+		if ev.Kind == operator.Outcome && ev.Late {
+			fn(ev.Operation.ID, ev.Result)
+		}
+	})
 }

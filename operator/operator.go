@@ -62,18 +62,24 @@ type Options struct {
 	// Vault receives an envelope for every unknown outcome. Nil: unknown outcomes
 	// are journaled only.
 	Vault *vault.Vault
-	// Notify hears the outcome of work that finishes outside a caller's request:
-	// resumed retries after a restart. It may be nil.
-	Notify func(ctx context.Context, opID string, r tools.Result)
 	// Transport names what the Tools' sender delivers through ("telegram",
 	// "console"). It is recorded on every operation this operator creates, and the
 	// operator commits, resumes and recovers only operations of its own transport:
 	// another surface's operations may be shown and resolved here, never delivered.
 	// Empty: this operator commits nothing (a process that only reads and resolves).
 	Transport string
-	Clock     Clock          // nil: the real clock
-	Rand      func() float64 // nil: math/rand; the jitter's source
-	Logger    *slog.Logger   // nil: slog.Default()
+	// Remote records new operations under Transport but never delivers them: it
+	// does not commit, resume, recover or sweep. An auto-approved commit is left
+	// approved for the owner of the transport, whose Sweep runs it. A process
+	// beside the owner (a stdio MCP server next to a running bot) is Remote.
+	Remote bool
+	// SweepEvery is how often Sweep expires approvals, reconciles the vault and
+	// prunes the inbox (default 30s); WatchEvery how often it looks for work other
+	// processes left to the owner (default 1s). Tests shorten both.
+	SweepEvery, WatchEvery time.Duration
+	Clock                  Clock          // nil: the real clock
+	Rand                   func() float64 // nil: math/rand; the jitter's source
+	Logger                 *slog.Logger   // nil: slog.Default()
 }
 
 // Operator runs tool calls. It is safe for concurrent use.
@@ -83,6 +89,15 @@ type Operator struct {
 	// resolving makes Resolve's two writes (the envelope, then the journal) one
 	// step, so two people answering at once cannot leave them disagreeing.
 	resolving sync.Mutex
+
+	subs subscribers
+	// shown holds the approvals this operator published ApprovalNeeded for (id ->
+	// when), so that the sweep's watch publishes late only those it did not.
+	shown sync.Map
+	// running counts, per operation, the goroutines here that run it or are about
+	// to (an approval recorded, its commit next): the watch leaves those alone.
+	runMu   sync.Mutex
+	running map[string]int
 }
 
 // Errors a caller of the operator acts on. Failures of a tool call are results, not
@@ -129,7 +144,13 @@ func New(o Options) (*Operator, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Operator{opts: o}, nil
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = 30 * time.Second
+	}
+	if o.WatchEvery <= 0 {
+		o.WatchEvery = time.Second
+	}
+	return &Operator{opts: o, running: map[string]int{}}, nil
 }
 
 // StartTask opens a task (Requester, Chat, Summary, Origin and Surface set by the
@@ -280,6 +301,7 @@ func (o *Operator) fail(ctx context.Context, opID string, m journal.Move, r tool
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
+	o.publishOutcome(ctx, opID, r)
 	return r, nil
 }
 
@@ -350,6 +372,7 @@ func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Opera
 	if err := o.move(ctx, op.ID, askApproval(from, a)); err != nil {
 		return tools.Result{}, err
 	}
+	op.State = journal.AwaitingApproval
 	return o.asked(ctx, task, op, a)
 }
 
@@ -362,11 +385,17 @@ func askApproval(from journal.State, a *journal.Approval) journal.Move {
 // once and the commit runs; otherwise the call ends pending, waiting for a tap.
 func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Operation, a *journal.Approval) (tools.Result, error) {
 	if !task.Policy.NeedsApproval(op.Tool, op.Payload.Target) {
-		if _, err := o.opts.Journal.Decide(ctx, a.ID, journal.DecideApprove, journal.ByPolicy); err != nil && !errors.Is(err, journal.ErrDecided) {
+		defer o.hold(op.ID)() // approved, and run here next: not the watch's
+		d, err := o.opts.Journal.Decide(ctx, a.ID, journal.DecideApprove, journal.ByPolicy)
+		if err != nil && !errors.Is(err, journal.ErrDecided) {
 			return tools.Result{}, fmt.Errorf("operator: auto-approve %s: %w", op.ID, err)
+		}
+		if err == nil {
+			o.publishDecided(ctx, d)
 		}
 		return o.run(ctx, op.ID)
 	}
+	o.publishAsked(ctx, op, *a, false)
 	return tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared,
 		NextAction: tools.NextAwaitApproval, Reason: fmt.Sprintf("awaiting approval %s until %s", a.ID, a.Expires.Format(time.RFC3339))}, nil
 }

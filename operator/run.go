@@ -16,6 +16,9 @@ type Decision struct {
 	// Result is the operation's final result when it will not be committed
 	// (rejected, or expired before the tap); zero when approved: Proceed commits it.
 	Result tools.Result
+	// release lets the sweep's watch take the approved operation again, once
+	// Proceed has run it.
+	release func()
 }
 
 // Approved reports whether the commit may go ahead.
@@ -54,30 +57,46 @@ func (o *Operator) Record(ctx context.Context, approvalID string, by int64, appr
 	if approve {
 		d = journal.DecideApprove
 	}
+	// An approved operation is this caller's to run (Proceed): the sweep's
+	// watch must not take it between the decision and the commit.
+	release := o.hold(op.ID)
 	a, err = o.opts.Journal.Decide(ctx, approvalID, d, by)
+	if err == nil && approve {
+		o.publishDecided(ctx, a)
+		return Decision{Approval: a, release: release}, nil
+	}
+	release()
 	switch {
 	case errors.Is(err, journal.ErrDecided):
 		return Decision{Approval: a}, refusal(ErrDecided, "approval %s was %s", approvalID, a.Decision)
 	case errors.Is(err, journal.ErrExpired):
-		r := stopResult(report("the approval expired at "+a.Expires.Format(time.RFC3339)+"; nothing was sent", "", "issue the command again if it is still wanted"))
-		r.Cause = tools.CauseApprovalExpired
-		r, err = o.finish(ctx, op.ID, r)
+		o.publishDecided(ctx, a)
+		r, err := o.finish(ctx, op.ID, expiredResult(a))
 		return Decision{Approval: a, Result: r}, err
 	case err != nil:
 		return Decision{}, fmt.Errorf("operator: %w", err)
-	case !approve:
-		r := stopResult(report(fmt.Sprintf("rejected by user %d; nothing was sent", by), "", ""))
-		r.Cause = tools.CauseRejected
-		r, err = o.finish(ctx, op.ID, r)
-		return Decision{Approval: a, Result: r}, err
 	}
-	return Decision{Approval: a}, nil
+	o.publishDecided(ctx, a)
+	r := stopResult(report(fmt.Sprintf("rejected by user %d; nothing was sent", by), "", ""))
+	r.Cause = tools.CauseRejected
+	r, err = o.finish(ctx, op.ID, r)
+	return Decision{Approval: a, Result: r}, err
+}
+
+// expiredResult is the result of an operation whose approval a expired.
+func expiredResult(a journal.Approval) tools.Result {
+	r := stopResult(report("the approval expired at "+a.Expires.Format(time.RFC3339)+"; nothing was sent", "", "issue the command again if it is still wanted"))
+	r.Cause = tools.CauseApprovalExpired
+	return r
 }
 
 // Proceed commits an operation Record approved, to its outcome.
 func (o *Operator) Proceed(ctx context.Context, d Decision) (tools.Result, error) {
 	if !d.Approved() {
 		return d.Result, nil
+	}
+	if d.release != nil {
+		defer d.release()
 	}
 	return o.run(ctx, d.Approval.OperationID)
 }
@@ -106,12 +125,17 @@ func (o *Operator) finish(ctx context.Context, id string, r tools.Result) (tools
 	if err := o.opts.Journal.SetResult(ctx, id, r); err != nil {
 		return r, fmt.Errorf("operator: %w", err)
 	}
+	o.publishOutcome(ctx, id, r)
 	return r, nil
 }
 
 // run drives an approved operation through commit attempts until it reaches an
 // outcome: committed, unknown, failed, or a wait the context cut short.
 func (o *Operator) run(ctx context.Context, id string) (tools.Result, error) {
+	defer o.hold(id)()
+	if o.opts.Remote {
+		return o.handedOver(ctx, id)
+	}
 	for {
 		op, err := o.opts.Journal.Operation(ctx, id)
 		if err != nil {
@@ -202,6 +226,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	if op.Envelope != "" {
 		o.envelopeDelivered(op.ID) // an earlier attempt's note must not invite a resend
 	}
+	o.publishOutcome(ctx, op.ID, r)
 	return &r, nil
 }
 
@@ -316,6 +341,7 @@ func (o *Operator) unknown(ctx context.Context, op journal.Operation, why, detai
 		return nil, err
 	}
 	o.envelope(ctx, op.ID, why)
+	o.publishOutcome(ctx, op.ID, r)
 	return &r, nil
 }
 
@@ -339,5 +365,9 @@ func (o *Operator) end(ctx context.Context, op journal.Operation, from, to journ
 	if from == journal.Committing {
 		m.AttemptOutcome, m.AttemptDetail = "stop", detail
 	}
-	return &r, o.move(ctx, op.ID, m)
+	if err := o.move(ctx, op.ID, m); err != nil {
+		return &r, err
+	}
+	o.publishOutcome(ctx, op.ID, r)
+	return &r, nil
 }

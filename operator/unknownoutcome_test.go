@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/countersign/countersign/journal"
@@ -81,11 +82,12 @@ func TestRecoveredCommitIsReportedToItsRequester(t *testing.T) {
 	h.open()
 	told := map[string]tools.Result{}
 	var err error
-	h.op, err = operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: transport,
-		Notify: func(_ context.Context, id string, r tools.Result) { told[id] = r }})
+	h.op, err = operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: transport})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	onOutcome(h.op, func(id string, r tools.Result) { mu.Lock(); told[id] = r; mu.Unlock() })
 	if err := h.op.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}

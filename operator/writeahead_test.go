@@ -148,11 +148,11 @@ func TestARequestThatStartedLeavingFinishesAtShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.op, err = operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: transport,
-		Notify: func(_ context.Context, _ string, r tools.Result) { done <- r }})
+	h.op, err = operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: transport})
 	if err != nil {
 		t.Fatal(err)
 	}
+	onOutcome(h.op, func(_ string, r tools.Result) { done <- r })
 	if err := h.op.Resume(run); err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,7 @@ type Bot struct {
 	cardRetry map[string]time.Time
 	showing   atomic.Bool
 	started   time.Time // when New ran: older approvals without cards are the sweep's
+	tapping   marks     // approvals and operations a tap is deciding or resolving now
 
 	messages, taps chan job   // stored updates waiting for a worker
 	refusals       chan int64 // chats of strangers to refuse, sent from spare capacity
@@ -196,6 +197,10 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Subscribed before Resume, so that what it finishes is told; ended after
+	// every goroutine that could publish has returned.
+	unsubscribe := t.ops.Subscribe(func(ev operator.Event) { t.onEvent(ctx, ev) })
+	defer unsubscribe()
 	err := t.ops.Resume(ctx)
 	if err == nil {
 		t.startWorkers(ctx)
@@ -206,8 +211,8 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 		err = t.receive(ctx)
 	}
 	cancel()
+	t.ops.Wait() // first: resumed work may still hand events to t.work
 	t.work.Wait()
-	t.ops.Wait()
 	if parent.Err() != nil {
 		return nil // asked to stop: whatever failed, failed because of it
 	}

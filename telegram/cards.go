@@ -108,12 +108,15 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 		reached, sent = reached+1, sent+1
 	}
 	switch {
+	case requesterChat == 0:
+		// Asked by a surface with no Telegram chat (an MCP client): the cards
+		// are all there is to show.
 	case reached == 0:
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval, but no approver could be reached (have they started a chat with the bot?). /cancel %s drops it.", a.Operation.ID, a.Operation.ID))
 	case sent == 0:
 		// Every card was out before: the requester was told then.
 	case resent:
-		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; its card went to %d approver(s) only now (the bot had stopped before showing it).", a.Operation.ID, reached))
+		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; its card went to %d approver(s) only now (it was asked for elsewhere, or the bot had stopped before showing it).", a.Operation.ID, reached))
 	case !slices.Contains(a.Approvers, requester):
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; the card went to %d approver(s).", a.Operation.ID, reached))
 	}
@@ -234,7 +237,8 @@ func (t *Bot) answer(ctx context.Context, cq *models.CallbackQuery, text string)
 // then commits: the tap's answer never promises a send that will not happen.
 // Who may decide is the task's snapshot of the approvers, not today's list.
 func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID string, approve bool) {
-	t.cards.lock(apID)() // wait until every copy of the card is sent and recorded
+	t.cards.lock(apID)()        // wait until every copy of the card is sent and recorded
+	defer t.tapping.add(apID)() // this tap edits the cards itself
 	d, err := t.ops.Record(ctx, apID, cq.From.ID, approve)
 	var refused *operator.Refusal
 	switch {
@@ -249,6 +253,7 @@ func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID 
 	}
 	// The answer says what was recorded, so it goes beside the commit: the send
 	// waits for no round trip of its own.
+	defer t.tapping.add(d.Approval.OperationID)()
 	answered := make(chan struct{})
 	go func() {
 		defer close(answered)
@@ -336,8 +341,7 @@ func (t *Bot) taskChat(ctx context.Context, opID string) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	chat, err := strconv.ParseInt(task.Chat, 10, 64)
-	return chat, err == nil
+	return requesterChat(task)
 }
 
 func (t *Bot) taskOf(ctx context.Context, opID string) (journal.Task, error) {
@@ -346,13 +350,6 @@ func (t *Bot) taskOf(ctx context.Context, opID string) (journal.Task, error) {
 		return journal.Task{}, err
 	}
 	return t.journal.Task(ctx, op.TaskID)
-}
-
-// Notify reports the outcome of work the operator finished on its own (a retry
-// resumed after a restart) to the chat that asked for it.
-func (t *Bot) Notify(ctx context.Context, opID string, r tools.Result) {
-	ctx = context.WithoutCancel(ctx) // an outcome is worth telling even while stopping
-	t.tellRequester(ctx, opID, command.Reply{Text: command.Describe(r), Result: &r})
 }
 
 // sendUnknownNotice tells a chat that an outcome is unknown, with two buttons that
@@ -378,6 +375,7 @@ func (t *Bot) onResolveTap(ctx context.Context, cq *models.CallbackQuery, opID s
 		t.answer(ctx, cq, "Only operators can resolve.")
 		return
 	}
+	defer t.tapping.add(opID)() // this tap edits the notices itself
 	r, err := t.ops.Resolve(ctx, opID, delivered, who(cq.From))
 	if err != nil {
 		t.answer(ctx, cq, "Not resolved: it is no longer unknown.")

@@ -126,8 +126,7 @@ func own(ctx context.Context, j *journal.Journal, transport string, logger *slog
 }
 
 // newApp wires the operator over an open journal with e as the world's edge.
-// notify, when set, hears outcomes the operator reaches on its own (resumed work).
-func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv func(string) string, logger *slog.Logger, notify func(context.Context, string, tools.Result)) (*app, error) {
+func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv func(string) string, logger *slog.Logger) (*app, error) {
 	if e.sender == nil {
 		e.sender = noSender{}
 	}
@@ -145,8 +144,8 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 		return nil, err
 	}
 	check := newChecker(p, j, v, m, logger)
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Vault: v, Logger: logger, Notify: notify,
-		Transport: e.transport})
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Vault: v, Logger: logger,
+		Transport: e.transport, Remote: e.remote})
 	if err != nil {
 		return nil, err
 	}

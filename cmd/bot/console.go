@@ -34,7 +34,7 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
 		return exitError
 	}
-	a, err := newApp(cfg, j, p, edge{sender: console.NewPrinter(env.Stdout), transport: console.Transport}, env.Getenv, logger, nil)
+	a, err := newApp(cfg, j, p, edge{sender: console.NewPrinter(env.Stdout), transport: console.Transport}, env.Getenv, logger)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
 		return exitError

@@ -47,7 +47,7 @@ func serveMCP(ctx context.Context, cfg Config, env Env, logger *slog.Logger) err
 	defer j.Close()
 	// Operations made here are the bot's to deliver: recorded under its
 	// transport, never committed by this process.
-	a, err := newApp(cfg, j, p, edge{transport: telegram.Transport, remote: true}, env.Getenv, logger, nil)
+	a, err := newApp(cfg, j, p, edge{transport: telegram.Transport, remote: true}, env.Getenv, logger)
 	if err != nil {
 		return err
 	}

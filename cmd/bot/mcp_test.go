@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -97,5 +102,115 @@ func TestMCPNeedsAnApprover(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.stderr, "no approvers") {
 			t.Errorf("bot %v: exit %d, stderr %q; want 1 and no approvers named", args[:2], r.code, r.stderr)
 		}
+	}
+}
+
+// bearerAuth sets the bearer token on every request.
+type bearerAuth struct{ token string }
+
+func (b bearerAuth) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// waitLog waits for a line of the bot's log that matches re and returns its
+// first group.
+func waitLog(t *testing.T, logs func() string, re *regexp.Regexp) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(logs()); m != nil {
+			return m[1]
+		}
+		time.Sleep(20 * time.Millisecond) // reading a file another process writes
+	}
+	t.Fatalf("no log line matching %s:\n%s", re, logs())
+	return ""
+}
+
+// bot run -mcp-listen serves the tools from the process that sends: a request
+// without the bearer token gets 401; an agent's commit waits for the tap on the
+// approver's card in Telegram, is delivered once along the recorded path, and
+// await_outcome reports it; the token is in no log line.
+func TestMCPListenInTheBot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	const mcpToken = "countersign-mcp-4b1d9e07a6c35f28"
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	os.MkdirAll(data, 0o700)
+	logs := func() string { b, _ := os.ReadFile(filepath.Join(root, "bot.log")); return string(b) }
+	bot := startBotWith(t, srv, data, []string{"COUNTERSIGN_MCP_TOKEN=" + mcpToken}, "-mcp-listen", "127.0.0.1:0")
+	addr := waitLog(t, logs, regexp.MustCompile(`msg="MCP server listening" addr=(\S+)`))
+	url := "http://" + addr + "/mcp"
+
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without the token: status %d, want 401", resp.StatusCode)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "v0"}, nil).Connect(ctx,
+		&sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerAuth{mcpToken}}}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, logs())
+	}
+	defer cs.Close()
+	_, sent := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "an agent's send, tapped"})
+	if sent.Status != tools.StatusPending || sent.OperationID == "" {
+		t.Fatalf("commit = %+v, want pending with an operation id", sent)
+	}
+	wait := func(what string, cond func(*telegramtest.Server) bool) {
+		t.Helper()
+		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
+			t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, logs())
+		}
+	}
+	card := approveCard(srv, wait)
+	if !strings.Contains(card.Text, sent.OperationID) {
+		t.Errorf("the card does not name %s:\n%s", sent.OperationID, card.Text)
+	}
+	_, got := callTool(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
+	if got.Status != tools.StatusSucceeded || got.SideEffect != tools.SideEffectCommitted || got.Evidence == nil || len(got.Evidence.MessageIDs) != 1 {
+		t.Errorf("await = %+v, want committed with its message id", got)
+	}
+	bot.Process.Signal(syscall.SIGTERM)
+	bot.Wait()
+	if n := len(srv.CallsTo("sendMessage")) - len(srv.Messages(100)); n != 1 || len(srv.Messages(222)) != 1 {
+		t.Errorf("%d sends to 222 (%d delivered), want exactly one", n, len(srv.Messages(222)))
+	}
+	assertPath(t, filepath.Join(data, "journal.db"), sent.OperationID, journal.Prepared, journal.Verified, journal.AwaitingApproval,
+		journal.Approved, journal.Committing, journal.Committed)
+	if strings.Contains(logs(), mcpToken) {
+		t.Errorf("the bearer token is in the bot's log:\n%s", logs())
+	}
+}
+
+// assertPath checks the states an operation went through, from the journal.
+func assertPath(t *testing.T, journalPath, opID string, want ...journal.State) {
+	t.Helper()
+	j, err := journal.Open(context.Background(), journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ts, err := j.Transitions(context.Background(), opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []journal.State
+	for _, tr := range ts {
+		got = append(got, tr.To)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("path of %s = %v, want %v", opID, got, want)
 	}
 }

@@ -37,9 +37,15 @@ const childToken = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 // startBot runs "bot run" in a child process against srv, logging to a file.
 func startBot(t *testing.T, srv *telegramtest.Server, data string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "-data", data, "-policies", "../../policies.yaml")
-	cmd.Env = append(os.Environ(), "COUNTERSIGN_CHILD=1", "TELEGRAM_BOT_TOKEN="+childToken, "TELEGRAM_API_URL="+srv.URL(),
-		"COUNTERSIGN_POLL_TIMEOUT=1s", "BOT_OPERATORS=100", "BOT_APPROVERS=100")
+	return startBotWith(t, srv, data, nil)
+}
+
+// startBotWith is startBot with more environment and flags.
+func startBotWith(t *testing.T, srv *telegramtest.Server, data string, env []string, flags ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "run", "-data", data, "-policies", "../../policies.yaml"}, flags...)...)
+	cmd.Env = append(append(os.Environ(), "COUNTERSIGN_CHILD=1", "TELEGRAM_BOT_TOKEN="+childToken, "TELEGRAM_API_URL="+srv.URL(),
+		"COUNTERSIGN_POLL_TIMEOUT=1s", "BOT_OPERATORS=100", "BOT_APPROVERS=100"), env...)
 	log, err := os.OpenFile(filepath.Join(data, "..", "bot.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)

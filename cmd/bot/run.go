@@ -90,7 +90,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
-	a, err := newApp(cfg, j, p, edge{sender: tg.Sender(), transport: telegram.Transport}, env.Getenv, logger, tg.Notify)
+	a, err := newApp(cfg, j, p, edge{sender: tg.Sender(), transport: telegram.Transport}, env.Getenv, logger)
 	if err != nil {
 		return err
 	}

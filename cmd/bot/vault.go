@@ -127,7 +127,7 @@ func resolveNote(ctx context.Context, cfg Config, env Env, id, answer, by string
 		return err
 	}
 	defer j.Close()
-	a, err := newApp(cfg, j, p, edge{}, env.Getenv, newLogger(env.Stderr), nil)
+	a, err := newApp(cfg, j, p, edge{}, env.Getenv, newLogger(env.Stderr))
 	if err != nil {
 		return err
 	}

@@ -166,7 +166,7 @@ func startBot(ctx context.Context, c config, srv *telegramtest.Server, dir strin
 		return nil, err
 	}
 	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: telegram.Transport, Logger: quiet,
-		Notify: tg.Notify, Vault: v, Verifier: verifier.New(p.Verify, operator.History{Journal: j}, time.Now)})
+		Vault: v, Verifier: verifier.New(p.Verify, operator.History{Journal: j}, time.Now)})
 	if err != nil {
 		j.Close()
 		return nil, err

@@ -1,0 +1,70 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Verification is a request that the approvers of an operation verify its unknown
+// outcome (the It arrived / It did not arrive question). It resolves nothing.
+type Verification struct {
+	Seq         int64
+	OperationID string
+	Transport   string
+	AskedBy     string
+	Asked       time.Time
+}
+
+// AskVerification records a request to verify operation opID's outcome, asked by
+// by. shown says the caller shows it itself (it owns the operation's transport);
+// otherwise it waits for the owner, which finds it with VerificationsToShow.
+func (j *Journal) AskVerification(ctx context.Context, opID, by string, shown bool) (Verification, error) {
+	v := Verification{OperationID: opID, AskedBy: by, Asked: j.now().UTC()}
+	var shownAt int64
+	if shown {
+		shownAt = ms(v.Asked)
+	}
+	res, err := j.exec(ctx, durable, `INSERT INTO verifications(operation_id, transport, asked_by, asked_at, shown_at)
+		SELECT id, transport, ?, ?, ? FROM operations WHERE id = ?`, by, ms(v.Asked), shownAt, opID)
+	if err != nil {
+		return v, fmt.Errorf("journal: ask verification of %s: %w", opID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return v, fmt.Errorf("journal: operation %s: %w", opID, ErrNotFound)
+	}
+	v.Seq, _ = res.LastInsertId()
+	return v, nil
+}
+
+// VerificationsToShow returns the requests to verify operations of transport that
+// nobody has shown yet, oldest first. It reads an index of the few waiting rows,
+// so the owner may ask every second.
+func (j *Journal) VerificationsToShow(ctx context.Context, transport string) ([]Verification, error) {
+	rows, err := j.db.QueryContext(ctx, `SELECT seq, operation_id, transport, asked_by, asked_at FROM verifications
+		WHERE transport = ? AND shown_at = 0 ORDER BY seq`, transport)
+	if err != nil {
+		return nil, fmt.Errorf("journal: verifications to show: %w", err)
+	}
+	defer rows.Close()
+	var vs []Verification
+	for rows.Next() {
+		var v Verification
+		var at int64
+		if err := rows.Scan(&v.Seq, &v.OperationID, &v.Transport, &v.AskedBy, &at); err != nil {
+			return nil, fmt.Errorf("journal: verifications to show: %w", err)
+		}
+		v.Asked = fromMS(at)
+		vs = append(vs, v)
+	}
+	return vs, rows.Err()
+}
+
+// VerificationShown marks a request shown. Like Handled it waits for no fsync of
+// its own: losing the mark to a power cut shows the question once more.
+func (j *Journal) VerificationShown(ctx context.Context, seq int64) error {
+	if _, err := j.exec(ctx, lazy, `UPDATE verifications SET shown_at = ? WHERE seq = ? AND shown_at = 0`, ms(j.now()), seq); err != nil {
+		return fmt.Errorf("journal: verification %d shown: %w", seq, err)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package mcp_test
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/tools"
+)
+
+// tap waits for the approval card of opID in the approver's chat and taps
+// Approve or Reject on it, as the approver's phone would.
+func (r *rig) tap(opID string, approve bool) {
+	r.t.Helper()
+	answer := "n"
+	if approve {
+		answer = "y"
+	}
+	re := regexp.MustCompile(`"callback_data":"(ap1:[^"]+:` + answer + `)"`)
+	var card telegramtest.Message
+	var data string
+	if err := r.tg.WaitTimeout(15*time.Second, func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(alice) {
+			if mm := re.FindStringSubmatch(string(m.ReplyMarkup)); mm != nil && strings.Contains(m.Text, opID) {
+				card, data = m, mm[1]
+			}
+		}
+		return data != ""
+	}); err != nil {
+		r.t.Fatalf("no approval card for %s: %v\nlogs:\n%s", opID, err, r.logs)
+	}
+	r.tg.PushCallbackQuery(alice, alice, card.MessageID, data)
+}
+
+// A commit waits for the tap made in Telegram, and the wait that follows it
+// reports the delivery with progress on the way; the message is sent once, along
+// the path the journal records.
+func TestACommitWaitsForATap(t *testing.T) {
+	r := newRig(t, nil)
+	for _, how := range transports {
+		t.Run(how, func(t *testing.T) {
+			var mu sync.Mutex
+			var progress []string
+			cs := r.connect(how, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				progress = append(progress, req.Params.Message)
+			}})
+			before := len(r.tg.Messages(target))
+			res, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "tapped on the phone, over " + how})
+			assertContract(t, "commit", res, sent)
+			if sent.Status != tools.StatusPending {
+				t.Fatalf("commit = %+v, want pending", sent)
+			}
+			done := make(chan tools.Result, 1)
+			go func() {
+				p := &sdk.CallToolParams{Name: "await_outcome", Arguments: map[string]any{"operation_id": sent.OperationID, "timeout_s": 20}}
+				p.SetProgressToken("tap-" + how)
+				res, got := callWith(t, cs, p)
+				assertContract(t, "await_outcome", res, got)
+				done <- got
+			}()
+			r.tap(sent.OperationID, true)
+			got := <-done
+			if got.Status != tools.StatusSucceeded || got.SideEffect != tools.SideEffectCommitted || got.Evidence == nil || len(got.Evidence.MessageIDs) != 1 {
+				t.Errorf("await = %+v, want committed with one message id", got)
+			}
+			if n := len(r.tg.Messages(target)) - before; n != 1 {
+				t.Errorf("%d messages delivered to %d, want exactly 1", n, target)
+			}
+			want := []journal.State{journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed}
+			if p := path(t, r.j, sent.OperationID); !slices.Equal(p, want) {
+				t.Errorf("path = %v, want %v", p, want)
+			}
+			waitUntil(t, "progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return len(progress) > 0 })
+			mu.Lock()
+			if last := progress[len(progress)-1]; last != sent.OperationID+" is committed" {
+				t.Errorf("progress = %q, want it to end with the commit", progress)
+			}
+			mu.Unlock()
+		})
+	}
+}
+
+// A rejection on the phone ends the wait: terminal, rejected, nothing sent.
+func TestARejectionEndsTheWait(t *testing.T) {
+	r := newRig(t, nil)
+	for _, how := range transports {
+		t.Run(how, func(t *testing.T) {
+			cs := r.connect(how, nil)
+			_, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "rejected on the phone, over " + how})
+			r.tap(sent.OperationID, false)
+			res, got := call(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
+			assertContract(t, "await_outcome", res, got)
+			if got.Status != tools.StatusTerminal || got.Cause != tools.CauseRejected || got.SideEffect != tools.SideEffectNone {
+				t.Errorf("await = %+v, want terminal, rejected, nothing sent", got)
+			}
+		})
+	}
+	if n := len(r.tg.Messages(target)); n != 0 {
+		t.Errorf("%d messages delivered, want none", n)
+	}
+}

@@ -1,0 +1,156 @@
+package mcp_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/tools"
+)
+
+// A call refused for repair and made again unchanged is the loop guard's stop,
+// a tool error the agent sees, and nothing is sent.
+func TestARepeatedRefusedCallIsADoomLoop(t *testing.T) {
+	r := newRig(t, nil)
+	for _, how := range transports {
+		t.Run(how, func(t *testing.T) {
+			cs := r.connect(how, nil)
+			args := map[string]any{"chat_id": "not a chat!", "text": "to nowhere over " + how}
+			res, first := call(t, cs, "commit_send_message", args)
+			assertContract(t, "the first call", res, first)
+			if first.Status != tools.StatusRepairable || res.IsError {
+				t.Fatalf("first call = %+v, want a repair that is no tool error", first)
+			}
+			res, again := call(t, cs, "commit_send_message", args)
+			assertContract(t, "the repeat", res, again)
+			if !res.IsError || again.Cause != tools.CauseDoomLoop || !strings.Contains(strings.ToLower(text(res)), "possible doom loop") {
+				t.Errorf("repeat = %+v (isError %v, %q), want the doom-loop stop as a tool error", again, res.IsError, text(res))
+			}
+		})
+	}
+	if n := len(r.tg.CallsTo("sendMessage")); n != 0 {
+		t.Errorf("%d sendMessage calls, want none", n)
+	}
+}
+
+// An approval nobody decides expires, and the wait reports it: terminal,
+// nothing sent, the cause named, with a progress notification for the change
+// to a client that sent a progress token.
+func TestAnExpiryEndsTheWait(t *testing.T) {
+	r := newRig(t, func(p *policy.Policy) { p.ApprovalTTL = 300 * time.Millisecond })
+	for _, how := range transports {
+		t.Run(how, func(t *testing.T) {
+			var mu sync.Mutex
+			var progress []string
+			cs := r.connect(how, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+				mu.Lock()
+				defer mu.Unlock()
+				progress = append(progress, req.Params.Message)
+			}})
+			_, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "left to expire over " + how})
+			p := &sdk.CallToolParams{Name: "await_outcome", Arguments: map[string]any{"operation_id": sent.OperationID, "timeout_s": 20}}
+			p.SetProgressToken("wait-" + how)
+			res, got := callWith(t, cs, p)
+			waitUntil(t, "the progress notification", func() bool { mu.Lock(); defer mu.Unlock(); return len(progress) > 0 })
+			mu.Lock()
+			if want := sent.OperationID + " is expired"; len(progress) != 1 || progress[0] != want {
+				t.Errorf("progress = %q, want [%q]", progress, want)
+			}
+			mu.Unlock()
+			assertContract(t, "await_outcome", res, got)
+			if got.Status != tools.StatusTerminal || got.Cause != tools.CauseApprovalExpired || got.SideEffect != tools.SideEffectNone {
+				t.Errorf("await = %+v, want terminal, expired, nothing sent", got)
+			}
+			if op, _ := r.j.Operation(context.Background(), sent.OperationID); op.State != journal.Expired {
+				t.Errorf("state %s, want expired", op.State)
+			}
+		})
+	}
+	if n := len(r.tg.Messages(target)); n != 0 {
+		t.Errorf("%d messages delivered, want none", n)
+	}
+}
+
+// A send Telegram accepted and whose answer was lost is unknown: the agent is
+// told to verify, the envelope appears as a resource (with a list-changed
+// notification) and reads back with what to do, the follow-up tools find it,
+// and the same call again is the loop guard's stop, never a resend.
+func TestAnUnknownOutcomeReadsBackAsAnEnvelope(t *testing.T) {
+	r := newRig(t, func(p *policy.Policy) {
+		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
+	})
+	r.tg.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target).Times(2))
+	for _, how := range transports {
+		t.Run(how, func(t *testing.T) {
+			changed := make(chan struct{}, 8)
+			cs := r.connect(how, &sdk.ClientOptions{ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) {
+				changed <- struct{}{}
+			}})
+			args := map[string]any{"chat_id": "222", "text": "accepted, answer lost, over " + how}
+			res, got := call(t, cs, "commit_send_message", args)
+			assertContract(t, "commit", res, got)
+			if got.SideEffect != tools.SideEffectUnknown || got.NextAction != tools.NextVerify || res.IsError {
+				t.Fatalf("commit = %+v, want unknown, verify", got)
+			}
+			uri := "countersign://envelopes/" + got.OperationID
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no resource list-changed notification after the unknown outcome")
+			}
+			waitUntil(t, "the envelope among the resources", func() bool {
+				list, err := cs.ListResources(context.Background(), nil)
+				if err != nil {
+					return false
+				}
+				for _, res := range list.Resources {
+					if res.URI == uri {
+						return true
+					}
+				}
+				return false
+			})
+			rr, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: uri})
+			if err != nil {
+				t.Fatal(err)
+			}
+			note := rr.Contents[0].Text
+			for _, want := range []string{"operation_id: " + got.OperationID, "status: unknown", "Retry without verification: forbidden", "/resolve " + got.OperationID} {
+				if !strings.Contains(note, want) {
+					t.Errorf("envelope resource lacks %q:\n%s", want, note)
+				}
+			}
+			res, _ = call(t, cs, "list_envelopes", map[string]any{"unresolved": true, "target": "+222"})
+			var listed mcp.EnvelopesOut
+			decode(t, res, &listed)
+			found := false
+			for _, e := range listed.Envelopes {
+				found = found || e.OperationID == got.OperationID
+			}
+			if !found {
+				t.Errorf("list_envelopes = %+v, want %s", listed, got.OperationID)
+			}
+			res, _ = call(t, cs, "read_envelope", map[string]any{"operation_id": got.OperationID})
+			var read mcp.EnvelopeOut
+			decode(t, res, &read)
+			if read.Envelope.Status != "unknown" || read.Note != note {
+				t.Errorf("read_envelope = %+v, want the note the resource gave", read.Envelope)
+			}
+			res, again := call(t, cs, "commit_send_message", args)
+			if !res.IsError || again.Cause != tools.CauseDoomLoop {
+				t.Errorf("the same send again = %+v, want the doom-loop stop as a tool error", again)
+			}
+		})
+	}
+	if n := len(r.tg.CallsTo("sendMessage")); n != 2 {
+		t.Errorf("%d sendMessage calls, want 2 (one per transport, none resent)", n)
+	}
+}

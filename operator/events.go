@@ -1,0 +1,148 @@
+package operator
+
+import (
+	"context"
+	"sync"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+// EventKind names what happened to an operation. The operator knows no surface:
+// the surfaces that can reach a person (a card in a chat, a prompt in a terminal)
+// subscribe and show each event their own way, whatever surface made the request.
+type EventKind int
+
+// The kinds of event.
+const (
+	// ApprovalNeeded: an operation waits for a tap; Approval is set.
+	ApprovalNeeded EventKind = iota + 1
+	// Decided: an approval was decided (approve, reject, expiry); Approval is set.
+	Decided
+	// Outcome: an operation reached an outcome (committed, unknown, failed,
+	// rejected, expired, cancelled, resolved); Result is set.
+	Outcome
+	// VerificationAsked: someone asked the approvers to verify an unknown outcome.
+	VerificationAsked
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case ApprovalNeeded:
+		return "approval_needed"
+	case Decided:
+		return "decided"
+	case Outcome:
+		return "outcome"
+	case VerificationAsked:
+		return "verification_asked"
+	}
+	return "event(?)"
+}
+
+// Event is one thing that happened to an operation, published after the journal
+// write that records it.
+type Event struct {
+	Kind EventKind
+	// Operation is the operation as journaled when the event was published: its
+	// Surface, Transport and TaskID say who asked and who delivers.
+	Operation journal.Operation
+	Approval  *journal.Approval // ApprovalNeeded, Decided
+	Result    tools.Result      // Outcome
+	// Late: published by the sweep (or a start's resumed work), not by the request
+	// that made it: another process asked (a stdio `bot mcp`), a process stopped
+	// before it showed or finished it, or the work ran on its own (expiry, a
+	// scheduled retry, a note resolved in the vault). A surface tells a requester
+	// of late outcomes; a request tells its own.
+	Late bool
+}
+
+// subscribers are the functions events are handed to.
+type subscribers struct {
+	mu   sync.Mutex
+	next int
+	fns  map[int]func(Event)
+}
+
+// Subscribe calls fn for every event this operator publishes, in the publishing
+// goroutine, after the journal write it reports. fn must not block: a surface hands
+// the event to a goroutine or a queue. unsubscribe stops the calls.
+func (o *Operator) Subscribe(fn func(Event)) (unsubscribe func()) {
+	s := &o.subs
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fns == nil {
+		s.fns = map[int]func(Event){}
+	}
+	id := s.next
+	s.next++
+	s.fns[id] = fn
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.fns, id)
+	}
+}
+
+func (o *Operator) listeners() []func(Event) {
+	s := &o.subs
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fns := make([]func(Event), 0, len(s.fns))
+	for _, fn := range s.fns {
+		fns = append(fns, fn)
+	}
+	return fns
+}
+
+func (o *Operator) publish(ev Event) {
+	for _, fn := range o.listeners() {
+		fn(ev)
+	}
+}
+
+// late marks a context whose work runs on its own, outside a caller's request
+// (Resume, the sweep): the events it publishes are Late.
+type lateKey struct{}
+
+func asLate(ctx context.Context) context.Context { return context.WithValue(ctx, lateKey{}, true) }
+
+func isLate(ctx context.Context) bool { late, _ := ctx.Value(lateKey{}).(bool); return late }
+
+// current is operation id as journaled now; when it cannot be read, just its id.
+func (o *Operator) current(ctx context.Context, id string) journal.Operation {
+	op, err := o.opts.Journal.Operation(context.WithoutCancel(ctx), id)
+	if err != nil {
+		return journal.Operation{ID: id}
+	}
+	return op
+}
+
+// asked publishes that op waits for approval a, and remembers that it did, so the
+// sweep's watch does not publish it again as late.
+func (o *Operator) publishAsked(ctx context.Context, op journal.Operation, a journal.Approval, late bool) {
+	o.shown.Store(a.ID, o.opts.Clock.Now())
+	if len(o.listeners()) == 0 {
+		return
+	}
+	op.State = journal.AwaitingApproval
+	o.publish(Event{Kind: ApprovalNeeded, Operation: op, Approval: &a, Late: late || isLate(ctx)})
+}
+
+// publishDecided publishes the decision on approval a.
+func (o *Operator) publishDecided(ctx context.Context, a journal.Approval) {
+	o.shown.Delete(a.ID)
+	if len(o.listeners()) == 0 {
+		return
+	}
+	o.publish(Event{Kind: Decided, Operation: o.current(ctx, a.OperationID), Approval: &a, Late: isLate(ctx)})
+}
+
+// publishOutcome publishes the outcome r of operation id.
+func (o *Operator) publishOutcome(ctx context.Context, id string, r tools.Result) {
+	if len(o.listeners()) == 0 {
+		return
+	}
+	r.OperationID = id
+	o.publish(Event{Kind: Outcome, Operation: o.current(ctx, id), Result: r, Late: isLate(ctx)})
+}

@@ -1,0 +1,363 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// heard is one event as a subscriber saw it, with the journal's last transition of
+// its operation read when it arrived: an event is published after the write it
+// reports, so that transition is the one the event is about.
+type heard struct {
+	Kind     operator.EventKind
+	From, To journal.State
+	Late     bool
+}
+
+func (s heard) String() string {
+	late := ""
+	if s.Late {
+		late = " late"
+	}
+	return fmt.Sprintf("%s after %s->%s%s", s.Kind, s.From, s.To, late)
+}
+
+// recorder collects the events of one operator.
+type recorder struct {
+	mu  sync.Mutex
+	got []heard
+	evs []operator.Event
+}
+
+func record(t *testing.T, op *operator.Operator, j *journal.Journal) *recorder {
+	t.Helper()
+	r := &recorder{}
+	t.Cleanup(op.Subscribe(func(ev operator.Event) {
+		ts, err := j.Transitions(context.Background(), ev.Operation.ID)
+		s := heard{Kind: ev.Kind, Late: ev.Late}
+		if err == nil && len(ts) > 0 {
+			s.From, s.To = ts[len(ts)-1].From, ts[len(ts)-1].To
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.got, r.evs = append(r.got, s), append(r.evs, ev)
+	}))
+	return r
+}
+
+func (r *recorder) heardList() []heard {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
+}
+
+func (r *recorder) events() []operator.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.evs)
+}
+
+// waitFor waits until r has heard n events.
+func (r *recorder) waitFor(t *testing.T, n int) []heard {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.heardList()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("events = %v, want %d", r.heardList(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return r.heardList()
+}
+
+// sweepFor runs the operator's Sweep until the recorder has n events.
+func sweepFor(t *testing.T, h *harness, r *recorder, n int) []heard {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.op.Sweep(ctx) }()
+	got := r.waitFor(t, n)
+	cancel()
+	<-done
+	return got
+}
+
+func fastSweep(o *operator.Options) {
+	o.SweepEvery, o.WatchEvery = 10*time.Millisecond, 10*time.Millisecond
+}
+
+func ev(k operator.EventKind, from, to journal.State, late bool) heard {
+	return heard{Kind: k, From: from, To: to, Late: late}
+}
+
+// TestEventsOfEveryPath: every path that moves an operation publishes its events,
+// after the journal write each one reports, and Late exactly for the work that ran
+// outside a caller's request.
+func TestEventsOfEveryPath(t *testing.T) {
+	const (
+		need    = operator.ApprovalNeeded
+		decided = operator.Decided
+		outcome = operator.Outcome
+		verify  = operator.VerificationAsked
+	)
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		script []error
+		vault  bool
+		// act runs the path; it returns how many events to wait for beyond those
+		// of asking (the act's own, for paths that run in the background).
+		act  func(t *testing.T, h *harness, r **recorder) int
+		want []heard
+	}{
+		{"ask", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+			h.send("222", "hello")
+			return 0
+		}, []heard{ev(need, V, AA, false)}},
+		{"auto-approve and commit", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+			h.pol.AutoApprove = []policy.AutoApprove{policyRule("commit_send_message", "333")}
+			task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.op.Call(ctx, task.ID, callSend("333", "auto")); err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		}, []heard{ev(decided, AA, A, false), ev(outcome, C, OK, false)}},
+		{"approve and commit", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+			_, op := h.send("222", "hello")
+			h.op.Decide(ctx, h.approval(op), approverID, true)
+			return 0
+		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, OK, false)}},
+		{"reject", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+			_, op := h.send("222", "hello")
+			h.op.Decide(ctx, h.approval(op), approverID, false)
+			return 0
+		}, []heard{ev(need, V, AA, false), ev(decided, AA, journal.Rejected, false), ev(outcome, AA, journal.Rejected, false)}},
+		{"commit unknown", []error{unknown}, false, func(t *testing.T, h *harness, r **recorder) int {
+			_, op := h.send("222", "hello")
+			h.op.Decide(ctx, h.approval(op), approverID, true)
+			return 0
+		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, U, false)}},
+		{"commit failed", []error{blocked}, false, func(t *testing.T, h *harness, r **recorder) int {
+			_, op := h.send("222", "hello")
+			h.op.Decide(ctx, h.approval(op), approverID, true)
+			return 0
+		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, F, false)}},
+		{"expiry by the sweep", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+			h.send("222", "hello")
+			h.clock.Advance(h.pol.ApprovalTTL + time.Second)
+			return 2
+		}, []heard{ev(need, V, AA, false), ev(decided, AA, journal.Expired, true), ev(outcome, AA, journal.Expired, true)}},
+		{"resolved in the vault, found by the sweep", []error{unknown}, true, func(t *testing.T, h *harness, r **recorder) int {
+			op := unknownOp(t, h, "hello")
+			if _, err := h.vault.Resolve(op, true, "an editor", h.clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			return 1
+		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, U, false), ev(outcome, U, OK, true)}},
+		{"resolve", []error{unknown}, false, func(t *testing.T, h *harness, r **recorder) int {
+			op := unknownOp(t, h, "hello")
+			if _, err := h.op.Resolve(ctx, op, false, "tester"); err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, U, false), ev(outcome, U, journal.NotDelivered, false)}},
+		{"cancel", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+			_, op := h.send("222", "hello")
+			if _, err := h.op.Cancel(ctx, op, "tester"); err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		}, []heard{ev(need, V, AA, false), ev(outcome, AA, journal.Cancelled, false)}},
+		{"resumed after a restart", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+			_, op := h.send("222", "hello")
+			if _, err := h.j.Decide(ctx, h.approval(op), journal.DecideApprove, approverID); err != nil {
+				t.Fatal(err)
+			}
+			h.open() // the process stopped between the tap and the commit
+			*r = record(t, h.op, h.j)
+			if err := h.op.Resume(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h.op.Wait()
+			return 0
+		}, []heard{ev(outcome, C, OK, true)}},
+		{"verification asked", []error{unknown}, false, func(t *testing.T, h *harness, r **recorder) int {
+			op := unknownOp(t, h, "hello")
+			if err := h.op.RequestVerification(ctx, op, "mcp:test"); err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, U, false), ev(verify, C, U, false)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.script...)
+			h.edit = fastSweep
+			if tt.vault {
+				h.withVault()
+			} else {
+				h.open()
+			}
+			r := record(t, h.op, h.j)
+			if more := tt.act(t, h, &r); more > 0 {
+				sweepFor(t, h, r, len(tt.want))
+			}
+			if got := r.heardList(); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("events:\n got %v\nwant %v", got, tt.want)
+			}
+			for _, e := range r.events() {
+				if e.Kind == outcome && e.Result.OperationID != e.Operation.ID {
+					t.Errorf("outcome %+v carries no result of its operation", e)
+				}
+				if (e.Kind == need || e.Kind == decided) && e.Approval == nil {
+					t.Errorf("%s without its approval", e.Kind)
+				}
+			}
+		})
+	}
+}
+
+// remote opens a second, Remote operator over the harness's journal file, as a
+// stdio MCP server beside the owner would: it delivers through a sender that must
+// never be called.
+func remote(t *testing.T, h *harness) (*operator.Operator, *scriptSender) {
+	t.Helper()
+	j, err := journal.Open(context.Background(), h.file, journal.WithClock(h.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	never := &scriptSender{}
+	reg, err := tools.NewRegistry(h.pol, never)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: transport, Remote: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op, never
+}
+
+// A commit a Remote operator auto-approved is left approved, and the owner's
+// watch delivers it once; the remote never sends, resumes or sweeps.
+func TestTheOwnerDeliversWhatARemoteOperatorApproved(t *testing.T) {
+	h := newHarness(t)
+	h.edit = fastSweep
+	h.pol.AutoApprove = []policy.AutoApprove{policyRule("commit_send_message", "333")}
+	h.open()
+	rop, never := remote(t, h)
+	ctx := context.Background()
+	task, err := rop.StartTask(ctx, journal.Task{Requester: 0, Surface: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rop.Call(ctx, task.ID, callSend("333", "from afar"))
+	if err != nil || r.Status != tools.StatusPending {
+		t.Fatalf("remote Call = %+v, %v; want pending, handed to the owner", r, err)
+	}
+	if got := h.state(r.OperationID); got != A {
+		t.Fatalf("state after the remote call = %s, want approved", got)
+	}
+	rop.Sweep(ctx) // returns at once: a remote sweeps nothing
+	if err := rop.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, h.op, h.j)
+	sweepFor(t, h, rec, 1)
+	if got := rec.heardList(); fmt.Sprint(got) != fmt.Sprint([]heard{ev(operator.Outcome, C, OK, true)}) {
+		t.Errorf("owner's events = %v, want one late committed outcome", got)
+	}
+	if n := len(h.sender.Sent()); n != 1 {
+		t.Errorf("owner's sends = %d, want 1", n)
+	}
+	if n := len(never.Sent()); n != 0 {
+		t.Errorf("remote's sends = %d, want 0", n)
+	}
+	if got := h.states(r.OperationID); fmtStates(got) != fmtStates([]journal.State{P, V, AA, A, C, OK}) {
+		t.Errorf("path = %v", got)
+	}
+}
+
+// An approval a Remote operator asked for is published late by the owner's watch,
+// once, and one the owner asked itself is not published again.
+func TestTheWatchPublishesAnotherProcesssApprovalOnce(t *testing.T) {
+	h := newHarness(t)
+	h.edit = fastSweep
+	h.open()
+	rop, _ := remote(t, h)
+	ctx := context.Background()
+	_, own := h.send("222", "asked here")
+	task, err := rop.StartTask(ctx, journal.Task{Requester: 0, Surface: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rop.Call(ctx, task.ID, callSend("222", "asked afar"))
+	if err != nil || r.Status != tools.StatusPending {
+		t.Fatalf("remote Call = %+v, %v", r, err)
+	}
+	rec := record(t, h.op, h.j)
+	sweepCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); h.op.Sweep(sweepCtx) }()
+	rec.waitFor(t, 1)
+	time.Sleep(100 * time.Millisecond) // ten more watches: none may publish again
+	cancel()
+	<-done
+	evs := rec.events()
+	if len(evs) != 1 || evs[0].Kind != operator.ApprovalNeeded || !evs[0].Late || evs[0].Operation.ID != r.OperationID ||
+		evs[0].Operation.Surface != "mcp" || evs[0].Approval == nil {
+		t.Errorf("events = %+v, want one late ApprovalNeeded for %s (not %s)", evs, r.OperationID, own)
+	}
+}
+
+// RequestVerification is refused for an operation whose outcome is known, and a
+// request recorded by another process is published by the owner's watch, once.
+func TestVerificationRequests(t *testing.T) {
+	h := newHarness(t, unknown)
+	h.edit = fastSweep
+	h.open()
+	ctx := context.Background()
+	_, pending := h.send("222", "waiting")
+	if err := h.op.RequestVerification(ctx, pending, "mcp:test"); !errors.Is(err, operator.ErrNotResolvable) {
+		t.Errorf("RequestVerification of a pending operation = %v, want ErrNotResolvable", err)
+	}
+	op := unknownOp(t, h, "lost")
+	rop, _ := remote(t, h)
+	if err := rop.RequestVerification(ctx, op, "mcp:test"); err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, h.op, h.j)
+	sweepCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); h.op.Sweep(sweepCtx) }()
+	rec.waitFor(t, 1)
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-done
+	var asked []string
+	for _, e := range rec.events() {
+		if e.Kind == operator.VerificationAsked {
+			asked = append(asked, e.Operation.ID)
+		}
+	}
+	if len(asked) != 1 || asked[0] != op {
+		t.Errorf("verifications published = %v, want %s once", asked, op)
+	}
+	if got := h.state(op); got != U {
+		t.Errorf("state = %s: asking to verify must resolve nothing", got)
+	}
+}

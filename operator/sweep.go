@@ -1,0 +1,228 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+// inboxKeep is how long handled updates stay in the inbox: long enough for any
+// redelivery, which the inbox's keys make a no-op.
+const inboxKeep = 7 * 24 * time.Hour
+
+// showAgain is how long an approval published here may go without a card before
+// the watch publishes it again, late: the request that asked did not show it (a
+// model's turn shows its cards when it ends, well within this), or its card
+// reached no approver then.
+const showAgain = 5 * time.Minute
+
+// Sweep runs, until ctx ends, the owner's periodic work for its transport. Every
+// Options.SweepEvery it expires approvals whose time has passed (Decided and
+// Outcome events, late), takes in envelopes resolved by hand in the vault, and
+// prunes the inbox. Every Options.WatchEvery it looks for what other processes
+// (or a stopped one) left to the owner: pending approvals of its transport that no
+// event here has published (ApprovalNeeded, Late), approved operations and
+// scheduled retries that nothing here runs (a remote operator auto-approved them,
+// or a request stopped waiting), which it runs, and requests to verify
+// (VerificationAsked). Each look is a few indexed queries of the rows that wait,
+// whatever the size of the journal. Only the process that owns the transport
+// (journal.Own) runs it; a Remote operator, or one without a transport, returns at
+// once. Sweep returns once the commits it started have their outcome.
+func (o *Operator) Sweep(ctx context.Context) {
+	if o.opts.Transport == "" || o.opts.Remote {
+		return
+	}
+	ctx = asLate(ctx)
+	var runs sync.WaitGroup // the commits the watch started; Sweep waits for them
+	slow, fast := time.NewTicker(o.opts.SweepEvery), time.NewTicker(o.opts.WatchEvery)
+	defer slow.Stop()
+	defer fast.Stop()
+	o.sweep(ctx)
+	o.watch(ctx, &runs)
+	for {
+		select {
+		case <-ctx.Done():
+			runs.Wait()
+			return
+		case <-slow.C:
+			o.sweep(ctx)
+		case <-fast.C:
+			o.watch(ctx, &runs)
+		}
+	}
+}
+
+// sweep is the slow half of Sweep: expiry, reconcile, inbox prune.
+func (o *Operator) sweep(ctx context.Context) {
+	o.expire(ctx)
+	if _, err := o.opts.Journal.PruneInbox(ctx, o.opts.Clock.Now().Add(-inboxKeep)); err != nil && ctx.Err() == nil {
+		o.opts.Logger.Warn("inbox prune failed", "err", err)
+	}
+	// A person may resolve an envelope in an editor while the process runs.
+	if _, err := o.Reconcile(ctx); err != nil && ctx.Err() == nil {
+		o.opts.Logger.Warn("vault reconcile failed", "err", err)
+	}
+	now := o.opts.Clock.Now()
+	o.shown.Range(func(k, v any) bool {
+		if now.Sub(v.(time.Time)) > 2*showAgain {
+			o.shown.Delete(k) // decided elsewhere, or expired: nothing waits on it here
+		}
+		return true
+	})
+}
+
+// expire records the expiry of every approval whose time has passed, of any
+// transport, and publishes each decision and outcome.
+func (o *Operator) expire(ctx context.Context) {
+	expired, err := o.opts.Journal.ExpireDue(ctx)
+	if err != nil && ctx.Err() == nil {
+		o.opts.Logger.Warn("expiry sweep failed", "err", err)
+	}
+	for _, a := range expired {
+		o.publishDecided(ctx, a)
+		if _, err := o.finish(ctx, a.OperationID, expiredResult(a)); err != nil {
+			o.opts.Logger.Warn("result of an expiry not recorded", "op", a.OperationID, "err", err)
+		}
+	}
+}
+
+// watch is the fast half of Sweep.
+func (o *Operator) watch(ctx context.Context, runs *sync.WaitGroup) {
+	o.showLate(ctx)
+	o.runLeft(ctx, runs)
+	o.showVerifications(ctx)
+}
+
+// showLate publishes ApprovalNeeded, late, for the pending approvals of this
+// transport without a card that no event here published (or published more than
+// showAgain ago).
+func (o *Operator) showLate(ctx context.Context) {
+	now := o.opts.Clock.Now()
+	as, err := o.opts.Journal.Uncarded(ctx, o.opts.Transport, now.Add(time.Hour))
+	if err != nil {
+		o.warn(ctx, "approvals without cards not read", err)
+		return
+	}
+	for _, a := range as {
+		if at, ok := o.shown.Load(a.ID); ok && now.Sub(at.(time.Time)) < showAgain {
+			continue
+		}
+		op, err := o.opts.Journal.Operation(ctx, a.OperationID)
+		if err != nil {
+			o.warn(ctx, "approval not shown", err)
+			continue
+		}
+		o.publishAsked(ctx, op, a, true)
+	}
+}
+
+// runLeft runs the approved operations and scheduled retries of this transport
+// that no goroutine here runs. Two owners cannot both commit one: the move to
+// committing is the journal's compare-and-set.
+func (o *Operator) runLeft(ctx context.Context, runs *sync.WaitGroup) {
+	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport,
+		States: []journal.State{journal.Approved, journal.RetryWait}})
+	if err != nil {
+		o.warn(ctx, "work left to the owner not read", err)
+		return
+	}
+	for _, op := range ops {
+		if !o.held(op.ID) {
+			o.start(ctx, runs, op.ID, "operation left to the owner failed")
+		}
+	}
+}
+
+// showVerifications publishes the requests to verify that other processes recorded.
+func (o *Operator) showVerifications(ctx context.Context) {
+	vs, err := o.opts.Journal.VerificationsToShow(ctx, o.opts.Transport)
+	if err != nil {
+		o.warn(ctx, "verification requests not read", err)
+		return
+	}
+	for _, v := range vs {
+		// Marked first: a question shown twice is noise, one never shown is asked again.
+		if err := o.opts.Journal.VerificationShown(ctx, v.Seq); err != nil {
+			o.warn(ctx, "verification request not marked shown", err)
+			continue
+		}
+		o.publishVerification(ctx, v.OperationID)
+	}
+}
+
+func (o *Operator) warn(ctx context.Context, what string, err error) {
+	if ctx.Err() == nil {
+		o.opts.Logger.Warn(what, "err", err)
+	}
+}
+
+func (o *Operator) publishVerification(ctx context.Context, opID string) {
+	op := o.current(ctx, opID)
+	if op.State != journal.Unknown {
+		return // resolved in the meantime: nothing to ask
+	}
+	o.publish(Event{Kind: VerificationAsked, Operation: op, Result: resultOf(op), Late: isLate(ctx)})
+}
+
+// RequestVerification records that someone (by: "mcp:<client>", a user) asks the
+// approvers of operation opID to verify its unknown outcome. The owner of the
+// operation's transport publishes VerificationAsked (at once, when this operator
+// is that owner; otherwise its Sweep does), and a surface puts the question to
+// the approvers. It resolves nothing: resolving stays a person's act. Anything but
+// an unknown operation is refused with ErrNotResolvable.
+func (o *Operator) RequestVerification(ctx context.Context, opID, by string) error {
+	op, err := o.opts.Journal.Operation(ctx, opID)
+	if err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if op.State != journal.Unknown {
+		return refusal(ErrNotResolvable, "%s is %s, not unknown: there is nothing to verify", opID, op.State)
+	}
+	owner := !o.opts.Remote && o.opts.Transport != "" && op.Transport == o.opts.Transport
+	if _, err := o.opts.Journal.AskVerification(ctx, opID, by, owner); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	if owner {
+		o.publishVerification(ctx, opID)
+	}
+	return nil
+}
+
+// hold counts a goroutine here that runs operation id (or is about to); the
+// returned function ends it. The watch runs only operations nobody holds.
+func (o *Operator) hold(id string) (release func()) {
+	o.runMu.Lock()
+	o.running[id]++
+	o.runMu.Unlock()
+	return func() {
+		o.runMu.Lock()
+		defer o.runMu.Unlock()
+		if o.running[id]--; o.running[id] <= 0 {
+			delete(o.running, id)
+		}
+	}
+}
+
+func (o *Operator) held(id string) bool {
+	o.runMu.Lock()
+	defer o.runMu.Unlock()
+	return o.running[id] > 0
+}
+
+// handedOver is what a Remote operator answers for an approved operation: it is
+// left, approved, to the owner of its transport, whose Sweep commits it.
+func (o *Operator) handedOver(ctx context.Context, id string) (tools.Result, error) {
+	op, err := o.opts.Journal.Operation(ctx, id)
+	if err != nil {
+		return tools.Result{}, fmt.Errorf("operator: %w", err)
+	}
+	if op.State != journal.Approved && op.State != journal.RetryWait {
+		return resultOf(op), nil
+	}
+	return tools.Result{Status: tools.StatusPending, OperationID: id, SideEffect: tools.SideEffectPrepared, NextAction: tools.NextNone,
+		Reason: fmt.Sprintf("approved; the process that owns %s delivers it", orNobody(op.Transport))}, nil
+}

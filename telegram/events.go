@@ -1,0 +1,157 @@
+package telegram
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+)
+
+// marks is a set of keys with counts: the approvals and operations a tap is
+// deciding or resolving right now. A tap edits its own cards, so the events it
+// causes are not acted on a second time.
+type marks struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (m *marks) add(key string) (done func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.n == nil {
+		m.n = map[string]int{}
+	}
+	m.n[key]++
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.n[key]--; m.n[key] <= 0 {
+			delete(m.n, key)
+		}
+	}
+}
+
+func (m *marks) has(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n[key] > 0
+}
+
+// onEvent takes an operator event about a Telegram operation, whatever surface
+// asked for it, and hands what it calls for to the bot's background work: the
+// publisher is never held up by Telegram. An approval asked by a request of this
+// bot is shown by that request, in order with its reply; an approval of another
+// surface, or one the sweep found without a card, is shown here. A decision or
+// an outcome that happened outside a tap (expiry, a note resolved in the vault, a
+// /cancel or /resolve) closes its cards; work that finished on its own is told to
+// the chat that asked, when a Telegram chat asked.
+func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
+	if ev.Operation.Transport != Transport {
+		return
+	}
+	switch ev.Kind {
+	case operator.ApprovalNeeded:
+		if !ev.Late && ev.Operation.Surface == Transport {
+			return // the request that asked shows it
+		}
+		t.spawn(func() { t.showApproval(ctx, ev.Operation.ID, ev.Late) })
+	case operator.Decided:
+		if t.tapping.has(ev.Approval.ID) {
+			return
+		}
+		if line := closedLine(*ev.Approval); line != "" {
+			t.spawn(func() { t.closeCards(context.WithoutCancel(ctx), ev.Approval.ID, line) })
+		}
+	case operator.Outcome:
+		if t.tapping.has(ev.Operation.ID) {
+			return
+		}
+		t.spawn(func() { t.outcome(context.WithoutCancel(ctx), ev) })
+	case operator.VerificationAsked:
+		t.spawn(func() { t.askToVerify(ctx, ev) })
+	}
+}
+
+// showApproval shows the cards of the approval operation opID waits on, if it
+// still waits.
+func (t *Bot) showApproval(ctx context.Context, opID string, late bool) {
+	a, err := t.handler.Approval(ctx, opID)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.log.Info("approval not shown: it waits no more", "op", opID, "err", err)
+		}
+		return
+	}
+	task, err := t.journal.Task(ctx, a.Operation.TaskID)
+	if err != nil {
+		t.log.Warn("approval not shown", "op", opID, "err", err)
+		return
+	}
+	chat, _ := requesterChat(task)
+	t.requestApproval(ctx, chat, task.Requester, &a, late)
+}
+
+// closedLine is what the cards of an approval decided outside a tap say; empty
+// for a decision no card was shown for (an auto_approve rule).
+func closedLine(a journal.Approval) string {
+	at := a.DecidedAt.UTC().Format("2006-01-02 15:04 UTC")
+	switch {
+	case a.Decision == journal.DecideExpire:
+		return "⌛ Expired: nothing was sent."
+	case a.Decision == journal.DecideReject:
+		return fmt.Sprintf("❌ Rejected by user %d at %s. Nothing was sent.", a.DecidedBy, at)
+	case a.Decision == journal.DecideApprove && a.DecidedBy != journal.ByPolicy:
+		return fmt.Sprintf("✅ Approved by user %d at %s.", a.DecidedBy, at)
+	}
+	return ""
+}
+
+// outcome acts on an outcome reached outside a tap.
+func (t *Bot) outcome(ctx context.Context, ev operator.Event) {
+	op, r := ev.Operation, ev.Result
+	switch op.State {
+	case journal.Cancelled:
+		if a, err := t.journal.LatestApproval(ctx, op.ID); err == nil {
+			t.closeCards(ctx, a.ID, "🚫 "+command.Describe(r))
+		}
+		return
+	case journal.Committed, journal.NotDelivered:
+		// Resolved (by /resolve, or in the vault): the notices asking whether it
+		// arrived are answered.
+		t.closeCards(ctx, op.ID, "Resolved: "+command.Describe(r))
+	case journal.Unknown, journal.Failed:
+	default:
+		return // rejected, expired: the decision closed the cards
+	}
+	if ev.Late { // finished on its own: nobody's request is there to tell
+		t.tellRequester(ctx, op.ID, command.Reply{Text: command.Describe(r), Result: &r})
+	}
+}
+
+// askToVerify sends the task's approvers the It arrived / It did not arrive
+// question about an unknown outcome someone asked them to verify.
+func (t *Bot) askToVerify(ctx context.Context, ev operator.Event) {
+	task, err := t.journal.Task(ctx, ev.Operation.TaskID)
+	if err != nil {
+		t.log.Warn("verification not asked", "op", ev.Operation.ID, "err", err)
+		return
+	}
+	text := "Please verify: " + command.Describe(ev.Result)
+	for _, chat := range task.Policy.Access.Approvers {
+		t.sendUnknownNotice(ctx, chat, ev.Operation.ID, text)
+	}
+}
+
+// requesterChat is the Telegram chat of the person who made a task: none for a
+// task another surface made (an MCP client's has no chat at all).
+func requesterChat(task journal.Task) (int64, bool) {
+	if task.Surface != Transport && task.Surface != "" {
+		return 0, false
+	}
+	chat, err := strconv.ParseInt(task.Chat, 10, 64)
+	return chat, err == nil && chat != 0
+}
