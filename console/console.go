@@ -15,6 +15,7 @@ import (
 
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -64,6 +65,8 @@ type Console struct {
 func (c *Console) Run(ctx context.Context) error {
 	in := readLines(c.In)
 	defer close(in.done)
+	c.Out = &syncWriter{w: c.Out} // events print from the publisher's goroutine
+	defer c.Handler.Operator.Subscribe(func(ev operator.Event) { c.onEvent(ev) })()
 	fmt.Fprintln(c.Out, "Countersign console. /help lists the commands; end of input quits.")
 	if err := c.tellWaiting(ctx); err != nil {
 		return err
@@ -284,6 +287,37 @@ func (c *Console) decide(ctx context.Context, opID string, approve bool) error {
 	}
 	fmt.Fprintln(c.Out, reply.Text)
 	return nil
+}
+
+// onEvent says, on a line of its own, that an approval of the console's
+// transport was asked by another surface (an outside agent), and how to answer it
+// here. The console's own requests ask in their prompt.
+func (c *Console) onEvent(ev operator.Event) {
+	op := ev.Operation
+	if ev.Kind != operator.ApprovalNeeded || op.Transport != Transport || op.Surface == Transport {
+		return
+	}
+	fmt.Fprintf(c.Out, "\n%s asks to %s to %s: %q. Answer with /approve %s or /reject %s.\n",
+		orSomeone(op.Surface), op.Payload.Action, op.Payload.Target, command.Excerpt(op.Payload.Text, 60), op.ID, op.ID)
+}
+
+func orSomeone(surface string) string {
+	if surface == "" {
+		return "another surface"
+	}
+	return surface
+}
+
+// syncWriter serializes writes from the console and from operator events.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 func indent(s string) string { return "  | " + strings.ReplaceAll(s, "\n", "\n  | ") }

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -44,8 +43,6 @@ type Options struct {
 	SendTimeout time.Duration
 	// Limits are the send rates to keep under (default DefaultLimits).
 	Limits *Limits
-	// SweepEvery is how often expired approvals are looked for (default 30s).
-	SweepEvery time.Duration
 	// Webhook, when set, receives updates over HTTPS instead of long polling.
 	Webhook *Webhook
 	Logger  *slog.Logger
@@ -66,21 +63,16 @@ var (
 
 // Bot is a running Telegram front end of the operator.
 type Bot struct {
-	opts   Options
-	api    *bot.Bot
-	me     *models.User
-	sender *Sender
-	redact func(string) string
-	log    *slog.Logger
-	client *http.Client
-	work   sync.WaitGroup
-	cards  keyLock // per approval: cards sent before taps are acted on; per chat: a card after its previews
-	// cardRetry is when the sweep may next show an approval whose card reached
-	// no approver; only one showUncarded at a time (showing) touches it.
-	cardRetry map[string]time.Time
-	showing   atomic.Bool
-	started   time.Time // when New ran: older approvals without cards are the sweep's
-	tapping   marks     // approvals and operations a tap is deciding or resolving now
+	opts    Options
+	api     *bot.Bot
+	me      *models.User
+	sender  *Sender
+	redact  func(string) string
+	log     *slog.Logger
+	client  *http.Client
+	work    sync.WaitGroup
+	cards   keyLock // per approval: cards sent before taps are acted on; per chat: a card after its previews
+	tapping marks   // approvals and operations a tap is deciding or resolving now
 
 	messages, taps chan job   // stored updates waiting for a worker
 	refusals       chan int64 // chats of strangers to refuse, sent from spare capacity
@@ -99,7 +91,7 @@ type Bot struct {
 func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	o = withDefaults(o)
 	t := &Bot{opts: o, log: o.Logger, journal: j, messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
-		refusals: make(chan int64, refusalQueue), cardRetry: map[string]time.Time{}, started: time.Now()}
+		refusals: make(chan int64, refusalQueue)}
 	t.redact = func(s string) string { return strings.ReplaceAll(s, o.Token, "<token>") }
 	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second, Transport: transport()}
 	// The library makes the method calls; updates are received by poll (or the
@@ -151,9 +143,6 @@ func withDefaults(o Options) Options {
 	}
 	if o.Limits == nil {
 		o.Limits = &DefaultLimits
-	}
-	if o.SweepEvery == 0 {
-		o.SweepEvery = 30 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -207,7 +196,10 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 		err = t.replay(ctx)
 	}
 	if err == nil {
-		t.spawn(func() { t.sweep(ctx) })
+		// This process owns sending Telegram's operations (journal.Own), so it runs
+		// the operator's sweep: expiry, reconcile, and the work other processes
+		// left to the owner, whose events come back through onEvent.
+		t.spawn(func() { t.ops.Sweep(ctx) })
 		err = t.receive(ctx)
 	}
 	cancel()

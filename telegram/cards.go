@@ -160,59 +160,6 @@ func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, inl
 // chatKey is the key of a chat in the bot's key lock, apart from approval ids.
 func chatKey(chat int64) string { return "chat:" + strconv.FormatInt(chat, 10) }
 
-// showUncarded shows the approvals that should have a card and have none: the
-// process that asked for them stopped first, or another surface asked. An approval
-// this process asked for is left to the request showing it, unless that has not
-// happened in cardGrace (a model's turn shows its cards when it ends). An approval
-// whose card reached nobody is tried again after a while, not on every sweep.
-func (t *Bot) showUncarded(ctx context.Context) {
-	before := time.Now().Add(-cardGrace)
-	if t.started.After(before) {
-		before = t.started
-	}
-	as, err := t.journal.Uncarded(ctx, Transport, before)
-	if err != nil {
-		if ctx.Err() == nil {
-			t.log.Warn("approvals without cards not read", "err", err)
-		}
-		return
-	}
-	now := time.Now()
-	waiting := map[string]bool{}
-	for _, a := range as {
-		waiting[a.ID] = true
-		if next, ok := t.cardRetry[a.ID]; ok && now.Before(next) {
-			continue
-		}
-		t.cardRetry[a.ID] = now.Add(cardRetryEvery)
-		ca, err := t.handler.Approval(ctx, a.OperationID)
-		if err != nil {
-			t.log.Warn("approval not shown", "approval", a.ID, "err", err)
-			continue
-		}
-		task, err := t.taskOf(ctx, a.OperationID)
-		if err != nil {
-			t.log.Warn("approval not shown", "approval", a.ID, "err", err)
-			continue
-		}
-		chat, _ := strconv.ParseInt(task.Chat, 10, 64)
-		t.requestApproval(ctx, chat, task.Requester, &ca, true)
-	}
-	for id := range t.cardRetry {
-		if !waiting[id] {
-			delete(t.cardRetry, id)
-		}
-	}
-}
-
-// cardRetryEvery is how long an approval whose card reached no approver waits
-// before the sweep tries again.
-const cardRetryEvery = 10 * time.Minute
-
-// cardGrace is how long the sweep leaves an approval this process asked for to
-// the request that asked: longer than a model's turn.
-const cardGrace = 5 * time.Minute
-
 // onCallback answers a tap at once, then acts on it. Forged or stale data, and taps
 // by people who may not decide, change nothing.
 func (t *Bot) onCallback(ctx context.Context, cq *models.CallbackQuery) {
@@ -383,48 +330,6 @@ func (t *Bot) onResolveTap(ctx context.Context, cq *models.CallbackQuery, opID s
 	}
 	t.answer(ctx, cq, "Recorded.")
 	t.closeCards(ctx, opID, "Resolved: "+command.Describe(r))
-}
-
-// sweep expires approvals whose time has passed and says so on their cards, and
-// takes in envelopes resolved by hand in the vault.
-func (t *Bot) sweep(ctx context.Context) {
-	tick := time.NewTicker(t.opts.SweepEvery)
-	defer tick.Stop()
-	for {
-		expired, err := t.journal.ExpireDue(ctx)
-		if err != nil && ctx.Err() == nil {
-			t.log.Warn("expiry sweep failed", "err", err)
-		}
-		for _, a := range expired {
-			t.closeCards(ctx, a.ID, "⌛ Expired: nothing was sent.")
-		}
-		if _, err := t.journal.PruneInbox(ctx, time.Now().Add(-7*24*time.Hour)); err != nil && ctx.Err() == nil {
-			t.log.Warn("inbox prune failed", "err", err)
-		}
-		// A person may resolve an envelope in an editor while the bot runs.
-		resolved, err := t.ops.Reconcile(ctx)
-		if err != nil && ctx.Err() == nil {
-			t.log.Warn("vault reconcile failed", "err", err)
-		}
-		for _, id := range resolved {
-			t.closeCards(ctx, id, "Resolved in the vault.")
-		}
-		// A card that should exist and was never sent (a stop between a request
-		// and its card, or a request from another surface) is sent now, beside
-		// the sweep: cards wait for the approvers' chat limits, and expiry must not
-		// wait behind them.
-		if t.showing.CompareAndSwap(false, true) {
-			t.spawn(func() {
-				defer t.showing.Store(false)
-				t.showUncarded(ctx)
-			})
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
 }
 
 // who names a Telegram user for a card: @username or first name, with the id.

@@ -34,6 +34,9 @@ const (
 	token   = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 )
 
+// watchEvery is how often the rig's operator looks for work other processes left.
+const watchEvery = 50 * time.Millisecond
+
 // fast are limits that never slow a test down; the rate tests use the real ones.
 var fast = &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}
 
@@ -130,7 +133,7 @@ func (r *rig) start() {
 	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
 	o := telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
-		SendTimeout: 2 * time.Second, Limits: r.limits, SweepEvery: 50 * time.Millisecond, Logger: logger, Webhook: r.webhook,
+		SendTimeout: 2 * time.Second, Limits: r.limits, Logger: logger, Webhook: r.webhook,
 		Clock: r.clock.now}
 	if r.edit != nil {
 		r.edit(&o)
@@ -144,6 +147,7 @@ func (r *rig) start() {
 		r.t.Fatal(err)
 	}
 	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Transport: telegram.Transport, Logger: logger, Vault: v,
+		SweepEvery: 50 * time.Millisecond, WatchEvery: watchEvery,
 		Verifier: verifier.New(r.pol.Verify, operator.History{Journal: j}, time.Now)})
 	if err != nil {
 		r.t.Fatal(err)

@@ -45,7 +45,14 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 		return exitError
 	}
 	c := &console.Console{Handler: a.handler, In: env.Stdin, Out: env.Stdout}
+	// The console owns sending its transport: it sweeps (expiry, reconcile, and
+	// the approvals other processes asked of it) while it runs.
+	sweep, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() { defer close(swept); a.operator.Sweep(sweep) }()
 	err = c.Run(ctx)
+	stopSweep()
+	<-swept
 	a.operator.Wait()
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
