@@ -58,6 +58,7 @@ type Request struct {
 	Results []ToolResult
 
 	usage bool // stream_options.include_usage
+	turn  int  // the assistant's turn that answers it: its assistant messages + 1
 }
 
 // Server is the scripted model server. Point a provider's base URL at URL (an
@@ -180,10 +181,14 @@ func (s *Server) record(r *http.Request) Request {
 			req.Messages++
 		}
 		req.Results = append(req.Results, m.results()...)
+		if m.Role == "assistant" {
+			req.turn++
+		}
 	}
 	for _, t := range head.Tools {
 		req.Tools = append(req.Tools, t.name())
 	}
+	req.turn++
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	req.N = len(s.requests) + 1

@@ -214,3 +214,25 @@ func TestTheRequestCarriesToolsAndResults(t *testing.T) {
 		})
 	}
 }
+
+// No two tool calls of a conversation share an id: the first reply numbers its
+// calls toolu_01, toolu_02; a reply in a conversation with one assistant turn
+// behind it, toolu_02_01. (Claude Code drops a result whose id it has seen.)
+func TestToolCallIDsDifferAcrossTurns(t *testing.T) {
+	first := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	second := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"system","content":"s"},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_01","name":"f","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"ok"}]}]}`
+	tests := []struct{ path, body, want string }{
+		{anthropicPath, first, `"id":"toolu_01"`},
+		{anthropicPath, second, `"id":"toolu_02_01"`},
+		{openaiPath, first, `"id":"call_01"`},
+		{openaiPath, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"call_01","content":"ok"}]}`, `"id":"call_02_01"`},
+	}
+	for _, tt := range tests {
+		s := agenttest.NewServer(t, agenttest.Message("tool_use", "", agenttest.Call("f", `{}`)))
+		if _, body := post(t, s, tt.path, tt.body); !strings.Contains(body, tt.want) {
+			t.Errorf("%s %s:\n%s\nwant %s", tt.path, tt.body, body, tt.want)
+		}
+	}
+}

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,11 +48,8 @@ func mcpConfig(command string) string {
 	return string(b)
 }
 
-// opIDs finds operation ids in what a tool returned, as a model reads them.
-var opIDs = regexp.MustCompile(`\bop-[A-Za-z0-9_.-]*[A-Za-z0-9]`)
-
-// toolResult is the contract as an MCP tool result carries it to the model: the
-// structured content when the client passes it on, else the readable line.
+// toolResult is the contract as Claude Code hands an MCP tool's result to the
+// model: the structured content, as JSON text.
 type toolResult struct {
 	Status      string `json:"status"`
 	OperationID string `json:"operation_id"`
@@ -62,12 +59,7 @@ type toolResult struct {
 
 func readResult(content string) toolResult {
 	var r toolResult
-	if json.Unmarshal([]byte(content), &r) != nil || r.Status == "" {
-		r = toolResult{OperationID: opIDs.FindString(content)}
-		if strings.Contains(content, "waiting for approval") {
-			r.Status = "pending"
-		}
-	}
+	json.Unmarshal([]byte(content), &r) // text that is not the contract leaves it empty, and the checks say so
 	r.line = content
 	return r
 }
@@ -120,12 +112,12 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 			t.Fatalf("waiting for %s: %v\n%s", what, err, logs())
 		}
 	}
-	startBot(t, srv, data)
+	bot := startBot(t, srv, data)
 	wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
 
 	const text = "hello from Claude Code"
 	model := agenttest.NewServerFunc(t, sendThenAwait("222", text))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	run = clitest.Start(t, ctx, clitest.Command{Bin: claude, Env: clitest.ClaudeEnv(model.URL), Args: []string{
 		"-p", "Send hello to chat 222.", "--output-format", "stream-json", "--verbose",
@@ -134,6 +126,7 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 
 	card := approveCard(srv, wait)
 	r := run.Wait()
+
 	final, _ := r.Final()
 	if !r.Succeeded() {
 		t.Fatalf("claude: %s\n%s", r.Summary(), logs())
@@ -153,15 +146,21 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 	}
 	pending, outcome := readResult(results[0].ResultText()), readResult(results[1].ResultText())
 	opID := pending.OperationID
-	if pending.Status != "pending" || opID == "" || !strings.Contains(card.Text, opID) || outcome.OperationID != opID {
-		t.Errorf("results %q then %q; want %s pending, then its outcome", pending.line, outcome.line, opID)
+	if pending.Status != "pending" || opID == "" || !strings.Contains(card.Text, opID) ||
+		outcome.OperationID != opID || outcome.Status != "succeeded" || outcome.SideEffect != "committed" {
+		t.Errorf("results %q then %q; want %s pending, then succeeded and committed", pending.line, outcome.line, opID)
 	}
 	if final.Result != "Outcome: "+results[1].ResultText() || final.IsError || r.ExitCode != 0 {
 		t.Errorf("final result %q (is_error %v, exit %d); want the outcome the script read", final.Result, final.IsError, r.ExitCode)
 	}
 
-	// Delivered exactly once, along the path of an approved commit.
+	// Delivered exactly once, along the path of an approved commit; the bot is
+	// stopped first, so that nothing can come after the count.
 	wait("the delivery", func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 })
+	bot.Process.Signal(syscall.SIGTERM)
+	if err := bot.Wait(); err != nil {
+		t.Errorf("bot after SIGTERM: %v\n%s", err, logs())
+	}
 	var sends int
 	for _, c := range srv.CallsTo("sendMessage") {
 		if c.ChatID == 222 {
@@ -186,11 +185,9 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 		path = append(path, tr.To)
 	}
 	want := []journal.State{journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed}
-	if !slices.Equal(path, want) || op.Attempts != 1 {
-		t.Errorf("journal: path %v after %d attempts; want %v after 1", path, op.Attempts, want)
-	}
-	if !strings.Contains(outcome.line, "committed") && !strings.Contains(outcome.line, "Sent "+opID) {
-		t.Errorf("await_outcome gave the model %q; want it committed", outcome.line)
+	if !slices.Equal(path, want) || op.Attempts != 1 || op.Surface != "mcp" || op.Transport != "telegram" {
+		t.Errorf("journal: %s made over %q for %q, path %v after %d attempts; want made over mcp for telegram, %v after 1",
+			opID, op.Surface, op.Transport, path, op.Attempts, want)
 	}
 }
 
