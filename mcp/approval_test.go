@@ -18,8 +18,8 @@ import (
 
 // tap waits for the approval card of opID in the approver's chat and taps
 // Approve or Reject on it, as the approver's phone would.
-func (r *rig) tap(opID string, approve bool) {
-	r.t.Helper()
+func (r *rig) tap(t *testing.T, opID string, approve bool) {
+	t.Helper()
 	answer := "n"
 	if approve {
 		answer = "y"
@@ -35,7 +35,7 @@ func (r *rig) tap(opID string, approve bool) {
 		}
 		return data != ""
 	}); err != nil {
-		r.t.Fatalf("no approval card for %s: %v\nlogs:\n%s", opID, err, r.logs)
+		t.Fatalf("no approval card for %s: %v\nlogs:\n%s", opID, err, r.logs)
 	}
 	r.tg.PushCallbackQuery(alice, alice, card.MessageID, data)
 }
@@ -49,12 +49,12 @@ func TestACommitWaitsForATap(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			var mu sync.Mutex
 			var progress []string
-			cs := r.connect(how, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			cs := r.connect(t, how, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 				mu.Lock()
 				defer mu.Unlock()
 				progress = append(progress, req.Params.Message)
 			}})
-			before := len(r.tg.Messages(target))
+			before := sendsTo(r.tg, target)
 			res, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "tapped on the phone, over " + how})
 			assertContract(t, "commit", res, sent)
 			if sent.Status != tools.StatusPending {
@@ -68,13 +68,13 @@ func TestACommitWaitsForATap(t *testing.T) {
 				assertContract(t, "await_outcome", res, got)
 				done <- got
 			}()
-			r.tap(sent.OperationID, true)
+			r.tap(t, sent.OperationID, true)
 			got := <-done
 			if got.Status != tools.StatusSucceeded || got.SideEffect != tools.SideEffectCommitted || got.Evidence == nil || len(got.Evidence.MessageIDs) != 1 {
 				t.Errorf("await = %+v, want committed with one message id", got)
 			}
-			if n := len(r.tg.Messages(target)) - before; n != 1 {
-				t.Errorf("%d messages delivered to %d, want exactly 1", n, target)
+			if n := sendsTo(r.tg, target) - before; n != 1 {
+				t.Errorf("%d sendMessage calls to %d, want exactly 1", n, target)
 			}
 			want := []journal.State{journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed}
 			if p := path(t, r.j, sent.OperationID); !slices.Equal(p, want) {
@@ -95,9 +95,9 @@ func TestARejectionEndsTheWait(t *testing.T) {
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
-			cs := r.connect(how, nil)
+			cs := r.connect(t, how, nil)
 			_, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "rejected on the phone, over " + how})
-			r.tap(sent.OperationID, false)
+			r.tap(t, sent.OperationID, false)
 			res, got := call(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
 			assertContract(t, "await_outcome", res, got)
 			if got.Status != tools.StatusTerminal || got.Cause != tools.CauseRejected || got.SideEffect != tools.SideEffectNone {

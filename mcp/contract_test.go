@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -20,7 +22,7 @@ func TestToolsAndInstructions(t *testing.T) {
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
-			cs := r.connect(how, nil)
+			cs := r.connect(t, how, nil)
 			if got := cs.InitializeResult().Instructions; got != mcp.Instructions || strings.Count(got, ". ") != 2 {
 				t.Errorf("instructions = %q, want the three sentences", got)
 			}
@@ -42,9 +44,10 @@ func TestToolsAndInstructions(t *testing.T) {
 				t.Fatalf("tools = %v, want %v", names, want)
 			}
 			for name, want := range map[string][]string{
-				"commit_send_message": {`"required":["chat_id","text"]`, `"parse_mode"`, `"out":{`, `"status"`, `"operation_id"`, `"side_effect"`, `"next_action"`},
-				"await_outcome":       {`"operation_id"`, `"timeout_s"`, `"required":["operation_id"]`, `"evidence"`},
-				"list_envelopes":      {`"unresolved"`, `"target"`, `"older_than"`},
+				"commit_send_message": {`"required":["chat_id","text"]`, `"parse_mode"`, `"out":{`, `"status"`, `"operation_id"`, `"side_effect"`, `"next_action"`,
+					`"enum":["succeeded","retryable","repairable","terminal","pending"]`, `"retry_after_ms"`},
+				"await_outcome":  {`"operation_id"`, `"timeout_s"`, `"required":["operation_id"]`, `"evidence"`},
+				"list_envelopes": {`"unresolved"`, `"target"`, `"older_than"`},
 			} {
 				for _, w := range want {
 					if !strings.Contains(schemas[name], w) {
@@ -63,7 +66,7 @@ func TestEveryResultIsTheContract(t *testing.T) {
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
-			cs := r.connect(how, nil)
+			cs := r.connect(t, how, nil)
 			res, draft := call(t, cs, "prepare_reply", map[string]any{"text": "a draft over " + how})
 			assertContract(t, "prepare_reply", res, draft)
 			if draft.Status != tools.StatusSucceeded || draft.SideEffect != tools.SideEffectNone || draft.Draft == "" {
@@ -101,7 +104,7 @@ func TestEveryResultIsTheContract(t *testing.T) {
 			case task.Surface != mcp.Surface || task.Chat != "" || task.Requester != 0 || b.Surface != mcp.Surface || b.Transport != "telegram":
 				t.Errorf("task %+v, operation surface %q transport %q; want surface mcp, no chat, requester 0, delivered by telegram", task, b.Surface, b.Transport)
 			}
-			other := r.connect(how, nil)
+			other := r.connect(t, how, nil)
 			_, d2 := call(t, other, "prepare_reply", map[string]any{"text": "another session"})
 			if c, _ := r.j.Operation(ctx, d2.OperationID); c.TaskID == a.TaskID {
 				t.Errorf("a second session ran in the first one's task %s", a.TaskID)
@@ -119,5 +122,20 @@ func decode(t *testing.T, res *sdk.CallToolResult, v any) {
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("structured content %s: %v", b, err)
+	}
+}
+
+// With nobody to approve, the server does not start: every commit would wait
+// for a tap that cannot come.
+func TestNoApproverNoServer(t *testing.T) {
+	r := newRig(t, nil)
+	p := testPolicy(t, func(p *policy.Policy) { p.Access.Approvers = nil })
+	reg, err := tools.NewRegistry(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mcp.New(mcp.Options{Operator: r.op, Journal: r.j, Vault: r.v, Tools: reg, Policy: p})
+	if !errors.Is(err, mcp.ErrNoApprovers) || !strings.Contains(err.Error(), "BOT_APPROVERS") {
+		t.Errorf("New without approvers = %v, want ErrNoApprovers saying how to set them", err)
 	}
 }

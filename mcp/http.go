@@ -65,6 +65,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, token string) error
 	}
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	hs.Shutdown(stop)
+	if hs.Shutdown(stop) != nil {
+		hs.Close() // a client's event stream stays open: close it
+	}
 	return nil
 }

@@ -41,7 +41,7 @@ func TestTheBearerTokenIsRequiredAndNeverLogged(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", tt.name, resp.StatusCode, tt.want)
 		}
 	}
-	cs := r.connect("http", nil)
+	cs := r.connect(t, "http", nil)
 	call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "asked over HTTP"})
 	if strings.Contains(r.logs.String(), bearer) {
 		t.Errorf("the bearer token is in the log:\n%s", r.logs)

@@ -22,7 +22,7 @@ func TestARepeatedRefusedCallIsADoomLoop(t *testing.T) {
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
-			cs := r.connect(how, nil)
+			cs := r.connect(t, how, nil)
 			args := map[string]any{"chat_id": "not a chat!", "text": "to nowhere over " + how}
 			res, first := call(t, cs, "commit_send_message", args)
 			assertContract(t, "the first call", res, first)
@@ -36,8 +36,8 @@ func TestARepeatedRefusedCallIsADoomLoop(t *testing.T) {
 			}
 		})
 	}
-	if n := len(r.tg.CallsTo("sendMessage")); n != 0 {
-		t.Errorf("%d sendMessage calls, want none", n)
+	if n := sendsTo(r.tg, target); n != 0 {
+		t.Errorf("%d sendMessage calls to %d, want none", n, target)
 	}
 }
 
@@ -50,7 +50,7 @@ func TestAnExpiryEndsTheWait(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			var mu sync.Mutex
 			var progress []string
-			cs := r.connect(how, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			cs := r.connect(t, how, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 				mu.Lock()
 				defer mu.Unlock()
 				progress = append(progress, req.Params.Message)
@@ -82,7 +82,9 @@ func TestAnExpiryEndsTheWait(t *testing.T) {
 // A send Telegram accepted and whose answer was lost is unknown: the agent is
 // told to verify, the envelope appears as a resource (with a list-changed
 // notification) and reads back with what to do, the follow-up tools find it,
-// and the same call again is the loop guard's stop, never a resend.
+// request_verification puts the question to the approver in Telegram and
+// resolves nothing, and the same call again is the loop guard's stop, never a
+// resend.
 func TestAnUnknownOutcomeReadsBackAsAnEnvelope(t *testing.T) {
 	r := newRig(t, func(p *policy.Policy) {
 		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
@@ -91,7 +93,7 @@ func TestAnUnknownOutcomeReadsBackAsAnEnvelope(t *testing.T) {
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
 			changed := make(chan struct{}, 8)
-			cs := r.connect(how, &sdk.ClientOptions{ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) {
+			cs := r.connect(t, how, &sdk.ClientOptions{ResourceListChangedHandler: func(context.Context, *sdk.ResourceListChangedRequest) {
 				changed <- struct{}{}
 			}})
 			args := map[string]any{"chat_id": "222", "text": "accepted, answer lost, over " + how}
@@ -144,13 +146,42 @@ func TestAnUnknownOutcomeReadsBackAsAnEnvelope(t *testing.T) {
 			if read.Envelope.Status != "unknown" || read.Note != note {
 				t.Errorf("read_envelope = %+v, want the note the resource gave", read.Envelope)
 			}
+			res, asked := call(t, cs, "request_verification", map[string]any{"operation_id": got.OperationID})
+			assertContract(t, "request_verification", res, asked)
+			if asked.SideEffect != tools.SideEffectUnknown || asked.NextAction != tools.NextVerify || res.IsError {
+				t.Errorf("request_verification = %+v, want it still unknown, to verify", asked)
+			}
+			if err := r.tg.WaitTimeout(10*time.Second, func(s *telegramtest.Server) bool {
+				for _, m := range s.Messages(alice) {
+					if strings.Contains(string(m.ReplyMarkup), "rs1:"+got.OperationID) {
+						return true
+					}
+				}
+				return false
+			}); err != nil {
+				t.Errorf("the approver was not asked to verify %s: %v\n%s", got.OperationID, err, r.logs)
+			}
+			if op, _ := r.j.Operation(context.Background(), got.OperationID); op.State != journal.Unknown {
+				t.Errorf("after request_verification %s is %s, want still unknown: only a person resolves", got.OperationID, op.State)
+			}
 			res, again := call(t, cs, "commit_send_message", args)
 			if !res.IsError || again.Cause != tools.CauseDoomLoop {
 				t.Errorf("the same send again = %+v, want the doom-loop stop as a tool error", again)
 			}
 		})
 	}
-	if n := len(r.tg.CallsTo("sendMessage")); n != 2 {
-		t.Errorf("%d sendMessage calls, want 2 (one per transport, none resent)", n)
+	if n := sendsTo(r.tg, target); n != 2 {
+		t.Errorf("%d sendMessage calls to %d, want 2 (one per transport, none resent)", n, target)
 	}
+}
+
+// sendsTo counts the sendMessage calls to chat, answered or not.
+func sendsTo(tg *telegramtest.Server, chat int64) int {
+	n := 0
+	for _, c := range tg.CallsTo("sendMessage") {
+		if c.ChatID == chat {
+			n++
+		}
+	}
+	return n
 }

@@ -96,7 +96,7 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
 	bot, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.tg.URL(), PollTimeout: time.Second, SendTimeout: 2 * time.Second,
-		Limits: &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}, SweepEvery: 50 * time.Millisecond, Logger: logger})
+		Limits: &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +105,7 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 		t.Fatal(err)
 	}
 	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: telegram.Transport, Logger: logger, Vault: v,
+		SweepEvery: 50 * time.Millisecond, WatchEvery: 50 * time.Millisecond,
 		Verifier: verifier.New(p.Verify, operator.History{Journal: j}, time.Now)})
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +122,10 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 			Handler: &command.Handler{Operator: r.op, Journal: j, Policy: p, Surface: telegram.Transport}})
 	}()
 	go r.srv.Watch(ctx)
+	// The bot hears the operator's events from before its first poll on.
+	if err := r.tg.WaitTimeout(10*time.Second, func(s *telegramtest.Server) bool { return s.Polling() }); err != nil {
+		t.Fatalf("the bot never polled: %v\n%s", err, r.logs)
+	}
 	t.Cleanup(func() {
 		stop()
 		select {
@@ -138,33 +143,33 @@ var transports = []string{"in-memory", "http"}
 
 // connect opens a client session over the named transport; changed hears the
 // resource list-changed notifications, progress the progress notifications.
-func (r *rig) connect(how string, opts *sdk.ClientOptions) *sdk.ClientSession {
-	r.t.Helper()
+func (r *rig) connect(t *testing.T, how string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	if opts == nil {
 		opts = &sdk.ClientOptions{}
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "v0"}, opts)
 	ctx := context.Background()
-	var t sdk.Transport
+	var tr sdk.Transport
 	switch how {
 	case "in-memory":
 		st, ct := sdk.NewInMemoryTransports()
 		ss, err := r.srv.Connect(ctx, st)
 		if err != nil {
-			r.t.Fatal(err)
+			t.Fatal(err)
 		}
-		r.t.Cleanup(func() { ss.Close() })
-		t = ct
+		t.Cleanup(func() { ss.Close() })
+		tr = ct
 	case "http":
 		hs := httptest.NewServer(r.srv.Handler(bearer))
-		r.t.Cleanup(hs.Close)
-		t = &sdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerAuth{bearer}}}
+		t.Cleanup(hs.Close)
+		tr = &sdk.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerAuth{bearer}}}
 	}
-	cs, err := client.Connect(ctx, t, nil)
+	cs, err := client.Connect(ctx, tr, nil)
 	if err != nil {
-		r.t.Fatalf("connect over %s: %v", how, err)
+		t.Fatalf("connect over %s: %v", how, err)
 	}
-	r.t.Cleanup(func() { cs.Close() })
+	t.Cleanup(func() { cs.Close() })
 	return cs
 }
 

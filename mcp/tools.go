@@ -13,11 +13,19 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-// resultSchema is the output schema of every tool that answers with the contract.
+// resultSchema is the output schema of every tool that answers with the contract,
+// its closed sets spelled out for the agent.
 var resultSchema = func() *jsonschema.Schema {
 	s, err := jsonschema.For[tools.Result](nil)
 	if err != nil {
 		panic("mcp: the contract has no schema: " + err.Error()) // a programming error, caught by any test
+	}
+	for field, values := range map[string][]any{
+		"status":      {tools.StatusSucceeded, tools.StatusRetryable, tools.StatusRepairable, tools.StatusTerminal, tools.StatusPending},
+		"side_effect": {tools.SideEffectNone, tools.SideEffectPrepared, tools.SideEffectCommitted, tools.SideEffectUnknown},
+		"next_action": {tools.NextNone, tools.NextRetry, tools.NextRepair, tools.NextStop, tools.NextVerify, tools.NextAwaitApproval},
+	} {
+		s.Properties[field].Enum = values
 	}
 	return s
 }()

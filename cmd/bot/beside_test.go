@@ -46,16 +46,7 @@ func TestCommandsBesideARunningBotChangeNothing(t *testing.T) {
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
 	srv.Inject(telegramtest.TooManyRequests(3).For("sendMessage").InChat(222))
 	srv.Inject(telegramtest.Delay(3 * time.Second).For("sendMessage").InChat(222).OnCall(2))
-	root := t.TempDir()
-	data := filepath.Join(root, "data")
-	os.MkdirAll(data, 0o700)
-	logs := func() string { b, _ := os.ReadFile(filepath.Join(root, "bot.log")); return string(b) }
-	wait := func(what string, cond func(*telegramtest.Server) bool) {
-		t.Helper()
-		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
-			t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, logs())
-		}
-	}
+	data, logs, wait := childData(t, srv)
 	bot := startBot(t, srv, data)
 	wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
 	srv.PushMessage(100, 100, "/send 222 held while others look")

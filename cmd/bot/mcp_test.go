@@ -139,10 +139,7 @@ func TestMCPListenInTheBot(t *testing.T) {
 	}
 	const mcpToken = "countersign-mcp-4b1d9e07a6c35f28"
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
-	root := t.TempDir()
-	data := filepath.Join(root, "data")
-	os.MkdirAll(data, 0o700)
-	logs := func() string { b, _ := os.ReadFile(filepath.Join(root, "bot.log")); return string(b) }
+	data, logs, wait := childData(t, srv)
 	bot := startBotWith(t, srv, data, []string{"COUNTERSIGN_MCP_TOKEN=" + mcpToken}, "-mcp-listen", "127.0.0.1:0")
 	addr := waitLog(t, logs, regexp.MustCompile(`msg="MCP server listening" addr=(\S+)`))
 	url := "http://" + addr + "/mcp"
@@ -167,12 +164,6 @@ func TestMCPListenInTheBot(t *testing.T) {
 	_, sent := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "an agent's send, tapped"})
 	if sent.Status != tools.StatusPending || sent.OperationID == "" {
 		t.Fatalf("commit = %+v, want pending with an operation id", sent)
-	}
-	wait := func(what string, cond func(*telegramtest.Server) bool) {
-		t.Helper()
-		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
-			t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, logs())
-		}
 	}
 	card := approveCard(srv, wait)
 	if !strings.Contains(card.Text, sent.OperationID) {
@@ -213,4 +204,71 @@ func assertPath(t *testing.T, journalPath, opID string, want ...journal.State) {
 	if !slices.Equal(got, want) {
 		t.Errorf("path of %s = %v, want %v", opID, got, want)
 	}
+}
+
+// A stdio bot mcp beside a running bot makes operations that the bot shows and
+// sends: the card reaches the approver's phone, the tap delivers once along the
+// recorded path, and await_outcome in the other process reports it. A send whose
+// answer was lost is unknown, its envelope a resource of bot mcp, and
+// request_verification has the bot ask the approver, resolving nothing.
+func TestMCPBesideARunningBot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
+	srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(222).OnCall(2))
+	data, logs, wait := childData(t, srv)
+	bot := startBot(t, srv, data)
+	wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
+	cs, stderr := mcpChild(t, data)
+
+	_, sent := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "asked on stdio, sent by the bot"})
+	if sent.Status != tools.StatusPending || sent.OperationID == "" {
+		t.Fatalf("commit = %+v, want pending with an operation id", sent)
+	}
+	card := approveCard(srv, wait)
+	if !strings.Contains(card.Text, sent.OperationID) {
+		t.Errorf("the card does not name %s:\n%s", sent.OperationID, card.Text)
+	}
+	_, got := callTool(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
+	if got.Status != tools.StatusSucceeded || got.SideEffect != tools.SideEffectCommitted {
+		t.Errorf("await = %+v, want committed\nbot log:\n%s", got, logs())
+	}
+
+	_, lost := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "accepted, its answer lost"})
+	approveCard(srv, wait)
+	_, got = callTool(t, cs, "await_outcome", map[string]any{"operation_id": lost.OperationID, "timeout_s": 20})
+	if got.SideEffect != tools.SideEffectUnknown || got.NextAction != tools.NextVerify {
+		t.Fatalf("await = %+v, want unknown, verify\nbot log:\n%s", got, logs())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "countersign://envelopes/" + lost.OperationID})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, "status: unknown") {
+		t.Fatalf("envelope resource: %v %v", err, rr)
+	}
+	if res, _ := callTool(t, cs, "request_verification", map[string]any{"operation_id": lost.OperationID}); res.IsError {
+		t.Fatalf("request_verification: %v", res.Content)
+	}
+	wait("the question to the approver", func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(100) {
+			if strings.Contains(string(m.ReplyMarkup), "rs1:"+lost.OperationID) {
+				return true
+			}
+		}
+		return false
+	})
+
+	cs.Close()
+	bot.Process.Signal(syscall.SIGTERM)
+	bot.Wait()
+	if len(srv.Messages(222)) != 2 {
+		t.Errorf("%d messages in 222, want 2 (each sent once)", len(srv.Messages(222)))
+	}
+	if strings.Contains(stderr.String(), "no bot is running") {
+		t.Errorf("bot mcp took the running bot for none:\n%s", stderr)
+	}
+	jp := filepath.Join(data, "journal.db")
+	assertPath(t, jp, sent.OperationID, journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed)
+	assertPath(t, jp, lost.OperationID, journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Unknown)
 }

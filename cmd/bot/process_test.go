@@ -62,6 +62,23 @@ func startBotWith(t *testing.T, srv *telegramtest.Server, data string, env []str
 	return cmd
 }
 
+// childData makes a data folder for bots run as child processes against srv
+// (startBot logs beside it), and returns it with the bot's log as it stands and
+// a wait on srv that fails with that log.
+func childData(t *testing.T, srv *telegramtest.Server) (data string, logs func() string, wait func(string, func(*telegramtest.Server) bool)) {
+	root := t.TempDir()
+	data = filepath.Join(root, "data")
+	os.MkdirAll(data, 0o700)
+	logs = func() string { b, _ := os.ReadFile(filepath.Join(root, "bot.log")); return string(b) }
+	wait = func(what string, cond func(*telegramtest.Server) bool) {
+		t.Helper()
+		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
+			t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, logs())
+		}
+	}
+	return data, logs, wait
+}
+
 // approveCard waits for the approval card in user 100's chat and taps Approve on it.
 func approveCard(srv *telegramtest.Server, wait func(string, func(*telegramtest.Server) bool)) telegramtest.Message {
 	var card telegramtest.Message
