@@ -83,7 +83,8 @@ type Result struct {
 }
 
 // Start starts c, killing its process group when ctx ends and when the test
-// ends. It fails t when the binary cannot start.
+// ends; a test that failed logs how the run ended. It fails t when the binary
+// cannot start.
 func Start(t testing.TB, ctx context.Context, c Command) *Process {
 	t.Helper()
 	if c.Home == "" {
@@ -127,6 +128,9 @@ func Start(t testing.TB, ctx context.Context, c Command) *Process {
 	t.Cleanup(func() {
 		killGroup(cmd)
 		<-p.done
+		if t.Failed() { // what the CLI did is the first thing a failure needs
+			t.Logf("%s: %s", filepath.Base(c.Bin), p.result.Summary())
+		}
 	})
 	return p
 }

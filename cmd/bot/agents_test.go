@@ -94,24 +94,7 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 	}
 	claude := clitest.Find(t, clitest.ClaudeCode)
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
-	root := t.TempDir()
-	data := filepath.Join(root, "data")
-	os.MkdirAll(data, 0o700)
-	var run *clitest.Process
-	logs := func() string {
-		b, _ := os.ReadFile(filepath.Join(root, "bot.log"))
-		if run == nil {
-			return "bot log:\n" + string(b)
-		}
-		run.Stop()
-		return "bot log:\n" + string(b) + "\nclaude: " + run.Wait().Summary()
-	}
-	wait := func(what string, cond func(*telegramtest.Server) bool) {
-		t.Helper()
-		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
-			t.Fatalf("waiting for %s: %v\n%s", what, err, logs())
-		}
-	}
+	data, logs, wait := childData(t, srv)
 	bot := startBot(t, srv, data)
 	wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
 
@@ -119,7 +102,7 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 	model := agenttest.NewServerFunc(t, sendThenAwait("222", text))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	run = clitest.Start(t, ctx, clitest.Command{Bin: claude, Env: clitest.ClaudeEnv(model.URL), Args: []string{
+	run := clitest.Start(t, ctx, clitest.Command{Bin: claude, Env: clitest.ClaudeEnv(model.URL), Args: []string{
 		"-p", "Send hello to chat 222.", "--output-format", "stream-json", "--verbose",
 		"--mcp-config", mcpConfig(botMCP(t, data)), "--strict-mcp-config",
 		"--allowedTools", "mcp__countersign__commit_send_message,mcp__countersign__await_outcome"}})
@@ -129,7 +112,7 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 
 	final, _ := r.Final()
 	if !r.Succeeded() {
-		t.Fatalf("claude: %s\n%s", r.Summary(), logs())
+		t.Fatalf("claude: %s\nbot log:\n%s", r.Summary(), logs())
 	}
 	if !strings.Contains(card.Text, text) {
 		t.Errorf("card %q does not show the text", card.Text)
@@ -170,24 +153,15 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 	if msgs := srv.Messages(222); sends != 1 || len(msgs) != 1 || msgs[0].Text != text {
 		t.Errorf("sendMessage to 222: %d calls, messages %+v; want one, with the text", sends, msgs)
 	}
-	j, err := journal.Open(context.Background(), filepath.Join(data, "journal.db"))
+	journalPath := filepath.Join(data, "journal.db")
+	assertPath(t, journalPath, opID, journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed)
+	j, err := journal.Open(context.Background(), journalPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	op, err := j.Operation(context.Background(), opID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts, _ := j.Transitions(context.Background(), opID)
-	var path []journal.State
-	for _, tr := range ts {
-		path = append(path, tr.To)
-	}
-	want := []journal.State{journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed}
-	if !slices.Equal(path, want) || op.Attempts != 1 || op.Surface != "mcp" || op.Transport != "telegram" {
-		t.Errorf("journal: %s made over %q for %q, path %v after %d attempts; want made over mcp for telegram, %v after 1",
-			opID, op.Surface, op.Transport, path, op.Attempts, want)
+	if op, err := j.Operation(context.Background(), opID); err != nil || op.Attempts != 1 || op.Surface != "mcp" || op.Transport != "telegram" {
+		t.Errorf("journal: %+v (%v); want made over mcp for telegram, sent in 1 attempt", op, err)
 	}
 }
 
