@@ -48,10 +48,17 @@ type Request struct {
 	Model     string
 	MaxTokens int
 	// Messages counts the body's messages, system messages not included (OpenAI
-	// carries the system prompt as one; Anthropic beside them).
+	// carries the system prompt as one; Anthropic beside them, though Claude Code
+	// also puts role "system" entries among them).
 	Messages int
+	// Tools are the names of the tools the request offers, in its order.
+	Tools []string
+	// Results are the tool results the request carries back, in order: the
+	// last one answers the call of the previous reply.
+	Results []ToolResult
 
 	usage bool // stream_options.include_usage
+	turn  int  // the assistant's turn that answers it: its assistant messages + 1
 }
 
 // Server is the scripted model server. Point a provider's base URL at URL (an
@@ -160,9 +167,8 @@ func (s *Server) record(r *http.Request) Request {
 		StreamOptions       struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
+		Messages []wireMessage `json:"messages"`
+		Tools    []wireTool    `json:"tools"`
 	}
 	json.Unmarshal(body, &head) // a body that is not JSON is recorded with its fields empty
 	req := Request{At: time.Now(), Format: formatOf(r.URL.Path), Path: r.URL.Path, Header: r.Header.Clone(), Body: body,
@@ -174,7 +180,15 @@ func (s *Server) record(r *http.Request) Request {
 		if m.Role != "system" && m.Role != "developer" {
 			req.Messages++
 		}
+		req.Results = append(req.Results, m.results()...)
+		if m.Role == "assistant" {
+			req.turn++
+		}
 	}
+	for _, t := range head.Tools {
+		req.Tools = append(req.Tools, t.name())
+	}
+	req.turn++
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	req.N = len(s.requests) + 1

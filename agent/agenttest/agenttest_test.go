@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -159,5 +160,79 @@ func TestNewServerFuncAndTheRecord(t *testing.T) {
 	}
 	if gaps := s.Gaps(); len(gaps) != 3 || gaps[0] < 0 {
 		t.Errorf("gaps = %v, want 3", gaps)
+	}
+}
+
+// The server reads what a client sent back: the tools offered and the tool
+// results, from Claude Code's real request (system entries among the messages,
+// the query ?beta=true, always streamed) and from an OpenAI-compatible one; a
+// script answers from the last result.
+func TestTheRequestCarriesToolsAndResults(t *testing.T) {
+	claude, err := os.ReadFile("testdata/claude-code-request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, body string
+		messages         int
+		tools            []string
+		results          []agenttest.ToolResult
+	}{
+		{"claude code", anthropicPath + "?beta=true", string(claude), 3, []string{"Agent", "Bash", "CronCreate", "CronDelete", "CronList",
+			"Edit", "EnterWorktree", "ExitWorktree", "ListAgents", "Monitor", "NotebookEdit", "Read", "ReportFindings", "ScheduleWakeup",
+			"SendMessage", "Skill", "TaskStop", "WebFetch", "WebSearch", "Workflow", "Write"},
+			[]agenttest.ToolResult{{UseID: "toolu_01", Content: "1\tthe secret word is heron\n2\t"}}},
+		{"anthropic blocks", anthropicPath, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":{}},{"type":"tool_use","id":"b","name":"f","input":{}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"one"},{"type":"text","text":"two"}]},` +
+			`{"type":"tool_result","tool_use_id":"b","is_error":true,"content":"denied"}]}],"tools":[{"name":"f"}]}`, 3, []string{"f"},
+			[]agenttest.ToolResult{{UseID: "a", Content: "one\ntwo"}, {UseID: "b", Content: "denied", IsError: true}}},
+		{"openai", openaiPath, `{"model":"m","stream":true,"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"},` +
+			`{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
+			`{"role":"tool","tool_call_id":"call_1","content":"{\"status\":\"pending\"}"}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
+			3, []string{"f"}, []agenttest.ToolResult{{UseID: "call_1", Content: `{"status":"pending"}`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := agenttest.NewServerFunc(t, func(r agenttest.Request) agenttest.Reply {
+				last, ok := r.LastResult()
+				if !ok {
+					return agenttest.Fail(agenttest.ServerError)
+				}
+				return agenttest.Message("end_turn", "got "+last.UseID)
+			})
+			// The script fails the request unless it finds a result.
+			if res, body := post(t, s, tt.path, tt.body); res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+				t.Errorf("answer %d %s:\n%s\nwant the scripted stream", res.StatusCode, res.Header.Get("Content-Type"), body)
+			}
+			r := s.Requests()[0]
+			if r.Format != agenttest.Anthropic && tt.path != openaiPath || r.Messages != tt.messages || !r.Streamed ||
+				!slices.Equal(r.Tools, tt.tools) || !slices.Equal(r.Results, tt.results) {
+				t.Errorf("request = format %q, %d messages, streamed %v, tools %v, results %+v; want %d, true, %v, %+v",
+					r.Format, r.Messages, r.Streamed, r.Tools, r.Results, tt.messages, tt.tools, tt.results)
+			}
+		})
+	}
+}
+
+// No two tool calls of a conversation share an id: the first reply numbers its
+// calls toolu_01, toolu_02; a reply in a conversation with one assistant turn
+// behind it, toolu_02_01. (Claude Code drops a result whose id it has seen.)
+func TestToolCallIDsDifferAcrossTurns(t *testing.T) {
+	first := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	second := `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"system","content":"s"},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_01","name":"f","input":{}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"ok"}]}]}`
+	tests := []struct{ path, body, want string }{
+		{anthropicPath, first, `"id":"toolu_01"`},
+		{anthropicPath, second, `"id":"toolu_02_01"`},
+		{openaiPath, first, `"id":"call_01"`},
+		{openaiPath, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"call_01","content":"ok"}]}`, `"id":"call_02_01"`},
+	}
+	for _, tt := range tests {
+		s := agenttest.NewServer(t, agenttest.Message("tool_use", "", agenttest.Call("f", `{}`)))
+		if _, body := post(t, s, tt.path, tt.body); !strings.Contains(body, tt.want) {
+			t.Errorf("%s %s:\n%s\nwant %s", tt.path, tt.body, body, tt.want)
+		}
 	}
 }

@@ -23,7 +23,7 @@ func anthropicMessage(m message) []byte {
 		content = append(content, map[string]any{"type": "text", "text": m.text})
 	}
 	for i, u := range m.uses {
-		content = append(content, map[string]any{"type": "tool_use", "id": toolUseID(u, i),
+		content = append(content, map[string]any{"type": "tool_use", "id": toolUseID(m, u, i),
 			"name": u.Name, "input": json.RawMessage(orObject(u.Input))})
 	}
 	return mustJSON(map[string]any{"id": m.id, "type": "message", "role": "assistant",
@@ -39,10 +39,16 @@ func orObject(input string) string {
 	return input
 }
 
-// toolUseID is u's id, or the ith call's in this server's numbering.
-func toolUseID(u Use, i int) string {
-	if u.id != "" {
+// toolUseID is u's id, or the ith call's in this server's numbering: toolu_01,
+// toolu_02 in a conversation's first reply, toolu_02_01 in its second, so that no
+// two calls of a conversation share an id (Claude Code drops a result whose id
+// it has seen).
+func toolUseID(m message, u Use, i int) string {
+	switch {
+	case u.id != "":
 		return u.id
+	case m.turn > 1:
+		return fmt.Sprintf("toolu_%02d_%02d", m.turn, i+1)
 	}
 	return fmt.Sprintf("toolu_%02d", i+1)
 }
@@ -80,7 +86,7 @@ func anthropicEvents(m message) [][]byte {
 		block++
 	}
 	for i, u := range m.uses {
-		start(map[string]any{"type": "tool_use", "id": toolUseID(u, i), "name": u.Name, "input": map[string]any{}})
+		start(map[string]any{"type": "tool_use", "id": toolUseID(m, u, i), "name": u.Name, "input": map[string]any{}})
 		a, b := halves(orObject(u.Input))
 		delta(map[string]any{"type": "input_json_delta", "partial_json": ""})
 		delta(map[string]any{"type": "input_json_delta", "partial_json": a})

@@ -15,7 +15,7 @@ func openaiCompletion(m message) []byte {
 	if len(m.uses) > 0 {
 		var calls []map[string]any
 		for i, u := range m.uses {
-			calls = append(calls, map[string]any{"id": toolCallID(u, i), "type": "function",
+			calls = append(calls, map[string]any{"id": toolCallID(m, u, i), "type": "function",
 				"function": map[string]any{"name": u.Name, "arguments": orObject(u.Input)}})
 		}
 		msg["tool_calls"] = calls
@@ -25,10 +25,16 @@ func openaiCompletion(m message) []byte {
 		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 }
 
-// toolCallID is u's id, or the ith call's in this server's numbering.
-func toolCallID(u Use, i int) string {
-	if u.id != "" {
+// toolCallID is u's id, or the ith call's in this server's numbering: call_01,
+// call_02 in a conversation's first reply, call_02_01 in its second, so that no
+// two calls of a conversation share an id (Claude Code drops a result whose id
+// it has seen).
+func toolCallID(m message, u Use, i int) string {
+	switch {
+	case u.id != "":
 		return u.id
+	case m.turn > 1:
+		return fmt.Sprintf("call_%02d_%02d", m.turn, i+1)
 	}
 	return fmt.Sprintf("call_%02d", i+1)
 }
@@ -58,7 +64,7 @@ func openaiChunks(m message, usage bool) [][]byte {
 		}
 	}
 	for i, u := range m.uses {
-		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": toolCallID(u, i), "type": "function",
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": toolCallID(m, u, i), "type": "function",
 			"function": map[string]any{"name": u.Name, "arguments": ""}}}}, nil)
 		a, b := halves(orObject(u.Input))
 		parts := []string{a, b}

@@ -12,6 +12,7 @@ import (
 // message is a model's reply in neither API's words. stop is in Anthropic's.
 type message struct {
 	id, model string
+	turn      int // the assistant's turn it is in its conversation, from 1
 	stop      string
 	text      string
 	uses      []Use
@@ -89,6 +90,7 @@ func rendered(req Request, m message, streamed bool) response {
 	if m.model == "" {
 		m.model = req.Model
 	}
+	m.turn = req.turn
 	if m.id == "" {
 		m.id = fmt.Sprintf("%s_agenttest_%02d", map[string]string{Anthropic: "msg", OpenAI: "chatcmpl"}[req.Format], req.N)
 	}
