@@ -121,10 +121,12 @@ func (o *Operator) current(ctx context.Context, id string) journal.Operation {
 // asked publishes that op waits for approval a, and remembers that it did, so the
 // sweep's watch does not publish it again as late.
 func (o *Operator) publishAsked(ctx context.Context, op journal.Operation, a journal.Approval, late bool) {
-	o.shown.Store(a.ID, o.opts.Clock.Now())
+	// Marked only when a surface heard it: an approval asked before any surface
+	// subscribed (a request at start-up) is the watch's to publish, at once.
 	if len(o.listeners()) == 0 {
 		return
 	}
+	o.shown.Store(a.ID, o.opts.Clock.Now())
 	op.State = journal.AwaitingApproval
 	o.publish(Event{Kind: ApprovalNeeded, Operation: op, Approval: &a, Late: late || isLate(ctx)})
 }

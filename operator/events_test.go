@@ -302,7 +302,8 @@ func TestTheWatchPublishesAnotherProcesssApprovalOnce(t *testing.T) {
 	h.open()
 	rop, _ := remote(t, h)
 	ctx := context.Background()
-	_, own := h.send("222", "asked here")
+	rec := record(t, h.op, h.j)
+	_, own := h.send("222", "asked here") // heard by its request's event
 	task, err := rop.StartTask(ctx, journal.Task{Requester: 0, Surface: "mcp"})
 	if err != nil {
 		t.Fatal(err)
@@ -311,12 +312,28 @@ func TestTheWatchPublishesAnotherProcesssApprovalOnce(t *testing.T) {
 	if err != nil || r.Status != tools.StatusPending {
 		t.Fatalf("remote Call = %+v, %v", r, err)
 	}
-	rec := record(t, h.op, h.j)
-	sweepFor(t, h, rec, 1, 100*time.Millisecond) // ten more watches: none may publish again
+	sweepFor(t, h, rec, 2, 100*time.Millisecond) // ten more watches: none may publish again
 	evs := rec.events()
-	if len(evs) != 1 || evs[0].Kind != operator.ApprovalNeeded || !evs[0].Late || evs[0].Operation.ID != r.OperationID ||
-		evs[0].Operation.Surface != "mcp" || evs[0].Approval == nil {
-		t.Errorf("events = %+v, want one late ApprovalNeeded for %s (not %s)", evs, r.OperationID, own)
+	if len(evs) != 2 || evs[0].Operation.ID != own || evs[0].Late ||
+		evs[1].Kind != operator.ApprovalNeeded || !evs[1].Late || evs[1].Operation.ID != r.OperationID ||
+		evs[1].Operation.Surface != "mcp" || evs[1].Approval == nil {
+		t.Errorf("events = %+v, want %s's own ApprovalNeeded, then one late one for %s", evs, own, r.OperationID)
+	}
+}
+
+// An approval asked before any surface subscribed (a request in the instant a
+// process starts, before Telegram listens) was heard by nobody: the watch
+// publishes it late at once, not after showAgain.
+func TestAnApprovalNobodyHeardIsPublishedByTheWatch(t *testing.T) {
+	h := newHarness(t)
+	h.edit = fastSweep
+	h.open()
+	_, id := h.send("222", "asked before anyone listened")
+	rec := record(t, h.op, h.j)
+	sweepFor(t, h, rec, 1, 100*time.Millisecond)
+	evs := rec.events()
+	if len(evs) != 1 || evs[0].Kind != operator.ApprovalNeeded || !evs[0].Late || evs[0].Operation.ID != id {
+		t.Errorf("events = %+v, want one late ApprovalNeeded for %s", evs, id)
 	}
 }
 
