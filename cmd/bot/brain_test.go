@@ -349,3 +349,36 @@ func TestClaudeCodeStopKillsTheRun(t *testing.T) {
 	}
 	b.stop(t)
 }
+
+// Failures the coordinator gives up on are told once, in one line: an auth
+// error at once (not retryable), overloads after the policy's attempts.
+func TestClaudeCodeFailuresAreToldOnce(t *testing.T) {
+	tests := []struct {
+		name     string
+		reply    agenttest.Reply
+		edits    []string
+		requests int
+		said     string
+	}{
+		{"auth error", agenttest.Fail(agenttest.AuthError), nil, 1, "after 1 attempt(s): Invalid API key"},
+		{"overloads", agenttest.Fail(agenttest.Overload), append([]string{"attempts: 10 ", "attempts: 3 "}, fastRetries...), 3,
+			"after 3 attempt(s): API Error: 529 Overloaded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := startBrain(t, func(agenttest.Request) agenttest.Reply { return tt.reply }, tt.edits...)
+			b.srv.PushMessage(100, 100, "Say something")
+			told := b.said("The agent could not finish")
+			b.stop(t)
+			if n := len(b.model.Requests()); n != tt.requests {
+				t.Errorf("%d model requests, want %d", n, tt.requests)
+			}
+			if !strings.Contains(told.Text, tt.said) || strings.Contains(told.Text, "\n") {
+				t.Errorf("told %q; want one line with %q", told.Text, tt.said)
+			}
+			if n := strings.Count(texts(b.srv.Messages(100)), "API Error"); n > 1 || strings.Count(texts(b.srv.Messages(100)), "could not finish") != 1 {
+				t.Errorf("the chat was told more than once:\n%s", texts(b.srv.Messages(100)))
+			}
+		})
+	}
+}
