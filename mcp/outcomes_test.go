@@ -45,7 +45,8 @@ func TestARepeatedRefusedCallIsADoomLoop(t *testing.T) {
 // nothing sent, the cause named, with a progress notification for the change
 // to a client that sent a progress token.
 func TestAnExpiryEndsTheWait(t *testing.T) {
-	r := newRig(t, func(p *policy.Policy) { p.ApprovalTTL = 300 * time.Millisecond })
+	// Long enough that the wait starts before the expiry, short enough to wait for.
+	r := newRig(t, func(p *policy.Policy) { p.ApprovalTTL = 1500 * time.Millisecond })
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
 			var mu sync.Mutex

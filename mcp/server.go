@@ -187,9 +187,9 @@ func (s *Server) delivering() string {
 	return ""
 }
 
-// NoBot is what `bot mcp` says at start, and a commit's result says, when no bot
+// noBot is what `bot mcp` says at start, and a commit's result says, when no bot
 // runs beside it.
-func NoBot(why string) string {
+func noBot(why string) string {
 	return "Known: " + why + "; nothing was created. To do: start `bot run` on the same -data folder, then call again."
 }
 
@@ -197,7 +197,7 @@ func NoBot(why string) string {
 // no bot runs beside this server. It is "" when one does.
 func (s *Server) Check() string {
 	if why := s.delivering(); why != "" {
-		return NoBot(why)
+		return noBot(why)
 	}
 	return ""
 }

@@ -58,7 +58,7 @@ func ptr[T any](v T) *T { return &v }
 func (s *Server) runTool(ctx context.Context, req *sdk.CallToolRequest, name string, commits bool) (*sdk.CallToolResult, error) {
 	if commits {
 		if why := s.delivering(); why != "" {
-			r := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop, Reason: NoBot(why)}
+			r := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop, Reason: noBot(why)}
 			return contract(r), nil
 		}
 	}

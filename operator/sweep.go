@@ -78,10 +78,11 @@ func (o *Operator) sweep(ctx context.Context) {
 	})
 }
 
-// expire records the expiry of every approval whose time has passed, of any
-// transport, and publishes each decision and outcome.
+// expire records the expiry of every approval of this transport whose time has
+// passed, and publishes each decision and outcome. Another transport's are its
+// owner's: the surfaces that show them listen to that owner.
 func (o *Operator) expire(ctx context.Context) {
-	expired, err := o.opts.Journal.ExpireDue(ctx)
+	expired, err := o.opts.Journal.ExpireDueOf(ctx, o.opts.Transport)
 	if err != nil && ctx.Err() == nil {
 		o.opts.Logger.Warn("expiry sweep failed", "err", err)
 	}
