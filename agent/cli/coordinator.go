@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/countersign/countersign/agent"
@@ -57,6 +58,7 @@ type Coordinator struct {
 	opts    Options
 	jitter  func(int64) int64
 	running agent.Running
+	chats   chatLocks
 }
 
 // New returns the coordinator of o.Provider.
@@ -87,6 +89,12 @@ type message struct {
 // task's operations waiting for approval. The error is for what cannot be told
 // to the chat: the journal failing, a folder that cannot be made.
 func (c *Coordinator) Chat(ctx context.Context, taskID, chat, text string) (string, []string, error) {
+	// One message at a time per chat: two runs must not resume one session.
+	unlock, err := c.chats.lock(ctx, chat)
+	if err != nil {
+		return cancelledText(ctx), nil, nil
+	}
+	defer unlock()
 	ctx, done := c.running.Start(ctx, chat)
 	defer done()
 	m, err := c.begin(ctx, taskID, chat, text)
@@ -180,12 +188,13 @@ func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) 
 // keep records the session the attempt ran in as the chat's, and forgets a
 // resumed one the CLI could not open, so the next message starts afresh.
 func (c *Coordinator) keep(ctx context.Context, m *message, out Outcome) error {
+	ended := ctx.Err() != nil // a stopped run says nothing of its session
 	ctx = context.WithoutCancel(ctx)
 	name := c.opts.Provider.Name()
 	switch {
 	case out.Session != "" && out.Session != m.attempt.Session:
 		return c.opts.Sessions.SetSession(ctx, name, m.chat, out.Session)
-	case out.Session == "" && m.attempt.Session != "" && !out.OK && ctx.Err() == nil && out.Cause != causeStall:
+	case out.Session == "" && m.attempt.Session != "" && !out.OK && !ended && out.Cause != causeStall:
 		c.step(m, agent.Step{Action: ActionForget, Detail: m.attempt.Session})
 		return c.opts.Sessions.SetSession(ctx, name, m.chat, "")
 	}
@@ -275,4 +284,31 @@ func cancelledText(ctx context.Context) string {
 		return "Stopped, as you asked: the agent was ended. A send already approved still goes out."
 	}
 	return "Stopped: the bot is shutting down."
+}
+
+// chatLocks lets one message of each chat run at a time.
+type chatLocks struct {
+	mu    sync.Mutex
+	chats map[string]chan struct{}
+}
+
+// lock waits for chat's turn, or for ctx to end (its error); unlock gives the
+// turn to the next message.
+func (l *chatLocks) lock(ctx context.Context, chat string) (unlock func(), err error) {
+	l.mu.Lock()
+	if l.chats == nil {
+		l.chats = map[string]chan struct{}{}
+	}
+	ch, ok := l.chats[chat]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		l.chats[chat] = ch
+	}
+	l.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

@@ -382,3 +382,27 @@ func TestClaudeCodeFailuresAreToldOnce(t *testing.T) {
 		})
 	}
 }
+
+// Two messages sent at once in a chat run one after the other, the second
+// resuming the first's session: two runs never share a session at once.
+func TestClaudeCodeRunsAChatsMessagesInTurn(t *testing.T) {
+	script := func(req agenttest.Request) agenttest.Reply {
+		return agenttest.Message("end_turn", "answered "+lastUserText(req)).HangFor(time.Second)
+	}
+	b := startBrain(t, script)
+	b.srv.PushMessage(100, 100, "First")
+	b.srv.PushMessage(100, 100, "Second")
+	b.said("answered First")
+	b.said("answered Second")
+	b.stop(t)
+	reqs := b.model.Requests()
+	if len(reqs) != 2 || sessionHeader(reqs[0]) != sessionHeader(reqs[1]) {
+		t.Fatalf("%d requests; want two, the second in the first's session", len(reqs))
+	}
+	if first := "answered " + lastUserText(reqs[0]); !strings.Contains(string(reqs[1].Body), first) {
+		t.Errorf("the second request does not carry the first answer %q", first)
+	}
+	if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
+		t.Errorf("the second run asked %s after the first; want it after the first's answer (1 s)", gap)
+	}
+}
