@@ -150,10 +150,14 @@ func (s *Server) session(req *sdk.CallToolRequest) *session {
 }
 
 // call runs one tool call in the session's task, starting the task with it when
-// it is the session's first.
+// it is the session's first. A session whose bearer token is bound to a task
+// (Runs.Bind) runs in that one.
 func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, c operator.Call) (tools.Result, error) {
 	se := s.session(req)
 	se.mu.Lock()
+	if se.task == "" {
+		se.task = boundTask(req.Extra)
+	}
 	if se.task != "" {
 		id := se.task
 		se.mu.Unlock()
