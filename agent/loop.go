@@ -451,6 +451,12 @@ func (l *Loop) Chat(ctx context.Context, taskID, chat, text string) (string, []s
 // cancelled, and the chat is told.
 func (l *Loop) Stop(chat string) bool { return l.running.stop(chat) }
 
+// Reset forgets the chat's recent exchanges: its next turn starts afresh (/new).
+func (l *Loop) Reset(_ context.Context, chat string) error {
+	l.memory.forget(chat)
+	return nil
+}
+
 // ErrStopped is the cause of a turn's cancellation by Stop.
 var ErrStopped = errors.New("agent: stopped at the operator's request")
 
@@ -518,6 +524,12 @@ func (m *memory) recall(chat string) []Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.chats[chat])
+}
+
+func (m *memory) forget(chat string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.chats, chat)
 }
 
 func (m *memory) keep(chat, said, answered string) {

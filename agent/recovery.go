@@ -45,7 +45,9 @@ func RetryPolicy(m policy.Model) Policy {
 		MaxTokensCap: m.MaxTokensRaised, StallWarning: m.StallWarning, StallAbort: m.StallAbort}
 }
 
-func (p Policy) withDefaults() Policy {
+// WithDefaults is p with every zero field (see Policy) taken from DefaultPolicy:
+// the policy a coordinator acts on.
+func (p Policy) WithDefaults() Policy {
 	d := DefaultPolicy()
 	pick := func(v *int, def int) {
 		if *v <= 0 {
@@ -89,8 +91,8 @@ func NewBudget(requests int, wait time.Duration) *Budget {
 	return &Budget{requests: requests, wait: wait}
 }
 
-// take spends one request; false when none is left.
-func (b *Budget) take() bool {
+// Take spends one request; false when none is left.
+func (b *Budget) Take() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.requests <= 0 {
@@ -100,14 +102,15 @@ func (b *Budget) take() bool {
 	return true
 }
 
-// waitLeft is the time the turn may still wait.
-func (b *Budget) waitLeft() time.Duration {
+// WaitLeft is the time the turn may still wait.
+func (b *Budget) WaitLeft() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.wait
 }
 
-func (b *Budget) spendWait(d time.Duration) {
+// SpendWait takes d from the time the turn may still wait.
+func (b *Budget) SpendWait(d time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.wait -= d
@@ -174,7 +177,7 @@ func WithObserver(observe func(Step)) RecoveryOption {
 
 // NewRecovery wraps p with the recovery of policy.
 func NewRecovery(p Provider, policy Policy, opts ...RecoveryOption) *Recovery {
-	r := &Recovery{provider: p, policy: policy.withDefaults(), sleep: sleep, jitter: rand.Int64N, observe: func(Step) {}}
+	r := &Recovery{provider: p, policy: policy.WithDefaults(), sleep: sleep, jitter: rand.Int64N, observe: func(Step) {}}
 	for _, opt := range opts {
 		opt(r)
 	}
@@ -210,7 +213,7 @@ type run struct {
 func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) {
 	s := &run{req: req, policy: r.policy, budget: req.Budget}
 	if req.Retry != nil {
-		s.policy = req.Retry.withDefaults()
+		s.policy = req.Retry.WithDefaults()
 	}
 	if s.budget == nil {
 		s.budget = NewBudget(s.policy.MaxAttempts, s.policy.MaxWait)
@@ -222,7 +225,7 @@ func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) 
 		s.req.MaxTokens, s.raised = limit, true // raised earlier in the turn, once for all
 	}
 	for {
-		if !s.budget.take() {
+		if !s.budget.Take() {
 			return Response{}, r.stop(s, "budget", "the turn's request budget is spent", ErrTurnBudget)
 		}
 		s.attempt++
@@ -287,7 +290,7 @@ func (r *Recovery) recover(ctx context.Context, s *run, err error) (time.Duratio
 		}
 		return 0, gerr
 	}
-	s.budget.spendWait(wait)
+	s.budget.SpendWait(wait)
 	r.record(s, Step{Action: ActionRetry, Cause: f.cause, Wait: wait})
 	r.fallback(s, f)
 	return wait, nil
@@ -311,22 +314,40 @@ func (r *Recovery) refusal(s *run, f failure) string {
 // delay is the wait before the next request: the service's Retry-After, else
 // backoff with jitter. A wait beyond the wait budget left gives a reason to stop.
 func (r *Recovery) delay(s *run, f failure) (time.Duration, string) {
-	left := s.budget.waitLeft()
+	left := s.budget.WaitLeft()
 	if f.api != nil && f.api.RetryAfter > 0 {
 		if ra := f.api.RetryAfter; ra > left {
 			return 0, fmt.Sprintf("the service asked to wait %s, more than the %s left of the wait budget", ra, left)
 		}
 		return f.api.RetryAfter, ""
 	}
-	d := s.policy.MaxDelay
-	if shift := s.attempt - 1; shift < 30 {
-		d = min(s.policy.BaseDelay<<shift, s.policy.MaxDelay)
-	}
-	d -= time.Duration(r.jitter(int64(float64(d)*s.policy.Jitter) + 1))
+	d := s.policy.Backoff(s.attempt, r.jitter)
 	if d > left {
 		return 0, "wait budget spent"
 	}
 	return d, ""
+}
+
+// Backoff is the wait after failed attempt n (from 1) when the service named
+// none: BaseDelay·2^(n-1), capped at MaxDelay, less up to Jitter of it drawn
+// from jitter(k), which returns a value in [0, k). Recovery and the agent CLIs'
+// coordinator both wait by it.
+func (p Policy) Backoff(n int, jitter func(int64) int64) time.Duration {
+	d := p.MaxDelay
+	if shift := n - 1; shift >= 0 && shift < 30 {
+		d = min(p.BaseDelay<<shift, p.MaxDelay)
+	}
+	return d - time.Duration(jitter(int64(float64(d)*p.Jitter)+1))
+}
+
+// Fallback is the model to switch to after overloads in a row while asking
+// model, "" to stay: FallbackModel once OverloadsInARow have come, unless it is
+// the model already.
+func (p Policy) Fallback(overloads int, model string) string {
+	if fb := p.FallbackModel; fb != "" && model != fb && overloads >= p.OverloadsInARow {
+		return fb
+	}
+	return ""
 }
 
 // fallback switches to the fallback model after enough overloads in a row.
@@ -336,8 +357,8 @@ func (r *Recovery) fallback(s *run, f failure) {
 		return
 	}
 	s.overloads++
-	fb := s.policy.FallbackModel
-	if fb == "" || s.req.Model == fb || s.overloads < s.policy.OverloadsInARow {
+	fb := s.policy.Fallback(s.overloads, s.req.Model)
+	if fb == "" {
 		return
 	}
 	s.req.Model, s.overloads = fb, 0

@@ -246,7 +246,7 @@ func (w *Watch) Complete(ctx context.Context, req Request) (Response, error) {
 // again makes the request once more without streaming; it is one more request
 // of the turn, paid from the turn's budget when the request carries one.
 func (w *Watch) again(ctx context.Context, req Request) (Response, error) {
-	if req.Budget != nil && !req.Budget.take() {
+	if req.Budget != nil && !req.Budget.Take() {
 		return Response{}, ErrTurnBudget
 	}
 	return w.streamer.Complete(ctx, req)

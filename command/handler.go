@@ -41,6 +41,9 @@ type Agent interface {
 	// Stop cancels the turn running in chat, and reports whether there was one;
 	// the turn itself tells the chat it stopped.
 	Stop(chat string) bool
+	// Reset forgets what the chat's conversation so far was (an agent CLI's
+	// session, a model's recent exchanges): the next message starts afresh.
+	Reset(ctx context.Context, chat string) error
 }
 
 // Reply is what a command answers.
@@ -117,6 +120,14 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 			return Reply{Text: "Nothing is running in this chat."}, nil
 		}
 		return Reply{}, nil // the stopped turn says so itself
+	case "new":
+		if h.Agent == nil {
+			return Reply{Text: "No model is configured, so there is no conversation to start afresh."}, nil
+		}
+		if err := h.Agent.Reset(ctx, req.Chat); err != nil {
+			return Reply{}, err
+		}
+		return Reply{Text: "Started afresh: your next message begins a new conversation."}, nil
 	}
 	return Reply{Text: Help()}, nil
 }

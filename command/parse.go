@@ -1,5 +1,5 @@
 // Package command is the operator's chat language: it parses the commands people
-// type (/send, /publish, /draft, /ops, /pending, /resolve, /retry, /cancel, /help)
+// type (/send, /publish, /draft, /ops, /pending, /resolve, /retry, /cancel, /stop, /new, /help)
 // and carries them out on the operator, the same way in a terminal and in Telegram.
 package command
 
@@ -31,6 +31,7 @@ var Usage = []struct{ Name, Args, Doc string }{
 	{"retry", "<op_id>", "send again an operation verified not delivered"},
 	{"cancel", "<op_id>", "cancel an operation that has not been sent"},
 	{"stop", "", "stop the model's running request in this chat"},
+	{"new", "", "start a new conversation: the next message does not continue the last"},
 	{"help", "", "this list"},
 }
 
@@ -59,7 +60,7 @@ func Parse(line string) (Command, error) {
 		if strings.TrimSpace(c.Text) == "" {
 			return c, usageErr(c.Name)
 		}
-	case "ops", "pending", "help", "stop":
+	case "ops", "pending", "help", "stop", "new":
 		if strings.TrimSpace(rest) != "" {
 			return c, usageErr(c.Name)
 		}

@@ -1,0 +1,330 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+)
+
+// The coordinator's own actions, recorded as agent.Steps beside agent's
+// (ActionOK, ActionRetry, ActionFallback, ActionStop, ActionStallWarning,
+// ActionStallAbort).
+const (
+	// ActionStart: an attempt's process started; Detail is "pid N" (its process
+	// group has the same id).
+	ActionStart agent.Action = "start"
+	// ActionForget: a resumed session could not be opened; the chat's next
+	// message starts a new one.
+	ActionForget agent.Action = "forget_session"
+)
+
+// Options are a Coordinator's dependencies; Provider, Gate, Sessions, Operator,
+// Journal and Dir are required.
+type Options struct {
+	Provider Provider
+	Gate     Gate
+	Sessions Sessions
+	// Operator reads each task's policy snapshot; Journal the operations its
+	// runs made.
+	Operator *operator.Operator
+	Journal  *journal.Journal
+	// Dir holds a working folder per chat (Dir/<chat>), made when first used.
+	Dir string
+	// Env is the environment every attempt starts from, KEY=VALUE each; the
+	// provider's variables are added to it.
+	Env []string
+	// Observe, when set, hears every Step as it happens.
+	Observe func(agent.Step)
+	// Sleep replaces the wait between attempts (tests); it must return ctx's
+	// error when ctx ends first.
+	Sleep func(context.Context, time.Duration) error
+}
+
+// Coordinator is the command handler's Agent for an agent CLI: each message is
+// a run of the CLI in the chat's task, retried by one schedule, in the chat's
+// session. It is safe for concurrent use; one chat runs one message at a time.
+type Coordinator struct {
+	opts    Options
+	jitter  func(int64) int64
+	running running
+}
+
+// New returns the coordinator of o.Provider.
+func New(o Options) (*Coordinator, error) {
+	if o.Provider == nil || o.Gate == nil || o.Sessions == nil || o.Operator == nil || o.Journal == nil || o.Dir == "" {
+		return nil, errors.New("cli: Provider, Gate, Sessions, Operator, Journal and Dir are required")
+	}
+	if o.Observe == nil {
+		o.Observe = func(agent.Step) {}
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	return &Coordinator{opts: o, jitter: rand.Int64N}, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ErrStopped is the cause of a run's end by Stop.
+var ErrStopped = errors.New("cli: stopped at the operator's request")
+
+// message is the state of one message's attempts.
+type message struct {
+	taskID, chat string
+	retry        agent.Policy
+	budget       *agent.Budget
+	attempt      Attempt
+	overloads    int
+}
+
+// Chat runs text as a message to the CLI in chat, within task taskID, and
+// returns the CLI's final text (or the final failure, in one line) and the
+// task's operations waiting for approval. The error is for what cannot be told
+// to the chat: the journal failing, a folder that cannot be made.
+func (c *Coordinator) Chat(ctx context.Context, taskID, chat, text string) (string, []string, error) {
+	ctx, done := c.running.start(ctx, chat)
+	defer done()
+	m, err := c.begin(ctx, taskID, chat, text)
+	if err != nil {
+		return "", nil, err
+	}
+	tools, closeTools, err := c.opts.Gate.Open(ctx, taskID)
+	if err != nil {
+		return "", nil, fmt.Errorf("cli: %w", err)
+	}
+	defer closeTools()
+	m.attempt.Tools = tools
+	reply, err := c.attempts(ctx, m)
+	if err != nil {
+		return "", nil, err
+	}
+	awaiting, err := c.awaiting(context.WithoutCancel(ctx), taskID)
+	return reply, awaiting, err
+}
+
+// begin reads the task's policy snapshot and the chat's session, and makes the
+// chat's folder.
+func (c *Coordinator) begin(ctx context.Context, taskID, chat, text string) (*message, error) {
+	p, err := c.opts.Operator.TaskPolicy(ctx, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("cli: %w", err)
+	}
+	settings := p.Models()
+	retry := agent.RetryPolicy(settings).WithDefaults()
+	session, err := c.opts.Sessions.Session(ctx, c.opts.Provider.Name(), chat)
+	if err != nil {
+		return nil, fmt.Errorf("cli: %w", err)
+	}
+	dir := filepath.Join(c.opts.Dir, folderName(chat))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cli: the chat's folder: %w", err)
+	}
+	return &message{taskID: taskID, chat: chat, retry: retry, budget: agent.NewBudget(retry.MaxAttempts, retry.MaxWait),
+		attempt: Attempt{Prompt: text, Session: session, Model: settings.Name, Dir: dir}}, nil
+}
+
+// folderName is chat as a folder name: its letters, digits and dashes.
+func folderName(chat string) string {
+	s := strings.Map(func(r rune) rune {
+		if r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, chat)
+	if s == "" {
+		return "_"
+	}
+	return s
+}
+
+// attempts runs the message until an attempt succeeds or the schedule gives
+// up. Failures before the last are withheld: only the last is told, once.
+func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) {
+	for {
+		if !m.budget.Take() {
+			return c.giveUp(m, Outcome{Cause: "budget"}, "the message's attempts are spent"), nil
+		}
+		m.attempt.N++
+		out, err := c.run(ctx, m)
+		if err != nil {
+			return "", err
+		}
+		if err := c.keep(ctx, m, out); err != nil {
+			return "", err
+		}
+		switch {
+		case ctx.Err() != nil:
+			c.step(m, agent.Step{Action: agent.ActionStop, Cause: "cancelled", Detail: context.Cause(ctx).Error()})
+			return cancelledText(ctx), nil
+		case out.OK:
+			c.step(m, agent.Step{Action: agent.ActionOK})
+			return out.Text, nil
+		}
+		wait, reason := c.next(m, out)
+		if reason != "" {
+			return c.giveUp(m, out, reason), nil
+		}
+		if err := c.opts.Sleep(ctx, wait); err != nil {
+			c.step(m, agent.Step{Action: agent.ActionStop, Cause: "cancelled", Detail: "while waiting"})
+			return cancelledText(ctx), nil
+		}
+		m.attempt.Prompt, m.attempt.Session = ContinuationPrompt, out.Session
+	}
+}
+
+// keep records the session the attempt ran in as the chat's, and forgets a
+// resumed one the CLI could not open, so the next message starts afresh.
+func (c *Coordinator) keep(ctx context.Context, m *message, out Outcome) error {
+	ctx = context.WithoutCancel(ctx)
+	name := c.opts.Provider.Name()
+	switch {
+	case out.Session != "" && out.Session != m.attempt.Session:
+		return c.opts.Sessions.SetSession(ctx, name, m.chat, out.Session)
+	case out.Session == "" && m.attempt.Session != "" && !out.OK && ctx.Err() == nil && out.Cause != causeStall:
+		c.step(m, agent.Step{Action: ActionForget, Detail: m.attempt.Session})
+		return c.opts.Sessions.SetSession(ctx, name, m.chat, "")
+	}
+	return nil
+}
+
+// next is the wait before the next attempt after the failed out, or why there
+// is none. It answers with the provider's two answers and the policy's
+// schedule: agent.Policy's backoff, the message's budget, the fallback model.
+func (c *Coordinator) next(m *message, out Outcome) (time.Duration, string) {
+	switch {
+	case !out.Retryable:
+		return 0, "not retryable"
+	case !out.CanContinue():
+		return 0, "no session to continue"
+	case m.attempt.N >= m.retry.MaxAttempts:
+		return 0, "attempts spent"
+	}
+	wait := out.RetryAfter
+	if wait <= 0 {
+		wait = m.retry.Backoff(m.attempt.N, c.jitter)
+	}
+	if left := m.budget.WaitLeft(); wait > left {
+		return 0, "wait budget spent"
+	}
+	m.budget.SpendWait(wait)
+	c.step(m, agent.Step{Action: agent.ActionRetry, Cause: out.Cause, Wait: wait})
+	if !out.Overload {
+		m.overloads = 0
+		return wait, ""
+	}
+	m.overloads++
+	if fb := m.retry.Fallback(m.overloads, m.attempt.Model); fb != "" {
+		m.attempt.Model, m.overloads = fb, 0
+		c.step(m, agent.Step{Action: agent.ActionFallback, Detail: fb})
+	}
+	return wait, ""
+}
+
+// giveUp records the stop and words the final failure in one line.
+func (c *Coordinator) giveUp(m *message, out Outcome, reason string) string {
+	c.step(m, agent.Step{Action: agent.ActionStop, Cause: out.Cause, Detail: reason})
+	said := firstLine(out.Text)
+	if said == "" {
+		said = "it ended without an answer (" + out.Cause + ")"
+	}
+	return fmt.Sprintf("The agent could not finish after %d attempt(s): %s. Nothing else was done; /ops shows what was.", m.attempt.N, strings.TrimSuffix(said, "."))
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(s)
+}
+
+func (c *Coordinator) step(m *message, s agent.Step) {
+	s.Attempt, s.Model = m.attempt.N, m.attempt.Model
+	c.opts.Observe(s)
+}
+
+// awaiting are the task's operations waiting for approval, oldest first: the
+// cards the chat is shown.
+func (c *Coordinator) awaiting(ctx context.Context, taskID string) ([]string, error) {
+	ops, err := c.opts.Journal.Operations(ctx, journal.Filter{TaskID: taskID, States: []journal.State{journal.AwaitingApproval}})
+	if err != nil {
+		return nil, fmt.Errorf("cli: %w", err)
+	}
+	ids := make([]string, 0, len(ops))
+	for _, op := range ops {
+		ids = append(ids, op.ID)
+	}
+	slices.Reverse(ids)
+	return ids, nil
+}
+
+// Stop ends the run in chat, its whole process group, and reports whether
+// there was one; the run tells the chat it stopped.
+func (c *Coordinator) Stop(chat string) bool { return c.running.stop(chat) }
+
+// Reset forgets the chat's session: its next message starts a new one.
+func (c *Coordinator) Reset(ctx context.Context, chat string) error {
+	return c.opts.Sessions.SetSession(ctx, c.opts.Provider.Name(), chat, "")
+}
+
+// cancelledText tells the chat why its run ended early.
+func cancelledText(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), ErrStopped) {
+		return "Stopped, as you asked: the agent was ended. A send already approved still goes out."
+	}
+	return "Stopped: the bot is shutting down."
+}
+
+// running is the cancel function of the run in each chat.
+type running struct {
+	mu   sync.Mutex
+	runs map[string]*context.CancelCauseFunc
+}
+
+func (r *running) start(ctx context.Context, chat string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	p := &cancel
+	r.mu.Lock()
+	if r.runs == nil {
+		r.runs = map[string]*context.CancelCauseFunc{}
+	}
+	r.runs[chat] = p
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		if r.runs[chat] == p {
+			delete(r.runs, chat)
+		}
+		r.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+func (r *running) stop(chat string) bool {
+	r.mu.Lock()
+	p := r.runs[chat]
+	delete(r.runs, chat)
+	r.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	(*p)(ErrStopped)
+	return true
+}
