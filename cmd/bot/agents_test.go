@@ -48,8 +48,9 @@ func mcpConfig(command string) string {
 	return string(b)
 }
 
-// toolResult is the contract as Claude Code hands an MCP tool's result to the
-// model: the structured content, as JSON text.
+// toolResult is the contract as an agent CLI hands an MCP tool's result to the
+// model: the structured content, as JSON text (Codex puts a line with the
+// call's wall time before it).
 type toolResult struct {
 	Status      string `json:"status"`
 	OperationID string `json:"operation_id"`
@@ -59,7 +60,11 @@ type toolResult struct {
 
 func readResult(content string) toolResult {
 	var r toolResult
-	json.Unmarshal([]byte(content), &r) // text that is not the contract leaves it empty, and the checks say so
+	body := content
+	if _, out, ok := strings.Cut(content, "\nOutput:\n"); ok { // Codex's: after a "Wall time" line
+		body = out
+	}
+	json.Unmarshal([]byte(body), &r) // text that is not the contract leaves it empty, and the checks say so
 	r.line = content
 	return r
 }
