@@ -146,3 +146,14 @@ func headerOf(res *http.Response) http.Header {
 	}
 	return res.Header
 }
+
+// RetryableStatus classifies an HTTP status a model service answered with, as
+// Recovery retries it: 429 and 5xx but 501 are retryable, 503 and 529 are
+// overloads too. An agent CLI that passes the status on is judged by the same
+// table.
+func RetryableStatus(status int) (retryable, overload bool) {
+	if status == 529 || status == http.StatusServiceUnavailable {
+		return true, true
+	}
+	return retryStatuses[status], false
+}

@@ -31,6 +31,9 @@ func TestParse(t *testing.T) {
 		{"/launch", command.Command{}, "usage: unknown command /launch; try /help"},
 		{"hello", command.Command{}, "usage: commands start with /; try /help"},
 		{"/ops now", command.Command{}, "usage: /ops"},
+		{"/new", command.Command{Name: "new"}, ""},
+		{"/new@countersign_bot", command.Command{Name: "new"}, ""},
+		{"/new session", command.Command{}, "usage: /new"},
 	}
 	for _, tt := range tests {
 		got, err := command.Parse(tt.line)

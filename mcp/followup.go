@@ -66,6 +66,10 @@ var pendingStates = []journal.State{journal.AwaitingApproval, journal.Unknown, j
 // maxListed bounds what one list returns.
 const maxListed = 100
 
+// FollowUpTools are the read-only tools every session is offered beside the
+// policy's (and request_verification, which asks a person and resolves nothing).
+var FollowUpTools = []string{"await_outcome", "get_operation", "list_pending", "list_envelopes", "read_envelope", "request_verification"}
+
 func readOnly() *sdk.ToolAnnotations {
 	return &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
 }

@@ -149,10 +149,14 @@ func (s *Server) session(ss *sdk.ServerSession) *session {
 }
 
 // call runs one tool call in the session's task, starting the task with it when
-// it is the session's first.
-func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, c operator.Call) (tools.Result, error) {
+// it is the session's first. A session whose bearer token is bound to a task
+// (Runs.Bind) runs in that one.
+func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, bound string, c operator.Call) (tools.Result, error) {
 	se := s.session(ss)
 	se.mu.Lock()
+	if se.task == "" {
+		se.task = bound
+	}
 	if se.task != "" {
 		id := se.task
 		se.mu.Unlock()

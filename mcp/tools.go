@@ -66,7 +66,7 @@ func (s *Server) runTool(ctx context.Context, req *sdk.CallToolRequest, name str
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	r, err := s.call(ctx, req.Session, operator.Call{Tool: name, Args: args})
+	r, err := s.call(ctx, req.Session, boundTask(req.Extra), operator.Call{Tool: name, Args: args})
 	if errors.Is(err, operator.ErrUnknownTool) {
 		return nil, err // the session's policy snapshot does not offer it: a protocol error
 	}

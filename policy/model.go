@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -11,6 +13,11 @@ import (
 // and the retry coordinator's schedule and budgets. It is part of the policy, so it
 // is snapshotted with each task: a turn in flight keeps the rules it started with.
 type Model struct {
+	// Provider is the brain behind plain text: "" a language model through its
+	// SDK (ANTHROPIC_* or OPENAI_*), or an agent CLI (ProviderClaudeCode,
+	// ProviderCodex) run headless with Countersign's tools only.
+	// COUNTERSIGN_AGENT wins when set.
+	Provider string `json:"provider"`
 	// Enabled lets an operator's plain text go to a model when one is configured
 	// (ANTHROPIC_* or OPENAI_*). false: commands only, whatever the environment.
 	Enabled bool `json:"enabled"`
@@ -47,6 +54,24 @@ type Model struct {
 	OverloadsBeforeFallback int `json:"overloads_before_fallback"`
 }
 
+// The agent CLIs a policy's model.provider can name.
+const (
+	ProviderClaudeCode = "claude-code"
+	ProviderCodex      = "codex"
+)
+
+// Providers are the values model.provider takes: "" (the SDKs) and the CLIs.
+var Providers = []string{"", ProviderClaudeCode, ProviderCodex}
+
+// CheckProvider returns an error naming the known providers when name is none
+// of them.
+func CheckProvider(name string) error {
+	if !slices.Contains(Providers, name) {
+		return fmt.Errorf("unknown provider %q: want %q or %q (or leave it out for the SDKs)", name, ProviderClaudeCode, ProviderCodex)
+	}
+	return nil
+}
+
 // DefaultModel is the model section of a policy that leaves it out: 10 attempts a
 // call with backoff from 1s doubling to 30s (so a 10 s burst of overloads is
 // ridden out without a fallback), an 8k output limit raised once to 64k, and a
@@ -70,6 +95,7 @@ func DefaultModel() Model {
 
 func (d *decoder) model(n *yaml.Node, path string, m *Model) {
 	d.mapping(n, path, map[string]func(*yaml.Node, string){
+		"provider":                  func(n *yaml.Node, f string) { m.Provider = d.string(n, f) },
 		"enabled":                   func(n *yaml.Node, f string) { d.bool(n, f, &m.Enabled) },
 		"name":                      func(n *yaml.Node, f string) { m.Name = d.string(n, f) },
 		"fallback":                  func(n *yaml.Node, f string) { m.Fallback = d.string(n, f) },
@@ -94,6 +120,9 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 		if v < 1 {
 			add(field, "must be at least 1, got %d", v)
 		}
+	}
+	if err := CheckProvider(m.Provider); err != nil {
+		add("model.provider", "%v", err)
 	}
 	if m.Continuations < 0 {
 		add("model.continuations", "must not be negative, got %d", m.Continuations)

@@ -64,6 +64,7 @@ func TestParseErrorsNameFieldAndLine(t *testing.T) {
 		{"cap below base", "backoff:\n  base: 10s\n  cap: 1s\n", "line 10: backoff.cap: must be at least backoff.base"},
 		{"empty key", "\"\": 1\n", `line 8: (file): want a key name, got ""`},
 		{"list as a key", "backoff:\n  ? [base]\n  : 1s\n", "line 9: backoff: want a key name, got a list"},
+		{"unknown provider", "model:\n  provider: claude\n", `line 9: model.provider: unknown provider "claude"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -150,7 +150,7 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 		return nil, err
 	}
 	h := &command.Handler{Operator: op, Journal: j, Policy: p, Surface: e.transport}
-	if m != nil {
+	if name, _ := agentCLI(p, getenv); m != nil && name == "" { // an agent CLI, when chosen, is the brain instead
 		h.Agent = agent.NewLoop(m.provider, m.name, op, reg, agent.LoopLimits{}, func(t agent.Transition) {
 			logger.Info("agent", "transition", t.String(), "request", t.Request, "detail", t.Detail)
 		}, agent.WithFallback(m.envFallback))

@@ -39,6 +39,10 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "bot console:", err)
 		return exitError
 	}
+	if err := useAgentCLI(ctx, cfg, a, env.Getenv, logger); err != nil {
+		fmt.Fprintln(env.Stderr, "bot console:", err)
+		return exitError
+	}
 	warnOpenFolders(logger, cfg)
 	if err := a.operator.Resume(ctx); err != nil {
 		fmt.Fprintln(env.Stderr, "bot console:", err)

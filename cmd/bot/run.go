@@ -94,6 +94,9 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
+	if err := useAgentCLI(ctx, cfg, a, env.Getenv, logger); err != nil {
+		return err
+	}
 	if err := logStart(ctx, logger, tg, a, cfg); err != nil {
 		return err
 	}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/agent/agenttest"
+	"github.com/countersign/countersign/agent/cli"
+	"github.com/countersign/countersign/agent/clitest"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram/telegramtest"
+)
+
+// brain is a bot run with Claude Code as the brain behind chat 100, its model
+// the scripted server.
+type brain struct {
+	srv   *telegramtest.Server
+	model *agenttest.Server
+	data  string
+	bot   *exec.Cmd
+	logs  func() string
+	wait  func(string, func(*telegramtest.Server) bool)
+}
+
+// startBrain starts the bot with COUNTERSIGN_AGENT=claude-code, the default
+// policy with edits (old text -> new), and the model answering with script.
+func startBrain(t *testing.T, script func(agenttest.Request) agenttest.Reply, edits ...string) *brain {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	claude := clitest.Find(t, clitest.ClaudeCode)
+	b := &brain{srv: telegramtest.NewServer(t, telegramtest.Options{Token: childToken})}
+	b.data, b.logs, b.wait = childData(t, b.srv)
+	src, err := os.ReadFile("../../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := string(src)
+	for i := 0; i+1 < len(edits); i += 2 {
+		if !strings.Contains(policy, edits[i]) {
+			t.Fatalf("the policy has no %q to edit", edits[i])
+		}
+		policy = strings.Replace(policy, edits[i], edits[i+1], 1)
+	}
+	policies := filepath.Join(t.TempDir(), "policies.yaml")
+	if err := os.WriteFile(policies, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.model = agenttest.NewServerFunc(t, script)
+	env := append(clitest.ClaudeEnv(b.model.URL), "COUNTERSIGN_AGENT=claude-code", "COUNTERSIGN_CLAUDE="+claude, "HOME="+t.TempDir())
+	b.bot = startBotWith(t, b.srv, b.data, env, "-policies", policies)
+	b.wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
+	return b
+}
+
+// said waits for a message in chat 100 that contains text, and returns it.
+func (b *brain) said(text string) telegramtest.Message {
+	var got telegramtest.Message
+	b.wait("a reply with "+strconv.Quote(text), func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(100) {
+			if strings.Contains(m.Text, text) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// stop ends the bot, so that nothing comes after what the test counts, and
+// opens its journal.
+func (b *brain) stop(t *testing.T) *journal.Journal {
+	t.Helper()
+	b.bot.Process.Signal(syscall.SIGTERM)
+	if err := b.bot.Wait(); err != nil {
+		t.Errorf("bot after SIGTERM: %v\n%s", err, b.logs())
+	}
+	j, err := journal.Open(context.Background(), filepath.Join(b.data, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+// sessionHeader is the session id Claude Code names in every request.
+func sessionHeader(r agenttest.Request) string { return r.Header.Get("X-Claude-Code-Session-Id") }
+
+// lastUserText is the text of the request's last user message, "" when it
+// carries only tool results.
+func lastUserText(r agenttest.Request) string {
+	var body struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(r.Body, &body)
+	for i := len(body.Messages) - 1; i >= 0; i-- {
+		m := body.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			return s
+		}
+		var blocks []struct{ Type, Text string }
+		json.Unmarshal(m.Content, &blocks)
+		var texts []string
+		for _, bl := range blocks {
+			if bl.Type == "text" && !strings.HasPrefix(bl.Text, "<system-reminder>") {
+				texts = append(texts, bl.Text)
+			}
+		}
+		if len(texts) > 0 {
+			return strings.Join(texts, "\n")
+		}
+		return ""
+	}
+	return ""
+}
+
+// sendFirst is the model's script for a send: commit_send_message to chat 222
+// on the operator's message, then, given its pending result, a text naming the
+// operation. Other messages get "ok".
+func sendFirst(text string) func(agenttest.Request) agenttest.Reply {
+	return func(req agenttest.Request) agenttest.Reply {
+		if last, ok := req.LastResult(); ok && lastUserText(req) == "" {
+			return agenttest.Message("end_turn", "Asked for approval: "+readResult(last.Content).OperationID)
+		}
+		if strings.HasPrefix(lastUserText(req), "Send ") {
+			send := agenttest.Send("222", text)
+			send.Name = "mcp__countersign__commit_send_message"
+			return agenttest.Message("tool_use", "", send)
+		}
+		return agenttest.Message("end_turn", "ok")
+	}
+}
+
+var opIDPattern = regexp.MustCompile(`op-[0-9a-z-]+`)
+
+// A message in the chat becomes a Claude Code run that calls
+// commit_send_message through Countersign's own MCP server, in the chat's task:
+// "typing…" while it works, the card in the approver's chat, the CLI's final
+// text in the chat, and one delivery for one tap. The next message resumes the
+// same session, its request carrying the first message's history; /new starts
+// another.
+func TestClaudeCodeIsTheBrain(t *testing.T) {
+	const text = "hello from the brain"
+	b := startBrain(t, sendFirst(text))
+	b.srv.PushMessage(100, 100, "Send hello to chat 222")
+	approveCard(b.srv, b.wait)
+	final := b.said("Asked for approval: op-")
+	opID := opIDPattern.FindString(final.Text)
+	b.wait("the delivery", func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 })
+
+	b.srv.PushMessage(100, 100, "And the next thing?")
+	b.said("ok")
+	b.srv.PushMessage(100, 100, "/new")
+	b.said("Started afresh")
+	b.srv.PushMessage(100, 100, "A fresh start")
+	b.wait("the third run", func(*telegramtest.Server) bool { return len(b.model.Requests()) == 4 })
+	b.wait("its answer", func(s *telegramtest.Server) bool { return strings.Count(texts(s.Messages(100)), "ok") == 2 })
+	j := b.stop(t)
+
+	reqs := b.model.Requests()
+	session := sessionHeader(reqs[0])
+	if session == "" || sessionHeader(reqs[1]) != session || sessionHeader(reqs[2]) != session || sessionHeader(reqs[3]) == session {
+		t.Errorf("sessions of the requests: %q %q %q %q; want one for the first two messages, another after /new",
+			session, sessionHeader(reqs[1]), sessionHeader(reqs[2]), sessionHeader(reqs[3]))
+	}
+	if resumed := string(reqs[2].Body); reqs[2].Messages < 5 || !strings.Contains(resumed, "Send hello to chat 222") || !strings.Contains(resumed, opID) {
+		t.Errorf("the resumed request has %d messages; want the first message's history (its text and %s)", reqs[2].Messages, opID)
+	}
+	if fresh := string(reqs[3].Body); strings.Contains(fresh, "Send hello to chat 222") {
+		t.Error("the request after /new carries the old history")
+	}
+	if got, err := j.Session(context.Background(), "claude-code", "100"); err != nil || got != sessionHeader(reqs[3]) {
+		t.Errorf("the chat's session = %q (%v), want the one after /new, %q", got, err, sessionHeader(reqs[3]))
+	}
+	if tools := reqs[0].Tools; len(tools) == 0 || !allCountersign(tools) {
+		t.Errorf("the model was offered %v; want Countersign's tools only", tools)
+	}
+	assertPath(t, filepath.Join(b.data, "journal.db"), opID, journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed)
+	op, err := j.Operation(context.Background(), opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := j.Task(context.Background(), op.TaskID)
+	if err != nil || task.Chat != "100" || task.Requester != 100 || task.Summary != "chat" || op.Attempts != 1 {
+		t.Errorf("task %+v (%v), op attempts %d; want the chat's own task, requested by 100, sent once", task, err, op.Attempts)
+	}
+	if sends := len(callsTo(b.srv, "sendMessage", 222)); sends != 1 {
+		t.Errorf("sendMessage to 222: %d calls, want 1", sends)
+	}
+	if len(callsTo(b.srv, "sendChatAction", 100)) == 0 {
+		t.Error("no typing action in chat 100 while the CLI ran")
+	}
+}
+
+// allCountersign reports whether every tool name is one of Countersign's.
+func allCountersign(names []string) bool {
+	for _, n := range names {
+		if !strings.HasPrefix(n, "mcp__countersign__") {
+			return false
+		}
+	}
+	return true
+}
+
+func texts(msgs []telegramtest.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Text + "\n")
+	}
+	return b.String()
+}
+
+func callsTo(srv *telegramtest.Server, method string, chat int64) []telegramtest.Call {
+	var out []telegramtest.Call
+	for _, c := range srv.CallsTo(method) {
+		if c.ChatID == chat {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fastRetries shortens the policy's backoff, so a retry comes within a second.
+var fastRetries = []string{"    base: 1s\n", "    base: 100ms\n"}
+
+// An overload (529) after the commit returned is retried by the coordinator,
+// not the CLI: the second attempt resumes the same session with the
+// continuation prompt, its request carries the call that already returned, and
+// the tool does not run twice; the chat never sees the overload.
+func TestClaudeCodeOverloadIsRetriedInTheSession(t *testing.T) {
+	script := func(req agenttest.Request) agenttest.Reply {
+		switch {
+		case lastUserText(req) == cli.ContinuationPrompt:
+			return agenttest.Message("end_turn", "Continued: it waits for approval.")
+		case req.N == 2:
+			return agenttest.Fail(agenttest.Overload)
+		}
+		return sendFirst("held through an overload")(req)
+	}
+	b := startBrain(t, script, fastRetries...)
+	b.srv.PushMessage(100, 100, "Send hello to chat 222")
+	b.said("Continued: it waits for approval.")
+	approveCard(b.srv, b.wait)
+	b.wait("the delivery", func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 })
+	j := b.stop(t)
+
+	reqs := b.model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests, want 3 (the call, the overload, the continuation)\n%s", len(reqs), b.logs())
+	}
+	if s := sessionHeader(reqs[0]); s == "" || sessionHeader(reqs[2]) != s {
+		t.Errorf("the retry ran in session %q, want the first attempt's %q", sessionHeader(reqs[2]), s)
+	}
+	retried := string(reqs[2].Body)
+	if !strings.Contains(retried, "Send hello to chat 222") || len(reqs[2].Results) != 1 {
+		t.Errorf("the continuation carries %d tool results; want the history with the one call that returned", len(reqs[2].Results))
+	}
+	if n := strings.Count(retried, cli.ContinuationPrompt); n != 1 || strings.Count(retried, "Send hello to chat 222") != 1 {
+		t.Errorf("the retried request has the continuation prompt %d times, and the operator's text %d times; want each once",
+			n, strings.Count(retried, "Send hello to chat 222"))
+	}
+	ops, err := j.Operations(context.Background(), journal.Filter{})
+	if err != nil || len(ops) != 1 || ops[0].State != journal.Committed || ops[0].Attempts != 1 {
+		t.Errorf("operations %+v (%v); want one, committed in one attempt", ops, err)
+	}
+	if chat := texts(b.srv.Messages(100)); strings.Contains(chat, "529") || strings.Contains(chat, "Overloaded") {
+		t.Errorf("the chat was told of the withheld overload:\n%s", chat)
+	}
+	logs := b.logs()
+	if !strings.Contains(logs, "retry(529") || strings.Count(logs, `step="start(pid`) != 2 {
+		t.Errorf("the log does not show two attempts with a retry after 529:\n%s", logs)
+	}
+}
+
+// A model stream that stalls is cut by the coordinator's watchdog (the
+// policy's stall settings), and the run continues in its session.
+func TestClaudeCodeStallIsCutByTheWatchdog(t *testing.T) {
+	script := func(req agenttest.Request) agenttest.Reply {
+		if req.N == 1 {
+			return agenttest.Message("end_turn", "never said").StallAfter(1, time.Minute)
+		}
+		return agenttest.Message("end_turn", "Answered after the stall.")
+	}
+	b := startBrain(t, script, append(fastRetries, "stall_warning: 10s", "stall_warning: 500ms", "stall_abort: 45s", "stall_abort: 2s")...)
+	start := time.Now()
+	b.srv.PushMessage(100, 100, "Say something")
+	b.said("Answered after the stall.")
+	took := time.Since(start)
+	b.stop(t)
+	logs := b.logs()
+	for _, step := range []string{"step=stall_warning", "step=stall_abort", "retry(stall"} {
+		if !strings.Contains(logs, step) {
+			t.Errorf("the log has no %s:\n%s", step, logs)
+		}
+	}
+	reqs := b.model.Requests()
+	if len(reqs) != 2 || sessionHeader(reqs[1]) != sessionHeader(reqs[0]) {
+		t.Fatalf("%d requests; want the stalled one and its continuation, in one session", len(reqs))
+	}
+	if body := string(reqs[1].Body); !strings.Contains(body, "Say something") || lastUserText(reqs[1]) != cli.ContinuationPrompt {
+		t.Errorf("the continuation asks %q; want the continuation prompt after the operator's message", lastUserText(reqs[1]))
+	}
+	if took > 15*time.Second {
+		t.Errorf("the stalled message took %s, want the watchdog's 2 s and a retry", took)
+	}
+}
+
+var pidPattern = regexp.MustCompile(`step="start\(pid (\d+)\)"`)
+
+// /stop ends the CLI's run: its whole process group is gone, and the chat is
+// told.
+func TestClaudeCodeStopKillsTheRun(t *testing.T) {
+	script := func(agenttest.Request) agenttest.Reply {
+		return agenttest.Message("end_turn", "never said").HangFor(time.Minute)
+	}
+	b := startBrain(t, script)
+	b.srv.PushMessage(100, 100, "Take your time")
+	b.wait("the model request", func(*telegramtest.Server) bool { return len(b.model.Requests()) == 1 })
+	m := pidPattern.FindStringSubmatch(b.logs())
+	if m == nil {
+		t.Fatalf("no start(pid) step in the log:\n%s", b.logs())
+	}
+	pid, _ := strconv.Atoi(m[1])
+	if err := syscall.Kill(-pid, 0); err != nil {
+		t.Fatalf("the run's process group %d: %v, want it running", pid, err)
+	}
+	b.srv.PushMessage(100, 100, "/stop")
+	b.said("Stopped, as you asked")
+	if err := syscall.Kill(-pid, 0); err != syscall.ESRCH {
+		t.Errorf("after /stop, the process group %d: %v; want it gone (ESRCH)", pid, err)
+	}
+	b.stop(t)
+}
