@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/policy"
 )
 
 // Codex is the Codex CLI as a provider: `codex exec --json`, read-only, with
@@ -59,7 +62,7 @@ const codexTokenEnv = "COUNTERSIGN_MCP_TOKEN"
 var codexOwnTools = []string{"shell_tool", "goals", "view_image", "image_generation", "sleep_tool"}
 
 // Name implements Provider.
-func (Codex) Name() string { return "codex" }
+func (Codex) Name() string { return policy.ProviderCodex }
 
 // Command implements Provider. Home's config.toml is not read
 // (--ignore-user-config, Codex's counterpart of Claude Code's
@@ -255,7 +258,7 @@ func (e *codexErrorInfo) UnmarshalJSON(b []byte) error {
 }
 
 // retryable answers for the info: the overload and the rate limit by name; a
-// status by the SDKs' rule (429, 5xx, 529 overload).
+// status by the SDKs' rule (agent.RetryableStatus).
 func (e codexErrorInfo) retryable() (retryable, overload bool) {
 	switch e.name {
 	case "server_overloaded":
@@ -263,7 +266,7 @@ func (e codexErrorInfo) retryable() (retryable, overload bool) {
 	case "rate_limit_exceeded", "internal_server_error":
 		return true, false
 	}
-	return retryableStatus(e.status)
+	return agent.RetryableStatus(e.status)
 }
 
 // cause labels the failure in a Step: the status when there is one, else the
@@ -273,18 +276,6 @@ func (e codexErrorInfo) cause() string {
 		return strconv.Itoa(e.status)
 	}
 	return e.name
-}
-
-// retryableStatus is whether a failure with HTTP status s is retried, and
-// whether it is an overload.
-func retryableStatus(s int) (retryable, overload bool) {
-	switch s {
-	case 529, 503:
-		return true, true
-	case 429, 500, 502, 504:
-		return true, false
-	}
-	return false, false
 }
 
 // codexFailure is the error of the last task_complete in thread's record
