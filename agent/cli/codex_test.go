@@ -204,3 +204,91 @@ func TestCodexWithoutTheSessionCannotContinue(t *testing.T) {
 			out, len(model.Requests()))
 	}
 }
+
+// recorded is the provider reading the recorded runs: their session records
+// are in testdata/codex-home.
+var recorded = cli.Codex{Home: "testdata/codex-home"}
+
+// The provider's two answers from recorded runs: success is exit 0 and a
+// completed turn; an overload and a rate limit, before the body or inside the
+// stream, are retryable, as the session's record types them; an auth error is
+// not; the session is the thread the run started.
+func TestCodexReadsItsStream(t *testing.T) {
+	tests := []struct {
+		file                string
+		exit                int
+		ok, retry, overload bool
+		cause, text         string
+	}{
+		{"codex-ok.jsonl", 0, true, false, false, "", "all done"},
+		{"codex-ok.jsonl", 1, false, false, false, "exit 1", ""},
+		{"codex-tooluse.jsonl", 0, true, false, false, "", "done after the tool"},
+		{"codex-overload.jsonl", 1, false, true, true, "server_overloaded", "Selected model is at capacity"},
+		{"codex-midstream.jsonl", 1, false, true, true, "server_overloaded", "Selected model is at capacity"},
+		{"codex-ratelimit.jsonl", 1, false, true, false, "429", "exceeded retry limit, last status: 429"},
+		{"codex-auth.jsonl", 1, false, false, false, "401", "unexpected status 401 Unauthorized"},
+		{"codex-killed_in_tool.jsonl", -1, false, false, false, "exit -1", ""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.TrimSuffix(tt.file, ".jsonl"), func(t *testing.T) {
+			r, _ := read(t, recorded, tt.file)
+			got := r.End(tt.exit)
+			if got.OK != tt.ok || got.Retryable != tt.retry || got.Overload != tt.overload || !got.CanContinue() || got.Cause != tt.cause {
+				t.Errorf("exit %d: %+v; want ok %v, retryable %v, overload %v, a session, cause %q",
+					tt.exit, got, tt.ok, tt.retry, tt.overload, tt.cause)
+			}
+			if !strings.HasPrefix(got.Text, tt.text) || tt.text == "" && got.Text != "" {
+				t.Errorf("text %q, want it to start %q", got.Text, tt.text)
+			}
+		})
+	}
+}
+
+// A tool call is in flight from its item.started to its item.completed, and
+// only then: the stall watch lets a waiting tool be.
+func TestCodexKnowsWhenAToolRuns(t *testing.T) {
+	_, inTool := read(t, recorded, "codex-tooluse.jsonl")
+	if want := []bool{false, false, false, true, false, false, false}; !slices.Equal(inTool, want) {
+		t.Errorf("in a tool after each line: %v, want %v", inTool, want)
+	}
+	if _, inTool := read(t, recorded, "codex-killed_in_tool.jsonl"); !inTool[len(inTool)-1] {
+		t.Error("a run killed in its tool is not in it")
+	}
+}
+
+// An attempt's command: exec --json, resumed by thread when asked, none of the
+// user's config, Countersign's server only with its allowed tools (its token
+// in the environment, not the arguments), Codex's own tools off, the model
+// service's retries off, the prompt after "--".
+func TestCodexCommand(t *testing.T) {
+	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "thread-1", Model: "gpt-fallback",
+		Tools: cli.Tools{Server: "countersign", URL: "http://127.0.0.1:1/mcp", Token: "secret-token", Names: []string{"commit_send_message", "await_outcome"}}}
+	p := cli.Codex{Path: "/bin/codex", Home: "/srv/codex", ModelProvider: &cli.CodexModelProvider{ID: "mine", BaseURL: "http://m/v1", EnvKey: "K"}}
+	c, err := p.Command(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"exec resume --json --skip-git-repo-check --ignore-user-config",
+		`mcp_servers={countersign={url="http://127.0.0.1:1/mcp", bearer_token_env_var="COUNTERSIGN_MCP_TOKEN", ` +
+			`default_tools_approval_mode="approve", enabled_tools=["commit_send_message", "await_outcome"]}}`,
+		"features.shell_tool=false", `web_search="disabled"`, "agents.enabled=false", `model_provider="mine"`,
+		"request_max_retries=0, stream_max_retries=0", "-m gpt-fallback", "thread-1 -- -rf everything"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if strings.Contains(args, "secret-token") || !slices.Contains(c.Env, "COUNTERSIGN_MCP_TOKEN=secret-token") ||
+		!slices.Contains(c.Env, "CODEX_HOME=/srv/codex") || len(c.Files) != 0 {
+		t.Errorf("args %q, env %v, files %v: want the token in the environment only", args, c.Env, c.Files)
+	}
+	for _, bad := range []cli.Codex{{}, {ModelProvider: &cli.CodexModelProvider{ID: "openai"}}} {
+		b := a
+		if bad.ModelProvider == nil {
+			b.Prompt = ""
+		}
+		if _, err := bad.Command(b); err == nil {
+			t.Errorf("%+v with prompt %q: no error", bad, b.Prompt)
+		}
+	}
+}
