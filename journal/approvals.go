@@ -129,7 +129,19 @@ func (j *Journal) Decide(ctx context.Context, id string, d Decision, by int64) (
 // ExpireDue records the expiry of every pending approval whose time has passed and
 // moves its operation to expired. It returns the approvals it expired.
 func (j *Journal) ExpireDue(ctx context.Context) ([]Approval, error) {
-	rows, err := j.db.QueryContext(ctx, "SELECT id FROM approvals WHERE decision = '' AND expires_at <= ?", ms(j.now()))
+	return j.expireDue(ctx, "SELECT id FROM approvals WHERE decision = '' AND expires_at <= ?", ms(j.now()))
+}
+
+// ExpireDueOf is ExpireDue for the approvals of operations delivered by
+// transport: the owner of a transport expires its own, and the surfaces that
+// show them hear of it from that owner's events.
+func (j *Journal) ExpireDueOf(ctx context.Context, transport string) ([]Approval, error) {
+	return j.expireDue(ctx, `SELECT a.id FROM approvals a JOIN operations o ON o.id = a.operation_id
+		WHERE a.decision = '' AND a.expires_at <= ? AND o.transport = ?`, ms(j.now()), transport)
+}
+
+func (j *Journal) expireDue(ctx context.Context, query string, args ...any) ([]Approval, error) {
+	rows, err := j.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: expire approvals: %w", err)
 	}

@@ -51,11 +51,23 @@ func (j *Journal) Cards(ctx context.Context, ref string) ([]Card, error) {
 // created before createdBefore are returned: a younger one is still on its way to
 // its card in the request that asked for it.
 func (j *Journal) Uncarded(ctx context.Context, transport string, createdBefore time.Time) ([]Approval, error) {
+	return j.uncarded(ctx, "a.decision = '' AND a.created_at < ?", ms(createdBefore), transport)
+}
+
+// UncardedSince is Uncarded for the approvals created at or after since: the
+// few of the last moments, which an owner can look for every second however many
+// older ones wait with their cards out. It reads the index of pending approvals
+// by creation time (migration 0005).
+func (j *Journal) UncardedSince(ctx context.Context, transport string, since time.Time) ([]Approval, error) {
+	return j.uncarded(ctx, "a.decision = '' AND a.created_at >= ?", ms(since), transport)
+}
+
+func (j *Journal) uncarded(ctx context.Context, created string, at int64, transport string) ([]Approval, error) {
 	rows, err := j.db.QueryContext(ctx, `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
 		JOIN operations o ON o.id = a.operation_id
-		WHERE a.decision = '' AND a.expires_at > ? AND a.created_at < ? AND o.transport = ? AND o.state = ?
+		WHERE `+created+` AND a.expires_at > ? AND o.transport = ? AND o.state = ?
 		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.ref = a.id)
-		ORDER BY a.created_at`, ms(j.now()), ms(createdBefore), transport, AwaitingApproval)
+		ORDER BY a.created_at`, at, ms(j.now()), transport, AwaitingApproval)
 	if err != nil {
 		return nil, fmt.Errorf("journal: approvals without cards: %w", err)
 	}

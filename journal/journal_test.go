@@ -452,3 +452,41 @@ func TestOwnerSaysWhoSends(t *testing.T) {
 		t.Errorf("after the owner closed: Owner = %v, %v; want not owned", owned, err)
 	}
 }
+
+// The owner's watch reads only the approvals of the last moments (UncardedSince),
+// and an owner expires only its own transport's approvals (ExpireDueOf): the
+// surfaces that show another transport's hear of their expiry from its owner.
+func TestTheOwnersLooksAreItsOwnAndRecent(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	j := open(t, filepath.Join(t.TempDir(), "j.db"), func() time.Time { return now })
+	ctx := context.Background()
+	ask := func(transport string) *journal.Approval {
+		task, op := newOp(t, j)
+		op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: op.Tool, Fingerprint: "fp", Surface: "mcp",
+			Transport: transport, Payload: op.Payload}, "prepared")
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Verified})
+		a := j.NewApproval(op, 7, time.Hour)
+		if err := j.Move(ctx, op.ID, journal.Move{From: journal.Verified, To: journal.AwaitingApproval, Approval: a}); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	older, console := ask("telegram"), ask("console")
+	now = now.Add(2 * time.Minute)
+	recent := ask("telegram")
+	got, err := j.UncardedSince(ctx, "telegram", now.Add(-time.Minute))
+	if err != nil || len(got) != 1 || got[0].ID != recent.ID {
+		t.Errorf("UncardedSince = %v, %v; want only %s (not %s)", got, err, recent.ID, older.ID)
+	}
+	now = now.Add(2 * time.Hour)
+	expired, err := j.ExpireDueOf(ctx, "telegram")
+	if err != nil || len(expired) != 2 {
+		t.Errorf("ExpireDueOf(telegram) = %v, %v; want the two telegram approvals", expired, err)
+	}
+	if a, _ := j.Approval(ctx, console.ID); a.Decision != journal.Pending {
+		t.Errorf("the console's approval is %s, want it left to the console", a.Decision)
+	}
+}

@@ -84,6 +84,17 @@ func TestEveryResultIsTheContract(t *testing.T) {
 				if got.Status != tools.StatusPending || got.OperationID != sent.OperationID {
 					t.Errorf("%s = %+v, want it pending", tool, got)
 				}
+				if tool == "await_outcome" && !strings.Contains(got.Reason, "still awaiting_approval after 1s; call await_outcome again") {
+					t.Errorf("await_outcome's bound ran out saying %q, want what to do", got.Reason)
+				}
+			}
+			res, _ = call(t, cs, "request_verification", map[string]any{"operation_id": sent.OperationID})
+			if !res.IsError || !strings.Contains(text(res), "not unknown: there is nothing to verify") {
+				t.Errorf("request_verification of a pending commit = %q (isError %v), want a refusal", text(res), res.IsError)
+			}
+			res, _ = call(t, cs, "get_operation", map[string]any{"operation_id": "op-nosuch"})
+			if !res.IsError || !strings.Contains(text(res), `no operation "op-nosuch"`) {
+				t.Errorf("get_operation of no operation = %q, want a plain error", text(res))
 			}
 			res, _ = call(t, cs, "list_pending", nil)
 			var pending mcp.PendingOut
@@ -101,7 +112,8 @@ func TestEveryResultIsTheContract(t *testing.T) {
 				t.Fatal(err)
 			case a.TaskID != b.TaskID:
 				t.Errorf("one session made tasks %s and %s, want one", a.TaskID, b.TaskID)
-			case task.Surface != mcp.Surface || task.Chat != "" || task.Requester != 0 || b.Surface != mcp.Surface || b.Transport != "telegram":
+			case task.Surface != mcp.Surface || task.Chat != "" || task.Requester != 0 || task.Summary != "MCP session of test-agent" ||
+				b.Surface != mcp.Surface || b.Transport != "telegram":
 				t.Errorf("task %+v, operation surface %q transport %q; want surface mcp, no chat, requester 0, delivered by telegram", task, b.Surface, b.Transport)
 			}
 			other := r.connect(t, how, nil)

@@ -122,47 +122,50 @@ func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, in AwaitIn
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	token := req.Params.GetProgressToken()
 	var last journal.State
 	changes := 0
 	for {
-		op, err := s.operation(ctx, in.OperationID)
+		// Read even when the wait is over, to say where the operation stands.
+		op, err := s.operation(context.WithoutCancel(ctx), in.OperationID)
 		if err != nil {
-			if ctx.Err() != nil {
-				break // the wait ran out while reading; say where it stood last
-			}
 			return nil, tools.Result{}, err
 		}
-		if op.State != last && last != "" && token != nil {
+		if token := req.Params.GetProgressToken(); token != nil && last != "" && op.State != last {
 			changes++
 			req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(changes),
 				Message: fmt.Sprintf("%s is %s", op.ID, op.State)})
 		}
 		last = op.State
-		r := s.outcomeOf(op)
-		if settled(op.State) {
-			if op.State == journal.Unknown {
-				s.refresh() // its envelope is a resource now
-			}
-			return contract(r), r, nil
-		}
-		if why := s.delivering(); why != "" {
-			r.Reason = fmt.Sprintf("%s is %s, and %s: nothing moves it until `bot run` starts on this data folder", op.ID, op.State, why)
+		if r, done := s.waited(ctx, op, wait); done {
 			return contract(r), r, nil
 		}
 		select {
 		case <-ctx.Done():
-			r.Reason = fmt.Sprintf("%s is still %s after %s; call await_outcome again", op.ID, op.State, wait)
-			return contract(r), r, nil
 		case <-time.After(s.opts.PollEvery):
 		}
 	}
-	op, err := s.operation(context.WithoutCancel(ctx), in.OperationID)
-	if err != nil {
-		return nil, tools.Result{}, err
-	}
+}
+
+// waited is the result of a wait for op as it stands, and whether the wait is
+// over: op reached an outcome, nothing will move it (no bot runs), or the wait
+// ran out.
+func (s *Server) waited(ctx context.Context, op journal.Operation, wait time.Duration) (tools.Result, bool) {
 	r := s.outcomeOf(op)
-	return contract(r), r, nil
+	if settled(op.State) {
+		if op.State == journal.Unknown {
+			s.refresh() // its envelope is a resource now
+		}
+		return r, true
+	}
+	if why := s.delivering(); why != "" {
+		r.Reason = fmt.Sprintf("%s is %s, and %s: nothing moves it until `bot run` starts on this data folder", op.ID, op.State, why)
+		return r, true
+	}
+	if ctx.Err() != nil {
+		r.Reason = fmt.Sprintf("%s is still %s after %s; call await_outcome again", op.ID, op.State, wait)
+		return r, true
+	}
+	return r, false
 }
 
 // settled reports whether an operation in state st has reached an outcome the
@@ -270,7 +273,7 @@ func (s *Server) requestVerification(ctx context.Context, req *sdk.CallToolReque
 	if err != nil {
 		return nil, tools.Result{}, err
 	}
-	err = s.opts.Operator.RequestVerification(ctx, op.ID, "mcp:"+s.session(req.Session).client)
+	err = s.opts.Operator.RequestVerification(ctx, op.ID, "mcp:"+s.session(req).client)
 	var refusal *operator.Refusal
 	if errors.As(err, &refusal) {
 		return nil, tools.Result{}, errors.New(refusal.Words)

@@ -45,7 +45,8 @@ func TestARepeatedRefusedCallIsADoomLoop(t *testing.T) {
 // nothing sent, the cause named, with a progress notification for the change
 // to a client that sent a progress token.
 func TestAnExpiryEndsTheWait(t *testing.T) {
-	r := newRig(t, func(p *policy.Policy) { p.ApprovalTTL = 300 * time.Millisecond })
+	// Long enough that the wait starts before the expiry, short enough to wait for.
+	r := newRig(t, func(p *policy.Policy) { p.ApprovalTTL = 1500 * time.Millisecond })
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
 			var mu sync.Mutex
@@ -184,4 +185,39 @@ func sendsTo(tg *telegramtest.Server, chat int64) int {
 		}
 	}
 	return n
+}
+
+// A server beside no bot (a stdio bot mcp whose bot stopped) creates no commit,
+// and a wait on an operation made earlier ends at once saying that nothing moves
+// it, instead of running out its bound.
+func TestWithNoBotNothingWaitsForNobody(t *testing.T) {
+	r := newRig(t, nil)
+	_, sent := call(t, r.connect(t, "in-memory", nil), "commit_send_message", map[string]any{"chat_id": "222", "text": "made while the bot ran"})
+	alone, err := mcp.New(mcp.Options{Operator: r.op, Journal: r.j, Vault: r.v, Tools: r.tools, Policy: r.pol,
+		Owner: func() (int, bool, error) { return 0, false, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(alone.Check(), "no bot is running") {
+		t.Errorf("Check() = %q, want it to say no bot runs", alone.Check())
+	}
+	st, ct := sdk.NewInMemoryTransports()
+	if _, err := alone.Connect(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	before, _ := r.j.Count(context.Background(), journal.Filter{})
+	_, refused := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "nobody would send this"})
+	if after, _ := r.j.Count(context.Background(), journal.Filter{}); refused.Status != tools.StatusTerminal || refused.OperationID != "" || after != before {
+		t.Errorf("commit = %+v, %d operations journaled; want a terminal stop and none", refused, after-before)
+	}
+	start := time.Now()
+	_, got := call(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
+	if got.Status != tools.StatusPending || !strings.Contains(got.Reason, "no bot is running") || time.Since(start) > 5*time.Second {
+		t.Errorf("await = %+v after %s, want it at once, pending, saying no bot runs", got, time.Since(start))
+	}
 }

@@ -55,13 +55,15 @@ func (l *logBuffer) String() string {
 // rig is the process that sends (bot run -mcp-listen): a Telegram bot over the
 // fake Bot API, its operator, and the MCP server on that operator.
 type rig struct {
-	t    *testing.T
-	tg   *telegramtest.Server
-	j    *journal.Journal
-	v    *vault.Vault
-	op   *operator.Operator
-	srv  *mcp.Server
-	logs *logBuffer
+	t     *testing.T
+	tg    *telegramtest.Server
+	j     *journal.Journal
+	v     *vault.Vault
+	op    *operator.Operator
+	srv   *mcp.Server
+	tools *tools.Registry
+	pol   *policy.Policy
+	logs  *logBuffer
 }
 
 func testPolicy(t *testing.T, edit func(*policy.Policy)) *policy.Policy {
@@ -115,7 +117,7 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.j, r.v = j, v
+	r.j, r.v, r.tools, r.pol = j, v, reg, p
 	done := make(chan error, 1)
 	go func() {
 		done <- bot.Serve(ctx, telegram.Deps{Operator: r.op, Policy: p,

@@ -125,9 +125,10 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.srv.Run(ctx, t)
 }
 
-// session returns the state of ss, made on its first call; it is dropped when
-// the session ends.
-func (s *Server) session(ss *sdk.ServerSession) *session {
+// session returns the state of req's session, made on its first call and
+// named after the client; it is dropped when the session ends.
+func (s *Server) session(req *sdk.CallToolRequest) *session {
+	ss := req.Session
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	se, ok := s.sessions[ss]
@@ -135,8 +136,8 @@ func (s *Server) session(ss *sdk.ServerSession) *session {
 		return se
 	}
 	se = &session{client: "client"}
-	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
-		se.client = p.ClientInfo.Name
+	if c := req.ClientInfo(); c != nil && c.Name != "" {
+		se.client = c.Name
 	}
 	s.sessions[ss] = se
 	go func() {
@@ -151,11 +152,11 @@ func (s *Server) session(ss *sdk.ServerSession) *session {
 // call runs one tool call in the session's task, starting the task with it when
 // it is the session's first. A session whose bearer token is bound to a task
 // (Runs.Bind) runs in that one.
-func (s *Server) call(ctx context.Context, ss *sdk.ServerSession, bound string, c operator.Call) (tools.Result, error) {
-	se := s.session(ss)
+func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, c operator.Call) (tools.Result, error) {
+	se := s.session(req)
 	se.mu.Lock()
 	if se.task == "" {
-		se.task = bound
+		se.task = boundTask(req.Extra)
 	}
 	if se.task != "" {
 		id := se.task
@@ -186,9 +187,9 @@ func (s *Server) delivering() string {
 	return ""
 }
 
-// NoBot is what `bot mcp` says at start, and a commit's result says, when no bot
+// noBot is what `bot mcp` says at start, and a commit's result says, when no bot
 // runs beside it.
-func NoBot(why string) string {
+func noBot(why string) string {
 	return "Known: " + why + "; nothing was created. To do: start `bot run` on the same -data folder, then call again."
 }
 
@@ -196,7 +197,7 @@ func NoBot(why string) string {
 // no bot runs beside this server. It is "" when one does.
 func (s *Server) Check() string {
 	if why := s.delivering(); why != "" {
-		return NoBot(why)
+		return noBot(why)
 	}
 	return ""
 }

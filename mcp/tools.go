@@ -58,7 +58,7 @@ func ptr[T any](v T) *T { return &v }
 func (s *Server) runTool(ctx context.Context, req *sdk.CallToolRequest, name string, commits bool) (*sdk.CallToolResult, error) {
 	if commits {
 		if why := s.delivering(); why != "" {
-			r := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop, Reason: NoBot(why)}
+			r := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop, Reason: noBot(why)}
 			return contract(r), nil
 		}
 	}
@@ -66,7 +66,7 @@ func (s *Server) runTool(ctx context.Context, req *sdk.CallToolRequest, name str
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	r, err := s.call(ctx, req.Session, boundTask(req.Extra), operator.Call{Tool: name, Args: args})
+	r, err := s.call(ctx, req, operator.Call{Tool: name, Args: args})
 	if errors.Is(err, operator.ErrUnknownTool) {
 		return nil, err // the session's policy snapshot does not offer it: a protocol error
 	}

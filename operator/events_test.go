@@ -80,16 +80,18 @@ func (r *recorder) waitFor(t *testing.T, n int) []heard {
 	return r.heardList()
 }
 
-// sweepFor runs the operator's Sweep until the recorder has n events.
-func sweepFor(t *testing.T, h *harness, r *recorder, n int) []heard {
+// sweepFor runs the operator's Sweep until the recorder has n events, and then
+// for settle more (many watches, when the test asserts that none publishes again).
+func sweepFor(t *testing.T, h *harness, r *recorder, n int, settle time.Duration) []heard {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); h.op.Sweep(ctx) }()
-	got := r.waitFor(t, n)
+	r.waitFor(t, n)
+	time.Sleep(settle)
 	cancel()
 	<-done
-	return got
+	return r.heardList()
 }
 
 func fastSweep(o *operator.Options) {
@@ -213,7 +215,7 @@ func TestEventsOfEveryPath(t *testing.T) {
 			}
 			r := record(t, h.op, h.j)
 			if more := tt.act(t, h, &r); more > 0 {
-				sweepFor(t, h, r, len(tt.want))
+				sweepFor(t, h, r, len(tt.want), 0)
 			}
 			if got := r.heardList(); fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("events:\n got %v\nwant %v", got, tt.want)
@@ -277,7 +279,7 @@ func TestTheOwnerDeliversWhatARemoteOperatorApproved(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := record(t, h.op, h.j)
-	sweepFor(t, h, rec, 1)
+	sweepFor(t, h, rec, 1, 0)
 	if got := rec.heardList(); fmt.Sprint(got) != fmt.Sprint([]heard{ev(operator.Outcome, C, OK, true)}) {
 		t.Errorf("owner's events = %v, want one late committed outcome", got)
 	}
@@ -310,13 +312,7 @@ func TestTheWatchPublishesAnotherProcesssApprovalOnce(t *testing.T) {
 		t.Fatalf("remote Call = %+v, %v", r, err)
 	}
 	rec := record(t, h.op, h.j)
-	sweepCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); h.op.Sweep(sweepCtx) }()
-	rec.waitFor(t, 1)
-	time.Sleep(100 * time.Millisecond) // ten more watches: none may publish again
-	cancel()
-	<-done
+	sweepFor(t, h, rec, 1, 100*time.Millisecond) // ten more watches: none may publish again
 	evs := rec.events()
 	if len(evs) != 1 || evs[0].Kind != operator.ApprovalNeeded || !evs[0].Late || evs[0].Operation.ID != r.OperationID ||
 		evs[0].Operation.Surface != "mcp" || evs[0].Approval == nil {
@@ -341,13 +337,7 @@ func TestVerificationRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := record(t, h.op, h.j)
-	sweepCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); h.op.Sweep(sweepCtx) }()
-	rec.waitFor(t, 1)
-	time.Sleep(100 * time.Millisecond)
-	cancel()
-	<-done
+	sweepFor(t, h, rec, 1, 100*time.Millisecond)
 	var asked []string
 	for _, e := range rec.events() {
 		if e.Kind == operator.VerificationAsked {

@@ -59,6 +59,9 @@ func (o *Operator) Sweep(ctx context.Context) {
 // sweep is the slow half of Sweep: expiry, reconcile, inbox prune.
 func (o *Operator) sweep(ctx context.Context) {
 	o.expire(ctx)
+	// Every approval still waiting without a card, however old: a stopped
+	// process's, or one whose card reached nobody before.
+	o.showLate(ctx, time.Time{})
 	if _, err := o.opts.Journal.PruneInbox(ctx, o.opts.Clock.Now().Add(-inboxKeep)); err != nil && ctx.Err() == nil {
 		o.opts.Logger.Warn("inbox prune failed", "err", err)
 	}
@@ -75,10 +78,11 @@ func (o *Operator) sweep(ctx context.Context) {
 	})
 }
 
-// expire records the expiry of every approval whose time has passed, of any
-// transport, and publishes each decision and outcome.
+// expire records the expiry of every approval of this transport whose time has
+// passed, and publishes each decision and outcome. Another transport's are its
+// owner's: the surfaces that show them listen to that owner.
 func (o *Operator) expire(ctx context.Context) {
-	expired, err := o.opts.Journal.ExpireDue(ctx)
+	expired, err := o.opts.Journal.ExpireDueOf(ctx, o.opts.Transport)
 	if err != nil && ctx.Err() == nil {
 		o.opts.Logger.Warn("expiry sweep failed", "err", err)
 	}
@@ -90,19 +94,30 @@ func (o *Operator) expire(ctx context.Context) {
 	}
 }
 
+// watchWindow is how far back the fast watch looks for new approvals: wider than
+// any clock difference between processes on one machine, or a transaction's
+// time between its stamp and its commit. Older ones are the slow sweep's.
+const watchWindow = time.Minute
+
 // watch is the fast half of Sweep.
 func (o *Operator) watch(ctx context.Context, runs *sync.WaitGroup) {
-	o.showLate(ctx)
+	o.showLate(ctx, o.opts.Clock.Now().Add(-watchWindow))
 	o.runLeft(ctx, runs)
 	o.showVerifications(ctx)
 }
 
 // showLate publishes ApprovalNeeded, late, for the pending approvals of this
-// transport without a card that no event here published (or published more than
-// showAgain ago).
-func (o *Operator) showLate(ctx context.Context) {
+// transport created since since (all of them, when it is zero) without a card,
+// that no event here published (or published more than showAgain ago).
+func (o *Operator) showLate(ctx context.Context, since time.Time) {
 	now := o.opts.Clock.Now()
-	as, err := o.opts.Journal.Uncarded(ctx, o.opts.Transport, now.Add(time.Hour))
+	var as []journal.Approval
+	var err error
+	if since.IsZero() {
+		as, err = o.opts.Journal.Uncarded(ctx, o.opts.Transport, now.Add(time.Hour))
+	} else {
+		as, err = o.opts.Journal.UncardedSince(ctx, o.opts.Transport, since)
+	}
 	if err != nil {
 		o.warn(ctx, "approvals without cards not read", err)
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,22 +122,10 @@ func TestARemotelyAutoApprovedCommitIsDeliveredOnceByTheOwner(t *testing.T) {
 		path = append(path, tr.To)
 	}
 	want := []journal.State{journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed}
-	if !equalStates(path, want) {
+	if !slices.Equal(path, want) {
 		t.Errorf("path = %v, want %v", path, want)
 	}
 	r.noRequesterTold()
-}
-
-func equalStates(a, b []journal.State) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The owner's sweep expires another surface's approval and says so on its cards.
@@ -189,4 +178,33 @@ func TestRequestVerificationAsksTheApprovers(t *testing.T) {
 		t.Errorf("sends to the target = %d, want 2 (each once)", n)
 	}
 	r.noRequesterTold()
+}
+
+// A /cancel or /resolve typed as a command (no tap on the card) closes the cards
+// it answers: the card of the cancelled approval, the notices of the resolved
+// outcome.
+func TestCommandsCloseTheCardsTheyAnswer(t *testing.T) {
+	t.Run("cancel", func(t *testing.T) {
+		r := newRig(t)
+		r.command(alice, "/send 222 never mind")
+		card := r.card(alice)
+		opID := opIn(t, card.Text)
+		r.command(alice, "/cancel "+opID)
+		r.waitFor("the card closed", func(s *telegramtest.Server) bool {
+			m, _ := s.Message(alice, card.MessageID)
+			return strings.Contains(m.Text, "🚫") && !strings.Contains(string(m.ReplyMarkup), "ap1:")
+		})
+	})
+	t.Run("resolve", func(t *testing.T) {
+		r := newRig(t)
+		r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target).Times(1))
+		r.approveSend("did it arrive?")
+		notice := r.notice(alice)
+		opID := opIn(t, notice.Text)
+		r.command(alice, "/resolve "+opID+" delivered")
+		r.waitFor("the notice closed", func(s *telegramtest.Server) bool {
+			m, _ := s.Message(alice, notice.MessageID)
+			return strings.Contains(m.Text, "Resolved: ") && !strings.Contains(string(m.ReplyMarkup), "rs1:")
+		})
+	})
 }

@@ -39,23 +39,28 @@ type brain struct {
 // least a resumed request carries, and the tools of its own it offers beside
 // Countersign's.
 type brainCLI struct {
-	name           string
-	tool           clitest.Tool
-	overloadCause  string
-	resumedHistory int
-	ownTools       []string
+	name          string
+	tool          clitest.Tool
+	overloadCause string
+	// authSaid and overloadSaid begin what the CLI says of a rejected key and
+	// of an overload.
+	authSaid, overloadSaid string
+	resumedHistory         int
+	ownTools               []string
 	// env is the bot's environment for it, against the model server at url.
 	env func(t *testing.T, bin, url string) []string
 }
 
 var (
 	claudeBrain = brainCLI{name: "claude-code", tool: clitest.ClaudeCode, overloadCause: "529", resumedHistory: 5,
+		authSaid: "Invalid API key", overloadSaid: "API Error: 529 Overloaded",
 		env: func(t *testing.T, bin, url string) []string {
 			return append(clitest.ClaudeEnv(url), "COUNTERSIGN_CLAUDE="+bin, "HOME="+t.TempDir())
 		}}
 	// Codex reads Countersign's resources with tools of its own, and offers
 	// request_user_input (which exec answers itself): none touches the host.
 	codexBrain = brainCLI{name: "codex", tool: clitest.Codex, overloadCause: "server_overloaded", resumedHistory: 3,
+		authSaid: "unexpected status 401 Unauthorized", overloadSaid: "Selected model is at capacity",
 		ownTools: []string{"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource", "request_user_input"},
 		env: func(t *testing.T, bin, url string) []string {
 			return []string{"COUNTERSIGN_CODEX=" + bin, "CODEX_HOME=" + t.TempDir(), "HOME=" + t.TempDir(),
@@ -425,5 +430,40 @@ func groupGone(pgid int, d time.Duration) error {
 			return err
 		}
 		time.Sleep(10 * time.Millisecond) // another process's reaping is not observable otherwise
+	}
+}
+
+// Failures the coordinator gives up on are told once, in one line: an auth
+// error at once (not retryable), overloads after the policy's attempts.
+func TestAgentCLIFailuresAreToldOnce(t *testing.T) { eachBrain(t, testFailuresAreToldOnce) }
+
+func testFailuresAreToldOnce(t *testing.T, c brainCLI) {
+	tests := []struct {
+		name     string
+		reply    agenttest.Reply
+		edits    []string
+		requests int
+		said     string
+	}{
+		{"auth error", agenttest.Fail(agenttest.AuthError), nil, 1, "after 1 attempt(s): " + c.authSaid},
+		{"overloads", agenttest.Fail(agenttest.Overload), append([]string{"attempts: 10 ", "attempts: 3 "}, fastRetries...), 3,
+			"after 3 attempt(s): " + c.overloadSaid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := startBrain(t, c, func(agenttest.Request) agenttest.Reply { return tt.reply }, tt.edits...)
+			b.srv.PushMessage(100, 100, "Say something")
+			told := b.said("The agent could not finish")
+			b.stop(t)
+			if n := len(b.model.Requests()); n != tt.requests {
+				t.Errorf("%d model requests, want %d", n, tt.requests)
+			}
+			if !strings.Contains(told.Text, tt.said) || strings.Contains(told.Text, "\n") {
+				t.Errorf("told %q; want one line with %q", told.Text, tt.said)
+			}
+			if n := strings.Count(texts(b.srv.Messages(100)), c.overloadSaid); n > 1 || strings.Count(texts(b.srv.Messages(100)), "could not finish") != 1 {
+				t.Errorf("the chat was told more than once:\n%s", texts(b.srv.Messages(100)))
+			}
+		})
 	}
 }

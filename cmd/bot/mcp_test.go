@@ -222,11 +222,14 @@ func TestMCPBesideARunningBot(t *testing.T) {
 	wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
 	cs, stderr := mcpChild(t, data)
 
+	asked := time.Now()
 	_, sent := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "asked on stdio, sent by the bot"})
 	if sent.Status != tools.StatusPending || sent.OperationID == "" {
 		t.Fatalf("commit = %+v, want pending with an operation id", sent)
 	}
 	card := approveCard(srv, wait)
+	t.Logf("the card of a stdio commit reached the phone %s after the call", time.Since(asked).Round(time.Millisecond))
+	tapped := time.Now()
 	if !strings.Contains(card.Text, sent.OperationID) {
 		t.Errorf("the card does not name %s:\n%s", sent.OperationID, card.Text)
 	}
@@ -234,6 +237,7 @@ func TestMCPBesideARunningBot(t *testing.T) {
 	if got.Status != tools.StatusSucceeded || got.SideEffect != tools.SideEffectCommitted {
 		t.Errorf("await = %+v, want committed\nbot log:\n%s", got, logs())
 	}
+	t.Logf("await_outcome reported the delivery %s after the tap", time.Since(tapped).Round(time.Millisecond))
 
 	_, lost := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "accepted, its answer lost"})
 	approveCard(srv, wait)

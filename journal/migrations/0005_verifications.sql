@@ -11,3 +11,7 @@ CREATE TABLE verifications (
 	shown_at     INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX verifications_waiting ON verifications(transport, shown_at);
+
+-- The owner looks every second for approvals other processes asked for: those of
+-- the last moments, by creation time, not every approval still waiting.
+CREATE INDEX approvals_pending_created ON approvals(decision, created_at);

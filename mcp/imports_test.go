@@ -1,0 +1,38 @@
+package mcp_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestOnlyTheBinaryImportsMCP keeps the surface a surface (DESIGN "Packages"):
+// it imports nothing above the core and no other surface, and of our packages only
+// cmd/bot imports it.
+func TestOnlyTheBinaryImportsMCP(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	const module = "github.com/countersign/countersign"
+	out, err := exec.Command("go", "list", "-deps", module+"/mcp").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, above := range []string{"/cmd/", "/telegram", "/console", "/agent"} {
+			if strings.HasPrefix(dep, module+above) {
+				t.Errorf("mcp depends on %s", dep)
+			}
+		}
+	}
+	out, err = exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if pkg != module+"/cmd/bot" && strings.Contains(" "+imports+" ", " "+module+"/mcp ") {
+			t.Errorf("%s imports mcp; only cmd/bot may", pkg)
+		}
+	}
+}
