@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/agent/cli"
 	"github.com/countersign/countersign/agent/clitest"
-	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
@@ -88,31 +85,5 @@ func TestCodexSendsThroughBotMCPAndResumesAfterAnOverload(t *testing.T) {
 		t.Errorf("next message: want it answered in thread %s without a tool: %s", first.ThreadID(), next.Summary())
 	}
 
-	// Delivered exactly once, along the path of an approved commit; the bot is
-	// stopped first, so that nothing can come after the count.
-	wait("the delivery", func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 })
-	bot.Process.Signal(syscall.SIGTERM)
-	if err := bot.Wait(); err != nil {
-		t.Errorf("bot after SIGTERM: %v\n%s", err, logs())
-	}
-	var sends int
-	for _, c := range srv.CallsTo("sendMessage") {
-		if c.ChatID == 222 {
-			sends++
-		}
-	}
-	if msgs := srv.Messages(222); sends != 1 || len(msgs) != 1 || msgs[0].Text != text {
-		t.Errorf("sendMessage to 222: %d calls, messages %+v; want one, with the text", sends, msgs)
-	}
-	journalPath := filepath.Join(data, "journal.db")
-	assertPath(t, journalPath, opID, journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed)
-	j, err := journal.Open(context.Background(), journalPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	ops, err := j.Operations(context.Background(), journal.Filter{})
-	if err != nil || len(ops) != 1 || ops[0].Attempts != 1 || ops[0].Surface != "mcp" {
-		t.Errorf("journal: %+v (%v); want one operation, made over mcp, sent in 1 attempt", ops, err)
-	}
+	deliveredOnce(t, srv, bot, data, logs, wait, opID, text)
 }
