@@ -107,7 +107,7 @@ type Loop struct {
 	specs    []ToolSpec
 	limits   LoopLimits
 	observe  func(Transition)
-	running  running
+	running  Running
 }
 
 // LoopOption configures a Loop.
@@ -436,7 +436,7 @@ func (l *Loop) summarize(ctx context.Context, s state, cfg settings) (string, er
 // surface needs: the text for the person and the operations waiting for approval.
 // It is the command handler's Agent. Stop(chat) ends it early.
 func (l *Loop) Chat(ctx context.Context, taskID, chat, text string) (string, []string, error) {
-	ctx, done := l.running.start(ctx, chat)
+	ctx, done := l.running.Start(ctx, chat)
 	defer done()
 	out, err := l.turn(ctx, taskID, text, l.memory.recall(chat))
 	if err == nil && out.End != EndCancelled {
@@ -449,7 +449,7 @@ func (l *Loop) Chat(ctx context.Context, taskID, chat, text string) (string, []s
 // one. The model request in flight is abandoned; a commit already approved and
 // on its way is not (tools run outside the turn's cancellation). The turn ends
 // cancelled, and the chat is told.
-func (l *Loop) Stop(chat string) bool { return l.running.stop(chat) }
+func (l *Loop) Stop(chat string) bool { return l.running.Stop(chat) }
 
 // Reset forgets the chat's recent exchanges: its next turn starts afresh (/new).
 func (l *Loop) Reset(_ context.Context, chat string) error {
@@ -460,15 +460,19 @@ func (l *Loop) Reset(_ context.Context, chat string) error {
 // ErrStopped is the cause of a turn's cancellation by Stop.
 var ErrStopped = errors.New("agent: stopped at the operator's request")
 
-// running is the cancel function of the turn running in each chat.
-type running struct {
+// Running holds the cancel function of the turn running in each chat, so that
+// /stop can end it: the model loop's and the agent CLIs' coordinator's. The zero
+// value is ready; it is safe for concurrent use.
+type Running struct {
 	mu    sync.Mutex
 	turns map[string]*runningTurn
 }
 
 type runningTurn struct{ cancel context.CancelCauseFunc }
 
-func (r *running) start(ctx context.Context, chat string) (context.Context, func()) {
+// Start registers the turn starting in chat and returns its context, which Stop
+// cancels with ErrStopped, and the function to call when it ends.
+func (r *Running) Start(ctx context.Context, chat string) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	t := &runningTurn{cancel: cancel}
 	r.mu.Lock()
@@ -487,7 +491,9 @@ func (r *running) start(ctx context.Context, chat string) (context.Context, func
 	}
 }
 
-func (r *running) stop(chat string) bool {
+// Stop cancels the turn running in chat with ErrStopped, and reports whether
+// there was one.
+func (r *Running) Stop(chat string) bool {
 	r.mu.Lock()
 	t := r.turns[chat]
 	delete(r.turns, chat)

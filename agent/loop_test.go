@@ -363,6 +363,19 @@ func TestChatRemembersTheChatsExchangesOnly(t *testing.T) {
 	}
 }
 
+// /new (Reset) forgets the chat's exchanges: its next turn starts afresh.
+func TestResetForgetsTheChatsExchanges(t *testing.T) {
+	r := newLoopRig(t, agent.LoopLimits{}, agenttest.Message("end_turn", "ok"))
+	r.chat("7", "first")
+	if err := r.loop.Reset(context.Background(), "7"); err != nil {
+		t.Fatal(err)
+	}
+	r.chat("7", "second")
+	if got := r.messagesOf(2); len(got) != 1 || got[0] != "user: second" {
+		t.Errorf("the request after Reset = %q, want only its own message", got)
+	}
+}
+
 func TestCollapseDropsEarlierExchangesFirst(t *testing.T) {
 	promptTooLong := agenttest.File(t, "testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
 	r := newLoopRig(t, agent.LoopLimits{}, agenttest.Message("end_turn", "ok"), promptTooLong, agenttest.Message("end_turn", "ok again"))

@@ -177,14 +177,16 @@ func WithObserver(observe func(Step)) RecoveryOption {
 
 // NewRecovery wraps p with the recovery of policy.
 func NewRecovery(p Provider, policy Policy, opts ...RecoveryOption) *Recovery {
-	r := &Recovery{provider: p, policy: policy.WithDefaults(), sleep: sleep, jitter: rand.Int64N, observe: func(Step) {}}
+	r := &Recovery{provider: p, policy: policy.WithDefaults(), sleep: Sleep, jitter: rand.Int64N, observe: func(Step) {}}
 	for _, opt := range opts {
 		opt(r)
 	}
 	return r
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends, when it returns ctx's error: the wait
+// between retries, Recovery's and the agent CLIs' coordinator's.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -201,28 +201,12 @@ func (w *Watch) Complete(ctx context.Context, req Request) (Response, error) {
 	stalled := make(chan time.Duration, 1)
 	done := make(chan struct{})
 	go func() {
-		tick := time.NewTicker(max(time.Millisecond, min(warn, abort)/8))
-		defer tick.Stop()
-		warned := false
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			s := silence()
-			if s >= warn && !warned { // also when a late tick finds the abort time passed
-				warned = true
-				w.observe(Step{Model: req.Model, Action: ActionStallWarning, Cause: "stream", Wait: s.Round(time.Millisecond)})
-			}
-			if s >= abort {
-				stalled <- s
-				cancel()
-				return
-			}
-			if s < warn {
-				warned = false
-			}
+		warned := func(s time.Duration) {
+			w.observe(Step{Model: req.Model, Action: ActionStallWarning, Cause: "stream", Wait: s.Round(time.Millisecond)})
+		}
+		if s, ok := WatchSilence(done, silence, warn, abort, warned); ok {
+			stalled <- s
+			cancel()
 		}
 	}()
 	res, err := w.streamer.Stream(sctx, req, alive)
@@ -240,6 +224,34 @@ func (w *Watch) Complete(ctx context.Context, req Request) (Response, error) {
 		return w.again(ctx, req)
 	default:
 		return res, err
+	}
+}
+
+// WatchSilence watches silence() until done is closed or the silence reaches
+// abort, calling warned once each time it passes warn (also when a late tick
+// finds abort passed). It returns the silence at abort, with ok true; ok false
+// when done closed first. Watch and the agent CLIs' stall watch both use it.
+func WatchSilence(done <-chan struct{}, silence func() time.Duration, warn, abort time.Duration, warned func(time.Duration)) (time.Duration, bool) {
+	tick := time.NewTicker(max(time.Millisecond, min(warn, abort)/8))
+	defer tick.Stop()
+	warnedOnce := false
+	for {
+		select {
+		case <-done:
+			return 0, false
+		case <-tick.C:
+		}
+		s := silence()
+		if s >= warn && !warnedOnce {
+			warnedOnce = true
+			warned(s)
+		}
+		if s >= abort {
+			return s, true
+		}
+		if s < warn {
+			warnedOnce = false
+		}
 	}
 }
 

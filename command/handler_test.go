@@ -118,7 +118,7 @@ func TestOnlyAnOperatorGivesCommands(t *testing.T) {
 			waiting := mine.Approvals[0].Operation.ID
 			for _, user := range []int64{approverID, strangerID} {
 				for i, line := range []string{"/send 222 hi", "/publish @news hi", "/draft hi", "/ops", "/pending",
-					"/cancel " + waiting, "/retry " + waiting, "/resolve " + waiting + " delivered", "/help"} {
+					"/cancel " + waiting, "/retry " + waiting, "/resolve " + waiting + " delivered", "/new", "/help"} {
 					r, err := h.Handle(ctx, command.Request{User: user, Chat: "1", Line: line, Origin: fmt.Sprintf("%s:%d:%d", surface, user, i)})
 					if !errors.Is(err, command.ErrNotOperator) || r.Text != "" || r.Result != nil || len(r.Approvals) != 0 {
 						t.Errorf("user %d %q = %+v, %v; want ErrNotOperator and nothing else", user, line, r, err)
@@ -165,5 +165,14 @@ func TestTheCardNamesTheApproversOfTheTask(t *testing.T) {
 	}
 	if d, err := h.Decide(ctx, a.ID, approverID, true); err != nil || d.Result == nil || d.Result.Status != tools.StatusSucceeded {
 		t.Errorf("the task's approver's tap = %+v, %v; want it sent", d, err)
+	}
+}
+
+// Without a model, /new says there is no conversation to start afresh.
+func TestNewWithoutAModel(t *testing.T) {
+	h := newWorld(t).start(testPolicy(t, operatorID, approverID), "console")
+	r, err := h.Handle(context.Background(), command.Request{User: operatorID, Chat: "1", Line: "/new", Origin: "console:new"})
+	if err != nil || !strings.Contains(r.Text, "No model is configured") {
+		t.Errorf("/new = %+v, %v; want the plain answer that no model is configured", r, err)
 	}
 }

@@ -57,7 +57,8 @@ type Options struct {
 type Coordinator struct {
 	opts    Options
 	jitter  func(int64) int64
-	running running
+	running agent.Running
+	chats   chatLocks
 }
 
 // New returns the coordinator of o.Provider.
@@ -69,24 +70,10 @@ func New(o Options) (*Coordinator, error) {
 		o.Observe = func(agent.Step) {}
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = agent.Sleep
 	}
 	return &Coordinator{opts: o, jitter: rand.Int64N}, nil
 }
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// ErrStopped is the cause of a run's end by Stop.
-var ErrStopped = errors.New("cli: stopped at the operator's request")
 
 // message is the state of one message's attempts.
 type message struct {
@@ -102,7 +89,13 @@ type message struct {
 // task's operations waiting for approval. The error is for what cannot be told
 // to the chat: the journal failing, a folder that cannot be made.
 func (c *Coordinator) Chat(ctx context.Context, taskID, chat, text string) (string, []string, error) {
-	ctx, done := c.running.start(ctx, chat)
+	// One message at a time per chat: two runs must not resume one session.
+	unlock, err := c.chats.lock(ctx, chat)
+	if err != nil {
+		return cancelledText(ctx), nil, nil
+	}
+	defer unlock()
+	ctx, done := c.running.Start(ctx, chat)
 	defer done()
 	m, err := c.begin(ctx, taskID, chat, text)
 	if err != nil {
@@ -195,12 +188,13 @@ func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) 
 // keep records the session the attempt ran in as the chat's, and forgets a
 // resumed one the CLI could not open, so the next message starts afresh.
 func (c *Coordinator) keep(ctx context.Context, m *message, out Outcome) error {
+	ended := ctx.Err() != nil // a stopped run says nothing of its session
 	ctx = context.WithoutCancel(ctx)
 	name := c.opts.Provider.Name()
 	switch {
 	case out.Session != "" && out.Session != m.attempt.Session:
 		return c.opts.Sessions.SetSession(ctx, name, m.chat, out.Session)
-	case out.Session == "" && m.attempt.Session != "" && !out.OK && ctx.Err() == nil && out.Cause != causeStall:
+	case out.Session == "" && m.attempt.Session != "" && !out.OK && !ended && out.Cause != causeStall:
 		c.step(m, agent.Step{Action: ActionForget, Detail: m.attempt.Session})
 		return c.opts.Sessions.SetSession(ctx, name, m.chat, "")
 	}
@@ -277,7 +271,7 @@ func (c *Coordinator) awaiting(ctx context.Context, taskID string) ([]string, er
 
 // Stop ends the run in chat, its whole process group, and reports whether
 // there was one; the run tells the chat it stopped.
-func (c *Coordinator) Stop(chat string) bool { return c.running.stop(chat) }
+func (c *Coordinator) Stop(chat string) bool { return c.running.Stop(chat) }
 
 // Reset forgets the chat's session: its next message starts a new one.
 func (c *Coordinator) Reset(ctx context.Context, chat string) error {
@@ -286,45 +280,35 @@ func (c *Coordinator) Reset(ctx context.Context, chat string) error {
 
 // cancelledText tells the chat why its run ended early.
 func cancelledText(ctx context.Context) string {
-	if errors.Is(context.Cause(ctx), ErrStopped) {
+	if errors.Is(context.Cause(ctx), agent.ErrStopped) {
 		return "Stopped, as you asked: the agent was ended. A send already approved still goes out."
 	}
 	return "Stopped: the bot is shutting down."
 }
 
-// running is the cancel function of the run in each chat.
-type running struct {
-	mu   sync.Mutex
-	runs map[string]*context.CancelCauseFunc
+// chatLocks lets one message of each chat run at a time.
+type chatLocks struct {
+	mu    sync.Mutex
+	chats map[string]chan struct{}
 }
 
-func (r *running) start(ctx context.Context, chat string) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	p := &cancel
-	r.mu.Lock()
-	if r.runs == nil {
-		r.runs = map[string]*context.CancelCauseFunc{}
+// lock waits for chat's turn, or for ctx to end (its error); unlock gives the
+// turn to the next message.
+func (l *chatLocks) lock(ctx context.Context, chat string) (unlock func(), err error) {
+	l.mu.Lock()
+	if l.chats == nil {
+		l.chats = map[string]chan struct{}{}
 	}
-	r.runs[chat] = p
-	r.mu.Unlock()
-	return ctx, func() {
-		r.mu.Lock()
-		if r.runs[chat] == p {
-			delete(r.runs, chat)
-		}
-		r.mu.Unlock()
-		cancel(nil)
+	ch, ok := l.chats[chat]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		l.chats[chat] = ch
 	}
-}
-
-func (r *running) stop(chat string) bool {
-	r.mu.Lock()
-	p := r.runs[chat]
-	delete(r.runs, chat)
-	r.mu.Unlock()
-	if p == nil {
-		return false
+	l.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	(*p)(ErrStopped)
-	return true
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/agent"
+
+	"github.com/countersign/countersign/agent/internal/procgroup"
 )
 
 // causeStall is the Cause of an attempt the stall watch ended.
@@ -43,8 +45,8 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	stderr := &tailBuffer{max: 4 << 10}
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 2 * time.Second // stderr held open by something the CLI left behind
-	newGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd) }
+	procgroup.Set(cmd)
+	cmd.Cancel = func() error { return procgroup.Kill(cmd) }
 	// A pipe of our own for stdout: Wait returns when the CLI exits even while
 	// something it started holds the pipe.
 	outR, outW, err := os.Pipe()
@@ -64,10 +66,10 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	go func() { defer close(read); w.read(outR) }()
 	stalled := make(chan time.Duration, 1)
 	stop := make(chan struct{})
-	go c.watch(m, w, stop, stalled, func() { killGroup(cmd) })
+	go c.watch(m, w, stop, stalled, func() { procgroup.Kill(cmd) })
 	cmd.Wait()
 	close(stop)
-	killGroup(cmd) // whatever the CLI started and left behind
+	procgroup.Kill(cmd) // whatever the CLI started and left behind
 	select {
 	case <-read:
 	case <-time.After(2 * time.Second): // a writer that left the group
@@ -121,28 +123,12 @@ func (w *watched) silence() time.Duration {
 // watch warns after the policy's stall warning of silence and kills the
 // attempt after its stall abort, reporting the silence on stalled.
 func (c *Coordinator) watch(m *message, w *watched, stop <-chan struct{}, stalled chan<- time.Duration, kill func()) {
-	warn, abort := m.retry.StallWarning, m.retry.StallAbort
-	tick := time.NewTicker(max(time.Millisecond, min(warn, abort)/8))
-	defer tick.Stop()
-	warned := false
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-		s := w.silence()
-		switch {
-		case s >= abort:
-			stalled <- s
-			kill()
-			return
-		case s >= warn && !warned:
-			warned = true
-			c.step(m, agent.Step{Action: agent.ActionStallWarning, Cause: "stream", Wait: s.Round(time.Millisecond)})
-		case s < warn:
-			warned = false
-		}
+	warned := func(s time.Duration) {
+		c.step(m, agent.Step{Action: agent.ActionStallWarning, Cause: "stream", Wait: s.Round(time.Millisecond)})
+	}
+	if s, ok := agent.WatchSilence(stop, w.silence, m.retry.StallWarning, m.retry.StallAbort, warned); ok {
+		stalled <- s
+		kill()
 	}
 }
 

@@ -10,7 +10,8 @@
 //
 // It lives beside agent/agenttest, the model server these runs talk to, in the
 // model layer where the agent-CLI providers go: their tests, and the end-to-end
-// tests of cmd/bot, share it. It imports nothing of ours.
+// tests of cmd/bot, share it. Of ours it imports only the process-group helper
+// the providers use (agent/internal/procgroup).
 //
 // A binary that is not installed skips the test with a message naming the npm
 // package and how .ci/run installs it, unless COUNTERSIGN_REQUIRE_CLIS=1 (set by

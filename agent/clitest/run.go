@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/agent/internal/procgroup"
 )
 
 // Command is one headless run of a CLI.
@@ -112,8 +114,8 @@ func Start(t testing.TB, ctx context.Context, c Command) *Process {
 		t.Fatal(err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	newGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd) }
+	procgroup.Set(cmd)
+	cmd.Cancel = func() error { return procgroup.Kill(cmd) }
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
@@ -127,7 +129,7 @@ func Start(t testing.TB, ctx context.Context, c Command) *Process {
 	go p.copy(lockedWriter{&p.mu, &p.stderr}, errR)
 	go p.wait(ctx, outR, errR)
 	t.Cleanup(func() {
-		killGroup(cmd)
+		procgroup.Kill(cmd)
 		<-p.done
 		if t.Failed() { // what the CLI did is the first thing a failure needs
 			t.Logf("%s: %s", filepath.Base(c.Bin), p.result.Summary())
@@ -149,7 +151,7 @@ func Run(t testing.TB, ctx context.Context, c Command) Result {
 
 func (p *Process) wait(ctx context.Context, pipes ...*os.File) {
 	err := p.cmd.Wait()
-	killGroup(p.cmd) // whatever the CLI started and left behind
+	procgroup.Kill(p.cmd) // whatever the CLI started and left behind
 	copied := make(chan struct{})
 	go func() { p.copying.Wait(); close(copied) }()
 	select {
@@ -186,7 +188,7 @@ func (p *Process) Wait() Result {
 
 // Stop kills the process group: the CLI and everything it started.
 func (p *Process) Stop() {
-	killGroup(p.cmd)
+	procgroup.Kill(p.cmd)
 }
 
 // WaitEvent waits until cond holds for the events so far, and returns them; it

@@ -467,3 +467,50 @@ func testFailuresAreToldOnce(t *testing.T, c brainCLI) {
 		})
 	}
 }
+
+// Two messages sent at once in a chat run one after the other, the second
+// resuming the first's session: two runs never share a session at once.
+func TestClaudeCodeRunsAChatsMessagesInTurn(t *testing.T) {
+	script := func(req agenttest.Request) agenttest.Reply {
+		return agenttest.Message("end_turn", "answered "+lastUserText(req)).HangFor(time.Second)
+	}
+	b := startBrain(t, script)
+	b.srv.PushMessage(100, 100, "First")
+	b.srv.PushMessage(100, 100, "Second")
+	b.said("answered First")
+	b.said("answered Second")
+	b.stop(t)
+	reqs := b.model.Requests()
+	if len(reqs) != 2 || sessionHeader(reqs[0]) != sessionHeader(reqs[1]) {
+		t.Fatalf("%d requests; want two, the second in the first's session", len(reqs))
+	}
+	if first := "answered " + lastUserText(reqs[0]); !strings.Contains(string(reqs[1].Body), first) {
+		t.Errorf("the second request does not carry the first answer %q", first)
+	}
+	if gap := reqs[1].At.Sub(reqs[0].At); gap < time.Second {
+		t.Errorf("the second run asked %s after the first; want it after the first's answer (1 s)", gap)
+	}
+}
+
+// After the policy's overloads in a row, the coordinator's next attempt asks
+// for the policy's fallback model (--model), in the same session.
+func TestClaudeCodeFallsBackAfterOverloads(t *testing.T) {
+	script := func(req agenttest.Request) agenttest.Reply {
+		if req.N == 1 {
+			return agenttest.Fail(agenttest.Overload)
+		}
+		return agenttest.Message("end_turn", "answered by "+req.Model)
+	}
+	b := startBrain(t, script, append(fastRetries, `fallback: ""`, `fallback: "claude-fallback"`,
+		"overloads_before_fallback: 3", "overloads_before_fallback: 1")...)
+	b.srv.PushMessage(100, 100, "Say something")
+	b.said("answered by claude-fallback")
+	b.stop(t)
+	reqs := b.model.Requests()
+	if len(reqs) != 2 || reqs[0].Model == "claude-fallback" || sessionHeader(reqs[1]) != sessionHeader(reqs[0]) {
+		t.Errorf("%d requests (models %q, then the fallback); want the first on the CLI's model, the retry on the fallback, one session", len(reqs), reqs[0].Model)
+	}
+	if logs := b.logs(); !strings.Contains(logs, "fallback(claude-fallback)") {
+		t.Errorf("the log has no fallback step:\n%s", logs)
+	}
+}
