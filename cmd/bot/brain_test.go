@@ -470,11 +470,13 @@ func testFailuresAreToldOnce(t *testing.T, c brainCLI) {
 
 // Two messages sent at once in a chat run one after the other, the second
 // resuming the first's session: two runs never share a session at once.
-func TestClaudeCodeRunsAChatsMessagesInTurn(t *testing.T) {
+func TestAgentCLIRunsAChatsMessagesInTurn(t *testing.T) { eachBrain(t, testRunsInTurn) }
+
+func testRunsInTurn(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
 		return agenttest.Message("end_turn", "answered "+lastUserText(req)).HangFor(time.Second)
 	}
-	b := startBrain(t, script)
+	b := startBrain(t, c, script)
 	b.srv.PushMessage(100, 100, "First")
 	b.srv.PushMessage(100, 100, "Second")
 	b.said("answered First")
@@ -494,14 +496,16 @@ func TestClaudeCodeRunsAChatsMessagesInTurn(t *testing.T) {
 
 // After the policy's overloads in a row, the coordinator's next attempt asks
 // for the policy's fallback model (--model), in the same session.
-func TestClaudeCodeFallsBackAfterOverloads(t *testing.T) {
+func TestAgentCLIFallsBackAfterOverloads(t *testing.T) { eachBrain(t, testFallsBack) }
+
+func testFallsBack(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
 		if req.N == 1 {
 			return agenttest.Fail(agenttest.Overload)
 		}
 		return agenttest.Message("end_turn", "answered by "+req.Model)
 	}
-	b := startBrain(t, script, append(fastRetries, `fallback: ""`, `fallback: "claude-fallback"`,
+	b := startBrain(t, c, script, append(fastRetries, `fallback: ""`, `fallback: "claude-fallback"`,
 		"overloads_before_fallback: 3", "overloads_before_fallback: 1")...)
 	b.srv.PushMessage(100, 100, "Say something")
 	b.said("answered by claude-fallback")
