@@ -54,8 +54,9 @@ type CodexModelProvider struct {
 var _ Provider = Codex{}
 
 // codexTokenEnv carries the run's bearer token to Codex, which reads it by
-// name (bearer_token_env_var): the token is in no argument and no file.
-const codexTokenEnv = "COUNTERSIGN_MCP_TOKEN"
+// name (bearer_token_env_var): the token is in no argument and no file. It is
+// not the bot's COUNTERSIGN_MCP_TOKEN, which never reaches a CLI.
+const codexTokenEnv = "COUNTERSIGN_RUN_TOKEN"
 
 // codexOwnTools are the features that give the model tools of its own on the
 // host; each is turned off.

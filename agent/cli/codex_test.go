@@ -270,7 +270,7 @@ func TestCodexCommand(t *testing.T) {
 	}
 	args := strings.Join(c.Args, " ")
 	for _, want := range []string{"exec resume --json --skip-git-repo-check --ignore-user-config",
-		`mcp_servers={countersign={url="http://127.0.0.1:1/mcp", bearer_token_env_var="COUNTERSIGN_MCP_TOKEN", ` +
+		`mcp_servers={countersign={url="http://127.0.0.1:1/mcp", bearer_token_env_var="COUNTERSIGN_RUN_TOKEN", ` +
 			`default_tools_approval_mode="approve", enabled_tools=["commit_send_message", "await_outcome"]}}`,
 		"features.shell_tool=false", `web_search="disabled"`, "agents.enabled=false", `model_provider="mine"`,
 		"request_max_retries=0, stream_max_retries=0", "-m gpt-fallback", "thread-1 -- -rf everything"} {
@@ -278,7 +278,7 @@ func TestCodexCommand(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	if strings.Contains(args, "secret-token") || !slices.Contains(c.Env, "COUNTERSIGN_MCP_TOKEN=secret-token") ||
+	if strings.Contains(args, "secret-token") || !slices.Contains(c.Env, "COUNTERSIGN_RUN_TOKEN=secret-token") ||
 		!slices.Contains(c.Env, "CODEX_HOME=/srv/codex") || len(c.Files) != 0 {
 		t.Errorf("args %q, env %v, files %v: want the token in the environment only", args, c.Env, c.Files)
 	}
