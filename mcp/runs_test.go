@@ -3,12 +3,14 @@ package mcp_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/mcp"
 )
 
 // A run's bearer token binds its session to the task it was made for: a commit
@@ -36,6 +38,19 @@ func TestRunsBindASessionToItsTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	listed, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range listed.Tools {
+		names = append(names, tool.Name)
+	}
+	for _, want := range append([]string{"commit_send_message", "commit_publish_post", "prepare_reply"}, mcp.FollowUpTools...) {
+		if !slices.Contains(names, want) {
+			t.Errorf("the tools %v lack %s, which a run is allowed", names, want)
+		}
+	}
 	_, first := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "one"})
 	_, second := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "two"})
 	for _, res := range []string{first.OperationID, second.OperationID} {
