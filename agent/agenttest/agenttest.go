@@ -1,8 +1,10 @@
-// Package agenttest is a scripted model server for tests. One Server speaks both
-// wire formats the model layer uses, over real HTTP: Anthropic's Messages API
-// (POST /v1/messages) and the Chat Completions API of OpenAI-compatible servers
-// (POST /v1/chat/completions, or /chat/completions for a base URL without /v1),
-// each plain or streamed as the request asks ("stream": true).
+// Package agenttest is a scripted model server for tests. One Server speaks the
+// wire formats the model layer and the agent CLIs use, over real HTTP:
+// Anthropic's Messages API (POST /v1/messages, as Claude Code also speaks it),
+// the Chat Completions API of OpenAI-compatible servers (POST
+// /v1/chat/completions, or /chat/completions for a base URL without /v1), and
+// OpenAI's Responses API as Codex speaks it (POST /v1/responses), each plain or
+// streamed as the request asks ("stream": true).
 //
 // A reply is scripted once, in neither format (Message: text, tool calls, a stop
 // reason; Fail: a failure), and rendered in the format of the request it answers,
@@ -15,6 +17,7 @@
 package agenttest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -26,10 +29,12 @@ import (
 	"time"
 )
 
-// The wire formats, named as the agent package names its providers.
+// The wire formats, named as the agent package names its providers; Responses
+// is the one Codex speaks.
 const (
 	Anthropic = "anthropic"
 	OpenAI    = "openai"
+	Responses = "responses"
 )
 
 // Request is one request the server received.
@@ -37,28 +42,34 @@ type Request struct {
 	// N counts the requests from 1; At is when this one arrived.
 	N  int
 	At time.Time
-	// Format is Anthropic or OpenAI, from the path; "" for a path neither has.
+	// Format is Anthropic, OpenAI or Responses, from the path; "" for a path
+	// none of them has.
 	Format string
 	Path   string
 	Header http.Header
 	Body   []byte
 	// Streamed, Model and MaxTokens are read from the body (MaxTokens from
-	// max_tokens, else max_completion_tokens; 0 when neither is there).
+	// max_tokens, else max_completion_tokens or max_output_tokens; 0 when none
+	// is there).
 	Streamed  bool
 	Model     string
 	MaxTokens int
-	// Messages counts the body's messages, system messages not included (OpenAI
-	// carries the system prompt as one; Anthropic beside them, though Claude Code
-	// also puts role "system" entries among them).
+	// Messages counts the body's messages, system and developer messages not
+	// included (OpenAI carries the system prompt as one; Anthropic beside them,
+	// though Claude Code also puts role "system" entries among them; Codex sends
+	// developer messages in the Responses API's input).
 	Messages int
-	// Tools are the names of the tools the request offers, in its order.
+	// Tools are the names of the tools the request offers, in its order; a tool
+	// in a Responses namespace is named namespace__name
+	// (mcp__countersign__commit_send_message), as Claude Code names it.
 	Tools []string
 	// Results are the tool results the request carries back, in order: the
 	// last one answers the call of the previous reply.
 	Results []ToolResult
 
-	usage bool // stream_options.include_usage
-	turn  int  // the assistant's turn that answers it: its assistant messages + 1
+	usage      bool                 // stream_options.include_usage
+	turn       int                  // the assistant's turn that answers it: its assistant messages + 1
+	namespaces map[string][2]string // a namespaced tool's flat name: its namespace and name
 }
 
 // Server is the scripted model server. Point a provider's base URL at URL (an
@@ -152,6 +163,8 @@ func formatOf(path string) string {
 		return Anthropic
 	case strings.HasSuffix(path, "/chat/completions"):
 		return OpenAI
+	case isResponsesPath(path):
+		return Responses
 	}
 	return ""
 }
@@ -163,18 +176,24 @@ func (s *Server) record(r *http.Request) Request {
 		Model               string `json:"model"`
 		MaxTokens           int    `json:"max_tokens"`
 		MaxCompletionTokens int    `json:"max_completion_tokens"`
+		MaxOutputTokens     int    `json:"max_output_tokens"`
 		Stream              bool   `json:"stream"`
 		StreamOptions       struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
-		Messages []wireMessage `json:"messages"`
-		Tools    []wireTool    `json:"tools"`
+		Messages []wireMessage   `json:"messages"`
+		Tools    json.RawMessage `json:"tools"`
+		Input    []responsesItem `json:"input"`
 	}
 	json.Unmarshal(body, &head) // a body that is not JSON is recorded with its fields empty
 	req := Request{At: time.Now(), Format: formatOf(r.URL.Path), Path: r.URL.Path, Header: r.Header.Clone(), Body: body,
 		Streamed: head.Stream, Model: head.Model, MaxTokens: head.MaxTokens, usage: head.StreamOptions.IncludeUsage}
-	if req.MaxTokens == 0 {
-		req.MaxTokens = head.MaxCompletionTokens
+	req.MaxTokens = cmp.Or(req.MaxTokens, head.MaxCompletionTokens, head.MaxOutputTokens)
+	if req.Format == Responses {
+		var tools []responsesTool
+		json.Unmarshal(head.Tools, &tools)
+		readResponses(&req, head.Input, tools)
+		return s.keep(req)
 	}
 	for _, m := range head.Messages {
 		if m.Role != "system" && m.Role != "developer" {
@@ -185,9 +204,16 @@ func (s *Server) record(r *http.Request) Request {
 			req.turn++
 		}
 	}
-	for _, t := range head.Tools {
+	var tools []wireTool
+	json.Unmarshal(head.Tools, &tools)
+	for _, t := range tools {
 		req.Tools = append(req.Tools, t.name())
 	}
+	return s.keep(req)
+}
+
+// keep numbers req and records it.
+func (s *Server) keep(req Request) Request {
 	req.turn++
 	s.mu.Lock()
 	defer s.mu.Unlock()

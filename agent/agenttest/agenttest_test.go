@@ -2,6 +2,8 @@ package agenttest_test
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -31,6 +33,7 @@ func post(t *testing.T, s *agenttest.Server, path, body string) (*http.Response,
 const (
 	anthropicPath = "/v1/messages"
 	openaiPath    = "/chat/completions"
+	responsesPath = "/v1/responses"
 	request       = `{"model":"m","max_tokens":64,"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`
 	streamRequest = `{"model":"m","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 )
@@ -59,6 +62,8 @@ func TestFailuresCarryTheRecordedHeaders(t *testing.T) {
 		{"openai 503", openaiPath, agenttest.Fail(agenttest.Overload), 503, nil, `"server_is_overloaded"`},
 		{"openai 401", openaiPath, agenttest.Fail(agenttest.AuthError), 401, nil, `"invalid_api_key"`},
 		{"openai 400", "/v1" + openaiPath, agenttest.Fail(agenttest.PromptTooLong), 400, nil, `"context_length_exceeded"`},
+		{"responses 503", responsesPath, agenttest.Fail(agenttest.Overload), 503, nil, `"server_is_overloaded"`},
+		{"responses 429", responsesPath, agenttest.RateLimited(2 * time.Second), 429, map[string]string{"Retry-After": "2"}, `"rate_limit_exceeded"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,6 +107,7 @@ func TestFailAfter(t *testing.T) {
 	tests := []struct{ path, last string }{
 		{anthropicPath, "event: error\ndata: {\"type\":\"error\",\"error\":{\"details\":null,\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}              }\n\n"},
 		{openaiPath, "data: {\"error\":{\"code\":\"server_is_overloaded\",\"message\":\"Our servers are currently overloaded. Please try again later.\",\"param\":null,\"type\":\"service_unavailable_error\"}}\n\n"},
+		{responsesPath, "event: response.failed\ndata: {\"response\":{\"background\":false,\"created_at\":1727346168,\"error\":{\"code\":\"server_is_overloaded\",\"message\":\"Our servers are currently overloaded. Please try again later.\"},\"id\":\"resp_agenttest_failed\",\"metadata\":{},\"object\":\"response\",\"status\":\"failed\",\"usage\":null},\"sequence_number\":1,\"type\":\"response.failed\"}\n\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
@@ -165,10 +171,15 @@ func TestNewServerFuncAndTheRecord(t *testing.T) {
 
 // The server reads what a client sent back: the tools offered and the tool
 // results, from Claude Code's real request (system entries among the messages,
-// the query ?beta=true, always streamed) and from an OpenAI-compatible one; a
+// the query ?beta=true, always streamed), from Codex's real request (the
+// Responses API, MCP tools in a namespace) and from an OpenAI-compatible one; a
 // script answers from the last result.
 func TestTheRequestCarriesToolsAndResults(t *testing.T) {
 	claude, err := os.ReadFile("testdata/claude-code-request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	codex, err := os.ReadFile("testdata/codex-request.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +198,11 @@ func TestTheRequestCarriesToolsAndResults(t *testing.T) {
 			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"one"},{"type":"text","text":"two"}]},` +
 			`{"type":"tool_result","tool_use_id":"b","is_error":true,"content":"denied"}]}],"tools":[{"name":"f"}]}`, 3, []string{"f"},
 			[]agenttest.ToolResult{{UseID: "a", Content: "one\ntwo"}, {UseID: "b", Content: "denied", IsError: true}}},
+		{"codex", responsesPath, string(codex), 2, []string{"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource",
+			"request_user_input", "mcp__countersign__await_outcome", "mcp__countersign__commit_publish_post", "mcp__countersign__commit_send_message",
+			"mcp__countersign__get_operation", "mcp__countersign__list_envelopes", "mcp__countersign__list_pending", "mcp__countersign__prepare_reply",
+			"mcp__countersign__read_envelope", "mcp__countersign__request_verification"},
+			[]agenttest.ToolResult{{UseID: "call_01", Content: "Wall time: 0.0050 seconds\nOutput:\n{\"operations\":[]}"}}},
 		{"openai", openaiPath, `{"model":"m","stream":true,"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"},` +
 			`{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
 			`{"role":"tool","tool_call_id":"call_1","content":"{\"status\":\"pending\"}"}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
@@ -206,7 +222,8 @@ func TestTheRequestCarriesToolsAndResults(t *testing.T) {
 				t.Errorf("answer %d %s:\n%s\nwant the scripted stream", res.StatusCode, res.Header.Get("Content-Type"), body)
 			}
 			r := s.Requests()[0]
-			if r.Format != agenttest.Anthropic && tt.path != openaiPath || r.Messages != tt.messages || !r.Streamed ||
+			format := map[string]string{openaiPath: agenttest.OpenAI, responsesPath: agenttest.Responses}[tt.path]
+			if r.Format != cmp.Or(format, agenttest.Anthropic) || r.Messages != tt.messages || !r.Streamed ||
 				!slices.Equal(r.Tools, tt.tools) || !slices.Equal(r.Results, tt.results) {
 				t.Errorf("request = format %q, %d messages, streamed %v, tools %v, results %+v; want %d, true, %v, %+v",
 					r.Format, r.Messages, r.Streamed, r.Tools, r.Results, tt.messages, tt.tools, tt.results)
@@ -228,11 +245,58 @@ func TestToolCallIDsDifferAcrossTurns(t *testing.T) {
 		{anthropicPath, second, `"id":"toolu_02_01"`},
 		{openaiPath, first, `"id":"call_01"`},
 		{openaiPath, `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[]},{"role":"tool","tool_call_id":"call_01","content":"ok"}]}`, `"id":"call_02_01"`},
+		{responsesPath, `{"model":"m","input":[{"type":"message","role":"user","content":"hi"}]}`, `"call_id":"call_01"`},
+		{responsesPath, `{"model":"m","input":[{"type":"message","role":"user","content":"hi"},{"type":"reasoning"},{"type":"function_call","call_id":"call_01"},` +
+			`{"type":"function_call_output","call_id":"call_01","output":"ok"}]}`, `"call_id":"call_02_01"`},
 	}
 	for _, tt := range tests {
 		s := agenttest.NewServer(t, agenttest.Message("tool_use", "", agenttest.Call("f", `{}`)))
 		if _, body := post(t, s, tt.path, tt.body); !strings.Contains(body, tt.want) {
 			t.Errorf("%s %s:\n%s\nwant %s", tt.path, tt.body, body, tt.want)
 		}
+	}
+}
+
+// Codex reads a Responses stream: response.created, each output item added,
+// its deltas and done, then response.completed with the usage. A script names
+// an MCP tool as Claude Code does, mcp__countersign__list_pending; to a request
+// that offers it in the namespace mcp__countersign, the call goes by its name
+// and that namespace, as Codex calls it (a flat name is "unsupported call").
+func TestResponsesStreamCallsANamespacedTool(t *testing.T) {
+	s := agenttest.NewServer(t, agenttest.Message("tool_use", "Checking.", agenttest.Call("mcp__countersign__list_pending", `{}`)))
+	req := `{"model":"m","stream":true,"input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"d"}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}],` +
+		`"tools":[{"type":"namespace","name":"mcp__countersign","tools":[{"type":"function","name":"list_pending"}]}]}`
+	res, body := post(t, s, responsesPath, req)
+	var types []string
+	var call map[string]any
+	for _, ev := range strings.Split(strings.TrimSpace(body), "\n\n") {
+		name, data, _ := strings.Cut(strings.TrimPrefix(ev, "event: "), "\ndata: ")
+		types = append(types, name)
+		var e struct {
+			Type string         `json:"type"`
+			Item map[string]any `json:"item"`
+		}
+		if err := json.Unmarshal([]byte(data), &e); err != nil || e.Type != name {
+			t.Fatalf("event %q: data %s (%v), want its type inside", name, data, err)
+		}
+		if name == "response.output_item.done" && e.Item["type"] == "function_call" {
+			call = e.Item
+		}
+	}
+	want := []string{"response.created", "response.output_item.added", "response.output_text.delta", "response.output_text.delta",
+		"response.output_item.done", "response.output_item.added", "response.function_call_arguments.delta",
+		"response.function_call_arguments.delta", "response.output_item.done", "response.completed"}
+	if res.StatusCode != 200 || !slices.Equal(types, want) {
+		t.Errorf("got %d with events %v, want %v", res.StatusCode, types, want)
+	}
+	if call["name"] != "list_pending" || call["namespace"] != "mcp__countersign" || call["call_id"] != "call_01" || call["arguments"] != "{}" {
+		t.Errorf("function call %v, want list_pending in namespace mcp__countersign, call_01, arguments {}", call)
+	}
+	if !strings.Contains(body, `"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":5,`) {
+		t.Errorf("no usage in response.completed:\n%s", body)
+	}
+	if r := s.Requests()[0]; r.Format != agenttest.Responses || r.Messages != 1 || !slices.Equal(r.Tools, []string{"mcp__countersign__list_pending"}) {
+		t.Errorf("request = format %q, %d messages, tools %v", r.Format, r.Messages, r.Tools)
 	}
 }

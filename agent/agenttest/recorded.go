@@ -65,7 +65,7 @@ type failureWire struct {
 // too when ms), or names no wait when wait is 0.
 func failure(format string, f Failure, wait time.Duration, ms bool) failureWire {
 	var w failureWire
-	if format == OpenAI {
+	if format != Anthropic { // the Responses API answers with the same error bodies
 		w = openaiFailure(f)
 	} else {
 		w = anthropicFailure(f, wait)

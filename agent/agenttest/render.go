@@ -63,7 +63,10 @@ func (r Reply) render(req Request) (response, error) {
 		return plain(r.Status, req.Format, http.Header{"Content-Type": {"application/json"}}, r.Body), nil
 	case isStream(r.Body):
 		format := OpenAI
-		if bytes.HasPrefix(bytes.TrimSpace(r.Body), []byte("event:")) {
+		switch b := bytes.TrimSpace(r.Body); {
+		case bytes.HasPrefix(b, []byte("event: response.")):
+			format = Responses
+		case bytes.HasPrefix(b, []byte("event:")):
 			format = Anthropic
 		}
 		return response{status: http.StatusOK, header: http.Header{"Content-Type": {"text/event-stream"}},
@@ -92,19 +95,27 @@ func rendered(req Request, m message, streamed bool) response {
 	}
 	m.turn = req.turn
 	if m.id == "" {
-		m.id = fmt.Sprintf("%s_agenttest_%02d", map[string]string{Anthropic: "msg", OpenAI: "chatcmpl"}[req.Format], req.N)
+		m.id = fmt.Sprintf("%s_agenttest_%02d", map[string]string{Anthropic: "msg", OpenAI: "chatcmpl", Responses: "resp"}[req.Format], req.N)
 	}
 	if !streamed {
-		body := anthropicMessage(m)
-		if req.Format == OpenAI {
+		var body []byte
+		switch req.Format {
+		case OpenAI:
 			body = openaiCompletion(m)
+		case Responses:
+			body = responsesPlain(req, m)
+		default:
+			body = anthropicMessage(m)
 		}
 		return plain(http.StatusOK, req.Format, successHeader(req.Format, false), body)
 	}
 	res := response{status: http.StatusOK, header: successHeader(req.Format, true), stream: true, format: req.Format}
-	if req.Format == OpenAI {
+	switch req.Format {
+	case OpenAI:
 		res.parts = openaiChunks(m, req.usage)
-	} else {
+	case Responses:
+		res.parts = responsesEvents(req, m)
+	default:
 		res.parts = anthropicEvents(m)
 	}
 	return res
@@ -138,7 +149,7 @@ func successHeader(format string, stream bool) http.Header {
 
 // ping is what a stream of format sends to show it is alive.
 func ping(format string) []byte {
-	if format == OpenAI {
+	if format != Anthropic {
 		return []byte(": ping\n\n")
 	}
 	return []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n")
@@ -146,8 +157,11 @@ func ping(format string) []byte {
 
 // failEvent is the failure w sent inside a stream of format.
 func failEvent(format string, w failureWire) []byte {
-	if format == OpenAI {
+	switch format {
+	case OpenAI:
 		return fmt.Appendf(nil, "data: %s\n\n", w.event)
+	case Responses:
+		return responsesFailEvent("resp_agenttest_failed", w)
 	}
 	return fmt.Appendf(nil, "event: error\ndata: %s\n\n", w.event)
 }

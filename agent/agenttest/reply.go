@@ -40,7 +40,8 @@ const (
 	// OpenAI's rate_limit_exceeded.
 	RateLimit Failure = iota + 1
 	// Overload is Anthropic's 529 overloaded_error (x-should-retry: true), or an
-	// OpenAI-compatible server's 503 server_is_overloaded.
+	// OpenAI-compatible server's (and the Responses API's) 503
+	// server_is_overloaded, which Codex reports as server_overloaded.
 	Overload
 	// ServerError is a 500: Anthropic's api_error, OpenAI's server_error.
 	ServerError
@@ -148,7 +149,8 @@ func (r Reply) StallAfter(events int, d time.Duration) Reply {
 }
 
 // WithPings has a stalled stream send a ping every d while it stalls: an event
-// "ping" (Anthropic), an SSE comment ": ping" (OpenAI-compatible servers).
+// "ping" (Anthropic), an SSE comment ": ping" (OpenAI-compatible servers, the
+// Responses API).
 func (r Reply) WithPings(d time.Duration) Reply {
 	r.trouble.pings = d
 	return r
@@ -170,7 +172,8 @@ func (r Reply) DropAfter(events int) Reply {
 
 // FailAfter sends the first events of r, then the error f as the service says it
 // inside a stream that began with 200 (Anthropic: an event "error"; OpenAI: a
-// data line with an "error" object), then ends the body. A request that does not
+// data line with an "error" object; Responses: an event "response.failed" with
+// the error's code and message), then ends the body. A request that does not
 // stream gets f's status instead, as the service answers before a body.
 func (r Reply) FailAfter(events int, f Failure) Reply {
 	r.trouble.fail, r.trouble.failWith = point{on: true, after: events}, f

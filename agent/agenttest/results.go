@@ -64,7 +64,7 @@ func contentText(content json.RawMessage) string {
 	json.Unmarshal(content, &parts)
 	var texts []string
 	for _, p := range parts {
-		if p.Type == "text" {
+		if p.Type == "text" || p.Type == "input_text" || p.Type == "output_text" {
 			texts = append(texts, p.Text)
 		}
 	}

@@ -11,16 +11,16 @@ import (
 	"github.com/countersign/countersign/agent/cli"
 )
 
-// read feeds a recorded stream to a fresh Claude Code reader, recording after
-// each line whether a tool call was in flight.
-func read(t *testing.T, name string) (cli.Reader, []bool) {
+// read feeds a recorded stream to a fresh reader of p, recording after each
+// line whether a tool call was in flight.
+func read(t *testing.T, p cli.Provider, name string) (cli.Reader, []bool) {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r := cli.ClaudeCode{}.Reader()
+	r := p.Reader()
 	var inTool []bool
 	s := bufio.NewScanner(f)
 	s.Buffer(nil, 1<<20)
@@ -59,7 +59,7 @@ func TestClaudeCodeReadsItsStream(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.TrimSuffix(tt.file, ".jsonl"), func(t *testing.T) {
-			r, _ := read(t, tt.file)
+			r, _ := read(t, cli.ClaudeCode{}, tt.file)
 			got := r.End(tt.exit)
 			if got.OK != tt.ok || got.Retryable != tt.retry || got.Overload != tt.overload || got.CanContinue() != tt.session || got.Cause != tt.cause {
 				t.Errorf("exit %d: %+v; want ok %v, retryable %v, overload %v, can continue %v, cause %q",
@@ -78,7 +78,7 @@ func TestClaudeCodeReadsItsStream(t *testing.T) {
 // A tool call is in flight from the assistant's tool_use to the user's
 // tool_result, and only then: the stall watch lets a waiting tool be.
 func TestClaudeCodeKnowsWhenAToolRuns(t *testing.T) {
-	_, inTool := read(t, "tooluse.jsonl")
+	_, inTool := read(t, cli.ClaudeCode{}, "tooluse.jsonl")
 	if want := []bool{false, true, false, false, false}; !slices.Equal(inTool, want) {
 		t.Errorf("in a tool after each line: %v, want %v", inTool, want)
 	}

@@ -1,9 +1,12 @@
-// Package clitest runs agent CLIs (Claude Code; the MCP Inspector) headless in
-// tests, the way the bot will run them as providers: a binary installed from npm,
-// a fresh HOME, a minimal environment that names only what the run needs (the
-// model server's address, a test key, the switches that keep the CLI offline and
-// its own retries off), stdin at /dev/null, and the whole process group killed at
-// the end, so that no MCP server the CLI started outlives the test.
+// Package clitest runs agent CLIs (Claude Code, Codex; the MCP Inspector)
+// headless in tests, the way the bot will run them as providers: a binary
+// installed from npm, a fresh HOME (and CODEX_HOME), a minimal environment that
+// names only what the run needs (the model server's address, a test key, the
+// switches that keep the CLI offline and its own retries off), stdin at
+// /dev/null, and the whole process group killed at the end, so that no MCP
+// server the CLI started outlives the test. Each CLI's JSON lines are read into
+// typed events: Event for Claude Code's stream-json, CodexEvent for `codex exec
+// --json`.
 //
 // It lives beside agent/agenttest, the model server these runs talk to, in the
 // model layer where the agent-CLI providers go: their tests, and the end-to-end

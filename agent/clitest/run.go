@@ -3,6 +3,7 @@ package clitest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -213,7 +214,9 @@ func (p *Process) WaitEvent(ctx context.Context, cond func([]Event) bool) ([]Eve
 	}
 }
 
-// add keeps one line of stdout as an event when it is one. Called with p.mu held.
+// add keeps one line of stdout as an event when it is one: a JSON object with
+// a type. A line that is not of Claude Code's shape (Codex's) is kept with its
+// Type and Raw only; Result.Codex reads those. Called with p.mu held.
 func (p *Process) add(line []byte) {
 	line = bytes.TrimSpace(line)
 	if !bytes.HasPrefix(line, []byte("{")) {
@@ -221,7 +224,11 @@ func (p *Process) add(line []byte) {
 	}
 	ev, err := ParseEvent(line)
 	if err != nil {
-		return
+		var head struct{ Type string }
+		if json.Unmarshal(line, &head) != nil || head.Type == "" {
+			return
+		}
+		ev = Event{Type: head.Type, Raw: append(json.RawMessage(nil), line...)}
 	}
 	p.events = append(p.events, ev)
 	close(p.seen)

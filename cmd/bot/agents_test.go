@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -48,8 +49,9 @@ func mcpConfig(command string) string {
 	return string(b)
 }
 
-// toolResult is the contract as Claude Code hands an MCP tool's result to the
-// model: the structured content, as JSON text.
+// toolResult is the contract as an agent CLI hands an MCP tool's result to the
+// model: the structured content, as JSON text (Codex puts a line with the
+// call's wall time before it).
 type toolResult struct {
 	Status      string `json:"status"`
 	OperationID string `json:"operation_id"`
@@ -59,7 +61,11 @@ type toolResult struct {
 
 func readResult(content string) toolResult {
 	var r toolResult
-	json.Unmarshal([]byte(content), &r) // text that is not the contract leaves it empty, and the checks say so
+	body := content
+	if _, out, ok := strings.Cut(content, "\nOutput:\n"); ok { // Codex's: after a "Wall time" line
+		body = out
+	}
+	json.Unmarshal([]byte(body), &r) // text that is not the contract leaves it empty, and the checks say so
 	r.line = content
 	return r
 }
@@ -137,21 +143,22 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 		t.Errorf("final result %q (is_error %v, exit %d); want the outcome the script read", final.Result, final.IsError, r.ExitCode)
 	}
 
-	// Delivered exactly once, along the path of an approved commit; the bot is
-	// stopped first, so that nothing can come after the count.
+	deliveredOnce(t, srv, bot, data, logs, wait, opID, text)
+}
+
+// deliveredOnce checks that operation opID, made over MCP, delivered text to
+// chat 222 exactly once, along the path of an approved commit, in one attempt;
+// it stops the bot first, so that nothing can come after the count.
+func deliveredOnce(t *testing.T, srv *telegramtest.Server, bot *exec.Cmd, data string, logs func() string,
+	wait func(string, func(*telegramtest.Server) bool), opID, text string) {
+	t.Helper()
 	wait("the delivery", func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 })
 	bot.Process.Signal(syscall.SIGTERM)
 	if err := bot.Wait(); err != nil {
 		t.Errorf("bot after SIGTERM: %v\n%s", err, logs())
 	}
-	var sends int
-	for _, c := range srv.CallsTo("sendMessage") {
-		if c.ChatID == 222 {
-			sends++
-		}
-	}
-	if msgs := srv.Messages(222); sends != 1 || len(msgs) != 1 || msgs[0].Text != text {
-		t.Errorf("sendMessage to 222: %d calls, messages %+v; want one, with the text", sends, msgs)
+	if msgs := srv.Messages(222); len(callsTo(srv, "sendMessage", 222)) != 1 || len(msgs) != 1 || msgs[0].Text != text {
+		t.Errorf("sendMessage to 222: %d calls, messages %+v; want one, with the text", len(callsTo(srv, "sendMessage", 222)), msgs)
 	}
 	journalPath := filepath.Join(data, "journal.db")
 	assertPath(t, journalPath, opID, journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed)
@@ -162,6 +169,9 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 	defer j.Close()
 	if op, err := j.Operation(context.Background(), opID); err != nil || op.Attempts != 1 || op.Surface != "mcp" || op.Transport != "telegram" {
 		t.Errorf("journal: %+v (%v); want made over mcp for telegram, sent in 1 attempt", op, err)
+	}
+	if ops, err := j.Operations(context.Background(), journal.Filter{}); err != nil || len(ops) != 1 {
+		t.Errorf("journal: %d operations (%v), want the one", len(ops), err)
 	}
 }
 

@@ -76,8 +76,27 @@ func cliProvider(name string, getenv func(string) string) (cli.Provider, error) 
 			return nil, fmt.Errorf("%s: the claude binary was not found (%v): install npm package @anthropic-ai/claude-code, or set COUNTERSIGN_CLAUDE to its path", name, err)
 		}
 		return cli.ClaudeCode{Path: found}, nil
+	case policy.ProviderCodex:
+		path := orDefault(getenv("COUNTERSIGN_CODEX"), "codex")
+		found, err := exec.LookPath(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the codex binary was not found (%v): install npm package @openai/codex, or set COUNTERSIGN_CODEX to its path", name, err)
+		}
+		return cli.Codex{Path: found, Home: getenv("CODEX_HOME"), ModelProvider: codexModel(getenv)}, nil
 	}
 	return nil, fmt.Errorf("%s: this build does not drive that agent CLI", name)
+}
+
+// codexModel is the model service Codex asks when OPENAI_BASE_URL names one
+// (any server of the Responses API; the key in OPENAI_API_KEY, the model in
+// OPENAI_MODEL), with Codex's own retries off; nil leaves Codex's built-in
+// provider and its login, whose retries Codex does not let anyone turn off.
+func codexModel(getenv func(string) string) *cli.CodexModelProvider {
+	base := getenv("OPENAI_BASE_URL")
+	if base == "" {
+		return nil
+	}
+	return &cli.CodexModelProvider{ID: "countersign-openai", BaseURL: base, EnvKey: "OPENAI_API_KEY", Model: getenv("OPENAI_MODEL")}
 }
 
 func orDefault(v, def string) string {
@@ -106,7 +125,8 @@ var cliVars = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ",
 	"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy", "NODE_EXTRA_CA_CERTS",
 	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
 	"CLAUDE_CONFIG_DIR", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-	"DISABLE_TELEMETRY", "AWS_REGION", "AWS_PROFILE", "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID"}
+	"DISABLE_TELEMETRY", "AWS_REGION", "AWS_PROFILE", "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID",
+	"CODEX_HOME", "OPENAI_API_KEY", "CODEX_API_KEY"}
 
 // cliEnv is the environment an agent CLI starts from: cliVars, those set.
 func cliEnv(getenv func(string) string) []string {

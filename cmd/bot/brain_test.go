@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,9 +22,10 @@ import (
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
-// brain is a bot run with Claude Code as the brain behind chat 100, its model
+// brain is a bot run with an agent CLI as the brain behind chat 100, its model
 // the scripted server.
 type brain struct {
+	cli   brainCLI
 	srv   *telegramtest.Server
 	model *agenttest.Server
 	data  string
@@ -31,15 +34,59 @@ type brain struct {
 	wait  func(string, func(*telegramtest.Server) bool)
 }
 
-// startBrain starts the bot with COUNTERSIGN_AGENT=claude-code, the default
-// policy with edits (old text -> new), and the model answering with script.
-func startBrain(t *testing.T, script func(agenttest.Request) agenttest.Reply, edits ...string) *brain {
+// brainCLI is an agent CLI the brain tests run, with what differs between
+// them: how a failure's cause is labelled in the log, how many messages at
+// least a resumed request carries, and the tools of its own it offers beside
+// Countersign's.
+type brainCLI struct {
+	name          string
+	tool          clitest.Tool
+	overloadCause string
+	// authSaid and overloadSaid begin what the CLI says of a rejected key and
+	// of an overload.
+	authSaid, overloadSaid string
+	resumedHistory         int
+	ownTools               []string
+	// env is the bot's environment for it, against the model server at url.
+	env func(t *testing.T, bin, url string) []string
+}
+
+var (
+	claudeBrain = brainCLI{name: "claude-code", tool: clitest.ClaudeCode, overloadCause: "529", resumedHistory: 5,
+		authSaid: "Invalid API key", overloadSaid: "API Error: 529 Overloaded",
+		env: func(t *testing.T, bin, url string) []string {
+			return append(clitest.ClaudeEnv(url), "COUNTERSIGN_CLAUDE="+bin, "HOME="+t.TempDir())
+		}}
+	// Codex reads Countersign's resources with tools of its own, and offers
+	// request_user_input (which exec answers itself): none touches the host.
+	codexBrain = brainCLI{name: "codex", tool: clitest.Codex, overloadCause: "server_overloaded", resumedHistory: 3,
+		authSaid: "unexpected status 401 Unauthorized", overloadSaid: "Selected model is at capacity",
+		ownTools: []string{"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource", "request_user_input"},
+		env: func(t *testing.T, bin, url string) []string {
+			return []string{"COUNTERSIGN_CODEX=" + bin, "CODEX_HOME=" + t.TempDir(), "HOME=" + t.TempDir(),
+				"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=" + clitest.TestAPIKey,
+				// A model Codex has no metadata for: its tools come as functions.
+				"OPENAI_MODEL=agenttest-model"}
+		}}
+	brainCLIs = []brainCLI{claudeBrain, codexBrain}
+)
+
+// eachBrain runs test once for each agent CLI, as a subtest.
+func eachBrain(t *testing.T, test func(t *testing.T, c brainCLI)) {
+	for _, c := range brainCLIs {
+		t.Run(c.name, func(t *testing.T) { test(t, c) })
+	}
+}
+
+// startBrain starts the bot with COUNTERSIGN_AGENT=c.name, the default policy
+// with edits (old text -> new), and the model answering with script.
+func startBrain(t *testing.T, c brainCLI, script func(agenttest.Request) agenttest.Reply, edits ...string) *brain {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	claude := clitest.Find(t, clitest.ClaudeCode)
-	b := &brain{srv: telegramtest.NewServer(t, telegramtest.Options{Token: childToken})}
+	bin := clitest.Find(t, c.tool)
+	b := &brain{cli: c, srv: telegramtest.NewServer(t, telegramtest.Options{Token: childToken})}
 	b.data, b.logs, b.wait = childData(t, b.srv)
 	src, err := os.ReadFile("../../policies.yaml")
 	if err != nil {
@@ -57,7 +104,7 @@ func startBrain(t *testing.T, script func(agenttest.Request) agenttest.Reply, ed
 		t.Fatal(err)
 	}
 	b.model = agenttest.NewServerFunc(t, script)
-	env := append(clitest.ClaudeEnv(b.model.URL), "COUNTERSIGN_AGENT=claude-code", "COUNTERSIGN_CLAUDE="+claude, "HOME="+t.TempDir())
+	env := append(c.env(t, bin, b.model.URL), "COUNTERSIGN_AGENT="+c.name)
 	b.bot = startBotWith(t, b.srv, b.data, env, "-policies", policies)
 	b.wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
 	return b
@@ -94,21 +141,32 @@ func (b *brain) stop(t *testing.T) *journal.Journal {
 	return j
 }
 
-// sessionHeader is the session id Claude Code names in every request.
-func sessionHeader(r agenttest.Request) string { return r.Header.Get("X-Claude-Code-Session-Id") }
+// sessionHeader is the session id the CLI names in every request: Claude
+// Code's session, Codex's thread.
+func sessionHeader(r agenttest.Request) string {
+	return cmp.Or(r.Header.Get("X-Claude-Code-Session-Id"), r.Header.Get("Thread-Id"))
+}
 
 // lastUserText is the text of the request's last user message, "" when it
-// carries only tool results.
+// carries only tool results (or, for Codex, a tool result came after it).
 func lastUserText(r agenttest.Request) string {
 	var body struct {
 		Messages []struct {
 			Role    string          `json:"role"`
+			Type    string          `json:"type"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
+		Input json.RawMessage `json:"input"` // the Responses API's (Codex)
 	}
 	json.Unmarshal(r.Body, &body)
+	if body.Messages == nil {
+		json.Unmarshal(body.Input, &body.Messages)
+	}
 	for i := len(body.Messages) - 1; i >= 0; i-- {
 		m := body.Messages[i]
+		if m.Type == "function_call_output" {
+			return ""
+		}
 		if m.Role != "user" {
 			continue
 		}
@@ -120,7 +178,8 @@ func lastUserText(r agenttest.Request) string {
 		json.Unmarshal(m.Content, &blocks)
 		var texts []string
 		for _, bl := range blocks {
-			if bl.Type == "text" && !strings.HasPrefix(bl.Text, "<system-reminder>") {
+			if (bl.Type == "text" || bl.Type == "input_text") && !strings.HasPrefix(bl.Text, "<system-reminder>") &&
+				!strings.HasPrefix(bl.Text, "<environment_context>") {
 				texts = append(texts, bl.Text)
 			}
 		}
@@ -151,15 +210,17 @@ func sendFirst(text string) func(agenttest.Request) agenttest.Reply {
 
 var opIDPattern = regexp.MustCompile(`op-[0-9a-z-]+`)
 
-// A message in the chat becomes a Claude Code run that calls
+// A message in the chat becomes a run of the agent CLI that calls
 // commit_send_message through Countersign's own MCP server, in the chat's task:
 // "typing…" while it works, the card in the approver's chat, the CLI's final
 // text in the chat, and one delivery for one tap. The next message resumes the
 // same session, its request carrying the first message's history; /new starts
 // another.
-func TestClaudeCodeIsTheBrain(t *testing.T) {
+func TestAgentCLIIsTheBrain(t *testing.T) { eachBrain(t, testIsTheBrain) }
+
+func testIsTheBrain(t *testing.T, c brainCLI) {
 	const text = "hello from the brain"
-	b := startBrain(t, sendFirst(text))
+	b := startBrain(t, c, sendFirst(text))
 	b.srv.PushMessage(100, 100, "Send hello to chat 222")
 	approveCard(b.srv, b.wait)
 	final := b.said("Asked for approval: op-")
@@ -181,16 +242,16 @@ func TestClaudeCodeIsTheBrain(t *testing.T) {
 		t.Errorf("sessions of the requests: %q %q %q %q; want one for the first two messages, another after /new",
 			session, sessionHeader(reqs[1]), sessionHeader(reqs[2]), sessionHeader(reqs[3]))
 	}
-	if resumed := string(reqs[2].Body); reqs[2].Messages < 5 || !strings.Contains(resumed, "Send hello to chat 222") || !strings.Contains(resumed, opID) {
+	if resumed := string(reqs[2].Body); reqs[2].Messages < c.resumedHistory || !strings.Contains(resumed, "Send hello to chat 222") || !strings.Contains(resumed, opID) {
 		t.Errorf("the resumed request has %d messages; want the first message's history (its text and %s)", reqs[2].Messages, opID)
 	}
 	if fresh := string(reqs[3].Body); strings.Contains(fresh, "Send hello to chat 222") {
 		t.Error("the request after /new carries the old history")
 	}
-	if got, err := j.Session(context.Background(), "claude-code", "100"); err != nil || got != sessionHeader(reqs[3]) {
+	if got, err := j.Session(context.Background(), c.name, "100"); err != nil || got != sessionHeader(reqs[3]) {
 		t.Errorf("the chat's session = %q (%v), want the one after /new, %q", got, err, sessionHeader(reqs[3]))
 	}
-	if tools := reqs[0].Tools; len(tools) == 0 || !allCountersign(tools) {
+	if tools := reqs[0].Tools; len(tools) == 0 || !allCountersign(tools, c.ownTools) {
 		t.Errorf("the model was offered %v; want Countersign's tools only", tools)
 	}
 	assertPath(t, filepath.Join(b.data, "journal.db"), opID, journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed)
@@ -210,10 +271,11 @@ func TestClaudeCodeIsTheBrain(t *testing.T) {
 	}
 }
 
-// allCountersign reports whether every tool name is one of Countersign's.
-func allCountersign(names []string) bool {
+// allCountersign reports whether every tool name is one of Countersign's, or
+// one of the CLI's own that may be.
+func allCountersign(names, own []string) bool {
 	for _, n := range names {
-		if !strings.HasPrefix(n, "mcp__countersign__") {
+		if !strings.HasPrefix(n, "mcp__countersign__") && !slices.Contains(own, n) {
 			return false
 		}
 	}
@@ -245,7 +307,9 @@ var fastRetries = []string{"    base: 1s\n", "    base: 100ms\n"}
 // not the CLI: the second attempt resumes the same session with the
 // continuation prompt, its request carries the call that already returned, and
 // the tool does not run twice; the chat never sees the overload.
-func TestClaudeCodeOverloadIsRetriedInTheSession(t *testing.T) {
+func TestAgentCLIOverloadIsRetriedInTheSession(t *testing.T) { eachBrain(t, testOverloadIsRetried) }
+
+func testOverloadIsRetried(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
 		switch {
 		case lastUserText(req) == cli.ContinuationPrompt:
@@ -255,7 +319,7 @@ func TestClaudeCodeOverloadIsRetriedInTheSession(t *testing.T) {
 		}
 		return sendFirst("held through an overload")(req)
 	}
-	b := startBrain(t, script, fastRetries...)
+	b := startBrain(t, c, script, fastRetries...)
 	b.srv.PushMessage(100, 100, "Send hello to chat 222")
 	b.said("Continued: it waits for approval.")
 	approveCard(b.srv, b.wait)
@@ -285,21 +349,23 @@ func TestClaudeCodeOverloadIsRetriedInTheSession(t *testing.T) {
 		t.Errorf("the chat was told of the withheld overload:\n%s", chat)
 	}
 	logs := b.logs()
-	if !strings.Contains(logs, "retry(529") || strings.Count(logs, `step="start(pid`) != 2 {
-		t.Errorf("the log does not show two attempts with a retry after 529:\n%s", logs)
+	if !strings.Contains(logs, "retry("+c.overloadCause) || strings.Count(logs, `step="start(pid`) != 2 {
+		t.Errorf("the log does not show two attempts with a retry after %s:\n%s", c.overloadCause, logs)
 	}
 }
 
 // A model stream that stalls is cut by the coordinator's watchdog (the
 // policy's stall settings), and the run continues in its session.
-func TestClaudeCodeStallIsCutByTheWatchdog(t *testing.T) {
+func TestAgentCLIStallIsCutByTheWatchdog(t *testing.T) { eachBrain(t, testStallIsCut) }
+
+func testStallIsCut(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
 		if req.N == 1 {
 			return agenttest.Message("end_turn", "never said").StallAfter(1, time.Minute)
 		}
 		return agenttest.Message("end_turn", "Answered after the stall.")
 	}
-	b := startBrain(t, script, append(fastRetries, "stall_warning: 10s", "stall_warning: 500ms", "stall_abort: 45s", "stall_abort: 2s")...)
+	b := startBrain(t, c, script, append(fastRetries, "stall_warning: 10s", "stall_warning: 500ms", "stall_abort: 45s", "stall_abort: 2s")...)
 	start := time.Now()
 	b.srv.PushMessage(100, 100, "Say something")
 	b.said("Answered after the stall.")
@@ -327,11 +393,13 @@ var pidPattern = regexp.MustCompile(`step="start\(pid (\d+)\)"`)
 
 // /stop ends the CLI's run: its whole process group is gone, and the chat is
 // told.
-func TestClaudeCodeStopKillsTheRun(t *testing.T) {
+func TestAgentCLIStopKillsTheRun(t *testing.T) { eachBrain(t, testStopKillsTheRun) }
+
+func testStopKillsTheRun(t *testing.T, c brainCLI) {
 	script := func(agenttest.Request) agenttest.Reply {
 		return agenttest.Message("end_turn", "never said").HangFor(time.Minute)
 	}
-	b := startBrain(t, script)
+	b := startBrain(t, c, script)
 	b.srv.PushMessage(100, 100, "Take your time")
 	b.wait("the model request", func(*telegramtest.Server) bool { return len(b.model.Requests()) == 1 })
 	m := pidPattern.FindStringSubmatch(b.logs())
@@ -344,15 +412,32 @@ func TestClaudeCodeStopKillsTheRun(t *testing.T) {
 	}
 	b.srv.PushMessage(100, 100, "/stop")
 	b.said("Stopped, as you asked")
-	if err := syscall.Kill(-pid, 0); err != syscall.ESRCH {
+	// The group is killed before the chat is told; its members other than
+	// the CLI (Codex's helpers) are reaped by init a moment later.
+	if err := groupGone(pid, 5*time.Second); err != syscall.ESRCH {
 		t.Errorf("after /stop, the process group %d: %v; want it gone (ESRCH)", pid, err)
 	}
 	b.stop(t)
 }
 
+// groupGone waits until process group pgid has no process left, or d has
+// passed, and returns what signal 0 to the group last said (ESRCH: none left).
+func groupGone(pgid int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := syscall.Kill(-pgid, 0)
+		if err == syscall.ESRCH || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond) // another process's reaping is not observable otherwise
+	}
+}
+
 // Failures the coordinator gives up on are told once, in one line: an auth
 // error at once (not retryable), overloads after the policy's attempts.
-func TestClaudeCodeFailuresAreToldOnce(t *testing.T) {
+func TestAgentCLIFailuresAreToldOnce(t *testing.T) { eachBrain(t, testFailuresAreToldOnce) }
+
+func testFailuresAreToldOnce(t *testing.T, c brainCLI) {
 	tests := []struct {
 		name     string
 		reply    agenttest.Reply
@@ -360,13 +445,13 @@ func TestClaudeCodeFailuresAreToldOnce(t *testing.T) {
 		requests int
 		said     string
 	}{
-		{"auth error", agenttest.Fail(agenttest.AuthError), nil, 1, "after 1 attempt(s): Invalid API key"},
+		{"auth error", agenttest.Fail(agenttest.AuthError), nil, 1, "after 1 attempt(s): " + c.authSaid},
 		{"overloads", agenttest.Fail(agenttest.Overload), append([]string{"attempts: 10 ", "attempts: 3 "}, fastRetries...), 3,
-			"after 3 attempt(s): API Error: 529 Overloaded"},
+			"after 3 attempt(s): " + c.overloadSaid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := startBrain(t, func(agenttest.Request) agenttest.Reply { return tt.reply }, tt.edits...)
+			b := startBrain(t, c, func(agenttest.Request) agenttest.Reply { return tt.reply }, tt.edits...)
 			b.srv.PushMessage(100, 100, "Say something")
 			told := b.said("The agent could not finish")
 			b.stop(t)
@@ -376,7 +461,7 @@ func TestClaudeCodeFailuresAreToldOnce(t *testing.T) {
 			if !strings.Contains(told.Text, tt.said) || strings.Contains(told.Text, "\n") {
 				t.Errorf("told %q; want one line with %q", told.Text, tt.said)
 			}
-			if n := strings.Count(texts(b.srv.Messages(100)), "API Error"); n > 1 || strings.Count(texts(b.srv.Messages(100)), "could not finish") != 1 {
+			if n := strings.Count(texts(b.srv.Messages(100)), c.overloadSaid); n > 1 || strings.Count(texts(b.srv.Messages(100)), "could not finish") != 1 {
 				t.Errorf("the chat was told more than once:\n%s", texts(b.srv.Messages(100)))
 			}
 		})
@@ -385,11 +470,13 @@ func TestClaudeCodeFailuresAreToldOnce(t *testing.T) {
 
 // Two messages sent at once in a chat run one after the other, the second
 // resuming the first's session: two runs never share a session at once.
-func TestClaudeCodeRunsAChatsMessagesInTurn(t *testing.T) {
+func TestAgentCLIRunsAChatsMessagesInTurn(t *testing.T) { eachBrain(t, testRunsInTurn) }
+
+func testRunsInTurn(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
 		return agenttest.Message("end_turn", "answered "+lastUserText(req)).HangFor(time.Second)
 	}
-	b := startBrain(t, script)
+	b := startBrain(t, c, script)
 	b.srv.PushMessage(100, 100, "First")
 	b.srv.PushMessage(100, 100, "Second")
 	b.said("answered First")
@@ -409,14 +496,16 @@ func TestClaudeCodeRunsAChatsMessagesInTurn(t *testing.T) {
 
 // After the policy's overloads in a row, the coordinator's next attempt asks
 // for the policy's fallback model (--model), in the same session.
-func TestClaudeCodeFallsBackAfterOverloads(t *testing.T) {
+func TestAgentCLIFallsBackAfterOverloads(t *testing.T) { eachBrain(t, testFallsBack) }
+
+func testFallsBack(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
 		if req.N == 1 {
 			return agenttest.Fail(agenttest.Overload)
 		}
 		return agenttest.Message("end_turn", "answered by "+req.Model)
 	}
-	b := startBrain(t, script, append(fastRetries, `fallback: ""`, `fallback: "claude-fallback"`,
+	b := startBrain(t, c, script, append(fastRetries, `fallback: ""`, `fallback: "claude-fallback"`,
 		"overloads_before_fallback: 3", "overloads_before_fallback: 1")...)
 	b.srv.PushMessage(100, 100, "Say something")
 	b.said("answered by claude-fallback")
