@@ -1,12 +1,10 @@
 package console_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -21,22 +20,7 @@ import (
 )
 
 // lockedBuffer is the console's output, written from more than one goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = syncbuf.Buffer
 
 // /stop typed while the model works ends its turn; the session goes on.
 func TestStopTypedWhileTheModelWorks(t *testing.T) {

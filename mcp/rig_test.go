@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -9,13 +8,13 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/operator"
@@ -35,22 +34,7 @@ const (
 )
 
 // logBuffer collects log lines safely across goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = syncbuf.Buffer
 
 // rig is the process that sends (bot run -mcp-listen): a Telegram bot over the
 // fake Bot API, its operator, and the MCP server on that operator.

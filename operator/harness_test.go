@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -257,22 +257,7 @@ func mustRegistry(t *testing.T, h *harness) *tools.Registry {
 }
 
 // syncBuffer is a log sink safe across goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // withVault gives the harness a vault in a temp folder and reopens the operator.
 func (h *harness) withVault() *harness {

@@ -1,7 +1,6 @@
 package telegram_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,13 +8,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -41,22 +40,7 @@ const watchEvery = 50 * time.Millisecond
 var fast = &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}
 
 // logBuffer collects log lines safely across goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = syncbuf.Buffer
 
 // rig is a bot wired over a real journal and operator, talking over real HTTP to
 // the fake Bot API server. restart stops it and starts a new one on the same

@@ -3,16 +3,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/vault"
 )
@@ -73,22 +72,7 @@ func TestDataFilesArePrivate(t *testing.T) {
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // "bot console" and "bot run" warn at start when the data or vault folder is open to
 // other users, naming the folder and the chmod that closes it; a private one is quiet.
