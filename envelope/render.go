@@ -47,8 +47,11 @@ func (e Envelope) writeFrontMatter(buf *bytes.Buffer) error {
 		at := e.ResolvedAt.UTC()
 		e.ResolvedAt = &at
 	}
+	// The node is encoded from the envelope's shape: Node.Encode writes YAML and
+	// parses it back, and some strings yaml.v3 writes (a tab before a line break)
+	// it cannot parse. styleScalars puts the real strings in afterwards.
 	var doc yaml.Node
-	if err := doc.Encode(e); err != nil {
+	if err := doc.Encode(e.shape()); err != nil {
 		return err
 	}
 	styleScalars(&doc, e.frontStrings())
@@ -78,6 +81,18 @@ func styleScalars(m *yaml.Node, strs map[string]string) {
 			v.Style = yaml.DoubleQuotedStyle
 		}
 	}
+}
+
+// shape is e with every non-empty string field replaced by a plain word: the same
+// keys in the same order, and no string for the encoder to trip on.
+func (e Envelope) shape() Envelope {
+	v := reflect.ValueOf(&e).Elem()
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if fv := v.FieldByIndex(f.Index); f.Type.Kind() == reflect.String && fv.String() != "" {
+			fv.SetString("x")
+		}
+	}
+	return e
 }
 
 // frontStrings maps the front matter key of each string field to its value.
