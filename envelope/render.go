@@ -83,12 +83,13 @@ func styleScalars(m *yaml.Node, strs map[string]string) {
 	}
 }
 
-// shape is e with every non-empty string field replaced by a plain word: the same
-// keys in the same order, and no string for the encoder to trip on.
+// shape is e with every non-empty UTF-8 string field replaced by a plain word:
+// the same keys in the same order, and no string for the encoder to trip on. A
+// string that is not UTF-8 stays: yaml.v3 writes it as !!binary, in base64.
 func (e Envelope) shape() Envelope {
 	v := reflect.ValueOf(&e).Elem()
 	for _, f := range reflect.VisibleFields(v.Type()) {
-		if fv := v.FieldByIndex(f.Index); f.Type.Kind() == reflect.String && fv.String() != "" {
+		if fv := v.FieldByIndex(f.Index); f.Type.Kind() == reflect.String && fv.String() != "" && utf8.ValidString(fv.String()) {
 			fv.SetString("x")
 		}
 	}
