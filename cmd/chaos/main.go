@@ -40,6 +40,7 @@ func main() {
 	flag.StringVar(&c.Policies, "policies", "policies.yaml", "policy file to start from")
 	flag.BoolVar(&c.Verbose, "v", false, "print every action")
 	flag.Float64Var(&c.ModelShare, "model", 0.3, "share of the sends made as plain text, by a model turn against the scripted model (0: no model)")
+	flag.Float64Var(&c.MCPShare, "mcp", 0.2, "share of the sends made by outside agents over MCP, half through `bot mcp` over stdio beside the bot, half over HTTP to its -mcp-listen (0: none)")
 	flag.BoolVar(&c.FullDisk, "full-disk", true, "put the data folder on a small tmpfs and fill it at times (needs root)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
