@@ -118,8 +118,11 @@ func (w *world) check() *Report {
 		}
 	}
 	deliveries := w.deliveries()
-	for _, n := range deliveries {
+	for text, n := range deliveries {
 		r.Delivered += n
+		if n > 1 && len(wentOut(byText[text])) >= n {
+			r.Actions["delivered once per operation, by two operations of one text (a cut MCP commit asked again)"]++
+		}
 	}
 	r.Invariants = []Invariant{
 		w.noDuplicates(deliveries, byText),

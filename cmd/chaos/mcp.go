@@ -35,6 +35,7 @@ const stdioAgents, httpAgents = 2, 2
 // agents are the MCP callers of a run and what each of them saw.
 type agents struct {
 	w       *world
+	ctx     context.Context // the run's: interrupted, the callers stop following
 	callers []*caller
 	addr    string // the bot's -mcp-listen address
 	jobs    sync.WaitGroup
@@ -67,14 +68,14 @@ type caller struct {
 
 // newAgents makes the callers; none is connected yet. addr is a free loopback
 // address for the bot's -mcp-listen.
-func newAgents(w *world, root string) (*agents, error) {
+func newAgents(ctx context.Context, w *world, root string) (*agents, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	a := &agents{w: w, addr: addr, count: map[string]int{}, calls: map[string]int{}, views: map[string]tools.Result{}, texts: map[string]string{}, looked: map[string]bool{}}
+	a := &agents{ctx: ctx, w: w, addr: addr, count: map[string]int{}, calls: map[string]int{}, views: map[string]tools.Result{}, texts: map[string]string{}, looked: map[string]bool{}}
 	for i := range stdioAgents + httpAgents {
 		c := &caller{a: a, http: i >= stdioAgents, rnd: rand.New(rand.NewPCG(uint64(w.cfg.Seed), uint64(0xa9e+i)))}
 		c.name = fmt.Sprintf("chaos-stdio-%d", i)
@@ -292,7 +293,7 @@ func (c *caller) call(name string, args map[string]any, tries int) (tools.Result
 func (c *caller) send(target int64, text string) {
 	args := map[string]any{"chat_id": fmt.Sprint(target), "text": text}
 	var id string
-	for attempt := 0; id == "" && attempt < 20; attempt++ {
+	for attempt := 0; id == "" && attempt < 20 && c.a.ctx.Err() == nil; attempt++ {
 		c.a.mu.Lock()
 		c.a.calls[text]++
 		c.a.commits++
@@ -373,7 +374,7 @@ func (c *caller) findPending(target int64, text string) string {
 func (c *caller) follow(id string) {
 	began := time.Now()
 	asked := false
-	for time.Since(began) < 3*time.Minute {
+	for time.Since(began) < 3*time.Minute && c.a.ctx.Err() == nil {
 		name, args := "await_outcome", map[string]any{"operation_id": id, "timeout_s": 2 + c.rnd.IntN(8)}
 		if c.rnd.IntN(4) == 0 {
 			name, args = "get_operation", map[string]any{"operation_id": id}

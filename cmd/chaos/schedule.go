@@ -38,6 +38,9 @@ func (w *world) storm(ctx context.Context, policies string) {
 			if renumber {
 				w.underTheKill() // updates the bot may have read and not confirmed
 			}
+			if w.agents != nil && w.rnd.IntN(3) == 0 {
+				w.mcpUnderTheKill(kills)
+			}
 			w.note("kill -9 and restart")
 			w.kill()
 			if w.rnd.IntN(2) == 0 {
@@ -425,6 +428,32 @@ func (w *world) retryUnderTheKill(s *seen, op journal.Operation) {
 	w.kill()
 	if err := w.start(w.policies); err != nil {
 		fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
+	}
+}
+
+// mcpUnderTheKill has an HTTP caller commit to a chat an auto_approve rule
+// covers (the bot runs the commit within the call), Telegram take the message and
+// never answer, and leaves the kill to cut the call: the agent does not know
+// whether its commit was journaled, and either finds it in list_pending or calls
+// again in a new session. The second call is a second operation, by design: the
+// operation cut is unknown (it did arrive), and the new one is approved by the
+// rule and sent.
+func (w *world) mcpUnderTheKill(n int) {
+	chat := int64(autoChat + w.rnd.IntN(autoChats))
+	text := fmt.Sprintf("chaos %d mcp %d cut", w.cfg.Seed, n)
+	w.note("MCP commit over HTTP, killed while its send hangs")
+	w.srv.Inject(telegramtest.AcceptThenHang().For("sendMessage").InChat(chat))
+	w.agents.send(stdioAgents+w.rnd.IntN(httpAgents), chat, text)
+	took := func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(chat) {
+			if m.RawText == text && m.ReplyLost {
+				return true
+			}
+		}
+		return false
+	}
+	if w.srv.WaitTimeout(10*time.Second, took) != nil {
+		w.note("MCP commit killed before its send was taken")
 	}
 }
 

@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	}
 	w.policies = policies
 	if cfg.MCPShare > 0 {
-		if w.agents, err = newAgents(w, root); err != nil {
+		if w.agents, err = newAgents(ctx, w, root); err != nil {
 			return nil, err
 		}
 	}
