@@ -256,8 +256,10 @@ func (c *caller) try(name string, args map[string]any, progress bool) (tools.Res
 		if c.a.w.cfg.Verbose {
 			fmt.Fprintf(c.a.w.out, "  mcp: %s %s: %v\n", c.name, name, err)
 		}
+		// A JSON-RPC error the server wrote (not the transport's own -32005: the
+		// request never got an answer).
 		var answered *jsonrpc.Error
-		if errors.As(err, &answered) {
+		if errors.As(err, &answered) && answered.Code != codeRejectedByTransport {
 			return tools.Result{}, nil, fmt.Errorf("%w: %w", errAnswered, err) // the session is fine
 		}
 		c.lost(cs)
@@ -268,6 +270,10 @@ func (c *caller) try(name string, args map[string]any, progress bool) (tools.Res
 	json.Unmarshal(b, &r)
 	return r, res, nil
 }
+
+// codeRejectedByTransport is the SDK's code for a request its transport could
+// not deliver, or whose answer it lost (jsonrpc2.ErrRejected, internal).
+const codeRejectedByTransport = -32005
 
 // errAnswered is a call the server answered with a protocol error, not a result:
 // the session goes on.
