@@ -9,6 +9,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/tools"
 )
 
 // smallDisk mounts a tmpfs of 16 MiB for the test and returns its folder; the
@@ -95,5 +99,36 @@ func TestAnAttemptAFullDiskRefusedGoesOnWhenSpaceReturns(t *testing.T) {
 				t.Errorf("sent %d times, want %d", n, max(want, 1))
 			}
 		})
+	}
+}
+
+// A task whose first call the full disk refused was never stored: Begin returns
+// no task id for it, so that a surface keeping the task of a session (an MCP
+// session's) does not run its later calls in a task that does not exist, each
+// failing "task not found" long after space returned.
+func TestABeginAFullDiskRefusedLeavesNoTask(t *testing.T) {
+	h := newHarness(t)
+	dir := smallDisk(t)
+	h.file = filepath.Join(dir, "journal.db")
+	h.open()
+	filler := filepath.Join(dir, "filler")
+	ctx := context.Background()
+	fill(t, filler)
+	task, _, err := h.op.Begin(ctx, journal.Task{Surface: "mcp", Summary: "a session"}, operator.Call{Tool: "commit_send_message", Args: sendArgs("222", "refused by the full disk")})
+	if err == nil {
+		t.Fatal("Begin on a full disk succeeded, so this tests nothing")
+	}
+	if task.ID != "" {
+		if _, err := h.j.Task(ctx, task.ID); err != nil {
+			t.Errorf("Begin returned task %s, which is not stored (%v): a later call in it fails", task.ID, err)
+		}
+	}
+	os.Remove(filler)
+	task, r, err := h.op.Begin(ctx, journal.Task{Surface: "mcp", Summary: "a session"}, operator.Call{Tool: "commit_send_message", Args: sendArgs("222", "asked again with room")})
+	if err != nil || r.Status != tools.StatusPending || task.ID == "" {
+		t.Fatalf("Begin with room = %v, %+v, %v; want a stored task and a pending commit", task, r, err)
+	}
+	if _, err := h.j.Task(ctx, task.ID); err != nil {
+		t.Errorf("task %s: %v", task.ID, err)
 	}
 }

@@ -186,7 +186,8 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 // crash before that write leaves nothing, for a replay to start afresh. A task
 // whose Origin was seen before is refused with journal.ErrDuplicate, and a call of
 // an unknown tool with ErrUnknownTool; neither stores anything. It returns the task
-// as stored.
+// as stored, or with no ID when nothing was (the write refused, by a full disk):
+// a later call begins a task afresh instead of running in one that does not exist.
 func (o *Operator) Begin(ctx context.Context, t journal.Task, c Call) (journal.Task, tools.Result, error) {
 	t.Policy = o.opts.Policy
 	if t.Origin != "" {
@@ -198,6 +199,9 @@ func (o *Operator) Begin(ctx context.Context, t journal.Task, c Call) (journal.T
 	}
 	nt := &newTask{Task: t}
 	r, err := o.call(ctx, nt, c)
+	if !nt.stored {
+		nt.Task.ID = "" // the journal named it in a transaction that did not commit
+	}
 	return nt.Task, r, err
 }
 

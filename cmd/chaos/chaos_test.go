@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestChaosShortRun(t *testing.T) {
 		t.Skip("builds and runs the bot binary for half a minute")
 	}
 	var out bytes.Buffer
-	rep, err := Run(context.Background(), Config{Seed: 11, Ops: 30, Kills: 2, Duration: 25 * time.Second, Chats: 12, ModelShare: 0.3, FullDisk: true,
+	rep, err := Run(context.Background(), Config{Seed: 11, Ops: 30, Kills: 2, Duration: 25 * time.Second, Chats: 12, ModelShare: 0.3, MCPShare: 0.3, FullDisk: true,
 		Policies: "../../policies.yaml"}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +32,9 @@ func TestChaosShortRun(t *testing.T) {
 	if rep.Actions["kill -9 and restart"] != 2 || rep.Delivered == 0 || rep.Actions["plain text for a model turn"] == 0 || rep.ModelRequests == 0 {
 		t.Errorf("the run did not do what it says:\n%s", out.String())
 	}
+	if rep.Actions["send by an MCP caller"] == 0 || rep.MCPCommits == 0 || rep.MCPReconnects == 0 {
+		t.Errorf("the run made no MCP sends, or no caller lost its session to a kill:\n%s", out.String())
+	}
 	if rep.FullDisk && rep.Actions["full disk"] == 0 {
 		t.Errorf("the disk was mounted and never filled:\n%s", out.String())
 	}
@@ -40,13 +44,24 @@ func TestChaosShortRun(t *testing.T) {
 // The checks catch what they name: a check that cannot fail proves nothing.
 func TestInvariantsCatchBrokenPromises(t *testing.T) {
 	w := &world{}
-	if in := w.noDuplicates(map[string]int{"once": 1, "twice": 2}); len(in.Broken) != 1 || !strings.Contains(in.Broken[0], "twice") {
-		t.Errorf("a text delivered twice: %+v", in)
+	// Two operations of one text: an MCP caller asked again after its commit call
+	// was cut. Two messages are theirs; a third is one delivered twice.
+	asked := func(text string, n int) []journal.Operation {
+		var ops []journal.Operation
+		for i := range n {
+			ops = append(ops, journal.Operation{ID: fmt.Sprintf("op-%s%d", text[:3], i), State: journal.Committed, Payload: tools.Payload{Text: text}})
+		}
+		return ops
+	}
+	texts := map[string][]journal.Operation{"once": asked("once", 1), "twice": asked("twice", 1), "again": asked("again", 2), "thrice": asked("thrice", 2)}
+	if in := w.noDuplicates(map[string]int{"once": 1, "twice": 2, "again": 2, "thrice": 3}, texts); len(in.Broken) != 2 ||
+		!strings.Contains(in.Broken[0]+in.Broken[1], `"twice"`) || !strings.Contains(in.Broken[0]+in.Broken[1], `"thrice"`) {
+		t.Errorf("a text delivered twice by one operation, three times by two: %+v", in)
 	}
 	committed := journal.Operation{ID: "op-aaaaaa", State: journal.Committed, Payload: tools.Payload{Text: "never arrived"}}
 	unknown := journal.Operation{ID: "op-bbbbbb", State: journal.Unknown, Payload: tools.Payload{Text: "arrived"}}
 	failed := journal.Operation{ID: "op-cccccc", State: journal.Failed, Payload: tools.Payload{Text: "arrived anyway"}}
-	byText := map[string]journal.Operation{committed.Payload.Text: committed, unknown.Payload.Text: unknown, failed.Payload.Text: failed}
+	byText := map[string][]journal.Operation{committed.Payload.Text: {committed}, unknown.Payload.Text: {unknown}, failed.Payload.Text: {failed}}
 	in := w.journalMatchesTelegram([]journal.Operation{committed, unknown, failed},
 		map[string]int{"arrived": 1, "arrived anyway": 1, "a stray": 1}, byText)
 	if got := strings.Join(in.Broken, "\n"); len(in.Broken) != 3 || !strings.Contains(got, "op-aaaaaa") ||
@@ -64,5 +79,39 @@ func TestInvariantsCatchBrokenPromises(t *testing.T) {
 	left := []journal.Operation{{ID: "op-dddddd", State: journal.Committing}, {ID: "op-eeeeee", State: journal.Unknown}}
 	if in := everyOperationEnded(left); len(in.Broken) != 2 {
 		t.Errorf("an operation left committing and an unknown without envelope: %+v", in)
+	}
+}
+
+// The MCP checks catch what they name: an operation of a caller missing, made by
+// another surface, or made twice by one call; and a result the journal
+// contradicts.
+func TestMCPInvariantsCatchBrokenPromises(t *testing.T) {
+	mcpOp := func(id, text string, st journal.State) journal.Operation {
+		return journal.Operation{ID: id, Tool: "commit_send_message", Surface: "mcp", Transport: "telegram", State: st, Payload: tools.Payload{Text: text}}
+	}
+	a := &agents{calls: map[string]int{"chaos 1 mcp 1": 1, "chaos 1 mcp 2": 1, "chaos 1 mcp 3": 2},
+		texts: map[string]string{"op-mmmmm1": "chaos 1 mcp 1", "op-mmmmm2": "chaos 1 mcp 2", "op-gone00": "chaos 1 mcp 4"}}
+	other := mcpOp("op-mmmmm2", "chaos 1 mcp 2", journal.Committed)
+	other.Surface = "telegram"
+	all := []journal.Operation{mcpOp("op-mmmmm1", "chaos 1 mcp 1", journal.Committed), mcpOp("op-mmmmm5", "chaos 1 mcp 1", journal.Committed),
+		other, mcpOp("op-mmmmm3", "chaos 1 mcp 3", journal.Committed), mcpOp("op-mmmmm4", "chaos 1 mcp 3", journal.Rejected)}
+	in := a.operationsJournaled(all)
+	if got := strings.Join(in.Broken, "\n"); len(in.Broken) != 4 || !strings.Contains(got, `"chaos 1 mcp 1": 2 operations from 1`) ||
+		!strings.Contains(got, "op-gone00") || strings.Count(got, "op-mmmmm2") != 2 {
+		t.Errorf("MCP operations against the journal:\n%s", got)
+	}
+
+	committed := tools.Result{Status: tools.StatusSucceeded, SideEffect: tools.SideEffectCommitted}
+	stopped := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop}
+	pending := tools.Result{Status: tools.StatusPending, SideEffect: tools.SideEffectPrepared}
+	a.broken = []string{"op-live00 reported committed over MCP, and Telegram holds no \"x\""}
+	a.views = map[string]tools.Result{"op-v1": committed, "op-v2": stopped, "op-v3": pending, "op-v4": pending, "op-v5": stopped, "op-v6": committed}
+	a.looked = map[string]bool{"op-v3": true} // op-v4's last look failed: its view is old
+	ops := []journal.Operation{mcpOp("op-v1", "t1", journal.Unknown), mcpOp("op-v2", "t2", journal.Committed), mcpOp("op-v3", "t3", journal.Rejected),
+		mcpOp("op-v4", "t4", journal.Rejected), mcpOp("op-v5", "t5", journal.Expired), mcpOp("op-v6", "t6", journal.Committed)}
+	in = a.viewsHold(ops, map[string]int{"t2": 1, "t5": 1, "t6": 1})
+	if got := strings.Join(in.Broken, "\n"); len(in.Broken) != 5 || !strings.Contains(got, "op-live00") || !strings.Contains(got, "op-v1:") ||
+		!strings.Contains(got, "op-v2:") || !strings.Contains(got, "op-v3:") || !strings.Contains(got, "op-v5: the caller was told nothing was sent") {
+		t.Errorf("MCP results against the journal:\n%s", got)
 	}
 }

@@ -26,9 +26,13 @@ type Report struct {
 	Drafts    int // prepare_reply operations of model turns: drafts have no end state
 	// ModelRequests is how many requests the scripted model received, retries included.
 	ModelRequests int
-	Elapsed       time.Duration
-	FullDisk      bool // the data folder was on its own disk, to be filled
-	Invariants    []Invariant
+	// MCPCalls are the tool calls the MCP callers made; MCPCommits their commit
+	// calls (a call again after one was cut or found no bot counts again);
+	// MCPReconnects the sessions they made again after one was lost.
+	MCPCalls, MCPCommits, MCPReconnects int
+	Elapsed                             time.Duration
+	FullDisk                            bool // the data folder was on its own disk, to be filled
+	Invariants                          []Invariant
 }
 
 // Invariant is one promise and what broke it, if anything did.
@@ -60,6 +64,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "messages delivered to target chats: %d\n", r.Delivered)
 	fmt.Fprintf(w, "drafts prepared by model turns: %d; model requests: %d\n", r.Drafts, r.ModelRequests)
+	fmt.Fprintf(w, "MCP calls: %d, of them commits: %d; MCP sessions made again: %d\n", r.MCPCalls, r.MCPCommits, r.MCPReconnects)
 	fmt.Fprintf(w, "run took %s\n", r.Elapsed.Round(time.Second))
 	fmt.Fprintln(w, "invariants:")
 	for _, in := range r.Invariants {
@@ -105,19 +110,22 @@ func (w *world) check() *Report {
 	}
 	ops := commits(all)
 	r.Drafts = len(all) - len(ops)
-	byText := map[string]journal.Operation{}
+	byText := map[string][]journal.Operation{}
 	for _, op := range ops {
 		r.EndStates[op.State]++
 		if op.Payload.Text != "" {
-			byText[op.Payload.Text] = op
+			byText[op.Payload.Text] = append(byText[op.Payload.Text], op)
 		}
 	}
 	deliveries := w.deliveries()
-	for _, n := range deliveries {
+	for text, n := range deliveries {
 		r.Delivered += n
+		if n > 1 && len(wentOut(byText[text])) >= n {
+			r.Actions["delivered once per operation, by two operations of one text (a cut MCP commit asked again)"]++
+		}
 	}
 	r.Invariants = []Invariant{
-		w.noDuplicates(deliveries),
+		w.noDuplicates(deliveries, byText),
 		w.nothingUnapproved(ctx, j, deliveries, byText),
 		w.journalMatchesTelegram(ops, deliveries, byText),
 		everyOperationEnded(ops),
@@ -125,6 +133,9 @@ func (w *world) check() *Report {
 		noToolRanTwice(all),
 		w.journalAndVaultAgree(ops),
 		w.noSecrets(),
+	}
+	if w.agents != nil {
+		r.Invariants = append(r.Invariants, w.agents.operationsJournaled(all), w.agents.viewsHold(ops, deliveries))
 	}
 	return r
 }
@@ -141,33 +152,47 @@ func (w *world) deliveries() map[string]int {
 	return got
 }
 
-func (w *world) noDuplicates(deliveries map[string]int) Invariant {
+// noDuplicates: no operation delivered twice. Every text of a run is one
+// operation's, except where an MCP caller asked again after its commit call was
+// cut by a kill, not knowing whether it had been journaled: that is a second
+// operation, by design, and approved too it is a second message. So a text may
+// arrive as often as it has operations that went out, and never more.
+func (w *world) noDuplicates(deliveries map[string]int, byText map[string][]journal.Operation) Invariant {
 	in := Invariant{Name: "no operation delivered twice"}
 	for text, n := range deliveries {
-		if n > 1 {
-			in.Broken = append(in.Broken, fmt.Sprintf("%q delivered %d times", text, n))
+		if out := len(wentOut(byText[text])); n > max(1, out) {
+			in.Broken = append(in.Broken, fmt.Sprintf("%q delivered %d times by %d operations", text, n, out))
 		}
 	}
 	return in
 }
 
-func (w *world) nothingUnapproved(ctx context.Context, j *journal.Journal, deliveries map[string]int, byText map[string]journal.Operation) Invariant {
+// wentOut are the operations that may have reached Telegram: committed or unknown.
+func wentOut(ops []journal.Operation) []journal.Operation {
+	var out []journal.Operation
+	for _, op := range ops {
+		if op.State == journal.Committed || op.State == journal.Unknown {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+func (w *world) nothingUnapproved(ctx context.Context, j *journal.Journal, deliveries map[string]int, byText map[string][]journal.Operation) Invariant {
 	in := Invariant{Name: "nothing delivered without an approval or an auto-approve rule"}
 	for text := range deliveries {
-		op, ok := byText[text]
-		if !ok {
-			continue // reported by the next invariant
-		}
-		a, err := j.LatestApproval(ctx, op.ID)
-		switch {
-		case err != nil:
-			in.Broken = append(in.Broken, fmt.Sprintf("%s delivered with no approval: %v", op.ID, err))
-		case a.Decision != journal.DecideApprove:
-			in.Broken = append(in.Broken, fmt.Sprintf("%s delivered, its approval is %q", op.ID, a.Decision))
-		case a.DecidedBy == journal.ByPolicy && !isAuto(op.Payload.Target):
-			in.Broken = append(in.Broken, fmt.Sprintf("%s auto-approved to %s, which no rule covers", op.ID, op.Payload.Target))
-		case a.DecidedBy != journal.ByPolicy && a.DecidedBy != operator && a.DecidedBy != approver:
-			in.Broken = append(in.Broken, fmt.Sprintf("%s approved by %d, who is not an approver", op.ID, a.DecidedBy))
+		for _, op := range wentOut(byText[text]) { // none: reported by the next invariant
+			a, err := j.LatestApproval(ctx, op.ID)
+			switch {
+			case err != nil:
+				in.Broken = append(in.Broken, fmt.Sprintf("%s delivered with no approval: %v", op.ID, err))
+			case a.Decision != journal.DecideApprove:
+				in.Broken = append(in.Broken, fmt.Sprintf("%s delivered, its approval is %q", op.ID, a.Decision))
+			case a.DecidedBy == journal.ByPolicy && !isAuto(op.Payload.Target):
+				in.Broken = append(in.Broken, fmt.Sprintf("%s auto-approved to %s, which no rule covers", op.ID, op.Payload.Target))
+			case a.DecidedBy != journal.ByPolicy && a.DecidedBy != operator && a.DecidedBy != approver:
+				in.Broken = append(in.Broken, fmt.Sprintf("%s approved by %d, who is not an approver", op.ID, a.DecidedBy))
+			}
 		}
 	}
 	return in
@@ -178,20 +203,23 @@ func isAuto(target string) bool {
 	return err == nil && id >= autoChat && id < autoChat+autoChats
 }
 
-func (w *world) journalMatchesTelegram(ops []journal.Operation, deliveries map[string]int, byText map[string]journal.Operation) Invariant {
+func (w *world) journalMatchesTelegram(ops []journal.Operation, deliveries map[string]int, byText map[string][]journal.Operation) Invariant {
 	in := Invariant{Name: "committed means delivered, and every delivery is known to the journal"}
+	committed := map[string]int{}
 	for _, op := range ops {
-		if op.State == journal.Committed && deliveries[op.Payload.Text] == 0 {
-			in.Broken = append(in.Broken, fmt.Sprintf("%s is committed, and Telegram holds no %q", op.ID, op.Payload.Text))
+		if op.State == journal.Committed {
+			if committed[op.Payload.Text]++; committed[op.Payload.Text] > deliveries[op.Payload.Text] {
+				in.Broken = append(in.Broken, fmt.Sprintf("%s is committed, and Telegram holds no %q for it", op.ID, op.Payload.Text))
+			}
 		}
 	}
 	for text := range deliveries {
-		op, ok := byText[text]
+		ops, ok := byText[text]
 		switch {
 		case !ok:
 			in.Broken = append(in.Broken, fmt.Sprintf("%q was delivered and the journal knows no operation for it", text))
-		case op.State != journal.Committed && op.State != journal.Unknown:
-			in.Broken = append(in.Broken, fmt.Sprintf("%s was delivered and the journal says %s", op.ID, op.State))
+		case len(wentOut(ops)) == 0:
+			in.Broken = append(in.Broken, fmt.Sprintf("%s was delivered and the journal says %s", ops[0].ID, ops[0].State))
 		}
 	}
 	return in
@@ -295,7 +323,8 @@ func noToolRanTwice(ops []journal.Operation) Invariant {
 	return in
 }
 
-// noSecrets looks for the bot token in every file of the data folder and the log.
+// noSecrets looks for the bot token, the model's API key and the MCP bearer token
+// in every file of the data folder and in the logs of the bot and of bot mcp.
 func (w *world) noSecrets() Invariant {
 	in := Invariant{Name: "no secret in any file or log line"}
 	secret := token[strings.Index(token, ":")+1:]
@@ -307,6 +336,9 @@ func (w *world) noSecrets() Invariant {
 		if err == nil && strings.Contains(string(b), modelKey) {
 			in.Broken = append(in.Broken, path+" holds the model's API key")
 		}
+		if err == nil && strings.Contains(string(b), mcpToken) {
+			in.Broken = append(in.Broken, path+" holds the MCP bearer token")
+		}
 	}
 	filepath.WalkDir(w.dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
@@ -315,5 +347,12 @@ func (w *world) noSecrets() Invariant {
 		return nil
 	})
 	check(w.log.Name())
+	if w.agents != nil {
+		for _, c := range w.agents.callers {
+			if c.log != nil {
+				check(c.log.Name()) // a stdio bot mcp's stderr
+			}
+		}
+	}
 	return in
 }

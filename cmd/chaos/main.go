@@ -3,7 +3,9 @@
 // connections dropped before and after Telegram accepted a message, slow and hung
 // answers, updates delivered twice, double taps, strangers, approvals left to
 // expire, /resolve and /retry from the phone, bot ops and bot vault beside the bot,
-// and SIGKILL followed by a restart, many times), then checks the promises:
+// and SIGKILL followed by a restart, many times), with some of the sends made by
+// model turns and some by outside agents over MCP (bot mcp over stdio beside the
+// bot, and HTTP to its -mcp-listen), then checks the promises:
 //
 //   - no operation delivered twice;
 //   - nothing delivered without an approval or an auto-approve rule;
@@ -11,7 +13,9 @@
 //     does not know as committed or unknown;
 //   - every operation ended, or is unknown with an envelope; none left committing;
 //   - every command Telegram handed over was taken exactly once;
-//   - the journal and the vault agree; no secret in any file or log line.
+//   - the journal and the vault agree; no secret in any file or log line;
+//   - every MCP operation is journaled (surface mcp, transport telegram), and
+//     what the MCP tools reported, the journal and Telegram bear out.
 //
 // It prints the seed, the counts per fault and per end state and each invariant,
 // and exits 1 when one is broken.
@@ -40,6 +44,7 @@ func main() {
 	flag.StringVar(&c.Policies, "policies", "policies.yaml", "policy file to start from")
 	flag.BoolVar(&c.Verbose, "v", false, "print every action")
 	flag.Float64Var(&c.ModelShare, "model", 0.3, "share of the sends made as plain text, by a model turn against the scripted model (0: no model)")
+	flag.Float64Var(&c.MCPShare, "mcp", 0.2, "share of the sends made by outside agents over MCP, half through `bot mcp` over stdio beside the bot, half over HTTP to its -mcp-listen (0: none)")
 	flag.BoolVar(&c.FullDisk, "full-disk", true, "put the data folder on a small tmpfs and fill it at times (needs root)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -38,6 +38,9 @@ func (w *world) storm(ctx context.Context, policies string) {
 			if renumber {
 				w.underTheKill() // updates the bot may have read and not confirmed
 			}
+			if w.agents != nil && w.rnd.IntN(3) == 0 {
+				w.mcpUnderTheKill(kills)
+			}
 			w.note("kill -9 and restart")
 			w.kill()
 			if w.rnd.IntN(2) == 0 {
@@ -54,10 +57,16 @@ func (w *world) storm(ctx context.Context, policies string) {
 			nextKill = nextKill.Add(every)
 		}
 		if sent < w.cfg.Ops && now.After(nextSend) {
-			if w.model != nil && w.rnd.Float64() < w.cfg.ModelShare {
+			r := w.rnd.Float64()
+			switch {
+			case w.model != nil && r < w.cfg.ModelShare:
 				w.note("plain text for a model turn")
 				w.sendCommand(w.target(), fmt.Sprintf("chaos %d model %d", w.cfg.Seed, sent), true)
-			} else {
+			case w.agents != nil && r < w.cfg.ModelShare+w.cfg.MCPShare:
+				i := w.rnd.IntN(len(w.agents.callers))
+				w.note("send by an MCP caller")
+				w.agents.send(i, w.target(), fmt.Sprintf("chaos %d mcp %d", w.cfg.Seed, sent))
+			default:
 				w.sendCommand(w.target(), fmt.Sprintf("chaos %d send %d", w.cfg.Seed, sent), false)
 			}
 			sent++
@@ -152,13 +161,17 @@ func (w *world) windDown(ctx context.Context, policies string) {
 		if w.model != nil {
 			turns = w.model.busy()
 		}
-		if ok && len(open) == 0 && len(w.srv.PendingUpdates()) == 0 && len(turns) == 0 {
+		idle, calls := true, 0
+		if w.agents != nil {
+			idle, calls = w.agents.idle()
+		}
+		if ok && len(open) == 0 && len(w.srv.PendingUpdates()) == 0 && len(turns) == 0 && idle {
 			return
 		}
-		still = fmt.Sprintf("operations %v, updates %v, model turns %v", open, w.srv.PendingUpdates(), turns)
+		still = fmt.Sprintf("operations %v, updates %v, model turns %v, MCP callers idle %v", open, w.srv.PendingUpdates(), turns, idle)
 		// What moves: operations, messages, updates, model requests (never the
 		// polls, which go on whatever happens).
-		now := fmt.Sprint(open, len(w.srv.AllMessages()), w.srv.PendingUpdates())
+		now := fmt.Sprint(open, len(w.srv.AllMessages()), w.srv.PendingUpdates(), calls)
 		if w.model != nil {
 			now += fmt.Sprint(len(w.model.srv.Requests()))
 		}
@@ -418,10 +431,41 @@ func (w *world) retryUnderTheKill(s *seen, op journal.Operation) {
 	}
 }
 
+// mcpUnderTheKill has an HTTP caller commit to a chat an auto_approve rule
+// covers (the bot runs the commit within the call), Telegram take the message and
+// never answer, and leaves the kill to cut the call: the agent does not know
+// whether its commit was journaled, and either finds it in list_pending or calls
+// again in a new session. The second call is a second operation, by design: the
+// operation cut is unknown (it did arrive), and the new one is approved by the
+// rule and sent.
+func (w *world) mcpUnderTheKill(n int) {
+	chat := int64(autoChat + w.rnd.IntN(autoChats))
+	text := fmt.Sprintf("chaos %d mcp %d cut", w.cfg.Seed, n)
+	w.note("MCP commit over HTTP, killed while its send hangs")
+	w.srv.Inject(telegramtest.AcceptThenHang().For("sendMessage").InChat(chat))
+	w.agents.send(stdioAgents+w.rnd.IntN(httpAgents), chat, text)
+	took := func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(chat) {
+			if m.RawText == text && m.ReplyLost {
+				return true
+			}
+		}
+		return false
+	}
+	if w.srv.WaitTimeout(10*time.Second, took) != nil {
+		w.note("MCP commit killed before its send was taken")
+	}
+}
+
 var opPattern = regexp.MustCompile(`op-[a-z0-9]{6}`)
 
-// arrived says whether the text of operation id is in its target chat, as the
+// arrived says whether operation id's message is in its target chat, as the
 // person checking their phone would see; ok is false when the journal cannot say.
+// A text is one operation's, except where an MCP caller, not knowing whether its
+// cut commit was journaled, asked again: then the messages the other operations
+// of the text account for (committed ones, by their evidence or their count) are
+// not this one's, and among unknown ones a message is the one whose attempt was
+// out when Telegram took it.
 func (w *world) arrived(id string) (bool, bool) {
 	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
 	if err != nil {
@@ -432,14 +476,85 @@ func (w *world) arrived(id string) (bool, bool) {
 	if err != nil {
 		return false, false
 	}
-	var chat int64
-	fmt.Sscan(op.Payload.Target, &chat)
-	for _, m := range w.srv.Messages(chat) {
-		if m.RawText == op.Payload.Text || m.Text == op.Payload.Text {
-			return true, true
+	msgs := len(w.messagesOf(op))
+	if msgs == 0 || !strings.Contains(op.Payload.Text, " mcp ") {
+		return msgs > 0, true
+	}
+	all, err := j.Operations(context.Background(), journal.Filter{})
+	if err != nil {
+		return false, false
+	}
+	others := 0 // other unknown operations of the text
+	for _, o := range commits(all) {
+		if o.ID == op.ID || o.Payload.Text != op.Payload.Text || o.Payload.Target != op.Payload.Target {
+			continue
+		}
+		switch o.State {
+		case journal.Committed:
+			msgs--
+		case journal.Unknown:
+			others++
 		}
 	}
-	return false, true
+	switch {
+	case msgs <= 0:
+		return false, true
+	case others == 0:
+		return true, true
+	}
+	return w.tookDuringAttempt(j, op), true
+}
+
+// tookDuringAttempt says whether Telegram took op's text in its chat while op's
+// last attempt was out: between its last move to committing and the move after.
+func (w *world) tookDuringAttempt(j *journal.Journal, op journal.Operation) bool {
+	ts, err := j.Transitions(context.Background(), op.ID)
+	if err != nil {
+		return false
+	}
+	var from, to time.Time
+	for i, t := range ts {
+		if t.To == journal.Committing {
+			from, to = t.At, time.Now()
+			if i+1 < len(ts) {
+				to = ts[i+1].At
+			}
+		}
+	}
+	var chat int64
+	fmt.Sscan(op.Payload.Target, &chat)
+	for _, c := range w.srv.CallsTo("sendMessage") {
+		took := c.Fault == telegramtest.ActionAcceptThenReply || c.Fault == telegramtest.ActionAcceptThenDrop ||
+			c.Fault == telegramtest.ActionAcceptThenHang || (c.Fault == telegramtest.ActionNone && c.Status == 200)
+		if c.ChatID == chat && c.Params["text"] == op.Payload.Text && took && !c.Time.Before(from.Add(-time.Second)) && !c.Time.After(to.Add(time.Second)) {
+			return true
+		}
+	}
+	return false
+}
+
+// messagesOf are the messages in op's target chat that carry its text.
+func (w *world) messagesOf(op journal.Operation) []telegramtest.Message {
+	var chat int64
+	fmt.Sscan(op.Payload.Target, &chat)
+	var out []telegramtest.Message
+	for _, m := range w.srv.Messages(chat) {
+		if !m.Deleted && (m.RawText == op.Payload.Text || m.Text == op.Payload.Text) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// operation reads operation id from the journal, as a person beside the bot would.
+func (w *world) operation(id string) (journal.Operation, bool) {
+	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	if err != nil {
+		return journal.Operation{}, false
+	}
+	defer j.Close()
+	op, err := j.Operation(context.Background(), id)
+	return op, err == nil
 }
 
 // openCards are the approval cards in chat that still have their buttons.

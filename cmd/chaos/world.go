@@ -33,6 +33,10 @@ type Config struct {
 	// FullDisk mounts the data folder on a small tmpfs and fills it at times
 	// (root only; without mount the run says so and goes on without).
 	FullDisk bool
+	// MCPShare is the share of the sends made by outside agents over MCP: half
+	// through `bot mcp` over stdio beside the bot, half over HTTP to its
+	// -mcp-listen (0: no MCP callers, and no -mcp-listen).
+	MCPShare float64
 }
 
 // The people and chats of a run.
@@ -60,6 +64,7 @@ type world struct {
 	count     map[string]int // actions and faults, by name
 	model     *model         // nil: no model configured
 	disk      *disk          // nil: no full disk in the mix
+	agents    *agents        // nil: no MCP callers
 	fullUntil time.Time      // when the filled disk is freed
 
 	mu       sync.Mutex
@@ -114,20 +119,28 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		return nil, err
 	}
 	w.policies = policies
+	if cfg.MCPShare > 0 {
+		if w.agents, err = newAgents(ctx, w, root); err != nil {
+			return nil, err
+		}
+	}
 	if w.log, err = os.Create(filepath.Join(root, "bot.log")); err != nil {
 		return nil, err
 	}
 	defer w.log.Close()
 	w.srv = telegramtest.New(telegramtest.Options{Token: token})
 	defer w.srv.Close()
-	fmt.Fprintf(out, "chaos: seed %d, %d sends over %d chats (%.0f%% by model turns), %d kills, full disk %v, faults for %s\n",
-		cfg.Seed, cfg.Ops, cfg.Chats, 100*cfg.ModelShare, cfg.Kills, w.disk != nil, cfg.Duration)
+	fmt.Fprintf(out, "chaos: seed %d, %d sends over %d chats (%.0f%% by model turns, %.0f%% by MCP callers), %d kills, full disk %v, faults for %s\n",
+		cfg.Seed, cfg.Ops, cfg.Chats, 100*cfg.ModelShare, 100*cfg.MCPShare, cfg.Kills, w.disk != nil, cfg.Duration)
 	began := time.Now()
 	if err := w.start(policies); err != nil {
 		return nil, err
 	}
 	w.storm(ctx, policies)
 	w.windDown(ctx, policies)
+	if w.agents != nil {
+		w.agents.finish() // their last look, while the bot still runs
+	}
 	if err := w.stop(); err != nil {
 		fmt.Fprintf(out, "chaos: the bot's last stop: %v\n", err)
 	}
@@ -140,6 +153,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 			rep.Actions[k] += v
 		}
 		rep.ModelRequests = len(w.model.srv.Requests())
+	}
+	if a := w.agents; a != nil {
+		for k, v := range a.count {
+			rep.Actions[k] += v
+		}
+		rep.MCPCalls, rep.MCPCommits, rep.MCPReconnects = a.callsN, a.commits, a.count["mcp: reconnect (http)"]+a.count["mcp: reconnect (stdio)"]
 	}
 	rep.Elapsed, rep.FullDisk = time.Since(began), w.disk != nil
 	if logs, err := os.ReadFile(w.log.Name()); err == nil {
@@ -202,10 +221,17 @@ func (w *world) writePolicy(dir string) (string, error) {
 
 // start runs "bot run" and waits until it polls.
 func (w *world) start(policies string) error {
-	w.bot = exec.Command(w.cfg.Bot, "run", "-data", w.dir, "-policies", policies)
+	args := []string{"run", "-data", w.dir, "-policies", policies}
+	if w.agents != nil {
+		args = append(args, "-mcp-listen", w.agents.addr)
+	}
+	w.bot = exec.Command(w.cfg.Bot, args...)
 	w.bot.Env = append(os.Environ(), "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_URL="+w.srv.URL(),
 		"COUNTERSIGN_POLL_TIMEOUT=1s", fmt.Sprintf("BOT_OPERATORS=%d", operator),
 		fmt.Sprintf("BOT_APPROVERS=%d,%d", operator, approver))
+	if w.agents != nil {
+		w.bot.Env = append(w.bot.Env, "COUNTERSIGN_MCP_TOKEN="+mcpToken)
+	}
 	if w.model != nil {
 		w.bot.Env = append(w.bot.Env, "ANTHROPIC_API_KEY="+modelKey, "ANTHROPIC_BASE_URL="+w.model.srv.URL)
 	}
