@@ -151,3 +151,27 @@ func TestNoApproverNoServer(t *testing.T) {
 		t.Errorf("New without approvers = %v, want ErrNoApprovers saying how to set them", err)
 	}
 }
+
+// A call the journal has no room for is answered as the contract, not as a
+// protocol error carrying the journal's words: retryable, nothing sent, with
+// what to do; and nothing reaches Telegram.
+func TestAFullDiskIsAnsweredAsTheContract(t *testing.T) {
+	r := newRigWith(t, nil, journal.WithSizeLimit(1)) // the journal frozen at its size
+	for _, how := range transports {
+		t.Run(how, func(t *testing.T) {
+			cs := r.connect(t, how, nil)
+			res, got := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222",
+				"text": strings.Repeat("Квартальные цифры готовы. ", 120)}) // over a page; no operation id: none was stored
+			if !res.IsError || got.Status != tools.StatusRetryable || got.SideEffect != tools.SideEffectNone ||
+				got.NextAction != tools.NextRetry || got.RetryAfterMS <= 0 || !strings.Contains(got.Reason, "disk is full") {
+				t.Errorf("commit on a full disk = %+v (isError %v), want retryable, nothing sent, with a wait", got, res.IsError)
+			}
+			if strings.Contains(text(res), "database or disk is full") || strings.Contains(text(res), "journal:") {
+				t.Errorf("the agent was handed the journal's own words: %q", text(res))
+			}
+		})
+	}
+	if n := len(r.tg.CallsTo("sendMessage")); n != 0 {
+		t.Errorf("sendMessage calls = %d, want none", n)
+	}
+}

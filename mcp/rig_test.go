@@ -65,11 +65,24 @@ func testPolicy(t *testing.T, edit func(*policy.Policy)) *policy.Policy {
 
 func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 	t.Helper()
+	return newRigWith(t, edit)
+}
+
+// newRigWith is newRig over a journal opened with jopts (a size limit: a full disk).
+func newRigWith(t *testing.T, edit func(*policy.Policy), jopts ...journal.Option) *rig {
+	t.Helper()
 	r := &rig{t: t, tg: telegramtest.NewServer(t, telegramtest.Options{Token: token}), logs: &logBuffer{}}
 	p := testPolicy(t, edit)
 	ctx, stop := context.WithCancel(context.Background())
 	dir := t.TempDir()
-	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
+	if len(jopts) > 0 { // made whole first: a size limit is of a journal that exists
+		j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Close()
+	}
+	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"), jopts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
 )
@@ -70,11 +72,33 @@ func (s *Server) runTool(ctx context.Context, req *sdk.CallToolRequest, name str
 	if errors.Is(err, operator.ErrUnknownTool) {
 		return nil, err // the session's policy snapshot does not offer it: a protocol error
 	}
+	if journal.IsFull(err) {
+		s.opts.Logger.Warn("mcp tool call not journaled: the disk is full", "tool", name, "err", err)
+		return diskFull(), nil
+	}
 	if err != nil {
 		s.opts.Logger.Error("mcp tool call failed", "tool", name, "err", err)
 		return nil, err
 	}
 	return contract(r), nil
+}
+
+// diskFullWait is how long an agent is asked to wait before calling again after
+// the journal's disk was full.
+const diskFullWait = 30 * time.Second
+
+// diskFull is the contract's answer to a call the journal had no room to record:
+// nothing was sent (a commit leaves only after its approval is journaled), and it
+// may be called again once there is room. Whether a first record of it was kept
+// is not known: list_pending tells, before the agent calls again.
+func diskFull() *sdk.CallToolResult {
+	r := tools.Result{Status: tools.StatusRetryable, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
+		RetryAfterMS: diskFullWait.Milliseconds(),
+		Reason: "Known: the bot's disk is full, so the call could not be journaled; nothing was sent. " +
+			"Not known: whether a record of it was kept. To do: call list_pending, and call again once there is room if it is not there."}
+	res := contract(r)
+	res.IsError = true
+	return res
 }
 
 // contract is a result as MCP carries it: the contract as structured content and

@@ -325,6 +325,16 @@ func (c *caller) send(target int64, text string) {
 			if id == "" {
 				c.a.note("cut commit called again in a new session")
 			}
+		case res.IsError && r.Status == tools.StatusRetryable && r.OperationID == "":
+			// The journal had no room (a full disk): nothing sent, and whether it
+			// was journaled is not known. The caller looks first, as the result says.
+			c.a.note("commit refused for a full disk")
+			if found := c.findPending(target, text); found != "" {
+				c.a.note("full-disk commit found in list_pending")
+				id = found
+				break
+			}
+			time.Sleep(time.Duration(r.RetryAfterMS) * time.Millisecond / 30) // the run's time is short
 		case res.IsError:
 			c.a.note("commit answered with a tool error")
 			return
