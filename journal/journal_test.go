@@ -324,6 +324,8 @@ func testInboxTellsARenumberedUpdateFromAReplay(t *testing.T, name string) {
 	}
 }
 
+// SQLite only: it upgrades a SQLite file of schema version 2; PostgreSQL starts at
+// the schema as it stands (migrations/postgres/0001_init.sql).
 func TestInboxKeysUpdatesStoredBeforeKeysByWhatTheyCarry(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.db")
 	ctx := context.Background()
@@ -379,6 +381,7 @@ func TestInboxKeysUpdatesStoredBeforeKeysByWhatTheyCarry(t *testing.T) {
 	}
 }
 
+// SQLite only: the size limit (WithSizeLimit) is SQLite's max_page_count.
 func TestAFullDiskRefusesTheWriteAndKeepsWhatWasThere(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.db")
 	ctx := context.Background()
