@@ -207,13 +207,16 @@ func (j *Journal) ownerPostgres(ctx context.Context, transport string) (pid int,
 	return pid, true, nil
 }
 
-// closePostgres ends the owners' sessions, which releases their locks.
+// close ends the owners' sessions, which releases their locks.
 func (p *pgStore) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var errs []error
 	for _, c := range p.owners {
-		errs = append(errs, c.Close(ctx))
+		// Unlock first: the server ends a closed session a moment later, and a look
+		// right after Close must find the transport free.
+		_, err := c.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+		errs = append(errs, err, c.Close(ctx))
 	}
 	p.owners = nil
 	return errors.Join(errs...)
