@@ -44,7 +44,7 @@ func (j *Journal) NewApproval(op Operation, requester int64, ttl time.Duration) 
 		Requester: requester, Created: now, Expires: now.Add(ttl)}
 }
 
-func insertApproval(ctx context.Context, tx *sql.Tx, a *Approval) error {
+func insertApproval(ctx context.Context, tx txn, a *Approval) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at)
 		VALUES(?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires))
 	if err != nil {
@@ -96,7 +96,7 @@ func (j *Journal) LatestApproval(ctx context.Context, opID string) (Approval, er
 func (j *Journal) Decide(ctx context.Context, id string, d Decision, by int64) (Approval, error) {
 	var a Approval
 	expired := false
-	err := j.tx(ctx, func(tx *sql.Tx) error {
+	err := j.tx(ctx, func(tx txn) error {
 		var err error
 		a, err = scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -173,7 +173,7 @@ func (j *Journal) expireDue(ctx context.Context, query string, args ...any) ([]A
 // awaiting_approval to cancelled, in one transaction. It returns ErrDecided when the
 // approval was decided first.
 func (j *Journal) Withdraw(ctx context.Context, opID string, reason string) error {
-	return j.tx(ctx, func(tx *sql.Tx) error {
+	return j.tx(ctx, func(tx txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE approvals SET decision = ?, decided_at = ? WHERE operation_id = ? AND decision = ''`,
 			DecideWithdraw, ms(j.now()), opID)
 		if err != nil {
@@ -186,7 +186,7 @@ func (j *Journal) Withdraw(ctx context.Context, opID string, reason string) erro
 	})
 }
 
-func (j *Journal) decide(ctx context.Context, tx *sql.Tx, a *Approval, d Decision, by int64, now time.Time) error {
+func (j *Journal) decide(ctx context.Context, tx txn, a *Approval, d Decision, by int64, now time.Time) error {
 	res, err := tx.ExecContext(ctx, `UPDATE approvals SET decision = ?, decided_by = ?, decided_at = ? WHERE id = ? AND decision = ''`,
 		d, by, ms(now), a.ID)
 	if err != nil {

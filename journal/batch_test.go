@@ -3,7 +3,6 @@ package journal_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,8 +11,10 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-func TestCountMatchesOperations(t *testing.T) {
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
+func TestCountMatchesOperations(t *testing.T) { forEachBackend(t, testCountMatchesOperations) }
+
+func testCountMatchesOperations(t *testing.T, name string) {
+	j := open(t, name, time.Now)
 	ctx := context.Background()
 	task, op := newOp(t, j)
 	newOp(t, j)
@@ -42,7 +43,11 @@ func TestCountMatchesOperations(t *testing.T) {
 // TestFirstOperationIsOneTransaction checks that a task, its first operation and
 // the moves made with it are stored together or not at all.
 func TestFirstOperationIsOneTransaction(t *testing.T) {
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
+	forEachBackend(t, testFirstOperationIsOneTransaction)
+}
+
+func testFirstOperationIsOneTransaction(t *testing.T, name string) {
+	j := open(t, name, time.Now)
 	ctx := context.Background()
 	p, err := policy.Load("../policies.yaml")
 	if err != nil {
@@ -88,7 +93,10 @@ func TestFirstOperationIsOneTransaction(t *testing.T) {
 // TestHandledNeedsNoFsyncAndSurvivesTheProcess checks that marking an update
 // handled costs no durable commit, and is still there for the next process.
 func TestHandledNeedsNoFsyncAndSurvivesTheProcess(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
+	forEachBackend(t, testHandledNeedsNoFsyncAndSurvivesTheProcess)
+}
+
+func testHandledNeedsNoFsyncAndSurvivesTheProcess(t *testing.T, path string) {
 	j := open(t, path, time.Now)
 	ctx := context.Background()
 	fresh, err := j.Receive(ctx, []journal.InboxItem{{UpdateID: 1, Body: []byte(`{}`)}})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 )
@@ -28,14 +29,16 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, bm := range []struct {
-		name string
-		opts []journal.Option
+		name  string
+		fresh func(b *testing.B) string
+		opts  []journal.Option
 	}{
-		{"queued", nil},
-		{"busy handler", []journal.Option{journal.WithoutWriterLock()}},
+		{"queued", sqliteFile, nil},
+		{"busy handler", sqliteFile, []journal.Option{journal.WithoutWriterLock()}},
+		{"postgres", func(b *testing.B) string { return pgtest.Fresh(b) }, nil},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
-			j, err := journal.Open(context.Background(), filepath.Join(b.TempDir(), "j.db"), bm.opts...)
+			j, err := journal.Open(context.Background(), bm.fresh(b), bm.opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -67,6 +70,8 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		})
 	}
 }
+
+func sqliteFile(b *testing.B) string { return filepath.Join(b.TempDir(), "j.db") }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

@@ -28,7 +28,11 @@ func (j *Journal) HoldWriterLock(ctx context.Context) (release func(), err error
 
 // LookFor holds, for d, the lock Owner takes for an instant to look at
 // transport's owner: a look stretched long enough for a test to start Own inside it.
+// On PostgreSQL a look takes no lock (it reads pg_locks), so there is nothing to hold.
 func (j *Journal) LookFor(transport string, d time.Duration) error {
+	if j.pg != nil {
+		return nil
+	}
 	f, err := os.Open(j.ownerFile(transport))
 	if err != nil {
 		return err

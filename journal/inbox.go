@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strconv"
 	"time"
@@ -24,7 +23,7 @@ type InboxItem struct {
 // update is not returned twice), each with its Key set.
 func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, error) {
 	var fresh []InboxItem
-	err := j.tx(ctx, func(tx *sql.Tx) error {
+	err := j.tx(ctx, func(tx txn) error {
 		for _, it := range items {
 			if it.Key == "" {
 				it.Key = "update:" + strconv.FormatInt(it.UpdateID, 10)

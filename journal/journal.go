@@ -1,4 +1,5 @@
-// Package journal is the operator's write-ahead log in SQLite: tasks, operations,
+// Package journal is the operator's write-ahead log in SQLite, or PostgreSQL
+// (postgres.go): tasks, operations,
 // attempts, approvals and every state transition with its reason. A state is written
 // before the action it describes, so a process that dies mid-commit comes back
 // knowing that it cannot know, and never resends.
@@ -42,6 +43,7 @@ type Journal struct {
 	recovered []string
 	owned     []*os.File // the owner locks Own took, released by Close
 	commits   atomic.Int64
+	pg        *pgStore // nil on SQLite
 }
 
 // Option configures Open.
@@ -51,7 +53,8 @@ type Option func(*Journal)
 func WithClock(now func() time.Time) Option { return func(j *Journal) { j.now = now } }
 
 // WithSizeLimit caps the journal file at about n bytes (never below its size when
-// opened). A write past the cap fails as it would on a full disk, with SQLite's
+// opened). SQLite only: a journal on PostgreSQL ignores it (the server's disk is the
+// server's to watch). A write past the cap fails as it would on a full disk, with SQLite's
 // "database or disk is full", and changes nothing: it is how a full disk is tested,
 // and a guard for a journal that shares a small volume.
 func WithSizeLimit(n int64) Option {
@@ -72,10 +75,23 @@ func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driv
 func (c connector) Driver() driver.Driver                        { return c.driver }
 
 // Open opens (creating if needed) the journal at path and applies pending
-// migrations. It moves no operation: crash recovery is the job of the process that
+// migrations. A path that is a postgres:// or postgresql:// URL opens the journal
+// in that PostgreSQL database (in the schema its search_path names), with the
+// migrations of migrations/postgres; anything else is a SQLite file. It moves no
+// operation: crash recovery is the job of the process that
 // owns sending (Own), so a second process that only reads or resolves (bot ops,
 // bot vault) can never take a live commit for a dead one.
 func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
+	if IsPostgres(file) {
+		j := &Journal{now: time.Now}
+		for _, o := range opts {
+			o(j)
+		}
+		if err := j.openPostgres(ctx, file); err != nil {
+			return nil, fmt.Errorf("journal: open %s: %w", Where(file), err)
+		}
+		return j, nil
+	}
 	if err := createPrivate(file); err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", file, err)
 	}
@@ -95,7 +111,7 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	q.Set("_synchronous", "FULL") // a committed transition survives power loss
 	q.Set("_txlock", "immediate") // take the write lock at BEGIN: no upgrade deadlocks
 	j.w.durable = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: j.driver(true)})
-	j.db = reader{j.w.durable}
+	j.db = reader{db: j.w.durable}
 	if err := j.migrate(ctx); err != nil {
 		j.w.durable.Close()
 		j.w.gate.release()
@@ -125,7 +141,13 @@ func (j *Journal) driver(durable bool) *sqlite3.SQLiteDriver {
 // Close closes the database and releases the ownership Own took and its share of
 // the writer lock.
 func (j *Journal) Close() error {
-	err := errors.Join(j.w.lazy.Close(), j.w.durable.Close())
+	err := j.w.durable.Close()
+	if j.w.lazy != nil {
+		err = errors.Join(j.w.lazy.Close(), err)
+	}
+	if j.pg != nil {
+		err = errors.Join(err, j.pg.close())
+	}
 	for _, f := range j.owned {
 		f.Close() // closing the file releases its lock
 	}
@@ -137,7 +159,7 @@ func (j *Journal) Close() error {
 
 // Commits returns how many write transactions the journal has committed since it
 // was opened. Each one waits for the disk (an fsync of SQLite's write-ahead log,
-// synchronous=FULL), so it is the figure that prices a send: a benchmark reports
+// synchronous=FULL; on PostgreSQL, of its WAL with synchronous_commit on), so it is the figure that prices a send: a benchmark reports
 // it per operation, and a test pins it so that no step gains a durable write of its
 // own unnoticed.
 func (j *Journal) Commits() int64 { return j.commits.Load() }
@@ -162,7 +184,7 @@ func (j *Journal) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = j.tx(ctx, func(tx *sql.Tx) error {
+		err = j.tx(ctx, func(tx txn) error {
 			// Read again under the write lock: another journal opened on the file
 			// in the meantime may have applied it.
 			var applied int
@@ -254,15 +276,29 @@ func NewID(prefix string) string {
 	return sb.String()
 }
 
+// isUnique reports a clash of primary keys (random ids), isUniqueIndex one of
+// another unique index (a task's origin).
 func isUnique(err error) bool {
 	var se sqlite3.Error
+	if code, constraint := pgCode(err); code == pgUniqueViolation {
+		return strings.HasSuffix(constraint, "_pkey")
+	}
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey
 }
 
 func isUniqueIndex(err error) bool {
 	var se sqlite3.Error
+	if code, constraint := pgCode(err); code == pgUniqueViolation {
+		return !strings.HasSuffix(constraint, "_pkey")
+	}
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
 }
+
+// SQLSTATEs the journal tells apart.
+const (
+	pgUniqueViolation = "23505"
+	pgDiskFull        = "53100"
+)
 
 // IsFull reports whether err is the disk (or the journal's size limit) running out
 // of room, so that a surface can tell a person to free space rather than to read the
@@ -270,6 +306,9 @@ func isUniqueIndex(err error) bool {
 func IsFull(err error) bool {
 	var se sqlite3.Error
 	if errors.As(err, &se) && se.Code == sqlite3.ErrFull {
+		return true
+	}
+	if code, _ := pgCode(err); code == pgDiskFull {
 		return true
 	}
 	return errors.Is(err, syscall.ENOSPC)

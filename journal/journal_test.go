@@ -46,7 +46,11 @@ func newOp(t *testing.T, j *journal.Journal) (journal.Task, journal.Operation) {
 }
 
 func TestMoveEnforcesTheStateMachine(t *testing.T) {
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
+	forEachBackend(t, testMoveEnforcesTheStateMachine)
+}
+
+func testMoveEnforcesTheStateMachine(t *testing.T, name string) {
+	j := open(t, name, time.Now)
 	ctx := context.Background()
 	_, op := newOp(t, j)
 	tests := []struct {
@@ -90,7 +94,10 @@ func committing(t *testing.T, j *journal.Journal, op journal.Operation) {
 }
 
 func TestOwnerMovesCommittingToUnknownOnStart(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
+	forEachBackend(t, testOwnerMovesCommittingToUnknownOnStart)
+}
+
+func testOwnerMovesCommittingToUnknownOnStart(t *testing.T, path string) {
 	j := open(t, path, time.Now)
 	ctx := context.Background()
 	_, op := newOp(t, j)
@@ -124,7 +131,10 @@ func TestOwnerMovesCommittingToUnknownOnStart(t *testing.T) {
 // (bot ops list, bot vault resolve, bot console) must not take the live commit for
 // a dead one, and a second owner of the same transport is refused.
 func TestSecondProcessNeverStealsALiveCommit(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
+	forEachBackend(t, testSecondProcessNeverStealsALiveCommit)
+}
+
+func testSecondProcessNeverStealsALiveCommit(t *testing.T, path string) {
 	ctx := context.Background()
 	owner := open(t, path, time.Now)
 	if err := owner.Own(ctx, "telegram"); err != nil {
@@ -164,10 +174,12 @@ func TestSecondProcessNeverStealsALiveCommit(t *testing.T) {
 	}
 }
 
-func TestDecideFirstWinsAndExpiry(t *testing.T) {
+func TestDecideFirstWinsAndExpiry(t *testing.T) { forEachBackend(t, testDecideFirstWinsAndExpiry) }
+
+func testDecideFirstWinsAndExpiry(t *testing.T, name string) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), clock)
+	j := open(t, name, clock)
 	ctx := context.Background()
 	pending := func() *journal.Approval {
 		_, op := newOp(t, j)
@@ -203,7 +215,11 @@ func TestDecideFirstWinsAndExpiry(t *testing.T) {
 }
 
 func TestBudgetsArePaidByTheMoveTheyBuy(t *testing.T) {
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
+	forEachBackend(t, testBudgetsArePaidByTheMoveTheyBuy)
+}
+
+func testBudgetsArePaidByTheMoveTheyBuy(t *testing.T, name string) {
+	j := open(t, name, time.Now)
 	ctx := context.Background()
 	task, op := newOp(t, j) // retry_budget 2, wait 5m, repair 1
 	for _, m := range []journal.Move{
@@ -255,9 +271,11 @@ func TestBudgetsArePaidByTheMoveTheyBuy(t *testing.T) {
 	}
 }
 
-func TestInbox(t *testing.T) {
+func TestInbox(t *testing.T) { forEachBackend(t, testInbox) }
+
+func testInbox(t *testing.T, name string) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), func() time.Time { return now })
+	j := open(t, name, func() time.Time { return now })
 	ctx := context.Background()
 	batch := []journal.InboxItem{{UpdateID: 7, Body: []byte(`{"update_id":7}`)}, {UpdateID: 8, Body: []byte(`{"update_id":8}`)}}
 	stored, err := j.Receive(ctx, batch)
@@ -279,7 +297,11 @@ func TestInbox(t *testing.T) {
 }
 
 func TestInboxTellsARenumberedUpdateFromAReplay(t *testing.T) {
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
+	forEachBackend(t, testInboxTellsARenumberedUpdateFromAReplay)
+}
+
+func testInboxTellsARenumberedUpdateFromAReplay(t *testing.T, name string) {
+	j := open(t, name, time.Now)
 	ctx := context.Background()
 	lastWeek := journal.InboxItem{UpdateID: 1, Key: "message:100:1", Body: []byte(`{"update_id":1,"message":{"message_id":1}}`)}
 	thisWeek := journal.InboxItem{UpdateID: 1, Key: "message:100:7", Body: []byte(`{"update_id":1,"message":{"message_id":7}}`)}
@@ -302,6 +324,8 @@ func TestInboxTellsARenumberedUpdateFromAReplay(t *testing.T) {
 	}
 }
 
+// SQLite only: it upgrades a SQLite file of schema version 2; PostgreSQL starts at
+// the schema as it stands (migrations/postgres/0001_init.sql).
 func TestInboxKeysUpdatesStoredBeforeKeysByWhatTheyCarry(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.db")
 	ctx := context.Background()
@@ -357,6 +381,7 @@ func TestInboxKeysUpdatesStoredBeforeKeysByWhatTheyCarry(t *testing.T) {
 	}
 }
 
+// SQLite only: the size limit (WithSizeLimit) is SQLite's max_page_count.
 func TestAFullDiskRefusesTheWriteAndKeepsWhatWasThere(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.db")
 	ctx := context.Background()
@@ -392,8 +417,12 @@ func TestAFullDiskRefusesTheWriteAndKeepsWhatWasThere(t *testing.T) {
 // Uncarded returns the pending approvals without a card that are older than the
 // cut-off: a younger one is still on its way to its card.
 func TestUncardedLeavesYoungApprovalsToTheirRequest(t *testing.T) {
+	forEachBackend(t, testUncardedLeavesYoungApprovalsToTheirRequest)
+}
+
+func testUncardedLeavesYoungApprovalsToTheirRequest(t *testing.T, name string) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), func() time.Time { return now })
+	j := open(t, name, func() time.Time { return now })
 	ctx := context.Background()
 	ask := func() *journal.Approval {
 		_, op := newOp(t, j)
@@ -417,8 +446,9 @@ func TestUncardedLeavesYoungApprovalsToTheirRequest(t *testing.T) {
 // Owner tells a process beside the journal (a stdio bot mcp) whether a bot sends,
 // and which, without becoming or hindering the owner: a look does not turn away an
 // owner that starts at that moment, and ownership ends with its owner.
-func TestOwnerSaysWhoSends(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
+func TestOwnerSaysWhoSends(t *testing.T) { forEachBackend(t, testOwnerSaysWhoSends) }
+
+func testOwnerSaysWhoSends(t *testing.T, path string) {
 	ctx := context.Background()
 	looker := open(t, path, time.Now)
 	if pid, owned, err := looker.Owner("telegram"); err != nil || owned || pid != 0 {
@@ -457,8 +487,12 @@ func TestOwnerSaysWhoSends(t *testing.T) {
 // and an owner expires only its own transport's approvals (ExpireDueOf): the
 // surfaces that show another transport's hear of their expiry from its owner.
 func TestTheOwnersLooksAreItsOwnAndRecent(t *testing.T) {
+	forEachBackend(t, testTheOwnersLooksAreItsOwnAndRecent)
+}
+
+func testTheOwnersLooksAreItsOwnAndRecent(t *testing.T, name string) {
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), func() time.Time { return now })
+	j := open(t, name, func() time.Time { return now })
 	ctx := context.Background()
 	ask := func(transport string) *journal.Approval {
 		task, op := newOp(t, j)

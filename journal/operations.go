@@ -85,7 +85,7 @@ func (j *Journal) create(ctx context.Context, t *Task, o Operation, reason strin
 	o.Updated = o.Created
 	for range 5 {
 		o.ID = NewID("op")
-		err = j.tx(ctx, func(tx *sql.Tx) error {
+		err = j.tx(ctx, func(tx txn) error {
 			if t != nil {
 				task.ID = NewID("task")
 				o.TaskID = task.ID
@@ -118,7 +118,7 @@ func (j *Journal) create(ctx context.Context, t *Task, o Operation, reason strin
 
 // moveNew makes the moves of a new operation, inside the transaction that created
 // it, and keeps o's state, verdict and payload in step with them.
-func (j *Journal) moveNew(ctx context.Context, tx *sql.Tx, o *Operation, then []Move) error {
+func (j *Journal) moveNew(ctx context.Context, tx txn, o *Operation, then []Move) error {
 	for _, m := range then {
 		if m.Approval != nil {
 			m.Approval.OperationID, m.Approval.PayloadSHA256 = o.ID, o.PayloadSHA256
@@ -171,10 +171,10 @@ type Move struct {
 // ErrIllegalTransition for a move the state machine forbids, ErrStateChanged when the
 // operation is no longer in m.From, and ErrNotFound for an unknown id.
 func (j *Journal) Move(ctx context.Context, id string, m Move) error {
-	return j.tx(ctx, func(tx *sql.Tx) error { return j.move(ctx, tx, id, m) })
+	return j.tx(ctx, func(tx txn) error { return j.move(ctx, tx, id, m) })
 }
 
-func (j *Journal) move(ctx context.Context, tx *sql.Tx, id string, m Move) error {
+func (j *Journal) move(ctx context.Context, tx txn, id string, m Move) error {
 	if !CanMove(m.From, m.To) {
 		return fmt.Errorf("journal: move %s: %w", id, illegal(m.From, m.To))
 	}
@@ -223,7 +223,7 @@ func (j *Journal) move(ctx context.Context, tx *sql.Tx, id string, m Move) error
 	return j.recordAttempt(ctx, tx, id, m, now)
 }
 
-func (j *Journal) whyNotMoved(ctx context.Context, tx *sql.Tx, id string, m Move) error {
+func (j *Journal) whyNotMoved(ctx context.Context, tx txn, id string, m Move) error {
 	var state State
 	err := tx.QueryRowContext(ctx, "SELECT state FROM operations WHERE id = ?", id).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -235,7 +235,7 @@ func (j *Journal) whyNotMoved(ctx context.Context, tx *sql.Tx, id string, m Move
 	return fmt.Errorf("journal: move %s %s -> %s: %w (it is %s)", id, m.From, m.To, ErrStateChanged, state)
 }
 
-func (j *Journal) recordAttempt(ctx context.Context, tx *sql.Tx, id string, m Move, now time.Time) error {
+func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, now time.Time) error {
 	if m.AttemptOutcome != "" {
 		_, err := tx.ExecContext(ctx, `UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?
 			WHERE operation_id = ? AND n = (SELECT attempts FROM operations WHERE id = ?)`,
@@ -246,7 +246,7 @@ func (j *Journal) recordAttempt(ctx context.Context, tx *sql.Tx, id string, m Mo
 	}
 	if m.StartAttempt {
 		_, err := tx.ExecContext(ctx, `INSERT INTO attempts(operation_id, n, started_at)
-			SELECT id, attempts, ? FROM operations WHERE id = ?`, ms(now), id)
+			SELECT id, attempts, CAST(? AS BIGINT) FROM operations WHERE id = ?`, ms(now), id)
 		if err != nil {
 			return fmt.Errorf("journal: start attempt of %s: %w", id, err)
 		}
@@ -257,7 +257,7 @@ func (j *Journal) recordAttempt(ctx context.Context, tx *sql.Tx, id string, m Mo
 	return nil
 }
 
-func logTransition(ctx context.Context, tx *sql.Tx, id string, from, to State, reason string, at time.Time) error {
+func logTransition(ctx context.Context, tx txn, id string, from, to State, reason string, at time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?)`,
 		id, from, to, reason, ms(at))
 	return err
@@ -467,7 +467,7 @@ func (j *Journal) set(ctx context.Context, id, col, v string) error {
 // next part of a split text leaves the process. It returns ErrStateChanged when the
 // operation is not committing.
 func (j *Journal) StartAttempt(ctx context.Context, id, detail string) error {
-	return j.tx(ctx, func(tx *sql.Tx) error {
+	return j.tx(ctx, func(tx txn) error {
 		res, err := tx.ExecContext(ctx, "UPDATE operations SET attempts = attempts + 1, updated_at = ? WHERE id = ? AND state = ?",
 			ms(j.now()), id, Committing)
 		if err != nil {
@@ -477,7 +477,7 @@ func (j *Journal) StartAttempt(ctx context.Context, id, detail string) error {
 			return j.whyNotMoved(ctx, tx, id, Move{From: Committing, To: Committing})
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO attempts(operation_id, n, started_at, detail)
-			SELECT id, attempts, ?, ? FROM operations WHERE id = ?`, ms(j.now()), detail, id)
+			SELECT id, attempts, CAST(? AS BIGINT), CAST(? AS TEXT) FROM operations WHERE id = ?`, ms(j.now()), detail, id)
 		return err
 	})
 }
@@ -485,7 +485,7 @@ func (j *Journal) StartAttempt(ctx context.Context, id, detail string) error {
 // PartDelivered records that one more part of a committing operation was delivered,
 // with the evidence so far, and closes the open attempt as committed.
 func (j *Journal) PartDelivered(ctx context.Context, id string, partsDone int, ev tools.Evidence) error {
-	return j.tx(ctx, func(tx *sql.Tx) error {
+	return j.tx(ctx, func(tx txn) error {
 		now := ms(j.now())
 		res, err := tx.ExecContext(ctx, "UPDATE operations SET parts_done = ?, evidence = ?, updated_at = ? WHERE id = ? AND state = ?",
 			partsDone, mustJSON(ev), now, id, Committing)

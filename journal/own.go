@@ -38,10 +38,17 @@ func (e *OwnedError) Unwrap() error { return ErrOwned }
 // whether the request took effect. It returns an *OwnedError when another live
 // process owns the transport. Ownership is an advisory lock on a file beside the
 // journal, which the kernel releases when its owner dies however it dies; Close
-// releases it too.
+// releases it too. On PostgreSQL it is a session-level advisory lock held on a
+// connection of its own, which the server releases when that connection drops.
 func (j *Journal) Own(ctx context.Context, transport string) error {
 	if transport == "" || strings.ContainsAny(transport, `/\.`) {
 		return fmt.Errorf("journal: own: bad transport name %q", transport)
+	}
+	if j.pg != nil {
+		if err := j.ownPostgres(ctx, transport); err != nil {
+			return err
+		}
+		return j.recoverOwned(ctx, transport)
 	}
 	path := j.ownerFile(transport)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -61,6 +68,11 @@ func (j *Journal) Own(ctx context.Context, transport string) error {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	j.owned = append(j.owned, f)
+	return j.recoverOwned(ctx, transport)
+}
+
+// recoverOwned runs the crash recovery of a transport just owned.
+func (j *Journal) recoverOwned(ctx context.Context, transport string) error {
 	if err := j.recoverCommitting(ctx, transport); err != nil {
 		return fmt.Errorf("journal: own %s: %w", transport, err)
 	}
@@ -97,6 +109,9 @@ const (
 func (j *Journal) Owner(transport string) (pid int, owned bool, err error) {
 	if transport == "" || strings.ContainsAny(transport, `/\.`) {
 		return 0, false, fmt.Errorf("journal: owner: bad transport name %q", transport)
+	}
+	if j.pg != nil {
+		return j.ownerPostgres(context.Background(), transport)
 	}
 	f, err := os.Open(j.ownerFile(transport))
 	if errors.Is(err, os.ErrNotExist) {

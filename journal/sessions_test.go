@@ -2,16 +2,17 @@ package journal_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
 // A chat's session is kept per provider, replaced by a new one, forgotten by "",
 // and still there after the journal is opened again.
-func TestSessionsPerChatAndProvider(t *testing.T) {
+func TestSessionsPerChatAndProvider(t *testing.T) { forEachBackend(t, testSessionsPerChatAndProvider) }
+
+func testSessionsPerChatAndProvider(t *testing.T, name string) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
+	path := name
 	j := open(t, path, time.Now)
 	steps := []struct{ provider, chat, set string }{
 		{"claude-code", "42", "s1"},

@@ -3,7 +3,6 @@ package journal_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -56,7 +55,11 @@ func pathTo(s journal.State) []journal.State {
 // ErrIllegalTransition, and stays where it was with nothing logged; every drawn
 // move is one the journal allows.
 func TestTheJournalRefusesEveryMoveNotDrawn(t *testing.T) {
-	j := open(t, filepath.Join(t.TempDir(), "j.db"), time.Now)
+	forEachBackend(t, testTheJournalRefusesEveryMoveNotDrawn)
+}
+
+func testTheJournalRefusesEveryMoveNotDrawn(t *testing.T, name string) {
+	j := open(t, name, time.Now)
 	ctx := context.Background()
 	task, _ := newOp(t, j)
 	for _, from := range append([]journal.State{""}, allStates...) {

@@ -40,7 +40,7 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 	t.Created = j.now().UTC()
 	for range 5 {
 		t.ID = NewID("task")
-		err = j.tx(ctx, func(tx *sql.Tx) error { return insertTask(ctx, tx, t, snap) })
+		err = j.tx(ctx, func(tx txn) error { return insertTask(ctx, tx, t, snap) })
 		if isUniqueIndex(err) {
 			return t, fmt.Errorf("journal: task from %s: %w", t.Origin, ErrDuplicate)
 		}
@@ -54,7 +54,7 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 	return t, nil
 }
 
-func insertTask(ctx context.Context, tx *sql.Tx, t Task, snap []byte) error {
+func insertTask(ctx context.Context, tx txn, t Task, snap []byte) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO tasks(id, requester, chat, summary, origin, surface, policy, created_at)
 		VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, t.Origin, t.Surface, snap, ms(t.Created))
 	return err
@@ -105,7 +105,7 @@ type Spend struct {
 // transaction, or returns ErrRetryBudget, ErrWaitBudget or ErrRepairBudget when the
 // task's policy snapshot does not allow it. The transaction holds the write lock, so
 // two moves of one task can never both spend the last retry.
-func spend(ctx context.Context, tx *sql.Tx, id string, s Spend) error {
+func spend(ctx context.Context, tx txn, id string, s Spend) error {
 	var taskID, snap string
 	var retries, repairs int
 	var waited int64

@@ -2,6 +2,8 @@ package journal
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -25,15 +27,18 @@ func (j *Journal) AskVerification(ctx context.Context, opID, by string, shown bo
 	if shown {
 		shownAt = ms(v.Asked)
 	}
-	res, err := j.exec(ctx, durable, `INSERT INTO verifications(operation_id, transport, asked_by, asked_at, shown_at)
-		SELECT id, transport, ?, ?, ? FROM operations WHERE id = ?`, by, ms(v.Asked), shownAt, opID)
+	// The casts give PostgreSQL the types of parameters in a select list.
+	err := j.tx(ctx, func(tx txn) error {
+		return tx.QueryRowContext(ctx, `INSERT INTO verifications(operation_id, transport, asked_by, asked_at, shown_at)
+			SELECT id, transport, CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT) FROM operations WHERE id = ?
+			RETURNING seq`, by, ms(v.Asked), shownAt, opID).Scan(&v.Seq)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, fmt.Errorf("journal: operation %s: %w", opID, ErrNotFound)
+	}
 	if err != nil {
 		return v, fmt.Errorf("journal: ask verification of %s: %w", opID, err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return v, fmt.Errorf("journal: operation %s: %w", opID, ErrNotFound)
-	}
-	v.Seq, _ = res.LastInsertId()
 	return v, nil
 }
 

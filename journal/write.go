@@ -41,37 +41,78 @@ type writer struct {
 }
 
 // reader is the journal's read side: queries only, which never take the lock.
-type reader struct{ db *sql.DB }
+// Its statements are written for SQLite and translated on PostgreSQL (pgSQL).
+type reader struct {
+	db *sql.DB
+	pg bool
+}
 
 func (r reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return r.db.QueryContext(ctx, query, args...)
+	return r.db.QueryContext(ctx, dialect(r.pg, query), args...)
 }
 
 func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return r.db.QueryRowContext(ctx, query, args...)
+	return r.db.QueryRowContext(ctx, dialect(r.pg, query), args...)
+}
+
+// txn is a write transaction; like reader, it translates its statements on
+// PostgreSQL.
+type txn struct {
+	tx *sql.Tx
+	pg bool
+}
+
+func (t txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, dialect(t.pg, query), args...)
+}
+
+func (t txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, dialect(t.pg, query), args...)
+}
+
+func dialect(pg bool, query string) string {
+	if pg {
+		return pgSQL(query)
+	}
+	return query
 }
 
 // write waits for the writer lock (or for ctx to end, returning its error), then
 // runs fn in a write transaction on the pool c names and commits it when fn
-// returns nil.
-func (j *Journal) write(ctx context.Context, c commit, fn func(*sql.Tx) error) error {
+// returns nil. On PostgreSQL, where one pool serves both, the transaction first
+// takes the writer lock of the database (lockWriter): other processes' writers
+// queue there as they do on SQLite's write lock, and what the code of this package
+// reads in a write transaction stays as read until it commits.
+func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error {
 	if err := j.w.gate.lock(ctx); err != nil {
 		return fmt.Errorf("wait to write: %w", err)
 	}
 	defer j.w.gate.unlock()
 	pool := j.w.durable
-	if c == lazy {
+	if c == lazy && j.w.lazy != nil {
 		pool = j.w.lazy
 	}
 	tx, err := pool.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if j.pg != nil {
+		if err := lockWriter(ctx, tx, j.pg.schema, c); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("wait to write: %w", err)
+		}
+	}
+	if err := fn(txn{tx: tx, pg: j.pg != nil}); err != nil {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if j.pg != nil && c == durable {
+		j.commits.Add(1) // SQLite's are counted by its commit hook (driver)
+	}
+	return nil
 }
 
 // schemaVersion reads the schema version under the writer lock: the first
@@ -88,14 +129,14 @@ func (j *Journal) schemaVersion(ctx context.Context) (int, error) {
 }
 
 // tx runs fn in a durable write transaction (see write).
-func (j *Journal) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (j *Journal) tx(ctx context.Context, fn func(txn) error) error {
 	return j.write(ctx, durable, fn)
 }
 
 // exec runs one statement as a write transaction of its own on the pool c names.
 func (j *Journal) exec(ctx context.Context, c commit, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := j.write(ctx, c, func(tx *sql.Tx) error {
+	err := j.write(ctx, c, func(tx txn) error {
 		var err error
 		res, err = tx.ExecContext(ctx, query, args...)
 		return err
@@ -147,6 +188,11 @@ func gateFor(file string) *gate {
 	if resolved, err := filepath.EvalSymlinks(key); err == nil {
 		key = resolved
 	}
+	return sharedGate(key)
+}
+
+// sharedGate returns the gate of key, shared by every journal open on it.
+func sharedGate(key string) *gate {
 	gates.Lock()
 	defer gates.Unlock()
 	g := gates.m[key]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -151,8 +150,9 @@ func operation(transport string) journal.Operation {
 // journals open on one new file (their migrations included), with no busy
 // timeout: a write that met another of this process inside SQLite, rather than
 // queueing on the writer lock, would fail with "database is locked".
-func TestWritersOfOneProcessQueue(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
+func TestWritersOfOneProcessQueue(t *testing.T) { forEachBackend(t, testWritersOfOneProcessQueue) }
+
+func testWritersOfOneProcessQueue(t *testing.T, path string) {
 	ctx := context.Background()
 	p, err := policy.Load("../policies.yaml")
 	if err != nil {
@@ -206,7 +206,10 @@ func TestWritersOfOneProcessQueue(t *testing.T) {
 // the context's error and changes nothing, and once the lock is free it goes
 // through.
 func TestAWriterWaitsForTheLockUntilItsContextEnds(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
+	forEachBackend(t, testAWriterWaitsForTheLockUntilItsContextEnds)
+}
+
+func testAWriterWaitsForTheLockUntilItsContextEnds(t *testing.T, path string) {
 	j := open(t, path, time.Now)
 	other := open(t, path, time.Now) // another journal on the file shares the lock
 	ctx := context.Background()

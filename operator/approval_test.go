@@ -131,7 +131,11 @@ func TestPayloadChangedAfterApprovalIsRefused(t *testing.T) {
 	ctx := context.Background()
 	_, opID := h.send("222", "hello")
 	apID := h.approval(opID)
-	// Someone edits the journal by hand between the card and the tap.
+	// Someone edits the journal by hand between the card and the tap (the SQLite
+	// file: this edit is SQLite's SQL, so the test stays SQLite's).
+	if journal.IsPostgres(h.file) {
+		t.Skip("edits the SQLite file by hand")
+	}
 	db, err := sql.Open("sqlite3", h.file)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/countersign/countersign/internal/pgtest"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -139,6 +141,9 @@ func newHarness(t *testing.T, script ...error) *harness {
 	t.Helper()
 	h := &harness{t: t, file: filepath.Join(t.TempDir(), "journal.db"), clock: newClock(),
 		sender: &scriptSender{script: script}, pol: testPolicy(t)}
+	if os.Getenv("COUNTERSIGN_OPERATOR_JOURNAL") == "postgres" {
+		h.file = pgtest.Fresh(t) // the whole operator suite on PostgreSQL
+	}
 	h.open()
 	return h
 }

@@ -26,6 +26,18 @@ type Config struct {
 	DataDir  string
 	VaultDir string // "" means DataDir/vault
 	Policies string
+	// Journal is -journal, else COUNTERSIGN_DATABASE_URL: a postgres:// URL puts
+	// the journal on PostgreSQL; "" means DataDir/journal.db. It may carry a
+	// password, so it is never logged (journal.Where names it).
+	Journal string
+}
+
+// journalName is what journal.Open takes: the URL, or the file in the data folder.
+func (c Config) journalName() string {
+	if c.Journal != "" {
+		return c.Journal
+	}
+	return filepath.Join(c.DataDir, "journal.db")
 }
 
 // vaultDir is where the envelopes go: -vault, or the vault folder in the data folder.
@@ -48,6 +60,10 @@ func dataFlags(name string, env Env, cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("bot "+name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.StringVar(&cfg.DataDir, "data", "./data", "data folder: the journal (journal.db) and the vault")
+	fs.StringVar(&cfg.Journal, "journal", "", "journal on PostgreSQL: a postgres:// URL (default $COUNTERSIGN_DATABASE_URL, else DATA/journal.db)")
+	if cfg.Journal == "" && env.Getenv != nil {
+		cfg.Journal = env.Getenv("COUNTERSIGN_DATABASE_URL") // the flag, when given, wins
+	}
 	fs.StringVar(&cfg.VaultDir, "vault", "", "vault folder for unknown-outcome envelopes, e.g. an Obsidian vault (default DATA/vault)")
 	return fs
 }
@@ -92,7 +108,7 @@ func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data folder: %w", err)
 	}
-	return journal.Open(ctx, filepath.Join(cfg.DataDir, "journal.db"))
+	return journal.Open(ctx, cfg.journalName())
 }
 
 // edge is the world's edge of an app: the sender and the transport it delivers

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/countersign/countersign/command"
@@ -32,7 +31,7 @@ func runOps(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, use)
 		return exitUsage
 	}
-	if _, err := os.Stat(filepath.Join(cfg.DataDir, "journal.db")); err != nil {
+	if _, err := os.Stat(cfg.journalName()); err != nil && !journal.IsPostgres(cfg.journalName()) {
 		fmt.Fprintf(env.Stderr, "bot ops: no journal in %s (set -data)\n", cfg.DataDir)
 		return exitError
 	}

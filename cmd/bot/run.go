@@ -82,6 +82,9 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		return err
 	}
 	defer j.Close()
+	if journal.IsPostgres(cfg.journalName()) {
+		logger.Info("journal on PostgreSQL", "database", journal.Where(cfg.journalName())) // never the URL
+	}
 	if err := own(ctx, j, telegram.Transport, logger); err != nil {
 		return err
 	}

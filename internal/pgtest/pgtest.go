@@ -1,0 +1,83 @@
+// Package pgtest gives tests a fresh, empty PostgreSQL journal of their own: a
+// schema created for the test and dropped after it, named in the URL's
+// search_path. The server is COUNTERSIGN_TEST_POSTGRES (default the local one,
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable); when it cannot be
+// reached the test is skipped, or fails when COUNTERSIGN_REQUIRE_POSTGRES=1 (CI),
+// so that a missing server never passes for a green run.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver
+)
+
+// DefaultURL is the server tests use when COUNTERSIGN_TEST_POSTGRES is not set.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// ServerURL returns the test server's URL.
+func ServerURL() string {
+	if u := os.Getenv("COUNTERSIGN_TEST_POSTGRES"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// reach is whether the server answered, asked once per test binary.
+var reach = sync.OnceValue(func() error {
+	db, err := sql.Open("pgx", ServerURL())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
+})
+
+// Fresh returns the URL of a journal in a new, empty schema, dropped when tb
+// ends. It skips tb (fails it under COUNTERSIGN_REQUIRE_POSTGRES=1) when the
+// server cannot be reached.
+func Fresh(tb testing.TB) string {
+	tb.Helper()
+	if err := reach(); err != nil {
+		msg := "PostgreSQL at COUNTERSIGN_TEST_POSTGRES (default " + DefaultURL + ") cannot be reached: " + err.Error()
+		if os.Getenv("COUNTERSIGN_REQUIRE_POSTGRES") == "1" {
+			tb.Fatal(msg + " (COUNTERSIGN_REQUIRE_POSTGRES=1)")
+		}
+		tb.Skip(msg)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "t_" + hex.EncodeToString(b)
+	db, err := sql.Open("pgx", ServerURL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		db.Close()
+		tb.Fatalf("create schema %s: %v", schema, err)
+	}
+	tb.Cleanup(func() {
+		defer db.Close()
+		if _, err := db.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(ServerURL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}

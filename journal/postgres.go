@@ -1,0 +1,258 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// The journal on PostgreSQL is the same code as on SQLite, its SQL translated by
+// pgSQL (the dialect) and its locks taken as PostgreSQL's: a transaction-level
+// advisory lock stands for SQLite's single writer, a session-level one held on a
+// connection of its own for the owner's flock. One process per journal for now:
+// the writer lock makes several safe, but sending is owned by one.
+
+//go:embed migrations/postgres/*.sql
+var pgMigrations embed.FS
+
+// IsPostgres reports whether name is a PostgreSQL URL (postgres:// or
+// postgresql://), which Open opens on PostgreSQL; anything else is a SQLite file.
+func IsPostgres(name string) bool {
+	return strings.HasPrefix(name, "postgres://") || strings.HasPrefix(name, "postgresql://")
+}
+
+// Where names the PostgreSQL database of url as host/database, for logs and
+// messages: the URL itself may carry a password and is never shown.
+func Where(url string) string {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return "postgres (unparsable URL)"
+	}
+	return cfg.Host + ":" + strconv.Itoa(int(cfg.Port)) + "/" + cfg.Database
+}
+
+// pgStore is what a journal on PostgreSQL keeps beside the pool.
+type pgStore struct {
+	config *pgx.ConnConfig
+	where  string // host:port/database, never the URL
+	schema string // the current_schema() of the pool's connections
+	owners []*pgx.Conn
+}
+
+// The advisory locks' first key: one per purpose. Their second key is a hash of
+// the schema (and of the transport for ownership), so that journals in two
+// schemas of one database never wait for each other.
+const (
+	lockWrite   int32 = 0x43530001
+	lockMigrate int32 = 0x43530002
+	lockOwn     int32 = 0x43530003
+)
+
+// lockKey hashes parts into an advisory lock's second key, kept positive so that
+// it compares equal to pg_locks' objid (an oid).
+func lockKey(parts ...string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(strings.Join(parts, "\x00")))
+	return int32(h.Sum32() & 0x7fffffff)
+}
+
+// openPostgres connects j to the database of url and applies pending migrations.
+func (j *Journal) openPostgres(ctx context.Context, url string) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return errors.New("bad PostgreSQL URL") // the parse error may quote the password
+	}
+	j.pg = &pgStore{config: cfg, where: Where(url)}
+	db := stdlib.OpenDB(*cfg)
+	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&j.pg.schema); err != nil {
+		db.Close()
+		return fmt.Errorf("connect: %w", err)
+	}
+	j.w.durable, j.db = db, reader{db: db, pg: true}
+	if j.w.gate == nil {
+		j.w.gate = sharedGate("postgres:" + j.pg.where + "/" + j.pg.schema)
+	}
+	if err := j.migratePostgres(ctx); err != nil {
+		db.Close()
+		j.w.gate.release()
+		return err
+	}
+	return nil
+}
+
+// migratePostgres applies, in one transaction, every embedded PostgreSQL
+// migration not yet in schema_migrations. The transaction first takes the
+// migration lock, so two processes opening a new database at once do not both
+// migrate: the second waits, then finds nothing left to do.
+func (j *Journal) migratePostgres(ctx context.Context) error {
+	names, err := fs.Glob(pgMigrations, "migrations/postgres/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	tx, err := j.w.durable.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, $2)", lockMigrate, lockKey(j.pg.schema)); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at BIGINT NOT NULL)`)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var version int
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(max(version), 0) FROM schema_migrations").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(names) {
+		return fmt.Errorf("schema version %d is newer than this binary knows (%d)", version, len(names))
+	}
+	for i := version; i < len(names); i++ {
+		src, err := pgMigrations.ReadFile(names[i])
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(src)); err != nil {
+			return fmt.Errorf("migration postgres/%s: %w", path.Base(names[i]), err)
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO schema_migrations(version, name, applied_at) VALUES($1, $2, $3)",
+			i+1, path.Base(names[i]), ms(time.Now()))
+		if err != nil {
+			return fmt.Errorf("migration postgres/%s: %w", path.Base(names[i]), err)
+		}
+	}
+	return tx.Commit()
+}
+
+// lockWriter takes, inside tx, the lock that stands for SQLite's single writer,
+// and makes a lazy commit skip the wait for the disk (synchronous_commit off,
+// PostgreSQL's counterpart of synchronous=NORMAL): one round trip.
+func lockWriter(ctx context.Context, tx *sql.Tx, schema string, c commit) error {
+	sync := "on"
+	if c == lazy {
+		sync = "off"
+	}
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, $2), set_config('synchronous_commit', $3, true)",
+		lockWrite, lockKey(schema), sync)
+	return err
+}
+
+// ownPostgres takes the ownership of transport: a session-level advisory lock on
+// a connection of its own, held until Close or until the process dies and its
+// connection drops. The connection's application_name carries the pid, for the
+// message a second owner gets.
+func (j *Journal) ownPostgres(ctx context.Context, transport string) error {
+	cfg := j.pg.config.Copy()
+	cfg.RuntimeParams["application_name"] = ownerApp + strconv.Itoa(os.Getpid())
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("journal: own %s: connect to %s: %w", transport, j.pg.where, err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", lockOwn, lockKey(j.pg.schema, transport)).Scan(&ok); err != nil {
+		conn.Close(ctx)
+		return fmt.Errorf("journal: own %s: %w", transport, err)
+	}
+	if !ok {
+		conn.Close(ctx)
+		pid, _, _ := j.ownerPostgres(ctx, transport)
+		return &OwnedError{Transport: transport, Lock: j.ownerLockName(transport), PID: pid}
+	}
+	j.pg.owners = append(j.pg.owners, conn)
+	return nil
+}
+
+// ownerApp prefixes the application_name of an owner's connection.
+const ownerApp = "countersign owner pid "
+
+func (j *Journal) ownerLockName(transport string) string {
+	return fmt.Sprintf("advisory lock %s on %s, schema %s", transport, j.pg.where, j.pg.schema)
+}
+
+// ownerPostgres looks in pg_locks for the session holding transport's owner lock.
+func (j *Journal) ownerPostgres(ctx context.Context, transport string) (pid int, owned bool, err error) {
+	var app string
+	err = j.db.QueryRowContext(ctx, `SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND l.classid = CAST(? AS BIGINT)::oid AND l.objid = CAST(? AS BIGINT)::oid`,
+		int64(lockOwn), int64(lockKey(j.pg.schema, transport))).Scan(&app)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("journal: owner of %s: %w", transport, err)
+	}
+	pid, _ = strconv.Atoi(strings.TrimPrefix(app, ownerApp))
+	return pid, true, nil
+}
+
+// close ends the owners' sessions, which releases their locks.
+func (p *pgStore) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, c := range p.owners {
+		// Unlock first: the server ends a closed session a moment later, and a look
+		// right after Close must find the transport free.
+		_, err := c.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+		errs = append(errs, err, c.Close(ctx))
+	}
+	p.owners = nil
+	return errors.Join(errs...)
+}
+
+// pgSQL translates one of the journal's statements, written for SQLite, to
+// PostgreSQL: INSERT OR IGNORE becomes ON CONFLICT DO NOTHING, the payload's
+// target is read with ->>, rowid is the explicit seq column of the PostgreSQL
+// schema, and ? placeholders are numbered $1, $2, ... No statement of the journal
+// has a ? inside a string literal.
+func pgSQL(query string) string {
+	if strings.Contains(query, "INSERT OR IGNORE INTO") {
+		query = strings.Replace(query, "INSERT OR IGNORE INTO", "INSERT INTO", 1) + " ON CONFLICT DO NOTHING"
+	}
+	query = strings.ReplaceAll(query, "json_extract(payload, '$.target')", "(payload::jsonb ->> 'target')")
+	query = rowid.ReplaceAllString(query, "seq")
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+var rowid = regexp.MustCompile(`\browid\b`)
+
+// pgCode is the SQLSTATE of a PostgreSQL error, "" for any other error.
+func pgCode(err error) (code, constraint string) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code, pe.ConstraintName
+	}
+	return "", ""
+}
