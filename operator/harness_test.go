@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/countersign/countersign/internal/pgtest"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -113,16 +113,17 @@ const (
 )
 
 type harness struct {
-	t      *testing.T
-	file   string
-	clock  *fakeClock
-	sender *scriptSender
-	pol    *policy.Policy
-	verify bool // run the real verifier
-	vault  *vault.Vault
-	logs   syncBuffer
-	j      *journal.Journal
-	op     *operator.Operator
+	t        *testing.T
+	file     string // the journal: a file, or a PostgreSQL URL
+	vaultDir string // the vault, in the test's folder whatever the journal
+	clock    *fakeClock
+	sender   *scriptSender
+	pol      *policy.Policy
+	verify   bool // run the real verifier
+	vault    *vault.Vault
+	logs     syncBuffer
+	j        *journal.Journal
+	op       *operator.Operator
 	// edit, when set, changes the operator's options on every open.
 	edit func(*operator.Options)
 }
@@ -139,7 +140,8 @@ func testPolicy(t testing.TB) *policy.Policy {
 
 func newHarness(t *testing.T, script ...error) *harness {
 	t.Helper()
-	h := &harness{t: t, file: filepath.Join(t.TempDir(), "journal.db"), clock: newClock(),
+	dir := t.TempDir()
+	h := &harness{t: t, file: filepath.Join(dir, "journal.db"), vaultDir: filepath.Join(dir, "vault"), clock: newClock(),
 		sender: &scriptSender{script: script}, pol: testPolicy(t)}
 	if os.Getenv("COUNTERSIGN_OPERATOR_JOURNAL") == "postgres" {
 		h.file = pgtest.Fresh(t) // the whole operator suite on PostgreSQL
@@ -267,7 +269,7 @@ type syncBuffer = syncbuf.Buffer
 // withVault gives the harness a vault in a temp folder and reopens the operator.
 func (h *harness) withVault() *harness {
 	h.t.Helper()
-	v, err := vault.Open(filepath.Join(filepath.Dir(h.file), "vault"))
+	v, err := vault.Open(h.vaultDir)
 	if err != nil {
 		h.t.Fatal(err)
 	}
