@@ -123,6 +123,25 @@ func (a *agents) send(i int, target int64, text string) {
 	}()
 }
 
+// afterRestart has every HTTP caller that held a session look at the pending
+// operations, as an agent resuming its work would: the session died with the
+// bot, so each one finds it lost and connects again.
+func (a *agents) afterRestart() {
+	for _, c := range a.callers {
+		c.mu.Lock()
+		held := c.http && c.cs != nil
+		c.mu.Unlock()
+		if !held {
+			continue
+		}
+		a.jobs.Add(1)
+		go func() {
+			defer a.jobs.Done()
+			c.call("list_pending", nil, 3)
+		}()
+	}
+}
+
 // idle reports whether no send is still followed, and how many calls were made.
 func (a *agents) idle() (bool, int) {
 	a.mu.Lock()

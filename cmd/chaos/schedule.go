@@ -53,6 +53,9 @@ func (w *world) storm(ctx context.Context, policies string) {
 				fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
 				return
 			}
+			if w.agents != nil {
+				w.agents.afterRestart()
+			}
 			kills++
 			nextKill = nextKill.Add(every)
 		}
