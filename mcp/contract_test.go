@@ -163,7 +163,7 @@ func TestAFullDiskIsAnsweredAsTheContract(t *testing.T) {
 			res, got := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222",
 				"text": strings.Repeat("Квартальные цифры готовы. ", 120)}) // over a page; no operation id: none was stored
 			if !res.IsError || got.Status != tools.StatusRetryable || got.SideEffect != tools.SideEffectNone ||
-				got.NextAction != tools.NextRetry || got.RetryAfterMS <= 0 || !strings.Contains(got.Reason, "disk is full") {
+				got.NextAction != tools.NextRetry || got.RetryAfterMS <= 0 || got.Cause != tools.CauseDiskFull {
 				t.Errorf("commit on a full disk = %+v (isError %v), want retryable, nothing sent, with a wait", got, res.IsError)
 			}
 			if strings.Contains(text(res), "database or disk is full") || strings.Contains(text(res), "journal:") {

@@ -159,6 +159,7 @@ func (s *Server) waited(ctx context.Context, op journal.Operation, wait time.Dur
 	}
 	if why := s.delivering(); why != "" {
 		r.Reason = fmt.Sprintf("%s is %s, and %s: nothing moves it until `bot run` starts on this data folder", op.ID, op.State, why)
+		r.Cause = tools.CauseNoSender
 		return r, true
 	}
 	if ctx.Err() != nil {

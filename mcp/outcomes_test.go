@@ -217,7 +217,7 @@ func TestWithNoBotNothingWaitsForNobody(t *testing.T) {
 	}
 	start := time.Now()
 	_, got := call(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
-	if got.Status != tools.StatusPending || !strings.Contains(got.Reason, "no bot is running") || time.Since(start) > 5*time.Second {
+	if got.Status != tools.StatusPending || got.Cause != tools.CauseNoSender || time.Since(start) > 5*time.Second {
 		t.Errorf("await = %+v after %s, want it at once, pending, saying no bot runs", got, time.Since(start))
 	}
 }

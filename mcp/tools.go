@@ -60,7 +60,8 @@ func ptr[T any](v T) *T { return &v }
 func (s *Server) runTool(ctx context.Context, req *sdk.CallToolRequest, name string, commits bool) (*sdk.CallToolResult, error) {
 	if commits {
 		if why := s.delivering(); why != "" {
-			r := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop, Reason: noBot(why)}
+			r := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop,
+				Cause: tools.CauseNoSender, Reason: noBot(why)}
 			return contract(r), nil
 		}
 	}
@@ -93,7 +94,7 @@ const diskFullWait = 30 * time.Second
 // is not known: list_pending tells, before the agent calls again.
 func diskFull() *sdk.CallToolResult {
 	r := tools.Result{Status: tools.StatusRetryable, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
-		RetryAfterMS: diskFullWait.Milliseconds(),
+		RetryAfterMS: diskFullWait.Milliseconds(), Cause: tools.CauseDiskFull,
 		Reason: "Known: the bot's disk is full, so the call could not be journaled; nothing was sent. " +
 			"Not known: whether a record of it was kept. To do: call list_pending, and call again once there is room if it is not there."}
 	res := contract(r)

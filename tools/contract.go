@@ -61,6 +61,8 @@ const (
 	CauseApprovalExpired Cause = "approval_expired" // nobody decided in time
 	CauseRejected        Cause = "rejected"         // an approver said no
 	CauseBudget          Cause = "budget_exhausted" // a retry, wait or repair budget is spent
+	CauseNoSender        Cause = "no_sender"        // no process runs that would deliver it: nothing was created
+	CauseDiskFull        Cause = "disk_full"        // the journal had no room to record the call
 )
 
 // Evidence is the observable fact of a success: where the message is and its ids.
@@ -77,7 +79,7 @@ type Result struct {
 	RetryAfterMS int64      `json:"retry_after_ms,omitempty"`
 	NextAction   NextAction `json:"next_action"`
 	Evidence     *Evidence  `json:"evidence,omitempty"`
-	// Cause, on a stop, names why in a form code can test.
+	// Cause, on a stop (or a wait that nothing will end), names why in a form code can test.
 	Cause Cause `json:"cause,omitempty"`
 	// Reason is a short plain-words account for the human or the model.
 	Reason string `json:"reason,omitempty"`

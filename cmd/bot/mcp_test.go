@@ -68,7 +68,7 @@ func TestMCPWithNoBotRunningSaysSo(t *testing.T) {
 		t.Errorf("prepare_reply = %+v, want a draft", draft)
 	}
 	res, r := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "nobody would send this"})
-	if r.Status != tools.StatusTerminal || r.NextAction != tools.NextStop || r.OperationID != "" || !strings.Contains(r.Reason, "no bot is running") || res.IsError {
+	if r.Status != tools.StatusTerminal || r.NextAction != tools.NextStop || r.OperationID != "" || r.Cause != tools.CauseNoSender || res.IsError {
 		t.Errorf("commit with no bot = %+v (%v), want a terminal stop saying no bot runs and no operation", r, res.Content)
 	}
 	cs.Close()

@@ -344,7 +344,7 @@ func (c *caller) send(target int64, text string) {
 			if id == "" {
 				c.a.note("cut commit called again in a new session")
 			}
-		case res.IsError && r.Status == tools.StatusRetryable && r.OperationID == "":
+		case r.Cause == tools.CauseDiskFull:
 			// The journal had no room (a full disk): nothing sent, and whether it
 			// was journaled is not known. The caller looks first, as the result says.
 			c.a.note("commit refused for a full disk")
@@ -357,7 +357,7 @@ func (c *caller) send(target int64, text string) {
 		case res.IsError:
 			c.a.note("commit answered with a tool error")
 			return
-		case r.OperationID == "" && strings.Contains(r.Reason, "no bot is running"):
+		case r.Cause == tools.CauseNoSender:
 			c.a.note("commit while no bot runs: nothing created")
 			time.Sleep(500 * time.Millisecond)
 		case r.OperationID == "":
