@@ -31,7 +31,7 @@ const hookSecret = "replica-test-webhook-secret"
 
 // startReplica runs `bot run` as replica name on the journal at url, with the
 // vault folder shared by the replicas, polling or (hook) behind a webhook.
-func startReplica(t *testing.T, srv *telegramtest.Server, url, vaultDir, name string, hook bool) *replicaProc {
+func startReplica(t testing.TB, srv *telegramtest.Server, url, vaultDir, name string, hook bool) *replicaProc {
 	t.Helper()
 	data, logs, _ := childData(t, srv)
 	flags := []string{"-journal", url, "-vault", vaultDir, "-replica", name, "-lease", "2s"}
@@ -94,7 +94,7 @@ func tap(from int64, card telegramtest.Message, data string) map[string]any {
 }
 
 // cardFor waits for the approval card of the /send whose text is text in chat.
-func cardFor(t *testing.T, srv *telegramtest.Server, chat int64, text string) (telegramtest.Message, string) {
+func cardFor(t testing.TB, srv *telegramtest.Server, chat int64, text string) (telegramtest.Message, string) {
 	t.Helper()
 	var card telegramtest.Message
 	if err := srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool {
@@ -234,4 +234,38 @@ func TestAPollingLeaderIsReplaced(t *testing.T) {
 	if lost := srv.ConfirmedUnread(); len(lost) != 0 {
 		t.Errorf("updates confirmed unread: %v", lost)
 	}
+}
+
+// BenchmarkPollingFailover measures, in polling mode, the time from SIGKILL of
+// the leading replica to the card of the next command (the update taken by the
+// replica that took over, and handled), beside the same command's time with a
+// live leader, measured in the same run: the baseline.
+//
+//	go test -run '^$' -bench PollingFailover -benchtime 5x ./cmd/bot
+func BenchmarkPollingFailover(b *testing.B) {
+	url := pgtest.Fresh(b)
+	srv := telegramtest.NewServer(b, telegramtest.Options{Token: childToken})
+	vaultDir := filepath.Join(b.TempDir(), "vault")
+	var failover, live time.Duration
+	for i := range b.N {
+		b.StopTimer()
+		lead := startReplica(b, srv, url, vaultDir, fmt.Sprintf("a%d", i), false)
+		waitLog(b, lead.logs, regexp.MustCompile(`(polling): this replica leads`))
+		next := startReplica(b, srv, url, vaultDir, fmt.Sprintf("b%d", i), false)
+		waitLog(b, next.logs, regexp.MustCompile(`(another replica polls)`))
+		start := time.Now()
+		srv.PushMessage(100, 100, fmt.Sprintf("/send 222 live %d", i))
+		cardFor(b, srv, 100, fmt.Sprintf("live %d", i))
+		live += time.Since(start)
+		b.StartTimer()
+		start = time.Now()
+		lead.kill()
+		srv.PushMessage(100, 100, fmt.Sprintf("/send 222 failover %d", i))
+		cardFor(b, srv, 100, fmt.Sprintf("failover %d", i))
+		failover += time.Since(start)
+		b.StopTimer()
+		next.kill()
+	}
+	b.ReportMetric(float64(failover.Milliseconds())/float64(b.N), "failover-ms/op")
+	b.ReportMetric(float64(live.Milliseconds())/float64(b.N), "live-leader-ms/op")
 }
