@@ -123,18 +123,34 @@ func (j *Journal) lockName(ctx context.Context, name string) (unlock func() erro
 		}
 		return closeConn(conn), nil
 	}
-	f, err := os.OpenFile(j.file+".replica-"+name+".lock", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("journal: join as %s: %w", name, err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		if errors.Is(err, errLocked) {
-			return nil, taken
+	f, ok, err := tryFileLock(j.file + ".replica-" + name + ".lock")
+	if err != nil || !ok {
+		if err == nil {
+			err = taken
 		}
 		return nil, fmt.Errorf("journal: join as %s: %w", name, err)
 	}
 	return f.Close, nil
+}
+
+// tryFileLock takes the lock of the file at path, creating it, without waiting,
+// and writes this process's id in it (for the message a second process prints).
+// ok is false, and no file is kept, when another open file holds it.
+func tryFileLock(path string) (f *os.File, ok bool, err error) {
+	if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		return nil, false, err
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		if errors.Is(err, errLocked) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, true, nil
 }
 
 // tryAdvisory takes a session-level advisory lock on a new connection of its own,
@@ -367,19 +383,12 @@ func (j *Journal) Lead(ctx context.Context, transport string) (bool, error) {
 		}
 		l.conn = conn
 	} else {
-		f, err := os.OpenFile(j.ownerFile(transport), os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			return false, fmt.Errorf("journal: lead %s: %w", transport, err)
-		}
-		if err := lockFile(f); err != nil {
-			f.Close()
-			if errors.Is(err, errLocked) {
-				return false, nil
+		f, ok, err := tryFileLock(j.ownerFile(transport))
+		if err != nil || !ok {
+			if err != nil {
+				err = fmt.Errorf("journal: lead %s: %w", transport, err)
 			}
-			return false, fmt.Errorf("journal: lead %s: %w", transport, err)
-		}
-		if err := f.Truncate(0); err == nil {
-			f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+			return false, err
 		}
 		l.file = f
 	}
