@@ -136,3 +136,16 @@ func TestPing(t *testing.T) {
 		}
 	})
 }
+
+func TestStatesAreEveryState(t *testing.T) {
+	got := journal.States()
+	for _, s := range []journal.State{journal.Prepared, journal.AwaitingApproval, journal.Committing, journal.Unknown, journal.Committed,
+		journal.Rejected, journal.Expired, journal.NotDelivered, journal.Cancelled, journal.Failed} {
+		if !slices.Contains(got, s) {
+			t.Errorf("States() = %v lacks %s", got, s)
+		}
+	}
+	if len(got) != 13 || !slices.IsSorted(got) {
+		t.Errorf("States() = %v, want the 13 states sorted", got)
+	}
+}
