@@ -103,8 +103,13 @@ func loadPolicy(cfg Config, env Env) (*policy.Policy, error) {
 	return p, nil
 }
 
-// openJournal opens the journal in the data folder, creating the folder.
+// openJournal opens the journal in the data folder, creating the folder; a
+// journal on PostgreSQL needs no folder (bot migrate may run where none can be
+// written).
 func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
+	if journal.IsPostgres(cfg.journalName()) {
+		return journal.Open(ctx, cfg.journalName())
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data folder: %w", err)
 	}
