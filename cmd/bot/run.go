@@ -2,7 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	certFile := fs.String("webhook-cert", "", "serve the webhook over HTTPS with this PEM certificate (a self-signed one is uploaded to Telegram)")
 	keyFile := fs.String("webhook-key", "", "the PEM private key of -webhook-cert")
 	mcpListen := fs.String("mcp-listen", "", "also serve the tools to outside agents over MCP (streamable HTTP) on this address, e.g. 127.0.0.1:8765; COUNTERSIGN_MCP_TOKEN is the bearer token, required off loopback")
+	var obs observability
+	fs.StringVar(&obs.listen, "metrics-listen", "", "serve /healthz, /readyz and /metrics on this address, e.g. :9090 (the webhook's listener serves them too)")
+	fs.StringVar(&obs.replica, "replica", "", "this replica's name, on every log line and in countersign_replica_info (default $COUNTERSIGN_REPLICA, else hostname-pid)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -41,8 +45,9 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	if hook != nil {
 		hook.CertFile, hook.KeyFile = *certFile, *keyFile
 	}
-	logger := newLogger(env.Stderr)
-	if err := serveTelegram(ctx, cfg, env, logger, hook, *mcpListen); err != nil {
+	obs.replica = replicaName(obs.replica, env)
+	logger := newLogger(env.Stderr).With("replica", obs.replica)
+	if err := serveTelegram(ctx, cfg, env, logger, hook, *mcpListen, obs); err != nil {
 		logger.Error("stopped", "err", err)
 		fmt.Fprintln(env.Stderr, "bot run:", err)
 		return exitError
@@ -56,14 +61,32 @@ func webhook(listen, url string, env Env) *telegram.Webhook {
 	}
 	secret := env.Getenv("TELEGRAM_WEBHOOK_SECRET")
 	if secret == "" {
-		b := make([]byte, 24)
-		rand.Read(b)
-		secret = hex.EncodeToString(b)
+		secret = webhookSecret(env.Getenv("TELEGRAM_BOT_TOKEN"))
 	}
 	return &telegram.Webhook{Listen: listen, URL: url, Secret: secret}
 }
 
-func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook, mcpListen string) error {
+// webhookSecretLabel is what a derived webhook secret is the HMAC of.
+const webhookSecretLabel = "countersign webhook secret"
+
+// webhookSecret is the webhook's secret when TELEGRAM_WEBHOOK_SECRET sets none:
+// the HMAC-SHA256 of a fixed label keyed by the bot token, in 48 hex digits.
+// Every replica of one bot derives the same secret, so that whichever of them
+// called setWebhook last, the header Telegram sends is accepted by all; the
+// token cannot be read back from it.
+func webhookSecret(token string) string {
+	mac := hmac.New(sha256.New, []byte(token))
+	mac.Write([]byte(webhookSecretLabel))
+	return hex.EncodeToString(mac.Sum(nil))[:48]
+}
+
+// observability is where a bot run process answers for its health and metrics.
+type observability struct {
+	listen  string // -metrics-listen: "" serves them on the webhook's listener only
+	replica string
+}
+
+func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook, mcpListen string, obs observability) error {
 	token := env.Getenv("TELEGRAM_BOT_TOKEN")
 	if token == "" {
 		return errors.New("TELEGRAM_BOT_TOKEN is not set (ask @BotFather for a token, or try bot console)")
@@ -85,15 +108,28 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if journal.IsPostgres(cfg.journalName()) {
 		logger.Info("journal on PostgreSQL", "database", journal.Where(cfg.journalName())) // never the URL
 	}
+	m := newBotMetrics(j, obs.replica)
+	if hook != nil {
+		hook.Public = m.routes(j, logger)
+	}
+	if obs.listen != "" {
+		ctx, stop := context.WithCancel(ctx)
+		defer stop() // the server ends with the bot, however the bot ends
+		if err := listenMetrics(ctx, obs.listen, m.routes(j, logger), logger); err != nil {
+			return err
+		}
+	}
 	if err := own(ctx, j, telegram.Transport, logger); err != nil {
 		return err
 	}
+	m.leader.Set(1)
+	m.unknown.Add(float64(len(j.Recovered())))
 	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: env.Getenv("TELEGRAM_API_URL"),
-		PollTimeout: pollTimeout(env), Webhook: hook, Logger: logger})
+		PollTimeout: pollTimeout(env), Webhook: hook, Logger: logger, Counters: m.counters})
 	if err != nil {
 		return err
 	}
-	a, err := newApp(cfg, j, p, edge{sender: tg.Sender(), transport: telegram.Transport}, env.Getenv, logger)
+	a, err := newApp(cfg, j, p, edge{sender: tg.Sender(), transport: telegram.Transport, observe: m.observe}, env.Getenv, logger)
 	if err != nil {
 		return err
 	}
