@@ -41,6 +41,7 @@ type Journal struct {
 	maxPages  int64
 	busy      time.Duration // SQLite's busy timeout, for writers of other processes
 	recovered []string
+	migrated  []string   // the migrations Open applied (Migrated)
 	owned     []*os.File // the owner locks Own took, released by Close
 	commits   atomic.Int64
 	pg        *pgStore // nil on SQLite
@@ -197,8 +198,11 @@ func (j *Journal) migrate(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, string(src)); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1))
-			return err
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
+				return err
+			}
+			j.migrated = append(j.migrated, path.Base(names[i]))
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("migration %s: %w", path.Base(names[i]), err)

@@ -141,6 +141,7 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migration postgres/%s: %w", path.Base(names[i]), err)
 		}
+		j.migrated = append(j.migrated, "postgres/"+path.Base(names[i]))
 	}
 	return tx.Commit()
 }

@@ -80,6 +80,9 @@ type Options struct {
 	Clock                  Clock          // nil: the real clock
 	Rand                   func() float64 // nil: math/rand; the jitter's source
 	Logger                 *slog.Logger   // nil: slog.Default()
+	// Observe, when set, is told of every commit attempt this operator makes as
+	// it ends (observe.go): a process's metrics.
+	Observe func(Attempt)
 }
 
 // Operator runs tool calls. It is safe for concurrent use.
@@ -100,6 +103,8 @@ type Operator struct {
 	running map[string]int
 	// lead is whether this replica leads (replica.go).
 	lead leadership
+	// attempts holds when each attempt in flight moved to committing (observe.go).
+	attempts sync.Map
 }
 
 // Errors a caller of the operator acts on. Failures of a tool call are results, not
@@ -424,8 +429,13 @@ const outcomeWait = 10 * time.Minute
 // journaled, and an attempt that cannot be written ahead (a move to committing)
 // sends nothing and would otherwise strand its approved or scheduled operation,
 // unseen by /pending, until a restart.
-func (o *Operator) record(ctx context.Context, id string, m journal.Move) error {
-	err := o.opts.Journal.Move(ctx, id, m)
+func (o *Operator) record(ctx context.Context, id string, m journal.Move) (err error) {
+	defer func() {
+		if err == nil {
+			o.observe(id, m)
+		}
+	}()
+	err = o.opts.Journal.Move(ctx, id, m)
 	if (m.From != journal.Committing && m.To != journal.Committing) || !journal.IsFull(err) {
 		return err
 	}

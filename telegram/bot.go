@@ -53,6 +53,8 @@ type Options struct {
 	// TapWorkers how many callback queries (default 16): taps have workers of
 	// their own, so that no number of busy messages holds up an approval.
 	MessageWorkers, TapWorkers int
+	// Counters count what the bot does, for its process's metrics (counters.go).
+	Counters Counters
 }
 
 // Errors that end the bot: they need a person to change something.
@@ -93,7 +95,7 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	t := &Bot{opts: o, log: o.Logger, journal: j, messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
 		refusals: make(chan int64, refusalQueue)}
 	t.redact = func(s string) string { return strings.ReplaceAll(s, o.Token, "<token>") }
-	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second, Transport: transport()}
+	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second, Transport: o.Counters.roundTripper(transport())}
 	// The library makes the method calls; updates are received by poll (or the
 	// webhook), which stores each one before Telegram forgets it.
 	var err error

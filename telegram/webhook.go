@@ -42,6 +42,9 @@ type Webhook struct {
 	MaxConnections int
 	// Timeouts bound each connection; zero fields take DefaultWebhookTimeouts.
 	Timeouts WebhookTimeouts
+	// Public are handlers served at these exact paths (such as /healthz and
+	// /metrics) without the secret; every other path is the webhook.
+	Public map[string]http.Handler
 }
 
 // WebhookTimeouts bound what one connection may hold, so that a client that sends
@@ -153,7 +156,8 @@ func loadCertificate(certFile, keyFile string) (tls.Certificate, []byte, error) 
 	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw}), nil
 }
 
-// WebhookHandler checks the secret header, stores the update in the inbox and only
+// WebhookHandler serves Webhook.Public at their paths; at any other path it
+// checks the secret header, stores the update in the inbox and only
 // then answers 200, so that Telegram delivers again whatever was not stored. At
 // most Webhook.MaxConnections requests with the secret are handled at once; one
 // more waits up to Timeouts.Busy for a place, then is answered 503. A body over
@@ -164,6 +168,10 @@ func (t *Bot) WebhookHandler(ctx context.Context) http.Handler {
 		t.storeUpdate(ctx, rw, r)
 	}))
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if h, ok := w.Public[r.URL.Path]; ok {
+			h.ServeHTTP(rw, r)
+			return
+		}
 		// The secret is checked first, so that strangers take no place from Telegram.
 		got := r.Header.Get("X-Telegram-Bot-Api-Secret-Token")
 		if r.Method != http.MethodPost || subtle.ConstantTimeCompare([]byte(got), []byte(w.Secret)) != 1 {

@@ -103,8 +103,13 @@ func loadPolicy(cfg Config, env Env) (*policy.Policy, error) {
 	return p, nil
 }
 
-// openJournal opens the journal in the data folder, creating the folder.
+// openJournal opens the journal in the data folder, creating the folder; a
+// journal on PostgreSQL needs no folder (bot migrate may run where none can be
+// written).
 func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
+	if journal.IsPostgres(cfg.journalName()) {
+		return journal.Open(ctx, cfg.journalName())
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data folder: %w", err)
 	}
@@ -120,6 +125,9 @@ type edge struct {
 	// remote records operations under transport for the process that owns it to
 	// deliver (a stdio bot mcp beside a bot): this one never commits them.
 	remote bool
+	// observe hears of each commit attempt as it ends (operator.Options.Observe):
+	// the process's metrics. Nil for none.
+	observe func(operator.Attempt)
 }
 
 // noSender is the sender of an app that must never send.
@@ -175,7 +183,7 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 	}
 	check := newChecker(p, j, v, m, logger)
 	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Vault: v, Logger: logger,
-		Transport: e.transport, Remote: e.remote})
+		Transport: e.transport, Remote: e.remote, Observe: e.observe})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@
 //	bot ops       the journal: list, show
 //	bot vault     the envelopes of unknown outcomes: list, show, resolve, gc
 //	bot policies  check a policy file
+//	bot migrate   bring the journal's schema up to date
 //
 // Exit codes: 0 ok, 1 error, 2 usage.
 package main
@@ -46,6 +47,7 @@ commands:
   ops list|show [op_id]     the journal's operations (-json for scripts)
   vault list|show|resolve|gc  the unknown-outcome envelopes (-json for scripts)
   policies check            validate a policy file
+  migrate [-check]          bring the journal's schema up to date (or say what is pending)
   help                      this text
 
 "bot <command> -h" lists the command's flags.`
@@ -70,6 +72,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"policies": runPolicies,
 		"vault":    runVault,
 		"mcp":      runMCP,
+		"migrate":  runMigrate,
 	}
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(ctx, args[1:], env)

@@ -141,7 +141,7 @@ func TestMCPListenInTheBot(t *testing.T) {
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
 	data, logs, wait := childData(t, srv)
 	bot := startBotWith(t, srv, data, []string{"COUNTERSIGN_MCP_TOKEN=" + mcpToken}, "-mcp-listen", "127.0.0.1:0")
-	addr := waitLog(t, logs, regexp.MustCompile(`msg="MCP server listening" addr=(\S+)`))
+	addr := waitLog(t, logs, regexp.MustCompile(`msg="MCP server listening"[^\n]* addr=(\S+)`))
 	url := "http://" + addr + "/mcp"
 
 	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))

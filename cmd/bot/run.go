@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/countersign/countersign/journal"
@@ -25,8 +24,10 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	certFile := fs.String("webhook-cert", "", "serve the webhook over HTTPS with this PEM certificate (a self-signed one is uploaded to Telegram)")
 	keyFile := fs.String("webhook-key", "", "the PEM private key of -webhook-cert")
 	mcpListen := fs.String("mcp-listen", "", "also serve the tools to outside agents over MCP (streamable HTTP) on this address, e.g. 127.0.0.1:8765; COUNTERSIGN_MCP_TOKEN is the bearer token, required off loopback")
-	replica := fs.String("replica", env.Getenv("COUNTERSIGN_REPLICA"), "this process's name among replicas on one journal (default $COUNTERSIGN_REPLICA, else HOST-PID when the journal is on PostgreSQL); a SQLite journal has one sender unless this is set")
+	replica := fs.String("replica", env.Getenv("COUNTERSIGN_REPLICA"), "this process's name among replicas on one journal, on every log line and in countersign_replica_info (default $COUNTERSIGN_REPLICA, else HOST-PID when the journal is on PostgreSQL); a SQLite journal has one sender unless this is set")
 	lease := fs.Duration("lease", journal.DefaultLease, "among replicas: how long another replica waits, after this one stops renewing, before it takes over what this one held (a commit on the wire becomes unknown then)")
+	var obs observability
+	fs.StringVar(&obs.listen, "metrics-listen", "", "serve /healthz, /readyz and /metrics on this address, e.g. :9090 (the webhook's listener serves them too)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
@@ -53,11 +54,12 @@ func runBot(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "bot run:", err)
 		return exitUsage
 	}
-	logger := newLogger(env.Stderr)
-	if name != "" {
-		logger = logger.With("replica", name) // every line says which replica wrote it
+	obs.replica = name
+	if obs.replica == "" {
+		obs.replica = hostPID() // a label only: the one owner of a SQLite journal
 	}
-	if err := serveTelegram(ctx, cfg, env, logger, hook, *mcpListen, replicaOf{name, *lease}); err != nil {
+	logger := newLogger(env.Stderr).With("replica", obs.replica) // every line says which replica wrote it
+	if err := serveTelegram(ctx, cfg, env, logger, hook, *mcpListen, replicaOf{name, *lease}, obs); err != nil {
 		logger.Error("stopped", "err", err)
 		fmt.Fprintln(env.Stderr, "bot run:", err)
 		return exitError
@@ -71,9 +73,7 @@ func webhook(listen, url string, env Env) *telegram.Webhook {
 	}
 	secret := env.Getenv("TELEGRAM_WEBHOOK_SECRET")
 	if secret == "" {
-		b := make([]byte, 24)
-		rand.Read(b)
-		secret = hex.EncodeToString(b)
+		secret = webhookSecret(env.Getenv("TELEGRAM_BOT_TOKEN"))
 	}
 	return &telegram.Webhook{Listen: listen, URL: url, Secret: secret}
 }
@@ -86,17 +86,7 @@ func replicaName(given string, cfg Config) (string, error) {
 	if given != "" || !journal.IsPostgres(cfg.journalName()) {
 		return given, nil
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		return "", fmt.Errorf("name this replica with -replica: %w", err)
-	}
-	name := strings.Map(func(r rune) rune {
-		if r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '-'
-	}, host)
-	return fmt.Sprintf("%.50s-%d", name, os.Getpid()), nil
+	return hostPID(), nil
 }
 
 // replicaOf is this process's place among replicas: its name ("" for the one
@@ -106,7 +96,27 @@ type replicaOf struct {
 	lease time.Duration
 }
 
-func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook, mcpListen string, replica replicaOf) error {
+// webhookSecretLabel is what a derived webhook secret is the HMAC of.
+const webhookSecretLabel = "countersign webhook secret"
+
+// webhookSecret is the webhook's secret when TELEGRAM_WEBHOOK_SECRET sets none:
+// the HMAC-SHA256 of a fixed label keyed by the bot token, in 48 hex digits.
+// Every replica of one bot derives the same secret, so that whichever of them
+// called setWebhook last, the header Telegram sends is accepted by all; the
+// token cannot be read back from it.
+func webhookSecret(token string) string {
+	mac := hmac.New(sha256.New, []byte(token))
+	mac.Write([]byte(webhookSecretLabel))
+	return hex.EncodeToString(mac.Sum(nil))[:48]
+}
+
+// observability is where a bot run process answers for its health and metrics.
+type observability struct {
+	listen  string // -metrics-listen: "" serves them on the webhook's listener only
+	replica string
+}
+
+func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook, mcpListen string, replica replicaOf, obs observability) error {
 	token := env.Getenv("TELEGRAM_BOT_TOKEN")
 	if token == "" {
 		return errors.New("TELEGRAM_BOT_TOKEN is not set (ask @BotFather for a token, or try bot console)")
@@ -128,6 +138,17 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if journal.IsPostgres(cfg.journalName()) {
 		logger.Info("journal on PostgreSQL", "database", journal.Where(cfg.journalName())) // never the URL
 	}
+	m := newBotMetrics(j, obs.replica)
+	if hook != nil {
+		hook.Public = m.routes(j, logger)
+	}
+	if obs.listen != "" {
+		ctx, stop := context.WithCancel(ctx)
+		defer stop() // the server ends with the bot, however the bot ends
+		if err := listenMetrics(ctx, obs.listen, m.routes(j, logger), logger); err != nil {
+			return err
+		}
+	}
 	if replica.name != "" {
 		err = join(ctx, j, telegram.Transport, replica, logger)
 	} else {
@@ -136,12 +157,13 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
+	m.unknown.Add(float64(len(j.Recovered())))
 	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: env.Getenv("TELEGRAM_API_URL"),
-		PollTimeout: pollTimeout(env), Webhook: hook, Logger: logger})
+		PollTimeout: pollTimeout(env), Webhook: hook, Logger: logger, Counters: m.counters})
 	if err != nil {
 		return err
 	}
-	a, err := newApp(cfg, j, p, edge{sender: tg.Sender(), transport: telegram.Transport}, env.Getenv, logger)
+	a, err := newApp(cfg, j, p, edge{sender: tg.Sender(), transport: telegram.Transport, observe: m.observe}, env.Getenv, logger)
 	if err != nil {
 		return err
 	}
@@ -151,6 +173,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err := logStart(ctx, logger, tg, a, cfg); err != nil {
 		return err
 	}
+	go m.followLeadership(ctx, a.operator)
 	if mcpListen != "" {
 		ctx, stop := context.WithCancel(ctx)
 		defer stop() // the MCP server ends with the bot, however the bot ends
