@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -307,4 +308,44 @@ func approvedBeside(t *testing.T, remote *operator.Operator, text string) string
 		t.Fatal(err)
 	}
 	return r.OperationID
+}
+
+// A replica that takes the lead does the leader's slow work at once: a note
+// resolved by hand while the old leader was gone resolves its operation now,
+// not a sweep period later.
+func TestANewLeaderReconcilesAtOnce(t *testing.T) {
+	rs := newReplicas(t)
+	ctx := context.Background()
+	r1, j1 := rs.start("r1", &scriptSender{script: []error{unknown}}, false)
+	r2, _ := rs.start("r2", nil, false)
+	stop1, done1 := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() { defer close(ended); r1.Sweep(stop1) }()
+	waitUntil(t, "r1 leads", func() bool { ok, _ := r1.Leading(); return ok })
+	task, err := r1.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := r1.Call(ctx, task.ID, callSend("222", "unknown, then resolved in an editor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := r1.PendingApproval(ctx, r.OperationID)
+	if got, err := r1.Decide(ctx, a.ID, approverID, true); err != nil || got.SideEffect != tools.SideEffectUnknown {
+		t.Fatalf("Decide = %+v, %v; want an unknown outcome", got, err)
+	}
+	done1()
+	<-ended // r1 stops leading
+	if _, err := rs.vault.Resolve(r.OperationID, true, "an editor", rs.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	sweep(t, r2) // its sweep period is an hour
+	waitUntil(t, "r2 took the lead and resolved the operation from its note", func() bool {
+		op, _ := j1.Operation(ctx, r.OperationID)
+		return op.State == journal.Committed
+	})
+	ts, _ := j1.Transitions(ctx, r.OperationID)
+	if last := ts[len(ts)-1]; !strings.HasPrefix(last.Reason, operator.ReasonResolvedInVault) {
+		t.Errorf("last transition %+v, want %s", last, operator.ReasonResolvedInVault)
+	}
 }

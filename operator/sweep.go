@@ -48,6 +48,7 @@ func (o *Operator) Sweep(ctx context.Context) {
 	defer fast.Stop()
 	o.sweep(ctx)
 	o.watch(ctx, &runs)
+	_, changed := o.Leading()
 	for {
 		select {
 		case <-ctx.Done():
@@ -57,6 +58,14 @@ func (o *Operator) Sweep(ctx context.Context) {
 			o.sweep(ctx)
 		case <-fast.C:
 			o.watch(ctx, &runs)
+		case <-changed:
+			// A replica that just took the lead does the leader's slow work now
+			// (the cards of old approvals, the vault), not a sweep period later.
+			var leads bool
+			leads, changed = o.Leading()
+			if leads {
+				o.sweep(ctx)
+			}
 		}
 	}
 }
