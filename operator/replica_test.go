@@ -72,8 +72,14 @@ func newReplicas(t *testing.T) *replicas {
 }
 
 // start opens the journal as replica name, with sender as the world's edge (nil:
-// a process that is no replica and delivers nothing, as bot mcp beside them).
+// a sender that delivers every message), writing notes to the shared vault.
 func (r *replicas) start(name string, sender tools.Sender, remote bool) (*operator.Operator, *journal.Journal) {
+	r.t.Helper()
+	return r.startWith(name, sender, remote, r.vault)
+}
+
+// startWith is start with a vault of the replica's own.
+func (r *replicas) startWith(name string, sender tools.Sender, remote bool, v *vault.Vault) (*operator.Operator, *journal.Journal) {
 	r.t.Helper()
 	ctx := context.Background()
 	j, err := journal.Open(ctx, r.file, journal.WithClock(r.clock.Now))
@@ -94,7 +100,7 @@ func (r *replicas) start(name string, sender tools.Sender, remote bool) (*operat
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	o, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Vault: r.vault, Clock: r.clock, Transport: transport,
+	o, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Vault: v, Clock: r.clock, Transport: transport,
 		Remote: remote, WatchEvery: 5 * time.Millisecond, SweepEvery: time.Hour, Rand: func() float64 { return 0.5 },
 		Logger: slog.New(slog.NewTextHandler(&r.logs, nil)).With("replica", name)})
 	if err != nil {
@@ -347,5 +353,82 @@ func TestANewLeaderReconcilesAtOnce(t *testing.T) {
 	ts, _ := j1.Transitions(ctx, r.OperationID)
 	if last := ts[len(ts)-1]; !strings.HasPrefix(last.Reason, operator.ReasonResolvedInVault) {
 		t.Errorf("last transition %+v, want %s", last, operator.ReasonResolvedInVault)
+	}
+}
+
+// A live replica's work is its own: an operation it approved is not run by
+// another replica's watch while it holds it, and the commit is its own.
+func TestAReplicaLeavesALiveReplicasWorkAlone(t *testing.T) {
+	rs := newReplicas(t)
+	ctx := context.Background()
+	s1, s2 := &scriptSender{}, &scriptSender{}
+	r1, j1 := rs.start("r1", s1, false)
+	r2, _ := rs.start("r2", s2, false)
+	mcp, _ := rs.start("", nil, true)
+	task, err := r1.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := r1.Call(ctx, task.ID, callSend("222", "approved at r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := r1.PendingApproval(ctx, r.OperationID)
+	d, err := r1.Record(ctx, a.ID, approverID, true) // approved, its commit next, here
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep(t, r2)
+	for _, text := range []string{"first free", "second free"} { // a whole watch of r2's
+		free := approvedBeside(t, mcp, text)
+		waitUntil(t, "r2 committed "+text, func() bool {
+			op, _ := j1.Operation(ctx, free)
+			return op.State == journal.Committed
+		})
+	}
+	if op, _ := j1.Operation(ctx, r.OperationID); op.State != journal.Approved {
+		t.Fatalf("r1's approved operation is %s at r2's hands, want it left approved for r1", op.State)
+	}
+	if got, err := r1.Proceed(ctx, d); err != nil || got.Status != tools.StatusSucceeded {
+		t.Fatalf("Proceed = %+v, %v", got, err)
+	}
+	if len(s1.Sent()) != 1 || len(s2.Sent()) != 2 {
+		t.Errorf("r1 sent %d, r2 sent %d; want r1 its own one, r2 the two free ones", len(s1.Sent()), len(s2.Sent()))
+	}
+}
+
+// Only the leader writes the vault: a replica that does not lead leaves the note
+// of its unknown outcome to the leader, which writes it in its own folder.
+func TestOnlyTheLeaderWritesNotes(t *testing.T) {
+	rs := newReplicas(t)
+	ctx := context.Background()
+	own, err := vault.Open(filepath.Join(t.TempDir(), "r2-vault"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, lj := rs.start("r1", nil, false)
+	r2, _ := rs.startWith("r2", &scriptSender{script: []error{unknown}}, false, own)
+	sweep(t, leader)
+	waitUntil(t, "r1 leads", func() bool { ok, _ := leader.Leading(); return ok })
+	sweep(t, r2)
+	task, err := r2.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := r2.Call(ctx, task.ID, callSend("222", "unknown at a replica that does not lead"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := r2.PendingApproval(ctx, r.OperationID)
+	if got, err := r2.Decide(ctx, a.ID, approverID, true); err != nil || got.SideEffect != tools.SideEffectUnknown {
+		t.Fatalf("Decide = %+v, %v; want unknown", got, err)
+	}
+	waitUntil(t, "the leader wrote the note", func() bool {
+		op, _ := lj.Operation(ctx, r.OperationID)
+		_, _, err := rs.vault.Get(r.OperationID)
+		return op.Envelope != "" && err == nil
+	})
+	if _, _, err := own.Get(r.OperationID); err == nil {
+		t.Error("r2, which does not lead, wrote the note in its own folder")
 	}
 }
