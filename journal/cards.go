@@ -91,3 +91,50 @@ func prefixed(p, cols string) string {
 	}
 	return strings.Join(f, ", ")
 }
+
+// CardEdit is a change of every card about Ref that a replica asked for: Line is
+// appended to each and its buttons removed. Among replicas the leader makes the
+// edits, in the order they were asked, so that cards have one writer and a
+// card's last edit is the last one asked.
+type CardEdit struct {
+	Seq  int64
+	Ref  string
+	Line string
+}
+
+// AskCardEdit records that the cards about ref should say line. It waits for no
+// fsync: an edit lost to a power cut leaves a card with its buttons, whose tap is
+// answered from the journal.
+func (j *Journal) AskCardEdit(ctx context.Context, ref, line string) error {
+	_, err := j.exec(ctx, lazy, `INSERT INTO card_edits(ref, line, created_at) VALUES(?, ?, ?)`, ref, line, ms(j.now()))
+	if err != nil {
+		return fmt.Errorf("journal: ask a card edit for %s: %w", ref, err)
+	}
+	return nil
+}
+
+// CardEdits returns up to limit card edits not made yet, in the order asked.
+func (j *Journal) CardEdits(ctx context.Context, limit int) ([]CardEdit, error) {
+	rows, err := j.db.QueryContext(ctx, `SELECT seq, ref, line FROM card_edits ORDER BY seq LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("journal: card edits: %w", err)
+	}
+	defer rows.Close()
+	var es []CardEdit
+	for rows.Next() {
+		var e CardEdit
+		if err := rows.Scan(&e.Seq, &e.Ref, &e.Line); err != nil {
+			return nil, fmt.Errorf("journal: card edits: %w", err)
+		}
+		es = append(es, e)
+	}
+	return es, rows.Err()
+}
+
+// CardEditMade forgets the card edit seq, made.
+func (j *Journal) CardEditMade(ctx context.Context, seq int64) error {
+	if _, err := j.exec(ctx, lazy, `DELETE FROM card_edits WHERE seq = ?`, seq); err != nil {
+		return fmt.Errorf("journal: card edit %d made: %w", seq, err)
+	}
+	return nil
+}

@@ -281,3 +281,28 @@ func TestALeaderWhoseSessionEndedStepsDown(t *testing.T) {
 		t.Errorf("r2 Lead after r1's session ended = %v, %v", ok, err)
 	}
 }
+
+// Card edits any replica asks for are kept in the order asked until the leader
+// makes them.
+func TestCardEditsWaitInOrder(t *testing.T) { forEachBackend(t, testCardEditsWaitInOrder) }
+
+func testCardEditsWaitInOrder(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	for i, j := range []*journal.Journal{r1, r2, r1} {
+		if err := j.AskCardEdit(ctx, "ap-x", string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edits, err := r2.CardEdits(ctx, 10)
+	if err != nil || len(edits) != 3 || edits[0].Line != "a" || edits[1].Line != "b" || edits[2].Line != "c" {
+		t.Fatalf("CardEdits = %+v, %v; want a, b, c in order", edits, err)
+	}
+	if err := r2.CardEditMade(ctx, edits[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := r1.CardEdits(ctx, 10); len(left) != 2 || left[0].Line != "b" {
+		t.Errorf("after one was made: %+v, want b, c", left)
+	}
+}

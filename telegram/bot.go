@@ -76,8 +76,9 @@ type Bot struct {
 	cards   keyLock // per approval: cards sent before taps are acted on; per chat: a card after its previews
 	tapping marks   // approvals and operations a tap is deciding or resolving now
 
-	messages, taps chan job   // stored updates waiting for a worker
-	refusals       chan int64 // chats of strangers to refuse, sent from spare capacity
+	messages, taps chan job      // stored updates waiting for a worker
+	edits          chan struct{} // among replicas: a card edit was recorded here
+	refusals       chan int64    // chats of strangers to refuse, sent from spare capacity
 	strangers      strangers
 
 	// Set by Serve.
@@ -93,7 +94,7 @@ type Bot struct {
 func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	o = withDefaults(o)
 	t := &Bot{opts: o, log: o.Logger, journal: j, messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
-		refusals: make(chan int64, refusalQueue)}
+		refusals: make(chan int64, refusalQueue), edits: make(chan struct{}, 1)}
 	t.redact = func(s string) string { return strings.ReplaceAll(s, o.Token, "<token>") }
 	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second, Transport: o.Counters.roundTripper(transport())}
 	// The library makes the method calls; updates are received by poll (or the
@@ -205,6 +206,7 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 		t.spawn(func() { t.ops.Sweep(ctx) })
 		if t.journal.Replica() != "" {
 			t.spawn(func() { t.takeOver(ctx) })
+			t.spawn(func() { t.makeCardEdits(ctx) })
 		}
 		err = t.receive(ctx)
 	}

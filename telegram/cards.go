@@ -254,8 +254,55 @@ func decisionLine(r *tools.Result, by string, approve bool) string {
 }
 
 // closeCards edits every copy of the cards about ref: the decision is appended and
-// the buttons removed.
+// the buttons removed. Among replicas the edit is recorded in the journal and
+// made by the leader (editCards), so that cards have one writer, in order.
 func (t *Bot) closeCards(ctx context.Context, ref, line string) {
+	if t.journal.Replica() == "" {
+		t.editCards(ctx, ref, line)
+		return
+	}
+	if err := t.journal.AskCardEdit(ctx, ref, line); err != nil {
+		t.log.Warn("card edit not recorded; the card keeps its buttons, and a tap on it is answered from the journal", "ref", ref, "err", err)
+		return
+	}
+	select {
+	case t.edits <- struct{}{}: // the leader here makes it now
+	default:
+	}
+}
+
+// makeCardEdits makes, while this replica leads and until ctx ends, the card
+// edits any replica recorded, in the order they were recorded: at once when this
+// replica asked for one, else within a second.
+func (t *Bot) makeCardEdits(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-t.edits:
+		}
+		if leading, _ := t.ops.Leading(); !leading {
+			continue
+		}
+		edits, err := t.journal.CardEdits(ctx, 64)
+		if err != nil && ctx.Err() == nil {
+			t.log.Warn("card edits not read", "err", err)
+		}
+		for _, e := range edits {
+			t.editCards(ctx, e.Ref, e.Line)
+			if err := t.journal.CardEditMade(ctx, e.Seq); err != nil && ctx.Err() == nil {
+				t.log.Warn("card edit not marked made; it will be made again", "ref", e.Ref, "err", err)
+			}
+		}
+	}
+}
+
+// editCards edits every copy of the cards about ref: line is appended and the
+// buttons removed.
+func (t *Bot) editCards(ctx context.Context, ref, line string) {
 	cards, err := t.journal.Cards(ctx, ref)
 	if err != nil {
 		t.log.Warn("cards not found", "ref", ref, "err", err)

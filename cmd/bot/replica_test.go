@@ -172,6 +172,14 @@ func TestReplicasBehindALoadBalancer(t *testing.T) {
 	if op.ClaimedBy != "r2" {
 		t.Errorf("committed by %q, want r2, which the tap reached", op.ClaimedBy)
 	}
+	// The card is edited (by the leader, from the journal): the decision, no buttons.
+	if err := srv.WaitTimeout(10*time.Second, func(s *telegramtest.Server) bool {
+		m, ok := s.Message(100, card.MessageID)
+		return ok && strings.Contains(m.Text, "Approved by") && !strings.Contains(string(m.ReplyMarkup), "ap1:")
+	}); err != nil {
+		m, _ := srv.Message(100, card.MessageID)
+		t.Errorf("the card was not closed: %q %s\nr1:\n%s\nr2:\n%s", m.Text, m.ReplyMarkup, r1.logs(), r2.logs())
+	}
 
 	// r2 commits a send that Telegram takes and never answers; r2 is killed.
 	r1.post(t, privateMessage(100, "/send 333 on the wire when r2 dies"))

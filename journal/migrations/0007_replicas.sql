@@ -10,3 +10,12 @@ ALTER TABLE inbox ADD COLUMN claimed_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE inbox ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX operations_claimed ON operations(claimed_by, state);
 CREATE INDEX inbox_claimed ON inbox(claimed_by, handled_at);
+
+-- The edits of cards that replicas asked for, made by the leader in order (one
+-- writer of cards at a time); a row is deleted once its edit is made.
+CREATE TABLE card_edits (
+	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+	ref        TEXT NOT NULL,
+	line       TEXT NOT NULL,
+	created_at INTEGER NOT NULL
+);
