@@ -11,6 +11,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -22,9 +23,17 @@ import (
 // operation, six transitions, approval, attempt) in four durable transactions, the
 // minimum the design needs (approval asked, approved, committing, committed). It
 // reports them as fsyncs/op: each durable commit is one fsync of the WAL.
+//
+// It runs on both journals: sqlite (the default) and postgres (the local server,
+// as the journal's tests reach it; skipped without one).
 func BenchmarkLifecycle(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) { benchmarkLifecycle(b, filepath.Join(b.TempDir(), "journal.db")) })
+	b.Run("postgres", func(b *testing.B) { benchmarkLifecycle(b, pgtest.Fresh(b)) })
+}
+
+func benchmarkLifecycle(b *testing.B, name string) {
 	pol := testPolicy(b)
-	j, err := journal.Open(context.Background(), filepath.Join(b.TempDir(), "journal.db"))
+	j, err := journal.Open(context.Background(), name)
 	if err != nil {
 		b.Fatal(err)
 	}
