@@ -46,9 +46,9 @@ func (o *Operator) Sweep(ctx context.Context) {
 	slow, fast := time.NewTicker(o.opts.SweepEvery), time.NewTicker(o.opts.WatchEvery)
 	defer slow.Stop()
 	defer fast.Stop()
+	_, changed := o.Leading() // taken first: a lead taken during the first sweep is seen below
 	o.sweep(ctx)
 	o.watch(ctx, &runs)
-	_, changed := o.Leading()
 	for {
 		select {
 		case <-ctx.Done():
