@@ -21,17 +21,19 @@ type View struct {
 	RetryAt       *time.Time    `json:"retry_at,omitempty"`
 	Result        *tools.Result `json:"result,omitempty"`
 	Envelope      string        `json:"envelope,omitempty"`
-	Created       time.Time     `json:"created"`
-	Updated       time.Time     `json:"updated"`
-	Transitions   []Transition  `json:"transitions,omitempty"`
-	Attempted     []Attempt     `json:"attempt_log,omitempty"`
+	// ClaimedBy is the replica that moved the operation last (among replicas).
+	ClaimedBy   string       `json:"claimed_by,omitempty"`
+	Created     time.Time    `json:"created"`
+	Updated     time.Time    `json:"updated"`
+	Transitions []Transition `json:"transitions,omitempty"`
+	Attempted   []Attempt    `json:"attempt_log,omitempty"`
 }
 
 // View returns the operation's View, without its audit log.
 func (op Operation) View() View {
 	v := View{ID: op.ID, TaskID: op.TaskID, Tool: op.Tool, State: op.State, Action: op.Payload.Action,
 		Target: op.Payload.Target, Text: op.Payload.Text, PayloadSHA256: op.PayloadSHA256, Attempts: op.Attempts,
-		Result: op.Result, Envelope: op.Envelope, Created: op.Created, Updated: op.Updated}
+		Result: op.Result, Envelope: op.Envelope, ClaimedBy: op.ClaimedBy, Created: op.Created, Updated: op.Updated}
 	if !op.RetryAt.IsZero() {
 		v.RetryAt = &op.RetryAt
 	}
