@@ -92,6 +92,7 @@ type Server struct {
 	chats    chatBook
 	queue    updateQueue
 	webhook  Webhook
+	hook     webhookState
 	commands []BotCommand
 	queries  map[string]time.Time
 	queryTTL time.Duration
