@@ -26,6 +26,16 @@ import (
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
+// ErrNoReplicas is a run with -replicas above 1 of a bot that has no -replica
+// flag: it refuses a second process on one journal.
+var ErrNoReplicas = errors.New("this bot has no -replica flag: it runs alone on a journal")
+
+// supportsReplicas reports whether bot run takes -replica.
+func supportsReplicas(bot string) bool {
+	out, _ := exec.Command(bot, "run", "-h").CombinedOutput()
+	return strings.Contains(string(out), "-replica ")
+}
+
 // webhookSecret is the replicas' shared TELEGRAM_WEBHOOK_SECRET: a secret the run
 // looks for in every file and log line, as it does the bot token.
 const webhookSecret = "chaos-webhook-3c8e1f0a9b274d56"
@@ -453,4 +463,23 @@ func (w *world) webhookFault() {
 	}
 	w.note("webhook: an update taken, its answer lost")
 	w.srv.InjectWebhook(telegramtest.WebhookFault{Action: telegramtest.WebhookReplyLost})
+}
+
+// countDeliveries adds the webhook's figures to the report: updates taken, and
+// deliveries that failed, by why.
+func (w *world) countDeliveries(rep *Report) {
+	for _, d := range w.srv.WebhookDeliveries() {
+		switch {
+		case d.Fault == telegramtest.WebhookReplyLost:
+			rep.Actions["webhook: taken, the answer lost, delivered again"]++
+		case d.Err == "":
+			rep.Actions["webhook: updates taken"]++
+		case strings.Contains(d.Err, "connection refused"):
+			rep.Actions["webhook: deliveries refused, another replica tried"]++
+		case strings.Contains(d.Err, errNoBackend.Error()):
+			rep.Actions["webhook: deliveries with no replica in rotation"]++
+		default:
+			rep.Actions["webhook: deliveries failed otherwise"]++
+		}
+	}
 }

@@ -109,6 +109,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 			return nil, err
 		}
 	}
+	if cfg.Replicas > 1 && !supportsReplicas(w.cfg.Bot) {
+		return nil, ErrNoReplicas
+	}
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -207,6 +210,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 		rep.MCPCalls, rep.MCPCommits, rep.MCPReconnects = a.callsN, a.commits, a.count["mcp: reconnect (http)"]+a.count["mcp: reconnect (stdio)"]
 	}
 	rep.Elapsed, rep.FullDisk = time.Since(began), w.disk != nil
+	if w.lb != nil {
+		w.countDeliveries(rep)
+	}
 	// How often the full disk bit: writes SQLite or the vault were refused.
 	logs := w.logs()
 	rep.Actions["bot log: a write refused by the full disk"] = strings.Count(logs, "disk is full") +
