@@ -44,3 +44,9 @@ func (j *Journal) LookFor(transport string, d time.Duration) error {
 	time.AfterFunc(d, func() { f.Close() })
 	return nil
 }
+
+// LeadLock is the advisory lock (classid, objid) that leading transport takes on
+// PostgreSQL, for a test that ends the leader's session from outside.
+func (j *Journal) LeadLock(transport string) (int64, int64) {
+	return int64(lockOwn), int64(lockKey(j.pg.schema, transport))
+}

@@ -20,7 +20,8 @@ type InboxItem struct {
 
 // Receive stores updates durably, in one transaction, before they are confirmed to
 // the service. It returns the ones whose key was not stored before (a redelivered
-// update is not returned twice), each with its Key set.
+// update is not returned twice), each with its Key set. A replica (Join) claims
+// the ones it stores, so that another handles them only once its lease is past.
 func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, error) {
 	var fresh []InboxItem
 	err := j.tx(ctx, func(tx txn) error {
@@ -28,8 +29,9 @@ func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, 
 			if it.Key == "" {
 				it.Key = "update:" + strconv.FormatInt(it.UpdateID, 10)
 			}
-			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox(key, update_id, body, received_at) VALUES(?, ?, ?, ?)`,
-				it.Key, it.UpdateID, string(it.Body), ms(j.now()))
+			by, until := j.claim(j.now())
+			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox(key, update_id, body, received_at, claimed_by, lease_until) VALUES(?, ?, ?, ?, ?, ?)`,
+				it.Key, it.UpdateID, string(it.Body), ms(j.now()), by, until)
 			if err != nil {
 				return err
 			}

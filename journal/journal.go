@@ -44,6 +44,8 @@ type Journal struct {
 	owned     []*os.File // the owner locks Own took, released by Close
 	commits   atomic.Int64
 	pg        *pgStore // nil on SQLite
+	rep       *rep     // set by Join: this journal is one of several replicas
+	leads     leads    // the leaderships Lead took
 }
 
 // Option configures Open.
@@ -141,7 +143,8 @@ func (j *Journal) driver(durable bool) *sqlite3.SQLiteDriver {
 // Close closes the database and releases the ownership Own took and its share of
 // the writer lock.
 func (j *Journal) Close() error {
-	err := j.w.durable.Close()
+	err := j.leave()
+	err = errors.Join(err, j.w.durable.Close())
 	if j.w.lazy != nil {
 		err = errors.Join(j.w.lazy.Close(), err)
 	}
@@ -215,35 +218,14 @@ const ReasonCrashRecovery = "crash_recovery"
 // unknown: the process that was sending it died, and nobody can know whether the
 // request took effect.
 func (j *Journal) recoverCommitting(ctx context.Context, transport string) error {
-	ids, err := j.idsIn(ctx, Committing, transport)
+	ids, err := j.ids(ctx, "SELECT id FROM operations WHERE state = ? AND transport = ? ORDER BY created_at, id", Committing, transport)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		err := j.Move(ctx, id, Move{From: Committing, To: Unknown, Reason: ReasonCrashRecovery, AttemptOutcome: "interrupted"})
-		if err != nil {
-			return fmt.Errorf("crash recovery of %s: %w", id, err)
-		}
-		j.recovered = append(j.recovered, id)
+	if err := j.recoverIDs(ctx, ids, ReasonCrashRecovery); err != nil {
+		return fmt.Errorf("crash recovery: %w", err)
 	}
 	return nil
-}
-
-func (j *Journal) idsIn(ctx context.Context, s State, transport string) ([]string, error) {
-	rows, err := j.db.QueryContext(ctx, "SELECT id FROM operations WHERE state = ? AND transport = ? ORDER BY created_at, id", s, transport)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // ms and fromMS store times as Unix milliseconds; zero stays zero.

@@ -40,6 +40,11 @@ type Operation struct {
 	Envelope string
 	Created  time.Time
 	Updated  time.Time
+	// ClaimedBy is the replica that moved the operation last ("" for a process
+	// that is no replica), and LeaseUntil when its claim runs out unless renewed
+	// (see Join).
+	ClaimedBy  string
+	LeaseUntil time.Time
 }
 
 // CreateOperation stores a new operation in state prepared, with the transition that
@@ -179,7 +184,8 @@ func (j *Journal) move(ctx context.Context, tx txn, id string, m Move) error {
 		return fmt.Errorf("journal: move %s: %w", id, illegal(m.From, m.To))
 	}
 	now := j.now().UTC()
-	set, args := []string{"state = ?", "updated_at = ?"}, []any{m.To, ms(now)}
+	by, until := j.claim(now)
+	set, args := []string{"state = ?", "updated_at = ?", "claimed_by = ?", "lease_until = ?"}, []any{m.To, ms(now), by, until}
 	add := func(col string, v any) { set, args = append(set, col+" = ?"), append(args, v) }
 	if m.Result != nil {
 		add("result", mustJSON(m.Result))
@@ -271,14 +277,14 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-const opColumns = `id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, fix, verdict, state, attempts, parts_done, evidence, retry_at, result, envelope, created_at, updated_at`
+const opColumns = `id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, fix, verdict, state, attempts, parts_done, evidence, retry_at, result, envelope, created_at, updated_at, claimed_by, lease_until`
 
 func scanOperation(row interface{ Scan(...any) error }) (Operation, error) {
 	var o Operation
 	var payload, fix, evidence, result string
-	var retryAt, created, updated int64
+	var retryAt, created, updated, lease int64
 	err := row.Scan(&o.ID, &o.TaskID, &o.Tool, &o.Fingerprint, &o.Surface, &o.Transport, &payload, &o.PayloadSHA256, &fix, &o.Verdict, &o.State,
-		&o.Attempts, &o.PartsDone, &evidence, &retryAt, &result, &o.Envelope, &created, &updated)
+		&o.Attempts, &o.PartsDone, &evidence, &retryAt, &result, &o.Envelope, &created, &updated, &o.ClaimedBy, &lease)
 	if err != nil {
 		return o, err
 	}
@@ -303,7 +309,7 @@ func scanOperation(row interface{ Scan(...any) error }) (Operation, error) {
 			return o, fmt.Errorf("result of %s: %w", o.ID, err)
 		}
 	}
-	o.RetryAt, o.Created, o.Updated = fromMS(retryAt), fromMS(created), fromMS(updated)
+	o.RetryAt, o.Created, o.Updated, o.LeaseUntil = fromMS(retryAt), fromMS(created), fromMS(updated), fromMS(lease)
 	return o, nil
 }
 
@@ -327,7 +333,9 @@ type Filter struct {
 	Target      string
 	Transport   string
 	Since       time.Time
-	Limit       int
+	// NoEnvelope selects the operations whose vault note is not recorded.
+	NoEnvelope bool
+	Limit      int
 }
 
 // Operations returns the operations that match f, newest first.
@@ -380,6 +388,9 @@ func (f Filter) where() (string, []any) {
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "created_at >= ?"), append(args, ms(f.Since))
+	}
+	if f.NoEnvelope {
+		where = append(where, "envelope = ''")
 	}
 	return strings.Join(where, " AND "), args
 }

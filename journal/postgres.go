@@ -61,6 +61,7 @@ const (
 	lockWrite   int32 = 0x43530001
 	lockMigrate int32 = 0x43530002
 	lockOwn     int32 = 0x43530003
+	lockReplica int32 = 0x43530004
 )
 
 // lockKey hashes parts into an advisory lock's second key, kept positive so that

@@ -66,6 +66,10 @@ func (t txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	return t.tx.ExecContext(ctx, dialect(t.pg, query), args...)
 }
 
+func (t txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, dialect(t.pg, query), args...)
+}
+
 func (t txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	return t.tx.QueryRowContext(ctx, dialect(t.pg, query), args...)
 }

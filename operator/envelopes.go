@@ -34,10 +34,11 @@ func (o *Operator) envelopeOf(op journal.Operation, why string, ttl time.Duratio
 
 // envelope writes the unknown-outcome envelope of an operation and records its path
 // in the journal. A failure (a full disk) is logged, not returned: the journal holds
-// the truth, and the next start writes the missing envelope.
+// the truth, and the next start (a replica's leader: its next watch) writes the
+// missing envelope. Only the process that leads writes notes.
 func (o *Operator) envelope(ctx context.Context, id, why string) {
-	if o.opts.Vault == nil {
-		return
+	if o.opts.Vault == nil || !o.leading() {
+		return // a replica that does not lead leaves the note to the leader's watch
 	}
 	err := o.writeEnvelope(ctx, id, why)
 	if err != nil {
@@ -136,8 +137,8 @@ func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
 	}
 	o.resolving.Lock()
 	defer o.resolving.Unlock()
-	if o.opts.Transport == "" || o.opts.Remote {
-		return nil, nil // the owner of sending reconciles; a reader does not
+	if !o.leading() {
+		return nil, nil // the owner of sending (the leader of replicas) reconciles; a reader does not
 	}
 	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport, States: []journal.State{journal.Unknown}})
 	if err != nil {

@@ -22,21 +22,26 @@ func (o *Operator) Resume(ctx context.Context) error {
 		return nil // sends nothing, so resumes nothing
 	}
 	ctx = asLate(ctx)
-	if _, err := o.Reconcile(ctx); err != nil {
-		return err
+	if !o.replica() { // a replica's notes are the leader's, reconciled by its sweep
+		if _, err := o.Reconcile(ctx); err != nil {
+			return err
+		}
 	}
 	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport,
 		States: []journal.State{journal.Approved, journal.RetryWait, journal.Unknown}})
 	if err != nil {
 		return fmt.Errorf("operator: resume: %w", err)
 	}
-	recovered := o.opts.Journal.Recovered()
+	recovered, now := o.opts.Journal.Recovered(), o.opts.Clock.Now()
 	for _, op := range ops {
-		if op.State == journal.Unknown {
-			o.resumeUnknown(ctx, op, slices.Contains(recovered, op.ID))
-			continue
+		switch {
+		case op.State == journal.Unknown:
+			if slices.Contains(recovered, op.ID) {
+				o.tellUnknown(ctx, op, "the process stopped while it was sending")
+			}
+		case o.free(op, now): // another live replica's is its own to run
+			o.start(ctx, &o.wg, op.ID, "resumed operation failed")
 		}
-		o.start(ctx, &o.wg, op.ID, "resumed operation failed")
 	}
 	return nil
 }
@@ -55,15 +60,16 @@ func (o *Operator) start(ctx context.Context, wg *sync.WaitGroup, id, what strin
 	}()
 }
 
-// resumeUnknown writes the missing envelope of an unknown operation and, when the
-// previous process died mid-commit, tells whoever asked that it cannot know.
-func (o *Operator) resumeUnknown(ctx context.Context, op journal.Operation, recovered bool) {
-	if !recovered {
-		return
-	}
-	r := unknownResult(op, "the process stopped while it was sending")
+// tellUnknown records the result of an operation that a stopped process (or
+// replica) left committing, now unknown, writes its note when it has none, and
+// tells whoever asked that nobody can know whether it arrived.
+func (o *Operator) tellUnknown(ctx context.Context, op journal.Operation, why string) {
+	r := unknownResult(op, why)
 	if err := o.opts.Journal.SetResult(ctx, op.ID, r); err != nil {
 		o.opts.Logger.Error("result not recorded", "op", op.ID, "err", err)
+	}
+	if op.Envelope == "" {
+		o.envelope(ctx, op.ID, why)
 	}
 	o.publishOutcome(ctx, op.ID, r)
 }
@@ -77,10 +83,14 @@ func whyUnknown(ctx context.Context, j *journal.Journal, id string) string {
 	if err != nil || len(ts) == 0 {
 		return "outcome unknown"
 	}
-	if r := ts[len(ts)-1].Reason; r != journal.ReasonCrashRecovery {
+	switch r := ts[len(ts)-1].Reason; r {
+	case journal.ReasonCrashRecovery:
+		return "the process stopped while it was sending"
+	case journal.ReasonLeaseExpired:
+		return "the replica sending it stopped (its lease ran out)"
+	default:
 		return r
 	}
-	return "the process stopped while it was sending"
 }
 
 // PendingApproval returns the approval an operation is waiting on, or

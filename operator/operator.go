@@ -98,6 +98,8 @@ type Operator struct {
 	// to (an approval recorded, its commit next): the watch leaves those alone.
 	runMu   sync.Mutex
 	running map[string]int
+	// lead is whether this replica leads (replica.go).
+	lead leadership
 }
 
 // Errors a caller of the operator acts on. Failures of a tool call are results, not

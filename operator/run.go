@@ -220,7 +220,15 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 		}
 	}
 	r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev}
-	if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"}); err != nil {
+	err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
+	if errors.Is(err, journal.ErrStateChanged) && o.replica() {
+		// This replica's lease ran out while the request was out (the database
+		// was out of reach, the process stalled), and another replica made the
+		// commit unknown. The service's answer settles it: delivered.
+		err = o.move(ctx, op.ID, journal.Move{From: journal.Unknown, To: journal.Committed, Reason: ReasonLateAnswer, Result: &r})
+		op.Envelope = "?" // the other replica's leader may have written a note
+	}
+	if err != nil {
 		return &r, err
 	}
 	if op.Envelope != "" {
@@ -229,6 +237,11 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	o.publishOutcome(ctx, op.ID, r)
 	return &r, nil
 }
+
+// ReasonLateAnswer is the reason of the move from unknown to committed that a
+// replica makes when the service confirmed its delivery after its lease had run
+// out and another replica had made the outcome unknown (journal.ReasonLeaseExpired).
+const ReasonLateAnswer = "delivered: the service answered after the sending replica's lease ran out"
 
 // partPayload is the payload of one message of an operation, repairs applied.
 func partPayload(op journal.Operation, text string) tools.Payload {

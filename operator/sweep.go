@@ -30,7 +30,8 @@ const showAgain = 5 * time.Minute
 // or a request stopped waiting), which it runs, and requests to verify
 // (VerificationAsked). Each look is a few indexed queries of the rows that wait,
 // whatever the size of the journal. Only the process that owns the transport
-// (journal.Own) runs it; a Remote operator, or one without a transport, returns at
+// (journal.Own) runs it, or every replica (journal.Join), each doing what
+// replica.go says; a Remote operator, or one without a transport, returns at
 // once. Sweep returns once the commits it started have their outcome.
 func (o *Operator) Sweep(ctx context.Context) {
 	if o.opts.Transport == "" || o.opts.Remote {
@@ -38,6 +39,10 @@ func (o *Operator) Sweep(ctx context.Context) {
 	}
 	ctx = asLate(ctx)
 	var runs sync.WaitGroup // the commits the watch started; Sweep waits for them
+	if o.replica() {
+		runs.Add(1)
+		go func() { defer runs.Done(); o.keepLeases(ctx) }()
+	}
 	slow, fast := time.NewTicker(o.opts.SweepEvery), time.NewTicker(o.opts.WatchEvery)
 	defer slow.Stop()
 	defer fast.Stop()
@@ -56,9 +61,13 @@ func (o *Operator) Sweep(ctx context.Context) {
 	}
 }
 
-// sweep is the slow half of Sweep: expiry, reconcile, inbox prune.
+// sweep is the slow half of Sweep: expiry, and for the leader reconcile and
+// inbox prune.
 func (o *Operator) sweep(ctx context.Context) {
 	o.expire(ctx)
+	if !o.leading() {
+		return
+	}
 	// Every approval still waiting without a card, however old: a stopped
 	// process's, or one whose card reached nobody before.
 	o.showLate(ctx, time.Time{})
@@ -101,9 +110,18 @@ const watchWindow = time.Minute
 
 // watch is the fast half of Sweep.
 func (o *Operator) watch(ctx context.Context, runs *sync.WaitGroup) {
-	o.showLate(ctx, o.opts.Clock.Now().Add(-watchWindow))
+	if o.replica() {
+		o.recoverExpired(ctx)
+	}
 	o.runLeft(ctx, runs)
+	if !o.leading() {
+		return
+	}
+	o.showLate(ctx, o.opts.Clock.Now().Add(-watchWindow))
 	o.showVerifications(ctx)
+	if o.replica() {
+		o.writeMissingEnvelopes(ctx)
+	}
 }
 
 // showLate publishes ApprovalNeeded, late, for the pending approvals of this
@@ -131,13 +149,17 @@ func (o *Operator) showLate(ctx context.Context, since time.Time) {
 			o.warn(ctx, "approval not shown", err)
 			continue
 		}
+		if o.shownElsewhere(op, a, now) {
+			continue
+		}
 		o.publishAsked(ctx, op, a, true)
 	}
 }
 
 // runLeft runs the approved operations and scheduled retries of this transport
-// that no goroutine here runs. Two owners cannot both commit one: the move to
-// committing is the journal's compare-and-set.
+// that no goroutine here runs and, among replicas, that no live replica holds.
+// Two processes cannot both commit one: the move to committing is the journal's
+// compare-and-set.
 func (o *Operator) runLeft(ctx context.Context, runs *sync.WaitGroup) {
 	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport,
 		States: []journal.State{journal.Approved, journal.RetryWait}})
@@ -145,8 +167,9 @@ func (o *Operator) runLeft(ctx context.Context, runs *sync.WaitGroup) {
 		o.warn(ctx, "work left to the owner not read", err)
 		return
 	}
+	now := o.opts.Clock.Now()
 	for _, op := range ops {
-		if !o.held(op.ID) {
+		if !o.held(op.ID) && o.free(op, now) {
 			o.start(ctx, runs, op.ID, "operation left to the owner failed")
 		}
 	}

@@ -196,10 +196,14 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 		err = t.replay(ctx)
 	}
 	if err == nil {
-		// This process owns sending Telegram's operations (journal.Own), so it runs
-		// the operator's sweep: expiry, reconcile, and the work other processes
-		// left to the owner, whose events come back through onEvent.
+		// This process owns sending Telegram's operations (journal.Own), or is one
+		// of its replicas (journal.Join), so it runs the operator's sweep: expiry,
+		// reconcile, and the work other processes left, whose events come back
+		// through onEvent.
 		t.spawn(func() { t.ops.Sweep(ctx) })
+		if t.journal.Replica() != "" {
+			t.spawn(func() { t.takeOver(ctx) })
+		}
 		err = t.receive(ctx)
 	}
 	cancel()
@@ -211,15 +215,62 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	return err
 }
 
-// receive gets updates by long polling, or by webhook when configured.
+// receive gets updates by webhook when configured, else by long polling; among
+// replicas only the leader polls (see pollWhileLeading).
 func (t *Bot) receive(ctx context.Context) error {
 	if t.opts.Webhook != nil {
 		return t.serveWebhook(ctx)
 	}
-	if _, err := t.api.DeleteWebhook(ctx, &bot.DeleteWebhookParams{}); err != nil {
-		t.log.Warn("could not delete a webhook before polling", "err", t.redact(err.Error()))
+	return t.pollWhileLeading(ctx)
+}
+
+// pollWhileLeading long-polls while this process leads its replicas (always, for
+// the one process that owns Telegram's sending), and waits while another replica
+// polls, to take over within a second of its end: Telegram lets one poller at a
+// time have the updates. A 409 among replicas is the old leader still polling an
+// instant after it lost the lead: the poll is tried again, not given up.
+func (t *Bot) pollWhileLeading(ctx context.Context) error {
+	replica := t.journal.Replica() != ""
+	for ctx.Err() == nil {
+		leading, changed := t.ops.Leading()
+		if !leading {
+			t.log.Info("another replica polls; this one takes over if it stops")
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		pollCtx, stop := context.WithCancel(ctx)
+		if changed != nil {
+			go func() {
+				select {
+				case <-changed: // the lead was lost (or changed): stop polling
+					stop()
+				case <-pollCtx.Done():
+				}
+			}()
+		}
+		if replica {
+			t.log.Info("polling: this replica leads")
+		}
+		if _, err := t.api.DeleteWebhook(pollCtx, &bot.DeleteWebhookParams{}); err != nil && pollCtx.Err() == nil {
+			t.log.Warn("could not delete a webhook before polling", "err", t.redact(err.Error()))
+		}
+		err := t.poll(pollCtx)
+		stop()
+		switch {
+		case replica && errors.Is(err, ErrConflict):
+			t.log.Warn("another replica still polls; trying again", "err", err)
+			if sleep(ctx, time.Second) != nil {
+				return nil
+			}
+		case err != nil:
+			return err
+		}
 	}
-	return t.poll(ctx)
+	return nil
 }
 
 func (t *Bot) setCommands(ctx context.Context) error {

@@ -147,8 +147,12 @@ func updateKey(id int64, body []byte) string {
 }
 
 // replay hands the updates whose handling a previous process did not finish to
-// their handlers again.
+// their handlers again. A replica takes those its name left, and those of
+// replicas whose lease is past; the rest are live replicas' own.
 func (t *Bot) replay(ctx context.Context) error {
+	if t.journal.Replica() != "" {
+		return t.claim(ctx, true)
+	}
 	items, err := t.journal.Unhandled(ctx)
 	if err != nil {
 		return err
@@ -157,6 +161,36 @@ func (t *Bot) replay(ctx context.Context) error {
 		t.dispatch(ctx, it)
 	}
 	return nil
+}
+
+// claimBatch is how many unhandled updates a replica claims at a time.
+const claimBatch = 64
+
+// claim claims the unhandled updates free to this replica (with own, those its
+// name left too) and hands them to their handlers.
+func (t *Bot) claim(ctx context.Context, own bool) error {
+	for {
+		items, err := t.journal.ClaimUpdates(ctx, claimBatch, own)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			t.dispatch(ctx, it)
+		}
+		if len(items) < claimBatch {
+			return nil
+		}
+	}
+}
+
+// takeOver claims, every second until ctx ends, the updates another replica
+// received and never handled, once its lease is past: it died with them.
+func (t *Bot) takeOver(ctx context.Context) {
+	for sleep(ctx, time.Second) == nil {
+		if err := t.claim(ctx, false); err != nil && ctx.Err() == nil {
+			t.log.Warn("updates of a stopped replica not claimed", "err", err)
+		}
+	}
 }
 
 // typing shows "typing…" in chat until the returned function is called; Telegram

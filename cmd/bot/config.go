@@ -141,6 +141,20 @@ func own(ctx context.Context, j *journal.Journal, transport string, logger *slog
 	return nil
 }
 
+// join makes this process the replica r among those that send transport's
+// operations from the journal, with the crash recovery of what the same name left
+// committing; what other replicas left is recovered when their lease is past.
+func join(ctx context.Context, j *journal.Journal, transport string, r replicaOf, logger *slog.Logger) error {
+	if err := j.Join(ctx, transport, r.name, r.lease); err != nil {
+		return err
+	}
+	logger.Info("joined as a replica", "transport", transport, "lease", j.Lease())
+	for _, id := range j.Recovered() {
+		logger.Warn("operation was committing when this replica last stopped; its outcome is unknown and it will not be resent", "op", id)
+	}
+	return nil
+}
+
 // newApp wires the operator over an open journal with e as the world's edge.
 func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv func(string) string, logger *slog.Logger) (*app, error) {
 	if e.sender == nil {

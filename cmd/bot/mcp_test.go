@@ -116,7 +116,7 @@ func (b bearerAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // waitLog waits for a line of the bot's log that matches re and returns its
 // first group.
-func waitLog(t *testing.T, logs func() string, re *regexp.Regexp) string {
+func waitLog(t testing.TB, logs func() string, re *regexp.Regexp) string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

@@ -41,7 +41,7 @@ func startBot(t *testing.T, srv *telegramtest.Server, data string) *exec.Cmd {
 }
 
 // startBotWith is startBot with more environment and flags.
-func startBotWith(t *testing.T, srv *telegramtest.Server, data string, env []string, flags ...string) *exec.Cmd {
+func startBotWith(t testing.TB, srv *telegramtest.Server, data string, env []string, flags ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "run", "-data", data, "-policies", "../../policies.yaml"}, flags...)...)
 	cmd.Env = append(append(os.Environ(), "COUNTERSIGN_CHILD=1", "TELEGRAM_BOT_TOKEN="+childToken, "TELEGRAM_API_URL="+srv.URL(),
@@ -65,7 +65,7 @@ func startBotWith(t *testing.T, srv *telegramtest.Server, data string, env []str
 // childData makes a data folder for bots run as child processes against srv
 // (startBot logs beside it), and returns it with the bot's log as it stands and
 // a wait on srv that fails with that log.
-func childData(t *testing.T, srv *telegramtest.Server) (data string, logs func() string, wait func(string, func(*telegramtest.Server) bool)) {
+func childData(t testing.TB, srv *telegramtest.Server) (data string, logs func() string, wait func(string, func(*telegramtest.Server) bool)) {
 	root := t.TempDir()
 	data = filepath.Join(root, "data")
 	os.MkdirAll(data, 0o700)

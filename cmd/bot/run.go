@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/journal"
@@ -23,10 +25,15 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	certFile := fs.String("webhook-cert", "", "serve the webhook over HTTPS with this PEM certificate (a self-signed one is uploaded to Telegram)")
 	keyFile := fs.String("webhook-key", "", "the PEM private key of -webhook-cert")
 	mcpListen := fs.String("mcp-listen", "", "also serve the tools to outside agents over MCP (streamable HTTP) on this address, e.g. 127.0.0.1:8765; COUNTERSIGN_MCP_TOKEN is the bearer token, required off loopback")
+	replica := fs.String("replica", env.Getenv("COUNTERSIGN_REPLICA"), "this process's name among replicas on one journal (default $COUNTERSIGN_REPLICA, else HOST-PID when the journal is on PostgreSQL); a SQLite journal has one sender unless this is set")
+	lease := fs.Duration("lease", journal.DefaultLease, "among replicas: how long another replica waits, after this one stops renewing, before it takes over what this one held (a commit on the wire becomes unknown then)")
 	if code := parse(fs, args); code >= 0 {
 		return code
 	}
 	switch {
+	case *lease < time.Second:
+		fmt.Fprintln(env.Stderr, "bot run: -lease must be at least 1s (leases are renewed every second)")
+		return exitUsage
 	case (*listen == "") != (*hookURL == ""):
 		fmt.Fprintln(env.Stderr, "bot run: -webhook-listen and -webhook-url go together")
 		return exitUsage
@@ -41,8 +48,16 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	if hook != nil {
 		hook.CertFile, hook.KeyFile = *certFile, *keyFile
 	}
+	name, err := replicaName(*replica, cfg)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "bot run:", err)
+		return exitUsage
+	}
 	logger := newLogger(env.Stderr)
-	if err := serveTelegram(ctx, cfg, env, logger, hook, *mcpListen); err != nil {
+	if name != "" {
+		logger = logger.With("replica", name) // every line says which replica wrote it
+	}
+	if err := serveTelegram(ctx, cfg, env, logger, hook, *mcpListen, replicaOf{name, *lease}); err != nil {
 		logger.Error("stopped", "err", err)
 		fmt.Fprintln(env.Stderr, "bot run:", err)
 		return exitError
@@ -63,7 +78,35 @@ func webhook(listen, url string, env Env) *telegram.Webhook {
 	return &telegram.Webhook{Listen: listen, URL: url, Secret: secret}
 }
 
-func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook, mcpListen string) error {
+// replicaName is the name this process joins its journal's replicas under: the
+// one given, or HOST-PID on PostgreSQL, where every bot run is a replica (one
+// alone is a cluster of one); "" for a SQLite journal without a name, whose one
+// process owns sending.
+func replicaName(given string, cfg Config) (string, error) {
+	if given != "" || !journal.IsPostgres(cfg.journalName()) {
+		return given, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("name this replica with -replica: %w", err)
+	}
+	name := strings.Map(func(r rune) rune {
+		if r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '-'
+	}, host)
+	return fmt.Sprintf("%.50s-%d", name, os.Getpid()), nil
+}
+
+// replicaOf is this process's place among replicas: its name ("" for the one
+// owner of a SQLite journal) and lease.
+type replicaOf struct {
+	name  string
+	lease time.Duration
+}
+
+func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook, mcpListen string, replica replicaOf) error {
 	token := env.Getenv("TELEGRAM_BOT_TOKEN")
 	if token == "" {
 		return errors.New("TELEGRAM_BOT_TOKEN is not set (ask @BotFather for a token, or try bot console)")
@@ -85,7 +128,12 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if journal.IsPostgres(cfg.journalName()) {
 		logger.Info("journal on PostgreSQL", "database", journal.Where(cfg.journalName())) // never the URL
 	}
-	if err := own(ctx, j, telegram.Transport, logger); err != nil {
+	if replica.name != "" {
+		err = join(ctx, j, telegram.Transport, replica, logger)
+	} else {
+		err = own(ctx, j, telegram.Transport, logger)
+	}
+	if err != nil {
 		return err
 	}
 	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: env.Getenv("TELEGRAM_API_URL"),

@@ -1,0 +1,154 @@
+package operator
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+)
+
+// An operator whose journal joined as a replica (journal.Join) is one of several
+// processes that send its transport's operations. Every replica commits what it
+// is asked to and what its taps approve, expires approvals, and takes over the
+// work of a replica that died: it renews its own leases every WatchEvery, runs
+// approved operations and scheduled retries that nobody holds (free, or held by
+// a replica whose lease is past), and moves to unknown the commits a dead
+// replica left on the wire once the lease is past, telling whoever asked. The
+// journal's compare-and-set makes each commit happen once, whichever replica
+// gets there first. One replica at a time leads (Leading): it shows the cards
+// nobody showed, asks the approvers to verify what other processes asked, writes
+// and reconciles the vault's notes and prunes the inbox; a surface that polls,
+// polls only while it leads.
+
+// replica reports whether this operator is one of several replicas.
+func (o *Operator) replica() bool { return o.opts.Journal.Replica() != "" }
+
+// free reports whether op, approved or waiting for a retry, is this replica's to
+// run: nobody holds it (a process that is no replica approved it), this replica
+// does (its earlier life left it), or its holder's lease is past.
+func (o *Operator) free(op journal.Operation, now time.Time) bool {
+	if !o.replica() {
+		return true
+	}
+	return op.ClaimedBy == "" || op.ClaimedBy == o.opts.Journal.Replica() || !now.Before(op.LeaseUntil)
+}
+
+// shownElsewhere reports whether another live replica asked for approval a of op
+// a moment ago: its request shows the cards, and the leader shows them only
+// when that request did not within a lease.
+func (o *Operator) shownElsewhere(op journal.Operation, a journal.Approval, now time.Time) bool {
+	return o.replica() && op.ClaimedBy != "" && op.ClaimedBy != o.opts.Journal.Replica() &&
+		now.Sub(a.Created) < o.opts.Journal.Lease()
+}
+
+// leadership is whether this operator leads its transport's replicas, and a
+// channel closed at the next change.
+type leadership struct {
+	mu      sync.Mutex
+	leading bool
+	changed chan struct{}
+}
+
+// Leading reports whether this process leads its transport's replicas, and
+// returns a channel closed when that changes. An operator that is no replica
+// leads for good (it owns its transport, journal.Own), and its channel is nil.
+func (o *Operator) Leading() (bool, <-chan struct{}) {
+	if !o.replica() {
+		return o.opts.Transport != "" && !o.opts.Remote, nil
+	}
+	l := &o.lead
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.leading, l.changed
+}
+
+func (o *Operator) leading() bool {
+	ok, _ := o.Leading()
+	return ok
+}
+
+func (o *Operator) setLeading(v bool) {
+	l := &o.lead
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.leading == v && l.changed != nil {
+		return
+	}
+	l.leading = v
+	if l.changed != nil {
+		close(l.changed)
+	}
+	l.changed = make(chan struct{})
+}
+
+// keepLeases renews this replica's leases and takes or checks the leadership,
+// every WatchEvery, until ctx ends; then it gives the leadership up. It runs
+// beside the sweep, so that a slow sweep (a large vault to reconcile) never lets
+// a lease run out.
+func (o *Operator) keepLeases(ctx context.Context) {
+	tick := time.NewTicker(o.opts.WatchEvery)
+	defer tick.Stop()
+	j, t := o.opts.Journal, o.opts.Transport
+	defer func() {
+		o.setLeading(false)
+		if err := j.Resign(t); err != nil {
+			o.opts.Logger.Warn("leadership not given up cleanly", "err", err)
+		}
+	}()
+	for {
+		if err := j.Renew(ctx); err != nil {
+			o.warn(ctx, "leases not renewed", err)
+		}
+		leads := j.Leading(ctx, t)
+		if !leads {
+			var err error
+			if leads, err = j.Lead(ctx, t); err != nil {
+				o.warn(ctx, "leadership not asked for", err)
+			}
+		}
+		if was := o.leading(); was != leads && ctx.Err() == nil {
+			o.opts.Logger.Info("leadership changed", "transport", t, "leading", leads)
+			o.setLeading(leads)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// recoverExpired moves to unknown the commits of this transport that a dead
+// replica left on the wire, once its lease is past, and tells whoever asked.
+func (o *Operator) recoverExpired(ctx context.Context) {
+	ids, err := o.opts.Journal.RecoverExpired(ctx, o.opts.Transport)
+	if err != nil {
+		o.warn(ctx, "commits of a stopped replica not recovered", err)
+	}
+	for _, id := range ids {
+		o.opts.Logger.Warn("a replica stopped while it was sending; the outcome is unknown and it will not be resent", "op", id)
+		o.tellUnknown(ctx, o.current(ctx, id), "the replica sending it stopped")
+	}
+}
+
+// writeMissingEnvelopes writes the note of every unknown operation of this
+// transport that has none recorded: a replica that is not the leader leaves its
+// unknown outcomes' notes to the leader, which writes them here within a second.
+func (o *Operator) writeMissingEnvelopes(ctx context.Context) {
+	if o.opts.Vault == nil {
+		return
+	}
+	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport,
+		States: []journal.State{journal.Unknown}, NoEnvelope: true})
+	if err != nil {
+		o.warn(ctx, "unknown outcomes without a note not read", err)
+		return
+	}
+	for _, op := range ops {
+		o.envelope(ctx, op.ID, whyUnknown(ctx, o.opts.Journal, op.ID))
+	}
+}

@@ -1,0 +1,310 @@
+package operator_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/vault"
+)
+
+// hangSender is a sender whose sends wait until release, then deliver; it
+// counts every send that reached it.
+type hangSender struct {
+	mu      sync.Mutex
+	sent    int
+	arrived chan struct{} // one value per send that reached it
+	release chan struct{}
+}
+
+func newHangSender() *hangSender {
+	return &hangSender{arrived: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (s *hangSender) Send(ctx context.Context, m tools.Message) (tools.Delivery, error) {
+	s.mu.Lock()
+	s.sent++
+	n := s.sent
+	s.mu.Unlock()
+	s.arrived <- struct{}{}
+	<-s.release
+	return tools.Delivery{ChatID: m.Target, MessageID: int64(500 + n)}, nil
+}
+
+func (s *hangSender) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent
+}
+
+// replicas are operators on one journal, each the replica of its name, sharing a
+// fake clock and a vault folder, as processes behind one load balancer do.
+type replicas struct {
+	t     *testing.T
+	file  string
+	clock *fakeClock
+	vault *vault.Vault
+	logs  syncBuffer
+}
+
+func newReplicas(t *testing.T) *replicas {
+	t.Helper()
+	dir := t.TempDir()
+	r := &replicas{t: t, file: filepath.Join(dir, "journal.db"), clock: newClock()}
+	if os.Getenv("COUNTERSIGN_OPERATOR_JOURNAL") == "postgres" {
+		r.file = pgtest.Fresh(t)
+	}
+	v, err := vault.Open(filepath.Join(dir, "vault"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.vault = v
+	return r
+}
+
+// start opens the journal as replica name, with sender as the world's edge (nil:
+// a process that is no replica and delivers nothing, as bot mcp beside them).
+func (r *replicas) start(name string, sender tools.Sender, remote bool) (*operator.Operator, *journal.Journal) {
+	r.t.Helper()
+	ctx := context.Background()
+	j, err := journal.Open(ctx, r.file, journal.WithClock(r.clock.Now))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { j.Close() })
+	if name != "" {
+		if err := j.Join(ctx, transport, name, 10*time.Second); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	if sender == nil {
+		sender = &scriptSender{}
+	}
+	p := testPolicy(r.t)
+	reg, err := tools.NewRegistry(p, sender)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	o, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Vault: r.vault, Clock: r.clock, Transport: transport,
+		Remote: remote, WatchEvery: 5 * time.Millisecond, SweepEvery: time.Hour, Rand: func() float64 { return 0.5 },
+		Logger: slog.New(slog.NewTextHandler(&r.logs, nil)).With("replica", name)})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return o, j
+}
+
+// sweep runs o's Sweep until the test ends.
+func sweep(t *testing.T, o *operator.Operator) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); o.Sweep(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A replica that stops while its request is out (here: it stops renewing, its
+// request hangs) leaves the commit to the others. Another replica waits out the
+// lease, moves it to unknown with lease_expired, writes the note (it leads),
+// and tells whoever asked; nothing is sent again. When the stalled replica's
+// answer comes after all, it records the delivery over the unknown.
+func TestAnotherReplicaMakesAStalledCommitUnknown(t *testing.T) {
+	rs := newReplicas(t)
+	ctx := context.Background()
+	hang := newHangSender()
+	r1, j1 := rs.start("r1", hang, false)
+	r2, j2 := rs.start("r2", nil, false)
+	told := make(chan tools.Result, 4)
+	onOutcome(r2, func(id string, r tools.Result) { told <- r })
+
+	task, err := r1.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, err := r1.Call(ctx, task.ID, callSend("222", "on the wire when r1 stalls"))
+	if err != nil || pending.Status != tools.StatusPending {
+		t.Fatalf("Call = %+v, %v", pending, err)
+	}
+	id := pending.OperationID
+	a, err := r1.PendingApproval(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome := make(chan tools.Result, 1)
+	go func() {
+		r, err := r1.Decide(ctx, a.ID, approverID, true)
+		if err != nil {
+			t.Error(err)
+		}
+		outcome <- r
+	}()
+	<-hang.arrived // the request is out; r1 renews nothing (its Sweep is not running)
+
+	sweep(t, r2)
+	waitUntil(t, "r2 leads", func() bool { ok, _ := r2.Leading(); return ok })
+	if op, _ := j2.Operation(ctx, id); op.State != journal.Committing {
+		t.Fatalf("within the lease the commit is %s, want committing: r2 took a live commit", op.State)
+	}
+	rs.clock.Advance(11 * time.Second)
+	var r tools.Result
+	select {
+	case r = <-told:
+	case <-time.After(10 * time.Second):
+		t.Fatal("r2 told nobody of the commit r1 left on the wire")
+	}
+	if r.SideEffect != tools.SideEffectUnknown || r.NextAction != tools.NextVerify {
+		t.Errorf("told %+v, want unknown / verify", r)
+	}
+	ts, _ := j2.Transitions(ctx, id)
+	if last := ts[len(ts)-1]; last.From != journal.Committing || last.To != journal.Unknown || last.Reason != journal.ReasonLeaseExpired {
+		t.Errorf("last transition %+v, want committing -> unknown (%s)", last, journal.ReasonLeaseExpired)
+	}
+	waitUntil(t, "the leader wrote the note", func() bool {
+		e, _, err := rs.vault.Get(id)
+		return err == nil && e.Unresolved()
+	})
+	if n := hang.count(); n != 1 {
+		t.Errorf("sends = %d, want 1: nothing is sent again", n)
+	}
+
+	// r1's answer comes after all: the delivery is recorded over the unknown.
+	close(hang.release)
+	got := <-outcome
+	if got.Status != tools.StatusSucceeded || got.Evidence == nil {
+		t.Errorf("r1's late outcome = %+v, want succeeded with evidence", got)
+	}
+	op, _ := j1.Operation(ctx, id)
+	ts, _ = j1.Transitions(ctx, id)
+	if last := ts[len(ts)-1]; op.State != journal.Committed || last.From != journal.Unknown || last.Reason != operator.ReasonLateAnswer {
+		t.Errorf("after the late answer: %s, last %+v; want committed from unknown (%s)", op.State, last, operator.ReasonLateAnswer)
+	}
+	if e, _, err := rs.vault.Get(id); err != nil || e.Unresolved() {
+		t.Errorf("the note after the late answer = %+v, %v; want it resolved as delivered", e, err)
+	}
+}
+
+// An operation approved by a process that is no replica (bot mcp beside them) is
+// free to every replica: both watches go for it, the journal's compare-and-set
+// lets one commit, and it is sent once.
+func TestTwoReplicasRunAFreeOperationOnce(t *testing.T) {
+	rs := newReplicas(t)
+	ctx := context.Background()
+	s1, s2 := &scriptSender{}, &scriptSender{}
+	r1, j1 := rs.start("r1", s1, false)
+	r2, _ := rs.start("r2", s2, false)
+	mcp, _ := rs.start("", nil, true)
+	for i := range 10 {
+		approvedBeside(t, mcp, "free to any replica "+string(rune('a'+i)))
+	}
+	sweep(t, r1)
+	sweep(t, r2)
+	waitUntil(t, "every operation committed", func() bool {
+		n, _ := j1.Count(ctx, journal.Filter{States: []journal.State{journal.Committed}})
+		return n == 10
+	})
+	if n := len(s1.Sent()) + len(s2.Sent()); n != 10 {
+		t.Errorf("sends = %d (r1 %d, r2 %d), want 10: one per operation", n, len(s1.Sent()), len(s2.Sent()))
+	}
+	ops, _ := j1.Operations(ctx, journal.Filter{})
+	for _, op := range ops {
+		ts, _ := j1.Transitions(ctx, op.ID)
+		committing := 0
+		for _, tr := range ts {
+			if tr.To == journal.Committing {
+				committing++
+			}
+		}
+		if committing != 1 {
+			t.Errorf("%s went to committing %d times", op.ID, committing)
+		}
+	}
+}
+
+// An approval asked by a live replica is that replica's to show: the leader does
+// not publish it late within a lease, and does after one (the replica that asked
+// may have died before it showed the cards).
+func TestTheLeaderShowsAnotherReplicasApprovalOnlyAfterALease(t *testing.T) {
+	rs := newReplicas(t)
+	ctx := context.Background()
+	leader, lj := rs.start("r1", nil, false)
+	asker, _ := rs.start("r2", nil, false)
+	mcp, _ := rs.start("", nil, true)
+	rec := record(t, leader, lj)
+	asker.Subscribe(func(operator.Event) {}) // a surface heard it, as a request's does
+	sweep(t, leader)
+	waitUntil(t, "r1 leads", func() bool { ok, _ := leader.Leading(); return ok })
+	task, err := asker.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := asker.Call(ctx, task.ID, callSend("222", "asked at r2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.clock.Advance(9 * time.Second)
+	// Two operations approved beside the replicas, one after the other: the
+	// leader's watch commits each, so when the second is committed a whole watch
+	// has looked at r2's approval (the watch that started the first).
+	for _, text := range []string{"first free", "second free"} {
+		free := approvedBeside(t, mcp, text)
+		waitUntil(t, "the leader committed "+text, func() bool {
+			op, _ := lj.Operation(ctx, free)
+			return op.State == journal.Committed
+		})
+	}
+	for _, ev := range rec.events() {
+		if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == r.OperationID {
+			t.Fatalf("the leader published r2's fresh approval: %v", rec.heardList())
+		}
+	}
+	rs.clock.Advance(2 * time.Second)
+	waitUntil(t, "the leader published r2's approval after the lease", func() bool {
+		for _, ev := range rec.events() {
+			if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == r.OperationID && ev.Late {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// approvedBeside asks for a commit in a process that is no replica, and approves
+// it there: it waits, approved and free, for a replica to run it.
+func approvedBeside(t *testing.T, remote *operator.Operator, text string) string {
+	t.Helper()
+	ctx := context.Background()
+	task, err := remote.StartTask(ctx, journal.Task{Requester: operatorID, Surface: "mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := remote.Call(ctx, task.ID, callSend("222", text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := remote.PendingApproval(ctx, r.OperationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.Decide(ctx, a.ID, approverID, true); err != nil {
+		t.Fatal(err)
+	}
+	return r.OperationID
+}
