@@ -231,8 +231,8 @@ func (w *world) args(r *replica) []string {
 	args := []string{"run", "-data", r.data, "-policies", w.policies}
 	if w.webhook() {
 		args = append(args, "-journal", w.journal, "-vault", w.vaultDir(), "-webhook-listen", r.listen, "-webhook-url", hookURL)
-		if len(w.reps) > 1 {
-			args = append(args, "-replica", r.name)
+		if len(w.reps) > 1 || supportsReplicas(w.cfg.Bot) {
+			args = append(args, "-replica", r.name) // one name across its restarts
 		}
 	}
 	if w.agents != nil {
