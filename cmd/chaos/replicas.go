@@ -376,12 +376,23 @@ func (w *world) replicaKill() bool {
 	for _, r := range victims {
 		w.note("kill -9 and restart")
 		w.killReplica(r)
-		r.back = time.Now().Add(time.Duration(500+w.rnd.IntN(2500)) * time.Millisecond)
+		r.back = time.Now().Add(w.downtime(len(victims) == 1))
 	}
 	if w.rnd.IntN(2) == 0 {
 		w.beside() // while they are down
 	}
 	return true
+}
+
+// downtime is how long a killed replica stays down: a moment, 0.5 to 3 s; or, a
+// quarter of the times a lone replica of several is killed, 11 to 14 s, past the
+// bot's default lease of 10 s, so that another replica takes over what it held.
+func (w *world) downtime(alone bool) time.Duration {
+	if alone && len(w.reps) > 1 && w.rnd.IntN(4) == 0 {
+		w.note("a replica down past its lease")
+		return time.Duration(11000+w.rnd.IntN(3000)) * time.Millisecond
+	}
+	return time.Duration(500+w.rnd.IntN(2500)) * time.Millisecond
 }
 
 // restartDue starts again the killed replicas whose moment has come (all of

@@ -463,7 +463,7 @@ func (w *world) retryUnderTheKill(s *seen, op journal.Operation) {
 		// after a moment.
 		if r := w.sender(chat, op.Payload.Text); r != nil && len(w.live()) > 1 {
 			w.killReplica(r)
-			r.back = time.Now().Add(time.Duration(500+w.rnd.IntN(2500)) * time.Millisecond)
+			r.back = time.Now().Add(w.downtime(true))
 		} else {
 			w.note("/retry's sender not found, or the last one running: not killed")
 		}
