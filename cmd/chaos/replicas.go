@@ -352,7 +352,8 @@ func (w *world) live() []*replica {
 	return out
 }
 
-// replicaKill is one kill of the replica mode: SIGKILL a random live replica,
+// replicaKill is one kill of the replica mode, drawn from the kills' own source,
+// so that who is killed, with whom and for how long follows from the seed alone: SIGKILL a random live replica,
 // now and then a second one with it (never the last one running), and start them
 // again after a moment each. ok is false when fewer than two of several run (a
 // kill would leave none): the kill waits. A lone replica is killed as the polling
@@ -362,23 +363,26 @@ func (w *world) replicaKill() bool {
 	if len(up) < 2 && len(w.reps) > 1 {
 		return false
 	}
-	victims := []*replica{up[w.rnd.IntN(len(up))]}
-	if len(up) > 2 && w.rnd.IntN(3) == 0 {
+	victims := []*replica{up[w.kills.IntN(len(up))]}
+	if len(up) > 2 && w.kills.IntN(3) == 0 {
 		rest := slices.DeleteFunc(slices.Clone(up), func(r *replica) bool { return r == victims[0] })
-		victims = append(victims, rest[w.rnd.IntN(len(rest))])
+		victims = append(victims, rest[w.kills.IntN(len(rest))])
 		w.note("two replicas down at once")
 	}
-	if w.rnd.IntN(2) == 0 {
+	if w.kills.IntN(2) == 0 {
 		if r := w.underTheKillWebhook(); r != nil && !slices.Contains(victims, r) {
 			victims[0] = r // the replica that took it, and whose answer was lost
 		}
 	}
 	for _, r := range victims {
 		w.note("kill -9 and restart")
+		if w.cfg.Verbose {
+			fmt.Fprintf(w.out, "  kill -9 %s\n", r.name)
+		}
 		w.killReplica(r)
-		r.back = time.Now().Add(w.downtime(len(victims) == 1))
+		r.back = time.Now().Add(w.downtime(len(victims) == 1, w.kills))
 	}
-	if w.rnd.IntN(2) == 0 {
+	if w.kills.IntN(2) == 0 {
 		w.beside() // while they are down
 	}
 	return true
@@ -387,12 +391,12 @@ func (w *world) replicaKill() bool {
 // downtime is how long a killed replica stays down: a moment, 0.5 to 3 s; or, a
 // quarter of the times a lone replica of several is killed, 11 to 14 s, past the
 // bot's default lease of 10 s, so that another replica takes over what it held.
-func (w *world) downtime(alone bool) time.Duration {
-	if alone && len(w.reps) > 1 && w.rnd.IntN(4) == 0 {
+func (w *world) downtime(alone bool, rnd *mrand.Rand) time.Duration {
+	if alone && len(w.reps) > 1 && rnd.IntN(4) == 0 {
 		w.note("a replica down past its lease")
-		return time.Duration(11000+w.rnd.IntN(3000)) * time.Millisecond
+		return time.Duration(11000+rnd.IntN(3000)) * time.Millisecond
 	}
-	return time.Duration(500+w.rnd.IntN(2500)) * time.Millisecond
+	return time.Duration(500+rnd.IntN(2500)) * time.Millisecond
 }
 
 // restartDue starts again the killed replicas whose moment has come (all of
@@ -418,11 +422,11 @@ func (w *world) underTheKillWebhook() *replica {
 	w.mu.Lock()
 	var c command
 	if len(w.commands) > 0 {
-		c = w.commands[len(w.commands)-1-w.rnd.IntN(min(len(w.commands), 5))]
+		c = w.commands[len(w.commands)-1-w.kills.IntN(min(len(w.commands), 5))]
 	}
 	w.mu.Unlock()
 	var id int64
-	if c.text != "" && w.rnd.IntN(2) == 0 {
+	if c.text != "" && w.kills.IntN(2) == 0 {
 		w.note("update taken, its answer lost, just before the kill")
 		id = w.push(c)
 	} else {

@@ -463,7 +463,7 @@ func (w *world) retryUnderTheKill(s *seen, op journal.Operation) {
 		// after a moment.
 		if r := w.sender(chat, op.Payload.Text); r != nil && len(w.live()) > 1 {
 			w.killReplica(r)
-			r.back = time.Now().Add(w.downtime(true))
+			r.back = time.Now().Add(w.downtime(true, w.rnd))
 		} else {
 			w.note("/retry's sender not found, or the last one running: not killed")
 		}

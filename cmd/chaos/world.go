@@ -66,6 +66,7 @@ type world struct {
 	out       io.Writer
 	reps      []*replica // the bot processes; one unless Replicas > 1
 	lb        *balancer  // nil: the bot polls
+	kills     *rand.Rand // the replica kills' choices, apart from the timing-bound rest
 	journal   string     // the PostgreSQL URL with the run's schema, "" on SQLite
 	j         *journal.Journal
 	policies  string         // the run's policy file
@@ -140,6 +141,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 			fmt.Fprintf(out, "chaos: the run's journal is kept in schema %s of %s\n", schema, journal.Where(cfg.Journal))
 		}()
 		w.lb = newBalancer(cfg.Seed)
+		w.kills = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x4b111))
 	}
 	if cfg.FullDisk {
 		d, err := mountDisk(w.dir)
