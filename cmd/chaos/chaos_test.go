@@ -70,9 +70,6 @@ func TestChaosReplicasOnPostgres(t *testing.T) {
 	if rep.Actions["kill -9 and restart"] < 3 || rep.Delivered == 0 || rep.ModelRequests == 0 || rep.Actions["webhook: updates taken"] == 0 {
 		t.Errorf("the run did not do what it says:\n%s", out.String())
 	}
-	if cfg.Replicas == 3 && rep.Actions["webhook: deliveries refused, another replica tried"] == 0 {
-		t.Errorf("no delivery met a killed replica:\n%s", out.String())
-	}
 	t.Log(out.String())
 }
 

@@ -174,7 +174,7 @@ func freshSchema(ctx context.Context, base string, seed int64) (string, string, 
 	}
 	b := make([]byte, 4)
 	rand.Read(b)
-	schema := fmt.Sprintf("chaos_%d_%s", seed, hex.EncodeToString(b))
+	schema := fmt.Sprintf("chaos_%d_%s", uint64(seed), hex.EncodeToString(b)) // a negative seed makes no identifier
 	if err := onDatabase(ctx, base, "CREATE SCHEMA "+schema); err != nil {
 		return "", "", fmt.Errorf("create schema %s in %s: %w", schema, journal.Where(base), err)
 	}
