@@ -66,6 +66,7 @@ type balancer struct {
 	mu   sync.Mutex
 	rnd  *mrand.Rand
 	in   []*replica
+	pin  *replica           // the next delivery's replica, whatever the draw
 	took map[int64]*replica // the last replica that took each update
 }
 
@@ -100,6 +101,9 @@ func (b *balancer) deliver(ctx context.Context, update []byte, secret string) er
 		return errNoBackend
 	}
 	r := b.in[b.rnd.IntN(len(b.in))]
+	if b.pin != nil {
+		r, b.pin = b.pin, nil
+	}
 	b.mu.Unlock()
 	post := telegramtest.PostWebhook(b.client, func() (string, error) { return "http://" + r.listen + "/telegram", nil })
 	err := post(ctx, update, secret)
@@ -112,6 +116,13 @@ func (b *balancer) deliver(ctx context.Context, update []byte, secret string) er
 		b.mu.Unlock()
 	}
 	return err
+}
+
+// pinNext sends the next delivery to r.
+func (b *balancer) pinNext(r *replica) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pin = r
 }
 
 // tookLast is the replica that last took update id, nil when none did.
@@ -363,40 +374,51 @@ func (w *world) replicaKill() bool {
 	if len(up) < 2 && len(w.reps) > 1 {
 		return false
 	}
-	victims := []*replica{up[w.kills.IntN(len(up))]}
-	if len(up) > 2 && w.kills.IntN(3) == 0 {
+	// Every kill draws alike, whoever is up, so that a replica slow to come back
+	// changes this kill and not the ones after it.
+	k := w.kills
+	first, second, double := k.IntN(60), k.IntN(60), k.IntN(3) == 0
+	under, back, again, beside := k.IntN(2) == 0, k.IntN(5), k.IntN(2) == 0, k.IntN(2) == 0
+	downs := []time.Duration{w.downtime(k), w.downtime(k)}
+	victims := []*replica{up[first%len(up)]}
+	if len(up) > 2 && double {
 		rest := slices.DeleteFunc(slices.Clone(up), func(r *replica) bool { return r == victims[0] })
-		victims = append(victims, rest[w.kills.IntN(len(rest))])
+		victims = append(victims, rest[second%len(rest)])
 		w.note("two replicas down at once")
 	}
-	if w.kills.IntN(2) == 0 {
-		if r := w.underTheKillWebhook(); r != nil && !slices.Contains(victims, r) {
-			victims[0] = r // the replica that took it, and whose answer was lost
-		}
+	if under {
+		w.underTheKillWebhook(victims[0], back, again)
 	}
-	for _, r := range victims {
+	for i, r := range victims {
 		w.note("kill -9 and restart")
 		if w.cfg.Verbose {
 			fmt.Fprintf(w.out, "  kill -9 %s\n", r.name)
 		}
 		w.killReplica(r)
-		r.back = time.Now().Add(w.downtime(len(victims) == 1, w.kills))
+		down := downs[i]
+		if len(victims) > 1 || len(w.reps) == 1 {
+			down = min(down, 3*time.Second) // two down at once, or the only one: a moment
+		}
+		if down > 10*time.Second {
+			w.note("a replica down past its lease")
+		}
+		r.back = time.Now().Add(down)
 	}
-	if w.kills.IntN(2) == 0 {
+	if beside {
 		w.beside() // while they are down
 	}
 	return true
 }
 
 // downtime is how long a killed replica stays down: a moment, 0.5 to 3 s; or, a
-// quarter of the times a lone replica of several is killed, 11 to 14 s, past the
-// bot's default lease of 10 s, so that another replica takes over what it held.
-func (w *world) downtime(alone bool, rnd *mrand.Rand) time.Duration {
-	if alone && len(w.reps) > 1 && rnd.IntN(4) == 0 {
-		w.note("a replica down past its lease")
-		return time.Duration(11000+rnd.IntN(3000)) * time.Millisecond
+// quarter of the time, 11 to 14 s, past the bot's default lease of 10 s, so that
+// another replica takes over what it held (for a replica killed alone).
+func (w *world) downtime(rnd *mrand.Rand) time.Duration {
+	long, short := time.Duration(11000+rnd.IntN(3000)), time.Duration(500+rnd.IntN(2500))
+	if rnd.IntN(4) == 0 {
+		return long * time.Millisecond
 	}
-	return time.Duration(500+rnd.IntN(2500)) * time.Millisecond
+	return short * time.Millisecond
 }
 
 // restartDue starts again the killed replicas whose moment has come (all of
@@ -414,40 +436,39 @@ func (w *world) restartDue(all bool) error {
 }
 
 // underTheKillWebhook is underTheKill behind a webhook: an operator's update
-// (half a message delivered again, half a fresh /ops) is taken by a replica whose
-// answer is lost, so that Telegram delivers it again; the replica that took it
-// is returned, for the kill.
-func (w *world) underTheKillWebhook() *replica {
-	w.srv.InjectWebhook(telegramtest.WebhookFault{Action: telegramtest.WebhookReplyLost})
+// (half a message delivered again, half a fresh /ops) is taken by victim, the
+// replica about to be killed, and its answer is lost, so that Telegram delivers
+// it again, to another.
+func (w *world) underTheKillWebhook(victim *replica, back int, again bool) {
 	w.mu.Lock()
 	var c command
 	if len(w.commands) > 0 {
-		c = w.commands[len(w.commands)-1-w.kills.IntN(min(len(w.commands), 5))]
+		c = w.commands[max(0, len(w.commands)-1-back)]
 	}
 	w.mu.Unlock()
-	var id int64
-	if c.text != "" && w.kills.IntN(2) == 0 {
+	seen := len(w.srv.WebhookDeliveries())
+	w.lb.pinNext(victim)
+	w.srv.InjectWebhook(telegramtest.WebhookFault{Action: telegramtest.WebhookReplyLost})
+	if c.text != "" && again {
 		w.note("update taken, its answer lost, just before the kill")
-		id = w.push(c)
+		w.push(c)
 	} else {
 		w.note("/ops taken, its answer lost, just before the kill")
-		id = w.srv.PushMessage(operator, operator, "/ops")
+		w.srv.PushMessage(operator, operator, "/ops")
 	}
+	var hit int64 // the update the fault fell on: the one pushed, or one queued before it
 	lost := func(s *telegramtest.Server) bool {
-		for _, d := range s.WebhookDeliveries() {
-			if d.UpdateID == id && d.Fault == telegramtest.WebhookReplyLost {
+		for _, d := range s.WebhookDeliveries()[seen:] {
+			if d.Fault == telegramtest.WebhookReplyLost {
+				hit = d.UpdateID
 				return true
 			}
 		}
 		return false
 	}
-	if w.srv.WaitTimeout(2*time.Second, lost) != nil {
-		return nil
+	if w.srv.WaitTimeout(2*time.Second, lost) != nil || w.lb.tookLast(hit) != victim {
+		w.note("an update under the kill taken by another replica, or not in time")
 	}
-	if r := w.lb.tookLast(id); r != nil && r.up {
-		return r
-	}
-	return nil
 }
 
 // sender is the replica that made the last sendMessage call of text to chat, nil

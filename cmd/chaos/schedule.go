@@ -463,7 +463,13 @@ func (w *world) retryUnderTheKill(s *seen, op journal.Operation) {
 		// after a moment.
 		if r := w.sender(chat, op.Payload.Text); r != nil && len(w.live()) > 1 {
 			w.killReplica(r)
-			r.back = time.Now().Add(w.downtime(true, w.rnd))
+			down := w.downtime(w.rnd)
+			if down > 10*time.Second && len(w.live()) > 1 {
+				w.note("a replica down past its lease")
+			} else {
+				down = min(down, 3*time.Second)
+			}
+			r.back = time.Now().Add(down)
 		} else {
 			w.note("/retry's sender not found, or the last one running: not killed")
 		}
