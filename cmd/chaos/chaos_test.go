@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -46,7 +45,6 @@ func TestChaosShortRun(t *testing.T) {
 // The short run with three replicas on PostgreSQL, as CI makes it: updates by
 // webhook through the balancer (again after a refused connection, at times twice),
 // replicas killed one or two at a time, model turns, and every promise checked.
-// Until the bot takes -replica, one replica runs there in webhook mode.
 func TestChaosReplicasOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three bot processes for half a minute")
@@ -55,12 +53,6 @@ func TestChaosReplicasOnPostgres(t *testing.T) {
 		Policies: "../../policies.yaml", Replicas: 3, Journal: pgtest.Server(t)}
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), cfg, &out)
-	if errors.Is(err, ErrNoReplicas) {
-		t.Logf("%v: one replica in webhook mode instead", err)
-		cfg.Replicas = 1
-		out.Reset()
-		rep, err = Run(context.Background(), cfg, &out)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
