@@ -88,8 +88,9 @@ func (s *Server) WebhookDeliveries() []WebhookDelivery {
 // Telegram does: one at a time, in the order they were queued, each until it
 // is taken, after a short backoff that grows on every failure. An update taken
 // is confirmed (it leaves PendingUpdates); updates pushed while no webhook is
-// set wait for one, and getUpdates answers 409 while one is. It returns when
-// ctx ends (ctx.Err()) or the server closes (ErrClosed).
+// set wait for one, and getUpdates answers 409 while one is. Run one at a time,
+// as Telegram delivers one bot's updates. It returns when ctx ends (ctx.Err())
+// or the server closes (ErrClosed).
 func (s *Server) DeliverWebhook(ctx context.Context, deliver Deliver) error {
 	wait := webhookBackoff.first
 	for {
