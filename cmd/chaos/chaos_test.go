@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
 )
@@ -39,6 +40,29 @@ func TestChaosShortRun(t *testing.T) {
 		t.Errorf("the disk was mounted and never filled:\n%s", out.String())
 	}
 	t.Log(out.String()) // with -v: the figures of the run
+}
+
+// The short run with three replicas on PostgreSQL, as CI makes it: updates by
+// webhook through the balancer (again after a refused connection, at times twice),
+// replicas killed one or two at a time, model turns, and every promise checked.
+func TestChaosReplicasOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three bot processes for half a minute")
+	}
+	cfg := Config{Seed: 13, Ops: 24, Kills: 3, Duration: 20 * time.Second, Chats: 10, ModelShare: 0.3,
+		Policies: "../../policies.yaml", Replicas: 3, Journal: pgtest.Server(t)}
+	var out bytes.Buffer
+	rep, err := Run(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("a promise broke:\n%s", out.String())
+	}
+	if rep.Actions["kill -9 and restart"] < 3 || rep.Delivered == 0 || rep.ModelRequests == 0 || rep.Actions["webhook: updates taken"] == 0 {
+		t.Errorf("the run did not do what it says:\n%s", out.String())
+	}
+	t.Log(out.String())
 }
 
 // The checks catch what they name: a check that cannot fail proves nothing.

@@ -97,12 +97,12 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 func (w *world) check() *Report {
 	r := &Report{Seed: w.cfg.Seed, Actions: w.count, EndStates: map[journal.State]int{}}
 	ctx := context.Background()
-	j, err := journal.Open(ctx, filepath.Join(w.dir, "journal.db"))
+	j, done, err := w.openJournal()
 	if err != nil {
 		r.Invariants = append(r.Invariants, Invariant{"the journal opens", []string{err.Error()}})
 		return r
 	}
-	defer j.Close()
+	defer done()
 	all, err := j.Operations(ctx, journal.Filter{})
 	if err != nil {
 		r.Invariants = append(r.Invariants, Invariant{"the journal reads", []string{err.Error()}})
@@ -265,7 +265,7 @@ func (w *world) everyCommandTakenOnce(ctx context.Context, j *journal.Journal) I
 
 func (w *world) journalAndVaultAgree(ops []journal.Operation) Invariant {
 	in := Invariant{Name: "the journal and the vault agree"}
-	v, err := vault.Open(filepath.Join(w.dir, "vault"))
+	v, err := vault.Open(w.vaultDir())
 	if err != nil {
 		in.Broken = append(in.Broken, err.Error())
 		return in
@@ -323,8 +323,9 @@ func noToolRanTwice(ops []journal.Operation) Invariant {
 	return in
 }
 
-// noSecrets looks for the bot token, the model's API key and the MCP bearer token
-// in every file of the data folder and in the logs of the bot and of bot mcp.
+// noSecrets looks for the bot token, the model's API key, the MCP bearer token and
+// the webhook secret in every file of the data folder (the replicas' and their
+// vault) and in the logs of the bot processes and of bot mcp.
 func (w *world) noSecrets() Invariant {
 	in := Invariant{Name: "no secret in any file or log line"}
 	secret := token[strings.Index(token, ":")+1:]
@@ -339,6 +340,9 @@ func (w *world) noSecrets() Invariant {
 		if err == nil && strings.Contains(string(b), mcpToken) {
 			in.Broken = append(in.Broken, path+" holds the MCP bearer token")
 		}
+		if err == nil && strings.Contains(string(b), webhookSecret) {
+			in.Broken = append(in.Broken, path+" holds the webhook secret")
+		}
 	}
 	filepath.WalkDir(w.dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
@@ -346,7 +350,9 @@ func (w *world) noSecrets() Invariant {
 		}
 		return nil
 	})
-	check(w.log.Name())
+	for _, r := range w.reps {
+		check(r.log.Name())
+	}
 	if w.agents != nil {
 		for _, c := range w.agents.callers {
 			if c.log != nil {

@@ -20,7 +20,14 @@
 // It prints the seed, the counts per fault and per end state and each invariant,
 // and exits 1 when one is broken.
 //
+// With -replicas 3 and -journal postgres://…, three `bot run` replicas share one
+// PostgreSQL journal (a fresh schema per run) and one vault, and take updates by
+// webhook: the fake Telegram posts each update through a load balancer to a
+// random live replica, delivers again after a failure, and at times twice; the
+// kills take one replica down, or two at once, never all.
+//
 //	go run ./cmd/chaos -seed 7 -ops 200 -kills 10 -duration 3m
+//	go run ./cmd/chaos -replicas 3 -journal postgres://postgres@127.0.0.1:5432/test -seed 7
 package main
 
 import (
@@ -45,7 +52,9 @@ func main() {
 	flag.BoolVar(&c.Verbose, "v", false, "print every action")
 	flag.Float64Var(&c.ModelShare, "model", 0.3, "share of the sends made as plain text, by a model turn against the scripted model (0: no model)")
 	flag.Float64Var(&c.MCPShare, "mcp", 0.2, "share of the sends made by outside agents over MCP, half through `bot mcp` over stdio beside the bot, half over HTTP to its -mcp-listen (0: none)")
-	flag.BoolVar(&c.FullDisk, "full-disk", true, "put the data folder on a small tmpfs and fill it at times (needs root)")
+	flag.BoolVar(&c.FullDisk, "full-disk", true, "put the data folder on a small tmpfs and fill it at times (needs root; not with a PostgreSQL journal)")
+	flag.IntVar(&c.Replicas, "replicas", 1, "bot run processes on one PostgreSQL journal, taking updates by webhook behind a load balancer (above 1 needs -journal)")
+	flag.StringVar(&c.Journal, "journal", os.Getenv("COUNTERSIGN_DATABASE_URL"), "a postgres:// URL: the run makes a schema of its own there, and the bot takes updates by webhook (default $COUNTERSIGN_DATABASE_URL; empty: SQLite, long polling)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -210,8 +210,8 @@ func (c *caller) connect() (*sdk.ClientSession, error) {
 			t = &sdk.StreamableClientTransport{Endpoint: "http://" + c.a.addr + "/mcp", MaxRetries: -1,
 				HTTPClient: &http.Client{Transport: bearer{mcpToken}}}
 		} else {
-			cmd := exec.Command(c.a.w.cfg.Bot, "mcp", "-data", c.a.w.dir, "-policies", c.a.w.policies)
-			cmd.Env = append(os.Environ(), fmt.Sprintf("BOT_OPERATORS=%d", operator), fmt.Sprintf("BOT_APPROVERS=%d,%d", operator, approver))
+			cmd := exec.Command(c.a.w.cfg.Bot, append(append([]string{"mcp"}, c.a.w.dataArgs()...), "-policies", c.a.w.policies)...)
+			cmd.Env = append(childEnv(), fmt.Sprintf("BOT_OPERATORS=%d", operator), fmt.Sprintf("BOT_APPROVERS=%d,%d", operator, approver))
 			cmd.Stderr = c.log
 			t = &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}
 		}

@@ -29,7 +29,19 @@ func (w *world) storm(ctx context.Context, policies string) {
 	// run makes the kills it was asked for.
 	for (time.Now().Before(deadline) || kills < w.cfg.Kills) && ctx.Err() == nil {
 		now := time.Now()
-		if kills < w.cfg.Kills && now.After(nextKill) {
+		if w.lb != nil {
+			if err := w.restartDue(false); err != nil {
+				fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
+				return
+			}
+		}
+		switch {
+		case kills < w.cfg.Kills && now.After(nextKill) && w.lb != nil:
+			if w.replicaKill() {
+				kills++
+				nextKill = nextKill.Add(every)
+			}
+		case kills < w.cfg.Kills && now.After(nextKill):
 			if w.disk != nil && w.disk.isFull() {
 				w.note("full disk: space returns before the kill")
 				w.disk.free()
@@ -42,14 +54,14 @@ func (w *world) storm(ctx context.Context, policies string) {
 				w.mcpUnderTheKill(kills)
 			}
 			w.note("kill -9 and restart")
-			w.kill()
+			w.killReplica(w.reps[0])
 			if w.rnd.IntN(2) == 0 {
 				w.beside() // while the bot is down
 			}
 			if renumber {
 				w.renumber()
 			}
-			if err := w.start(policies); err != nil {
+			if err := w.startReplica(w.reps[0]); err != nil {
 				fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
 				return
 			}
@@ -83,6 +95,11 @@ func (w *world) storm(ctx context.Context, policies string) {
 	if w.disk != nil && w.disk.isFull() {
 		w.note("full disk: space returns")
 		w.disk.free()
+	}
+	if w.lb != nil {
+		if err := w.restartDue(true); err != nil {
+			fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
+		}
 	}
 }
 
@@ -187,17 +204,21 @@ func (w *world) windDown(ctx context.Context, policies string) {
 		time.Sleep(4 * tick)
 	}
 	fmt.Fprintf(w.out, "chaos: the wind-down saw nothing move for %s with work still open: %s\n", stuck, still)
+	if w.lb != nil {
+		ds := w.srv.WebhookDeliveries()
+		fmt.Fprintf(w.out, "chaos: the last webhook deliveries: %+v\n", ds[max(0, len(ds)-5):])
+	}
 }
 
 // resolveByHand resolves, truthfully, with bot vault resolve beside the bot, the
 // unknown outcomes still open: a person at a terminal instead of a phone.
 func (w *world) resolveByHand() {
-	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	j, done, err := w.openJournal()
 	if err != nil {
 		return
 	}
 	ops, _ := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Unknown}})
-	j.Close()
+	done()
 	for _, op := range ops {
 		arrived, ok := w.arrived(op.ID)
 		if !ok {
@@ -205,7 +226,10 @@ func (w *world) resolveByHand() {
 		}
 		answer := map[bool]string{true: "delivered", false: "not_delivered"}[arrived]
 		w.note("bot vault resolve " + answer + " beside the bot")
-		out, err := exec.Command(w.cfg.Bot, "vault", "resolve", "-data", w.dir, "-policies", w.policies, "-by", "chaos", op.ID, answer).CombinedOutput()
+		args := append(append([]string{"vault", "resolve"}, w.dataArgs()...), "-policies", w.policies, "-by", "chaos", op.ID, answer)
+		cmd := exec.Command(w.cfg.Bot, args...)
+		cmd.Env = childEnv()
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(w.out, "chaos: bot vault resolve %s: %v\n%s", op.ID, err, out)
 		}
@@ -246,7 +270,11 @@ func (w *world) disturb() {
 			c = w.commands[w.rnd.IntN(len(w.commands))]
 		}
 		w.mu.Unlock()
-		if c.text != "" {
+		switch {
+		case c.text == "":
+		case w.lb != nil && w.rnd.IntN(2) == 0:
+			w.webhookFault()
+		default:
 			w.note("update delivered twice")
 			w.push(c)
 		}
@@ -271,9 +299,11 @@ func (w *world) fault(name string, f telegramtest.Fault, chat int64) {
 
 // beside runs the commands that may run beside the bot.
 func (w *world) beside() {
-	args := [][]string{{"ops", "list", "-data", w.dir}, {"vault", "list", "-data", w.dir}}[w.rnd.IntN(2)]
+	args := [][]string{{"ops", "list"}, {"vault", "list"}}[w.rnd.IntN(2)]
 	w.note("bot " + args[0] + " " + args[1] + " beside the bot")
-	if out, err := exec.Command(w.cfg.Bot, args...).CombinedOutput(); err != nil {
+	cmd := exec.Command(w.cfg.Bot, append(args, w.dataArgs()...)...)
+	cmd.Env = childEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
 		w.note("beside command failed")
 		fmt.Fprintf(w.out, "chaos: bot %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -369,7 +399,7 @@ func (w *world) decide(s *seen, closing bool) {
 
 // followUp retries or cancels, from the phone, operations verified not delivered.
 func (w *world) followUp(s *seen, closing bool) {
-	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	j, done, err := w.openJournal()
 	if err != nil {
 		return
 	}
@@ -391,7 +421,7 @@ func (w *world) followUp(s *seen, closing bool) {
 			w.srv.PushMessage(operator, operator, "/cancel "+op.ID)
 		}
 	}
-	j.Close()
+	done()
 	for _, op := range underKill {
 		w.retryUnderTheKill(s, op)
 	}
@@ -428,8 +458,25 @@ func (w *world) retryUnderTheKill(s *seen, op journal.Operation) {
 	if w.srv.WaitTimeout(10*time.Second, took) != nil {
 		w.note("/retry killed before its send was taken")
 	}
-	w.kill()
-	if err := w.start(w.policies); err != nil {
+	if w.lb != nil {
+		// The replica that sends it dies; the others carry on, and it comes back
+		// after a moment.
+		if r := w.sender(chat, op.Payload.Text); r != nil && len(w.live()) > 1 {
+			w.killReplica(r)
+			down := w.downtime(w.rnd)
+			if down > 10*time.Second && len(w.live()) > 1 {
+				w.note("a replica down past its lease")
+			} else {
+				down = min(down, 3*time.Second)
+			}
+			r.back = time.Now().Add(down)
+		} else {
+			w.note("/retry's sender not found, or the last one running: not killed")
+		}
+		return
+	}
+	w.killReplica(w.reps[0])
+	if err := w.startReplica(w.reps[0]); err != nil {
 		fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
 	}
 }
@@ -470,11 +517,11 @@ var opPattern = regexp.MustCompile(`op-[a-z0-9]{6}`)
 // not this one's, and among unknown ones a message is the one whose attempt was
 // out when Telegram took it.
 func (w *world) arrived(id string) (bool, bool) {
-	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	j, done, err := w.openJournal()
 	if err != nil {
 		return false, false
 	}
-	defer j.Close()
+	defer done()
 	op, err := j.Operation(context.Background(), id)
 	if err != nil {
 		return false, false
@@ -551,11 +598,11 @@ func (w *world) messagesOf(op journal.Operation) []telegramtest.Message {
 
 // operation reads operation id from the journal, as a person beside the bot would.
 func (w *world) operation(id string) (journal.Operation, bool) {
-	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	j, done, err := w.openJournal()
 	if err != nil {
 		return journal.Operation{}, false
 	}
-	defer j.Close()
+	defer done()
 	op, err := j.Operation(context.Background(), id)
 	return op, err == nil
 }
@@ -592,11 +639,11 @@ func approveData(card telegramtest.Message, yes bool) string {
 // open returns the commits not yet ended, by id and state; ok is false when the
 // journal could not be read.
 func (w *world) open() ([]string, bool) {
-	j, err := journal.Open(context.Background(), w.dir+"/journal.db")
+	j, done, err := w.openJournal()
 	if err != nil {
 		return nil, false
 	}
-	defer j.Close()
+	defer done()
 	ops, err := j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Prepared, journal.Verified,
 		journal.AwaitingApproval, journal.Approved, journal.Committing, journal.RetryWait, journal.Unknown, journal.NotDelivered}})
 	if err != nil {

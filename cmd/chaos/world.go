@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
@@ -37,6 +37,13 @@ type Config struct {
 	// through `bot mcp` over stdio beside the bot, half over HTTP to its
 	// -mcp-listen (0: no MCP callers, and no -mcp-listen).
 	MCPShare float64
+	// Replicas is how many `bot run` processes share the journal: 1 (or 0) is one
+	// bot; more need Journal, and take updates by webhook behind a balancer.
+	Replicas int
+	// Journal is a postgres:// URL: the run makes a schema of its own in that
+	// database, its replicas take updates by webhook, and it drops the schema at
+	// the end unless a promise broke. "" is one polling bot on SQLite.
+	Journal string
 }
 
 // The people and chats of a run.
@@ -55,12 +62,14 @@ type world struct {
 	cfg       Config
 	rnd       *rand.Rand
 	srv       *telegramtest.Server
-	dir       string // data folder
-	log       *os.File
+	dir       string // data folder: the bot's, or the replicas' folders and their vault
 	out       io.Writer
-	bot       *exec.Cmd
-	policies  string // the run's policy file
-	exit      chan error
+	reps      []*replica // the bot processes; one unless Replicas > 1
+	lb        *balancer  // nil: the bot polls
+	kills     *rand.Rand // the replica kills' choices, apart from the timing-bound rest
+	journal   string     // the PostgreSQL URL with the run's schema, "" on SQLite
+	j         *journal.Journal
+	policies  string         // the run's policy file
 	count     map[string]int // actions and faults, by name
 	model     *model         // nil: no model configured
 	disk      *disk          // nil: no full disk in the mix
@@ -82,9 +91,12 @@ type command struct {
 
 // Run makes one chaos run and prints its report to out. The error is for a run
 // that could not be set up; broken promises are in the report.
-func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
+func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error) {
 	if cfg.Chats < 1 || cfg.Ops < 1 {
 		return nil, errors.New("-ops and -chats must be positive")
+	}
+	if cfg.Replicas > 1 && !journal.IsPostgres(cfg.Journal) {
+		return nil, errors.New("-replicas above 1 needs -journal with a postgres:// URL (or COUNTERSIGN_DATABASE_URL)")
 	}
 	root, err := os.MkdirTemp("", "countersign-chaos-")
 	if err != nil {
@@ -98,8 +110,38 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 			return nil, err
 		}
 	}
+	if cfg.Replicas > 1 && !supportsReplicas(w.cfg.Bot) {
+		return nil, ErrNoReplicas
+	}
 	if err := os.MkdirAll(w.dir, 0o700); err != nil {
 		return nil, err
+	}
+	if cfg.Journal != "" {
+		if cfg.FullDisk || cfg.MCPShare > 0 {
+			fmt.Fprintln(out, "chaos: the journal is on PostgreSQL: no full disk (a tmpfs is for SQLite) and no MCP callers in this run")
+		}
+		cfg.FullDisk, cfg.MCPShare, w.cfg.FullDisk, w.cfg.MCPShare = false, 0, false, 0
+		var schema string
+		if w.journal, schema, err = freshSchema(ctx, cfg.Journal, cfg.Seed); err != nil {
+			return nil, err
+		}
+		// Opened first: the journal's migrations run once, before any replica starts.
+		if w.j, err = journal.Open(ctx, w.journal); err != nil {
+			dropSchema(cfg.Journal, schema)
+			return nil, err
+		}
+		defer func() {
+			w.j.Close()
+			if rep == nil || rep.OK() {
+				if err := dropSchema(cfg.Journal, schema); err != nil {
+					fmt.Fprintf(out, "chaos: drop schema %s: %v\n", schema, err)
+				}
+				return
+			}
+			fmt.Fprintf(out, "chaos: the run's journal is kept in schema %s of %s\n", schema, journal.Where(cfg.Journal))
+		}()
+		w.lb = newBalancer(cfg.Seed)
+		w.kills = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x4b111))
 	}
 	if cfg.FullDisk {
 		d, err := mountDisk(w.dir)
@@ -124,16 +166,25 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 			return nil, err
 		}
 	}
-	if w.log, err = os.Create(filepath.Join(root, "bot.log")); err != nil {
+	if err := w.newReplicas(root); err != nil {
 		return nil, err
 	}
-	defer w.log.Close()
+	for _, r := range w.reps {
+		defer r.log.Close()
+	}
 	w.srv = telegramtest.New(telegramtest.Options{Token: token})
 	defer w.srv.Close()
 	fmt.Fprintf(out, "chaos: seed %d, %d sends over %d chats (%.0f%% by model turns, %.0f%% by MCP callers), %d kills, full disk %v, faults for %s\n",
-		cfg.Seed, cfg.Ops, cfg.Chats, 100*cfg.ModelShare, 100*cfg.MCPShare, cfg.Kills, w.disk != nil, cfg.Duration)
+		cfg.Seed, cfg.Ops, cfg.Chats, 100*cfg.ModelShare, 100*w.cfg.MCPShare, cfg.Kills, w.disk != nil, cfg.Duration)
+	if w.webhook() {
+		fmt.Fprintf(out, "chaos: %d replicas on PostgreSQL (%s), updates by webhook through the balancer\n", len(w.reps), journal.Where(cfg.Journal))
+		delivering, stopDelivery := context.WithCancel(ctx)
+		defer stopDelivery()
+		go w.srv.DeliverWebhook(delivering, w.lb.deliver)
+	}
 	began := time.Now()
-	if err := w.start(policies); err != nil {
+	if err := w.restartDue(true); err != nil {
+		w.stop()
 		return nil, err
 	}
 	w.storm(ctx, policies)
@@ -147,7 +198,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	if w.disk != nil {
 		w.disk.free() // the checks below open the journal, as a person would
 	}
-	rep := w.check()
+	rep = w.check()
 	if w.model != nil {
 		for k, v := range w.model.counts() {
 			rep.Actions[k] += v
@@ -161,15 +212,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		rep.MCPCalls, rep.MCPCommits, rep.MCPReconnects = a.callsN, a.commits, a.count["mcp: reconnect (http)"]+a.count["mcp: reconnect (stdio)"]
 	}
 	rep.Elapsed, rep.FullDisk = time.Since(began), w.disk != nil
-	if logs, err := os.ReadFile(w.log.Name()); err == nil {
-		// How often the full disk bit: writes SQLite or the vault were refused.
-		rep.Actions["bot log: a write refused by the full disk"] = strings.Count(string(logs), "disk is full") +
-			strings.Count(string(logs), "no space left on device")
+	if w.lb != nil {
+		w.countDeliveries(rep)
 	}
+	// How often the full disk bit: writes SQLite or the vault were refused.
+	logs := w.logs()
+	rep.Actions["bot log: a write refused by the full disk"] = strings.Count(logs, "disk is full") +
+		strings.Count(logs, "no space left on device")
 	rep.Print(out)
-	logs, _ := os.ReadFile(w.log.Name())
-	kept := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d.log", cfg.Seed))
-	os.WriteFile(kept, logs, 0o600)
+	last, kept := w.keepLogs()
 	if !rep.OK() {
 		// The data folder goes with the log, to read the journal of what broke.
 		data := filepath.Join(os.TempDir(), fmt.Sprintf("countersign-chaos-%d-data", cfg.Seed))
@@ -177,7 +228,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		if out, err := exec.Command("cp", "-a", w.dir, data).CombinedOutput(); err != nil {
 			fmt.Fprintf(w.out, "chaos: keep the data folder: %v %s\n", err, out)
 		}
-		fmt.Fprintf(out, "--- bot log (last 4000 bytes; all of it in %s; the data folder in %s) ---\n%s\n", kept, data, tail(logs, 4000))
+		fmt.Fprintf(out, "--- bot log (last 4000 bytes; all of it in %s; the data folder in %s) ---\n%s\n", kept, data, tail(last, 4000))
 	} else {
 		fmt.Fprintf(out, "the bot's log: %s\n", kept)
 	}
@@ -219,55 +270,31 @@ func (w *world) writePolicy(dir string) (string, error) {
 	return path, os.WriteFile(path, []byte(p), 0o600)
 }
 
-// start runs "bot run" and waits until it polls.
-func (w *world) start(policies string) error {
-	args := []string{"run", "-data", w.dir, "-policies", policies}
-	if w.agents != nil {
-		args = append(args, "-mcp-listen", w.agents.addr)
+// logs are the bot processes' logs, one after the other.
+func (w *world) logs() string {
+	var b strings.Builder
+	for _, r := range w.reps {
+		logs, _ := os.ReadFile(r.log.Name())
+		b.Write(logs)
 	}
-	w.bot = exec.Command(w.cfg.Bot, args...)
-	w.bot.Env = append(os.Environ(), "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_URL="+w.srv.URL(),
-		"COUNTERSIGN_POLL_TIMEOUT=1s", fmt.Sprintf("BOT_OPERATORS=%d", operator),
-		fmt.Sprintf("BOT_APPROVERS=%d,%d", operator, approver))
-	if w.agents != nil {
-		w.bot.Env = append(w.bot.Env, "COUNTERSIGN_MCP_TOKEN="+mcpToken)
-	}
-	if w.model != nil {
-		w.bot.Env = append(w.bot.Env, "ANTHROPIC_API_KEY="+modelKey, "ANTHROPIC_BASE_URL="+w.model.srv.URL)
-	}
-	w.bot.Stdout, w.bot.Stderr = w.log, w.log
-	if err := w.bot.Start(); err != nil {
-		return fmt.Errorf("start the bot: %w", err)
-	}
-	w.exit = make(chan error, 1)
-	go func(c *exec.Cmd, exit chan error) { exit <- c.Wait() }(w.bot, w.exit)
-	if w.model != nil {
-		w.model.restarted()
-	}
-	polls := len(w.srv.CallsTo("getUpdates"))
-	err := w.srv.WaitTimeout(60*time.Second, func(s *telegramtest.Server) bool { return len(s.CallsTo("getUpdates")) > polls })
-	if err != nil {
-		return fmt.Errorf("the bot did not start polling: %w", err)
-	}
-	return nil
+	return b.String()
 }
 
-// kill ends the bot with SIGKILL: no code of its own runs.
-func (w *world) kill() {
-	w.bot.Process.Kill()
-	<-w.exit
-}
-
-// stop ends the bot with SIGTERM and returns how it ended.
-func (w *world) stop() error {
-	w.bot.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-w.exit:
-		return err
-	case <-time.After(60 * time.Second):
-		w.bot.Process.Kill()
-		return errors.New("did not stop within 60s of SIGTERM")
+// keepLogs copies the bot processes' logs out of the run's folder, and returns
+// the last of them and where they are.
+func (w *world) keepLogs() ([]byte, string) {
+	var logs []byte
+	var kept []string
+	for _, r := range w.reps {
+		logs, _ = os.ReadFile(r.log.Name())
+		name := fmt.Sprintf("countersign-chaos-%d.log", w.cfg.Seed)
+		if w.webhook() {
+			name = fmt.Sprintf("countersign-chaos-%d-%s.log", w.cfg.Seed, r.name)
+		}
+		kept = append(kept, filepath.Join(os.TempDir(), name))
+		os.WriteFile(kept[len(kept)-1], logs, 0o600)
 	}
+	return logs, strings.Join(kept, " ")
 }
 
 // sendCommand pushes "/send target text" from the operator as a new message, and
@@ -282,8 +309,9 @@ func (w *world) sendCommand(target int64, text string, model bool) command {
 	return c
 }
 
-// push delivers the update that carries c (again, when it was pushed before).
-func (w *world) push(c command) {
+// push delivers the update that carries c (again, when it was pushed before), and
+// returns its update_id.
+func (w *world) push(c command) int64 {
 	msg := map[string]any{
 		"message_id": c.msgID, "date": time.Now().Unix(), "text": fmt.Sprintf("/send %d %s", c.target, c.text),
 		"from":     map[string]any{"id": operator, "is_bot": false, "first_name": "Olga"},
@@ -294,7 +322,7 @@ func (w *world) push(c command) {
 		msg["text"] = ask(c.target, c.text)
 		delete(msg, "entities")
 	}
-	w.srv.PushUpdate(map[string]any{"message": msg})
+	return w.srv.PushUpdate(map[string]any{"message": msg})
 }
 
 func (w *world) note(action string) {

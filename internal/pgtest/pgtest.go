@@ -43,10 +43,10 @@ var reach = sync.OnceValue(func() error {
 	return db.PingContext(ctx)
 })
 
-// Fresh returns the URL of a journal in a new, empty schema, dropped when tb
-// ends. It skips tb (fails it under COUNTERSIGN_REQUIRE_POSTGRES=1) when the
-// server cannot be reached.
-func Fresh(tb testing.TB) string {
+// Server returns the test server's URL, for a test that makes its own schema. It
+// skips tb (fails it under COUNTERSIGN_REQUIRE_POSTGRES=1) when the server cannot
+// be reached.
+func Server(tb testing.TB) string {
 	tb.Helper()
 	if err := reach(); err != nil {
 		msg := "PostgreSQL at COUNTERSIGN_TEST_POSTGRES (default " + DefaultURL + ") cannot be reached: " + err.Error()
@@ -55,6 +55,15 @@ func Fresh(tb testing.TB) string {
 		}
 		tb.Skip(msg)
 	}
+	return ServerURL()
+}
+
+// Fresh returns the URL of a journal in a new, empty schema, dropped when tb
+// ends. It skips tb (fails it under COUNTERSIGN_REQUIRE_POSTGRES=1) when the
+// server cannot be reached.
+func Fresh(tb testing.TB) string {
+	tb.Helper()
+	Server(tb)
 	b := make([]byte, 6)
 	rand.Read(b)
 	schema := "t_" + hex.EncodeToString(b)

@@ -10,13 +10,13 @@ import (
 // serveHTTP answers one Bot API call: route, record, apply any fault,
 // run the method, write the reply.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	method, rep := s.route(r.URL.Path)
+	method, client, rep := s.route(r.URL.Path)
 	params, err := readParams(r)
 	if rep == nil && err != nil {
 		e := badRequest("can't parse request body")
 		rep = new(e.reply())
 	}
-	req := s.beginCall(method, params)
+	req := s.beginCall(method, client, params)
 	if rep != nil {
 		writeReply(w, *rep)
 		s.finishCall(req, rep.status, rep.description)
@@ -110,7 +110,7 @@ func dropConnection(w http.ResponseWriter) {
 }
 
 // beginCall records the call and returns its request.
-func (s *Server) beginCall(method string, params map[string]string) *request {
+func (s *Server) beginCall(method, client string, params map[string]string) *request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	req := &request{method: method, params: params, seq: len(s.calls) + 1}
@@ -120,6 +120,7 @@ func (s *Server) beginCall(method string, params map[string]string) *request {
 	s.calls = append(s.calls, Call{
 		Seq:    req.seq,
 		Method: method,
+		Client: client,
 		Params: params,
 		ChatID: req.chatID,
 		Time:   s.now(),

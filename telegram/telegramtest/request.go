@@ -25,9 +25,23 @@ type request struct {
 	seq    int   // index of the Call record + 1
 }
 
-// route splits "/bot<token>/<method>" and checks the token. It returns the
-// method name, or an error reply for a wrong token or a malformed path.
-func (s *Server) route(path string) (string, *reply) {
+// route splits "/bot<token>/<method>", or "/<client>/bot<token>/<method>" (a
+// ClientURL), and checks the token. It returns the method name and the client,
+// or an error reply for a wrong token or a malformed path.
+func (s *Server) route(path string) (method, client string, _ *reply) {
+	if name, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && !strings.HasPrefix(name, "bot") {
+		client, path = name, "/"+rest
+	}
+	method, rep := s.routeBot(path)
+	return method, client, rep
+}
+
+// ClientURL is URL for a client named name: its calls are served as any others,
+// and recorded with Call.Client set to name, so that several processes sharing
+// one server can be told apart. name must not begin with "bot" nor hold a slash.
+func (s *Server) ClientURL(name string) string { return s.ts.URL + "/" + name }
+
+func (s *Server) routeBot(path string) (string, *reply) {
 	rest, ok := strings.CutPrefix(path, "/bot")
 	if !ok {
 		rep := errNotFound.reply()

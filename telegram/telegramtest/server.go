@@ -8,7 +8,9 @@
 //
 // The server keeps the state a bot can observe: the messages it sent (with
 // per-chat message ids), the update queue behind getUpdates long polling and
-// its offset confirmation, webhook, commands and callback query answers.
+// its offset confirmation (or, while a webhook is set, delivered by
+// DeliverWebhook to one or several receivers), webhook, commands and callback
+// query answers. ClientURL tells apart the calls of processes sharing a server.
 // Tests push updates, inject faults (error replies, delays, dropped or hung
 // connections), optionally turn on Telegram's flood limits, and wait for
 // conditions with WaitFor instead of sleeping.
@@ -92,6 +94,7 @@ type Server struct {
 	chats    chatBook
 	queue    updateQueue
 	webhook  Webhook
+	hook     webhookState
 	commands []BotCommand
 	queries  map[string]time.Time
 	queryTTL time.Duration

@@ -84,6 +84,9 @@ type Call struct {
 	Seq int
 	// Method is the method name as it appeared in the URL path.
 	Method string
+	// Client is the name a client called under (see ClientURL), "" when it
+	// called URL itself.
+	Client string
 	// Params holds the request fields: strings raw, other values as JSON
 	// text (chat_id=777, reply_markup={...}), as go-telegram/bot sends them.
 	Params map[string]string
