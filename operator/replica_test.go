@@ -142,22 +142,10 @@ func TestAnotherReplicaMakesAStalledCommitUnknown(t *testing.T) {
 	told := make(chan tools.Result, 4)
 	onOutcome(r2, func(id string, r tools.Result) { told <- r })
 
-	task, err := r1.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pending, err := r1.Call(ctx, task.ID, callSend("222", "on the wire when r1 stalls"))
-	if err != nil || pending.Status != tools.StatusPending {
-		t.Fatalf("Call = %+v, %v", pending, err)
-	}
-	id := pending.OperationID
-	a, err := r1.PendingApproval(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, apID := askAt(t, r1, "on the wire when r1 stalls")
 	outcome := make(chan tools.Result, 1)
 	go func() {
-		r, err := r1.Decide(ctx, a.ID, approverID, true)
+		r, err := r1.Decide(ctx, apID, approverID, true)
 		if err != nil {
 			t.Error(err)
 		}
@@ -267,16 +255,7 @@ func TestTheLeaderShowsAnotherReplicasApprovalOnlyAfterALease(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs.clock.Advance(9 * time.Second)
-	// Two operations approved beside the replicas, one after the other: the
-	// leader's watch commits each, so when the second is committed a whole watch
-	// has looked at r2's approval (the watch that started the first).
-	for _, text := range []string{"first free", "second free"} {
-		free := approvedBeside(t, mcp, text)
-		waitUntil(t, "the leader committed "+text, func() bool {
-			op, _ := lj.Operation(ctx, free)
-			return op.State == journal.Committed
-		})
-	}
+	wholeWatch(t, mcp, lj) // of the leader, with r2's approval there
 	for _, ev := range rec.events() {
 		if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == r.OperationID {
 			t.Fatalf("the leader published r2's fresh approval: %v", rec.heardList())
@@ -328,29 +307,21 @@ func TestANewLeaderReconcilesAtOnce(t *testing.T) {
 	ended := make(chan struct{})
 	go func() { defer close(ended); r1.Sweep(stop1) }()
 	waitUntil(t, "r1 leads", func() bool { ok, _ := r1.Leading(); return ok })
-	task, err := r1.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := r1.Call(ctx, task.ID, callSend("222", "unknown, then resolved in an editor"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := r1.PendingApproval(ctx, r.OperationID)
-	if got, err := r1.Decide(ctx, a.ID, approverID, true); err != nil || got.SideEffect != tools.SideEffectUnknown {
+	id, apID := askAt(t, r1, "unknown, then resolved in an editor")
+	if got, err := r1.Decide(ctx, apID, approverID, true); err != nil || got.SideEffect != tools.SideEffectUnknown {
 		t.Fatalf("Decide = %+v, %v; want an unknown outcome", got, err)
 	}
 	done1()
 	<-ended // r1 stops leading
-	if _, err := rs.vault.Resolve(r.OperationID, true, "an editor", rs.clock.Now()); err != nil {
+	if _, err := rs.vault.Resolve(id, true, "an editor", rs.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	sweep(t, r2) // its sweep period is an hour
 	waitUntil(t, "r2 took the lead and resolved the operation from its note", func() bool {
-		op, _ := j1.Operation(ctx, r.OperationID)
+		op, _ := j1.Operation(ctx, id)
 		return op.State == journal.Committed
 	})
-	ts, _ := j1.Transitions(ctx, r.OperationID)
+	ts, _ := j1.Transitions(ctx, id)
 	if last := ts[len(ts)-1]; !strings.HasPrefix(last.Reason, operator.ReasonResolvedInVault) {
 		t.Errorf("last transition %+v, want %s", last, operator.ReasonResolvedInVault)
 	}
@@ -365,28 +336,14 @@ func TestAReplicaLeavesALiveReplicasWorkAlone(t *testing.T) {
 	r1, j1 := rs.start("r1", s1, false)
 	r2, _ := rs.start("r2", s2, false)
 	mcp, _ := rs.start("", nil, true)
-	task, err := r1.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := r1.Call(ctx, task.ID, callSend("222", "approved at r1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := r1.PendingApproval(ctx, r.OperationID)
-	d, err := r1.Record(ctx, a.ID, approverID, true) // approved, its commit next, here
+	id, apID := askAt(t, r1, "approved at r1")
+	d, err := r1.Record(ctx, apID, approverID, true) // approved, its commit next, here
 	if err != nil {
 		t.Fatal(err)
 	}
 	sweep(t, r2)
-	for _, text := range []string{"first free", "second free"} { // a whole watch of r2's
-		free := approvedBeside(t, mcp, text)
-		waitUntil(t, "r2 committed "+text, func() bool {
-			op, _ := j1.Operation(ctx, free)
-			return op.State == journal.Committed
-		})
-	}
-	if op, _ := j1.Operation(ctx, r.OperationID); op.State != journal.Approved {
+	wholeWatch(t, mcp, j1) // of r2, with r1's approved operation there
+	if op, _ := j1.Operation(ctx, id); op.State != journal.Approved {
 		t.Fatalf("r1's approved operation is %s at r2's hands, want it left approved for r1", op.State)
 	}
 	if got, err := r1.Proceed(ctx, d); err != nil || got.Status != tools.StatusSucceeded {
@@ -411,24 +368,51 @@ func TestOnlyTheLeaderWritesNotes(t *testing.T) {
 	sweep(t, leader)
 	waitUntil(t, "r1 leads", func() bool { ok, _ := leader.Leading(); return ok })
 	sweep(t, r2)
-	task, err := r2.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := r2.Call(ctx, task.ID, callSend("222", "unknown at a replica that does not lead"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, _ := r2.PendingApproval(ctx, r.OperationID)
-	if got, err := r2.Decide(ctx, a.ID, approverID, true); err != nil || got.SideEffect != tools.SideEffectUnknown {
+	id, apID := askAt(t, r2, "unknown at a replica that does not lead")
+	if got, err := r2.Decide(ctx, apID, approverID, true); err != nil || got.SideEffect != tools.SideEffectUnknown {
 		t.Fatalf("Decide = %+v, %v; want unknown", got, err)
 	}
 	waitUntil(t, "the leader wrote the note", func() bool {
-		op, _ := lj.Operation(ctx, r.OperationID)
-		_, _, err := rs.vault.Get(r.OperationID)
+		op, _ := lj.Operation(ctx, id)
+		_, _, err := rs.vault.Get(id)
 		return op.Envelope != "" && err == nil
 	})
-	if _, _, err := own.Get(r.OperationID); err == nil {
+	if _, _, err := own.Get(id); err == nil {
 		t.Error("r2, which does not lead, wrote the note in its own folder")
+	}
+}
+
+// askAt asks at replica o, for a person in chat 1, to send text to chat 222: the
+// operation waits for approval. It returns the operation and its approval.
+func askAt(t *testing.T, o *operator.Operator, text string) (opID, apID string) {
+	t.Helper()
+	ctx := context.Background()
+	task, err := o.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := o.Call(ctx, task.ID, callSend("222", text))
+	if err != nil || r.Status != tools.StatusPending {
+		t.Fatalf("Call = %+v, %v; want pending", r, err)
+	}
+	a, err := o.PendingApproval(ctx, r.OperationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.OperationID, a.ID
+}
+
+// wholeWatch waits until a replica's watch has run whole since it was called: it
+// has two operations approved beside the replicas, one after the other, and waits
+// until each is committed. The watch that started the first had begun before the
+// second existed, and had ended before the watch that started the second began.
+func wholeWatch(t *testing.T, remote *operator.Operator, j *journal.Journal) {
+	t.Helper()
+	for _, text := range []string{"first free", "second free"} {
+		free := approvedBeside(t, remote, text+" "+time.Now().String())
+		waitUntil(t, "a replica committed "+text, func() bool {
+			op, _ := j.Operation(context.Background(), free)
+			return op.State == journal.Committed
+		})
 	}
 }
