@@ -15,6 +15,9 @@ type Attempt struct {
 	// Took is the time from the move to committing to the move out of it, on the
 	// operator's clock.
 	Took time.Duration
+	// Interrupted: the attempt of a replica that stopped while it was sending,
+	// made unknown here once its lease was past. Took is not known.
+	Interrupted bool
 }
 
 // observe tells Options.Observe of the attempt a recorded move ends: a move to

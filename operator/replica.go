@@ -131,6 +131,9 @@ func (o *Operator) recoverExpired(ctx context.Context) {
 	}
 	for _, id := range ids {
 		o.opts.Logger.Warn("a replica stopped while it was sending; the outcome is unknown and it will not be resent", "op", id)
+		if o.opts.Observe != nil {
+			o.opts.Observe(Attempt{Operation: id, Outcome: journal.Unknown, Interrupted: true})
+		}
 		o.tellUnknown(ctx, o.current(ctx, id), "the replica sending it stopped")
 	}
 }

@@ -54,6 +54,15 @@ type replicas struct {
 	clock *fakeClock
 	vault *vault.Vault
 	logs  syncBuffer
+
+	mu       sync.Mutex
+	observed map[string][]operator.Attempt // the attempts each replica's Observe heard
+}
+
+func (r *replicas) attempts(name string) []operator.Attempt {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]operator.Attempt(nil), r.observed[name]...)
 }
 
 func newReplicas(t *testing.T) *replicas {
@@ -101,6 +110,14 @@ func (r *replicas) startWith(name string, sender tools.Sender, remote bool, v *v
 		r.t.Fatal(err)
 	}
 	o, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Vault: v, Clock: r.clock, Transport: transport,
+		Observe: func(a operator.Attempt) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.observed == nil {
+				r.observed = map[string][]operator.Attempt{}
+			}
+			r.observed[name] = append(r.observed[name], a)
+		},
 		Remote: remote, WatchEvery: 5 * time.Millisecond, SweepEvery: time.Hour, Rand: func() float64 { return 0.5 },
 		Logger: slog.New(slog.NewTextHandler(&r.logs, nil)).With("replica", name)})
 	if err != nil {
@@ -178,6 +195,9 @@ func TestAnotherReplicaMakesAStalledCommitUnknown(t *testing.T) {
 	})
 	if n := hang.count(); n != 1 {
 		t.Errorf("sends = %d, want 1: nothing is sent again", n)
+	}
+	if got := rs.attempts("r2"); len(got) != 1 || !got[0].Interrupted || got[0].Outcome != journal.Unknown {
+		t.Errorf("r2 observed %+v, want r1's attempt, interrupted, unknown (for its metrics)", got)
 	}
 
 	// r1's answer comes after all: the delivery is recorded over the unknown.

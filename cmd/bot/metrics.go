@@ -63,7 +63,9 @@ func newBotMetrics(j *journal.Journal, replica string) *botMetrics {
 
 // observe is the operator's Options.Observe: each commit attempt as it ends.
 func (m *botMetrics) observe(a operator.Attempt) {
-	m.commit.Observe(a.Took.Seconds())
+	if !a.Interrupted { // another replica's attempt: how long it took is not known
+		m.commit.Observe(a.Took.Seconds())
+	}
 	if a.Outcome == journal.Unknown {
 		m.unknown.Inc()
 	}
