@@ -230,6 +230,30 @@ func (j *Journal) Renew(ctx context.Context) error {
 	return nil
 }
 
+// Release gives up this replica's claims on the work it is not doing any more, as
+// it stops: its operations approved or waiting for a retry, and its unhandled
+// updates, are free to the other replicas at once instead of after the lease. Its
+// commits stay claimed: one that is still on the wire is this process's to
+// finish, and one it left there is recovered as any other.
+func (j *Journal) Release(ctx context.Context) error {
+	if j.rep == nil {
+		return nil
+	}
+	err := j.write(ctx, lazy, func(tx txn) error {
+		_, err := tx.ExecContext(ctx, `UPDATE operations SET lease_until = 0 WHERE claimed_by = ? AND state IN (?, ?)`,
+			j.rep.name, Approved, RetryWait)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE inbox SET lease_until = 0 WHERE claimed_by = ? AND handled_at = 0`, j.rep.name)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("journal: release the claims of %s: %w", j.rep.name, err)
+	}
+	return nil
+}
+
 // RecoverExpired moves to unknown, with the reason lease_expired, every operation
 // of transport left committing by another replica whose lease is past: that
 // replica died (or lost the database) with the request out, and nobody can know

@@ -86,7 +86,8 @@ func (o *Operator) setLeading(v bool) {
 }
 
 // keepLeases renews this replica's leases and takes or checks the leadership,
-// every WatchEvery, until ctx ends; then it gives the leadership up. It runs
+// every WatchEvery, until ctx ends; then it gives the leadership up, and the
+// claims on work it no longer does (journal.Release). It runs
 // beside the sweep, so that a slow sweep (a large vault to reconcile) never lets
 // a lease run out.
 func (o *Operator) keepLeases(ctx context.Context) {
@@ -97,6 +98,13 @@ func (o *Operator) keepLeases(ctx context.Context) {
 		o.setLeading(false)
 		if err := j.Resign(t); err != nil {
 			o.opts.Logger.Warn("leadership not given up cleanly", "err", err)
+		}
+		// Stopping: what this replica holds and does not run any more is the
+		// others' at once, not after the lease.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := j.Release(ctx); err != nil {
+			o.opts.Logger.Warn("claims not given up; the other replicas take them after the lease", "err", err)
 		}
 	}()
 	for {

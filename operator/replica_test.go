@@ -436,3 +436,31 @@ func wholeWatch(t *testing.T, remote *operator.Operator, j *journal.Journal) {
 		})
 	}
 }
+
+// A replica that stops gives up the claims on the work it does not do any more:
+// another replica runs its approved operation at once, not after the lease.
+func TestAStoppingReplicaHandsItsWorkOver(t *testing.T) {
+	rs := newReplicas(t)
+	ctx := context.Background()
+	s2 := &scriptSender{}
+	r1, j1 := rs.start("r1", &scriptSender{}, false)
+	r2, _ := rs.start("r2", s2, false)
+	stop, cancel := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() { defer close(ended); r1.Sweep(stop) }()
+	waitUntil(t, "r1 leads", func() bool { ok, _ := r1.Leading(); return ok })
+	id, apID := askAt(t, r1, "approved at r1, which stops before it sends")
+	if _, err := j1.Decide(ctx, apID, journal.DecideApprove, approverID); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-ended
+	sweep(t, r2) // the clock does not move: r1's lease has not run out
+	waitUntil(t, "r2 sent what r1 left", func() bool {
+		op, _ := j1.Operation(ctx, id)
+		return op.State == journal.Committed && op.ClaimedBy == "r2"
+	})
+	if n := len(s2.Sent()); n != 1 {
+		t.Errorf("r2 sent %d, want 1", n)
+	}
+}
