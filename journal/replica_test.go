@@ -306,3 +306,39 @@ func testCardEditsWaitInOrder(t *testing.T, name string) {
 		t.Errorf("after one was made: %+v, want b, c", left)
 	}
 }
+
+// A replica that stops frees its approved work and unhandled updates at once;
+// its commits stay claimed, to be recovered as any other.
+func TestReleaseFreesAllButCommits(t *testing.T) { forEachBackend(t, testReleaseFreesAllButCommits) }
+
+func testReleaseFreesAllButCommits(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	_, wire := newOp(t, r1)
+	committing(t, r1, wire)
+	_, approved := newOp(t, r1)
+	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.Approved}} {
+		if err := r1.Move(ctx, approved.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r1.Receive(ctx, []journal.InboxItem{{UpdateID: 1, Key: "message:1:1", Body: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if op, _ := r2.Operation(ctx, approved.ID); !op.LeaseUntil.IsZero() {
+		t.Errorf("approved work still leased until %v", op.LeaseUntil)
+	}
+	if op, _ := r2.Operation(ctx, wire.ID); !op.LeaseUntil.After(c.now()) {
+		t.Errorf("the commit's lease was given up: %v", op.LeaseUntil)
+	}
+	if moved, _ := r2.RecoverExpired(ctx, "telegram"); len(moved) != 0 {
+		t.Errorf("a released replica's live commit was recovered: %v", moved)
+	}
+	if got, _ := r2.ClaimUpdates(ctx, 10, false); len(got) != 1 {
+		t.Errorf("r2 claimed %v, want r1's released update", inboxKeys(got))
+	}
+}
