@@ -13,7 +13,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path"
@@ -174,11 +173,7 @@ func (j *Journal) Recovered() []string { return slices.Clone(j.recovered) }
 // migrate applies, in name order, each embedded migration newer than user_version,
 // each in its own transaction.
 func (j *Journal) migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	slices.Sort(names)
+	names := migrationFiles(false)
 	version, err := j.schemaVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
@@ -201,7 +196,7 @@ func (j *Journal) migrate(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
 				return err
 			}
-			j.migrated = append(j.migrated, path.Base(names[i]))
+			j.migrated = append(j.migrated, migrationName(names[i]))
 			return nil
 		})
 		if err != nil {

@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"os"
 	"path"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -101,11 +98,7 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 // migration lock, so two processes opening a new database at once do not both
 // migrate: the second waits, then finds nothing left to do.
 func (j *Journal) migratePostgres(ctx context.Context) error {
-	names, err := fs.Glob(pgMigrations, "migrations/postgres/*.sql")
-	if err != nil {
-		return err
-	}
-	slices.Sort(names)
+	names := migrationFiles(true)
 	tx, err := j.w.durable.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -141,7 +134,7 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migration postgres/%s: %w", path.Base(names[i]), err)
 		}
-		j.migrated = append(j.migrated, "postgres/"+path.Base(names[i]))
+		j.migrated = append(j.migrated, migrationName(names[i]))
 	}
 	return tx.Commit()
 }
@@ -164,19 +157,11 @@ func lockWriter(ctx context.Context, tx *sql.Tx, schema string, c commit) error 
 // connection drops. The connection's application_name carries the pid, for the
 // message a second owner gets.
 func (j *Journal) ownPostgres(ctx context.Context, transport string) error {
-	cfg := j.pg.config.Copy()
-	cfg.RuntimeParams["application_name"] = ownerApp + strconv.Itoa(os.Getpid())
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, ok, err := j.tryAdvisory(ctx, lockOwn, lockKey(j.pg.schema, transport))
 	if err != nil {
-		return fmt.Errorf("journal: own %s: connect to %s: %w", transport, j.pg.where, err)
-	}
-	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", lockOwn, lockKey(j.pg.schema, transport)).Scan(&ok); err != nil {
-		conn.Close(ctx)
 		return fmt.Errorf("journal: own %s: %w", transport, err)
 	}
 	if !ok {
-		conn.Close(ctx)
 		pid, _, _ := j.ownerPostgres(ctx, transport)
 		return &OwnedError{Transport: transport, Lock: j.ownerLockName(transport), PID: pid}
 	}
@@ -211,14 +196,9 @@ func (j *Journal) ownerPostgres(ctx context.Context, transport string) (pid int,
 
 // close ends the owners' sessions, which releases their locks.
 func (p *pgStore) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	var errs []error
 	for _, c := range p.owners {
-		// Unlock first: the server ends a closed session a moment later, and a look
-		// right after Close must find the transport free.
-		_, err := c.Exec(ctx, "SELECT pg_advisory_unlock_all()")
-		errs = append(errs, err, c.Close(ctx))
+		errs = append(errs, closeConn(c)())
 	}
 	p.owners = nil
 	return errors.Join(errs...)

@@ -8,8 +8,8 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"path"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -38,16 +38,29 @@ func (j *Journal) SchemaVersion(ctx context.Context) (int, error) {
 // journal called name (a SQLite file or a PostgreSQL URL), in the order they
 // apply: schema version n means the first n are applied.
 func Migrations(name string) []string {
-	files, pattern, prefix := migrations, "migrations/*.sql", ""
-	if IsPostgres(name) {
-		files, pattern, prefix = pgMigrations, "migrations/postgres/*.sql", "postgres/"
+	files := migrationFiles(IsPostgres(name))
+	for i, f := range files {
+		files[i] = migrationName(f)
+	}
+	return files
+}
+
+// migrationFiles returns the paths of a backend's embedded migrations (in
+// migrations, or pgMigrations on PostgreSQL), in the order they apply.
+func migrationFiles(pg bool) []string {
+	files, pattern := migrations, "migrations/*.sql"
+	if pg {
+		files, pattern = pgMigrations, "migrations/postgres/*.sql"
 	}
 	names, _ := fs.Glob(files, pattern) // the pattern is well formed
 	slices.Sort(names)
-	for i, n := range names {
-		names[i] = prefix + path.Base(n)
-	}
 	return names
+}
+
+// migrationName names the migration at file as people read it:
+// "0005_verifications.sql", or "postgres/0001_init.sql".
+func migrationName(file string) string {
+	return strings.TrimPrefix(file, "migrations/")
 }
 
 // PendingMigrations returns the migrations Open would apply to the journal called name,

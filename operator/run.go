@@ -221,18 +221,20 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	}
 	r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev}
 	err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
-	if errors.Is(err, journal.ErrStateChanged) && o.replica() {
+	late := errors.Is(err, journal.ErrStateChanged) && o.replica()
+	if late {
 		// This replica's lease ran out while the request was out (the database
 		// was out of reach, the process stalled), and another replica made the
 		// commit unknown. The service's answer settles it: delivered.
 		err = o.move(ctx, op.ID, journal.Move{From: journal.Unknown, To: journal.Committed, Reason: ReasonLateAnswer, Result: &r})
-		op.Envelope = "?" // the other replica's leader may have written a note
 	}
 	if err != nil {
 		return &r, err
 	}
-	if op.Envelope != "" {
-		o.envelopeDelivered(op.ID) // an earlier attempt's note must not invite a resend
+	if op.Envelope != "" || late {
+		// An earlier attempt's note, or the leader's note of the unknown this
+		// answer settles, must not invite a resend.
+		o.envelopeDelivered(op.ID)
 	}
 	o.publishOutcome(ctx, op.ID, r)
 	return &r, nil
