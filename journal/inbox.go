@@ -29,9 +29,9 @@ func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, 
 			if it.Key == "" {
 				it.Key = "update:" + strconv.FormatInt(it.UpdateID, 10)
 			}
-			by, until := j.claim(j.now())
-			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox(key, update_id, body, received_at, claimed_by, lease_until) VALUES(?, ?, ?, ?, ?, ?)`,
-				it.Key, it.UpdateID, string(it.Body), ms(j.now()), by, until)
+			until, untilArgs := j.untilSQL()
+			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox(key, update_id, body, received_at, claimed_by, lease_until) VALUES(?, ?, ?, ?, ?, `+until+`)`,
+				append([]any{it.Key, it.UpdateID, string(it.Body), ms(j.now()), j.Replica()}, untilArgs...)...)
 			if err != nil {
 				return err
 			}

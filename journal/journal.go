@@ -37,6 +37,7 @@ type Journal struct {
 	w         writer
 	file      string
 	now       func() time.Time
+	leaseNow  func() time.Time // set by WithLeaseClock; nil: see leaseClock
 	maxPages  int64
 	busy      time.Duration // SQLite's busy timeout, for writers of other processes
 	recovered []string
@@ -53,6 +54,13 @@ type Option func(*Journal)
 
 // WithClock replaces time.Now, for tests that need a frozen or moving clock.
 func WithClock(now func() time.Time) Option { return func(j *Journal) { j.now = now } }
+
+// WithLeaseClock replaces the clock that replicas' leases are written and
+// compared by, for tests that move time past a lease. Without it a journal on
+// PostgreSQL uses the database's clock, which every replica shares whatever
+// its own host's clock says, and one on SQLite the journal's clock (its
+// replicas share one host).
+func WithLeaseClock(now func() time.Time) Option { return func(j *Journal) { j.leaseNow = now } }
 
 // WithSizeLimit caps the journal file at about n bytes (never below its size when
 // opened). SQLite only: a journal on PostgreSQL ignores it (the server's disk is the

@@ -18,7 +18,13 @@ import (
 
 func open(t *testing.T, path string, now func() time.Time) *journal.Journal {
 	t.Helper()
-	j, err := journal.Open(context.Background(), path, journal.WithClock(now))
+	return openWith(t, path, journal.WithClock(now), journal.WithLeaseClock(now))
+}
+
+// openWith opens the journal at path with opts, closed when the test ends.
+func openWith(t *testing.T, path string, opts ...journal.Option) *journal.Journal {
+	t.Helper()
+	j, err := journal.Open(context.Background(), path, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,9 +183,13 @@ func (j *Journal) move(ctx context.Context, tx txn, id string, m Move) error {
 	if !CanMove(m.From, m.To) {
 		return fmt.Errorf("journal: move %s: %w", id, illegal(m.From, m.To))
 	}
+	if m.To == Committing && j.lost() {
+		return fmt.Errorf("journal: move %s to committing: %w", id, ErrReplicaLost)
+	}
 	now := j.now().UTC()
-	by, until := j.claim(now)
-	set, args := []string{"state = ?", "updated_at = ?", "claimed_by = ?", "lease_until = ?"}, []any{m.To, ms(now), by, until}
+	by := j.Replica()
+	until, untilArgs := j.untilSQL()
+	set, args := []string{"state = ?", "updated_at = ?", "claimed_by = ?", "lease_until = " + until}, append([]any{m.To, ms(now), by}, untilArgs...)
 	add := func(col string, v any) { set, args = append(set, col+" = ?"), append(args, v) }
 	if m.Result != nil {
 		add("result", mustJSON(m.Result))
@@ -211,7 +215,15 @@ func (j *Journal) move(ctx context.Context, tx txn, id string, m Move) error {
 		set = append(set, "attempts = attempts + 1")
 	}
 	args = append(args, id, m.From)
-	res, err := tx.ExecContext(ctx, "UPDATE operations SET "+strings.Join(set, ", ")+" WHERE id = ? AND state = ?", args...)
+	where := " WHERE id = ? AND state = ?"
+	if held, heldArgs := j.heldElsewhereSQL(m); held != "" {
+		// A replica sends only what it holds, what nobody holds, or what a
+		// replica whose lease is past held: the move to committing is a
+		// compare-and-set on the claim too, not on the state alone.
+		where += " AND NOT " + held
+		args = append(args, heldArgs...)
+	}
+	res, err := tx.ExecContext(ctx, "UPDATE operations SET "+strings.Join(set, ", ")+where, args...)
 	if err != nil {
 		return fmt.Errorf("journal: move %s: %w", id, err)
 	}
@@ -231,14 +243,29 @@ func (j *Journal) move(ctx context.Context, tx txn, id string, m Move) error {
 
 func (j *Journal) whyNotMoved(ctx context.Context, tx txn, id string, m Move) error {
 	var state State
-	err := tx.QueryRowContext(ctx, "SELECT state FROM operations WHERE id = ?", id).Scan(&state)
+	var by string
+	err := tx.QueryRowContext(ctx, "SELECT state, claimed_by FROM operations WHERE id = ?", id).Scan(&state, &by)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("journal: operation %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("journal: move %s: %w", id, err)
 	}
+	if state == m.From {
+		return fmt.Errorf("journal: move %s %s -> %s: %w (replica %s, whose lease runs)", id, m.From, m.To, ErrHeld, by)
+	}
 	return fmt.Errorf("journal: move %s %s -> %s: %w (it is %s)", id, m.From, m.To, ErrStateChanged, state)
+}
+
+// heldElsewhereSQL is the condition, with its arguments, that another live
+// replica holds an operation, for a move to committing by a replica; "" for
+// any other move or a journal that is no replica.
+func (j *Journal) heldElsewhereSQL(m Move) (string, []any) {
+	if m.To != Committing || j.rep == nil {
+		return "", nil
+	}
+	now, args := j.leaseClockSQL()
+	return "(claimed_by != '' AND claimed_by != ? AND lease_until >= " + now + ")", append([]any{j.rep.name}, args...)
 }
 
 func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, now time.Time) error {

@@ -40,6 +40,15 @@ type rep struct {
 	name  string
 	lease time.Duration
 	lock  func() error // releases the name lock
+	// conn is the session that holds the name lock on PostgreSQL (nil on
+	// SQLite). The lock lives as long as the session: Renew and Hold ask on it,
+	// so that a replica whose session the server ended knows it is no longer
+	// the only process of its name.
+	connMu sync.Mutex
+	conn   *pgx.Conn
+	// lost is closed when the name lock is found lost (Lost).
+	lost     chan struct{}
+	lostOnce sync.Once
 }
 
 // ErrReplicaRunning means a live process has joined under the same replica name.
@@ -67,11 +76,11 @@ func (j *Journal) Join(ctx context.Context, transport, name string, lease time.D
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	unlock, err := j.lockName(ctx, name)
+	unlock, conn, err := j.lockName(ctx, name)
 	if err != nil {
 		return err
 	}
-	j.rep = &rep{name: name, lease: lease, lock: unlock}
+	j.rep = &rep{name: name, lease: lease, lock: unlock, conn: conn, lost: make(chan struct{})}
 	ids, err := j.claimedIn(ctx, transport, name)
 	if err == nil {
 		err = j.recoverIDs(ctx, ids, ReasonCrashRecovery)
@@ -99,38 +108,29 @@ func (j *Journal) Lease() time.Duration {
 	return j.rep.lease
 }
 
-// claim is what a move or a received update records of its claimant: this
-// replica until its lease runs out, or nobody.
-func (j *Journal) claim(now time.Time) (by string, until int64) {
-	if j.rep == nil {
-		return "", 0
-	}
-	return j.rep.name, ms(now.Add(j.rep.lease))
-}
-
 // lockName takes the lock of a replica name: a session-level advisory lock on a
 // connection of its own on PostgreSQL, a lock file beside the journal on SQLite.
 // Either dies with its process.
-func (j *Journal) lockName(ctx context.Context, name string) (unlock func() error, err error) {
+func (j *Journal) lockName(ctx context.Context, name string) (unlock func() error, conn *pgx.Conn, err error) {
 	taken := fmt.Errorf("journal: join as %s: %w: stop it first, or give this process another -replica name", name, ErrReplicaRunning)
 	if j.pg != nil {
 		conn, ok, err := j.tryAdvisory(ctx, lockReplica, lockKey(j.pg.schema, name))
 		if err != nil {
-			return nil, fmt.Errorf("journal: join as %s: %w", name, err)
+			return nil, nil, fmt.Errorf("journal: join as %s: %w", name, err)
 		}
 		if !ok {
-			return nil, taken
+			return nil, nil, taken
 		}
-		return closeConn(conn), nil
+		return closeConn(conn), conn, nil
 	}
 	f, ok, err := tryFileLock(j.file + ".replica-" + name + ".lock")
 	if err != nil || !ok {
 		if err == nil {
 			err = taken
 		}
-		return nil, fmt.Errorf("journal: join as %s: %w", name, err)
+		return nil, nil, fmt.Errorf("journal: join as %s: %w", name, err)
 	}
-	return f.Close, nil
+	return f.Close, nil, nil
 }
 
 // tryFileLock takes the lock of the file at path, creating it, without waiting,
@@ -214,14 +214,20 @@ func (j *Journal) Renew(ctx context.Context) error {
 	if j.rep == nil {
 		return nil
 	}
-	by, until := j.claim(j.now())
+	// A replica that lost its name lock renews nothing: what it held is the
+	// others' once its lease runs out.
+	if err := j.checkName(ctx); err != nil {
+		return fmt.Errorf("journal: renew the leases of %s: %w", j.rep.name, err)
+	}
+	by := j.rep.name
+	until, args := j.untilSQL()
 	err := j.write(ctx, lazy, func(tx txn) error {
-		_, err := tx.ExecContext(ctx, `UPDATE operations SET lease_until = ? WHERE claimed_by = ? AND state IN (?, ?, ?)`,
-			until, by, Approved, RetryWait, Committing)
+		_, err := tx.ExecContext(ctx, `UPDATE operations SET lease_until = `+until+` WHERE claimed_by = ? AND state IN (?, ?, ?)`,
+			append(args, by, Approved, RetryWait, Committing)...)
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE inbox SET lease_until = ? WHERE claimed_by = ? AND handled_at = 0`, until, by)
+		_, err = tx.ExecContext(ctx, `UPDATE inbox SET lease_until = `+until+` WHERE claimed_by = ? AND handled_at = 0`, append(args, by)...)
 		return err
 	})
 	if err != nil {
@@ -265,19 +271,21 @@ func (j *Journal) RecoverExpired(ctx context.Context, transport string) ([]strin
 	if j.rep == nil {
 		return nil, nil
 	}
-	now := ms(j.now())
-	ids, err := j.ids(ctx, `SELECT id FROM operations WHERE transport = ? AND state = ? AND lease_until < ? AND claimed_by != ?
-		ORDER BY created_at, id`, transport, Committing, now, j.rep.name)
+	now, nowArgs := j.leaseClockSQL()
+	ids, err := j.ids(ctx, `SELECT id FROM operations WHERE transport = ? AND state = ? AND lease_until < `+now+` AND claimed_by != ?
+		ORDER BY created_at, id`, append(append([]any{transport, Committing}, nowArgs...), j.rep.name)...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: expired leases: %w", err)
 	}
 	var moved []string
 	for _, id := range ids {
 		err := j.tx(ctx, func(tx txn) error {
-			var until int64
+			var until, now int64
 			var by string
-			err := tx.QueryRowContext(ctx, "SELECT lease_until, claimed_by FROM operations WHERE id = ? AND state = ?", id, Committing).Scan(&until, &by)
-			if err != nil || until >= ms(j.now()) || by == j.rep.name {
+			clock, args := j.leaseClockSQL()
+			err := tx.QueryRowContext(ctx, "SELECT lease_until, claimed_by, "+clock+" FROM operations WHERE id = ? AND state = ?",
+				append(args, id, Committing)...).Scan(&until, &by, &now)
+			if err != nil || until >= now || by == j.rep.name {
 				return errNoRowsChanged // moved on, or renewed, in the meantime
 			}
 			detail := fmt.Sprintf("replica %s stopped renewing its lease", orNobodyName(by))
@@ -312,10 +320,12 @@ func (j *Journal) ClaimUpdates(ctx context.Context, limit int, own bool) ([]Inbo
 	if j.rep == nil {
 		return nil, nil
 	}
-	by, until := j.claim(j.now())
-	cond := "handled_at = 0 AND lease_until < ? AND claimed_by != ?"
+	by := j.rep.name
+	now, nowArgs := j.leaseClockSQL()
+	until, untilArgs := j.untilSQL()
+	cond := "handled_at = 0 AND lease_until < " + now + " AND claimed_by != ?"
 	if own {
-		cond = "handled_at = 0 AND (lease_until < ? OR claimed_by = ?)"
+		cond = "handled_at = 0 AND (lease_until < " + now + " OR claimed_by = ?)"
 	}
 	query := "SELECT key, update_id, body FROM inbox WHERE " + cond + " ORDER BY received_at, rowid LIMIT ?"
 	if j.pg != nil {
@@ -323,7 +333,7 @@ func (j *Journal) ClaimUpdates(ctx context.Context, limit int, own bool) ([]Inbo
 	}
 	var items []InboxItem
 	err := j.tx(ctx, func(tx txn) error {
-		rows, err := tx.QueryContext(ctx, query, ms(j.now()), by, limit)
+		rows, err := tx.QueryContext(ctx, query, append(nowArgs, by, limit)...)
 		if err != nil {
 			return err
 		}
@@ -341,7 +351,7 @@ func (j *Journal) ClaimUpdates(ctx context.Context, limit int, own bool) ([]Inbo
 			return err
 		}
 		for _, it := range items {
-			if _, err := tx.ExecContext(ctx, "UPDATE inbox SET claimed_by = ?, lease_until = ? WHERE key = ?", by, until, it.Key); err != nil {
+			if _, err := tx.ExecContext(ctx, "UPDATE inbox SET claimed_by = ?, lease_until = "+until+" WHERE key = ?", append(append([]any{by}, untilArgs...), it.Key)...); err != nil {
 				return err
 			}
 		}
@@ -476,8 +486,10 @@ func (j *Journal) leave() error {
 	}
 	j.leads.mu.Unlock()
 	if j.rep != nil && j.rep.lock != nil {
+		j.rep.connMu.Lock()
 		errs = append(errs, j.rep.lock())
 		j.rep.lock = nil
+		j.rep.connMu.Unlock()
 	}
 	return errors.Join(errs...)
 }

@@ -29,13 +29,15 @@ const (
 
 // edges is the state machine. Committing -> Approved is a repair by schema (the same
 // approved payload, delivered differently); NotDelivered -> AwaitingApproval or
-// Approved is a retry after a human verified that the first send did not arrive.
+// Approved is a retry after a human verified that the first send did not arrive;
+// Approved -> AwaitingApproval asks again when the process that sends does not
+// allow the approval given (an auto-approval of another process's policy).
 var edges = map[State][]State{
 	"":               {Prepared},
 	Prepared:         {Verified, Failed, Cancelled},
 	Verified:         {AwaitingApproval, Approved, Failed, Cancelled},
 	AwaitingApproval: {Approved, Rejected, Expired, Cancelled},
-	Approved:         {Committing, Failed, Cancelled},
+	Approved:         {Committing, AwaitingApproval, Failed, Cancelled},
 	Committing:       {Committed, Unknown, Failed, RetryWait, Approved},
 	RetryWait:        {Committing, Failed, Cancelled},
 	Unknown:          {Committed, NotDelivered},

@@ -176,12 +176,16 @@ func TestAutoApproveRuleSkipsTheTap(t *testing.T) {
 	}
 }
 
-func TestPolicySnapshotOutlivesAnEdit(t *testing.T) {
+// A policy edited while a task is in flight never widens that task: a rule
+// added since does not skip its tap, and an approver removed since may no longer
+// decide; an approver of both policies may.
+func TestAPolicyEditNeverWidensATask(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "before the edit"})
 	// The policy is edited and the bot restarted: auto-approve everything to 555,
 	// and approver 2 removed.
+	h.pol = testPolicy(t)
 	h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "555"))
 	h.pol.Access.Approvers = []int64{operatorID}
 	h.open()
@@ -189,8 +193,12 @@ func TestPolicySnapshotOutlivesAnEdit(t *testing.T) {
 	if err != nil || r.Status != tools.StatusPending {
 		t.Fatalf("call in the old task = %+v, %v; want pending under the old policy", r, err)
 	}
-	if _, err := h.op.Decide(ctx, h.approval(r.OperationID), approverID, true); err != nil {
-		t.Errorf("approver of the old policy: %v", err)
+	apID := h.approval(r.OperationID)
+	if _, err := h.op.Decide(ctx, apID, approverID, true); !errors.Is(err, operator.ErrNotApprover) {
+		t.Errorf("approver removed since: Decide = %v, want ErrNotApprover", err)
+	}
+	if r, err := h.op.Decide(ctx, apID, operatorID, true); err != nil || r.Status != tools.StatusSucceeded {
+		t.Errorf("approver of both policies: Decide = %+v, %v; want succeeded", r, err)
 	}
 }
 

@@ -32,7 +32,11 @@ func (o *Operator) Resume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("operator: resume: %w", err)
 	}
-	recovered, now := o.opts.Journal.Recovered(), o.opts.Clock.Now()
+	recovered := o.opts.Journal.Recovered()
+	now, err := o.opts.Journal.LeaseNow(ctx)
+	if err != nil {
+		return fmt.Errorf("operator: resume: %w", err)
+	}
 	for _, op := range ops {
 		switch {
 		case op.State == journal.Unknown:

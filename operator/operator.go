@@ -395,7 +395,7 @@ func askApproval(from journal.State, a *journal.Approval) journal.Move {
 // asked goes on from an approval just asked for: an auto_approve rule decides it at
 // once and the commit runs; otherwise the call ends pending, waiting for a tap.
 func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Operation, a *journal.Approval) (tools.Result, error) {
-	if !task.Policy.NeedsApproval(op.Tool, op.Payload.Target) {
+	if !o.needsApproval(task, op) {
 		defer o.hold(op.ID)() // approved, and run here next: not the watch's
 		d, err := o.opts.Journal.Decide(ctx, a.ID, journal.DecideApprove, journal.ByPolicy)
 		if err != nil && !errors.Is(err, journal.ErrDecided) {

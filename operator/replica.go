@@ -26,7 +26,9 @@ func (o *Operator) replica() bool { return o.opts.Journal.Replica() != "" }
 
 // free reports whether op, approved or waiting for a retry, is this replica's to
 // run: nobody holds it (a process that is no replica approved it), this replica
-// does (its earlier life left it), or its holder's lease is past.
+// does (its earlier life left it), or its holder's lease is past. now is the
+// lease clock's (journal.LeaseNow). The move to committing checks the claim
+// again, in its compare-and-set.
 func (o *Operator) free(op journal.Operation, now time.Time) bool {
 	if !o.replica() {
 		return true

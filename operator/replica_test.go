@@ -91,7 +91,7 @@ func (r *replicas) start(name string, sender tools.Sender, remote bool) (*operat
 func (r *replicas) startWith(name string, sender tools.Sender, remote bool, v *vault.Vault) (*operator.Operator, *journal.Journal) {
 	r.t.Helper()
 	ctx := context.Background()
-	j, err := journal.Open(ctx, r.file, journal.WithClock(r.clock.Now))
+	j, err := journal.Open(ctx, r.file, journal.WithClock(r.clock.Now), journal.WithLeaseClock(r.clock.Now))
 	if err != nil {
 		r.t.Fatal(err)
 	}

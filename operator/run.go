@@ -26,8 +26,8 @@ func (d Decision) Approved() bool { return d.Approval.Decision == journal.Decide
 
 // Record records an approver's decision on an approval, as one compare-and-set in
 // the journal, without committing anything: a surface answers the tap with what
-// was really recorded, then calls Proceed. Who may decide is read from the policy
-// the task started with, never from the policy in force now. Refusals change
+// was really recorded, then calls Proceed. Who may decide is an approver of both
+// the policy the task started with and the policy in force here (authority.go). Refusals change
 // nothing and are *Refusal errors: ErrNotApprover, ErrDecided (a later decision:
 // the first one won), ErrNoSuchApproval, ErrOtherTransport. An approval decided at
 // or after its expiry records the expiry instead, with a terminal result.
@@ -48,8 +48,8 @@ func (o *Operator) Record(ctx context.Context, approvalID string, by int64, appr
 		return Decision{}, fmt.Errorf("operator: %w", err)
 	}
 	switch {
-	case !task.Policy.Access.IsApprover(by):
-		return Decision{}, refusal(ErrNotApprover, "user %d may not decide %s: the approvers are those of the policy when its task started", by, op.ID)
+	case !o.mayApprove(task, by):
+		return Decision{}, refusal(ErrNotApprover, "user %d may not decide %s: the approvers are those of both the policy its task started under and the policy in force", by, op.ID)
 	case op.Transport != o.opts.Transport:
 		return Decision{}, refusal(ErrOtherTransport, "%s is delivered by %s; decide it there", op.ID, orNobody(op.Transport))
 	}
@@ -160,6 +160,17 @@ func (o *Operator) run(ctx context.Context, id string) (tools.Result, error) {
 		if errors.Is(err, journal.ErrStateChanged) {
 			continue // cancelled or moved by someone else: look again
 		}
+		if errors.Is(err, journal.ErrHeld) || errors.Is(err, tools.ErrFenced) {
+			// Another replica holds it, or took it over while this one was on
+			// its way to the wire: nothing was sent here, and what becomes of it
+			// is the holder's to record.
+			o.opts.Logger.Warn("not sent here: another replica holds the operation", "op", id, "err", err)
+			op, rerr := o.opts.Journal.Operation(ctx, id)
+			if rerr != nil {
+				return tools.Result{}, fmt.Errorf("operator: %w", rerr)
+			}
+			return resultOf(op), nil
+		}
 		if err != nil || r != nil {
 			if r == nil {
 				return tools.Result{}, err
@@ -188,6 +199,11 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	if r, refused, err := o.checkBinding(ctx, op, from); refused || err != nil {
 		return r, err
 	}
+	if from == journal.Approved {
+		if r, asked, err := o.checkAuthority(ctx, task, op); asked || err != nil {
+			return r, err
+		}
+	}
 	// Write ahead: committing is durable before the request leaves the process.
 	msgs := op.Payload.Messages()
 	if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.Committing, Reason: attemptReason(op, len(msgs)), StartAttempt: true}); err != nil {
@@ -196,7 +212,12 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	// The request is on its way: it is let finish, and its outcome journaled, even
 	// when the process is shutting down. Knowing the outcome beats an unknown (and
 	// a commit left committing is one at the next start). The sender bounds it.
-	ctx = context.WithoutCancel(ctx)
+	// Each request carries its fence: the sender proves that this process still
+	// holds the attempt right before it writes (tools.CheckFence).
+	fence := &journal.Fence{Operation: op.ID, Attempt: op.Attempts + 1}
+	ctx = tools.WithFence(context.WithoutCancel(ctx), func(ctx context.Context) error {
+		return o.opts.Journal.Hold(ctx, *fence)
+	})
 	ev := tools.Evidence{}
 	if op.Evidence != nil {
 		ev = *op.Evidence
@@ -206,8 +227,16 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 			if err := o.opts.Journal.StartAttempt(ctx, op.ID, fmt.Sprintf("part %d/%d", k+1, len(msgs))); err != nil {
 				return nil, fmt.Errorf("operator: %w", err)
 			}
+			fence.Attempt++
+		}
+		err := tools.CheckFence(ctx)
+		if err != nil {
+			return nil, err
 		}
 		got, err := committer.Commit(ctx, partPayload(op, msgs[k]))
+		if errors.Is(err, tools.ErrFenced) {
+			return nil, err
+		}
 		if err != nil {
 			op.Attempts, op.PartsDone, op.Evidence = op.Attempts+1+k-op.PartsDone, k, &ev
 			return o.decide(ctx, task, op, classify(err), err)

@@ -176,7 +176,11 @@ func (o *Operator) runLeft(ctx context.Context, runs *sync.WaitGroup) {
 		o.warn(ctx, "work left to the owner not read", err)
 		return
 	}
-	now := o.opts.Clock.Now()
+	now, err := o.opts.Journal.LeaseNow(ctx)
+	if err != nil {
+		o.warn(ctx, "work left to the owner not read", err)
+		return
+	}
 	for _, op := range ops {
 		if !o.held(op.ID) && o.free(op, now) {
 			o.start(ctx, runs, op.ID, "operation left to the owner failed")

@@ -77,7 +77,9 @@ type AutoApprove struct {
 }
 
 // Policy is the whole policy. The operator snapshots it with each task, so a policy
-// edited while a task is in flight never changes that task.
+// edited while a task is in flight never widens what that task may do; the policy
+// in force where it is sent may still narrow it (a tap asked for, an approver
+// removed).
 type Policy struct {
 	Tools        map[string]Tool `json:"tools"`
 	RetryBudget  int             `json:"retry_budget"`

@@ -32,7 +32,8 @@ var _ tools.Sender = (*Sender)(nil)
 // when the payload asks for one. Errors are *tools.RetryAfterError (429),
 // *tools.RepairError (migrated chat, rejected entities, other fixable 400s),
 // *tools.RefusedError (401, 403, 404, the other 400s), tools.ErrNotSent (the
-// request never left) or tools.ErrOutcomeUnknown (it left and no answer says what
+// request never left), tools.ErrFenced (the context's fence refused the write:
+// nothing left) or tools.ErrOutcomeUnknown (it left and no answer says what
 // became of it). No error carries the bot token.
 func (s *Sender) Send(ctx context.Context, m tools.Message) (tools.Delivery, error) {
 	chat, err := chatID(m.Target)
@@ -42,6 +43,13 @@ func (s *Sender) Send(ctx context.Context, m tools.Message) (tools.Delivery, err
 	done, err := s.limiter.Wait(ctx, m.Target)
 	if err != nil {
 		return tools.Delivery{}, fmt.Errorf("telegram: rate limiter: %w: %w", tools.ErrNotSent, err)
+	}
+	// The last check before the write, after the limiter's wait: a replica that
+	// lost the operation meanwhile (its lease ran out, its name lock went with
+	// its database session) writes nothing.
+	if err := tools.CheckFence(ctx); err != nil {
+		done()
+		return tools.Delivery{}, fmt.Errorf("telegram: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

@@ -1,0 +1,62 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+// A commit is authorised by two policies at once: the snapshot its task started
+// under, and the policy of the process that sends it (Options.Policy, the policy
+// in force here). The snapshot may come from another process (a `bot mcp` given
+// a -policies of its own) or from a file edited since: neither may widen what the
+// sender allows now. So an approval needs a tap unless both policies waive it,
+// only a person who is an approver in both may decide, and an approval granted
+// elsewhere (an auto_approve rule of another process, an approver removed since)
+// is asked for again here before anything is sent.
+
+// needsApproval reports whether a commit of op needs a person's tap: when the
+// task's snapshot or the policy in force here asks for one.
+func (o *Operator) needsApproval(task journal.Task, op journal.Operation) bool {
+	return task.Policy.NeedsApproval(op.Tool, op.Payload.Target) || o.opts.Policy.NeedsApproval(op.Tool, op.Payload.Target)
+}
+
+// mayApprove reports whether user may decide the approvals of task: an approver
+// of the policy the task started under and of the policy in force here.
+func (o *Operator) mayApprove(task journal.Task, user int64) bool {
+	return task.Policy.Access.IsApprover(user) && o.opts.Policy.Access.IsApprover(user)
+}
+
+// ReasonAskedAgain is the reason of the move from approved back to awaiting
+// approval that the sending process makes when its own policy does not allow the
+// approval the operation carries.
+const ReasonAskedAgain = "approval requested again: the sender's policy does not allow the approval given"
+
+// checkAuthority checks, before an approved operation is sent, that its approval
+// holds under the policy in force here too: an auto-approval needs both policies
+// to waive the tap, a person's approval needs them among the approvers of both.
+// When it does not hold, the operation goes back to awaiting approval with a new
+// approval for the approvers (asked is true, r the pending result): nothing is
+// sent until a person allowed here taps.
+func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op journal.Operation) (r *tools.Result, asked bool, err error) {
+	a, err := o.opts.Journal.LatestApproval(ctx, op.ID)
+	if err != nil {
+		return nil, true, fmt.Errorf("operator: %w", err)
+	}
+	if a.DecidedBy == journal.ByPolicy && !o.needsApproval(task, op) ||
+		a.DecidedBy != journal.ByPolicy && o.mayApprove(task, a.DecidedBy) {
+		return nil, false, nil
+	}
+	o.opts.Logger.Warn("approval not allowed by this process's policy; asking again", "op", op.ID, "decided_by", a.DecidedBy)
+	next := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
+	m := askApproval(journal.Approved, next)
+	m.Reason = ReasonAskedAgain
+	if err := o.move(ctx, op.ID, m); err != nil {
+		return nil, true, err // moved on meanwhile (ErrStateChanged): run looks again
+	}
+	op.State = journal.AwaitingApproval
+	res, err := o.asked(ctx, task, op, next)
+	return &res, true, err
+}
