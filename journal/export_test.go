@@ -50,3 +50,9 @@ func (j *Journal) LookFor(transport string, d time.Duration) error {
 func (j *Journal) LeadLock(transport string) (int64, int64) {
 	return int64(lockOwn), int64(lockKey(j.pg.schema, transport))
 }
+
+// NameLock is the advisory lock (classid, objid) that joining as replica name
+// takes on PostgreSQL, for a test that ends the replica's session from outside.
+func (j *Journal) NameLock(name string) (int64, int64) {
+	return int64(lockReplica), int64(lockKey(j.pg.schema, name))
+}

@@ -181,7 +181,28 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 			return err
 		}
 	}
-	return tg.Serve(ctx, telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p})
+	ctx, stop := stopWhenLost(ctx, j)
+	defer stop()
+	err = tg.Serve(ctx, telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p})
+	if errors.Is(context.Cause(ctx), journal.ErrReplicaLost) {
+		return fmt.Errorf("%w: stopped, so that a new process joins under the name and recovers what this one left", journal.ErrReplicaLost)
+	}
+	return err
+}
+
+// stopWhenLost returns a context that ends, with journal.ErrReplicaLost as its
+// cause, when this replica finds its name lock lost: it commits nothing more,
+// and a process that stops is restarted by its supervisor and joins again.
+func stopWhenLost(ctx context.Context, j *journal.Journal) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-j.Lost():
+			cancel(journal.ErrReplicaLost)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
 }
 
 // pollTimeout is the long-poll wait; COUNTERSIGN_POLL_TIMEOUT shortens it for tests

@@ -1,0 +1,188 @@
+package journal_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+// A replica holds the commit it moved to committing only while it is that
+// attempt, claimed by it, with lease to spare: Hold, the sender's last check
+// before the write, proves exactly that, and refuses with tools.ErrFenced once
+// another replica made the commit unknown after the lease, a person resolved
+// it, and the retry was moved to committing again.
+func TestHoldProvesTheAttemptAndTheClaim(t *testing.T) { forEachBackend(t, testHoldProvesTheAttemptAndTheClaim) }
+
+func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	_, op := newOp(t, r1)
+	committing(t, r1, op)
+	first := journal.Fence{Operation: op.ID, Attempt: 1}
+	if err := r1.Hold(ctx, first); err != nil {
+		t.Fatalf("r1 right after its move: Hold = %v, want nil", err)
+	}
+	for _, tc := range []struct {
+		what string
+		j    *journal.Journal
+		f    journal.Fence
+	}{
+		{"another replica", r2, first},
+		{"another attempt", r1, journal.Fence{Operation: op.ID, Attempt: 2}},
+	} {
+		if err := tc.j.Hold(ctx, tc.f); !errors.Is(err, tools.ErrFenced) {
+			t.Errorf("%s: Hold = %v, want ErrFenced", tc.what, err)
+		}
+	}
+	c.add(9 * time.Second) // a second of a 10 s lease left: too little to write in
+	if err := r1.Hold(ctx, first); !errors.Is(err, tools.ErrFenced) {
+		t.Errorf("with 1 s of lease left: Hold = %v, want ErrFenced", err)
+	}
+	if err := r1.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.Hold(ctx, first); err != nil {
+		t.Errorf("after a renewal: Hold = %v, want nil", err)
+	}
+	// r1 stalls past its lease; r2 recovers, a person says it never arrived, the
+	// retry is approved and r2 moves it to committing.
+	c.add(11 * time.Second)
+	if moved, err := r2.RecoverExpired(ctx, "telegram"); err != nil || len(moved) != 1 {
+		t.Fatalf("RecoverExpired = %v, %v", moved, err)
+	}
+	for _, m := range []journal.Move{
+		{From: journal.Unknown, To: journal.NotDelivered},
+		{From: journal.NotDelivered, To: journal.Approved},
+		{From: journal.Approved, To: journal.Committing, StartAttempt: true},
+	} {
+		if err := r2.Move(ctx, op.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r1.Hold(ctx, first); !errors.Is(err, tools.ErrFenced) {
+		t.Errorf("r1 resuming after the retry was taken: Hold = %v, want ErrFenced", err)
+	}
+	if err := r2.Hold(ctx, journal.Fence{Operation: op.ID, Attempt: 2}); err != nil {
+		t.Errorf("r2 on its retry: Hold = %v, want nil", err)
+	}
+}
+
+// The move to committing is a compare-and-set on the claim as well as the state:
+// a replica cannot send what another live replica approved or scheduled, and can
+// once that replica's lease is past.
+func TestTheMoveToCommittingChecksTheClaim(t *testing.T) {
+	forEachBackend(t, testTheMoveToCommittingChecksTheClaim)
+}
+
+func testTheMoveToCommittingChecksTheClaim(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	_, op := newOp(t, r1)
+	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.Approved}} {
+		if err := r1.Move(ctx, op.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := journal.Move{From: journal.Approved, To: journal.Committing, StartAttempt: true}
+	if err := r2.Move(ctx, op.ID, send); !errors.Is(err, journal.ErrHeld) {
+		t.Fatalf("r2 within r1's lease: Move = %v, want ErrHeld", err)
+	}
+	if got, _ := r2.Operation(ctx, op.ID); got.State != journal.Approved || got.ClaimedBy != "r1" {
+		t.Fatalf("after the refused move: %s claimed by %q, want approved, r1's", got.State, got.ClaimedBy)
+	}
+	c.add(11 * time.Second)
+	if err := r2.Move(ctx, op.ID, send); err != nil {
+		t.Fatalf("r2 past r1's lease: Move = %v, want nil", err)
+	}
+}
+
+// Leases on PostgreSQL are written and compared by the database's clock: a live
+// replica whose own clock is 15 s behind keeps its commit, where by its own
+// clock the lease it wrote would be past already for every other replica.
+func TestLeasesFollowTheDatabasesClock(t *testing.T) {
+	name := backends[1].fresh(t)
+	ctx := context.Background()
+	behind := func() time.Time { return time.Now().Add(-15 * time.Second) }
+	r1 := openWith(t, name, journal.WithClock(behind))
+	if err := r1.Join(ctx, "telegram", "r1", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r2 := openWith(t, name)
+	if err := r2.Join(ctx, "telegram", "r2", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_, op := newOp(t, r1)
+	committing(t, r1, op)
+	if moved, err := r2.RecoverExpired(ctx, "telegram"); err != nil || len(moved) != 0 {
+		t.Errorf("RecoverExpired of a live replica's commit = %v, %v; want nothing", moved, err)
+	}
+	if err := r1.Hold(ctx, journal.Fence{Operation: op.ID, Attempt: 1}); err != nil {
+		t.Errorf("the slow-clocked holder: Hold = %v, want nil", err)
+	}
+	now, err := r2.LeaseNow(ctx)
+	if err != nil || time.Since(now).Abs() > 5*time.Second {
+		t.Errorf("LeaseNow = %v, %v; want the database's now", now, err)
+	}
+}
+
+// A replica whose name lock went with its database session (a network cut, a
+// server restart) may share its name with a process that joined since and
+// recovered its commits: it notices at its next renewal, closes Lost, and moves
+// nothing more to committing; Hold fails on the dead session at once.
+func TestAReplicaThatLostItsNameStopsCommitting(t *testing.T) {
+	name := backends[1].fresh(t)
+	ctx := context.Background()
+	c := newClock()
+	r1 := replica(t, name, "r1", c)
+	_, held := newOp(t, r1)
+	committing(t, r1, held)
+	_, next := newOp(t, r1)
+	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.Approved}} {
+		if err := r1.Move(ctx, next.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("pgx", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	classid, objid := r1.NameLock("r1")
+	_, err = db.ExecContext(ctx, `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+		WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+		AND l.classid = CAST($1 AS BIGINT)::oid AND l.objid = CAST($2 AS BIGINT)::oid`, classid, objid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.Hold(ctx, journal.Fence{Operation: held.ID, Attempt: 1}); !errors.Is(err, tools.ErrFenced) {
+		t.Errorf("Hold on a dead name lock = %v, want ErrFenced", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for err := r1.Renew(ctx); !errors.Is(err, journal.ErrReplicaLost); err = r1.Renew(ctx) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Renew 10 s after the session ended = %v, want ErrReplicaLost", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case <-r1.Lost():
+	default:
+		t.Error("Lost is not closed")
+	}
+	err = r1.Move(ctx, next.ID, journal.Move{From: journal.Approved, To: journal.Committing, StartAttempt: true})
+	if !errors.Is(err, journal.ErrReplicaLost) {
+		t.Errorf("a move to committing after the loss = %v, want ErrReplicaLost", err)
+	}
+	// The name is free: a new process joins under it and recovers the commit.
+	again := replica(t, name, "r1", c)
+	if got, _ := again.Operation(ctx, held.ID); got.State != journal.Unknown {
+		t.Errorf("the commit after a new r1 joined: %s, want unknown", got.State)
+	}
+}
