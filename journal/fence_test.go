@@ -16,7 +16,9 @@ import (
 // before the write, proves exactly that, and refuses with tools.ErrFenced once
 // another replica made the commit unknown after the lease, a person resolved
 // it, and the retry was moved to committing again.
-func TestHoldProvesTheAttemptAndTheClaim(t *testing.T) { forEachBackend(t, testHoldProvesTheAttemptAndTheClaim) }
+func TestHoldProvesTheAttemptAndTheClaim(t *testing.T) {
+	forEachBackend(t, testHoldProvesTheAttemptAndTheClaim)
+}
 
 func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
 	ctx := context.Background()

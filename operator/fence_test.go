@@ -119,4 +119,3 @@ func hasReason(ts []journal.Transition, reason string) bool {
 	}
 	return false
 }
-
