@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -210,5 +211,34 @@ func TestContinueFindsADraftFinished(t *testing.T) {
 	}
 	if got := h.state(made.OperationID); got != journal.Prepared {
 		t.Errorf("state = %s, want prepared: a draft moves nowhere", got)
+	}
+}
+
+// An owner's sweep expires only its own transport's approvals: a console
+// approval past its expiry is the console's to expire (and to tell its person
+// about), not the bot's, and stays pending after the bot's sweep.
+func TestAnOwnerExpiresOnlyItsOwnTransportsApprovals(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	_, ours := h.send("222", "the bot's, to expire")
+	console, err := operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock,
+		Transport: "console", Logger: slog.New(slog.NewTextHandler(&h.logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := console.StartTask(ctx, journal.Task{Requester: operatorID, Surface: "console"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := console.Call(ctx, task.ID, callSend("222", "the console's, not the bot's"))
+	if err != nil || r.Status != tools.StatusPending {
+		t.Fatalf("console call = %+v, %v", r, err)
+	}
+	theirs := r.OperationID
+	h.clock.Advance(h.pol.ApprovalTTL + time.Minute)
+	sweep(t, h.op)
+	waitUntil(t, "the bot's sweep expired its own approval", func() bool { return h.state(ours) == journal.Expired })
+	if got := h.state(theirs); got != journal.AwaitingApproval {
+		t.Errorf("the console's approval after the bot's sweep: %s, want awaiting_approval", got)
 	}
 }
