@@ -56,3 +56,10 @@ func (j *Journal) LeadLock(transport string) (int64, int64) {
 func (j *Journal) NameLock(name string) (int64, int64) {
 	return int64(lockReplica), int64(lockKey(j.pg.schema, name))
 }
+
+// WriteLock is the advisory lock (key1, key2) every write transaction takes on
+// PostgreSQL, for a test that holds it from another connection, as a writer of
+// another process does.
+func (j *Journal) WriteLock() (int64, int64) {
+	return int64(lockWrite), int64(lockKey(j.pg.schema))
+}
