@@ -124,7 +124,9 @@ func testOperationsFilterByTarget(t *testing.T, name string) {
 
 // A renewal covers the updates a replica received and has not handled yet, as
 // well as its operations: within the renewed lease no other replica takes them.
-func TestRenewalsCoverReceivedUpdates(t *testing.T) { forEachBackend(t, testRenewalsCoverReceivedUpdates) }
+func TestRenewalsCoverReceivedUpdates(t *testing.T) {
+	forEachBackend(t, testRenewalsCoverReceivedUpdates)
+}
 
 func testRenewalsCoverReceivedUpdates(t *testing.T, name string) {
 	ctx := context.Background()
