@@ -29,7 +29,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	lease := fs.Duration("lease", journal.DefaultLease, "among replicas: how long another replica waits, after this one stops renewing, before it takes over what this one held (a commit on the wire becomes unknown then)")
 	var obs observability
 	fs.StringVar(&obs.listen, "metrics-listen", "", "serve /healthz, /readyz and /metrics on this address, e.g. :9090 (the webhook's listener serves them too)")
-	if code := parse(fs, args); code >= 0 {
+	if code := parseArgs(fs, args, env, "bot run [-data DIR] [-policies FILE] [-webhook-listen ADDR -webhook-url URL] [flags]"); code >= 0 {
 		return code
 	}
 	switch {
