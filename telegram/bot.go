@@ -23,6 +23,7 @@ import (
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/secret"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -89,17 +90,24 @@ type Bot struct {
 }
 
 // New connects to the Bot API (getMe) and prepares a bot whose updates resume after
-// the last one the journal says was handled. It returns ErrTokenRejected for a token
-// Telegram refuses. No error or log line carries the token.
+// the last one the journal says was handled. It returns a *TokenError for a token
+// of the wrong shape (before any request, whose URL would carry it), and
+// ErrTokenRejected for a token Telegram refuses. It takes the token out of the
+// spaces and quotes around it (ParseToken). No error or log line carries the
+// token, in any spelling (secret.Known).
 func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
+	given := o.Token
+	var err error
+	if o.Token, err = ParseToken(o.Token); err != nil {
+		return nil, err
+	}
 	o = withDefaults(o)
 	t := &Bot{opts: o, log: o.Logger, journal: j, messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
 		refusals: make(chan int64, refusalQueue), edits: make(chan struct{}, 1)}
-	t.redact = func(s string) string { return strings.ReplaceAll(s, o.Token, "<token>") }
+	t.redact = secret.NewKnown(given).Redact
 	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second, Transport: o.Counters.roundTripper(transport())}
 	// The library makes the method calls; updates are received by poll (or the
 	// webhook), which stores each one before Telegram forgets it.
-	var err error
 	t.api, err = bot.New(o.Token,
 		bot.WithServerURL(strings.TrimSuffix(o.APIURL, "/")),
 		bot.WithHTTPClient(o.PollTimeout, t.client),

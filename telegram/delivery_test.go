@@ -167,7 +167,7 @@ func TestRejectedTokenAndSecondPollerEndTheBot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	_, err = telegram.New(context.Background(), j, telegram.Options{Token: "1:WRONG", APIURL: srv.URL()})
+	_, err = telegram.New(context.Background(), j, telegram.Options{Token: "1:WRONGWRONGWRONGWRONGWRONGWRONGWRONGWR", APIURL: srv.URL()})
 	if !errors.Is(err, telegram.ErrTokenRejected) {
 		t.Errorf("wrong token: %v, want ErrTokenRejected", err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -66,18 +65,6 @@ func dataFlags(name string, env Env, cfg *Config) *flag.FlagSet {
 	}
 	fs.StringVar(&cfg.VaultDir, "vault", "", "vault folder for unknown-outcome envelopes, e.g. an Obsidian vault (default DATA/vault)")
 	return fs
-}
-
-// parse parses args and returns the exit code to stop with, or -1 to go on.
-func parse(fs *flag.FlagSet, args []string) int {
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
-	case err != nil:
-		return exitUsage
-	}
-	return -1
 }
 
 // app is an operator wired over the data folder.

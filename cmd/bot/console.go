@@ -11,7 +11,7 @@ import (
 // both operator and approver; sends are printed, not delivered.
 func runConsole(ctx context.Context, args []string, env Env) int {
 	var cfg Config
-	if code := parse(flags("console", env, &cfg), args); code >= 0 {
+	if code := parseArgs(flags("console", env, &cfg), args, env, "bot console [-data DIR] [-policies FILE]"); code >= 0 {
 		return code
 	}
 	p, err := loadPolicy(cfg, env)

@@ -46,7 +46,7 @@ commands:
   mcp                       the tools for an outside agent over stdio, beside bot run
   ops list|show [op_id]     the journal's operations (-json for scripts)
   vault list|show|resolve|gc  the unknown-outcome envelopes (-json for scripts)
-  policies check            validate a policy file
+  policies check [FILE]     validate a policy file (default -policies, ./policies.yaml)
   migrate [-check]          bring the journal's schema up to date (or say what is pending)
   help                      this text
 
@@ -78,6 +78,9 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return cmd(ctx, args[1:], env)
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if code := checkOperands(env, "bot "+args[0], "bot help", args[1:]); code >= 0 {
+			return code
+		}
 		fmt.Fprintln(env.Stdout, usage)
 		return exitOK
 	}

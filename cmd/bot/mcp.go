@@ -21,7 +21,7 @@ import (
 // protocol: everything else goes to stderr.
 func runMCP(ctx context.Context, args []string, env Env) int {
 	var cfg Config
-	if code := parse(flags("mcp", env, &cfg), args); code >= 0 {
+	if code := parseArgs(flags("mcp", env, &cfg), args, env, "bot mcp [-data DIR] [-policies FILE]"); code >= 0 {
 		return code
 	}
 	logger := newLogger(env.Stderr)

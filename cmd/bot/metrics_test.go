@@ -242,10 +242,10 @@ func TestWebhookSecretIsSharedByReplicas(t *testing.T) {
 		t.Errorf("secret %q shows the token", a)
 	}
 	env := func(m map[string]string) Env { return Env{Getenv: func(k string) string { return m[k] }} }
-	if w := webhook(":0", "https://h/x", env(map[string]string{"TELEGRAM_BOT_TOKEN": childToken})); w.Secret != a {
+	if w := webhook(":0", "https://h/x", childToken, env(map[string]string{"TELEGRAM_BOT_TOKEN": childToken})); w.Secret != a {
 		t.Errorf("webhook secret without TELEGRAM_WEBHOOK_SECRET = %q, want the derived %q", w.Secret, a)
 	}
-	if w := webhook(":0", "https://h/x", env(map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_WEBHOOK_SECRET": "mine"})); w.Secret != "mine" {
+	if w := webhook(":0", "https://h/x", childToken, env(map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_WEBHOOK_SECRET": "mine"})); w.Secret != "mine" {
 		t.Errorf("webhook secret = %q, want TELEGRAM_WEBHOOK_SECRET's", w.Secret)
 	}
 }

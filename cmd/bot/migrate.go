@@ -16,12 +16,8 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	var cfg Config
 	fs := dataFlags("migrate", env, &cfg)
 	check := fs.Bool("check", false, "only report whether migrations are pending (exit 1 if any); apply nothing")
-	if code := parse(fs, args); code >= 0 {
+	if code := parseArgs(fs, args, env, "bot migrate [-data DIR | -journal URL] [-check]"); code >= 0 {
 		return code
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintln(env.Stderr, "usage: bot migrate [-data DIR | -journal URL] [-check]")
-		return exitUsage
 	}
 	name := cfg.journalName()
 	where := name

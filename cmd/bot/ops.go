@@ -14,22 +14,22 @@ import (
 
 // runOps is "bot ops list|show": the journal for people and scripts.
 func runOps(ctx context.Context, args []string, env Env) int {
-	const use = "usage: bot ops list [-data DIR] [-json] [-n N] [-state S] | bot ops show [-data DIR] [-json] <op_id>"
-	if len(args) == 0 || (args[0] != "list" && args[0] != "show") {
-		fmt.Fprintln(env.Stderr, use)
-		return exitUsage
+	uses := map[string]string{
+		"list": "bot ops list [-data DIR] [-json] [-n N] [-state S]",
+		"show": "bot ops show [-data DIR] [-json] <op_id>",
+	}
+	sub, code := subcommand(env, "bot ops", uses["list"]+"\n"+uses["show"], args, "list", "show")
+	if code >= 0 {
+		return code
 	}
 	var cfg Config
-	fs := dataFlags("ops "+args[0], env, &cfg)
+	fs := dataFlags("ops "+sub, env, &cfg)
 	asJSON := fs.Bool("json", false, "one JSON object per operation")
 	limit := fs.Int("n", 50, "list: at most this many operations, newest first")
 	state := fs.String("state", "", "list: only operations in this state")
-	if code := parse(fs, args[1:]); code >= 0 {
+	operands := map[string][]string{"show": {"<op_id>"}}[sub]
+	if code := parseArgs(fs, args[1:], env, uses[sub], operands...); code >= 0 {
 		return code
-	}
-	if args[0] == "show" && fs.NArg() != 1 {
-		fmt.Fprintln(env.Stderr, use)
-		return exitUsage
 	}
 	if _, err := os.Stat(cfg.journalName()); err != nil && !journal.IsPostgres(cfg.journalName()) {
 		fmt.Fprintf(env.Stderr, "bot ops: no journal in %s (set -data)\n", cfg.DataDir)
@@ -41,7 +41,7 @@ func runOps(ctx context.Context, args []string, env Env) int {
 		return exitError
 	}
 	defer j.Close()
-	if args[0] == "show" {
+	if sub == "show" {
 		err = showOp(ctx, j, fs.Arg(0), *asJSON, env.Stdout)
 	} else {
 		err = listOps(ctx, j, journal.Filter{Limit: *limit, States: states(*state)}, *asJSON, env.Stdout)

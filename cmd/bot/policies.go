@@ -2,22 +2,33 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
-// runPolicies is "bot policies check": it prints "ok" and exits 0 for a policy the
-// bot would start with, or prints every error and exits 1.
+// runPolicies is "bot policies check [FILE]": it checks FILE, or -policies, else
+// ./policies.yaml, and prints "ok" and exits 0 for a policy the bot would start
+// with, or prints every error and exits 1.
 func runPolicies(ctx context.Context, args []string, env Env) int {
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(env.Stderr, "usage: bot policies check [-policies FILE]")
-		return exitUsage
+	const use = "bot policies check [-policies FILE | FILE]"
+	if _, code := subcommand(env, "bot policies", use, args, "check"); code >= 0 {
+		return code
 	}
 	var cfg Config
-	if code := parse(flags("policies check", env, &cfg), args[1:]); code >= 0 {
+	fs := flags("policies check", env, &cfg)
+	if code := parseArgs(fs, args[1:], env, use, "[FILE]"); code >= 0 {
 		return code
+	}
+	if fs.NArg() == 1 {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "policies" })
+		if given {
+			return usageError(env, use, "bot policies check: -policies and FILE both name the file to check; give one")
+		}
+		cfg.Policies = fs.Arg(0)
 	}
 	p, err := policy.Load(cfg.Policies)
 	if err == nil {

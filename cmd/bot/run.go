@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/journal"
@@ -28,7 +29,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	lease := fs.Duration("lease", journal.DefaultLease, "among replicas: how long another replica waits, after this one stops renewing, before it takes over what this one held (a commit on the wire becomes unknown then)")
 	var obs observability
 	fs.StringVar(&obs.listen, "metrics-listen", "", "serve /healthz, /readyz and /metrics on this address, e.g. :9090 (the webhook's listener serves them too)")
-	if code := parse(fs, args); code >= 0 {
+	if code := parseArgs(fs, args, env, "bot run [-data DIR] [-policies FILE] [-webhook-listen ADDR -webhook-url URL] [flags]"); code >= 0 {
 		return code
 	}
 	switch {
@@ -45,7 +46,12 @@ func runBot(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "bot run: -webhook-cert needs -webhook-listen and -webhook-url")
 		return exitUsage
 	}
-	hook := webhook(*listen, *hookURL, env)
+	token, err := botToken(env) // before anything else: every request and the webhook's secret use it
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "bot run:", err)
+		return exitError
+	}
+	hook := webhook(*listen, *hookURL, token, env)
 	if hook != nil {
 		hook.CertFile, hook.KeyFile = *certFile, *keyFile
 	}
@@ -59,7 +65,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 		obs.replica = hostPID() // a label only: the one owner of a SQLite journal
 	}
 	logger := newLogger(env.Stderr).With("replica", obs.replica) // every line says which replica wrote it
-	if err := serveTelegram(ctx, cfg, env, logger, hook, *mcpListen, replicaOf{name, *lease}, obs); err != nil {
+	if err := serveTelegram(ctx, cfg, env, logger, token, hook, *mcpListen, replicaOf{name, *lease}, obs); err != nil {
 		logger.Error("stopped", "err", err)
 		fmt.Fprintln(env.Stderr, "bot run:", err)
 		return exitError
@@ -67,13 +73,28 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	return exitOK
 }
 
-func webhook(listen, url string, env Env) *telegram.Webhook {
+// botToken is TELEGRAM_BOT_TOKEN out of the spaces, CR or quotes an env file or a
+// shell may leave around it, or an error that says what is wrong with it and
+// never what it is.
+func botToken(env Env) (string, error) {
+	raw := env.Getenv("TELEGRAM_BOT_TOKEN")
+	if strings.TrimSpace(raw) == "" {
+		return "", errors.New("TELEGRAM_BOT_TOKEN is not set (ask @BotFather for a token, or try bot console)")
+	}
+	token, err := telegram.ParseToken(raw)
+	if te := (*telegram.TokenError)(nil); errors.As(err, &te) {
+		return "", fmt.Errorf("TELEGRAM_BOT_TOKEN: %s (%s)", te.Problem, telegram.TokenShape)
+	}
+	return token, err
+}
+
+func webhook(listen, url, token string, env Env) *telegram.Webhook {
 	if listen == "" {
 		return nil
 	}
 	secret := env.Getenv("TELEGRAM_WEBHOOK_SECRET")
 	if secret == "" {
-		secret = webhookSecret(env.Getenv("TELEGRAM_BOT_TOKEN"))
+		secret = webhookSecret(token)
 	}
 	return &telegram.Webhook{Listen: listen, URL: url, Secret: secret}
 }
@@ -116,11 +137,7 @@ type observability struct {
 	replica string
 }
 
-func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, hook *telegram.Webhook, mcpListen string, replica replicaOf, obs observability) error {
-	token := env.Getenv("TELEGRAM_BOT_TOKEN")
-	if token == "" {
-		return errors.New("TELEGRAM_BOT_TOKEN is not set (ask @BotFather for a token, or try bot console)")
-	}
+func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, token string, hook *telegram.Webhook, mcpListen string, replica replicaOf, obs observability) error {
 	p, err := loadPolicy(cfg, env)
 	if err != nil {
 		return err

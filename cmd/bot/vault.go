@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/operator"
@@ -16,36 +17,36 @@ import (
 // runVault is "bot vault list|show|resolve|gc": the follow-up session's tools.
 // Exit codes: 0 ok, 1 error (an unknown id, a broken note, a failed write), 2 usage.
 func runVault(ctx context.Context, args []string, env Env) int {
-	const use = `usage:
-  bot vault list    [-data DIR] [-vault DIR] [-json] [-unresolved] [-target CHAT] [-older-than 24h]
-  bot vault show    [-data DIR] [-vault DIR] [-json] <op_id>
-  bot vault resolve [-data DIR] [-vault DIR] [-policies FILE] [-by NAME] <op_id> delivered|not_delivered
-  bot vault gc      [-data DIR] [-vault DIR] [-json]`
-	if len(args) == 0 {
-		fmt.Fprintln(env.Stderr, use)
-		return exitUsage
+	uses := map[string]string{
+		"list":    "bot vault list    [-data DIR] [-vault DIR] [-json] [-unresolved] [-target CHAT] [-older-than 24h]",
+		"show":    "bot vault show    [-data DIR] [-vault DIR] [-json] <op_id>",
+		"resolve": "bot vault resolve [-data DIR] [-vault DIR] [-policies FILE] [-by NAME] <op_id> delivered|not_delivered",
+		"gc":      "bot vault gc      [-data DIR] [-vault DIR] [-json]",
+	}
+	sub, code := subcommand(env, "bot vault", strings.Join([]string{uses["list"], uses["show"], uses["resolve"], uses["gc"]}, "\n"),
+		args, "list", "show", "resolve", "gc")
+	if code >= 0 {
+		return code
 	}
 	var cfg Config
-	fs := flags("vault "+args[0], env, &cfg)
+	fs := flags("vault "+sub, env, &cfg)
 	asJSON := fs.Bool("json", false, "JSON output, one object per line")
 	unresolved := fs.Bool("unresolved", false, "list: only envelopes still unknown")
 	target := fs.String("target", "", "list: only envelopes for this chat")
 	older := fs.Duration("older-than", 0, "list: only envelopes created longer ago than this")
 	by := fs.String("by", "cli", "resolve: who verified")
-	if code := parse(fs, args[1:]); code >= 0 {
+	operands := map[string][]string{"show": {"<op_id>"}, "resolve": {"<op_id>", "delivered|not_delivered"}}[sub]
+	if code := parseArgs(fs, args[1:], env, uses[sub], operands...); code >= 0 {
 		return code
 	}
-	want := map[string]int{"list": 0, "show": 1, "resolve": 2, "gc": 0}
-	if n, ok := want[args[0]]; !ok || fs.NArg() != n {
-		fmt.Fprintln(env.Stderr, use)
-		return exitUsage
+	if answer := fs.Arg(1); sub == "resolve" && answer != "delivered" && answer != "not_delivered" {
+		return usageError(env, uses[sub], "bot vault resolve: %q is neither delivered nor not_delivered", answer)
 	}
 	if *target != "" {
 		// Envelopes name chats as payloads do: +222 is 222, @News_Desk is @news_desk.
 		t, err := policy.NormalizeTarget(*target)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "bot vault: -target %q is not a chat id or @username\n", *target)
-			return exitUsage
+			return usageError(env, uses[sub], "bot vault: -target %q is not a chat id or @username", *target)
 		}
 		*target = t
 	}
@@ -54,7 +55,7 @@ func runVault(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, "bot vault:", err)
 		return exitError
 	}
-	switch args[0] {
+	switch sub {
 	case "list":
 		err = listNotes(v, vault.Filter{Unresolved: *unresolved, Target: *target, OlderThan: *older, Now: time.Now()}, *asJSON, env)
 	case "show":
@@ -64,18 +65,12 @@ func runVault(ctx context.Context, args []string, env Env) int {
 	case "gc":
 		err = gcNotes(v, *asJSON, env.Stdout)
 	}
-	if errors.Is(err, errUsage) {
-		fmt.Fprintln(env.Stderr, use)
-		return exitUsage
-	}
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "bot vault:", err)
 		return exitError
 	}
 	return exitOK
 }
-
-var errUsage = errors.New("usage")
 
 func listNotes(v *vault.Vault, f vault.Filter, asJSON bool, env Env) error {
 	notes, broken, err := v.List(f)
@@ -115,9 +110,6 @@ func showNote(v *vault.Vault, id string, asJSON bool, w io.Writer) error {
 
 // resolveNote resolves through the operator, so the journal and the vault agree.
 func resolveNote(ctx context.Context, cfg Config, env Env, id, answer, by string) error {
-	if answer != "delivered" && answer != "not_delivered" {
-		return errUsage
-	}
 	p, err := loadPolicy(cfg, env)
 	if err != nil {
 		return err
