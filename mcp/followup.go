@@ -92,6 +92,7 @@ func (s *Server) addFollowUpTools() {
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "request_verification", OutputSchema: resultSchema,
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 		Description: "Ask the approvers, in Telegram, to verify an operation whose outcome is unknown (they get It arrived / It did not arrive buttons). " +
+			fmt.Sprintf("They are asked once per operation per %s: a call within it says when they were asked and sends nothing. ", operator.VerificationEvery) +
 			"It resolves nothing: a person does; await_outcome follows the answer."}, s.requestVerification)
 }
 
@@ -274,7 +275,7 @@ func (s *Server) requestVerification(ctx context.Context, req *sdk.CallToolReque
 	if err != nil {
 		return nil, tools.Result{}, err
 	}
-	err = s.opts.Operator.RequestVerification(ctx, op.ID, "mcp:"+s.session(req).client)
+	asked, err := s.opts.Operator.RequestVerification(ctx, op.ID, "mcp:"+s.session(req).client)
 	var refusal *operator.Refusal
 	if errors.As(err, &refusal) {
 		return nil, tools.Result{}, errors.New(refusal.Words)
@@ -284,5 +285,10 @@ func (s *Server) requestVerification(ctx context.Context, req *sdk.CallToolReque
 	}
 	r := s.outcomeOf(op)
 	r.Reason = "the approvers were asked to verify " + op.ID + " in Telegram; a person resolves it, and await_outcome follows the answer"
+	if asked.Repeat {
+		r.Reason = fmt.Sprintf("the approvers were already asked to verify %s at %s (by %s); nothing was sent again, and a new request is put only after %s. "+
+			"A person resolves it, and await_outcome follows the answer",
+			op.ID, asked.Asked.UTC().Format(time.RFC3339), asked.AskedBy, asked.Asked.Add(operator.VerificationEvery).UTC().Format(time.RFC3339))
+	}
 	return contract(r), r, nil
 }
