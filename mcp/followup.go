@@ -117,9 +117,9 @@ func (s *Server) getOperation(ctx context.Context, _ *sdk.CallToolRequest, in Op
 // await waits for an operation's outcome, reading the journal, which the process
 // that delivers it writes: this one, or a bot beside a stdio server.
 func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, in AwaitIn) (*sdk.CallToolResult, tools.Result, error) {
-	wait := defaultAwait
+	wait := min(defaultAwait, s.opts.MaxAwait)
 	if in.TimeoutS > 0 {
-		wait = min(time.Duration(in.TimeoutS)*time.Second, MaxAwait)
+		wait = min(time.Duration(in.TimeoutS)*time.Second, s.opts.MaxAwait)
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -190,9 +190,18 @@ func (s *Server) outcomeOf(op journal.Operation) tools.Result {
 			return tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone, Draft: op.Payload.Text}
 		}
 	}
-	if (settled(op.State) || op.State == journal.RetryWait) && op.Result != nil {
+	if settled(op.State) && op.Result != nil {
 		r := *op.Result
 		r.OperationID = op.ID
+		return r
+	}
+	if op.State == journal.RetryWait {
+		// The attempt's result said "retry"; the system does, so the agent waits.
+		r := tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone,
+			Reason: fmt.Sprintf("%s is retry_wait: nothing was sent yet, and the system retries it at %s", op.ID, op.RetryAt.UTC().Format(time.RFC3339))}
+		if left := time.Until(op.RetryAt); left > 0 {
+			r.RetryAfterMS = max(left.Milliseconds(), 1)
+		}
 		return r
 	}
 	stop := func(cause tools.Cause, why string) tools.Result {

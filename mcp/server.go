@@ -57,6 +57,8 @@ type Options struct {
 	// Version is the server's version in its Implementation.
 	Version string
 	Logger  *slog.Logger // nil: slog.Default()
+	// MaxAwait bounds one await_outcome (default MaxAwait); tests shorten it.
+	MaxAwait time.Duration
 	// PollEvery is how often a wait reads the journal (default 200ms); WatchEvery
 	// how often Watch lists the vault (default 2s).
 	PollEvery, WatchEvery time.Duration
@@ -94,6 +96,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.PollEvery <= 0 {
 		o.PollEvery = 200 * time.Millisecond
+	}
+	if o.MaxAwait <= 0 {
+		o.MaxAwait = MaxAwait
 	}
 	if o.WatchEvery <= 0 {
 		o.WatchEvery = 2 * time.Second
