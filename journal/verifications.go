@@ -16,22 +16,42 @@ type Verification struct {
 	Transport   string
 	AskedBy     string
 	Asked       time.Time
+	// Repeat says AskVerification recorded nothing: this is the earlier request
+	// of the interval, already asked.
+	Repeat bool
 }
 
 // AskVerification records a request to verify operation opID's outcome, asked by
-// by. shown says the caller shows it itself (it owns the operation's transport);
-// otherwise it waits for the owner, which finds it with VerificationsToShow.
-func (j *Journal) AskVerification(ctx context.Context, opID, by string, shown bool) (Verification, error) {
+// by, unless one was recorded less than every ago: then it returns that request,
+// with Repeat set, and records nothing, so that approvers get one question per
+// operation per interval however many agents, sessions or processes ask. The
+// check and the record are one write transaction, and writes are serialized on
+// both backends (SQLite's write lock, PostgreSQL's writer lock), so two askers at
+// once record one request. shown says the caller shows it itself (it owns the
+// operation's transport); otherwise it waits for the owner, which finds it with
+// VerificationsToShow. It returns ErrNotFound when there is no such operation.
+func (j *Journal) AskVerification(ctx context.Context, opID, by string, shown bool, every time.Duration) (Verification, error) {
 	v := Verification{OperationID: opID, AskedBy: by, Asked: j.now().UTC()}
 	var shownAt int64
 	if shown {
 		shownAt = ms(v.Asked)
 	}
-	// The casts give PostgreSQL the types of parameters in a select list.
 	err := j.tx(ctx, func(tx txn) error {
+		var at int64
+		err := tx.QueryRowContext(ctx, `SELECT seq, transport, asked_by, asked_at FROM verifications
+			WHERE operation_id = ? AND asked_at > ? ORDER BY asked_at DESC, seq DESC LIMIT 1`,
+			opID, ms(v.Asked.Add(-every))).Scan(&v.Seq, &v.Transport, &v.AskedBy, &at)
+		if err == nil {
+			v.Asked, v.Repeat = fromMS(at), true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		// The casts give PostgreSQL the types of parameters in a select list.
 		return tx.QueryRowContext(ctx, `INSERT INTO verifications(operation_id, transport, asked_by, asked_at, shown_at)
 			SELECT id, transport, CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT) FROM operations WHERE id = ?
-			RETURNING seq`, by, ms(v.Asked), shownAt, opID).Scan(&v.Seq)
+			RETURNING seq, transport`, by, ms(v.Asked), shownAt, opID).Scan(&v.Seq, &v.Transport)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, fmt.Errorf("journal: operation %s: %w", opID, ErrNotFound)

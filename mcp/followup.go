@@ -92,6 +92,7 @@ func (s *Server) addFollowUpTools() {
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "request_verification", OutputSchema: resultSchema,
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 		Description: "Ask the approvers, in Telegram, to verify an operation whose outcome is unknown (they get It arrived / It did not arrive buttons). " +
+			fmt.Sprintf("They are asked once per operation per %s: a call within it says when they were asked and sends nothing. ", operator.VerificationEvery) +
 			"It resolves nothing: a person does; await_outcome follows the answer."}, s.requestVerification)
 }
 
@@ -116,9 +117,9 @@ func (s *Server) getOperation(ctx context.Context, _ *sdk.CallToolRequest, in Op
 // await waits for an operation's outcome, reading the journal, which the process
 // that delivers it writes: this one, or a bot beside a stdio server.
 func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, in AwaitIn) (*sdk.CallToolResult, tools.Result, error) {
-	wait := defaultAwait
+	wait := min(defaultAwait, s.opts.MaxAwait)
 	if in.TimeoutS > 0 {
-		wait = min(time.Duration(in.TimeoutS)*time.Second, MaxAwait)
+		wait = min(time.Duration(in.TimeoutS)*time.Second, s.opts.MaxAwait)
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -189,9 +190,18 @@ func (s *Server) outcomeOf(op journal.Operation) tools.Result {
 			return tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone, Draft: op.Payload.Text}
 		}
 	}
-	if (settled(op.State) || op.State == journal.RetryWait) && op.Result != nil {
+	if settled(op.State) && op.Result != nil {
 		r := *op.Result
 		r.OperationID = op.ID
+		return r
+	}
+	if op.State == journal.RetryWait {
+		// The attempt's result said "retry"; the system does, so the agent waits.
+		r := tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone,
+			Reason: fmt.Sprintf("%s is retry_wait: nothing was sent yet, and the system retries it at %s", op.ID, op.RetryAt.UTC().Format(time.RFC3339))}
+		if left := time.Until(op.RetryAt); left > 0 {
+			r.RetryAfterMS = max(left.Milliseconds(), 1)
+		}
 		return r
 	}
 	stop := func(cause tools.Cause, why string) tools.Result {
@@ -274,7 +284,7 @@ func (s *Server) requestVerification(ctx context.Context, req *sdk.CallToolReque
 	if err != nil {
 		return nil, tools.Result{}, err
 	}
-	err = s.opts.Operator.RequestVerification(ctx, op.ID, "mcp:"+s.session(req).client)
+	asked, err := s.opts.Operator.RequestVerification(ctx, op.ID, "mcp:"+s.session(req).client)
 	var refusal *operator.Refusal
 	if errors.As(err, &refusal) {
 		return nil, tools.Result{}, errors.New(refusal.Words)
@@ -284,5 +294,10 @@ func (s *Server) requestVerification(ctx context.Context, req *sdk.CallToolReque
 	}
 	r := s.outcomeOf(op)
 	r.Reason = "the approvers were asked to verify " + op.ID + " in Telegram; a person resolves it, and await_outcome follows the answer"
+	if asked.Repeat {
+		r.Reason = fmt.Sprintf("the approvers were already asked to verify %s at %s (by %s); nothing was sent again, and a new request is put only after %s. "+
+			"A person resolves it, and await_outcome follows the answer",
+			op.ID, asked.Asked.UTC().Format(time.RFC3339), asked.AskedBy, asked.Asked.Add(operator.VerificationEvery).UTC().Format(time.RFC3339))
+	}
 	return contract(r), r, nil
 }

@@ -221,3 +221,50 @@ func TestWithNoBotNothingWaitsForNobody(t *testing.T) {
 		t.Errorf("await = %+v after %s, want it at once, pending, saying no bot runs", got, time.Since(start))
 	}
 }
+
+// request_verification asks the approvers once per operation per interval:
+// twelve calls from two sessions send one notice, and every repeat answers that
+// the approvers were already asked, when, and that nothing was sent again.
+func TestRequestVerificationAsksOncePerInterval(t *testing.T) {
+	r := newRig(t, func(p *policy.Policy) {
+		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
+	})
+	r.tg.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target).Times(2))
+	sessions := []*sdk.ClientSession{r.connect(t, "in-memory", nil), r.connect(t, "http", nil)}
+	_, lost := call(t, sessions[0], "commit_send_message", map[string]any{"chat_id": "222", "text": "its answer lost"})
+	_, other := call(t, sessions[0], "commit_send_message", map[string]any{"chat_id": "222", "text": "another lost"})
+	if lost.SideEffect != tools.SideEffectUnknown || other.SideEffect != tools.SideEffectUnknown {
+		t.Fatalf("commits = %+v, %+v; want both unknown", lost, other)
+	}
+	var first string
+	for i := range 12 {
+		res, got := call(t, sessions[i%2], "request_verification", map[string]any{"operation_id": lost.OperationID})
+		assertContract(t, "request_verification", res, got)
+		switch {
+		case i == 0 && strings.Contains(got.Reason, "already"):
+			t.Errorf("the first request = %q, want it asked", got.Reason)
+		case i == 0:
+			first = got.Reason
+		case !strings.Contains(got.Reason, "already asked") || !strings.Contains(got.Reason, "nothing was sent again"):
+			t.Errorf("request %d = %q, want it already asked, nothing sent again", i+1, got.Reason)
+		}
+	}
+	// A request for another operation, after them: its notice is the barrier
+	// past which every notice of the first has been sent.
+	call(t, sessions[1], "request_verification", map[string]any{"operation_id": other.OperationID})
+	notices := func(op string) int {
+		n := 0
+		for _, m := range r.tg.Messages(alice) {
+			if strings.Contains(m.Text, "Please verify") && strings.Contains(string(m.ReplyMarkup), "rs1:"+op) {
+				n++
+			}
+		}
+		return n
+	}
+	if err := r.tg.WaitTimeout(10*time.Second, func(*telegramtest.Server) bool { return notices(other.OperationID) == 1 }); err != nil {
+		t.Fatalf("the approver was not asked to verify %s: %v", other.OperationID, err)
+	}
+	if got := notices(lost.OperationID); got != 1 {
+		t.Errorf("%d notices to verify %s after 12 requests, want 1 (first answer %q)", got, lost.OperationID, first)
+	}
+}

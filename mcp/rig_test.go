@@ -68,8 +68,19 @@ func newRig(t *testing.T, edit func(*policy.Policy)) *rig {
 	return newRigWith(t, edit)
 }
 
+// newRigOpts is newRig with the MCP server's options edited (shorter limits).
+func newRigOpts(t *testing.T, edit func(*policy.Policy), opts func(*mcp.Options)) *rig {
+	t.Helper()
+	return newRigFull(t, edit, opts)
+}
+
 // newRigWith is newRig over a journal opened with jopts (a size limit: a full disk).
 func newRigWith(t *testing.T, edit func(*policy.Policy), jopts ...journal.Option) *rig {
+	t.Helper()
+	return newRigFull(t, edit, nil, jopts...)
+}
+
+func newRigFull(t *testing.T, edit func(*policy.Policy), opts func(*mcp.Options), jopts ...journal.Option) *rig {
 	t.Helper()
 	r := &rig{t: t, tg: telegramtest.NewServer(t, telegramtest.Options{Token: token}), logs: &logBuffer{}}
 	p := testPolicy(t, edit)
@@ -109,8 +120,12 @@ func newRigWith(t *testing.T, edit func(*policy.Policy), jopts ...journal.Option
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.srv, err = mcp.New(mcp.Options{Operator: r.op, Journal: j, Vault: v, Tools: reg, Policy: p, Logger: logger,
-		PollEvery: 20 * time.Millisecond, WatchEvery: 50 * time.Millisecond})
+	o := mcp.Options{Operator: r.op, Journal: j, Vault: v, Tools: reg, Policy: p, Logger: logger,
+		PollEvery: 20 * time.Millisecond, WatchEvery: 50 * time.Millisecond}
+	if opts != nil {
+		opts(&o)
+	}
+	r.srv, err = mcp.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/internal/httpserve"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -57,6 +58,14 @@ type Options struct {
 	// Version is the server's version in its Implementation.
 	Version string
 	Logger  *slog.Logger // nil: slog.Default()
+	// HTTP bounds each connection of the HTTP listeners (Serve, ServeRuns);
+	// zero fields take httpserve.Default, the webhook's.
+	HTTP httpserve.Limits
+	// SessionIdle closes a streamable HTTP session that no request used for
+	// this long (default DefaultSessionIdle).
+	SessionIdle time.Duration
+	// MaxAwait bounds one await_outcome (default MaxAwait); tests shorten it.
+	MaxAwait time.Duration
 	// PollEvery is how often a wait reads the journal (default 200ms); WatchEvery
 	// how often Watch lists the vault (default 2s).
 	PollEvery, WatchEvery time.Duration
@@ -94,6 +103,12 @@ func New(o Options) (*Server, error) {
 	}
 	if o.PollEvery <= 0 {
 		o.PollEvery = 200 * time.Millisecond
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.MaxAwait <= 0 {
+		o.MaxAwait = MaxAwait
 	}
 	if o.WatchEvery <= 0 {
 		o.WatchEvery = 2 * time.Second

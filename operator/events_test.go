@@ -198,7 +198,7 @@ func TestEventsOfEveryPath(t *testing.T) {
 		}, []heard{ev(outcome, C, OK, true)}},
 		{"verification asked", []error{unknown}, false, func(t *testing.T, h *harness, r **recorder) int {
 			op := unknownOp(t, h, "hello")
-			if err := h.op.RequestVerification(ctx, op, "mcp:test"); err != nil {
+			if _, err := h.op.RequestVerification(ctx, op, "mcp:test"); err != nil {
 				t.Fatal(err)
 			}
 			return 0
@@ -338,22 +338,32 @@ func TestAnApprovalNobodyHeardIsPublishedByTheWatch(t *testing.T) {
 }
 
 // RequestVerification is refused for an operation whose outcome is known, and a
-// request recorded by another process is published by the owner's watch, once.
+// request recorded by another process is published by the owner's watch, once:
+// asked again, by that process or the owner, within VerificationEvery, it answers
+// with the first request and publishes nothing more.
 func TestVerificationRequests(t *testing.T) {
 	h := newHarness(t, unknown)
 	h.edit = fastSweep
 	h.open()
 	ctx := context.Background()
 	_, pending := h.send("222", "waiting")
-	if err := h.op.RequestVerification(ctx, pending, "mcp:test"); !errors.Is(err, operator.ErrNotResolvable) {
+	if _, err := h.op.RequestVerification(ctx, pending, "mcp:test"); !errors.Is(err, operator.ErrNotResolvable) {
 		t.Errorf("RequestVerification of a pending operation = %v, want ErrNotResolvable", err)
 	}
 	op := unknownOp(t, h, "lost")
 	rop, _ := remote(t, h)
-	if err := rop.RequestVerification(ctx, op, "mcp:test"); err != nil {
-		t.Fatal(err)
+	first, err := rop.RequestVerification(ctx, op, "mcp:test")
+	if err != nil || first.Repeat {
+		t.Fatalf("first request = %+v, %v", first, err)
 	}
 	rec := record(t, h.op, h.j)
+	sweepFor(t, h, rec, 1, 100*time.Millisecond)
+	for name, o := range map[string]*operator.Operator{"the other process": rop, "the owner": h.op} {
+		again, err := o.RequestVerification(ctx, op, "mcp:another")
+		if err != nil || !again.Repeat || again.Seq != first.Seq {
+			t.Errorf("asked again by %s = %+v, %v; want the first request, a repeat", name, again, err)
+		}
+	}
 	sweepFor(t, h, rec, 1, 100*time.Millisecond)
 	var asked []string
 	for _, e := range rec.events() {

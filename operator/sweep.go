@@ -219,28 +219,40 @@ func (o *Operator) publishVerification(ctx context.Context, opID string) {
 	o.publish(Event{Kind: VerificationAsked, Operation: op, Result: resultOf(op), Late: isLate(ctx)})
 }
 
+// VerificationEvery is how often the approvers are asked to verify one
+// operation: a request within it of the last one answers with that one and asks
+// nobody. Each request is a new message with buttons to every approver, and the
+// buttons stay until a person answers, so a repeat sooner only adds noise; ten
+// minutes is long enough that an agent polling in a loop asks once, short enough
+// that a question missed on a phone is put again while the agent still waits.
+const VerificationEvery = 10 * time.Minute
+
 // RequestVerification records that someone (by: "mcp:<client>", a user) asks the
-// approvers of operation opID to verify its unknown outcome. The owner of the
-// operation's transport publishes VerificationAsked (at once, when this operator
-// is that owner; otherwise its Sweep does), and a surface puts the question to
-// the approvers. It resolves nothing: resolving stays a person's act. Anything but
-// an unknown operation is refused with ErrNotResolvable.
-func (o *Operator) RequestVerification(ctx context.Context, opID, by string) error {
+// approvers of operation opID to verify its unknown outcome, once per
+// VerificationEvery: it returns the request, the earlier one (Repeat set) when
+// the approvers were already asked within the interval, by anyone through any
+// process. The owner of the operation's transport publishes VerificationAsked for
+// a new request (at once, when this operator is that owner; otherwise its Sweep
+// does), and a surface puts the question to the approvers. It resolves nothing:
+// resolving stays a person's act. Anything but an unknown operation is refused
+// with ErrNotResolvable.
+func (o *Operator) RequestVerification(ctx context.Context, opID, by string) (journal.Verification, error) {
 	op, err := o.opts.Journal.Operation(ctx, opID)
 	if err != nil {
-		return fmt.Errorf("operator: %w", err)
+		return journal.Verification{}, fmt.Errorf("operator: %w", err)
 	}
 	if op.State != journal.Unknown {
-		return refusal(ErrNotResolvable, "%s is %s, not unknown: there is nothing to verify", opID, op.State)
+		return journal.Verification{}, refusal(ErrNotResolvable, "%s is %s, not unknown: there is nothing to verify", opID, op.State)
 	}
 	owner := !o.opts.Remote && o.opts.Transport != "" && op.Transport == o.opts.Transport
-	if _, err := o.opts.Journal.AskVerification(ctx, opID, by, owner); err != nil {
-		return fmt.Errorf("operator: %w", err)
+	v, err := o.opts.Journal.AskVerification(ctx, opID, by, owner, VerificationEvery)
+	if err != nil {
+		return v, fmt.Errorf("operator: %w", err)
 	}
-	if owner {
+	if owner && !v.Repeat {
 		o.publishVerification(ctx, opID)
 	}
-	return nil
+	return v, nil
 }
 
 // hold counts a goroutine here that runs operation id (or is about to); the

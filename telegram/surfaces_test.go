@@ -157,10 +157,10 @@ func TestRequestVerificationAsksTheApprovers(t *testing.T) {
 	ctx := context.Background()
 	pending := r.remoteSend(rop, "delivered fine")
 	r.waitFor("the second delivery", func(*telegramtest.Server) bool { return r.operation(pending.OperationID).State == journal.Committed })
-	if err := rop.RequestVerification(ctx, pending.OperationID, "mcp:test"); !errors.Is(err, operator.ErrNotResolvable) {
+	if _, err := rop.RequestVerification(ctx, pending.OperationID, "mcp:test"); !errors.Is(err, operator.ErrNotResolvable) {
 		t.Errorf("RequestVerification of a committed operation = %v, want ErrNotResolvable", err)
 	}
-	if err := rop.RequestVerification(ctx, lost.OperationID, "mcp:test"); err != nil {
+	if _, err := rop.RequestVerification(ctx, lost.OperationID, "mcp:test"); err != nil {
 		t.Fatal(err)
 	}
 	notice := r.notice(alice)

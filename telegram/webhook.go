@@ -19,6 +19,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/countersign/countersign/internal/httpserve"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -61,8 +62,10 @@ type WebhookTimeouts struct {
 
 // DefaultWebhookTimeouts suit Telegram: its updates are small and its servers
 // answer quickly; storing an update takes milliseconds unless the disk stalls.
-var DefaultWebhookTimeouts = WebhookTimeouts{Header: 5 * time.Second, Read: 10 * time.Second, Write: 30 * time.Second,
-	Idle: 60 * time.Second, Busy: time.Second}
+// They are the limits every listener of the bot has (httpserve.Default), and
+// Busy.
+var DefaultWebhookTimeouts = WebhookTimeouts{Header: httpserve.Default.Header, Read: httpserve.Default.Read,
+	Write: httpserve.Default.Write, Idle: httpserve.Default.Idle, Busy: time.Second}
 
 // maxUpdateBytes caps a webhook request's body: an update is a few kilobytes.
 const maxUpdateBytes = 1 << 20
@@ -115,9 +118,7 @@ func (t *Bot) serveWebhook(ctx context.Context) error {
 			return err
 		}
 	}
-	srv := &http.Server{Handler: t.WebhookHandler(ctx), TLSConfig: tlsConfig,
-		ReadHeaderTimeout: w.Timeouts.Header, ReadTimeout: w.Timeouts.Read, WriteTimeout: w.Timeouts.Write, IdleTimeout: w.Timeouts.Idle,
-		ErrorLog: slog.NewLogLogger(t.log.Handler(), slog.LevelWarn)}
+	srv := webhookServer(w, t.WebhookHandler(ctx), tlsConfig, t.log)
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -133,6 +134,15 @@ func (t *Bot) serveWebhook(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// webhookServer is the webhook's server: w's timeouts, the header cap every
+// listener of the bot has.
+func webhookServer(w *Webhook, h http.Handler, tlsConfig *tls.Config, log *slog.Logger) *http.Server {
+	limits := httpserve.Limits{Header: w.Timeouts.Header, Read: w.Timeouts.Read, Write: w.Timeouts.Write, Idle: w.Timeouts.Idle}
+	srv := limits.Server(h, log)
+	srv.TLSConfig = tlsConfig
+	return srv
 }
 
 // loadCertificate reads the webhook's key pair. It returns the certificate's PEM to

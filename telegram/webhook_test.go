@@ -386,3 +386,13 @@ func TestAWebhookUpdateThatCannotBeStoredIsAnsweredSoThatTelegramSendsItAgain(t 
 		t.Errorf("cards = %d, want 1", n)
 	}
 }
+
+// Headers over the cap are refused (431) before they reach the secret check,
+// however much a client sends.
+func TestWebhookRefusesOversizedHeaders(t *testing.T) {
+	_, addr := webhookRig(t, 40)
+	c := dial(t, addr, "POST / HTTP/1.1\r\nHost: bot.example.org\r\nX-Pad: "+strings.Repeat("a", 128<<10)+"\r\n\r\n")
+	if got := closedWithin(t, c, 5*time.Second); !strings.HasPrefix(got, "HTTP/1.1 431 ") {
+		t.Errorf("headers of 128 KiB: answered %.40q, want 431", got)
+	}
+}

@@ -254,18 +254,28 @@ func TestMCPBesideARunningBot(t *testing.T) {
 	if res, _ := callTool(t, cs, "request_verification", map[string]any{"operation_id": lost.OperationID}); res.IsError {
 		t.Fatalf("request_verification: %v", res.Content)
 	}
-	wait("the question to the approver", func(s *telegramtest.Server) bool {
+	questions := func(s *telegramtest.Server) int {
+		n := 0
 		for _, m := range s.Messages(100) {
 			if strings.Contains(string(m.ReplyMarkup), "rs1:"+lost.OperationID) {
-				return true
+				n++
 			}
 		}
-		return false
-	})
+		return n
+	}
+	wait("the question to the approver", func(s *telegramtest.Server) bool { return questions(s) > 0 })
+	// Asked again from this process, the request is the one the bot showed:
+	// nothing more is recorded for its sweep to show.
+	if res, again := callTool(t, cs, "request_verification", map[string]any{"operation_id": lost.OperationID}); res.IsError || !strings.Contains(again.Reason, "already asked") {
+		t.Errorf("request_verification again = %+v, want already asked", again)
+	}
 
 	cs.Close()
 	bot.Process.Signal(syscall.SIGTERM)
 	bot.Wait()
+	if n := questions(srv); n != 1 {
+		t.Errorf("%d questions to verify %s, want 1", n, lost.OperationID)
+	}
 	if len(srv.Messages(222)) != 2 {
 		t.Errorf("%d messages in 222, want 2 (each sent once)", len(srv.Messages(222)))
 	}

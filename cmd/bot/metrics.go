@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/internal/httpserve"
 	"github.com/countersign/countersign/internal/metrics"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -132,8 +133,7 @@ func listenMetrics(ctx context.Context, addr string, routes map[string]http.Hand
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	srv := httpserve.Default.Server(mux, logger)
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
