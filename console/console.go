@@ -5,6 +5,7 @@ package console
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +47,7 @@ func (p *Printer) Send(ctx context.Context, m tools.Message) (tools.Delivery, er
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next++
-	if _, err := fmt.Fprintf(p.out, "→ sent to %s (message %d):\n%s\n", m.Target, p.next, m.Text); err != nil {
+	if _, err := fmt.Fprintf(p.out, "→ sent to %s (message %d):\n%s\n", m.Target, p.next, command.Visible(m.Text)); err != nil {
 		return tools.Delivery{}, fmt.Errorf("console: %w: %w", tools.ErrNotSent, err)
 	}
 	return tools.Delivery{ChatID: m.Target, MessageID: p.next}, nil
@@ -73,10 +74,15 @@ func (c *Console) Run(ctx context.Context) error {
 	}
 	for {
 		fmt.Fprint(c.Out, "> ")
-		line, ok := in.next(ctx)
+		l, ok := in.next(ctx)
 		if !ok {
 			break
 		}
+		if l.refused != "" {
+			fmt.Fprintln(c.Out, l.refused)
+			continue
+		}
+		line := l.text
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -129,11 +135,11 @@ func (c *Console) handle(ctx context.Context, in *input, line string) (command.R
 				in.lines = nil // input ended: let the command finish
 				continue
 			}
-			if !isStop(l) {
+			if l.refused != "" || !isStop(l.text) {
 				in.queued = append(in.queued, l)
 				continue
 			}
-			if r, err := c.Handler.Handle(ctx, command.Request{User: User, Chat: "console", Line: l}); err == nil && r.Text != "" {
+			if r, err := c.Handler.Handle(ctx, command.Request{User: User, Chat: "console", Line: l.text}); err == nil && r.Text != "" {
 				fmt.Fprintln(c.Out, r.Text)
 			}
 		}
@@ -145,43 +151,109 @@ func isStop(line string) bool { return strings.TrimSpace(line) == "/stop" }
 // input is the terminal's lines, read ahead so that a /stop can be seen while a
 // command runs; queued are lines read ahead and not yet taken.
 type input struct {
-	lines chan string
+	lines chan line
 	done  chan struct{} // closed when Run returns: the reader stops
 
-	queued  []string
+	queued  []line
 	mu      sync.Mutex
 	readErr error
 }
 
+// line is one line of input without its line break; refused, when set, says why
+// it is not carried out, and text is then empty.
+type line struct {
+	text, refused string
+}
+
+// maxLine is the longest line read, in bytes; a longer one is refused whole.
+const maxLine = 1 << 20
+
+// cutLengths are the lengths, in bytes without the line break, of a line a terminal
+// in canonical mode cut: Linux keeps 4095 bytes of a longer line and its newline
+// (4096 without one), dropping the rest without a word. Such a line may not be what
+// was typed or pasted, so it is refused rather than approved as it stands.
+var cutLengths = map[int]bool{4095: true, 4096: true}
+
 func readLines(r io.Reader) *input {
-	in := &input{lines: make(chan string), done: make(chan struct{})}
+	in := &input{lines: make(chan line), done: make(chan struct{})}
 	go func() {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
+		br := bufio.NewReaderSize(r, 64*1024)
+		var err error
+		for err == nil {
+			var l line
+			var n int
+			l.text, n, err = readLine(br)
+			switch {
+			case n == 0 && err != nil:
+				continue // the end of input, or a failed read, after the last line
+			case n > maxLine:
+				l = line{refused: fmt.Sprintf("Refused, nothing was done: this line is %d bytes, more than the %d a line may hold. Nothing of it was read.", n, maxLine)}
+			case cutLengths[n]:
+				l = line{refused: fmt.Sprintf("Refused, nothing was done: this line is %d bytes, the length at which a terminal cuts a longer line without a word, so it may not be all you typed or pasted. Shorten or split the text.", n)}
+			}
 			select {
-			case in.lines <- sc.Text():
+			case in.lines <- l:
 			case <-in.done:
 				return
 			}
 		}
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
 		in.mu.Lock()
-		in.readErr = sc.Err()
+		in.readErr = err
 		in.mu.Unlock()
 		close(in.lines)
 	}()
 	return in
 }
 
+// readLine reads one line and returns it without its line break ("\n" or
+// "\r\n"), with its length in bytes; a line longer than maxLine is read to its
+// end and dropped, and only its length is returned. err is io.EOF after the last
+// line, or the read's error.
+func readLine(br *bufio.Reader) (text string, n int, err error) {
+	var b, chunk []byte
+	for {
+		chunk, err = br.ReadSlice('\n')
+		n += len(chunk)
+		if n <= maxLine+len("\r\n") {
+			b = append(b, chunk...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+	}
+	if n > maxLine+len("\r\n") {
+		return "", n - len(chunkEnd(chunk)), err
+	}
+	b = b[:len(b)-len(chunkEnd(b))]
+	if len(b) > maxLine {
+		return "", len(b), err
+	}
+	return string(b), len(b), err
+}
+
+// chunkEnd is the line break that ends b: "\r\n", "\n" or none.
+func chunkEnd(b []byte) string {
+	switch {
+	case bytes.HasSuffix(b, []byte("\r\n")):
+		return "\r\n"
+	case bytes.HasSuffix(b, []byte("\n")):
+		return "\n"
+	}
+	return ""
+}
+
 // next is the next line, false at the end of input or when ctx ends.
-func (in *input) next(ctx context.Context) (string, bool) {
+func (in *input) next(ctx context.Context) (line, bool) {
 	if len(in.queued) > 0 {
 		l := in.queued[0]
 		in.queued = in.queued[1:]
 		return l, true
 	}
 	if in.lines == nil {
-		return "", false
+		return line{}, false
 	}
 	select {
 	case l, ok := <-in.lines:
@@ -190,7 +262,7 @@ func (in *input) next(ctx context.Context) (string, bool) {
 		}
 		return l, ok
 	case <-ctx.Done():
-		return "", false
+		return line{}, false
 	}
 }
 
@@ -213,19 +285,33 @@ func (c *Console) answer(ctx context.Context, in *input, reply command.Reply) er
 	return nil
 }
 
-// ask puts one approval to the terminal's owner, the console's approver.
+// ask puts one approval to the terminal's owner, the console's approver: the
+// text with its length as Telegram counts it, its control and invisible characters
+// written as escapes, and for a parse mode what the recipient will see and where
+// its links go, as the Telegram card shows them.
 func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error {
-	fmt.Fprintf(c.Out, "Approve %s to %s?\n%s\n  operation %s, payload %s, %s, expires %s\n",
-		a.Operation.Payload.Action, a.Operation.Payload.Target, indent(a.Operation.Payload.Text),
+	p := a.Operation.Payload
+	fmt.Fprintf(c.Out, "Approve %s to %s? (%d characters)\n%s\n", p.Action, p.Target, command.Characters(p), indent(command.Visible(p.Text)))
+	if note := command.EscapesNote(p.Text, true); note != "" {
+		fmt.Fprintln(c.Out, "  "+note)
+	}
+	if r := command.Rendering(p.Text, p.ParseMode); r != "" {
+		fmt.Fprintln(c.Out, indent(r))
+	}
+	fmt.Fprintf(c.Out, "  operation %s, payload %s, %s, expires %s\n",
 		a.Operation.ID, a.PayloadSHA256[:12], a.Verdict, a.Expires.Local().Format(time.DateTime))
 	for {
 		fmt.Fprint(c.Out, "[y/n] ")
-		line, ok := in.next(ctx)
+		l, ok := in.next(ctx)
 		if !ok {
 			break
 		}
+		if l.refused != "" {
+			fmt.Fprintln(c.Out, l.refused)
+			continue
+		}
 		var approve bool
-		switch strings.ToLower(strings.TrimSpace(line)) {
+		switch strings.ToLower(strings.TrimSpace(l.text)) {
 		case "y", "yes":
 			approve = true
 		case "n", "no":

@@ -23,7 +23,7 @@ func (h History) Recent(ctx context.Context, target string, since time.Time) ([]
 	}
 	sent := make([]verifier.Sent, len(ops))
 	for i, op := range ops {
-		sent[i] = verifier.Sent{OperationID: op.ID, Text: op.Payload.Text, State: string(op.State), At: op.Created}
+		sent[i] = verifier.Sent{OperationID: op.ID, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, State: string(op.State), At: op.Created}
 	}
 	return sent, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/verifier"
 )
 
 // Callback data is "<kind><version>:<id>:<answer>": opaque, versioned, far under
@@ -56,7 +57,10 @@ func keyboard(buttons ...button) inlineKeyboard {
 }
 
 // cardText is what an approver reads: action, target, the exact text (or where it
-// is), the operation, a prefix of the payload hash, the verdict and the expiry.
+// is) with its length as Telegram counts it, the operation, a prefix of the payload
+// hash, the verdict and the expiry. The text's control and invisible characters are
+// written as escapes (command.Visible); a text with a parse mode also shows what its
+// recipient will see and where each of its links really goes (command.Rendering).
 func cardText(a *command.Approval, inline bool) string {
 	p := a.Operation.Payload
 	var b strings.Builder
@@ -68,10 +72,22 @@ func cardText(a *command.Approval, inline bool) string {
 	if p.ParseMode != "" {
 		fmt.Fprintf(&b, "Parse mode: %s\n", p.ParseMode)
 	}
-	if inline {
-		b.WriteString("\nText, exactly as it will be sent:\n" + p.Text)
-	} else {
-		fmt.Fprintf(&b, "\nText: the %d message(s) just above, starting with the one this card answers, exactly as they will be sent (%d characters).", len(p.Messages()), len(p.Text))
+	n := command.Characters(p)
+	switch {
+	case inline && p.ParseMode != "":
+		b.WriteString("\nText, exactly as it will be sent:\n" + command.Visible(p.Text))
+	case inline:
+		fmt.Fprintf(&b, "\nText, exactly as it will be sent (%d characters):\n%s", n, command.Visible(p.Text))
+	default:
+		fmt.Fprintf(&b, "\nText: the %d message(s) just above, starting with the one this card answers, exactly as they will be sent (%d characters).", len(p.Messages()), n)
+	}
+	if note := command.EscapesNote(p.Text, inline); note != "" {
+		b.WriteString("\n" + note)
+	}
+	if r := command.Rendering(p.Text, p.ParseMode); r != "" && inline {
+		b.WriteString("\n\n" + r)
+	} else if p.ParseMode != "" {
+		b.WriteString(command.Links(verifier.Render(p.Text, p.ParseMode).Links))
 	}
 	return b.String()
 }

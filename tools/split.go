@@ -3,6 +3,8 @@ package tools
 import (
 	"strings"
 	"unicode/utf16"
+
+	"github.com/countersign/countersign/verifier"
 )
 
 // MaxMessageUnits is Telegram's limit on a message's text, in UTF-16 code units.
@@ -26,14 +28,10 @@ func Split(text string, limit int) []string {
 	return append(parts, text)
 }
 
-// Units is the length of s in UTF-16 code units, as Telegram counts it.
-func Units(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
-}
+// Units is the length of s in UTF-16 code units, as Telegram counts it: the
+// verifier's count (verifier.Units), the one every limit is checked with. A text
+// with a parse mode is counted after its markup is parsed: verifier.Length.
+func Units(s string) int { return verifier.Units(s) }
 
 // prefixWithin returns the byte length of the longest prefix of s within limit units.
 func prefixWithin(s string, limit int) int {

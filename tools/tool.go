@@ -7,6 +7,7 @@ import (
 
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/secret"
+	"github.com/countersign/countersign/verifier"
 )
 
 // Tool is one tool as offered to a caller. Prepare has no side effect: it turns the
@@ -103,9 +104,10 @@ func decodeSendArgs(tool string, raw json.RawMessage) (SendArgs, error) {
 		return a, in.refuse("the text contains what looks like a secret (a bot token or an API key); it is neither sent nor stored")
 	case a.ParseMode != "" && a.ParseMode != "HTML" && a.ParseMode != "MarkdownV2":
 		return a, in.refuse("parse_mode %q is not HTML or MarkdownV2", a.ParseMode)
-	case a.ParseMode != "" && Units(a.Text) > MaxMessageUnits:
-		// Splitting could cut an entity in two; plain text splits safely.
-		return a, in.refuse("a text longer than %d characters is sent as plain text: drop parse_mode or shorten it", MaxMessageUnits)
+	case a.ParseMode != "" && verifier.Length(a.Text, a.ParseMode) > MaxMessageUnits:
+		// Splitting could cut an entity in two; plain text splits safely. The
+		// limit is on the text after its markup is parsed, as Telegram counts.
+		return a, in.refuse("a text longer than %d characters is sent as plain text: drop parse_mode or shorten it (it is %d)", MaxMessageUnits, verifier.Length(a.Text, a.ParseMode))
 	}
 	a.ChatID = target
 	return a, nil
@@ -121,10 +123,12 @@ func deliver(ctx context.Context, s Sender, p Payload) (Evidence, error) {
 }
 
 // newPayload builds a message payload, split into parts when the text is longer
-// than one Telegram message.
+// than one Telegram message. A text with a parse mode is one message: it is within
+// the limit after its markup is parsed (decodeSendArgs), and its markup may make
+// its source longer.
 func newPayload(action string, a SendArgs) Payload {
 	p := Payload{Action: action, Target: a.ChatID, Text: a.Text, ParseMode: a.ParseMode}
-	if parts := Split(a.Text, MaxMessageUnits); len(parts) > 1 {
+	if parts := Split(a.Text, MaxMessageUnits); len(parts) > 1 && a.ParseMode == "" {
 		p.Parts = parts
 	}
 	return p

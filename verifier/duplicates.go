@@ -6,11 +6,14 @@ import (
 )
 
 // duplicates stops a text already sent, or awaiting approval, to the same target
-// within the duplicate window. Texts compare trimmed, with runs of white space as one
-// space and without regard to case. A history that cannot be read stops too: a
-// duplicate that could not be ruled out is not let through.
+// within the duplicate window. Texts compare as their recipient reads them (Seen:
+// markup rendered in each text's own parse mode, characters that show nothing
+// removed, one Unicode form, runs of white space as one space) and without regard
+// to case, so that a zero-width space or an empty tag does not make a resend new.
+// A history that cannot be read stops too: a duplicate that could not be ruled out
+// is not let through.
 func (c Checker) duplicates(ctx context.Context, p *payload) []finding {
-	text := normalize(p.in.Text)
+	text := Seen(p.in.Text, p.in.ParseMode)
 	if text == "" {
 		return nil // schema reports the empty text
 	}
@@ -21,7 +24,7 @@ func (c Checker) duplicates(ctx context.Context, p *payload) []finding {
 	}
 	var match *Sent
 	for i, s := range sent {
-		if strings.EqualFold(normalize(s.Text), text) && (match == nil || s.At.After(match.At)) {
+		if strings.EqualFold(Seen(s.Text, s.ParseMode), text) && (match == nil || s.At.After(match.At)) {
 			match = &sent[i]
 		}
 	}
@@ -30,8 +33,4 @@ func (c Checker) duplicates(ctx context.Context, p *payload) []finding {
 	}
 	return []finding{stopf("same text as operation %s (%s %s)",
 		match.OperationID, match.State, match.At.UTC().Format("2006-01-02 15:04 UTC"))}
-}
-
-func normalize(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -18,17 +18,23 @@ var htmlTags = map[string]bool{
 
 var htmlEntities = map[string]string{"lt": "<", "gt": ">", "amp": "&", "quot": `"`}
 
-// htmlScan reads Telegram HTML into its visible text and hrefs, keeping the first
+// htmlScan reads Telegram HTML into its visible text and links, keeping the first
 // problem and going on past it so that the text is still whole.
 type htmlScan struct {
-	src     string
-	text    strings.Builder
-	hrefs   []string
-	open    []string
-	problem error
+	src       string
+	text      strings.Builder
+	links     []Link
+	linkStart []int // for each <a> still open, its link's index and where its text starts
+	open      []string
+	problem   error
 }
 
 func parseHTML(s string) (visible string, hrefs []string, problem error) {
+	h := scanHTML(s)
+	return h.text.String(), targets(h.links), h.problem
+}
+
+func scanHTML(s string) *htmlScan {
 	h := &htmlScan{src: s}
 	for i := 0; i < len(s); {
 		switch s[i] {
@@ -44,7 +50,18 @@ func parseHTML(s string) (visible string, hrefs []string, problem error) {
 	if len(h.open) > 0 {
 		h.fail("<%s> is never closed", h.open[len(h.open)-1])
 	}
-	return h.text.String(), h.hrefs, h.problem
+	for len(h.linkStart) > 0 {
+		h.endLink()
+	}
+	return h
+}
+
+// endLink gives the innermost open link the visible text written since it opened.
+func (h *htmlScan) endLink() {
+	n := len(h.linkStart)
+	i, start := h.linkStart[n-2], h.linkStart[n-1]
+	h.links[i].Text = h.text.String()[start:]
+	h.linkStart = h.linkStart[:n-2]
 }
 
 func (h *htmlScan) fail(format string, args ...any) {
@@ -97,6 +114,9 @@ func (h *htmlScan) close(name string, i int) {
 		h.fail("</%s> at character %d while <%s> is open", name, charAt(h.src, i), h.open[len(h.open)-1])
 	default:
 		h.open = h.open[:len(h.open)-1]
+		if name == "a" && len(h.linkStart) > 0 {
+			h.endLink()
+		}
 	}
 }
 
@@ -106,7 +126,8 @@ func (h *htmlScan) opened(name string, attrs map[string]string, i int) {
 	case name == "a" && attrs["href"] == "":
 		h.fail("<a> at character %d has no href", charAt(h.src, i))
 	case name == "a":
-		h.hrefs = append(h.hrefs, attrs["href"])
+		h.linkStart = append(h.linkStart, len(h.links), h.text.Len())
+		h.links = append(h.links, Link{Target: attrs["href"]})
 	case name == "span" && attrs["class"] != "tg-spoiler":
 		h.fail(`<span> at character %d needs class="tg-spoiler"`, charAt(h.src, i))
 	case name == "tg-emoji" && attrs["emoji-id"] == "":

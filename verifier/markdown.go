@@ -19,14 +19,20 @@ const mdReserved = "_*[]()~`>#+-=|{}.!"
 // mdScan reads MarkdownV2 into its visible text and link targets, keeping the first
 // problem and going on past it.
 type mdScan struct {
-	src     string
-	text    strings.Builder
-	hrefs   []string
-	open    []string // marks not yet closed, innermost last
-	problem error
+	src       string
+	text      strings.Builder
+	links     []Link
+	linkStart []int    // where the text of each "[" still open starts, innermost last
+	open      []string // marks not yet closed, innermost last
+	problem   error
 }
 
 func parseMarkdownV2(s string) (visible string, hrefs []string, problem error) {
+	m := scanMarkdownV2(s)
+	return m.text.String(), targets(m.links), m.problem
+}
+
+func scanMarkdownV2(s string) *mdScan {
 	m := &mdScan{src: s}
 	for i := 0; i < len(s); {
 		i = m.step(i)
@@ -34,7 +40,7 @@ func parseMarkdownV2(s string) (visible string, hrefs []string, problem error) {
 	if len(m.open) > 0 {
 		m.fail("%q is never closed", m.open[len(m.open)-1])
 	}
-	return m.text.String(), m.hrefs, m.problem
+	return m
 }
 
 func (m *mdScan) fail(format string, args ...any) {
@@ -114,6 +120,9 @@ func (m *mdScan) toggle(mark string, i int) int {
 		m.fail("%q at character %d closes across %q", mark, charAt(m.src, i), m.open[n-1])
 	default:
 		m.open = append(m.open, mark)
+		if mark == "[" {
+			m.linkStart = append(m.linkStart, m.text.Len())
+		}
 	}
 	return i + len(mark)
 }
@@ -128,6 +137,8 @@ func (m *mdScan) linkEnd(i int) int {
 		k--
 	}
 	m.open = slices.Delete(m.open, k, k+1)
+	start := m.linkStart[len(m.linkStart)-1]
+	m.linkStart = m.linkStart[:len(m.linkStart)-1]
 	if !strings.HasPrefix(m.src[i+1:], "(") {
 		m.fail(`link text at character %d has no "(url)" after it`, charAt(m.src, i))
 		return i + 1
@@ -141,7 +152,7 @@ func (m *mdScan) linkEnd(i int) int {
 				url.WriteByte(m.src[j])
 			}
 		case ')':
-			m.hrefs = append(m.hrefs, url.String())
+			m.links = append(m.links, Link{Text: m.text.String()[start:], Target: url.String()})
 			return j + 1
 		default:
 			url.WriteByte(m.src[j])

@@ -12,31 +12,14 @@ type payload struct {
 }
 
 func newPayload(in Input) *payload {
-	p := &payload{in: in, visible: in.Text}
-	switch in.ParseMode {
-	case "HTML":
-		p.visible, p.hrefs, p.markup = parseHTML(in.Text)
-	case "MarkdownV2":
-		p.visible, p.hrefs, p.markup = parseMarkdownV2(in.Text)
-	}
-	return p
+	r := Render(in.Text, in.ParseMode)
+	return &payload{in: in, visible: r.Visible, hrefs: targets(r.Links), markup: r.Problem}
 }
 
 // length is the visible text's length in UTF-16 code units, the unit of Telegram's
 // limits.
 func (p *payload) length() int {
-	return utf16Len(p.visible)
-}
-
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n++
-		if r > 0xFFFF {
-			n++
-		}
-	}
-	return n
+	return Units(p.visible)
 }
 
 // charAt is the 1-based character position of byte offset i in s, for reasons.

@@ -58,10 +58,11 @@ type History interface {
 	Recent(ctx context.Context, target string, since time.Time) ([]Sent, error)
 }
 
-// Sent is one earlier payload to a target: its operation, text, journal state and time.
+// Sent is one earlier payload to a target: its operation, text (in its parse mode,
+// so that it is compared as its recipient saw it), journal state and time.
 type Sent struct {
-	OperationID, Text, State string
-	At                       time.Time
+	OperationID, Text, ParseMode, State string
+	At                                  time.Time
 }
 
 // Checker runs the checks on a payload: schema and links always, duplicates when it
