@@ -2,7 +2,6 @@ package journal_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -87,11 +86,7 @@ func testTheMoveToCommittingChecksTheClaim(t *testing.T, name string) {
 	c := newClock()
 	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
 	_, op := newOp(t, r1)
-	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.Approved}} {
-		if err := r1.Move(ctx, op.ID, m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	approved(t, r1, op)
 	send := journal.Move{From: journal.Approved, To: journal.Committing, StartAttempt: true}
 	if err := r2.Move(ctx, op.ID, send); !errors.Is(err, journal.ErrHeld) {
 		t.Fatalf("r2 within r1's lease: Move = %v, want ErrHeld", err)
@@ -146,23 +141,9 @@ func TestAReplicaThatLostItsNameStopsCommitting(t *testing.T) {
 	_, held := newOp(t, r1)
 	committing(t, r1, held)
 	_, next := newOp(t, r1)
-	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.Approved}} {
-		if err := r1.Move(ctx, next.ID, m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db, err := sql.Open("pgx", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	approved(t, r1, next)
 	classid, objid := r1.NameLock("r1")
-	_, err = db.ExecContext(ctx, `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
-		WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
-		AND l.classid = CAST($1 AS BIGINT)::oid AND l.objid = CAST($2 AS BIGINT)::oid`, classid, objid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	endSession(t, name, classid, objid)
 	if err := r1.Hold(ctx, journal.Fence{Operation: held.ID, Attempt: 1}); !errors.Is(err, tools.ErrFenced) {
 		t.Errorf("Hold on a dead name lock = %v, want ErrFenced", err)
 	}
@@ -178,7 +159,7 @@ func TestAReplicaThatLostItsNameStopsCommitting(t *testing.T) {
 	default:
 		t.Error("Lost is not closed")
 	}
-	err = r1.Move(ctx, next.ID, journal.Move{From: journal.Approved, To: journal.Committing, StartAttempt: true})
+	err := r1.Move(ctx, next.ID, journal.Move{From: journal.Approved, To: journal.Committing, StartAttempt: true})
 	if !errors.Is(err, journal.ErrReplicaLost) {
 		t.Errorf("a move to committing after the loss = %v, want ErrReplicaLost", err)
 	}

@@ -257,19 +257,9 @@ func TestALeaderWhoseSessionEndedStepsDown(t *testing.T) {
 	if ok, _ := r1.Lead(ctx, "telegram"); !ok {
 		t.Fatal("r1 does not lead")
 	}
-	db, err := sql.Open("pgx", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	// End the leader's lock session, as a network cut would.
 	classid, objid := r1.LeadLock("telegram")
-	_, err = db.ExecContext(ctx, `SELECT pg_terminate_backend(l.pid) FROM pg_locks l
-		WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
-		AND l.classid = CAST($1 AS BIGINT)::oid AND l.objid = CAST($2 AS BIGINT)::oid`, classid, objid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	endSession(t, name, classid, objid)
 	deadline := time.Now().Add(10 * time.Second)
 	for r1.Leading(ctx, "telegram") {
 		if time.Now().After(deadline) {
@@ -340,5 +330,23 @@ func testReleaseFreesAllButCommits(t *testing.T, name string) {
 	}
 	if got, _ := r2.ClaimUpdates(ctx, 10, false); len(got) != 1 {
 		t.Errorf("r2 claimed %v, want r1's released update", inboxKeys(got))
+	}
+}
+
+// endSession ends, from another connection, the PostgreSQL session that holds
+// the advisory lock (classid, objid) in the database at name, as a network cut
+// or a server restart would.
+func endSession(t *testing.T, name string, classid, objid int64) {
+	t.Helper()
+	db, err := sql.Open("pgx", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Exec(`SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+		WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+		AND l.classid = CAST($1 AS BIGINT)::oid AND l.objid = CAST($2 AS BIGINT)::oid`, classid, objid)
+	if err != nil {
+		t.Fatal(err)
 	}
 }
