@@ -271,7 +271,7 @@ func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
 	if err != nil {
 		return Approval{}, err
 	}
-	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: task.Policy.Access.Approvers}, nil
+	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: h.Operator.Approvers(task)}, nil
 }
 
 // outcome turns a result into a reply, with the approval to ask for when pending.

@@ -60,3 +60,16 @@ func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op jou
 	res, err := o.asked(ctx, task, op, next)
 	return &res, true, err
 }
+
+// Approvers returns who may decide the approvals of task, in the order of its
+// snapshot: the approvers of both its policy and the policy in force. A card
+// goes to them, and only their taps are recorded.
+func (o *Operator) Approvers(task journal.Task) []int64 {
+	var both []int64
+	for _, id := range task.Policy.Access.Approvers {
+		if o.opts.Policy.Access.IsApprover(id) {
+			both = append(both, id)
+		}
+	}
+	return both
+}

@@ -141,7 +141,7 @@ func (t *Bot) askToVerify(ctx context.Context, ev operator.Event) {
 		return
 	}
 	text := "Please verify: " + command.Describe(ev.Result)
-	for _, chat := range task.Policy.Access.Approvers {
+	for _, chat := range t.ops.Approvers(task) {
 		t.sendUnknownNotice(ctx, chat, ev.Operation.ID, text)
 	}
 }
