@@ -31,7 +31,8 @@ type Provider interface {
 	Name() string
 	// Command is the process of attempt a. Files are written into a.Dir (0600)
 	// before it starts and removed after it ends: configuration that holds the
-	// run's bearer token goes there, never into the arguments.
+	// run's bearer token goes there, never into the arguments; the prompt goes
+	// on standard input.
 	Command(a Attempt) (Command, error)
 	// Reader reads one attempt's stdout.
 	Reader() Reader
@@ -97,6 +98,10 @@ type Command struct {
 	Env []string
 	// Files are written into the attempt's folder before the start, by name.
 	Files map[string][]byte
+	// Stdin is the process's standard input, closed after it: the prompt goes
+	// there, never into Args, which any local user can read in
+	// /proc/PID/cmdline for as long as the run lasts.
+	Stdin []byte
 }
 
 // Outcome is an attempt as its provider judges it.

@@ -105,7 +105,9 @@ func (c Codex) Command(a Attempt) (Command, error) {
 	if c.Home != "" {
 		env = append(env, "CODEX_HOME="+c.Home)
 	}
-	return Command{Path: cmp.Or(c.Path, "codex"), Args: append(args, "--", a.Prompt), Env: env}, nil
+	// The prompt "-": read from stdin, out of the arguments any local user can
+	// read.
+	return Command{Path: cmp.Or(c.Path, "codex"), Args: append(args, "-"), Env: env, Stdin: []byte(a.Prompt)}, nil
 }
 
 // codexServer is the inline TOML table of Countersign's MCP server, the only

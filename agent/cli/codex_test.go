@@ -103,7 +103,7 @@ func attemptOf(t *testing.T, p cli.Codex, a cli.Attempt) (cli.Outcome, cli.Comma
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// CodexEnv gives the test key; the command's own CODEX_HOME comes after it.
-	r := clitest.Run(t, ctx, clitest.Command{Bin: c.Path, Args: c.Args, Env: append(clitest.CodexEnv(home), c.Env...), Dir: a.Dir})
+	r := clitest.Run(t, ctx, clitest.Command{Bin: c.Path, Args: c.Args, Env: append(clitest.CodexEnv(home), c.Env...), Dir: a.Dir, Stdin: c.Stdin})
 	reader := p.Reader()
 	for _, line := range strings.Split(r.Stdout, "\n") {
 		reader.Line([]byte(line))
@@ -259,7 +259,8 @@ func TestCodexKnowsWhenAToolRuns(t *testing.T) {
 // An attempt's command: exec --json, resumed by thread when asked, none of the
 // user's config, Countersign's server only with its allowed tools (its token
 // in the environment, not the arguments), Codex's own tools off, the model
-// service's retries off, the prompt after "--".
+// service's retries off, the prompt on standard input (read from there by the
+// prompt "-"), never in the arguments.
 func TestCodexCommand(t *testing.T) {
 	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "thread-1", Model: "gpt-fallback",
 		Tools: cli.Tools{Server: "countersign", URL: "http://127.0.0.1:1/mcp", Token: "secret-token", Names: []string{"commit_send_message", "await_outcome"}}}
@@ -273,10 +274,13 @@ func TestCodexCommand(t *testing.T) {
 		`mcp_servers={countersign={url="http://127.0.0.1:1/mcp", bearer_token_env_var="COUNTERSIGN_RUN_TOKEN", ` +
 			`default_tools_approval_mode="approve", enabled_tools=["commit_send_message", "await_outcome"]}}`,
 		"features.shell_tool=false", `web_search="disabled"`, "agents.enabled=false", `model_provider="mine"`,
-		"request_max_retries=0, stream_max_retries=0", "-m gpt-fallback", "thread-1 -- -rf everything"} {
+		"request_max_retries=0, stream_max_retries=0", "-m gpt-fallback", "thread-1 -"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
+	}
+	if strings.Contains(args, "everything") || !strings.HasSuffix(args, " -") || string(c.Stdin) != a.Prompt {
+		t.Errorf("args %q, stdin %q: want the prompt %q on stdin only, read from there by the last argument \"-\"", args, c.Stdin, a.Prompt)
 	}
 	if strings.Contains(args, "secret-token") || !slices.Contains(c.Env, "COUNTERSIGN_RUN_TOKEN=secret-token") ||
 		!slices.Contains(c.Env, "CODEX_HOME=/srv/codex") || len(c.Files) != 0 {

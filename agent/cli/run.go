@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -42,6 +43,9 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	cmd := exec.CommandContext(ctx, spec.Path, spec.Args...)
 	cmd.Env = append(slices.Clone(c.opts.Env), spec.Env...)
 	cmd.Dir = m.attempt.Dir
+	if spec.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(spec.Stdin) // the prompt, then EOF
+	}
 	stderr := &tailBuffer{max: 4 << 10}
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 2 * time.Second // stderr held open by something the CLI left behind

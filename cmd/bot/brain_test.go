@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -409,6 +410,15 @@ func testStopKillsTheRun(t *testing.T, c brainCLI) {
 	pid, _ := strconv.Atoi(m[1])
 	if err := syscall.Kill(-pid, 0); err != nil {
 		t.Fatalf("the run's process group %d: %v, want it running", pid, err)
+	}
+	// The message reached the model, yet it is not in the CLI's arguments,
+	// which any local user reads in /proc while the run lasts.
+	cmdline, err := os.ReadFile("/proc/" + m[1] + "/cmdline")
+	if err != nil || strings.Contains(string(cmdline), "Take your time") {
+		t.Errorf("the CLI's arguments (%v): %q; want them without the message", err, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	}
+	if body := string(b.model.Requests()[0].Body); !strings.Contains(body, "Take your time") {
+		t.Errorf("the model was not asked the message")
 	}
 	b.srv.PushMessage(100, 100, "/stop")
 	b.said("Stopped, as you asked")
