@@ -11,7 +11,10 @@
 // session exists: the CLI reported its id). The schedule, budgets and fallback
 // come from the task's policy snapshot, through agent.RetryPolicy; from the
 // second attempt a resumed session gets ContinuationPrompt instead of the
-// operator's text, so a tool that already returned is not called again.
+// operator's text, so a tool that already returned is not called again. An
+// attempt that ended before the CLI named its session ran nothing, and is asked
+// again as it was; a session the CLI no longer has is forgotten, and the
+// operator's text asked again at once in a new one.
 package cli
 
 import (

@@ -64,8 +64,9 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, fmt.Errorf("cli: starting %s: %w", c.opts.Provider.Name(), err)
 	}
+	// The silence counts from the start, before anyone hears of it.
+	w := &watched{reader: c.opts.Provider.Reader(), now: c.opts.Now, last: c.opts.Now()}
 	c.step(m, agent.Step{Action: ActionStart, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)})
-	w := &watched{reader: c.opts.Provider.Reader(), last: time.Now()}
 	read := make(chan struct{})
 	go func() { defer close(read); w.read(outR) }()
 	stalled := make(chan time.Duration, 1)
@@ -95,10 +96,12 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	return out, nil
 }
 
-// watched is an attempt's Reader with the time of its last line.
+// watched is an attempt's Reader with the time of its last line, by the
+// coordinator's clock.
 type watched struct {
 	mu     sync.Mutex
 	reader Reader
+	now    func() time.Time
 	last   time.Time
 }
 
@@ -108,7 +111,7 @@ func (w *watched) read(r *os.File) {
 	for s.Scan() {
 		w.mu.Lock()
 		w.reader.Line(s.Bytes())
-		w.last = time.Now()
+		w.last = w.now()
 		w.mu.Unlock()
 	}
 }
@@ -118,10 +121,11 @@ func (w *watched) read(r *os.File) {
 func (w *watched) silence() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := w.now()
 	if w.reader.InTool() {
-		w.last = time.Now()
+		w.last = now
 	}
-	return time.Since(w.last)
+	return now.Sub(w.last)
 }
 
 // watch warns after the policy's stall warning of silence and kills the
