@@ -267,6 +267,38 @@ func (h *harness) chat(t *testing.T, text string) string {
 	return reply
 }
 
+// send sends text in the background; replied waits for its reply.
+func (h *harness) send(text string) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		reply, _, err := h.coord.Chat(ctx, h.taskID, chat, text)
+		done <- result{reply, err}
+	}()
+	return done
+}
+
+type result struct {
+	reply string
+	err   error
+}
+
+// replied is the reply sent gave, within a deadline.
+func (h *harness) replied(t *testing.T, sent <-chan result) string {
+	t.Helper()
+	select {
+	case r := <-sent:
+		if r.err != nil {
+			t.Fatalf("Chat: %v; steps %v", r.err, h.steps.path())
+		}
+		return r.reply
+	case <-time.After(40 * time.Second):
+		t.Fatalf("no reply; steps %v", h.steps.path())
+	}
+	return ""
+}
+
 // session is the chat's session in the journal.
 func (h *harness) session(t *testing.T) string {
 	t.Helper()
@@ -421,16 +453,15 @@ func TestCoordinatorStopDuringTheWaitEndsTheMessage(t *testing.T) {
 		m.TurnWait = 2 * time.Hour
 		m.Backoff = policy.Backoff{Base: time.Hour, Cap: time.Hour, Jitter: 0.01}
 	}, "", true)
-	replied := make(chan string, 1)
-	go func() { replied <- h.chat(t, "hello") }()
+	sent := h.send("hello")
 	h.steps.wait(t, agent.ActionRetry, 1) // taken just before the wait
 	if !h.coord.Stop(chat) {
 		t.Fatal("Stop found no run")
 	}
 	select {
-	case reply := <-replied:
-		if !strings.HasPrefix(reply, "Stopped, as you asked") {
-			t.Errorf("reply %q, want the stop told", reply)
+	case r := <-sent:
+		if !strings.HasPrefix(r.reply, "Stopped, as you asked") || r.err != nil {
+			t.Errorf("reply %q (%v), want the stop told", r.reply, r.err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the message did not end after /stop")
@@ -448,11 +479,10 @@ func TestCoordinatorCutsAStalledAttemptAndContinues(t *testing.T) {
 	h := newHarness(t, []turn{{out: cli.Outcome{Session: "s-1"}, hold: true}, {out: answered}}, func(m *policy.Model) {
 		m.StallWarning, m.StallAbort = time.Second, 2*time.Second
 	}, "", false)
-	replied := make(chan string, 1)
-	go func() { replied <- h.chat(t, "hello") }()
+	sent := h.send("hello")
 	h.steps.wait(t, cli.ActionStart, 1)
 	h.clock.advance(3 * time.Second)
-	if reply := <-replied; reply != "answered" {
+	if reply := h.replied(t, sent); reply != "answered" {
 		t.Fatalf("reply %q, want answered; steps %v", reply, h.steps.path())
 	}
 	want := "start stall_warning(stream) stall_abort(stream) retry(stall) start ok"
@@ -470,13 +500,12 @@ func TestCoordinatorLetsAToolCallOutlastTheStallLimit(t *testing.T) {
 	h := newHarness(t, []turn{{out: answered, inTool: true, hold: true}}, func(m *policy.Model) {
 		m.StallWarning, m.StallAbort = time.Second, 2*time.Second
 	}, "", false)
-	replied := make(chan string, 1)
-	go func() { replied <- h.chat(t, "hello") }()
+	sent := h.send("hello")
 	h.steps.wait(t, cli.ActionStart, 1)
 	reads := h.clock.advance(time.Hour)
 	h.clock.waitReads(t, reads) // the watch has looked at the hour gone by
 	h.release()
-	if reply := <-replied; reply != "answered" {
+	if reply := h.replied(t, sent); reply != "answered" {
 		t.Errorf("reply %q, want answered", reply)
 	}
 	if got, want := strings.Join(h.steps.path(), " "), "start ok"; got != want {
