@@ -26,6 +26,8 @@ type turn struct {
 	out    cli.Outcome
 	inTool bool
 	hold   bool
+	// sh, when set, is run by the process first (in the chat's folder).
+	sh string
 }
 
 // fakeCLI is a Provider whose attempts are a small real process (a shell that
@@ -49,9 +51,10 @@ func (f *fakeCLI) Command(a cli.Attempt) (cli.Command, error) {
 	if len(f.attempts) > len(f.script) {
 		return cli.Command{}, fmt.Errorf("attempt %d was not scripted", len(f.attempts))
 	}
-	script := "exec cat >/dev/null"
-	if f.script[len(f.attempts)-1].hold {
-		script = `cat >/dev/null; exec cat "$1" >/dev/null`
+	t := f.script[len(f.attempts)-1]
+	script := t.sh + "\nexec cat >/dev/null"
+	if t.hold {
+		script = t.sh + "\ncat >/dev/null; exec cat \"$1\" >/dev/null"
 	}
 	return cli.Command{Path: "/bin/sh", Args: []string{"-c", script, "sh", f.fifo}, Stdin: []byte(a.Prompt)}, nil
 }
@@ -510,5 +513,29 @@ func TestCoordinatorLetsAToolCallOutlastTheStallLimit(t *testing.T) {
 	}
 	if got, want := strings.Join(h.steps.path(), " "), "start ok"; got != want {
 		t.Errorf("steps %s, want %s", got, want)
+	}
+}
+
+// What a CLI writes in a run (Codex's session records, its logs) is its
+// user's alone, whatever the bot's umask: Codex makes its files 0644 and its
+// folders 0755 under the usual umask 022, and its records hold the chat. The
+// chat's folder is 0700.
+func TestCoordinatorKeepsWhatTheCLIWritesPrivate(t *testing.T) {
+	old := syscall.Umask(0o022) // process-wide: this package's tests do not run in parallel
+	t.Cleanup(func() { syscall.Umask(old) })
+	h := newHarness(t, []turn{{out: answered, sh: "mkdir made-dir && echo record > made-dir/record.jsonl"}}, nil, "", false)
+	if got := h.chat(t, "hello"); got != "answered" {
+		t.Fatalf("reply %q, want answered", got)
+	}
+	folder := h.cli.asked()[0].Dir
+	for path, want := range map[string]os.FileMode{folder: 0o700, filepath.Join(folder, "made-dir"): 0o700,
+		filepath.Join(folder, "made-dir", "record.jsonl"): 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %04o, want %04o", path, got, want)
+		}
 	}
 }

@@ -59,7 +59,7 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	}
 	defer outR.Close()
 	cmd.Stdout = outW
-	err = cmd.Start()
+	err = startPrivate(cmd)
 	outW.Close()
 	if err != nil {
 		return Outcome{}, fmt.Errorf("cli: starting %s: %w", c.opts.Provider.Name(), err)
