@@ -30,7 +30,8 @@ func (ClaudeCode) Name() string { return policy.ProviderClaudeCode }
 
 // Command implements Provider. Its environment turns off the CLI's own retries
 // (CLAUDE_CODE_MAX_RETRIES=0: the coordinator decides) and puts the MCP tools in
-// the model's tool list rather than behind a tool search.
+// the model's tool list rather than behind a tool search. The prompt is on
+// standard input, out of the arguments any local user can read.
 func (c ClaudeCode) Command(a Attempt) (Command, error) {
 	if a.Prompt == "" {
 		return Command{}, errors.New("an empty prompt")
@@ -57,7 +58,8 @@ func (c ClaudeCode) Command(a Attempt) (Command, error) {
 	if path == "" {
 		path = "claude"
 	}
-	return Command{Path: path, Args: append(args, "--", a.Prompt), // "--": a prompt may start with a dash
+	// The prompt on stdin, which -p reads when no prompt argument is given.
+	return Command{Path: path, Args: args, Stdin: []byte(a.Prompt),
 		Env:   []string{"CLAUDE_CODE_MAX_RETRIES=0", "ENABLE_TOOL_SEARCH=false"},
 		Files: map[string][]byte{mcpConfigFile: config}}, nil
 }

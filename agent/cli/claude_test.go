@@ -87,7 +87,8 @@ func TestClaudeCodeKnowsWhenAToolRuns(t *testing.T) {
 // An attempt's command: headless, stream-json, Countersign's server only (its
 // token in the config file, not the arguments), its tools allowed by name, no
 // built-in tools, the CLI's retries off; a resume and a model when asked; the
-// prompt after "--", so that one starting with a dash is not a flag.
+// prompt on standard input, never in the arguments (any local user reads those
+// in /proc/PID/cmdline while the run lasts).
 func TestClaudeCodeCommand(t *testing.T) {
 	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "s-1", Model: "claude-fallback", Dir: t.TempDir(),
 		Tools: cli.Tools{Server: "countersign", URL: "http://127.0.0.1:1/mcp", Token: "secret-token", Names: []string{"commit_send_message", "await_outcome"}}}
@@ -98,13 +99,16 @@ func TestClaudeCodeCommand(t *testing.T) {
 	args := strings.Join(c.Args, " ")
 	for _, want := range []string{"-p --output-format stream-json --verbose", "--strict-mcp-config",
 		"--allowedTools mcp__countersign__commit_send_message,mcp__countersign__await_outcome", "--tools  ",
-		"--resume s-1", "--model claude-fallback", "-- -rf everything"} {
+		"--resume s-1", "--model claude-fallback"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	if strings.Contains(args, "secret-token") || !strings.HasSuffix(args, "-- -rf everything") {
-		t.Errorf("args %q: want no token, the prompt last", args)
+	if strings.Contains(args, "secret-token") || strings.Contains(args, "everything") {
+		t.Errorf("args %q: want neither the token nor the prompt", args)
+	}
+	if got, want := string(c.Stdin), a.Prompt; got != want {
+		t.Errorf("stdin %q, want the prompt %q", got, want)
 	}
 	for _, want := range []string{"CLAUDE_CODE_MAX_RETRIES=0", "ENABLE_TOOL_SEARCH=false"} {
 		if !slices.Contains(c.Env, want) {

@@ -11,7 +11,10 @@
 // session exists: the CLI reported its id). The schedule, budgets and fallback
 // come from the task's policy snapshot, through agent.RetryPolicy; from the
 // second attempt a resumed session gets ContinuationPrompt instead of the
-// operator's text, so a tool that already returned is not called again.
+// operator's text, so a tool that already returned is not called again. An
+// attempt that ended before the CLI named its session ran nothing, and is asked
+// again as it was; a session the CLI no longer has is forgotten, and the
+// operator's text asked again at once in a new one.
 package cli
 
 import (
@@ -31,7 +34,8 @@ type Provider interface {
 	Name() string
 	// Command is the process of attempt a. Files are written into a.Dir (0600)
 	// before it starts and removed after it ends: configuration that holds the
-	// run's bearer token goes there, never into the arguments.
+	// run's bearer token goes there, never into the arguments; the prompt goes
+	// on standard input.
 	Command(a Attempt) (Command, error)
 	// Reader reads one attempt's stdout.
 	Reader() Reader
@@ -97,6 +101,10 @@ type Command struct {
 	Env []string
 	// Files are written into the attempt's folder before the start, by name.
 	Files map[string][]byte
+	// Stdin is the process's standard input, closed after it: the prompt goes
+	// there, never into Args, which any local user can read in
+	// /proc/PID/cmdline for as long as the run lasts.
+	Stdin []byte
 }
 
 // Outcome is an attempt as its provider judges it.

@@ -18,9 +18,9 @@ import (
 
 // Codex is the Codex CLI as a provider: `codex exec --json`, read-only, with
 // none of its own tools (no shell, no patches, no images, no web, no
-// sub-agents), Countersign's MCP server as its only server, its tools approved
-// in advance (exec has nobody to ask), and the session resumed with `codex exec
-// resume`.
+// sub-agents, no tool search; see codexCatalogFile), Countersign's MCP server as
+// its only server, its tools approved in advance (exec has nobody to ask), and
+// the session resumed with `codex exec resume`.
 //
 // Codex reports a failure on its --json stream by message only ("Selected model
 // is at capacity..."); the kind of failure, typed, is in the session's record
@@ -62,6 +62,21 @@ const codexTokenEnv = "COUNTERSIGN_RUN_TOKEN"
 // host; each is turned off.
 var codexOwnTools = []string{"shell_tool", "goals", "view_image", "image_generation", "sleep_tool"}
 
+// codexCatalogFile is the model catalog the runs read (model_catalog_json), in
+// place of the one built into Codex. The built-in catalog gives the models it
+// knows (gpt-5.5, ...) tools that no feature switch turns off: apply_patch,
+// which reads host files to patch them, so that its answers tell whether a file
+// exists and what it holds even under the read-only sandbox, and a tool search
+// that hides Countersign's tools behind it. This catalog names only a hidden
+// placeholder, so every model runs on Codex's fallback metadata: a generic
+// context window and instructions, and the tools it is given, Countersign's.
+const codexCatalogFile = ".countersign-codex-models.json"
+
+// codexCatalog is its content: Codex needs at least one model.
+var codexCatalog = []byte(`{"models":[{"slug":"countersign-placeholder","display_name":"placeholder","visibility":"hide",` +
+	`"supported_in_api":false,"priority":0,"shell_type":"disabled","supported_reasoning_levels":[],"support_verbosity":false,` +
+	`"truncation_policy":{"mode":"tokens","limit":10000},"experimental_supported_tools":[],"base_instructions":""}]}`)
+
 // Name implements Provider.
 func (Codex) Name() string { return policy.ProviderCodex }
 
@@ -82,8 +97,13 @@ func (c Codex) Command(a Attempt) (Command, error) {
 	if a.Session != "" {
 		args = append(args, "resume")
 	}
+	dir, err := filepath.Abs(a.Dir) // Codex runs there; the path must not depend on it
+	if err != nil {
+		return Command{}, err
+	}
 	args = append(args, "--json", "--skip-git-repo-check", "--ignore-user-config", "-c", "mcp_servers="+server,
-		"-c", `web_search="disabled"`, "-c", "agents.enabled=false", "-c", `sandbox_mode="read-only"`)
+		"-c", `web_search="disabled"`, "-c", "agents.enabled=false", "-c", `sandbox_mode="read-only"`,
+		"-c", "model_catalog_json="+strconv.Quote(filepath.Join(dir, codexCatalogFile)))
 	for _, f := range codexOwnTools {
 		args = append(args, "-c", "features."+f+"=false")
 	}
@@ -105,7 +125,10 @@ func (c Codex) Command(a Attempt) (Command, error) {
 	if c.Home != "" {
 		env = append(env, "CODEX_HOME="+c.Home)
 	}
-	return Command{Path: cmp.Or(c.Path, "codex"), Args: append(args, "--", a.Prompt), Env: env}, nil
+	// The prompt "-": read from stdin, out of the arguments any local user can
+	// read.
+	return Command{Path: cmp.Or(c.Path, "codex"), Args: append(args, "-"), Env: env, Stdin: []byte(a.Prompt),
+		Files: map[string][]byte{codexCatalogFile: codexCatalog}}, nil
 }
 
 // codexServer is the inline TOML table of Countersign's MCP server, the only

@@ -2,10 +2,13 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -100,10 +103,15 @@ func attemptOf(t *testing.T, p cli.Codex, a cli.Attempt) (cli.Outcome, cli.Comma
 	if err != nil {
 		t.Fatal(err)
 	}
+	for name, data := range c.Files { // as the coordinator writes them
+		if err := os.WriteFile(filepath.Join(a.Dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// CodexEnv gives the test key; the command's own CODEX_HOME comes after it.
-	r := clitest.Run(t, ctx, clitest.Command{Bin: c.Path, Args: c.Args, Env: append(clitest.CodexEnv(home), c.Env...), Dir: a.Dir})
+	r := clitest.Run(t, ctx, clitest.Command{Bin: c.Path, Args: c.Args, Env: append(clitest.CodexEnv(home), c.Env...), Dir: a.Dir, Stdin: c.Stdin})
 	reader := p.Reader()
 	for _, line := range strings.Split(r.Stdout, "\n") {
 		reader.Line([]byte(line))
@@ -156,6 +164,48 @@ func TestCodexRunsWithCountersignsToolsOnlyAndResumes(t *testing.T) {
 	}
 	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "echo heron") || !strings.Contains(body, cli.ContinuationPrompt) {
 		t.Errorf("the resumed request does not carry the first prompt and the continuation prompt")
+	}
+}
+
+// Whatever the model, the run offers it Countersign's tools and none of Codex's
+// own that reach the host: a model in Codex's catalog (gpt-5.5) would be
+// offered apply_patch, whose answers tell whether a host file exists and what
+// it holds even under the read-only sandbox, and a tool search in place of
+// Countersign's tools. What remains are Codex's readers of MCP resources (of
+// Countersign's server, the only one) and request_user_input, which exec
+// answers itself.
+func TestCodexOffersNoToolOfItsOwnWhateverTheModel(t *testing.T) {
+	allowed := []string{"namespace mcp__countersign", "function list_mcp_resources", "function list_mcp_resource_templates",
+		"function read_mcp_resource", "function request_user_input"}
+	tools, _ := toolsServer(t, "run-token-0042")
+	for _, name := range []string{"agenttest-model", "gpt-5.5", "gpt-5-codex", "o3"} {
+		t.Run(name, func(t *testing.T) {
+			model := agenttest.NewServer(t, agenttest.Message("end_turn", "done"))
+			p := codexOf(t, model, clitest.CodexHome(t, model.URL))
+			p.ModelProvider.Model = name
+			if out, _ := attemptOf(t, p, cli.Attempt{N: 1, Prompt: "say done", Tools: tools}); !out.OK || len(model.Requests()) != 1 {
+				t.Fatalf("outcome %+v after %d requests; want one, answered", out, len(model.Requests()))
+			}
+			var body struct {
+				Model string
+				Tools []struct{ Type, Name string }
+			}
+			if err := json.Unmarshal(model.Requests()[0].Body, &body); err != nil || body.Model != name {
+				t.Fatalf("the request (%v) asks model %q, want %q", err, body.Model, name)
+			}
+			var offered []string
+			for _, tool := range body.Tools {
+				offered = append(offered, tool.Type+" "+tool.Name)
+			}
+			if !slices.Contains(offered, "namespace mcp__countersign") {
+				t.Errorf("offered %q, want Countersign's tools among them", offered)
+			}
+			for _, o := range offered {
+				if !slices.Contains(allowed, o) {
+					t.Errorf("the model is offered %q (all: %q)", o, offered)
+				}
+			}
+		})
 	}
 }
 
@@ -259,9 +309,10 @@ func TestCodexKnowsWhenAToolRuns(t *testing.T) {
 // An attempt's command: exec --json, resumed by thread when asked, none of the
 // user's config, Countersign's server only with its allowed tools (its token
 // in the environment, not the arguments), Codex's own tools off, the model
-// service's retries off, the prompt after "--".
+// service's retries off, the prompt on standard input (read from there by the
+// prompt "-"), never in the arguments.
 func TestCodexCommand(t *testing.T) {
-	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "thread-1", Model: "gpt-fallback",
+	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "thread-1", Model: "gpt-fallback", Dir: t.TempDir(),
 		Tools: cli.Tools{Server: "countersign", URL: "http://127.0.0.1:1/mcp", Token: "secret-token", Names: []string{"commit_send_message", "await_outcome"}}}
 	p := cli.Codex{Path: "/bin/codex", Home: "/srv/codex", ModelProvider: &cli.CodexModelProvider{ID: "mine", BaseURL: "http://m/v1", EnvKey: "K"}}
 	c, err := p.Command(a)
@@ -273,14 +324,28 @@ func TestCodexCommand(t *testing.T) {
 		`mcp_servers={countersign={url="http://127.0.0.1:1/mcp", bearer_token_env_var="COUNTERSIGN_RUN_TOKEN", ` +
 			`default_tools_approval_mode="approve", enabled_tools=["commit_send_message", "await_outcome"]}}`,
 		"features.shell_tool=false", `web_search="disabled"`, "agents.enabled=false", `model_provider="mine"`,
-		"request_max_retries=0, stream_max_retries=0", "-m gpt-fallback", "thread-1 -- -rf everything"} {
+		"request_max_retries=0, stream_max_retries=0", "-m gpt-fallback", "thread-1 -"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
+	if strings.Contains(args, "everything") || !strings.HasSuffix(args, " -") || string(c.Stdin) != a.Prompt {
+		t.Errorf("args %q, stdin %q: want the prompt %q on stdin only, read from there by the last argument \"-\"", args, c.Stdin, a.Prompt)
+	}
 	if strings.Contains(args, "secret-token") || !slices.Contains(c.Env, "COUNTERSIGN_RUN_TOKEN=secret-token") ||
-		!slices.Contains(c.Env, "CODEX_HOME=/srv/codex") || len(c.Files) != 0 {
-		t.Errorf("args %q, env %v, files %v: want the token in the environment only", args, c.Env, c.Files)
+		!slices.Contains(c.Env, "CODEX_HOME=/srv/codex") {
+		t.Errorf("args %q, env %v: want the token in the environment only", args, c.Env)
+	}
+	// One file: the model catalog that keeps Codex's own tools away, named by
+	// its whole path (Codex resolves the path from its own folder).
+	if len(c.Files) != 1 {
+		t.Fatalf("files %v, want the model catalog alone", c.Files)
+	}
+	for name, data := range c.Files {
+		if want := "model_catalog_json=" + strconv.Quote(filepath.Join(a.Dir, name)); !slices.Contains(c.Args, want) ||
+			!json.Valid(data) || strings.Contains(string(data), "secret-token") {
+			t.Errorf("args %q, file %s %q: want it named as %s, JSON, without the token", args, name, data, want)
+		}
 	}
 	for _, bad := range []cli.Codex{{}, {ModelProvider: &cli.CodexModelProvider{ID: "openai"}}} {
 		b := a

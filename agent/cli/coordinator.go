@@ -49,6 +49,10 @@ type Options struct {
 	// Sleep replaces the wait between attempts (tests); it must return ctx's
 	// error when ctx ends first.
 	Sleep func(context.Context, time.Duration) error
+	// Now replaces the clock the stall watch measures a CLI's silence by
+	// (tests: a silence then lasts exactly as long as the test says, however
+	// busy the machine).
+	Now func() time.Time
 }
 
 // Coordinator is the command handler's Agent for an agent CLI: each message is
@@ -72,16 +76,21 @@ func New(o Options) (*Coordinator, error) {
 	if o.Sleep == nil {
 		o.Sleep = agent.Sleep
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	return &Coordinator{opts: o, jitter: rand.Int64N}, nil
 }
 
 // message is the state of one message's attempts.
 type message struct {
 	taskID, chat string
-	retry        agent.Policy
-	budget       *agent.Budget
-	attempt      Attempt
-	overloads    int
+	// text is the operator's.
+	text      string
+	retry     agent.Policy
+	budget    *agent.Budget
+	attempt   Attempt
+	overloads int
 }
 
 // Chat runs text as a message to the CLI in chat, within task taskID, and
@@ -132,7 +141,7 @@ func (c *Coordinator) begin(ctx context.Context, taskID, chat, text string) (*me
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cli: the chat's folder: %w", err)
 	}
-	return &message{taskID: taskID, chat: chat, retry: retry, budget: agent.NewBudget(retry.MaxAttempts, retry.MaxWait),
+	return &message{taskID: taskID, chat: chat, text: text, retry: retry, budget: agent.NewBudget(retry.MaxAttempts, retry.MaxWait),
 		attempt: Attempt{Prompt: text, Session: session, Model: settings.Name, Dir: dir}}, nil
 }
 
@@ -162,7 +171,8 @@ func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) 
 		if err != nil {
 			return "", err
 		}
-		if err := c.keep(ctx, m, out); err != nil {
+		forgot, err := c.keep(ctx, m, out)
+		if err != nil {
 			return "", err
 		}
 		switch {
@@ -173,7 +183,7 @@ func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) 
 			c.step(m, agent.Step{Action: agent.ActionOK})
 			return out.Text, nil
 		}
-		wait, reason := c.next(m, out)
+		wait, reason := c.next(m, out, forgot)
 		if reason != "" {
 			return c.giveUp(m, out, reason), nil
 		}
@@ -181,37 +191,50 @@ func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) 
 			c.step(m, agent.Step{Action: agent.ActionStop, Cause: "cancelled", Detail: "while waiting"})
 			return cancelledText(ctx), nil
 		}
-		m.attempt.Prompt, m.attempt.Session = ContinuationPrompt, out.Session
+		switch {
+		case out.Session != "":
+			m.attempt.Prompt, m.attempt.Session = ContinuationPrompt, out.Session
+		case forgot:
+			m.attempt.Session = "" // the operator's text, in a new session
+		}
+		// Else the attempt ended before the CLI named a session: nothing of it
+		// ran, and the next asks the same again.
 	}
 }
 
 // keep records the session the attempt ran in as the chat's, and forgets a
-// resumed one the CLI could not open, so the next message starts afresh.
-func (c *Coordinator) keep(ctx context.Context, m *message, out Outcome) error {
+// resumed one the CLI could not open (a failure that is not retryable, before
+// any session: the resume found none), reporting that it did.
+func (c *Coordinator) keep(ctx context.Context, m *message, out Outcome) (forgot bool, err error) {
 	ended := ctx.Err() != nil // a stopped run says nothing of its session
 	ctx = context.WithoutCancel(ctx)
 	name := c.opts.Provider.Name()
 	switch {
 	case out.Session != "" && out.Session != m.attempt.Session:
-		return c.opts.Sessions.SetSession(ctx, name, m.chat, out.Session)
-	case out.Session == "" && m.attempt.Session != "" && !out.OK && !ended && out.Cause != causeStall:
+		return false, c.opts.Sessions.SetSession(ctx, name, m.chat, out.Session)
+	case out.Session == "" && m.attempt.Session != "" && !out.OK && !out.Retryable && !ended:
 		c.step(m, agent.Step{Action: ActionForget, Detail: m.attempt.Session})
-		return c.opts.Sessions.SetSession(ctx, name, m.chat, "")
+		return true, c.opts.Sessions.SetSession(ctx, name, m.chat, "")
 	}
-	return nil
+	return false, nil
 }
 
 // next is the wait before the next attempt after the failed out, or why there
 // is none. It answers with the provider's two answers and the policy's
 // schedule: agent.Policy's backoff, the message's budget, the fallback model.
-func (c *Coordinator) next(m *message, out Outcome) (time.Duration, string) {
+// A session forgot (the CLI no longer has it) is no failure of the service:
+// while the operator's text is all that was asked, it is asked again at once,
+// in a new session; later, a new session would repeat what the lost one did.
+func (c *Coordinator) next(m *message, out Outcome, forgot bool) (time.Duration, string) {
+	afresh := forgot && m.attempt.Prompt == m.text
 	switch {
-	case !out.Retryable:
+	case !out.Retryable && !afresh:
 		return 0, "not retryable"
-	case !out.CanContinue():
-		return 0, "no session to continue"
 	case m.attempt.N >= m.retry.MaxAttempts:
 		return 0, "attempts spent"
+	case afresh:
+		c.step(m, agent.Step{Action: agent.ActionRetry, Cause: out.Cause, Detail: "in a new session"})
+		return 0, ""
 	}
 	wait := out.RetryAfter
 	if wait <= 0 {

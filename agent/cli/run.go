@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -42,6 +43,9 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	cmd := exec.CommandContext(ctx, spec.Path, spec.Args...)
 	cmd.Env = append(slices.Clone(c.opts.Env), spec.Env...)
 	cmd.Dir = m.attempt.Dir
+	if spec.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(spec.Stdin) // the prompt, then EOF
+	}
 	stderr := &tailBuffer{max: 4 << 10}
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 2 * time.Second // stderr held open by something the CLI left behind
@@ -55,13 +59,14 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	}
 	defer outR.Close()
 	cmd.Stdout = outW
-	err = cmd.Start()
+	err = startPrivate(cmd)
 	outW.Close()
 	if err != nil {
 		return Outcome{}, fmt.Errorf("cli: starting %s: %w", c.opts.Provider.Name(), err)
 	}
+	// The silence counts from the start, before anyone hears of it.
+	w := &watched{reader: c.opts.Provider.Reader(), now: c.opts.Now, last: c.opts.Now()}
 	c.step(m, agent.Step{Action: ActionStart, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)})
-	w := &watched{reader: c.opts.Provider.Reader(), last: time.Now()}
 	read := make(chan struct{})
 	go func() { defer close(read); w.read(outR) }()
 	stalled := make(chan time.Duration, 1)
@@ -91,10 +96,12 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	return out, nil
 }
 
-// watched is an attempt's Reader with the time of its last line.
+// watched is an attempt's Reader with the time of its last line, by the
+// coordinator's clock.
 type watched struct {
 	mu     sync.Mutex
 	reader Reader
+	now    func() time.Time
 	last   time.Time
 }
 
@@ -104,7 +111,7 @@ func (w *watched) read(r *os.File) {
 	for s.Scan() {
 		w.mu.Lock()
 		w.reader.Line(s.Bytes())
-		w.last = time.Now()
+		w.last = w.now()
 		w.mu.Unlock()
 	}
 }
@@ -114,10 +121,11 @@ func (w *watched) read(r *os.File) {
 func (w *watched) silence() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	now := w.now()
 	if w.reader.InTool() {
-		w.last = time.Now()
+		w.last = now
 	}
-	return time.Since(w.last)
+	return now.Sub(w.last)
 }
 
 // watch warns after the policy's stall warning of silence and kills the

@@ -28,6 +28,8 @@ type Command struct {
 	Home string
 	// Dir is the working folder; "" gives it a fresh one.
 	Dir string
+	// Stdin is the run's standard input; nil gives it the null device.
+	Stdin []byte
 }
 
 // Env is the whole environment of a run, as under env -i: PATH with the system
@@ -99,7 +101,9 @@ func Start(t testing.TB, ctx context.Context, c Command) *Process {
 	cmd := exec.CommandContext(ctx, c.Bin, c.Args...)
 	cmd.Env = Env(c.Home, c.Env...)
 	cmd.Dir = c.Dir
-	cmd.Stdin = nil // the null device: a CLI that reads stdin gets EOF at once
+	if c.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(c.Stdin) // a prompt; EOF after it
+	} // else the null device: a CLI that reads stdin gets EOF at once
 	p := &Process{cmd: cmd, done: make(chan struct{}), seen: make(chan struct{})}
 	p.out.mu, p.out.line = &p.mu, p.add
 	// Pipes of our own, not exec's copying: Wait then returns when the CLI

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -355,7 +356,12 @@ func testOverloadIsRetried(t *testing.T, c brainCLI) {
 }
 
 // A model stream that stalls is cut by the coordinator's watchdog (the
-// policy's stall settings), and the run continues in its session.
+// policy's stall settings), and the run continues in its session. The stream
+// stalls for a minute and the default abort is 45 s, so an answer within the
+// wait's 20 s shows the policy's 5 s at work; the abort is long enough that a
+// busy machine's slow start of the second attempt is not taken for a stall.
+// (The watchdog's timing is tested exactly, on an injected clock, in
+// agent/cli.)
 func TestAgentCLIStallIsCutByTheWatchdog(t *testing.T) { eachBrain(t, testStallIsCut) }
 
 func testStallIsCut(t *testing.T, c brainCLI) {
@@ -365,11 +371,9 @@ func testStallIsCut(t *testing.T, c brainCLI) {
 		}
 		return agenttest.Message("end_turn", "Answered after the stall.")
 	}
-	b := startBrain(t, c, script, append(fastRetries, "stall_warning: 10s", "stall_warning: 500ms", "stall_abort: 45s", "stall_abort: 2s")...)
-	start := time.Now()
+	b := startBrain(t, c, script, append(fastRetries, "stall_warning: 10s", "stall_warning: 1s", "stall_abort: 45s", "stall_abort: 5s")...)
 	b.srv.PushMessage(100, 100, "Say something")
 	b.said("Answered after the stall.")
-	took := time.Since(start)
 	b.stop(t)
 	logs := b.logs()
 	for _, step := range []string{"step=stall_warning", "step=stall_abort", "retry(stall"} {
@@ -383,9 +387,6 @@ func testStallIsCut(t *testing.T, c brainCLI) {
 	}
 	if body := string(reqs[1].Body); !strings.Contains(body, "Say something") || lastUserText(reqs[1]) != cli.ContinuationPrompt {
 		t.Errorf("the continuation asks %q; want the continuation prompt after the operator's message", lastUserText(reqs[1]))
-	}
-	if took > 15*time.Second {
-		t.Errorf("the stalled message took %s, want the watchdog's 2 s and a retry", took)
 	}
 }
 
@@ -409,6 +410,15 @@ func testStopKillsTheRun(t *testing.T, c brainCLI) {
 	pid, _ := strconv.Atoi(m[1])
 	if err := syscall.Kill(-pid, 0); err != nil {
 		t.Fatalf("the run's process group %d: %v, want it running", pid, err)
+	}
+	// The message reached the model, yet it is not in the CLI's arguments,
+	// which any local user reads in /proc while the run lasts.
+	cmdline, err := os.ReadFile("/proc/" + m[1] + "/cmdline")
+	if err != nil || strings.Contains(string(cmdline), "Take your time") {
+		t.Errorf("the CLI's arguments (%v): %q; want them without the message", err, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	}
+	if body := string(b.model.Requests()[0].Body); !strings.Contains(body, "Take your time") {
+		t.Errorf("the model was not asked the message")
 	}
 	b.srv.PushMessage(100, 100, "/stop")
 	b.said("Stopped, as you asked")
