@@ -96,7 +96,7 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	switch c.Name {
-	case "send", "publish", "draft":
+	case "send", "publish", "draft", "edit":
 		return h.call(ctx, req, c)
 	case "ops":
 		return h.list(ctx, journal.Filter{Limit: 10}, "No operations yet.")
@@ -133,10 +133,14 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 }
 
 func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, error) {
-	tool := map[string]string{"send": "commit_send_message", "publish": "commit_publish_post", "draft": "prepare_reply"}[c.Name]
+	tool := map[string]string{"send": "commit_send_message", "publish": "commit_publish_post", "draft": "prepare_reply",
+		"edit": "commit_edit_message"}[c.Name]
 	args, _ := json.Marshal(map[string]string{"chat_id": c.Target, "text": c.Text})
-	if c.Name == "draft" {
+	switch c.Name {
+	case "draft":
 		args, _ = json.Marshal(map[string]string{"text": c.Text})
+	case "edit":
+		args, _ = json.Marshal(map[string]string{"operation_id": c.OpID, "text": c.Text})
 	}
 	// The task and its call are journaled in one transaction: a crash before it
 	// leaves nothing, and the replay starts afresh.

@@ -1,5 +1,5 @@
 // Package command is the operator's chat language: it parses the commands people
-// type (/send, /publish, /draft, /ops, /pending, /resolve, /retry, /cancel, /stop, /new, /help)
+// type (/send, /publish, /edit, /draft, /ops, /pending, /resolve, /retry, /cancel, /stop, /new, /help)
 // and carries them out on the operator, the same way in a terminal and in Telegram.
 package command
 
@@ -14,8 +14,8 @@ import (
 type Command struct {
 	Name   string // without the slash: "send", "publish", ...
 	Target string // send, publish: the chat id or @username
-	Text   string // send, publish, draft: exactly as typed after the target
-	OpID   string // resolve, retry, cancel
+	Text   string // send, publish, draft, edit: exactly as typed after the target
+	OpID   string // resolve, retry, cancel, edit
 	// Delivered is the answer of a resolve.
 	Delivered bool
 }
@@ -24,6 +24,7 @@ type Command struct {
 var Usage = []struct{ Name, Args, Doc string }{
 	{"send", "<chat_id> <text>", "send a message, after approval"},
 	{"publish", "<chat_id> <text>", "publish a channel post, after approval"},
+	{"edit", "<op_id> <text>", "change the text of a message this bot sent, after approval"},
 	{"draft", "<text>", "draft a reply; nothing is sent"},
 	{"ops", "", "recent operations"},
 	{"pending", "", "what waits for approval or verification"},
@@ -53,6 +54,11 @@ func Parse(line string) (Command, error) {
 	case "send", "publish":
 		c.Target, c.Text = cut(rest)
 		if c.Target == "" || strings.TrimSpace(c.Text) == "" {
+			return c, usageErr(c.Name)
+		}
+	case "edit":
+		c.OpID, c.Text = cut(rest)
+		if c.OpID == "" || strings.TrimSpace(c.Text) == "" {
 			return c, usageErr(c.Name)
 		}
 	case "draft":

@@ -53,6 +53,16 @@ func (p *Printer) Send(ctx context.Context, m tools.Message) (tools.Delivery, er
 	return tools.Delivery{ChatID: m.Target, MessageID: p.next}, nil
 }
 
+// Edit implements tools.Editor: the console prints the message's new text.
+func (p *Printer) Edit(ctx context.Context, e tools.Edit) (tools.Delivery, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := fmt.Fprintf(p.out, "→ edited message %d in %s:\n%s\n", e.MessageID, e.Target, command.Visible(e.Text)); err != nil {
+		return tools.Delivery{}, fmt.Errorf("console: %w: %w", tools.ErrNotSent, err)
+	}
+	return tools.Delivery{ChatID: e.Target, MessageID: e.MessageID}, nil
+}
+
 // Console reads commands from In and writes replies to Out.
 type Console struct {
 	Handler *command.Handler
@@ -291,7 +301,11 @@ func (c *Console) answer(ctx context.Context, in *input, reply command.Reply) er
 // its links go, as the Telegram card shows them.
 func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error {
 	p := a.Operation.Payload
-	fmt.Fprintf(c.Out, "Approve %s to %s? (%d characters)\n%s\n", p.Action, p.Target, command.Characters(p), indent(command.Visible(p.Text)))
+	fmt.Fprintf(c.Out, "Approve %s to %s? (%d characters)\n", p.Action, p.Target, command.Characters(p))
+	if change := command.Change(p); change != "" {
+		fmt.Fprintln(c.Out, indent(change))
+	}
+	fmt.Fprintln(c.Out, indent(command.Visible(p.Text)))
 	if note := command.EscapesNote(p.Text, true); note != "" {
 		fmt.Fprintln(c.Out, "  "+note)
 	}

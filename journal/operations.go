@@ -505,19 +505,37 @@ func (j *Journal) set(ctx context.Context, id, col, v string) error {
 // next part of a split text leaves the process. It returns ErrStateChanged when the
 // operation is not committing.
 func (j *Journal) StartAttempt(ctx context.Context, id, detail string) error {
+	return j.tx(ctx, func(tx txn) error { return j.startAttempt(ctx, tx, id, detail) })
+}
+
+// Reattempt closes the open attempt of a committing operation with outcome and
+// detail, and opens the next one with why, in one transaction: a state-setting
+// commit repeated to settle an unknown outcome keeps both attempts, and what
+// became of the first, in the audit log. ErrStateChanged when the operation is
+// no longer committing.
+func (j *Journal) Reattempt(ctx context.Context, id, outcome, detail, why string) error {
 	return j.tx(ctx, func(tx txn) error {
-		res, err := tx.ExecContext(ctx, "UPDATE operations SET attempts = attempts + 1, updated_at = ? WHERE id = ? AND state = ?",
-			ms(j.now()), id, Committing)
+		_, err := tx.ExecContext(ctx, `UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?
+			WHERE operation_id = ? AND n = (SELECT attempts FROM operations WHERE id = ?)`, ms(j.now()), outcome, detail, id, id)
 		if err != nil {
-			return fmt.Errorf("journal: start attempt of %s: %w", id, err)
+			return fmt.Errorf("journal: finish attempt of %s: %w", id, err)
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return j.whyNotMoved(ctx, tx, id, Move{From: Committing, To: Committing})
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO attempts(operation_id, n, started_at, detail)
-			SELECT id, attempts, CAST(? AS BIGINT), CAST(? AS TEXT) FROM operations WHERE id = ?`, ms(j.now()), detail, id)
-		return err
+		return j.startAttempt(ctx, tx, id, why)
 	})
+}
+
+func (j *Journal) startAttempt(ctx context.Context, tx txn, id, detail string) error {
+	res, err := tx.ExecContext(ctx, "UPDATE operations SET attempts = attempts + 1, updated_at = ? WHERE id = ? AND state = ?",
+		ms(j.now()), id, Committing)
+	if err != nil {
+		return fmt.Errorf("journal: start attempt of %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return j.whyNotMoved(ctx, tx, id, Move{From: Committing, To: Committing})
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO attempts(operation_id, n, started_at, detail)
+		SELECT id, attempts, CAST(? AS BIGINT), CAST(? AS TEXT) FROM operations WHERE id = ?`, ms(j.now()), detail, id)
+	return err
 }
 
 // PartDelivered records that one more part of a committing operation was delivered,

@@ -2,14 +2,18 @@ package operator
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/verifier"
 )
 
-// History is the verifier's read-only view of the journal: what was sent, may
-// have been sent, or waits for approval, by target.
+// History is the read-only view of the journal that the verifier and the tools
+// are given: what was sent, may have been sent, or waits for approval, by
+// target (verifier.History), and the messages this bot sent (tools.Sent).
 type History struct{ Journal *journal.Journal }
 
 var _ verifier.History = History{}
@@ -26,4 +30,75 @@ func (h History) Recent(ctx context.Context, target string, since time.Time) ([]
 		sent[i] = verifier.Sent{OperationID: op.ID, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, State: string(op.State), At: op.Created}
 	}
 	return sent, nil
+}
+
+var _ tools.Sent = History{}
+
+// sentStates are the states of an operation whose messages are in the world.
+var sentStates = []journal.State{journal.Committed}
+
+// Operation implements tools.Sent: the messages a committed operation sent, one
+// per part (an edit's, the message it edited).
+func (h History) Operation(ctx context.Context, id string) ([]tools.SentMessage, error) {
+	op, err := h.Journal.Operation(ctx, id)
+	if errors.Is(err, journal.ErrNotFound) || err == nil && (op.State != journal.Committed || evidenceOf(op) == nil) {
+		return nil, fmt.Errorf("operation %s: %w", id, tools.ErrNotSentHere)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sentBy(op), nil
+}
+
+// Message implements tools.Sent: the last committed operation that sent or
+// edited message id in chat says what it reads.
+func (h History) Message(ctx context.Context, chat string, id int64) (tools.SentMessage, error) {
+	ops, err := h.Journal.Operations(ctx, journal.Filter{Target: chat, States: sentStates})
+	if err != nil {
+		return tools.SentMessage{}, err
+	}
+	var last tools.SentMessage
+	for _, op := range ops {
+		for _, m := range sentBy(op) {
+			if m.MessageID == id && !m.At.Before(last.At) {
+				last = m
+			}
+		}
+	}
+	if last.OperationID == "" {
+		return last, fmt.Errorf("message %d in chat %s: %w", id, chat, tools.ErrNotSentHere)
+	}
+	return last, nil
+}
+
+// sentBy is what a committed operation put in the world: its parts' messages,
+// or the message its edit changed.
+func sentBy(op journal.Operation) []tools.SentMessage {
+	ev := evidenceOf(op)
+	if ev == nil {
+		return nil
+	}
+	m := tools.SentMessage{OperationID: op.ID, Chat: op.Payload.Target, ParseMode: op.Payload.ParseMode, At: op.Updated}
+	if op.Payload.MessageID != 0 {
+		m.MessageID, m.Text = op.Payload.MessageID, op.Payload.Text
+		return []tools.SentMessage{m}
+	}
+	texts := op.Payload.Messages()
+	var out []tools.SentMessage
+	for k, id := range ev.MessageIDs {
+		if k < len(texts) {
+			m.MessageID, m.Text = id, texts[k]
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// evidenceOf is what the service confirmed of a committed operation: its
+// result's evidence, else what its parts recorded on the way.
+func evidenceOf(op journal.Operation) *tools.Evidence {
+	if op.Result != nil && op.Result.Evidence != nil {
+		return op.Result.Evidence
+	}
+	return op.Evidence
 }

@@ -250,7 +250,7 @@ func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result,
 			return o.refuse(ctx, nt, c.Tool, fp, r, "")
 		}
 	}
-	payload, err := tool.Prepare(c.Args)
+	payload, err := o.prepare(ctx, tool, c.Args)
 	var argsErr *tools.ArgsError
 	if errors.As(err, &argsErr) {
 		return o.refuse(ctx, nt, c.Tool, fp, repairable(argsErr.Reason), "the arguments were refused again: "+argsErr.Reason)
@@ -266,6 +266,15 @@ func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result,
 		return draftResult(op), nil
 	}
 	return o.verifyAndAsk(ctx, nt, o.newOperation(task, c.Tool, fp, payload))
+}
+
+// prepare turns a call's arguments into its payload, with no side effect: a tool
+// that acts on what was sent (an edit) reads it from the journal.
+func (o *Operator) prepare(ctx context.Context, tool tools.Tool, args json.RawMessage) (tools.Payload, error) {
+	if r, ok := tool.(tools.Reader); ok {
+		return r.PrepareFrom(ctx, args, History{Journal: o.opts.Journal})
+	}
+	return tool.Prepare(args)
 }
 
 // newOperation is an operation of task, made here and delivered by this
@@ -355,8 +364,10 @@ func (o *Operator) verify(ctx context.Context, task journal.Task, op journal.Ope
 	if o.opts.Verifier == nil {
 		return verifier.Verdict{Decision: verifier.Pass}
 	}
+	tool, _ := o.opts.Tools.Get(op.Tool)
 	return o.opts.Verifier.Check(ctx, verifier.Input{Tool: op.Tool, Action: op.Payload.Action,
-		Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, Policy: &task.Policy.Verify})
+		Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, Policy: &task.Policy.Verify,
+		SetsState: tool != nil && tools.ClassOf(tool) == policy.StateSetting})
 }
 
 // verified is the move of a payload the verifier passed.

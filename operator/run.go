@@ -237,9 +237,16 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 		if errors.Is(err, tools.ErrFenced) {
 			return nil, err
 		}
+		if errors.Is(err, tools.ErrAlreadyDone) {
+			err = nil // a state-setting call whose state is already set: it is in the world
+		}
 		if err != nil {
 			op.Attempts, op.PartsDone, op.Evidence = op.Attempts+1+k-op.PartsDone, k, &ev
-			return o.decide(ctx, task, op, classify(err), err)
+			v := classify(err)
+			if v.class == classVerify && len(msgs) == 1 && o.settles(task, tool) {
+				return o.settle(ctx, op, committer, fence, v, err)
+			}
+			return o.decide(ctx, task, op, v, err)
 		}
 		ev.ChatID, ev.MessageIDs = got.ChatID, append(ev.MessageIDs, got.MessageIDs...)
 		if len(msgs) > 1 {

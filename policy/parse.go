@@ -179,6 +179,9 @@ func (d *decoder) tools(n *yaml.Node, path string) map[string]Tool {
 			"approval": func(n *yaml.Node, f string) {
 				t.Approval = Approval(d.enum(n, f, string(ApprovalRequired), string(ApprovalNone)))
 			},
+			"idempotency": func(n *yaml.Node, f string) {
+				t.Idempotency = Idempotency(d.enum(n, f, string(Additive), string(StateSetting)))
+			},
 		})
 		if !hasSideEffect && body.Kind == yaml.MappingNode {
 			d.errorf(n.Content[i], field+".side_effect", "missing: say %q or %q", SideEffectNone, SideEffectCommitted)

@@ -35,7 +35,25 @@ const (
 type Tool struct {
 	SideEffect SideEffect `json:"side_effect"`
 	Approval   Approval   `json:"approval"`
+	// Idempotency is what repeating a commit does ("" for a prepare_* tool, and
+	// Additive for a commit_* tool that does not say).
+	Idempotency Idempotency `json:"idempotency,omitempty"`
 }
+
+// Idempotency is a commit tool's class: what a repeat of it does, and so what
+// may be done when its outcome is unknown.
+type Idempotency string
+
+// The idempotency classes.
+const (
+	// Additive: each call adds to the world (a send, a poll). An unknown outcome
+	// goes to a person, and the call is never issued again.
+	Additive Idempotency = "additive"
+	// StateSetting: a call sets a state that a repeat sets again (an edit). An
+	// unknown outcome is settled by issuing the same call once more and reading
+	// its answer.
+	StateSetting Idempotency = "state_setting"
+)
 
 // Backoff shapes the wait before an automatic retry when the service gave no
 // retry_after: Base doubled per attempt, capped at Cap, minus up to Jitter of it.
@@ -264,6 +282,9 @@ func validateTool(name string, t Tool, add func(field, format string, args ...an
 		if t.Approval == ApprovalRequired {
 			add(field+".approval", "a prepare_* tool has nothing to approve")
 		}
+		if t.Idempotency != "" {
+			add(field+".idempotency", "a prepare_* tool changes nothing: it has no idempotency class")
+		}
 	case strings.HasPrefix(name, "commit_"):
 		if t.SideEffect != SideEffectCommitted {
 			add(field+".side_effect", "a commit_* tool must be %q, got %q", SideEffectCommitted, t.SideEffect)
@@ -274,6 +295,15 @@ func validateTool(name string, t Tool, add func(field, format string, args ...an
 	default:
 		add(field, "a tool name starts with prepare_ or commit_")
 	}
+}
+
+// Class is the idempotency class of the named commit tool: as declared, else
+// Additive, the class that never repeats a call.
+func (p *Policy) Class(tool string) Idempotency {
+	if c := p.Tools[tool].Idempotency; c != "" {
+		return c
+	}
+	return Additive
 }
 
 // FieldError is one problem in a policy, located by field path and, when it came

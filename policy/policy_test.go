@@ -101,6 +101,8 @@ func TestParseRejectsMisnamedAndMismatchedTools(t *testing.T) {
 		"commit without approval":  "tools:\n  commit_x:\n    side_effect: committed\n",
 		"name without class":       "tools:\n  send:\n    side_effect: none\n",
 		"no side effect":           "tools:\n  prepare_x:\n    approval: none\n",
+		"prepare with a class":     "tools:\n  prepare_x:\n    side_effect: none\n    idempotency: additive\n",
+		"unknown class":            "tools:\n  commit_x:\n    side_effect: committed\n    approval: required\n    idempotency: once\n",
 	}
 	for name, src := range tests {
 		if _, err := policy.Parse(strings.NewReader(src)); err == nil {

@@ -72,6 +72,9 @@ func cardText(a *command.Approval, inline bool) string {
 	if p.ParseMode != "" {
 		fmt.Fprintf(&b, "Parse mode: %s\n", p.ParseMode)
 	}
+	if c := command.Change(p); c != "" {
+		b.WriteString("\n" + c)
+	}
 	n := command.Characters(p)
 	switch {
 	case inline && p.ParseMode != "":

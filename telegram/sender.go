@@ -40,22 +40,47 @@ func (s *Sender) Send(ctx context.Context, m tools.Message) (tools.Delivery, err
 	if err != nil {
 		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}
 	}
-	done, err := s.limiter.Wait(ctx, m.Target)
+	return s.call(ctx, m.Target, func(ctx context.Context) (*models.Message, error) {
+		return s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Text, ParseMode: models.ParseMode(m.ParseMode)})
+	})
+}
+
+var _ tools.Editor = (*Sender)(nil)
+
+// Edit implements tools.Editor: editMessageText, spaced by the rate limiter and
+// fenced like a send. Its errors are Send's, and tools.ErrAlreadyDone when
+// Telegram answers that the message already reads so ("message is not
+// modified"): the edit is in the world.
+func (s *Sender) Edit(ctx context.Context, e tools.Edit) (tools.Delivery, error) {
+	chat, err := chatID(e.Target)
+	if err != nil {
+		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	return s.call(ctx, e.Target, func(ctx context.Context) (*models.Message, error) {
+		return s.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: int(e.MessageID), Text: e.Text,
+			ParseMode: models.ParseMode(e.ParseMode)})
+	})
+}
+
+// call makes one request that changes a message, as Send does: after the rate
+// limiter's wait and the fence's check, bounded by the send timeout, its failure
+// classified from whether the request was written.
+func (s *Sender) call(ctx context.Context, target string, do func(context.Context) (*models.Message, error)) (tools.Delivery, error) {
+	done, err := s.limiter.Wait(ctx, target)
 	if err != nil {
 		return tools.Delivery{}, fmt.Errorf("telegram: rate limiter: %w: %w", tools.ErrNotSent, err)
 	}
+	defer done() // the chat's next message is spaced from this answer
 	// The last check before the write, after the limiter's wait: a replica that
 	// lost the operation meanwhile (its lease ran out, its name lock went with
 	// its database session) writes nothing.
 	if err := tools.CheckFence(ctx); err != nil {
-		done()
 		return tools.Delivery{}, fmt.Errorf("telegram: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ctx, wrote := traceWrite(ctx)
-	msg, err := s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Text, ParseMode: models.ParseMode(m.ParseMode)})
-	done() // the chat's next message is spaced from this answer
+	msg, err := do(ctx)
 	if err != nil {
 		return tools.Delivery{}, classify(err, wrote.Load(), s.redact)
 	}
@@ -123,6 +148,8 @@ func badRequest(clean error) error {
 	switch {
 	case strings.Contains(lower, "can't parse entities"):
 		return &tools.RepairError{Fix: &tools.Fix{PlainText: true}, Reason: "Telegram rejected the formatting; sending as plain text", Err: clean}
+	case strings.Contains(lower, "message is not modified"):
+		return fmt.Errorf("telegram: %w: %w", tools.ErrAlreadyDone, clean)
 	case strings.Contains(lower, "message is too long"), strings.Contains(lower, "text is empty"):
 		return &tools.RepairError{Reason: "Telegram refused the text: " + desc, Err: clean}
 	}

@@ -58,6 +58,26 @@ func (a args) string(key string, required bool) (string, error) {
 	return s, nil
 }
 
+// messageID reads a message id: a positive whole number (or a string of one, as
+// models sometimes write it); 0 when it is missing.
+func (a args) messageID(key string) (int64, error) {
+	v := a.value(key)
+	if v == nil {
+		return 0, nil
+	}
+	if v[0] == '"' {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			v = json.RawMessage(s)
+		}
+	}
+	var id int64
+	if !wholeNumber.Match(v) || json.Unmarshal(v, &id) != nil || id <= 0 {
+		return 0, a.refuse("%s: want a message id, a positive whole number, got %s", key, kindOf(a.value(key)))
+	}
+	return id, nil
+}
+
 // wholeNumber is a JSON number written as an integer: no fraction, no exponent.
 var wholeNumber = regexp.MustCompile(`^-?[0-9]+$`)
 

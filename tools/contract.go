@@ -97,6 +97,10 @@ type Payload struct {
 	// than one. It is fixed at prepare time and covered by the hash, so a resumed
 	// commit sends the same parts a human approved.
 	Parts []string `json:"parts,omitempty"`
+	// MessageID is the message in Target that the action acts on (an edit), and
+	// Before what it reads now: the approver sees the change, and approves it.
+	MessageID int64  `json:"message_id,omitempty"`
+	Before    string `json:"before,omitempty"`
 }
 
 // Messages returns the texts to deliver, one per message.

@@ -17,6 +17,10 @@ var (
 	// ErrOutcomeUnknown means the request was written and no answer says whether it
 	// took effect (timeout, dropped connection, 5xx after sending).
 	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrAlreadyDone means the service refused a state-setting request because
+	// the state already is what it asks for (Telegram's "message is not
+	// modified"): the change is in the world, whoever made it.
+	ErrAlreadyDone = errors.New("the state already is as asked")
 )
 
 // RetryAfterError means the service refused the request for now and asked to wait

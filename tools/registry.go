@@ -14,7 +14,8 @@ type Registry struct {
 }
 
 // NewRegistry builds every implemented tool with its dependencies and keeps those
-// the policy declares. A declared tool without an implementation, or whose declared
+// the policy declares; commit_edit_message is implemented when sender is also an
+// Editor. A declared tool without an implementation, or whose declared
 // side effect does not match what the implementation does, is an error: the bot must
 // not start with a policy it cannot honour. An implemented tool the policy does not
 // declare is not offered.
@@ -27,6 +28,9 @@ func NewRegistry(p *policy.Policy, sender Sender) (*Registry, error) {
 	} {
 		implemented[t.Name()] = t
 	}
+	if ed, ok := sender.(Editor); ok { // a sender that can edit what it sent
+		implemented["commit_edit_message"] = EditMessage{Editor: ed}
+	}
 	r := &Registry{tools: map[string]Tool{}}
 	for _, name := range p.ToolNames() {
 		t, ok := implemented[name]
@@ -36,6 +40,11 @@ func NewRegistry(p *policy.Policy, sender Sender) (*Registry, error) {
 		_, commits := t.(Committer)
 		if commits != (p.Tools[name].SideEffect == policy.SideEffectCommitted) {
 			return nil, fmt.Errorf("tools: policy declares %q with side_effect %q, which it does not have", name, p.Tools[name].SideEffect)
+		}
+		// A policy may treat a state-setting tool as additive (a person settles
+		// its unknowns), never the other way: repeating a send sends it twice.
+		if commits && p.Class(name) == policy.StateSetting && ClassOf(t) != policy.StateSetting {
+			return nil, fmt.Errorf("tools: policy declares %q state_setting, but a repeat of it adds to the world: it is %s", name, ClassOf(t))
 		}
 		r.tools[name] = t
 		r.names = append(r.names, name)

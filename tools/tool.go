@@ -91,26 +91,47 @@ func decodeSendArgs(tool string, raw json.RawMessage) (SendArgs, error) {
 	if a.Text, err = in.string("text", true); err != nil {
 		return a, err
 	}
-	if a.ParseMode, err = in.string("parse_mode", false); err != nil {
-		return a, in.refuse(`parse_mode: want "HTML", "MarkdownV2" or null for plain text, got %s`, kindOf(in.value("parse_mode")))
+	if a.ParseMode, err = in.parseMode(); err != nil {
+		return a, err
 	}
 	target, err := policy.NormalizeTarget(a.ChatID)
-	switch {
-	case err != nil:
+	if err != nil {
 		return a, in.refuse("chat_id %s is not a chat id or @username", in.value("chat_id"))
-	case strings.TrimSpace(a.Text) == "":
-		return a, in.refuse("text is empty")
-	case secret.Contains(a.Text):
-		return a, in.refuse("the text contains what looks like a secret (a bot token or an API key); it is neither sent nor stored")
-	case a.ParseMode != "" && a.ParseMode != "HTML" && a.ParseMode != "MarkdownV2":
-		return a, in.refuse("parse_mode %q is not HTML or MarkdownV2", a.ParseMode)
-	case a.ParseMode != "" && verifier.Length(a.Text, a.ParseMode) > MaxMessageUnits:
+	}
+	if err := in.checkText(a.Text); err != nil {
+		return a, err
+	}
+	if a.ParseMode != "" && verifier.Length(a.Text, a.ParseMode) > MaxMessageUnits {
 		// Splitting could cut an entity in two; plain text splits safely. The
 		// limit is on the text after its markup is parsed, as Telegram counts.
 		return a, in.refuse("a text longer than %d characters is sent as plain text: drop parse_mode or shorten it (it is %d)", MaxMessageUnits, verifier.Length(a.Text, a.ParseMode))
 	}
 	a.ChatID = target
 	return a, nil
+}
+
+// parseMode reads parse_mode: "HTML", "MarkdownV2", or left out for plain text.
+func (in args) parseMode() (string, error) {
+	m, err := in.string("parse_mode", false)
+	switch {
+	case err != nil:
+		return "", in.refuse(`parse_mode: want "HTML", "MarkdownV2" or null for plain text, got %s`, kindOf(in.value("parse_mode")))
+	case m != "" && m != "HTML" && m != "MarkdownV2":
+		return "", in.refuse("parse_mode %q is not HTML or MarkdownV2", m)
+	}
+	return m, nil
+}
+
+// checkText refuses a message text that must not leave: empty, or holding what
+// looks like a secret.
+func (in args) checkText(text string) error {
+	switch {
+	case strings.TrimSpace(text) == "":
+		return in.refuse("text is empty")
+	case secret.Contains(text):
+		return in.refuse("the text contains what looks like a secret (a bot token or an API key); it is neither sent nor stored")
+	}
+	return nil
 }
 
 // deliver sends a payload through a sender and turns the confirmation into evidence.

@@ -1,6 +1,8 @@
 package tools_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -35,12 +37,16 @@ func TestRegistryFollowsThePolicy(t *testing.T) {
 }
 
 func TestRegistryRefusesAPolicyItCannotHonour(t *testing.T) {
-	tests := map[string]string{
-		"no implementation": "tools:\n  commit_launch_rocket:\n    side_effect: committed\n    approval: required\n",
+	tests := map[string]struct{ src, tool string }{
+		"no implementation": {"tools:\n  commit_launch_rocket:\n    side_effect: committed\n    approval: required\n", "commit_launch_rocket"},
+		// A repeat of a send sends it twice: no policy may make a send state-setting.
+		"a send declared state-setting": {"tools:\n  commit_send_message:\n    side_effect: committed\n    approval: required\n    idempotency: state_setting\n", "commit_send_message"},
+		// A sender that cannot edit has no edit tool to offer.
+		"an edit without an editor": {"tools:\n  commit_edit_message:\n    side_effect: committed\n    approval: required\n", "commit_edit_message"},
 	}
-	for name, src := range tests {
-		if _, err := tools.NewRegistry(parse(t, src), nil); err == nil || !strings.Contains(err.Error(), "commit_launch_rocket") {
-			t.Errorf("%s: NewRegistry = %v, want an error naming the tool", name, err)
+	for name, tt := range tests {
+		if _, err := tools.NewRegistry(parse(t, tt.src), nil); err == nil || !strings.Contains(err.Error(), tt.tool) {
+			t.Errorf("%s: NewRegistry = %v, want an error naming %s", name, err, tt.tool)
 		}
 	}
 }
@@ -95,6 +101,8 @@ func TestPayloadHashBindsEveryField(t *testing.T) {
 		{Action: "send_message", Target: "1", Text: "x "},
 		{Action: "send_message", Target: "1", Text: "x", ParseMode: "HTML"},
 		{Action: "send_message", Target: "1", Text: "x", Parts: []string{"x", "and a part nobody approved"}},
+		{Action: "send_message", Target: "1", Text: "x", MessageID: 7},
+		{Action: "send_message", Target: "1", Text: "x", Before: "what the card said it reads now"},
 	} {
 		if changed.SHA256() == base.SHA256() {
 			t.Errorf("%+v hashes like %+v", changed, base)
@@ -142,5 +150,16 @@ func TestFingerprintSeesTargetAliases(t *testing.T) {
 	u := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"@news_desk","text":"x"}`))
 	if v := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"@News_Desk","text":"x"}`)); u != v {
 		t.Error("@News_Desk: fingerprint differs from @news_desk")
+	}
+}
+
+// TestAPayloadWithoutTheNewFieldsHashesAsBefore: approvals journaled before a
+// payload could name a message bind to the hash of the JSON they had, which the
+// fields added since leave alone when empty.
+func TestAPayloadWithoutTheNewFieldsHashesAsBefore(t *testing.T) {
+	p := tools.Payload{Action: "send_message", Target: "222", Text: "hello"}
+	sum := sha256.Sum256([]byte(`{"action":"send_message","target":"222","text":"hello"}`))
+	if got, want := p.SHA256(), hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("SHA256 = %s, want %s, the hash of the JSON stored before", got, want)
 	}
 }

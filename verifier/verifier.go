@@ -34,6 +34,9 @@ type Input struct {
 	// in place of the Checker's: an edit of the policy never changes the checks of a
 	// task already under way. Nil: the Checker's own.
 	Policy *policy.Verify
+	// SetsState marks a state-setting action (an edit): the duplicate check,
+	// which guards against adding the same message twice, does not apply.
+	SetsState bool
 }
 
 // Verdict is a decision with its reasons and the number of checks that ran.
@@ -126,7 +129,7 @@ type check struct {
 
 func (c Checker) checks(in Input) []check {
 	cs := []check{{"schema", c.schema}, {"links", c.links}}
-	if c.history != nil && c.cfg.DuplicateWindow > 0 {
+	if c.history != nil && c.cfg.DuplicateWindow > 0 && !in.SetsState {
 		cs = append(cs, check{"duplicates", c.duplicates})
 	}
 	if slices.ContainsFunc(c.cfg.Rules, func(r policy.Rule) bool { return r.Applies(in.Tool, in.Target) }) {

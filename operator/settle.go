@@ -1,0 +1,66 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// An unknown outcome of a state-setting commit (an edit) is settled here, not by
+// a person: the same call again sets the same state, so it is issued once more,
+// as a new attempt under the same fence, and its answer read. A success, or the
+// service saying the state already is as asked (tools.ErrAlreadyDone), is the
+// change in the world: it is recorded with its evidence and ReasonSettled. Any
+// other answer leaves the outcome unknown, for a person, as for an additive
+// call; the envelope says the repeat was tried.
+
+// ReasonSettled is the reason of the move to committed of a state-setting commit
+// whose outcome was unknown, settled by repeating it.
+const ReasonSettled = "settled: the state-setting call was repeated, and the service's answer says the change is made"
+
+// settles reports whether an unknown outcome of tool's commits in task is
+// settled by repeating the call: the tool sets a state, and neither the task's
+// policy nor the one in force here declares it additive (a person settles it).
+func (o *Operator) settles(task journal.Task, tool tools.Tool) bool {
+	name := tool.Name()
+	return tools.ClassOf(tool) == policy.StateSetting &&
+		task.Policy.Tools[name].Idempotency != policy.Additive && o.opts.Policy.Tools[name].Idempotency != policy.Additive
+}
+
+// settle repeats the commit of op, a single message whose attempt ended with an
+// unknown outcome (v, cause), and records what the repeat's answer says.
+func (o *Operator) settle(ctx context.Context, op journal.Operation, committer tools.Committer, fence *journal.Fence, v verdict, cause error) (*tools.Result, error) {
+	err := o.opts.Journal.Reattempt(ctx, op.ID, "unknown", cause.Error(), "settle: the same state-setting call again ("+v.reason+")")
+	if err != nil {
+		return nil, fmt.Errorf("operator: %w", err)
+	}
+	fence.Attempt++
+	op.Attempts++
+	if err := tools.CheckFence(ctx); err != nil {
+		return nil, err
+	}
+	got, err := committer.Commit(ctx, partPayload(op, op.Payload.Text))
+	switch {
+	case errors.Is(err, tools.ErrFenced):
+		return nil, err
+	case err == nil || errors.Is(err, tools.ErrAlreadyDone):
+		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone,
+			Evidence: &tools.Evidence{ChatID: got.ChatID, MessageIDs: got.MessageIDs}, Reason: ReasonSettled}
+		outcome := "committed"
+		if err != nil {
+			outcome = "committed: " + err.Error()
+		}
+		if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: ReasonSettled, Result: &r,
+			AttemptOutcome: "committed", AttemptDetail: outcome}); err != nil {
+			return &r, err
+		}
+		o.publishOutcome(ctx, op.ID, r)
+		return &r, nil
+	}
+	again := classify(err)
+	return o.unknown(ctx, op, v.reason+"; repeating it did not settle it ("+again.reason+")", err.Error())
+}

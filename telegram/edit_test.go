@@ -1,0 +1,116 @@
+package telegram_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/telegram/telegramtest"
+)
+
+// withEdits offers commit_edit_message, declared with class (or its own, "").
+func withEdits(class policy.Idempotency) rigOption {
+	return withPolicy(func(p *policy.Policy) {
+		p.Tools["commit_edit_message"] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired, Idempotency: class}
+	})
+}
+
+// An edit is a state-setting call: when its answer is lost after Telegram made
+// the change, the operator settles the outcome itself, by making the same edit
+// again and reading Telegram's "message is not modified". The message is edited
+// once, the operation is committed with the reason ReasonSettled and the
+// message as evidence, both attempts are in the journal, and no envelope asks a
+// person to verify.
+func TestAnEditWhoseAnswerWasLostIsSettledByRepeatingIt(t *testing.T) {
+	r := newRig(t, withEdits(""))
+	r.command(alice, "/send 222 the meeting is at 10")
+	r.tap(alice, r.card(alice), "Approve")
+	r.waitFor("the delivery", atLeast(1, delivered(target)))
+	sent := r.srv.Messages(target)[0]
+	sendOp := opIn(t, r.replyContaining(alice, "Sent op-").Text)
+
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("editMessageText").InChat(target))
+	r.command(alice, "/edit "+sendOp+" the meeting is at 11")
+	card := r.replyContaining(alice, "Changes message")
+	for _, want := range []string{"It reads now:\nthe meeting is at 10", "It will read:", "the meeting is at 11"} {
+		if !strings.Contains(card.Text, want) {
+			t.Errorf("card lacks %q:\n%s", want, card.Text)
+		}
+	}
+	editOp := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+	r.tap(alice, card, "Approve")
+	r.waitFor("the edit committed", func(*telegramtest.Server) bool { return r.operation(editOp).State == journal.Committed })
+
+	if m, _ := r.srv.Message(target, sent.MessageID); m.Text != "the meeting is at 11" {
+		t.Errorf("the message reads %q, want the edit", m.Text)
+	}
+	if edits := editsIn(r.srv, target); edits != 2 {
+		t.Errorf("editMessageText calls = %d, want the lost one and its repeat", edits)
+	}
+	op := r.operation(editOp)
+	ts, _ := r.j.Transitions(t.Context(), editOp)
+	if last := ts[len(ts)-1]; last.Reason != operator.ReasonSettled {
+		t.Errorf("last transition %+v, want %q", last, operator.ReasonSettled)
+	}
+	if op.Result == nil || op.Result.Evidence == nil || len(op.Result.Evidence.MessageIDs) != 1 || op.Result.Evidence.MessageIDs[0] != int64(sent.MessageID) {
+		t.Errorf("result = %+v, want the edited message as evidence", op.Result)
+	}
+	as, _ := r.j.Attempts(t.Context(), editOp)
+	if len(as) != 2 || as[0].Outcome != "unknown" || as[1].Outcome != "committed" {
+		t.Errorf("attempts = %+v, want the lost one unknown, the repeat committed", as)
+	}
+	if _, _, err := r.vault.Get(editOp); err == nil {
+		t.Error("an envelope asks a person to verify an edit the operator settled")
+	}
+}
+
+// A policy that declares the edit additive keeps its unknown outcomes for a
+// person: nothing is repeated, and an envelope is written.
+func TestAnEditDeclaredAdditiveIsLeftToAPerson(t *testing.T) {
+	r := newRig(t, withEdits(policy.Additive))
+	r.command(alice, "/send 222 the meeting is at 10")
+	r.tap(alice, r.card(alice), "Approve")
+	sendOp := opIn(t, r.replyContaining(alice, "Sent op-").Text)
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("editMessageText").InChat(target))
+	r.command(alice, "/edit "+sendOp+" the meeting is at 11")
+	card := r.replyContaining(alice, "Changes message")
+	editOp := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+	r.tap(alice, card, "Approve")
+	r.waitFor("the edit's outcome", func(*telegramtest.Server) bool { return r.operation(editOp).State == journal.Unknown })
+	if n := editsIn(r.srv, target); n != 1 {
+		t.Errorf("editMessageText calls = %d, want 1: an additive call is never repeated", n)
+	}
+	if e, _, err := r.vault.Get(editOp); err != nil || !e.Unresolved() {
+		t.Errorf("envelope = %+v, %v; want one for a person", e, err)
+	}
+}
+
+// Only a message this bot sent can be edited: an operation that delivered
+// nothing is refused before any card, and so is an edit to the same text.
+func TestOnlyAMessageThisBotSentIsEdited(t *testing.T) {
+	r := newRig(t, withEdits(""))
+	r.command(alice, "/edit op-nosuch1 new words")
+	r.replyContaining(alice, "no message this bot sent")
+	r.command(alice, "/send 222 as it is")
+	r.tap(alice, r.card(alice), "Approve")
+	sendOp := opIn(t, r.replyContaining(alice, "Sent op-").Text)
+	r.command(alice, "/edit "+sendOp+" as it is")
+	r.replyContaining(alice, "already reads so")
+	if n := editsIn(r.srv, target); n != 0 {
+		t.Errorf("editMessageText calls = %d, want none", n)
+	}
+}
+
+// editsIn counts the editMessageText calls in chat (the cards' own edits are in
+// the approvers' chats).
+func editsIn(s *telegramtest.Server, chat int64) int {
+	n := 0
+	for _, c := range s.CallsTo("editMessageText") {
+		if c.ChatID == chat {
+			n++
+		}
+	}
+	return n
+}

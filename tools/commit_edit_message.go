@@ -1,0 +1,167 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/verifier"
+)
+
+//go:embed commit_edit_message.md
+var editMessageDoc string
+
+// Edit is one edit of a message's text: the message, and what it will read.
+type Edit struct {
+	Target    string
+	MessageID int64
+	Text      string
+	ParseMode string
+}
+
+// Editor changes the text of a message this bot sent (Telegram's
+// editMessageText). Its errors are a Sender's, and ErrAlreadyDone when the
+// message already reads so.
+type Editor interface {
+	Edit(ctx context.Context, e Edit) (Delivery, error)
+}
+
+// EditMessage edits a message this bot sent. It is state-setting: the same edit
+// again sets the same text, so the operator settles an unknown outcome by
+// repeating it (policy.StateSetting). The card shows the text before and after.
+type EditMessage struct{ Editor Editor }
+
+var (
+	_ Classed = EditMessage{}
+	_ Reader  = EditMessage{}
+)
+
+// Name implements Tool.
+func (EditMessage) Name() string { return "commit_edit_message" }
+
+// Description implements Tool.
+func (EditMessage) Description() string { return editMessageDoc }
+
+// Params implements Tool.
+func (EditMessage) Params() Params {
+	return Params{Properties: map[string]any{
+		"operation_id": map[string]any{"type": "string", "description": "the operation that sent the message (op-…); or give chat_id and message_id"},
+		"chat_id":      map[string]any{"type": "string", "description": "the chat the message is in, as it was sent to"},
+		"message_id":   map[string]any{"type": "integer", "description": "the message's id in that chat"},
+		"text":         map[string]any{"type": "string", "description": "the exact new text; it replaces the message's text as given"},
+		"parse_mode":   map[string]any{"type": "string", "enum": []string{"HTML", "MarkdownV2"}, "description": "omit for plain text"},
+	}, Required: []string{"text"}}
+}
+
+// Idempotency implements Classed.
+func (EditMessage) Idempotency() policy.Idempotency { return policy.StateSetting }
+
+// errNeedsSent is Prepare's answer: an edit is prepared from what was sent.
+var errNeedsSent = errors.New("tools: commit_edit_message is prepared from what was sent (PrepareFrom)")
+
+// Prepare implements Tool; the operator calls PrepareFrom instead.
+func (EditMessage) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
+
+const editShape = `{"operation_id": "op-…", "text": "..."} or {"chat_id": "222", "message_id": 101, "text": "..."}`
+
+// PrepareFrom implements Reader. The message must be one the journal shows this
+// bot sent, named once (by operation, or by chat and message id), and the new
+// text must differ from what it reads now; the payload holds both.
+func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (Payload, error) {
+	in, err := readArgs(t.Name(), raw, editShape)
+	if err != nil {
+		return Payload{}, err
+	}
+	text, err := in.string("text", true)
+	if err != nil {
+		return Payload{}, err
+	}
+	mode, err := in.parseMode()
+	if err != nil {
+		return Payload{}, err
+	}
+	if err := in.checkText(text); err != nil {
+		return Payload{}, err
+	}
+	if n := verifier.Length(text, mode); n > MaxMessageUnits {
+		return Payload{}, in.refuse("an edit is one message: at most %d characters, got %d", MaxMessageUnits, n)
+	}
+	m, err := t.message(ctx, in, sent)
+	if err != nil {
+		return Payload{}, err
+	}
+	if m.Text == text && m.ParseMode == mode {
+		return Payload{}, in.refuse("message %d in chat %s already reads so: nothing to change", m.MessageID, m.Chat)
+	}
+	return Payload{Action: "edit_message", Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text}, nil
+}
+
+// message finds the message the arguments name, as it reads now.
+func (t EditMessage) message(ctx context.Context, in args, sent Sent) (SentMessage, error) {
+	opID, err := in.string("operation_id", false)
+	if err != nil {
+		return SentMessage{}, err
+	}
+	id, err := in.messageID("message_id")
+	if err != nil {
+		return SentMessage{}, err
+	}
+	var chat string
+	if in.value("chat_id") != nil {
+		if chat, err = in.chatID(); err != nil {
+			return SentMessage{}, err
+		}
+		if chat, err = policy.NormalizeTarget(chat); err != nil {
+			return SentMessage{}, in.refuse("chat_id %s is not a chat id or @username", in.value("chat_id"))
+		}
+	}
+	switch {
+	case opID != "" && (chat != "" || id != 0):
+		return SentMessage{}, in.refuse("name the message once: operation_id, or chat_id and message_id, not both")
+	case opID != "":
+		ms, err := sent.Operation(ctx, opID)
+		if err != nil {
+			return SentMessage{}, t.notSent(in, err, "operation "+opID)
+		}
+		if len(ms) != 1 {
+			return SentMessage{}, in.refuse("operation %s sent %d messages: edit each by chat_id and message_id", opID, len(ms))
+		}
+		chat, id = ms[0].Chat, ms[0].MessageID
+	case chat == "" || id == 0:
+		return SentMessage{}, in.refuse("name the message: operation_id, or chat_id and message_id")
+	}
+	m, err := sent.Message(ctx, chat, id)
+	if err != nil {
+		return SentMessage{}, t.notSent(in, err, fmt.Sprintf("message %d in chat %s", id, chat))
+	}
+	return m, nil
+}
+
+// notSent is the refusal of a message the journal does not show this bot sent,
+// or the error that kept it from telling.
+func (EditMessage) notSent(in args, err error, what string) error {
+	if errors.Is(err, ErrNotSentHere) {
+		return in.refuse("%s: no message this bot sent (only its own messages can be edited, once their sending is committed)", what)
+	}
+	return fmt.Errorf("tools: look up %s: %w", what, err)
+}
+
+// Commit implements Committer. A message that already reads so (ErrAlreadyDone,
+// with the evidence) is the edit landed, by this call or an earlier one.
+func (t EditMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
+	ev := Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}
+	d, err := t.Editor.Edit(ctx, Edit{Target: p.Target, MessageID: p.MessageID, Text: p.Text, ParseMode: p.ParseMode})
+	if err != nil {
+		if errors.Is(err, ErrAlreadyDone) {
+			return ev, err
+		}
+		return Evidence{}, err
+	}
+	if d.ChatID != "" {
+		ev.ChatID = d.ChatID
+	}
+	return ev, nil
+}
