@@ -59,7 +59,32 @@ func (o *Operator) writeEnvelope(ctx context.Context, id, why string) error {
 	if err != nil {
 		return err
 	}
-	return o.opts.Journal.SetEnvelope(ctx, id, path)
+	if err := o.opts.Journal.SetEnvelope(ctx, id, path); err != nil {
+		return err
+	}
+	return o.noteWhatCameMeanwhile(ctx, id)
+}
+
+// noteWhatCameMeanwhile brings a note just written up to the journal: a person
+// who resolved the operation while the note was being written (another replica,
+// a tap, bot vault resolve) found no note to resolve. It resolves the note as the
+// journal now says; the resolver looks at the note again after its own move
+// (resolve), so whichever of the two comes second sees the other.
+func (o *Operator) noteWhatCameMeanwhile(ctx context.Context, id string) error {
+	op, err := o.opts.Journal.Operation(ctx, id)
+	if err != nil || op.State == journal.Unknown {
+		return err
+	}
+	now := o.opts.Clock.Now()
+	if op.State == journal.Committed {
+		_, err = o.opts.Vault.Delivered(id, "the journal: resolved while its note was written", now)
+	} else {
+		_, err = o.opts.Vault.Resolve(id, false, "the journal: resolved while its note was written", now)
+	}
+	if errors.Is(err, vault.ErrAlreadyResolved) {
+		return nil
+	}
+	return err
 }
 
 // stale reports whether a note was written for an earlier attempt of op than its

@@ -170,6 +170,12 @@ func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by,
 	if err != nil {
 		return tools.Result{}, fmt.Errorf("operator: %w", err)
 	}
+	// A note written while this resolution was on its way (by the leader, which
+	// read the operation unknown) was not there to resolve before the move: it
+	// is now (see noteWhatCameMeanwhile).
+	if err := o.resolveEnvelope(opID, delivered, by); err != nil {
+		o.opts.Logger.Warn("the note written meanwhile was not resolved; the leader's reconcile or a person will", "op", opID, "err", err)
+	}
 	o.publishOutcome(ctx, opID, r)
 	return r, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ type fakeClock struct {
 	// onSleep, when set, runs at the start of every Sleep (a test ends the context
 	// there to stand for a process that dies while it waits).
 	onSleep func()
+	// onNow, when set, runs at the start of every Now: a test makes another
+	// process act at a point of this one's work.
+	onNow atomic.Pointer[func()]
 }
 
 func newClock() *fakeClock {
@@ -36,6 +40,9 @@ func newClock() *fakeClock {
 }
 
 func (c *fakeClock) Now() time.Time {
+	if f := c.onNow.Load(); f != nil {
+		(*f)()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now

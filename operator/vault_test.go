@@ -3,9 +3,11 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/countersign/countersign/envelope"
@@ -262,6 +264,62 @@ func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
 			}
 			if n := len(h.sender.Sent()); n != 2 {
 				t.Errorf("sends = %d, want 2 (the first, not delivered, and the retry)", n)
+			}
+		})
+	}
+}
+
+// A person may resolve an unknown outcome while its note is being written
+// (another replica's tap, `bot vault resolve`): the resolution finds no note to
+// resolve, and the note, written after, must not say unknown for an operation
+// the journal has resolved. Whichever comes second brings the note up to the
+// journal.
+func TestANoteWrittenAsAResolutionCameSaysWhatTheJournalSays(t *testing.T) {
+	for _, delivered := range []bool{true, false} {
+		t.Run(fmt.Sprint("delivered=", delivered), func(t *testing.T) {
+			h := newHarness(t, unknown).withVault()
+			ctx := context.Background()
+			_, opID := h.send("222", "resolved while its note is written")
+			// Another process: a journal and an operator of its own, on its own clock.
+			j, err := journal.Open(ctx, h.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { j.Close() })
+			beside, err := operator.New(operator.Options{Journal: j, Tools: mustRegistry(t, h), Policy: h.pol, Vault: h.vault})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fired atomic.Bool
+			resolveNow := func() {
+				// As soon as the outcome is journaled unknown, before its note is
+				// written: the resolver finds no note.
+				op, err := j.Operation(ctx, opID)
+				if err != nil || op.State != journal.Unknown || op.Envelope != "" || !fired.CompareAndSwap(false, true) {
+					return
+				}
+				if _, err := beside.Resolve(ctx, opID, delivered, "@bob"); err != nil {
+					t.Errorf("Resolve beside: %v", err)
+				}
+			}
+			h.clock.onNow.Store(&resolveNow)
+			h.op.Decide(ctx, h.approval(opID), approverID, true)
+			h.clock.onNow.Store(nil)
+			if !fired.Load() {
+				t.Fatal("the resolution never came between the unknown outcome and its note")
+			}
+
+			op, _ := h.j.Operation(ctx, opID)
+			e, _, err := h.vault.Get(opID)
+			if err != nil {
+				t.Fatalf("the note: %v", err)
+			}
+			want := envelope.StatusNotCommitted
+			if delivered {
+				want = envelope.StatusCommitted
+			}
+			if e.Status != want {
+				t.Errorf("journal %s, note %s; want the note to say %s", op.State, e.Status, want)
 			}
 		})
 	}
