@@ -316,8 +316,8 @@ func (s *Server) setWebhook(ctx context.Context, req *request) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.webhook = Webhook{URL: p["url"], SecretToken: p["secret_token"], AllowedUpdates: allowed, MaxConnections: int(conns)}
-	if cert, ok := p[fileKey("certificate")]; ok {
-		s.webhook.Certificate = []byte(cert)
+	if cert, ok := req.files["certificate"]; ok {
+		s.webhook.Certificate = cert.data
 	}
 	if allowed != nil {
 		s.queue.allowed = allowed

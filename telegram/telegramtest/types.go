@@ -90,6 +90,10 @@ type Call struct {
 	// Params holds the request fields: strings raw, other values as JSON
 	// text (chat_id=777, reply_markup={...}), as go-telegram/bot sends them.
 	Params map[string]string
+	// Uploads describes the multipart file parts, by field name (the
+	// attach:// name of a media group item); nil when there were none. The
+	// bytes themselves are not kept.
+	Uploads map[string]Upload
 	// ChatID is the chat the call addressed, 0 when there is none.
 	ChatID int64
 	// Time is when the call arrived, by the server clock.
@@ -110,7 +114,16 @@ type Call struct {
 
 func (c Call) clone() Call {
 	c.Params = maps.Clone(c.Params)
+	c.Uploads = maps.Clone(c.Uploads)
 	return c
+}
+
+// Upload is a file part of a call: the file name the client gave, the size
+// in bytes and the hex SHA-256 of the content.
+type Upload struct {
+	FileName string
+	Size     int
+	SHA256   string
 }
 
 // BotCommand is one entry of a setMyCommands call.
