@@ -20,6 +20,8 @@ var methods = map[string]methodFunc{
 	"getme":                  (*Server).getMe,
 	"getupdates":             (*Server).getUpdates,
 	"sendmessage":            (*Server).sendMessage,
+	"sendphoto":              (*Server).sendPhoto,
+	"senddocument":           (*Server).sendDocument,
 	"editmessagetext":        (*Server).editMessageText,
 	"editmessagereplymarkup": (*Server).editMessageReplyMarkup,
 	"deletemessage":          (*Server).deleteMessage,
@@ -100,22 +102,19 @@ func (s *Server) sendMessage(_ context.Context, req *request) reply {
 		replyTo, aerr = replyTarget(c, req.params["reply_parameters"])
 	}
 	if aerr == nil {
-		aerr = s.floodLocked(c.info.ID)
+		aerr = s.floodLocked(c.info.ID, 1)
 	}
 	if aerr != nil {
 		return aerr.reply()
 	}
 	m := &Message{
-		MessageID: c.nextID(), From: &s.bot, Chat: c.info, Date: s.now().Unix(),
 		Text: body.text, Entities: body.entities, ReplyMarkup: body.markup,
 		RawText: body.raw, ParseMode: body.parseMode, ReplyTo: replyTo,
+		Silent: boolParam(req.params, "disable_notification"),
 	}
-	c.messages = append(c.messages, m)
-	ref := msgRef{chatID: c.info.ID, messageID: m.MessageID}
-	s.chats.sent = append(s.chats.sent, ref)
-	s.notifyLocked()
+	ref := s.postLocked(c, m)
 	rep := okReply(m)
-	rep.committed = &ref
+	rep.committed = []msgRef{ref}
 	return rep
 }
 
@@ -208,7 +207,7 @@ func (s *Server) commitEditLocked(m *Message, markup json.RawMessage) reply {
 	m.Edits++
 	s.notifyLocked()
 	rep := okReply(m)
-	rep.committed = &msgRef{chatID: m.Chat.ID, messageID: m.MessageID}
+	rep.committed = []msgRef{{chatID: m.Chat.ID, messageID: m.MessageID}}
 	return rep
 }
 

@@ -45,8 +45,8 @@ type reply struct {
 	contentType string
 	body        []byte
 	description string
-	// committed names the message the call created or changed, if any.
-	committed *msgRef
+	// committed names the messages the call created or changed, if any.
+	committed []msgRef
 }
 
 type msgRef struct {
