@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // maxTextLen is the longest message text, in UTF-16 code units.
@@ -24,6 +25,14 @@ var methods = map[string]methodFunc{
 	"senddocument":           (*Server).sendDocument,
 	"editmessagetext":        (*Server).editMessageText,
 	"editmessagereplymarkup": (*Server).editMessageReplyMarkup,
+	"editmessagecaption":     (*Server).editMessageCaption,
+	"sendmediagroup":         (*Server).sendMediaGroup,
+	"sendpoll":               (*Server).sendPoll,
+	"copymessage":            (*Server).copyMessage,
+	"forwardmessage":         (*Server).forwardMessage,
+	"pinchatmessage":         (*Server).pinChatMessage,
+	"unpinchatmessage":       (*Server).unpinChatMessage,
+	"getchat":                (*Server).getChat,
 	"deletemessage":          (*Server).deleteMessage,
 	"answercallbackquery":    (*Server).answerCallbackQuery,
 	"sendchataction":         (*Server).sendChatAction,
@@ -140,7 +149,8 @@ func replyTarget(c *chatState, raw string) (int, *apiError) {
 	return 0, new(badRequest("message to be replied not found"))
 }
 
-// editTargetLocked finds the bot message an edit names.
+// editTargetLocked finds the bot message an edit names. Messages users
+// wrote and forwarded copies cannot be edited.
 func (s *Server) editTargetLocked(p map[string]string) (*Message, *apiError) {
 	if p["inline_message_id"] != "" {
 		return nil, new(badRequest("MESSAGE_ID_INVALID"))
@@ -153,9 +163,12 @@ func (s *Server) editTargetLocked(p map[string]string) (*Message, *apiError) {
 	if !ok || id == 0 {
 		return nil, new(badRequest("message identifier is not specified"))
 	}
-	m := c.message(int(id))
-	if m == nil || m.Deleted {
+	m := c.lookup(int(id))
+	switch {
+	case m == nil:
 		return nil, new(badRequest("message to edit not found"))
+	case m.Incoming || m.ForwardOrigin != nil:
+		return nil, new(badRequest("message can't be edited"))
 	}
 	return m, nil
 }
@@ -168,6 +181,9 @@ func (s *Server) editMessageText(_ context.Context, req *request) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, aerr := s.editTargetLocked(req.params)
+	if aerr == nil && m.Text == "" {
+		aerr = new(badRequest("there is no text in the message to edit"))
+	}
 	if aerr == nil {
 		aerr = checkText(body.text, badRequest("MESSAGE_TOO_LONG"))
 	}
@@ -180,6 +196,34 @@ func (s *Server) editMessageText(_ context.Context, req *request) reply {
 	}
 	m.Text, m.Entities, m.RawText, m.ParseMode = body.text, body.entities, body.raw, body.parseMode
 	return s.commitEditLocked(m, body.markup)
+}
+
+// editMessageCaption changes the caption of a photo or document; the same
+// caption, entities and keyboard again is "message is not modified".
+func (s *Server) editMessageCaption(_ context.Context, req *request) reply {
+	body, aerr := readCaption(req.params)
+	if aerr != nil {
+		return aerr.reply()
+	}
+	markup, aerr := parseMarkup(req.params["reply_markup"])
+	if aerr != nil {
+		return aerr.reply()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, aerr := s.editTargetLocked(req.params)
+	if aerr == nil && m.Photo == nil && m.Document == nil {
+		aerr = new(badRequest("there is no caption in the message to edit"))
+	}
+	if aerr == nil && m.Caption == body.text && slices.Equal(m.CaptionEntities, body.entities) &&
+		bytes.Equal(m.ReplyMarkup, markup) {
+		aerr = new(notModified())
+	}
+	if aerr != nil {
+		return aerr.reply()
+	}
+	m.Caption, m.CaptionEntities, m.RawText, m.ParseMode = body.text, body.entities, body.raw, body.parseMode
+	return s.commitEditLocked(m, markup)
 }
 
 func (s *Server) editMessageReplyMarkup(_ context.Context, req *request) reply {
@@ -211,6 +255,14 @@ func (s *Server) commitEditLocked(m *Message, markup json.RawMessage) reply {
 	return rep
 }
 
+// deleteWindow is how long a message can be deleted for everyone in a group.
+const deleteWindow = 48 * time.Hour
+
+// deleteMessage deletes a bot message, or a message a user wrote in a private
+// chat. In groups and supergroups, where the fake gives the bot no admin
+// rights, a bot message older than 48 hours can no longer be deleted for
+// everyone, and other people's messages not at all; private chats have no
+// such limit for the bot (it deletes its side).
 func (s *Server) deleteMessage(_ context.Context, req *request) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -219,9 +271,15 @@ func (s *Server) deleteMessage(_ context.Context, req *request) reply {
 		return aerr.reply()
 	}
 	id, _ := intParam(req.params, "message_id", 0)
-	m := c.message(int(id))
-	if m == nil || m.Deleted {
+	m := c.lookup(int(id))
+	group := c.info.Type == "group" || c.info.Type == "supergroup"
+	switch {
+	case m == nil:
 		return badRequest("message to delete not found").reply()
+	case group && m.Incoming:
+		return badRequest("message can't be deleted").reply()
+	case group && s.now().Sub(time.Unix(m.Date, 0)) >= deleteWindow:
+		return badRequest("message can't be deleted for everyone").reply()
 	}
 	m.Deleted = true
 	s.notifyLocked()
