@@ -48,7 +48,7 @@ func (s *Server) copyMessage(_ context.Context, req *request) reply {
 	m := new(Message)
 	if aerr == nil {
 		m = repost(src)
-		if _, given := p["caption"]; given && m.Text == "" {
+		if _, given := p["caption"]; given && (m.Photo != nil || m.Document != nil) {
 			var cap caption
 			cap, aerr = readCaption(p)
 			m.Caption, m.CaptionEntities, m.RawText, m.ParseMode = cap.text, cap.entities, cap.raw, cap.parseMode

@@ -7,10 +7,12 @@
 // bot.WithServerURL(srv.URL()).
 //
 // The server keeps the state a bot can observe: the messages it sent (with
-// per-chat message ids), the update queue behind getUpdates long polling and
-// its offset confirmation (or, while a webhook is set, delivered by
-// DeliverWebhook to one or several receivers), webhook, commands and callback
-// query answers. ClientURL tells apart the calls of processes sharing a server.
+// per-chat message ids; text, photos and documents, albums, polls, copies and
+// forwards), the messages users wrote, pins, the files it issued ids for
+// (uploads are logged by size and SHA-256, not kept in the call log), the
+// update queue behind getUpdates long polling and its offset confirmation
+// (or, while a webhook is set, delivered by DeliverWebhook to one or several
+// receivers), webhook, commands and callback query answers. ClientURL tells apart the calls of processes sharing a server.
 // Tests push updates, inject faults (error replies, delays, dropped or hung
 // connections), optionally turn on Telegram's flood limits, and wait for
 // conditions with WaitFor instead of sleeping.
