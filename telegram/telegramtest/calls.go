@@ -2,6 +2,7 @@ package telegramtest
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -11,12 +12,16 @@ import (
 // run the method, write the reply.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	method, client, rep := s.route(r.URL.Path)
-	params, err := readParams(r)
-	if rep == nil && err != nil {
+	params, files, err := readParams(r)
+	switch {
+	case rep != nil:
+	case errors.Is(err, errBodyTooLarge):
+		rep = new(errEntityTooLarge.reply())
+	case err != nil:
 		e := badRequest("can't parse request body")
 		rep = new(e.reply())
 	}
-	req := s.beginCall(method, client, params)
+	req := s.beginCall(method, client, params, files)
 	if rep != nil {
 		writeReply(w, *rep)
 		s.finishCall(req, rep.status, rep.description)
@@ -110,20 +115,28 @@ func dropConnection(w http.ResponseWriter) {
 }
 
 // beginCall records the call and returns its request.
-func (s *Server) beginCall(method, client string, params map[string]string) *request {
+func (s *Server) beginCall(method, client string, params map[string]string, files map[string]upload) *request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	req := &request{method: method, params: params, seq: len(s.calls) + 1}
+	req := &request{method: method, params: params, files: files, seq: len(s.calls) + 1}
 	if method != "" {
 		req.chatID = s.chats.idOf(params["chat_id"])
 	}
+	var uploads map[string]Upload
+	for field, f := range files {
+		if uploads == nil {
+			uploads = map[string]Upload{}
+		}
+		uploads[field] = f.record()
+	}
 	s.calls = append(s.calls, Call{
-		Seq:    req.seq,
-		Method: method,
-		Client: client,
-		Params: params,
-		ChatID: req.chatID,
-		Time:   s.now(),
+		Seq:     req.seq,
+		Method:  method,
+		Client:  client,
+		Params:  params,
+		Uploads: uploads,
+		ChatID:  req.chatID,
+		Time:    s.now(),
 	})
 	s.notifyLocked()
 	return req

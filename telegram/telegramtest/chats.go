@@ -15,6 +15,8 @@ type chatState struct {
 	migratedTo int64
 	lastID     int // last message_id used in the chat, by anyone
 	messages   []*Message
+	incoming   []*Message // what users wrote (PushMessage)
+	pinned     []int      // pinned message ids, the latest last
 }
 
 // chatBook holds every chat the server has seen.
@@ -226,17 +228,43 @@ func (s *Server) Message(chatID int64, messageID int) (Message, bool) {
 	return m.clone(), true
 }
 
-// replyLost marks a committed message whose call got no response.
-func (s *Server) replyLost(ref *msgRef) {
-	if ref == nil {
-		return
-	}
+// replyLost marks committed messages whose call got no response.
+func (s *Server) replyLost(refs []msgRef) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c := s.chats.chats[ref.chatID]; c != nil {
-		if m := c.message(ref.messageID); m != nil {
-			m.ReplyLost = true
-			s.notifyLocked()
+	for _, ref := range refs {
+		if c := s.chats.chats[ref.chatID]; c != nil {
+			if m := c.message(ref.messageID); m != nil {
+				m.ReplyLost = true
+				s.notifyLocked()
+			}
 		}
 	}
+}
+
+// postLocked stamps m as the bot's next message in c and records it.
+func (s *Server) postLocked(c *chatState, m *Message) msgRef {
+	m.MessageID, m.From, m.Chat, m.Date = c.nextID(), &s.bot, c.info, s.now().Unix()
+	c.messages = append(c.messages, m)
+	ref := msgRef{chatID: c.info.ID, messageID: m.MessageID}
+	s.chats.sent = append(s.chats.sent, ref)
+	s.notifyLocked()
+	return ref
+}
+
+// lookup finds a message the server knows in c: the bot's, or one a user
+// wrote; nil when there is none or it was deleted.
+func (c *chatState) lookup(id int) *Message {
+	m := c.message(id)
+	if m == nil {
+		for _, in := range c.incoming {
+			if in.MessageID == id {
+				m = in
+			}
+		}
+	}
+	if m == nil || m.Deleted {
+		return nil
+	}
+	return m
 }

@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-// FloodLimits emulates Telegram's flood control on sendMessage (Bots FAQ,
+// FloodLimits emulates Telegram's flood control on the methods that post
+// messages (sendMessage, sendPhoto, sendDocument, sendPoll, copyMessage,
+// forwardMessage; a sendMediaGroup counts as its items) (Bots FAQ,
 // "Broadcasting to users"): about 30 messages per second overall, about
 // one per second in a chat after a short burst, and at most 20 per minute
 // in a group or channel (chat id < 0). A message over a limit is refused
@@ -87,9 +89,11 @@ func newLimiter(f FloodLimits) *limiter {
 	return &limiter{limits: f.withDefaults(), chats: map[int64]*bucket{}, groups: map[int64]*window{}}
 }
 
-// admit takes one message for chatID at now, or returns how long the
-// sender must wait when a limit is reached (nothing is taken then).
-func (l *limiter) admit(chatID int64, now time.Time) time.Duration {
+// admit takes n messages for chatID at now, or returns how long the sender
+// must wait when a limit is reached (nothing is taken then). A batch (a media
+// group) goes through when one message would, and all its items are charged:
+// the buckets go into debt, so what follows waits longer.
+func (l *limiter) admit(chatID int64, now time.Time, n int) time.Duration {
 	chat := l.chats[chatID]
 	if chat == nil {
 		chat = &bucket{}
@@ -110,20 +114,22 @@ func (l *limiter) admit(chatID int64, now time.Time) time.Duration {
 	if wait > 0 {
 		return wait
 	}
-	l.global.tokens--
-	chat.tokens--
-	if group != nil {
-		group.times = append(group.times, now)
+	l.global.tokens -= float64(n)
+	chat.tokens -= float64(n)
+	for range n {
+		if group != nil {
+			group.times = append(group.times, now)
+		}
 	}
 	return 0
 }
 
-// floodLocked applies the flood limits to one message for chatID.
-func (s *Server) floodLocked(chatID int64) *apiError {
+// floodLocked applies the flood limits to n messages for chatID.
+func (s *Server) floodLocked(chatID int64, n int) *apiError {
 	if s.limiter == nil {
 		return nil
 	}
-	wait := s.limiter.admit(chatID, s.now())
+	wait := s.limiter.admit(chatID, s.now(), n)
 	if wait <= 0 {
 		return nil
 	}

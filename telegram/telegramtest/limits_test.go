@@ -102,3 +102,28 @@ func TestFloodLimitOffByDefault(t *testing.T) {
 		t.Errorf("retry_after per send = %v, want all accepted", got)
 	}
 }
+
+func TestFloodLimitCountsEveryPostingMethod(t *testing.T) {
+	clock := newClock()
+	srv := telegramtest.NewServer(t, telegramtest.Options{Now: clock.Now, Flood: &telegramtest.FloodLimits{}})
+	b, _ := newBot(t, srv, 3*time.Second)
+	ctx := context.Background()
+	first, err := b.SendPoll(ctx, &bot.SendPollParams{ChatID: 222, Question: "Q?", Options: options("a", "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: 222, Document: upload("a.txt", []byte("a"))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CopyMessage(ctx, &bot.CopyMessageParams{ChatID: 222, FromChatID: 222, MessageID: first.ID}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.ForwardMessage(ctx, &bot.ForwardMessageParams{ChatID: 222, FromChatID: 222, MessageID: first.ID})
+	var tmr *bot.TooManyRequestsError
+	if !errors.As(err, &tmr) || tmr.RetryAfter != 1 {
+		t.Errorf("4th message in the chat's burst: %v, want retry after 1", err)
+	}
+	if got, want := srv.FloodRejections(), 1; got != want {
+		t.Errorf("FloodRejections = %d, want %d", got, want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // maxTextLen is the longest message text, in UTF-16 code units.
@@ -20,8 +21,18 @@ var methods = map[string]methodFunc{
 	"getme":                  (*Server).getMe,
 	"getupdates":             (*Server).getUpdates,
 	"sendmessage":            (*Server).sendMessage,
+	"sendphoto":              (*Server).sendPhoto,
+	"senddocument":           (*Server).sendDocument,
 	"editmessagetext":        (*Server).editMessageText,
 	"editmessagereplymarkup": (*Server).editMessageReplyMarkup,
+	"editmessagecaption":     (*Server).editMessageCaption,
+	"sendmediagroup":         (*Server).sendMediaGroup,
+	"sendpoll":               (*Server).sendPoll,
+	"copymessage":            (*Server).copyMessage,
+	"forwardmessage":         (*Server).forwardMessage,
+	"pinchatmessage":         (*Server).pinChatMessage,
+	"unpinchatmessage":       (*Server).unpinChatMessage,
+	"getchat":                (*Server).getChat,
 	"deletemessage":          (*Server).deleteMessage,
 	"answercallbackquery":    (*Server).answerCallbackQuery,
 	"sendchataction":         (*Server).sendChatAction,
@@ -100,22 +111,19 @@ func (s *Server) sendMessage(_ context.Context, req *request) reply {
 		replyTo, aerr = replyTarget(c, req.params["reply_parameters"])
 	}
 	if aerr == nil {
-		aerr = s.floodLocked(c.info.ID)
+		aerr = s.floodLocked(c.info.ID, 1)
 	}
 	if aerr != nil {
 		return aerr.reply()
 	}
 	m := &Message{
-		MessageID: c.nextID(), From: &s.bot, Chat: c.info, Date: s.now().Unix(),
 		Text: body.text, Entities: body.entities, ReplyMarkup: body.markup,
 		RawText: body.raw, ParseMode: body.parseMode, ReplyTo: replyTo,
+		Silent: boolParam(req.params, "disable_notification"),
 	}
-	c.messages = append(c.messages, m)
-	ref := msgRef{chatID: c.info.ID, messageID: m.MessageID}
-	s.chats.sent = append(s.chats.sent, ref)
-	s.notifyLocked()
+	ref := s.postLocked(c, m)
 	rep := okReply(m)
-	rep.committed = &ref
+	rep.committed = []msgRef{ref}
 	return rep
 }
 
@@ -141,7 +149,8 @@ func replyTarget(c *chatState, raw string) (int, *apiError) {
 	return 0, new(badRequest("message to be replied not found"))
 }
 
-// editTargetLocked finds the bot message an edit names.
+// editTargetLocked finds the bot message an edit names. Messages users
+// wrote and forwarded copies cannot be edited.
 func (s *Server) editTargetLocked(p map[string]string) (*Message, *apiError) {
 	if p["inline_message_id"] != "" {
 		return nil, new(badRequest("MESSAGE_ID_INVALID"))
@@ -154,9 +163,12 @@ func (s *Server) editTargetLocked(p map[string]string) (*Message, *apiError) {
 	if !ok || id == 0 {
 		return nil, new(badRequest("message identifier is not specified"))
 	}
-	m := c.message(int(id))
-	if m == nil || m.Deleted {
+	m := c.lookup(int(id))
+	switch {
+	case m == nil:
 		return nil, new(badRequest("message to edit not found"))
+	case m.Incoming || m.ForwardOrigin != nil:
+		return nil, new(badRequest("message can't be edited"))
 	}
 	return m, nil
 }
@@ -169,6 +181,9 @@ func (s *Server) editMessageText(_ context.Context, req *request) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, aerr := s.editTargetLocked(req.params)
+	if aerr == nil && m.Text == "" {
+		aerr = new(badRequest("there is no text in the message to edit"))
+	}
 	if aerr == nil {
 		aerr = checkText(body.text, badRequest("MESSAGE_TOO_LONG"))
 	}
@@ -181,6 +196,34 @@ func (s *Server) editMessageText(_ context.Context, req *request) reply {
 	}
 	m.Text, m.Entities, m.RawText, m.ParseMode = body.text, body.entities, body.raw, body.parseMode
 	return s.commitEditLocked(m, body.markup)
+}
+
+// editMessageCaption changes the caption of a photo or document; the same
+// caption, entities and keyboard again is "message is not modified".
+func (s *Server) editMessageCaption(_ context.Context, req *request) reply {
+	body, aerr := readCaption(req.params)
+	if aerr != nil {
+		return aerr.reply()
+	}
+	markup, aerr := parseMarkup(req.params["reply_markup"])
+	if aerr != nil {
+		return aerr.reply()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, aerr := s.editTargetLocked(req.params)
+	if aerr == nil && m.Photo == nil && m.Document == nil {
+		aerr = new(badRequest("there is no caption in the message to edit"))
+	}
+	if aerr == nil && m.Caption == body.text && slices.Equal(m.CaptionEntities, body.entities) &&
+		bytes.Equal(m.ReplyMarkup, markup) {
+		aerr = new(notModified())
+	}
+	if aerr != nil {
+		return aerr.reply()
+	}
+	m.Caption, m.CaptionEntities, m.RawText, m.ParseMode = body.text, body.entities, body.raw, body.parseMode
+	return s.commitEditLocked(m, markup)
 }
 
 func (s *Server) editMessageReplyMarkup(_ context.Context, req *request) reply {
@@ -208,10 +251,18 @@ func (s *Server) commitEditLocked(m *Message, markup json.RawMessage) reply {
 	m.Edits++
 	s.notifyLocked()
 	rep := okReply(m)
-	rep.committed = &msgRef{chatID: m.Chat.ID, messageID: m.MessageID}
+	rep.committed = []msgRef{{chatID: m.Chat.ID, messageID: m.MessageID}}
 	return rep
 }
 
+// deleteWindow is how long a message can be deleted for everyone in a group.
+const deleteWindow = 48 * time.Hour
+
+// deleteMessage deletes a bot message, or a message a user wrote in a private
+// chat. In groups and supergroups, where the fake gives the bot no admin
+// rights, a bot message older than 48 hours can no longer be deleted for
+// everyone, and other people's messages not at all; private chats have no
+// such limit for the bot (it deletes its side).
 func (s *Server) deleteMessage(_ context.Context, req *request) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,9 +271,15 @@ func (s *Server) deleteMessage(_ context.Context, req *request) reply {
 		return aerr.reply()
 	}
 	id, _ := intParam(req.params, "message_id", 0)
-	m := c.message(int(id))
-	if m == nil || m.Deleted {
+	m := c.lookup(int(id))
+	group := c.info.Type == "group" || c.info.Type == "supergroup"
+	switch {
+	case m == nil:
 		return badRequest("message to delete not found").reply()
+	case group && m.Incoming:
+		return badRequest("message can't be deleted").reply()
+	case group && s.now().Sub(time.Unix(m.Date, 0)) >= deleteWindow:
+		return badRequest("message can't be deleted for everyone").reply()
 	}
 	m.Deleted = true
 	s.notifyLocked()
@@ -316,8 +373,8 @@ func (s *Server) setWebhook(ctx context.Context, req *request) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.webhook = Webhook{URL: p["url"], SecretToken: p["secret_token"], AllowedUpdates: allowed, MaxConnections: int(conns)}
-	if cert, ok := p[fileKey("certificate")]; ok {
-		s.webhook.Certificate = []byte(cert)
+	if cert, ok := req.files["certificate"]; ok {
+		s.webhook.Certificate = cert.data
 	}
 	if allowed != nil {
 		s.queue.allowed = allowed

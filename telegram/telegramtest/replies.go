@@ -45,8 +45,8 @@ type reply struct {
 	contentType string
 	body        []byte
 	description string
-	// committed names the message the call created or changed, if any.
-	committed *msgRef
+	// committed names the messages the call created or changed, if any.
+	committed []msgRef
 }
 
 type msgRef struct {
@@ -102,6 +102,11 @@ var (
 	errTooMany        = fixtureError("error_429_too_many_requests.json")
 	errBadGateway     = fixtureError("error_502_bad_gateway.json")
 	errNotFound       = apiError{Code: http.StatusNotFound, Description: "Not Found"}
+	// errEntityTooLarge is what the Bot API answers to an upload over its
+	// limits (reported by teloxide, telegraf and botgram users as JSON 413
+	// "Request Entity Too Large"; nginx in front of it answers bodies far over
+	// the limit with an HTML page of the same status).
+	errEntityTooLarge = apiError{Code: http.StatusRequestEntityTooLarge, Description: "Request Entity Too Large"}
 
 	nginx502Status, nginx502Body = fixtureHTTP("http_502_nginx_html.txt")
 )

@@ -2,6 +2,8 @@ package telegramtest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,8 +23,22 @@ const maxBody = 64 << 20
 type request struct {
 	method string // as in the path
 	params map[string]string
-	chatID int64 // chat_id when it names a chat, else 0
-	seq    int   // index of the Call record + 1
+	files  map[string]upload // multipart file parts, by field name
+	chatID int64             // chat_id when it names a chat, else 0
+	seq    int               // index of the Call record + 1
+}
+
+// upload is one multipart file part: the file name the client gave and the
+// bytes. Only its size and digest reach the call log.
+type upload struct {
+	name string
+	data []byte
+}
+
+// record describes an upload for the call log.
+func (u upload) record() Upload {
+	sum := sha256.Sum256(u.data)
+	return Upload{FileName: u.name, Size: len(u.data), SHA256: hex.EncodeToString(sum[:])}
 }
 
 // route splits "/bot<token>/<method>", or "/<client>/bot<token>/<method>" (a
@@ -60,34 +76,44 @@ func (s *Server) routeBot(path string) (string, *reply) {
 	return method, nil
 }
 
+// errBodyTooLarge is a request body over maxBody.
+var errBodyTooLarge = errors.New("request body too large")
+
 // readParams collects the call's parameters from the query string and from
-// a multipart, urlencoded or JSON body. An empty body is no parameters,
-// whatever its Content-Type says (go-telegram/bot sends getMe that way).
-func readParams(r *http.Request) (map[string]string, error) {
+// a multipart, urlencoded or JSON body, and the file parts of a multipart one.
+// An empty body is no parameters, whatever its Content-Type says
+// (go-telegram/bot sends getMe that way).
+func readParams(r *http.Request) (map[string]string, map[string]upload, error) {
 	params := map[string]string{}
+	files := map[string]upload{}
 	for k, v := range r.URL.Query() {
 		params[k] = v[0]
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("read body: %w", err)
+		return nil, nil, fmt.Errorf("read body: %w", err)
+	}
+	if len(body) > maxBody {
+		return params, files, errBodyTooLarge
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return params, nil
+		return params, files, nil
 	}
 	mediaType, mp, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mediaType {
 	case "multipart/form-data":
-		err = readMultipart(body, mp["boundary"], params)
+		err = readMultipart(body, mp["boundary"], params, files)
 	case "application/x-www-form-urlencoded":
 		err = readURLEncoded(body, params)
 	case "application/json":
 		err = readJSON(body, params)
 	}
-	return params, err
+	return params, files, err
 }
 
-func readMultipart(body []byte, boundary string, params map[string]string) error {
+// readMultipart keeps file parts (those with a file name) apart from the
+// other fields: a field name refers to them as attach://<field name>.
+func readMultipart(body []byte, boundary string, params map[string]string, files map[string]upload) error {
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	for {
 		part, err := mr.NextPart()
@@ -102,8 +128,7 @@ func readMultipart(body []byte, boundary string, params map[string]string) error
 			return fmt.Errorf("multipart body: %w", err)
 		}
 		if name := part.FileName(); name != "" {
-			params[part.FormName()] = "attach://" + name
-			params[fileKey(part.FormName())] = string(value)
+			files[part.FormName()] = upload{name: name, data: value}
 			continue
 		}
 		params[part.FormName()] = string(value)
@@ -166,7 +191,3 @@ func stringList(v string) ([]string, error) {
 	}
 	return list, nil
 }
-
-// fileKey is where readParams keeps the content of an uploaded file field; the
-// field's own key holds "attach://<file name>", as the Bot API reads it.
-func fileKey(field string) string { return "@" + field }

@@ -7,10 +7,12 @@
 // bot.WithServerURL(srv.URL()).
 //
 // The server keeps the state a bot can observe: the messages it sent (with
-// per-chat message ids), the update queue behind getUpdates long polling and
-// its offset confirmation (or, while a webhook is set, delivered by
-// DeliverWebhook to one or several receivers), webhook, commands and callback
-// query answers. ClientURL tells apart the calls of processes sharing a server.
+// per-chat message ids; text, photos and documents, albums, polls, copies and
+// forwards), the messages users wrote, pins, the files it issued ids for
+// (uploads are logged by size and SHA-256, not kept in the call log), the
+// update queue behind getUpdates long polling and its offset confirmation
+// (or, while a webhook is set, delivered by DeliverWebhook to one or several
+// receivers), webhook, commands and callback query answers. ClientURL tells apart the calls of processes sharing a server.
 // Tests push updates, inject faults (error replies, delays, dropped or hung
 // connections), optionally turn on Telegram's flood limits, and wait for
 // conditions with WaitFor instead of sleeping.
@@ -61,7 +63,8 @@ type Options struct {
 	// MigratedChats maps a group to the supergroup it became; calls to the
 	// group answer 400 with parameters.migrate_to_chat_id.
 	MigratedChats map[int64]int64
-	// Flood turns on Telegram's flood limits for sendMessage. Nil is off.
+	// Flood turns on Telegram's flood limits for the methods that post
+	// messages. Nil is off.
 	Flood *FloodLimits
 	// Now is the server clock for message dates, flood limits and callback
 	// query expiry. Nil means time.Now. Long polling and injected delays
@@ -72,6 +75,9 @@ type Options struct {
 	// CallbackQueryTTL, when positive, makes answerCallbackQuery fail with
 	// "query is too old" for queries older than this.
 	CallbackQueryTTL time.Duration
+	// Uploads bounds uploaded photos and documents; zero fields take the
+	// Bot API's limits (10 MB and 50 MB).
+	Uploads UploadLimits
 	// Logf, when set, receives one line per call. The token is never part
 	// of it.
 	Logf func(format string, args ...any)
@@ -100,6 +106,10 @@ type Server struct {
 	queryTTL time.Duration
 	answers  []CallbackAnswer
 	limiter  *limiter
+	files    map[string]*storedFile // by file_id
+	urls     map[string][]byte      // SetURLContent
+	uploads  UploadLimits
+	polls    int
 	tooMany  int
 	rejected int
 	conns    atomic.Int64
@@ -140,6 +150,9 @@ func newServer(opts Options) *Server {
 		changed:  make(chan struct{}),
 		queries:  map[string]time.Time{},
 		queryTTL: opts.CallbackQueryTTL,
+		files:    map[string]*storedFile{},
+		urls:     map[string][]byte{},
+		uploads:  opts.Uploads.withDefaults(),
 	}
 	if s.token == "" {
 		s.token = DefaultToken

@@ -63,7 +63,7 @@ func TestUnknownMethodIsNotFound(t *testing.T) {
 	if !errors.Is(err, bot.ErrorNotFound) {
 		t.Errorf("sendDice: got %v, want ErrorNotFound", err)
 	}
-	got := post(t, srv, "sendPhoto", url.Values{"chat_id": {"1"}})
+	got := post(t, srv, "sendVideoNote", url.Values{"chat_id": {"1"}})
 	if got.Status != 404 || got.ErrorCode != 404 || got.Description != "Not Found" {
 		t.Errorf("reply = %+v, want 404 Not Found", got)
 	}

@@ -395,6 +395,11 @@ func (s *Server) PushMessage(userID, chatID int64, text string) int64 {
 		cmd := strings.Fields(text)[0]
 		msg.Entities = []Entity{{Type: "bot_command", Offset: 0, Length: utf16Len(cmd)}}
 	}
+	from := msg.From
+	c.incoming = append(c.incoming, &Message{
+		MessageID: msg.MessageID, From: &from, Chat: msg.Chat, Date: msg.Date,
+		Text: msg.Text, Entities: msg.Entities, Incoming: true,
+	})
 	return s.pushLocked("message", msg)
 }
 
