@@ -96,7 +96,7 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	switch c.Name {
-	case "send", "publish", "draft", "edit":
+	case "send", "publish", "draft", "edit", "delete":
 		return h.call(ctx, req, c)
 	case "ops":
 		return h.list(ctx, journal.Filter{Limit: 10}, "No operations yet.")
@@ -134,13 +134,15 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 
 func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, error) {
 	tool := map[string]string{"send": "commit_send_message", "publish": "commit_publish_post", "draft": "prepare_reply",
-		"edit": "commit_edit_message"}[c.Name]
+		"edit": "commit_edit_message", "delete": "commit_delete_message"}[c.Name]
 	args, _ := json.Marshal(map[string]string{"chat_id": c.Target, "text": c.Text})
 	switch c.Name {
 	case "draft":
 		args, _ = json.Marshal(map[string]string{"text": c.Text})
 	case "edit":
 		args, _ = json.Marshal(map[string]string{"operation_id": c.OpID, "text": c.Text})
+	case "delete":
+		args, _ = json.Marshal(map[string]string{"operation_id": c.OpID})
 	}
 	// The task and its call are journaled in one transaction: a crash before it
 	// leaves nothing, and the replay starts afresh.
@@ -332,6 +334,10 @@ func Describe(r tools.Result) string {
 		return fmt.Sprintf("%s is waiting for approval.", r.OperationID)
 	case r.Status == tools.StatusSucceeded && r.Draft != "":
 		return fmt.Sprintf("Draft %s (nothing sent):\n%s", r.OperationID, r.Draft)
+	case r.Status == tools.StatusSucceeded && r.Evidence != nil && r.Action == "edit_message":
+		return fmt.Sprintf("Edited message %s in %s (%s).", ids(r.Evidence.MessageIDs), r.Evidence.ChatID, r.OperationID)
+	case r.Status == tools.StatusSucceeded && r.Evidence != nil && r.Action == "delete_message":
+		return fmt.Sprintf("Deleted message %s in %s (%s).", ids(r.Evidence.MessageIDs), r.Evidence.ChatID, r.OperationID)
 	case r.Status == tools.StatusSucceeded && r.Evidence != nil:
 		return fmt.Sprintf("Sent %s to %s (message %s).", r.OperationID, r.Evidence.ChatID, ids(r.Evidence.MessageIDs))
 	case r.Status == tools.StatusSucceeded:

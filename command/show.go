@@ -120,9 +120,9 @@ func Links(links []verifier.Link) string {
 const beforeShown = 1000
 
 // Change is what an approver must know of a payload that changes a message
-// already in the world (an edit): which message, and what it reads now, so
-// that the text shown under it reads as the after. "" for a payload that adds a
-// message. A current text longer than a card can hold is cut, and the cut said.
+// already in the world (an edit, a delete): which message, and what it reads
+// now, so that the text shown under it reads as the after (an edit has one, a
+// delete none). "" for a payload that adds a message. A current text longer than a card can hold is cut, and the cut said.
 func Change(p tools.Payload) string {
 	if p.MessageID == 0 {
 		return ""
@@ -131,9 +131,16 @@ func Change(p tools.Payload) string {
 	if r := []rune(before); len(r) > beforeShown {
 		before, more = string(r[:beforeShown]), len(r)-beforeShown
 	}
-	s := fmt.Sprintf("Changes message %d in %s. It reads now:\n%s", p.MessageID, p.Target, Visible(before))
+	verb := "Changes"
+	if p.Text == "" {
+		verb = "Deletes, for everyone,"
+	}
+	s := fmt.Sprintf("%s message %d in %s. It reads now:\n%s", verb, p.MessageID, p.Target, Visible(before))
 	if more > 0 {
 		s += fmt.Sprintf("… (%d more characters not shown)", more)
+	}
+	if p.Text == "" {
+		return s
 	}
 	return s + "\nIt will read:"
 }

@@ -63,6 +63,16 @@ func (p *Printer) Edit(ctx context.Context, e tools.Edit) (tools.Delivery, error
 	return tools.Delivery{ChatID: e.Target, MessageID: e.MessageID}, nil
 }
 
+// Delete implements tools.Deleter: the console says which message is gone.
+func (p *Printer) Delete(ctx context.Context, target string, messageID int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := fmt.Fprintf(p.out, "→ deleted message %d in %s\n", messageID, target); err != nil {
+		return fmt.Errorf("console: %w: %w", tools.ErrNotSent, err)
+	}
+	return nil
+}
+
 // Console reads commands from In and writes replies to Out.
 type Console struct {
 	Handler *command.Handler
@@ -305,7 +315,9 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 	if change := command.Change(p); change != "" {
 		fmt.Fprintln(c.Out, indent(change))
 	}
-	fmt.Fprintln(c.Out, indent(command.Visible(p.Text)))
+	if p.Text != "" {
+		fmt.Fprintln(c.Out, indent(command.Visible(p.Text)))
+	}
 	if note := command.EscapesNote(p.Text, true); note != "" {
 		fmt.Fprintln(c.Out, "  "+note)
 	}

@@ -160,7 +160,7 @@ func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by,
 	case delivered:
 		m.To, m.Reason = journal.Committed, reason+": delivered"
 		r = tools.Result{Status: tools.StatusSucceeded, OperationID: opID, SideEffect: tools.SideEffectCommitted,
-			NextAction: tools.NextNone, Evidence: op.Evidence, Reason: "resolved delivered by " + by}
+			NextAction: tools.NextNone, Evidence: op.Evidence, Reason: "resolved delivered by " + by, Action: op.Payload.Action}
 	}
 	m.Result = &r
 	err = o.opts.Journal.Move(ctx, opID, m)

@@ -107,6 +107,17 @@ func (s *scriptSender) Send(ctx context.Context, m tools.Message) (tools.Deliver
 	return tools.Delivery{ChatID: m.Target, MessageID: int64(100 + len(s.sent))}, nil
 }
 
+// Edit makes an edit the next scripted answer, as Send does.
+func (s *scriptSender) Edit(ctx context.Context, e tools.Edit) (tools.Delivery, error) {
+	return s.Send(ctx, tools.Message{Target: e.Target, Text: e.Text, ParseMode: e.ParseMode})
+}
+
+// Delete makes a delete the next scripted answer, as Send does.
+func (s *scriptSender) Delete(ctx context.Context, target string, id int64) error {
+	_, err := s.Send(ctx, tools.Message{Target: target})
+	return err
+}
+
 func (s *scriptSender) Sent() []tools.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()

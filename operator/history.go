@@ -14,7 +14,11 @@ import (
 // History is the read-only view of the journal that the verifier and the tools
 // are given: what was sent, may have been sent, or waits for approval, by
 // target (verifier.History), and the messages this bot sent (tools.Sent).
-type History struct{ Journal *journal.Journal }
+type History struct {
+	Journal *journal.Journal
+	// Clock dates what was sent (Now); nil: the real clock.
+	Clock Clock
+}
 
 var _ verifier.History = History{}
 
@@ -58,14 +62,24 @@ func (h History) Message(ctx context.Context, chat string, id int64) (tools.Sent
 		return tools.SentMessage{}, err
 	}
 	var last tools.SentMessage
+	var first time.Time
 	for _, op := range ops {
 		for _, m := range sentBy(op) {
-			if m.MessageID == id && !m.At.Before(last.At) {
+			if m.MessageID != id {
+				continue
+			}
+			if !m.Sent.IsZero() && (first.IsZero() || m.Sent.Before(first)) {
+				first = m.Sent
+			}
+			// The last change wins; of two at one instant, the operation made
+			// later (ops come newest first).
+			if last.OperationID == "" || m.At.After(last.At) {
 				last = m
 			}
 		}
 	}
-	if last.OperationID == "" {
+	last.Sent = first
+	if last.OperationID == "" || first.IsZero() {
 		return last, fmt.Errorf("message %d in chat %s: %w", id, chat, tools.ErrNotSentHere)
 	}
 	return last, nil
@@ -79,10 +93,11 @@ func sentBy(op journal.Operation) []tools.SentMessage {
 		return nil
 	}
 	m := tools.SentMessage{OperationID: op.ID, Chat: op.Payload.Target, ParseMode: op.Payload.ParseMode, At: op.Updated}
-	if op.Payload.MessageID != 0 {
-		m.MessageID, m.Text = op.Payload.MessageID, op.Payload.Text
+	if op.Payload.MessageID != 0 { // an operation on a message sent before: an edit, or a delete (no text)
+		m.MessageID, m.Text, m.Deleted = op.Payload.MessageID, op.Payload.Text, op.Payload.Text == ""
 		return []tools.SentMessage{m}
 	}
+	m.Sent = op.Updated
 	texts := op.Payload.Messages()
 	var out []tools.SentMessage
 	for k, id := range ev.MessageIDs {
@@ -101,4 +116,12 @@ func evidenceOf(op journal.Operation) *tools.Evidence {
 		return op.Result.Evidence
 	}
 	return op.Evidence
+}
+
+// Now implements tools.Sent.
+func (h History) Now() time.Time {
+	if h.Clock == nil {
+		return time.Now()
+	}
+	return h.Clock.Now()
 }

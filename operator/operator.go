@@ -272,7 +272,7 @@ func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result,
 // that acts on what was sent (an edit) reads it from the journal.
 func (o *Operator) prepare(ctx context.Context, tool tools.Tool, args json.RawMessage) (tools.Payload, error) {
 	if r, ok := tool.(tools.Reader); ok {
-		return r.PrepareFrom(ctx, args, History{Journal: o.opts.Journal})
+		return r.PrepareFrom(ctx, args, History{Journal: o.opts.Journal, Clock: o.opts.Clock})
 	}
 	return tool.Prepare(args)
 }
@@ -367,7 +367,7 @@ func (o *Operator) verify(ctx context.Context, task journal.Task, op journal.Ope
 	tool, _ := o.opts.Tools.Get(op.Tool)
 	return o.opts.Verifier.Check(ctx, verifier.Input{Tool: op.Tool, Action: op.Payload.Action,
 		Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, Policy: &task.Policy.Verify,
-		SetsState: tool != nil && tools.ClassOf(tool) == policy.StateSetting})
+		SetsState: tool != nil && tools.ClassOf(tool) == policy.StateSetting, NoText: op.Payload.Text == ""})
 }
 
 // verified is the move of a payload the verifier passed.

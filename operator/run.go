@@ -255,7 +255,8 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 			}
 		}
 	}
-	r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev}
+	r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev,
+		Action: op.Payload.Action}
 	err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
 	late := errors.Is(err, journal.ErrStateChanged) && o.replica()
 	if late {

@@ -77,6 +77,7 @@ func cardText(a *command.Approval, inline bool) string {
 	}
 	n := command.Characters(p)
 	switch {
+	case p.Text == "": // a delete: Change said what goes
 	case inline && p.ParseMode != "":
 		b.WriteString("\nText, exactly as it will be sent:\n" + command.Visible(p.Text))
 	case inline:

@@ -114,3 +114,50 @@ func editsIn(s *telegramtest.Server, chat int64) int {
 	}
 	return n
 }
+
+// withDeletes offers commit_delete_message.
+func withDeletes() rigOption {
+	return withPolicy(func(p *policy.Policy) {
+		p.Tools["commit_delete_message"] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
+	})
+}
+
+// A delete is state-setting too: when its answer is lost after Telegram deleted
+// the message, the repeat's "message to delete not found" settles it. The card
+// quotes the message it removes, and the message is gone once.
+func TestADeleteWhoseAnswerWasLostIsSettledByRepeatingIt(t *testing.T) {
+	r := newRig(t, withDeletes(), withEdits(""))
+	r.command(alice, "/send 222 a message sent by mistake")
+	r.tap(alice, r.card(alice), "Approve")
+	sendOp := opIn(t, r.replyContaining(alice, "Sent op-").Text)
+	sent := r.srv.Messages(target)[0]
+
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("deleteMessage").InChat(target))
+	r.command(alice, "/delete "+sendOp)
+	card := r.replyContaining(alice, "Deletes, for everyone, message")
+	if !strings.Contains(card.Text, "It reads now:\na message sent by mistake") {
+		t.Errorf("card does not quote the message it removes:\n%s", card.Text)
+	}
+	delOp := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+	r.tap(alice, card, "Approve")
+	r.waitFor("the delete committed", func(*telegramtest.Server) bool { return r.operation(delOp).State == journal.Committed })
+	if m, _ := r.srv.Message(target, sent.MessageID); !m.Deleted {
+		t.Error("the message is still in the chat")
+	}
+	var deletes int
+	for _, c := range r.srv.CallsTo("deleteMessage") {
+		if c.ChatID == target {
+			deletes++
+		}
+	}
+	if deletes != 2 {
+		t.Errorf("deleteMessage calls = %d, want the lost one and its repeat", deletes)
+	}
+	ts, _ := r.j.Transitions(t.Context(), delOp)
+	if last := ts[len(ts)-1]; last.Reason != operator.ReasonSettled {
+		t.Errorf("last transition %+v, want %q", last, operator.ReasonSettled)
+	}
+	// A deleted message is edited or deleted no more.
+	r.command(alice, "/edit "+sendOp+" too late")
+	r.replyContaining(alice, "was deleted")
+}

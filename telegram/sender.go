@@ -40,8 +40,8 @@ func (s *Sender) Send(ctx context.Context, m tools.Message) (tools.Delivery, err
 	if err != nil {
 		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}
 	}
-	return s.call(ctx, m.Target, func(ctx context.Context) (*models.Message, error) {
-		return s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Text, ParseMode: models.ParseMode(m.ParseMode)})
+	return s.call(ctx, m.Target, func(ctx context.Context) (tools.Delivery, error) {
+		return delivery(s.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: m.Text, ParseMode: models.ParseMode(m.ParseMode)}))
 	})
 }
 
@@ -56,16 +56,33 @@ func (s *Sender) Edit(ctx context.Context, e tools.Edit) (tools.Delivery, error)
 	if err != nil {
 		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}
 	}
-	return s.call(ctx, e.Target, func(ctx context.Context) (*models.Message, error) {
-		return s.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: int(e.MessageID), Text: e.Text,
-			ParseMode: models.ParseMode(e.ParseMode)})
+	return s.call(ctx, e.Target, func(ctx context.Context) (tools.Delivery, error) {
+		return delivery(s.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: int(e.MessageID), Text: e.Text,
+			ParseMode: models.ParseMode(e.ParseMode)}))
 	})
+}
+
+var _ tools.Deleter = (*Sender)(nil)
+
+// Delete implements tools.Deleter: deleteMessage, spaced and fenced like a
+// send. Its errors are Send's, and tools.ErrAlreadyDone when Telegram answers
+// that the message is not there to delete: it is gone.
+func (s *Sender) Delete(ctx context.Context, target string, messageID int64) error {
+	chat, err := chatID(target)
+	if err != nil {
+		return &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	_, err = s.call(ctx, target, func(ctx context.Context) (tools.Delivery, error) {
+		_, err := s.bot.DeleteMessage(ctx, &bot.DeleteMessageParams{ChatID: chat, MessageID: int(messageID)})
+		return tools.Delivery{}, err
+	})
+	return err
 }
 
 // call makes one request that changes a message, as Send does: after the rate
 // limiter's wait and the fence's check, bounded by the send timeout, its failure
 // classified from whether the request was written.
-func (s *Sender) call(ctx context.Context, target string, do func(context.Context) (*models.Message, error)) (tools.Delivery, error) {
+func (s *Sender) call(ctx context.Context, target string, do func(context.Context) (tools.Delivery, error)) (tools.Delivery, error) {
 	done, err := s.limiter.Wait(ctx, target)
 	if err != nil {
 		return tools.Delivery{}, fmt.Errorf("telegram: rate limiter: %w: %w", tools.ErrNotSent, err)
@@ -80,11 +97,19 @@ func (s *Sender) call(ctx context.Context, target string, do func(context.Contex
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ctx, wrote := traceWrite(ctx)
-	msg, err := do(ctx)
+	d, err := do(ctx)
 	if err != nil {
 		return tools.Delivery{}, classify(err, wrote.Load(), s.redact)
 	}
-	return tools.Delivery{ChatID: strconv.FormatInt(msg.Chat.ID, 10), MessageID: int64(msg.ID)}, nil
+	return d, nil
+}
+
+// delivery is where the message Telegram answered with is.
+func delivery(m *models.Message, err error) (tools.Delivery, error) {
+	if err != nil {
+		return tools.Delivery{}, err
+	}
+	return tools.Delivery{ChatID: strconv.FormatInt(m.Chat.ID, 10), MessageID: int64(m.ID)}, nil
 }
 
 // chatID turns a target into what the Bot API takes: an int64 id or "@username".
@@ -148,7 +173,7 @@ func badRequest(clean error) error {
 	switch {
 	case strings.Contains(lower, "can't parse entities"):
 		return &tools.RepairError{Fix: &tools.Fix{PlainText: true}, Reason: "Telegram rejected the formatting; sending as plain text", Err: clean}
-	case strings.Contains(lower, "message is not modified"):
+	case strings.Contains(lower, "message is not modified"), strings.Contains(lower, "message to delete not found"):
 		return fmt.Errorf("telegram: %w: %w", tools.ErrAlreadyDone, clean)
 	case strings.Contains(lower, "message is too long"), strings.Contains(lower, "text is empty"):
 		return &tools.RepairError{Reason: "Telegram refused the text: " + desc, Err: clean}

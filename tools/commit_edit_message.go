@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/verifier"
@@ -89,7 +88,7 @@ func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent 
 	if n := verifier.Length(text, mode); n > MaxMessageUnits {
 		return Payload{}, in.refuse("an edit is one message: at most %d characters, got %d", MaxMessageUnits, n)
 	}
-	m, err := t.message(ctx, in, sent)
+	m, err := sentMessage(ctx, in, sent, "edited")
 	if err != nil {
 		return Payload{}, err
 	}
@@ -97,56 +96,6 @@ func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent 
 		return Payload{}, in.refuse("message %d in chat %s already reads so: nothing to change", m.MessageID, m.Chat)
 	}
 	return Payload{Action: "edit_message", Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text}, nil
-}
-
-// message finds the message the arguments name, as it reads now.
-func (t EditMessage) message(ctx context.Context, in args, sent Sent) (SentMessage, error) {
-	opID, err := in.string("operation_id", false)
-	if err != nil {
-		return SentMessage{}, err
-	}
-	id, err := in.messageID("message_id")
-	if err != nil {
-		return SentMessage{}, err
-	}
-	var chat string
-	if in.value("chat_id") != nil {
-		if chat, err = in.chatID(); err != nil {
-			return SentMessage{}, err
-		}
-		if chat, err = policy.NormalizeTarget(chat); err != nil {
-			return SentMessage{}, in.refuse("chat_id %s is not a chat id or @username", in.value("chat_id"))
-		}
-	}
-	switch {
-	case opID != "" && (chat != "" || id != 0):
-		return SentMessage{}, in.refuse("name the message once: operation_id, or chat_id and message_id, not both")
-	case opID != "":
-		ms, err := sent.Operation(ctx, opID)
-		if err != nil {
-			return SentMessage{}, t.notSent(in, err, "operation "+opID)
-		}
-		if len(ms) != 1 {
-			return SentMessage{}, in.refuse("operation %s sent %d messages: edit each by chat_id and message_id", opID, len(ms))
-		}
-		chat, id = ms[0].Chat, ms[0].MessageID
-	case chat == "" || id == 0:
-		return SentMessage{}, in.refuse("name the message: operation_id, or chat_id and message_id")
-	}
-	m, err := sent.Message(ctx, chat, id)
-	if err != nil {
-		return SentMessage{}, t.notSent(in, err, fmt.Sprintf("message %d in chat %s", id, chat))
-	}
-	return m, nil
-}
-
-// notSent is the refusal of a message the journal does not show this bot sent,
-// or the error that kept it from telling.
-func (EditMessage) notSent(in args, err error, what string) error {
-	if errors.Is(err, ErrNotSentHere) {
-		return in.refuse("%s: no message this bot sent (only its own messages can be edited, once their sending is committed)", what)
-	}
-	return fmt.Errorf("tools: look up %s: %w", what, err)
 }
 
 // Commit implements Committer. A message that already reads so (ErrAlreadyDone,

@@ -85,6 +85,9 @@ type Result struct {
 	Reason string `json:"reason,omitempty"`
 	// Draft is the text a prepare_* tool built.
 	Draft string `json:"draft,omitempty"`
+	// Action, on a success, is the payload's action (send_message,
+	// edit_message, delete_message): what was done, for the words that say so.
+	Action string `json:"action,omitempty"`
 }
 
 // Payload is exactly what a commit will deliver. An approval binds to its SHA256.

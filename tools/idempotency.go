@@ -33,15 +33,18 @@ func ClassOf(t Tool) policy.Idempotency {
 	return policy.Additive
 }
 
-// SentMessage is one message this bot sent (or last edited), as the journal
-// recorded it: where it is, what it reads, and the operation that made it so.
+// SentMessage is one message this bot sent, as the journal recorded it: where
+// it is, what it reads now, and the operation that last made it so.
 type SentMessage struct {
 	OperationID string
 	Chat        string
 	MessageID   int64
 	Text        string
 	ParseMode   string
-	At          time.Time
+	// Sent is when the send was committed; At when the message last changed.
+	Sent, At time.Time
+	// Deleted is set when the last operation on the message deleted it.
+	Deleted bool
 }
 
 // ErrNotSentHere means no committed operation of this bot sent the message asked
@@ -57,6 +60,8 @@ type Sent interface {
 	Message(ctx context.Context, chat string, id int64) (SentMessage, error)
 	// Operation is the messages a committed operation sent (one per part).
 	Operation(ctx context.Context, id string) ([]SentMessage, error)
+	// Now is the time on the clock the journal dates what was sent by.
+	Now() time.Time
 }
 
 // Reader is a tool whose Prepare reads what was sent (an edit must name a

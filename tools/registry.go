@@ -31,6 +31,9 @@ func NewRegistry(p *policy.Policy, sender Sender) (*Registry, error) {
 	if ed, ok := sender.(Editor); ok { // a sender that can edit what it sent
 		implemented["commit_edit_message"] = EditMessage{Editor: ed}
 	}
+	if d, ok := sender.(Deleter); ok { // and delete it
+		implemented["commit_delete_message"] = DeleteMessage{Deleter: d}
+	}
 	r := &Registry{tools: map[string]Tool{}}
 	for _, name := range p.ToolNames() {
 		t, ok := implemented[name]

@@ -21,6 +21,9 @@ func (c Checker) schema(_ context.Context, p *payload) []finding {
 	if _, err := policy.NormalizeTarget(p.in.Target); err != nil {
 		fs = append(fs, repairf("target %q is not a chat id or @username", p.in.Target))
 	}
+	if p.in.NoText {
+		return fs
+	}
 	n := p.length()
 	switch {
 	case strings.TrimSpace(p.visible) == "":

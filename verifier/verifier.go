@@ -34,9 +34,12 @@ type Input struct {
 	// in place of the Checker's: an edit of the policy never changes the checks of a
 	// task already under way. Nil: the Checker's own.
 	Policy *policy.Verify
-	// SetsState marks a state-setting action (an edit): the duplicate check,
-	// which guards against adding the same message twice, does not apply.
+	// SetsState marks a state-setting action (an edit, a delete): the duplicate
+	// check, which guards against adding the same message twice, does not apply.
 	SetsState bool
+	// NoText marks an action that sends no text (a delete): the checks of a
+	// text (empty, length, markup, links, house rules) do not apply.
+	NoText bool
 }
 
 // Verdict is a decision with its reasons and the number of checks that ran.
@@ -128,7 +131,11 @@ type check struct {
 }
 
 func (c Checker) checks(in Input) []check {
-	cs := []check{{"schema", c.schema}, {"links", c.links}}
+	cs := []check{{"schema", c.schema}}
+	if in.NoText {
+		return cs
+	}
+	cs = append(cs, check{"links", c.links})
 	if c.history != nil && c.cfg.DuplicateWindow > 0 && !in.SetsState {
 		cs = append(cs, check{"duplicates", c.duplicates})
 	}

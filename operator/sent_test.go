@@ -1,0 +1,101 @@
+package operator_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// withActsOnSent offers the tools that act on what was sent.
+func withActsOnSent(h *harness) {
+	for _, name := range []string{"commit_edit_message", "commit_delete_message"} {
+		h.pol.Tools[name] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
+	}
+	h.open()
+}
+
+// delivered sends text to chat 222 through a tap, and returns the operation.
+func (h *harness) delivered(text string) string {
+	h.t.Helper()
+	_, opID := h.send("222", text)
+	if r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true); err != nil || r.Status != tools.StatusSucceeded {
+		h.t.Fatalf("Decide = %+v, %v; want delivered", r, err)
+	}
+	return opID
+}
+
+func (h *harness) callOn(tool string, args map[string]any) tools.Result {
+	h.t.Helper()
+	ctx := context.Background()
+	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: tool})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	raw, _ := json.Marshal(args)
+	r, err := h.op.Call(ctx, task.ID, operator.Call{Tool: tool, Args: raw})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// Telegram lets a bot delete a message for everyone only within 48 hours of
+// sending it: a delete past that is refused before any card, by the journal's
+// clock; one within it waits for its tap.
+func TestADeleteIsRefusedPastTelegramsWindow(t *testing.T) {
+	h := newHarness(t)
+	withActsOnSent(h)
+	old := h.delivered("sent two days ago")
+	h.clock.Advance(47 * time.Hour)
+	recent := h.delivered("sent an hour ago")
+	h.clock.Advance(time.Hour + time.Minute) // old is 48h01m old, recent 1h01m
+	r := h.callOn("commit_delete_message", map[string]any{"operation_id": old})
+	if r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "within 48h0m0s") {
+		t.Errorf("delete past the window = %+v, want a repair naming the 48 hours", r)
+	}
+	if r := h.callOn("commit_delete_message", map[string]any{"operation_id": recent}); r.Status != tools.StatusPending {
+		t.Errorf("delete within the window = %+v, want pending", r)
+	}
+	if n := len(h.sender.Sent()); n != 2 {
+		t.Errorf("sends = %d, want the two messages only", n)
+	}
+}
+
+// An edit names a message this bot sent, once; what it reads now is in the
+// payload (so the approval binds to the change), and the newest edit is what
+// the next one starts from.
+func TestAnEditStartsFromWhatTheMessageReadsNow(t *testing.T) {
+	h := newHarness(t)
+	withActsOnSent(h)
+	ctx := context.Background()
+	sent := h.delivered("v1")
+	r := h.callOn("commit_edit_message", map[string]any{"operation_id": sent, "text": "v2"})
+	if r.Status != tools.StatusPending {
+		t.Fatalf("edit = %+v, want pending", r)
+	}
+	if d, err := h.op.Decide(ctx, h.approval(r.OperationID), approverID, true); err != nil || d.Action != "edit_message" {
+		t.Fatalf("Decide = %+v, %v; want the edit made", d, err)
+	}
+	r = h.callOn("commit_edit_message", map[string]any{"chat_id": 222, "message_id": 101, "text": "v3"})
+	op, _ := h.j.Operation(ctx, r.OperationID)
+	if op.Payload.Before != "v2" || op.Payload.MessageID != 101 {
+		t.Errorf("payload = %+v, want the message as the last edit left it (v2)", op.Payload)
+	}
+	for name, args := range map[string]map[string]any{
+		"another's message": {"chat_id": 222, "message_id": 999, "text": "x"},
+		"named twice":       {"operation_id": sent, "chat_id": 222, "message_id": 101, "text": "x"},
+		"no message named":  {"text": "x"},
+		"the same text":     {"chat_id": 222, "message_id": 101, "text": "v2"},
+	} {
+		if r := h.callOn("commit_edit_message", args); r.Status != tools.StatusRepairable {
+			t.Errorf("%s: %+v, want a repair", name, r)
+		}
+	}
+}

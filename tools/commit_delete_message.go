@@ -1,0 +1,90 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/countersign/countersign/policy"
+)
+
+//go:embed commit_delete_message.md
+var deleteMessageDoc string
+
+// DeleteWindow is how long after sending a message a bot may delete it for
+// everyone: Telegram's rule, checked before any card so that nobody approves a
+// delete that cannot happen.
+const DeleteWindow = 48 * time.Hour
+
+// Deleter deletes a message this bot sent (Telegram's deleteMessage). Its
+// errors are a Sender's, and ErrAlreadyDone when the message is already gone.
+type Deleter interface {
+	Delete(ctx context.Context, target string, messageID int64) error
+}
+
+// DeleteMessage deletes a message this bot sent. It is state-setting: deleting
+// a deleted message leaves it deleted ("message to delete not found"), so the
+// operator settles an unknown outcome by repeating it. The card quotes the
+// message it removes.
+type DeleteMessage struct{ Deleter Deleter }
+
+var (
+	_ Classed = DeleteMessage{}
+	_ Reader  = DeleteMessage{}
+)
+
+// Name implements Tool.
+func (DeleteMessage) Name() string { return "commit_delete_message" }
+
+// Description implements Tool.
+func (DeleteMessage) Description() string { return deleteMessageDoc }
+
+// Params implements Tool.
+func (DeleteMessage) Params() Params {
+	return Params{Properties: map[string]any{
+		"operation_id": map[string]any{"type": "string", "description": "the operation that sent the message (op-…); or give chat_id and message_id"},
+		"chat_id":      map[string]any{"type": "string", "description": "the chat the message is in, as it was sent to"},
+		"message_id":   map[string]any{"type": "integer", "description": "the message's id in that chat"},
+	}}
+}
+
+// Idempotency implements Classed.
+func (DeleteMessage) Idempotency() policy.Idempotency { return policy.StateSetting }
+
+// Prepare implements Tool; the operator calls PrepareFrom instead.
+func (DeleteMessage) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
+
+const deleteShape = `{"operation_id": "op-…"} or {"chat_id": "222", "message_id": 101}`
+
+// PrepareFrom implements Reader. The message must be one the journal shows this
+// bot sent, not deleted since, and younger than DeleteWindow; the payload quotes
+// what it reads now.
+func (t DeleteMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (Payload, error) {
+	in, err := readArgs(t.Name(), raw, deleteShape)
+	if err != nil {
+		return Payload{}, err
+	}
+	m, err := sentMessage(ctx, in, sent, "deleted")
+	if err != nil {
+		return Payload{}, err
+	}
+	if age := sent.Now().Sub(m.Sent); age >= DeleteWindow {
+		return Payload{}, in.refuse("message %d in chat %s was sent %s ago: Telegram lets a bot delete a message for everyone only within %s of sending it",
+			m.MessageID, m.Chat, age.Round(time.Minute), DeleteWindow)
+	}
+	return Payload{Action: "delete_message", Target: m.Chat, MessageID: m.MessageID, Before: m.Text}, nil
+}
+
+// Commit implements Committer. A message already gone (ErrAlreadyDone, with the
+// evidence) is the delete landed, by this call or an earlier one.
+func (t DeleteMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
+	ev := Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}
+	if err := t.Deleter.Delete(ctx, p.Target, p.MessageID); err != nil && !errors.Is(err, ErrAlreadyDone) {
+		return Evidence{}, err
+	} else if err != nil {
+		return ev, err
+	}
+	return ev, nil
+}
