@@ -80,6 +80,7 @@ func TestAnEditStartsFromWhatTheMessageReadsNow(t *testing.T) {
 	if r.Status != tools.StatusPending {
 		t.Fatalf("edit = %+v, want pending", r)
 	}
+	h.clock.Advance(time.Minute)
 	if d, err := h.op.Decide(ctx, h.approval(r.OperationID), approverID, true); err != nil || d.Action != "edit_message" {
 		t.Fatalf("Decide = %+v, %v; want the edit made", d, err)
 	}
