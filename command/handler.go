@@ -96,7 +96,7 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	switch c.Name {
-	case "send", "publish", "draft", "edit", "delete":
+	case "send", "publish", "draft", "edit", "delete", "pin", "unpin":
 		return h.call(ctx, req, c)
 	case "ops":
 		return h.list(ctx, journal.Filter{Limit: 10}, "No operations yet.")
@@ -134,14 +134,14 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 
 func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, error) {
 	tool := map[string]string{"send": "commit_send_message", "publish": "commit_publish_post", "draft": "prepare_reply",
-		"edit": "commit_edit_message", "delete": "commit_delete_message"}[c.Name]
+		"edit": "commit_edit_message", "delete": "commit_delete_message", "pin": "commit_pin_message", "unpin": "commit_unpin_message"}[c.Name]
 	args, _ := json.Marshal(map[string]string{"chat_id": c.Target, "text": c.Text})
 	switch c.Name {
 	case "draft":
 		args, _ = json.Marshal(map[string]string{"text": c.Text})
 	case "edit":
 		args, _ = json.Marshal(map[string]string{"operation_id": c.OpID, "text": c.Text})
-	case "delete":
+	case "delete", "pin", "unpin":
 		args, _ = json.Marshal(map[string]string{"operation_id": c.OpID})
 	}
 	// The task and its call are journaled in one transaction: a crash before it
@@ -334,10 +334,8 @@ func Describe(r tools.Result) string {
 		return fmt.Sprintf("%s is waiting for approval.", r.OperationID)
 	case r.Status == tools.StatusSucceeded && r.Draft != "":
 		return fmt.Sprintf("Draft %s (nothing sent):\n%s", r.OperationID, r.Draft)
-	case r.Status == tools.StatusSucceeded && r.Evidence != nil && r.Action == "edit_message":
-		return fmt.Sprintf("Edited message %s in %s (%s).", ids(r.Evidence.MessageIDs), r.Evidence.ChatID, r.OperationID)
-	case r.Status == tools.StatusSucceeded && r.Evidence != nil && r.Action == "delete_message":
-		return fmt.Sprintf("Deleted message %s in %s (%s).", ids(r.Evidence.MessageIDs), r.Evidence.ChatID, r.OperationID)
+	case r.Status == tools.StatusSucceeded && r.Evidence != nil && changed[r.Action] != "":
+		return fmt.Sprintf("%s message %s in %s (%s).", changed[r.Action], ids(r.Evidence.MessageIDs), r.Evidence.ChatID, r.OperationID)
 	case r.Status == tools.StatusSucceeded && r.Evidence != nil:
 		return fmt.Sprintf("Sent %s to %s (message %s).", r.OperationID, r.Evidence.ChatID, ids(r.Evidence.MessageIDs))
 	case r.Status == tools.StatusSucceeded:
@@ -351,6 +349,9 @@ func Describe(r tools.Result) string {
 	}
 	return fmt.Sprintf("%s stopped. %s", r.OperationID, capitalize(r.Reason))
 }
+
+// changed is what a success did to a message already sent, by the action.
+var changed = map[string]string{"edit_message": "Edited", "delete_message": "Deleted", "pin_message": "Pinned", "unpin_message": "Unpinned"}
 
 func ids(v []int64) string {
 	s := make([]string, len(v))

@@ -1,5 +1,5 @@
 // Package command is the operator's chat language: it parses the commands people
-// type (/send, /publish, /edit, /delete, /draft, /ops, /pending, /resolve, /retry, /cancel, /stop, /new, /help)
+// type (/send, /publish, /edit, /delete, /pin, /unpin, /draft, /ops, /pending, /resolve, /retry, /cancel, /stop, /new, /help)
 // and carries them out on the operator, the same way in a terminal and in Telegram.
 package command
 
@@ -15,7 +15,7 @@ type Command struct {
 	Name   string // without the slash: "send", "publish", ...
 	Target string // send, publish: the chat id or @username
 	Text   string // send, publish, draft, edit: exactly as typed after the target
-	OpID   string // resolve, retry, cancel, edit, delete
+	OpID   string // resolve, retry, cancel, edit, delete, pin, unpin
 	// Delivered is the answer of a resolve.
 	Delivered bool
 }
@@ -26,6 +26,8 @@ var Usage = []struct{ Name, Args, Doc string }{
 	{"publish", "<chat_id> <text>", "publish a channel post, after approval"},
 	{"edit", "<op_id> <text>", "change the text of a message this bot sent, after approval"},
 	{"delete", "<op_id>", "delete for everyone a message this bot sent in the last 48 hours, after approval"},
+	{"pin", "<op_id>", "pin, silently, a message this bot sent, after approval"},
+	{"unpin", "<op_id>", "unpin a message this bot sent, after approval"},
 	{"draft", "<text>", "draft a reply; nothing is sent"},
 	{"ops", "", "recent operations"},
 	{"pending", "", "what waits for approval or verification"},
@@ -71,7 +73,7 @@ func Parse(line string) (Command, error) {
 		if strings.TrimSpace(rest) != "" {
 			return c, usageErr(c.Name)
 		}
-	case "retry", "cancel", "delete":
+	case "retry", "cancel", "delete", "pin", "unpin":
 		c.OpID = strings.TrimSpace(rest)
 		if c.OpID == "" || strings.ContainsFunc(c.OpID, unicode.IsSpace) {
 			return c, usageErr(c.Name)

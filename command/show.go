@@ -132,8 +132,15 @@ func Change(p tools.Payload) string {
 		before, more = string(r[:beforeShown]), len(r)-beforeShown
 	}
 	verb := "Changes"
-	if p.Text == "" {
+	switch {
+	case p.Removes:
 		verb = "Deletes, for everyone,"
+	case p.Action == "pin_message" && p.Notify:
+		verb = "Pins, notifying the chat's members,"
+	case p.Action == "pin_message":
+		verb = "Pins, silently,"
+	case p.Action == "unpin_message":
+		verb = "Unpins"
 	}
 	s := fmt.Sprintf("%s message %d in %s. It reads now:\n%s", verb, p.MessageID, p.Target, Visible(before))
 	if more > 0 {

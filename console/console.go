@@ -32,9 +32,10 @@ const User int64 = 0
 // Printer is the console's Sender: it prints each message with its target and
 // confirms it with an increasing message id.
 type Printer struct {
-	mu   sync.Mutex
-	out  io.Writer
-	next int64
+	mu     sync.Mutex
+	out    io.Writer
+	next   int64
+	pinned map[string]int64 // the last message pinned here, by chat
 }
 
 var _ tools.Sender = (*Printer)(nil)
@@ -71,6 +72,40 @@ func (p *Printer) Delete(ctx context.Context, target string, messageID int64) er
 		return fmt.Errorf("console: %w: %w", tools.ErrNotSent, err)
 	}
 	return nil
+}
+
+// Pin implements tools.Pinner: the console says which message is pinned.
+func (p *Printer) Pin(ctx context.Context, target string, messageID int64, notify bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pinned == nil {
+		p.pinned = map[string]int64{}
+	}
+	p.pinned[target] = messageID
+	if _, err := fmt.Fprintf(p.out, "→ pinned message %d in %s (notify: %v)\n", messageID, target, notify); err != nil {
+		return fmt.Errorf("console: %w: %w", tools.ErrNotSent, err)
+	}
+	return nil
+}
+
+// Unpin implements tools.Pinner.
+func (p *Printer) Unpin(ctx context.Context, target string, messageID int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pinned[target] == messageID {
+		delete(p.pinned, target)
+	}
+	if _, err := fmt.Fprintf(p.out, "→ unpinned message %d in %s\n", messageID, target); err != nil {
+		return fmt.Errorf("console: %w: %w", tools.ErrNotSent, err)
+	}
+	return nil
+}
+
+// Pinned implements tools.Pinner: what this console pinned last in target.
+func (p *Printer) Pinned(ctx context.Context, target string) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pinned[target], nil
 }
 
 // Console reads commands from In and writes replies to Out.

@@ -93,8 +93,11 @@ func sentBy(op journal.Operation) []tools.SentMessage {
 		return nil
 	}
 	m := tools.SentMessage{OperationID: op.ID, Chat: op.Payload.Target, ParseMode: op.Payload.ParseMode, At: op.Updated}
-	if op.Payload.MessageID != 0 { // an operation on a message sent before: an edit, or a delete (no text)
-		m.MessageID, m.Text, m.Deleted = op.Payload.MessageID, op.Payload.Text, op.Payload.Text == ""
+	if p := op.Payload; p.MessageID != 0 { // an operation on a message sent before
+		if !p.Removes && p.Text == "" {
+			return nil // a pin: the message reads as it did
+		}
+		m.MessageID, m.Text, m.Deleted = p.MessageID, p.Text, p.Removes
 		return []tools.SentMessage{m}
 	}
 	m.Sent = op.Updated

@@ -244,6 +244,9 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 			op.Attempts, op.PartsDone, op.Evidence = op.Attempts+1+k-op.PartsDone, k, &ev
 			v := classify(err)
 			if v.class == classVerify && len(msgs) == 1 && o.settles(task, tool) {
+				if reader, ok := tool.(tools.StateReader); ok {
+					return o.settleByReading(ctx, op, reader, v, err)
+				}
 				return o.settle(ctx, op, committer, fence, v, err)
 			}
 			return o.decide(ctx, task, op, v, err)

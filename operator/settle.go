@@ -64,3 +64,46 @@ func (o *Operator) settle(ctx context.Context, op journal.Operation, committer t
 	again := classify(err)
 	return o.unknown(ctx, op, v.reason+"; repeating it did not settle it ("+again.reason+")", err.Error())
 }
+
+// ReasonSettledByReading is the reason of the move to committed of a
+// state-setting commit whose outcome was unknown, settled by reading the state
+// (a tool whose repeat has a cost, tools.StateReader).
+const ReasonSettledByReading = "settled: the state was read, and shows the change made"
+
+// ReasonNotInEffect is the reason of the move to not delivered of a
+// state-setting commit whose outcome was unknown, when reading the state shows
+// that the change is not there.
+const ReasonNotInEffect = "settled: the state was read, and shows the change not made"
+
+// settleByReading settles the unknown outcome of a commit of a tool that reads
+// its state rather than repeat itself: the change in the world is committed,
+// the change not there is not delivered (a person may /retry it), and a state
+// that cannot be read leaves the outcome unknown for a person.
+func (o *Operator) settleByReading(ctx context.Context, op journal.Operation, reader tools.StateReader, v verdict, cause error) (*tools.Result, error) {
+	ev, landed, err := reader.Landed(ctx, partPayload(op, op.Payload.Text))
+	if err != nil {
+		return o.unknown(ctx, op, v.reason+"; reading the state did not settle it ("+classify(err).reason+")", cause.Error())
+	}
+	if landed {
+		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone,
+			Evidence: &ev, Reason: ReasonSettledByReading, Action: op.Payload.Action}
+		if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: ReasonSettledByReading, Result: &r,
+			AttemptOutcome: "committed", AttemptDetail: "read after: " + cause.Error()}); err != nil {
+			return &r, err
+		}
+		o.publishOutcome(ctx, op.ID, r)
+		return &r, nil
+	}
+	unknown := unknownResult(op, v.reason)
+	if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Unknown, Reason: v.reason, Result: &unknown,
+		AttemptOutcome: "unknown", AttemptDetail: cause.Error()}); err != nil {
+		return nil, err
+	}
+	r := tools.Result{Status: tools.StatusRetryable, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
+		Reason: "the state was read and shows the change not made; /retry " + op.ID + " makes it again"}
+	if err := o.move(ctx, op.ID, journal.Move{From: journal.Unknown, To: journal.NotDelivered, Reason: ReasonNotInEffect, Result: &r}); err != nil {
+		return nil, err
+	}
+	o.publishOutcome(ctx, op.ID, r)
+	return &r, nil
+}

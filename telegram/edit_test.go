@@ -161,3 +161,68 @@ func TestADeleteWhoseAnswerWasLostIsSettledByRepeatingIt(t *testing.T) {
 	r.command(alice, "/edit "+sendOp+" too late")
 	r.replyContaining(alice, "was deleted")
 }
+
+// withPins offers commit_pin_message and commit_unpin_message.
+func withPins() rigOption {
+	return withPolicy(func(p *policy.Policy) {
+		for _, name := range []string{"commit_pin_message", "commit_unpin_message"} {
+			p.Tools[name] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
+		}
+	})
+}
+
+// A pin is settled by reading, never by pinning twice (a pin that notifies
+// would notify again): when its answer is lost after Telegram pinned the
+// message, getChat's pinned message settles it committed; when the request was
+// lost before Telegram took it, the same reading settles it not delivered, for
+// a /retry. Pins are silent unless asked.
+func TestAPinIsSettledByReadingTheChat(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fault     telegramtest.Fault
+		wantState journal.State
+		reason    string
+	}{
+		{"answer lost after the pin", telegramtest.AcceptThenDrop(), journal.Committed, operator.ReasonSettledByReading},
+		{"request lost before it", telegramtest.BadGateway(), journal.NotDelivered, operator.ReasonNotInEffect},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, withPins())
+			r.command(alice, "/send 222 read me first")
+			r.tap(alice, r.card(alice), "Approve")
+			sendOp := opIn(t, r.replyContaining(alice, "Sent op-").Text)
+			sent := r.srv.Messages(target)[0]
+
+			r.srv.Inject(tc.fault.For("pinChatMessage").InChat(target))
+			r.command(alice, "/pin "+sendOp)
+			card := r.replyContaining(alice, "Pins, silently, message")
+			pinOp := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+			r.tap(alice, card, "Approve")
+			r.waitFor("the pin settled", func(*telegramtest.Server) bool { return r.operation(pinOp).State == tc.wantState })
+
+			pins := 0
+			for _, c := range r.srv.CallsTo("pinChatMessage") {
+				if c.ChatID == target {
+					pins++
+					if c.Params["disable_notification"] != "true" {
+						t.Errorf("pin params %v, want a silent pin", c.Params)
+					}
+				}
+			}
+			if pins != 1 {
+				t.Errorf("pinChatMessage calls = %d, want 1: a pin is settled by reading, never made twice", pins)
+			}
+			if n := len(r.srv.CallsTo("getChat")); n == 0 {
+				t.Error("the chat was never read")
+			}
+			ts, _ := r.j.Transitions(t.Context(), pinOp)
+			if last := ts[len(ts)-1]; last.Reason != tc.reason {
+				t.Errorf("last transition %+v, want %q", last, tc.reason)
+			}
+			pinned := r.srv.Pinned(target)
+			if got := len(pinned) == 1 && pinned[0] == sent.MessageID; got != (tc.wantState == journal.Committed) {
+				t.Errorf("pinned = %v, want message %d pinned: %v", pinned, sent.MessageID, tc.wantState == journal.Committed)
+			}
+		})
+	}
+}

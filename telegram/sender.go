@@ -79,6 +79,55 @@ func (s *Sender) Delete(ctx context.Context, target string, messageID int64) err
 	return err
 }
 
+var _ tools.Pinner = (*Sender)(nil)
+
+// Pin implements tools.Pinner: pinChatMessage, silent unless notify, spaced and
+// fenced like a send.
+func (s *Sender) Pin(ctx context.Context, target string, messageID int64, notify bool) error {
+	chat, err := chatID(target)
+	if err != nil {
+		return &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	_, err = s.call(ctx, target, func(ctx context.Context) (tools.Delivery, error) {
+		_, err := s.bot.PinChatMessage(ctx, &bot.PinChatMessageParams{ChatID: chat, MessageID: int(messageID), DisableNotification: !notify})
+		return tools.Delivery{}, err
+	})
+	return err
+}
+
+// Unpin implements tools.Pinner: unpinChatMessage, spaced and fenced like a send.
+func (s *Sender) Unpin(ctx context.Context, target string, messageID int64) error {
+	chat, err := chatID(target)
+	if err != nil {
+		return &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	_, err = s.call(ctx, target, func(ctx context.Context) (tools.Delivery, error) {
+		_, err := s.bot.UnpinChatMessage(ctx, &bot.UnpinChatMessageParams{ChatID: chat, MessageID: int(messageID)})
+		return tools.Delivery{}, err
+	})
+	return err
+}
+
+// Pinned implements tools.Pinner: getChat's pinned_message. A read changes
+// nothing: it is neither spaced nor fenced, and its failure is classified as a
+// send's.
+func (s *Sender) Pinned(ctx context.Context, target string) (int64, error) {
+	chat, err := chatID(target)
+	if err != nil {
+		return 0, &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	info, err := s.bot.GetChat(ctx, &bot.GetChatParams{ChatID: chat})
+	if err != nil {
+		return 0, classify(err, true, s.redact)
+	}
+	if info.PinnedMessage == nil {
+		return 0, nil
+	}
+	return int64(info.PinnedMessage.ID), nil
+}
+
 // call makes one request that changes a message, as Send does: after the rate
 // limiter's wait and the fence's check, bounded by the send timeout, its failure
 // classified from whether the request was written.

@@ -58,6 +58,19 @@ func (a args) string(key string, required bool) (string, error) {
 	return s, nil
 }
 
+// bool reads a boolean field; a missing one is false.
+func (a args) bool(key string) (bool, error) {
+	v := a.value(key)
+	if v == nil {
+		return false, nil
+	}
+	var b bool
+	if err := json.Unmarshal(v, &b); err != nil {
+		return false, a.refuse("%s: want true or false, got %s", key, kindOf(v))
+	}
+	return b, nil
+}
+
 // messageID reads a message id: a positive whole number (or a string of one, as
 // models sometimes write it); 0 when it is missing.
 func (a args) messageID(key string) (int64, error) {

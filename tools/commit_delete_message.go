@@ -42,13 +42,7 @@ func (DeleteMessage) Name() string { return "commit_delete_message" }
 func (DeleteMessage) Description() string { return deleteMessageDoc }
 
 // Params implements Tool.
-func (DeleteMessage) Params() Params {
-	return Params{Properties: map[string]any{
-		"operation_id": map[string]any{"type": "string", "description": "the operation that sent the message (op-…); or give chat_id and message_id"},
-		"chat_id":      map[string]any{"type": "string", "description": "the chat the message is in, as it was sent to"},
-		"message_id":   map[string]any{"type": "integer", "description": "the message's id in that chat"},
-	}}
-}
+func (DeleteMessage) Params() Params { return messageParams() }
 
 // Idempotency implements Classed.
 func (DeleteMessage) Idempotency() policy.Idempotency { return policy.StateSetting }
@@ -56,13 +50,11 @@ func (DeleteMessage) Idempotency() policy.Idempotency { return policy.StateSetti
 // Prepare implements Tool; the operator calls PrepareFrom instead.
 func (DeleteMessage) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
 
-const deleteShape = `{"operation_id": "op-…"} or {"chat_id": "222", "message_id": 101}`
-
 // PrepareFrom implements Reader. The message must be one the journal shows this
 // bot sent, not deleted since, and younger than DeleteWindow; the payload quotes
 // what it reads now.
 func (t DeleteMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (Payload, error) {
-	in, err := readArgs(t.Name(), raw, deleteShape)
+	in, err := readArgs(t.Name(), raw, messageShape)
 	if err != nil {
 		return Payload{}, err
 	}
@@ -74,7 +66,7 @@ func (t DeleteMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sen
 		return Payload{}, in.refuse("message %d in chat %s was sent %s ago: Telegram lets a bot delete a message for everyone only within %s of sending it",
 			m.MessageID, m.Chat, age.Round(time.Minute), DeleteWindow)
 	}
-	return Payload{Action: "delete_message", Target: m.Chat, MessageID: m.MessageID, Before: m.Text}, nil
+	return Payload{Action: "delete_message", Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Removes: true}, nil
 }
 
 // Commit implements Committer. A message already gone (ErrAlreadyDone, with the

@@ -104,6 +104,10 @@ type Payload struct {
 	// Before what it reads now: the approver sees the change, and approves it.
 	MessageID int64  `json:"message_id,omitempty"`
 	Before    string `json:"before,omitempty"`
+	// Removes marks an action that takes the message away (a delete); Notify
+	// one that tells the chat's members (a pin that is not silent).
+	Removes bool `json:"removes,omitempty"`
+	Notify  bool `json:"notify,omitempty"`
 }
 
 // Messages returns the texts to deliver, one per message.

@@ -34,6 +34,10 @@ func NewRegistry(p *policy.Policy, sender Sender) (*Registry, error) {
 	if d, ok := sender.(Deleter); ok { // and delete it
 		implemented["commit_delete_message"] = DeleteMessage{Deleter: d}
 	}
+	if pn, ok := sender.(Pinner); ok { // and pin it
+		implemented["commit_pin_message"] = PinMessage{Pinner: pn}
+		implemented["commit_unpin_message"] = UnpinMessage{Pinner: pn}
+	}
 	r := &Registry{tools: map[string]Tool{}}
 	for _, name := range p.ToolNames() {
 		t, ok := implemented[name]

@@ -8,6 +8,18 @@ import (
 	"github.com/countersign/countersign/policy"
 )
 
+// messageParams are the arguments that name a message this bot sent.
+func messageParams() Params {
+	return Params{Properties: map[string]any{
+		"operation_id": map[string]any{"type": "string", "description": "the operation that sent the message (op-…); or give chat_id and message_id"},
+		"chat_id":      map[string]any{"type": "string", "description": "the chat the message is in, as it was sent to"},
+		"message_id":   map[string]any{"type": "integer", "description": "the message's id in that chat"},
+	}}
+}
+
+// messageShape is what arguments that name a message look like, for a refusal.
+const messageShape = `{"operation_id": "op-…"} or {"chat_id": "222", "message_id": 101}`
+
 // sentMessage finds the message a call of a tool that acts on what was sent (an
 // edit, a delete) names, by operation or by chat and message id, as it reads
 // now. It refuses a message the journal does not show this bot sent, one sent
