@@ -366,6 +366,10 @@ func TestAReplicaLeavesALiveReplicasWorkAlone(t *testing.T) {
 	if op, _ := j1.Operation(ctx, id); op.State != journal.Approved {
 		t.Fatalf("r1's approved operation is %s at r2's hands, want it left approved for r1", op.State)
 	}
+	// Nor did r2's watch try it, to be turned away by the journal's claim.
+	if strings.Contains(rs.logs.String(), "another replica holds the operation") {
+		t.Errorf("r2 tried r1's live work:\n%s", rs.logs.String())
+	}
 	if got, err := r1.Proceed(ctx, d); err != nil || got.Status != tools.StatusSucceeded {
 		t.Fatalf("Proceed = %+v, %v", got, err)
 	}
