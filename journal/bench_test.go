@@ -96,3 +96,56 @@ func send(ctx context.Context, j *journal.Journal, p *policy.Policy, n int64) er
 	}
 	return j.Move(ctx, o.ID, journal.Move{From: journal.Committing, To: journal.Committed, AttemptOutcome: "committed"})
 }
+
+// BenchmarkHold is the fence's price: the read a commit's sender makes right
+// before each write (Hold), for a replica on both journals (on PostgreSQL over
+// the session that holds its name lock), beside the durable move to committing
+// that every attempt already makes, as its baseline in the same run.
+func BenchmarkHold(b *testing.B) {
+	for _, be := range []struct {
+		name  string
+		fresh func(testing.TB) string
+	}{
+		{"sqlite", func(tb testing.TB) string { return filepath.Join(tb.TempDir(), "j.db") }},
+		{"postgres", func(tb testing.TB) string { return pgtest.Fresh(tb) }},
+	} {
+		b.Run(be.name, func(b *testing.B) {
+			ctx := context.Background()
+			j, err := journal.Open(ctx, be.fresh(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			if err := j.Join(ctx, "telegram", "r1", 0); err != nil {
+				b.Fatal(err)
+			}
+			_, op := newOp(b, j)
+			for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.Approved},
+				{From: journal.Approved, To: journal.Committing, StartAttempt: true}} {
+				if err := j.Move(ctx, op.ID, m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			f := journal.Fence{Operation: op.ID, Attempt: 1}
+			b.Run("hold", func(b *testing.B) {
+				for b.Loop() {
+					if err := j.Hold(ctx, f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("move to committing (baseline)", func(b *testing.B) {
+				for b.Loop() {
+					// committing -> approved -> committing: two durable moves, reported per move.
+					if err := j.Move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Approved}); err != nil {
+						b.Fatal(err)
+					}
+					if err := j.Move(ctx, op.ID, journal.Move{From: journal.Approved, To: journal.Committing}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N)/1e6, "ms/move")
+			})
+		})
+	}
+}

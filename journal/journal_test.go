@@ -32,7 +32,7 @@ func openWith(t *testing.T, path string, opts ...journal.Option) *journal.Journa
 	return j
 }
 
-func newOp(t *testing.T, j *journal.Journal) (journal.Task, journal.Operation) {
+func newOp(t testing.TB, j *journal.Journal) (journal.Task, journal.Operation) {
 	t.Helper()
 	ctx := context.Background()
 	p, err := policy.Load("../policies.yaml")
