@@ -351,7 +351,8 @@ func Describe(r tools.Result) string {
 }
 
 // changed is what a success did to a message already sent, by the action.
-var changed = map[string]string{"edit_message": "Edited", "delete_message": "Deleted", "pin_message": "Pinned", "unpin_message": "Unpinned"}
+var changed = map[string]string{tools.ActionEditMessage: "Edited", tools.ActionDeleteMessage: "Deleted",
+	tools.ActionPinMessage: "Pinned", tools.ActionUnpinMessage: "Unpinned"}
 
 func ids(v []int64) string {
 	s := make([]string, len(v))

@@ -135,11 +135,11 @@ func Change(p tools.Payload) string {
 	switch {
 	case p.Removes:
 		verb = "Deletes, for everyone,"
-	case p.Action == "pin_message" && p.Notify:
+	case p.Action == tools.ActionPinMessage && p.Notify:
 		verb = "Pins, notifying the chat's members,"
-	case p.Action == "pin_message":
+	case p.Action == tools.ActionPinMessage:
 		verb = "Pins, silently,"
-	case p.Action == "unpin_message":
+	case p.Action == tools.ActionUnpinMessage:
 		verb = "Unpins"
 	}
 	s := fmt.Sprintf("%s message %d in %s. It reads now:\n%s", verb, p.MessageID, p.Target, Visible(before))

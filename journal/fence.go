@@ -62,6 +62,19 @@ func (j *Journal) untilSQL() (string, []any) {
 	return "(" + now + " + CAST(? AS BIGINT))", append(args, j.rep.lease.Milliseconds())
 }
 
+// Free reports whether op, approved or waiting for a retry, is this process's to
+// run, by the claim it carries and now, the lease clock's time (LeaseNow): a
+// journal that is no replica runs all of them; a replica, those nobody holds, its
+// own (an earlier life of its name left them), and those whose holder's lease is
+// past. It is the rule the move to committing checks again in its
+// compare-and-set (heldElsewhereSQL), read before trying.
+func (j *Journal) Free(op Operation, now time.Time) bool {
+	if j.rep == nil {
+		return true
+	}
+	return op.ClaimedBy == "" || op.ClaimedBy == j.rep.name || !now.Before(op.LeaseUntil)
+}
+
 // LeaseNow is the lease clock's time: what a claim's LeaseUntil compares with.
 // On PostgreSQL it asks the database.
 func (j *Journal) LeaseNow(ctx context.Context) (time.Time, error) {

@@ -259,7 +259,8 @@ func (j *Journal) whyNotMoved(ctx context.Context, tx txn, id string, m Move) er
 
 // heldElsewhereSQL is the condition, with its arguments, that another live
 // replica holds an operation, for a move to committing by a replica; "" for
-// any other move or a journal that is no replica.
+// any other move or a journal that is no replica. Free is the same rule, read
+// from an operation already loaded.
 func (j *Journal) heldElsewhereSQL(m Move) (string, []any) {
 	if m.To != Committing || j.rep == nil {
 		return "", nil

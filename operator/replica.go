@@ -24,18 +24,6 @@ import (
 // replica reports whether this operator is one of several replicas.
 func (o *Operator) replica() bool { return o.opts.Journal.Replica() != "" }
 
-// free reports whether op, approved or waiting for a retry, is this replica's to
-// run: nobody holds it (a process that is no replica approved it), this replica
-// does (its earlier life left it), or its holder's lease is past. now is the
-// lease clock's (journal.LeaseNow). The move to committing checks the claim
-// again, in its compare-and-set.
-func (o *Operator) free(op journal.Operation, now time.Time) bool {
-	if !o.replica() {
-		return true
-	}
-	return op.ClaimedBy == "" || op.ClaimedBy == o.opts.Journal.Replica() || !now.Before(op.LeaseUntil)
-}
-
 // shownElsewhere reports whether another live replica asked for approval a of op
 // a moment ago: its request shows the cards, and the leader shows them only
 // when that request did not within a lease.

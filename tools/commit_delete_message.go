@@ -66,17 +66,16 @@ func (t DeleteMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sen
 		return Payload{}, in.refuse("message %d in chat %s was sent %s ago: Telegram lets a bot delete a message for everyone only within %s of sending it",
 			m.MessageID, m.Chat, age.Round(time.Minute), DeleteWindow)
 	}
-	return Payload{Action: "delete_message", Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Removes: true}, nil
+	return Payload{Action: ActionDeleteMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Removes: true}, nil
 }
 
 // Commit implements Committer. A message already gone (ErrAlreadyDone, with the
 // evidence) is the delete landed, by this call or an earlier one.
 func (t DeleteMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
 	ev := Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}
-	if err := t.Deleter.Delete(ctx, p.Target, p.MessageID); err != nil && !errors.Is(err, ErrAlreadyDone) {
+	err := t.Deleter.Delete(ctx, p.Target, p.MessageID)
+	if err != nil && !errors.Is(err, ErrAlreadyDone) {
 		return Evidence{}, err
-	} else if err != nil {
-		return ev, err
 	}
-	return ev, nil
+	return ev, err
 }

@@ -95,7 +95,7 @@ func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent 
 	if m.Text == text && m.ParseMode == mode {
 		return Payload{}, in.refuse("message %d in chat %s already reads so: nothing to change", m.MessageID, m.Chat)
 	}
-	return Payload{Action: "edit_message", Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text}, nil
+	return Payload{Action: ActionEditMessage, Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text}, nil
 }
 
 // Commit implements Committer. A message that already reads so (ErrAlreadyDone,
@@ -103,14 +103,11 @@ func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent 
 func (t EditMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
 	ev := Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}
 	d, err := t.Editor.Edit(ctx, Edit{Target: p.Target, MessageID: p.MessageID, Text: p.Text, ParseMode: p.ParseMode})
-	if err != nil {
-		if errors.Is(err, ErrAlreadyDone) {
-			return ev, err
-		}
+	if err != nil && !errors.Is(err, ErrAlreadyDone) {
 		return Evidence{}, err
 	}
 	if d.ChatID != "" {
 		ev.ChatID = d.ChatID
 	}
-	return ev, nil
+	return ev, err
 }

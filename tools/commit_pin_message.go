@@ -77,7 +77,7 @@ func (t PinMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent S
 	if err != nil {
 		return Payload{}, err
 	}
-	return Payload{Action: "pin_message", Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Notify: notify}, nil
+	return Payload{Action: ActionPinMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Notify: notify}, nil
 }
 
 // Commit implements Committer.
@@ -133,7 +133,7 @@ func (t UnpinMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent
 	if err != nil {
 		return Payload{}, err
 	}
-	return Payload{Action: "unpin_message", Target: m.Chat, MessageID: m.MessageID, Before: m.Text}, nil
+	return Payload{Action: ActionUnpinMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text}, nil
 }
 
 // Commit implements Committer.

@@ -31,7 +31,7 @@ func (t PublishPost) Prepare(args json.RawMessage) (Payload, error) {
 	if err != nil {
 		return Payload{}, err
 	}
-	return newPayload("publish_post", a), nil
+	return newPayload(ActionPublishPost, a), nil
 }
 
 // Commit implements Committer.

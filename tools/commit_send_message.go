@@ -30,7 +30,7 @@ func (t SendMessage) Prepare(args json.RawMessage) (Payload, error) {
 	if err != nil {
 		return Payload{}, err
 	}
-	return newPayload("send_message", a), nil
+	return newPayload(ActionSendMessage, a), nil
 }
 
 // Commit implements Committer.

@@ -90,6 +90,17 @@ type Result struct {
 	Action string `json:"action,omitempty"`
 }
 
+// The actions a payload names, written by the tools and read by the surfaces
+// that word what a commit did.
+const (
+	ActionSendMessage   = "send_message"
+	ActionPublishPost   = "publish_post"
+	ActionEditMessage   = "edit_message"
+	ActionDeleteMessage = "delete_message"
+	ActionPinMessage    = "pin_message"
+	ActionUnpinMessage  = "unpin_message"
+)
+
 // Payload is exactly what a commit will deliver. An approval binds to its SHA256.
 type Payload struct {
 	Action    string `json:"action"`
