@@ -18,6 +18,10 @@ type History struct {
 	Journal *journal.Journal
 	// Clock dates what was sent (Now); nil: the real clock.
 	Clock Clock
+	// Transport, when set, limits the messages tools.Sent finds to those it
+	// delivered: the console, on the bot's data folder, must not take a
+	// Telegram message for one it can edit, nor journal an edit of it.
+	Transport string
 }
 
 var _ verifier.History = History{}
@@ -45,7 +49,7 @@ var sentStates = []journal.State{journal.Committed}
 // per part (an edit's, the message it edited).
 func (h History) Operation(ctx context.Context, id string) ([]tools.SentMessage, error) {
 	op, err := h.Journal.Operation(ctx, id)
-	if errors.Is(err, journal.ErrNotFound) || err == nil && (op.State != journal.Committed || evidenceOf(op) == nil) {
+	if errors.Is(err, journal.ErrNotFound) || err == nil && (op.State != journal.Committed || evidenceOf(op) == nil || !h.delivered(op)) {
 		return nil, fmt.Errorf("operation %s: %w", id, tools.ErrNotSentHere)
 	}
 	if err != nil {
@@ -57,7 +61,7 @@ func (h History) Operation(ctx context.Context, id string) ([]tools.SentMessage,
 // Message implements tools.Sent: the last committed operation that sent or
 // edited message id in chat says what it reads.
 func (h History) Message(ctx context.Context, chat string, id int64) (tools.SentMessage, error) {
-	ops, err := h.Journal.Operations(ctx, journal.Filter{Target: chat, States: sentStates})
+	ops, err := h.Journal.Operations(ctx, journal.Filter{Target: chat, States: sentStates, Transport: h.Transport})
 	if err != nil {
 		return tools.SentMessage{}, err
 	}
@@ -110,6 +114,11 @@ func sentBy(op journal.Operation) []tools.SentMessage {
 		}
 	}
 	return out
+}
+
+// delivered reports whether op went through this view's transport.
+func (h History) delivered(op journal.Operation) bool {
+	return h.Transport == "" || op.Transport == h.Transport
 }
 
 // evidenceOf is what the service confirmed of a committed operation: its

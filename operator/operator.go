@@ -272,7 +272,7 @@ func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result,
 // that acts on what was sent (an edit) reads it from the journal.
 func (o *Operator) prepare(ctx context.Context, tool tools.Tool, args json.RawMessage) (tools.Payload, error) {
 	if r, ok := tool.(tools.Reader); ok {
-		return r.PrepareFrom(ctx, args, History{Journal: o.opts.Journal, Clock: o.opts.Clock})
+		return r.PrepareFrom(ctx, args, History{Journal: o.opts.Journal, Clock: o.opts.Clock, Transport: o.opts.Transport})
 	}
 	return tool.Prepare(args)
 }

@@ -100,3 +100,28 @@ func TestAnEditStartsFromWhatTheMessageReadsNow(t *testing.T) {
 		}
 	}
 }
+
+// A process on the same data folder that delivers through another transport
+// (the console beside the bot) finds no message of the bot's to act on: it
+// would print an "edit" and journal a Telegram message as edited.
+func TestAnotherTransportCannotActOnTheBotsMessages(t *testing.T) {
+	h := newHarness(t)
+	withActsOnSent(h)
+	sent := h.delivered("sent through Telegram")
+	console, err := operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: "console"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, args := range []map[string]any{{"operation_id": sent, "text": "edited from the console"}, {"chat_id": 222, "message_id": 101, "text": "x"}} {
+		task, err := console.StartTask(ctx, journal.Task{Requester: operatorID, Surface: "console"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(args)
+		r, err := console.Call(ctx, task.ID, operator.Call{Tool: "commit_edit_message", Args: raw})
+		if err != nil || r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "no message this bot sent") {
+			t.Errorf("console edit %v = %+v, %v; want refused: not a message it delivered", args, r, err)
+		}
+	}
+}
