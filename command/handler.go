@@ -64,6 +64,9 @@ type Approval struct {
 	// Approvers are who may decide: the approvers of the policy when the task
 	// started, the same list the decision is checked against.
 	Approvers []int64
+	// Shown is what the tool says an approver must see of the payload
+	// (tools.ShowOf).
+	Shown tools.Shown
 }
 
 // ErrNotOperator is returned, with no other effect, for a user who may not operate.
@@ -277,7 +280,9 @@ func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
 	if err != nil {
 		return Approval{}, err
 	}
-	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: h.Operator.Approvers(task)}, nil
+	tool, _ := h.Operator.Tool(op.Tool)
+	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: h.Operator.Approvers(task),
+		Shown: tools.ShowOf(tool, op.Payload)}, nil
 }
 
 // outcome turns a result into a reply, with the approval to ask for when pending.

@@ -116,38 +116,28 @@ func Links(links []verifier.Link) string {
 	return b.String()
 }
 
-// beforeShown is how much of an edited message's current text a card shows.
-const beforeShown = 1000
-
-// Change is what an approver must know of a payload that changes a message
-// already in the world (an edit, a delete): which message, and what it reads
-// now, so that the text shown under it reads as the after (an edit has one, a
-// delete none). "" for a payload that adds a message. A current text longer than a card can hold is cut, and the cut said.
-func Change(p tools.Payload) string {
-	if p.MessageID == 0 {
+// Facts is what an approver must know of a payload beyond its text (see
+// tools.Shown), its characters that show nothing written as escapes: "" when
+// there is nothing to say.
+func Facts(s tools.Shown) string {
+	var lines []string
+	for _, f := range s.Facts {
+		lines = append(lines, Visible(f))
+	}
+	if s.Omitted != "" {
+		lines = append(lines, "Not shown here: "+s.Omitted)
+	}
+	if len(lines) == 0 {
 		return ""
 	}
-	before, more := p.Before, 0
-	if r := []rune(before); len(r) > beforeShown {
-		before, more = string(r[:beforeShown]), len(r)-beforeShown
-	}
-	verb := "Changes"
-	switch {
-	case p.Removes:
-		verb = "Deletes, for everyone,"
-	case p.Action == tools.ActionPinMessage && p.Notify:
-		verb = "Pins, notifying the chat's members,"
-	case p.Action == tools.ActionPinMessage:
-		verb = "Pins, silently,"
-	case p.Action == tools.ActionUnpinMessage:
-		verb = "Unpins"
-	}
-	s := fmt.Sprintf("%s message %d in %s. It reads now:\n%s", verb, p.MessageID, p.Target, Visible(before))
-	if more > 0 {
-		s += fmt.Sprintf("… (%d more characters not shown)", more)
-	}
+	return strings.Join(lines, "\n")
+}
+
+// TextLabel is what a card calls the payload's text: the tool's word for it,
+// "" when the payload sends none.
+func TextLabel(s tools.Shown, p tools.Payload) string {
 	if p.Text == "" {
-		return s
+		return ""
 	}
-	return s + "\nIt will read:"
+	return s.TextLabel
 }

@@ -347,11 +347,11 @@ func (c *Console) answer(ctx context.Context, in *input, reply command.Reply) er
 func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error {
 	p := a.Operation.Payload
 	fmt.Fprintf(c.Out, "Approve %s to %s? (%d characters)\n", p.Action, p.Target, command.Characters(p))
-	if change := command.Change(p); change != "" {
-		fmt.Fprintln(c.Out, indent(change))
+	if facts := command.Facts(a.Shown); facts != "" {
+		fmt.Fprintln(c.Out, indent(facts))
 	}
-	if p.Text != "" {
-		fmt.Fprintln(c.Out, indent(command.Visible(p.Text)))
+	if label := command.TextLabel(a.Shown, p); label != "" {
+		fmt.Fprintln(c.Out, indent(label+":\n"+command.Visible(p.Text)))
 	}
 	if note := command.EscapesNote(p.Text, true); note != "" {
 		fmt.Fprintln(c.Out, "  "+note)

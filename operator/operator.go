@@ -365,9 +365,9 @@ func (o *Operator) verify(ctx context.Context, task journal.Task, op journal.Ope
 		return verifier.Verdict{Decision: verifier.Pass}
 	}
 	tool, _ := o.opts.Tools.Get(op.Tool)
-	return o.opts.Verifier.Check(ctx, verifier.Input{Tool: op.Tool, Action: op.Payload.Action,
-		Target: op.Payload.Target, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, Policy: &task.Policy.Verify,
-		SetsState: tool != nil && tools.ClassOf(tool) == policy.StateSetting, NoText: op.Payload.Text == ""})
+	in := tools.CheckOf(tool, op.Payload)
+	in.Tool, in.Policy = op.Tool, &task.Policy.Verify
+	return o.opts.Verifier.Check(ctx, in)
 }
 
 // verified is the move of a payload the verifier passed.
@@ -474,3 +474,7 @@ func (o *Operator) TaskPolicy(ctx context.Context, taskID string) (*policy.Polic
 	}
 	return task.Policy, nil
 }
+
+// Tool is the named tool, when the policy in force offers it: the surfaces ask
+// it how its payloads are shown (tools.ShowOf).
+func (o *Operator) Tool(name string) (tools.Tool, bool) { return o.opts.Tools.Get(name) }

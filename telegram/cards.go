@@ -72,18 +72,18 @@ func cardText(a *command.Approval, inline bool) string {
 	if p.ParseMode != "" {
 		fmt.Fprintf(&b, "Parse mode: %s\n", p.ParseMode)
 	}
-	if c := command.Change(p); c != "" {
-		b.WriteString("\n" + c)
+	if facts := command.Facts(a.Shown); facts != "" {
+		b.WriteString("\n" + facts)
 	}
 	n := command.Characters(p)
-	switch {
-	case p.Text == "": // a delete: Change said what goes
+	switch label := command.TextLabel(a.Shown, p); {
+	case label == "": // a delete: the facts said what goes
 	case inline && p.ParseMode != "":
-		b.WriteString("\nText, exactly as it will be sent:\n" + command.Visible(p.Text))
+		fmt.Fprintf(&b, "\n%s, exactly as it will be sent:\n%s", label, command.Visible(p.Text))
 	case inline:
-		fmt.Fprintf(&b, "\nText, exactly as it will be sent (%d characters):\n%s", n, command.Visible(p.Text))
+		fmt.Fprintf(&b, "\n%s, exactly as it will be sent (%d characters):\n%s", label, n, command.Visible(p.Text))
 	default:
-		fmt.Fprintf(&b, "\nText: the %d message(s) just above, starting with the one this card answers, exactly as they will be sent (%d characters).", len(p.Messages()), n)
+		fmt.Fprintf(&b, "\n%s: the %d message(s) just above, starting with the one this card answers, exactly as they will be sent (%d characters).", label, len(p.Messages()), n)
 	}
 	if note := command.EscapesNote(p.Text, inline); note != "" {
 		b.WriteString("\n" + note)

@@ -34,7 +34,7 @@ func TestAnEditWhoseAnswerWasLostIsSettledByRepeatingIt(t *testing.T) {
 	r.srv.Inject(telegramtest.AcceptThenDrop().For("editMessageText").InChat(target))
 	r.command(alice, "/edit "+sendOp+" the meeting is at 11")
 	card := r.replyContaining(alice, "Changes message")
-	for _, want := range []string{"It reads now:\nthe meeting is at 10", "It will read:", "the meeting is at 11"} {
+	for _, want := range []string{"It reads now:\nthe meeting is at 10", "It will read, exactly as it will be sent", "the meeting is at 11"} {
 		if !strings.Contains(card.Text, want) {
 			t.Errorf("card lacks %q:\n%s", want, card.Text)
 		}

@@ -69,6 +69,11 @@ func (t DeleteMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sen
 	return Payload{Action: ActionDeleteMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Removes: true}, nil
 }
 
+// Show implements Presenter: the message it removes, quoted.
+func (DeleteMessage) Show(p Payload) Shown {
+	return Shown{Facts: []string{change(p, "Deletes, for everyone,")}}
+}
+
 // Commit implements Committer. A message already gone (ErrAlreadyDone, with the
 // evidence) is the delete landed, by this call or an earlier one.
 func (t DeleteMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {

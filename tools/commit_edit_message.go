@@ -98,6 +98,11 @@ func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent 
 	return Payload{Action: ActionEditMessage, Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text}, nil
 }
 
+// Show implements Presenter: the message, what it reads now, and the new text.
+func (EditMessage) Show(p Payload) Shown {
+	return Shown{Facts: []string{change(p, "Changes")}, TextLabel: "It will read"}
+}
+
 // Commit implements Committer. A message that already reads so (ErrAlreadyDone,
 // with the evidence) is the edit landed, by this call or an earlier one.
 func (t EditMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {

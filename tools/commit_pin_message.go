@@ -80,6 +80,15 @@ func (t PinMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent S
 	return Payload{Action: ActionPinMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Notify: notify}, nil
 }
 
+// Show implements Presenter: the message, and whether the members are told.
+func (PinMessage) Show(p Payload) Shown {
+	verb := "Pins, silently,"
+	if p.Notify {
+		verb = "Pins, notifying the chat's members,"
+	}
+	return Shown{Facts: []string{change(p, verb)}}
+}
+
 // Commit implements Committer.
 func (t PinMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
 	if err := t.Pinner.Pin(ctx, p.Target, p.MessageID, p.Notify); err != nil {
@@ -135,6 +144,9 @@ func (t UnpinMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent
 	}
 	return Payload{Action: ActionUnpinMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text}, nil
 }
+
+// Show implements Presenter.
+func (UnpinMessage) Show(p Payload) Shown { return Shown{Facts: []string{change(p, "Unpins")}} }
 
 // Commit implements Committer.
 func (t UnpinMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {

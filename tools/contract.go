@@ -119,6 +119,10 @@ type Payload struct {
 	// one that tells the chat's members (a pin that is not silent).
 	Removes bool `json:"removes,omitempty"`
 	Notify  bool `json:"notify,omitempty"`
+	// Files are the files the action sends (a photo, a document, an album's
+	// items), each named by its content's SHA-256; Text is a single file's
+	// caption.
+	Files []File `json:"files,omitempty"`
 }
 
 // Messages returns the texts to deliver, one per message.
