@@ -82,6 +82,9 @@ type Request struct {
 	// started, if a stop left it short of its card, and otherwise returns
 	// journal.ErrDuplicate and does nothing.
 	Origin string
+	// Attachment is the Telegram file_id of a file that came with the line (a
+	// photo or a document whose caption is the command), "" for none.
+	Attachment string
 }
 
 // Handle parses and runs one command line. Parse errors come back wrapping
@@ -99,7 +102,7 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	switch c.Name {
-	case "send", "publish", "draft", "edit", "delete", "pin", "unpin":
+	case "send", "publish", "photo", "document", "draft", "edit", "delete", "pin", "unpin":
 		return h.call(ctx, req, c)
 	case "ops":
 		return h.list(ctx, journal.Filter{Limit: 10}, "No operations yet.")
@@ -137,7 +140,7 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 
 func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, error) {
 	tool := map[string]string{"send": "commit_send_message", "publish": "commit_publish_post", "draft": "prepare_reply",
-		"edit": "commit_edit_message", "delete": "commit_delete_message", "pin": "commit_pin_message", "unpin": "commit_unpin_message"}[c.Name]
+		"photo": "commit_send_photo", "document": "commit_send_document", "edit": "commit_edit_message", "delete": "commit_delete_message", "pin": "commit_pin_message", "unpin": "commit_unpin_message"}[c.Name]
 	args, _ := json.Marshal(map[string]string{"chat_id": c.Target, "text": c.Text})
 	switch c.Name {
 	case "draft":
@@ -146,6 +149,15 @@ func (h *Handler) call(ctx context.Context, req Request, c Command) (Reply, erro
 		args, _ = json.Marshal(map[string]string{"operation_id": c.OpID, "text": c.Text})
 	case "delete", "pin", "unpin":
 		args, _ = json.Marshal(map[string]string{"operation_id": c.OpID})
+	case "photo", "document":
+		file, caption := tools.TelegramFile+req.Attachment, c.Text
+		if req.Attachment == "" {
+			file, caption = cut(c.Text)
+		}
+		if file == "" {
+			return Reply{}, usageErr(c.Name)
+		}
+		args, _ = json.Marshal(map[string]string{"chat_id": c.Target, "file": file, "caption": caption})
 	}
 	// The task and its call are journaled in one transaction: a crash before it
 	// leaves nothing, and the replay starts afresh.

@@ -1,5 +1,5 @@
 // Package command is the operator's chat language: it parses the commands people
-// type (/send, /publish, /edit, /delete, /pin, /unpin, /draft, /ops, /pending, /resolve, /retry, /cancel, /stop, /new, /help)
+// type (/send, /publish, /photo, /document, /edit, /delete, /pin, /unpin, /draft, /ops, /pending, /resolve, /retry, /cancel, /stop, /new, /help)
 // and carries them out on the operator, the same way in a terminal and in Telegram.
 package command
 
@@ -24,6 +24,8 @@ type Command struct {
 var Usage = []struct{ Name, Args, Doc string }{
 	{"send", "<chat_id> <text>", "send a message, after approval"},
 	{"publish", "<chat_id> <text>", "publish a channel post, after approval"},
+	{"photo", "<chat_id> <path|url> [caption]", "send a photo (or attach one, with this as its caption, and leave out the path), after approval"},
+	{"document", "<chat_id> <path|url> [caption]", "send a file as a document (or attach one, with this as its caption), after approval"},
 	{"edit", "<op_id> <text>", "change the text of a message this bot sent, after approval"},
 	{"delete", "<op_id>", "delete for everyone a message this bot sent in the last 48 hours, after approval"},
 	{"pin", "<op_id>", "pin, silently, a message this bot sent, after approval"},
@@ -57,6 +59,13 @@ func Parse(line string) (Command, error) {
 	case "send", "publish":
 		c.Target, c.Text = cut(rest)
 		if c.Target == "" || strings.TrimSpace(c.Text) == "" {
+			return c, usageErr(c.Name)
+		}
+	case "photo", "document":
+		// What follows the chat is the file and its caption, or, with a file
+		// attached to the message, the caption alone: the handler knows which.
+		c.Target, c.Text = cut(rest)
+		if c.Target == "" {
 			return c, usageErr(c.Name)
 		}
 	case "edit":

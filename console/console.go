@@ -54,6 +54,31 @@ func (p *Printer) Send(ctx context.Context, m tools.Message) (tools.Delivery, er
 	return tools.Delivery{ChatID: m.Target, MessageID: p.next}, nil
 }
 
+var _ tools.Uploader = (*Printer)(nil)
+
+// Upload implements tools.Uploader: the console prints each file's name, size
+// and hash, and the caption, one message each.
+func (p *Printer) Upload(ctx context.Context, u tools.Upload) ([]tools.Delivery, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []tools.Delivery
+	for i, f := range u.Files {
+		caption := f.Caption
+		if i == 0 && caption == "" {
+			caption = u.Caption
+		}
+		p.next++
+		if _, err := fmt.Fprintf(p.out, "→ sent to %s (message %d): %s\n%s\n", u.Target, p.next, f.Describe(), command.Visible(caption)); err != nil {
+			if i == 0 {
+				return nil, fmt.Errorf("console: %w: %w", tools.ErrNotSent, err)
+			}
+			return nil, fmt.Errorf("console: %w: %w", tools.ErrOutcomeUnknown, err)
+		}
+		out = append(out, tools.Delivery{ChatID: u.Target, MessageID: p.next})
+	}
+	return out, nil
+}
+
 // Edit implements tools.Editor: the console prints the message's new text.
 func (p *Printer) Edit(ctx context.Context, e tools.Edit) (tools.Delivery, error) {
 	p.mu.Lock()

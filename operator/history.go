@@ -36,6 +36,9 @@ func (h History) Recent(ctx context.Context, target string, since time.Time) ([]
 	sent := make([]verifier.Sent, len(ops))
 	for i, op := range ops {
 		sent[i] = verifier.Sent{OperationID: op.ID, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, State: string(op.State), At: op.Created}
+		for _, f := range op.Payload.Files {
+			sent[i].Files = append(sent[i].Files, f.SHA256)
+		}
 	}
 	return sent, nil
 }

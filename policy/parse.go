@@ -148,6 +148,7 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 		"envelope_ttl": func(n *yaml.Node, f string) { d.duration(n, f, &p.EnvelopeTTL) },
 		"verify":       func(n *yaml.Node, f string) { d.verify(n, f, &p.Verify) },
 		"model":        func(n *yaml.Node, f string) { d.model(n, f, &p.Model) },
+		"files":        func(n *yaml.Node, f string) { d.files(n, f, &p.Files) },
 	})
 }
 

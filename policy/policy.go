@@ -113,6 +113,8 @@ type Policy struct {
 	EnvelopeTTL time.Duration `json:"envelope_ttl"`
 	// Verify configures the verifier's checks (see verify.go).
 	Verify Verify `json:"verify"`
+	// Files bounds what the file tools may read (see files.go).
+	Files Files `json:"files"`
 	// Model configures the model layer and its recovery (see model.go). Use
 	// Models, which fills in a snapshot taken before the section existed.
 	Model Model `json:"model"`

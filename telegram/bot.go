@@ -56,6 +56,9 @@ type Options struct {
 	MessageWorkers, TapWorkers int
 	// Counters count what the bot does, for its process's metrics (counters.go).
 	Counters Counters
+	// Files is where payloads' files are kept: an approval card of a photo is
+	// sent with the photo itself, read from here. Nil: the card names it only.
+	Files tools.FileStore
 }
 
 // Errors that end the bot: they need a person to change something.

@@ -1,6 +1,7 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -158,14 +159,17 @@ func (t *Bot) shownIn(ctx context.Context, apID string) (map[int64]bool, error) 
 // under another operation's text.
 func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, inline bool, text string, kb models.ReplyMarkup) error {
 	defer t.cards.lock(chatKey(chat))()
-	var first int
+	first, err := t.showPhotos(ctx, chat, a.Shown.Files)
+	if err != nil {
+		return err
+	}
 	if !inline {
 		for i, part := range a.Operation.Payload.Messages() {
 			m, err := t.send(ctx, chat, part, nil, 0)
 			if err != nil {
 				return err
 			}
-			if i == 0 {
+			if first == 0 && i == 0 {
 				first = m.ID
 			}
 		}
@@ -175,6 +179,39 @@ func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, inl
 		return err
 	}
 	return t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
+}
+
+// showPhotos sends an approver the photos a payload sends, each as it will be
+// sent (the stored bytes, which the payload's hash names), and returns the id of
+// the first, for the card to answer. A photo that cannot be read from the store
+// is not shown, and the card says the file is missing: the commit would refuse
+// it too.
+func (t *Bot) showPhotos(ctx context.Context, chat int64, files []tools.File) (int, error) {
+	first := 0
+	for _, f := range files {
+		if f.Kind != tools.FilePhoto || t.opts.Files == nil {
+			continue
+		}
+		b, err := t.opts.Files.Open(ctx, f.SHA256)
+		if err != nil {
+			t.log.Warn("photo not shown with its card", "sha256", f.SHA256, "err", err)
+			continue
+		}
+		done, err := t.sender.limiter.Wait(ctx, strconv.FormatInt(chat, 10))
+		if err != nil {
+			return 0, err
+		}
+		m, err := t.api.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: &models.InputFileUpload{Filename: f.Name, Data: bytes.NewReader(b)},
+			Caption: "Photo " + f.SHA256[:12] + ": the one the card below asks about."})
+		done()
+		if err != nil {
+			return 0, errors.New(t.redact(err.Error()))
+		}
+		if first == 0 {
+			first = m.ID
+		}
+	}
+	return first, nil
 }
 
 // chatKey is the key of a chat in the bot's key lock, apart from approval ids.

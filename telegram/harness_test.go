@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -115,10 +116,14 @@ func (r *rig) start() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	files, err := filestore.Open(filepath.Join(r.dir, "files"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
 	o := telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
 		SendTimeout: 2 * time.Second, Limits: r.limits, Logger: logger, Webhook: r.webhook,
-		Clock: r.clock.now}
+		Clock: r.clock.now, Files: files}
 	if r.edit != nil {
 		r.edit(&o)
 	}
@@ -126,7 +131,7 @@ func (r *rig) start() {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	reg, err := tools.NewRegistry(r.pol, tg.Sender())
+	reg, err := tools.NewRegistry(r.pol, tg.Sender(), tools.WithFiles(files))
 	if err != nil {
 		r.t.Fatal(err)
 	}

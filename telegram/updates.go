@@ -91,7 +91,7 @@ func (t *Bot) handleFrom(ctx context.Context, lane <-chan job) {
 		switch {
 		case u.CallbackQuery != nil:
 			t.onCallback(ctx, u.CallbackQuery)
-		case u.Message != nil && u.Message.Text != "":
+		case u.Message != nil && (u.Message.Text != "" || u.Message.Caption != ""):
 			full = t.onMessage(ctx, j.item.Key, u.Message, j.tries == 0)
 		}
 		if full {
@@ -243,13 +243,23 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 		t.refuse(m.Chat.ID, m.From.ID)
 		return false
 	}
-	if strings.Contains(m.Text, secret.Withheld) {
+	line, attachment := m.Text, ""
+	if line == "" && m.Caption != "" { // a file sent with a command as its caption
+		line = m.Caption
+		switch {
+		case len(m.Photo) > 0:
+			attachment = m.Photo[len(m.Photo)-1].FileID // the largest size
+		case m.Document != nil:
+			attachment = m.Document.FileID
+		}
+	}
+	if strings.Contains(line, secret.Withheld) {
 		t.reply(ctx, m.Chat.ID, "That message contained what looks like a secret (a bot token or an API key), so it was neither stored nor sent. If it was this bot's token, revoke it with @BotFather.")
 		return false
 	}
-	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: m.Text,
-		Origin: "telegram:" + key}
-	if t.handler.Agent != nil && !strings.HasPrefix(strings.TrimSpace(m.Text), "/") {
+	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: line,
+		Origin: "telegram:" + key, Attachment: attachment}
+	if t.handler.Agent != nil && !strings.HasPrefix(strings.TrimSpace(line), "/") {
 		defer t.typing(ctx, m.Chat.ID)() // a model's turn takes seconds: show that it is working
 	}
 	reply, err := t.handler.Handle(ctx, req)

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -13,30 +15,43 @@ type Registry struct {
 	names []string
 }
 
+// Option gives NewRegistry what some tools act through beyond the sender.
+type Option func(*options)
+
+type options struct{ files FileStore }
+
+// WithFiles gives the file tools (a photo, a document, an album) the store
+// they keep what they send in. Without one, they refuse to prepare a file.
+func WithFiles(s FileStore) Option { return func(o *options) { o.files = s } }
+
 // NewRegistry builds every implemented tool with its dependencies and keeps those
-// the policy declares; commit_edit_message is implemented when sender is also an
-// Editor. A declared tool without an implementation, or whose declared
-// side effect does not match what the implementation does, is an error: the bot must
-// not start with a policy it cannot honour. An implemented tool the policy does not
-// declare is not offered.
-func NewRegistry(p *policy.Policy, sender Sender) (*Registry, error) {
+// the policy declares. Every tool is implemented whatever the sender can do: a
+// process that only prepares (an MCP server beside the bot) offers the same
+// tools as the one that sends, and a commit of what this sender cannot do (a
+// printer asked to pin) fails with nothing sent. A declared tool without an
+// implementation, or whose declared side effect does not match what the
+// implementation does, is an error: the bot must not start with a policy it
+// cannot honour. An implemented tool the policy does not declare is not offered.
+func NewRegistry(p *policy.Policy, sender Sender, opts ...Option) (*Registry, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	can := capable(sender)
+	media := Media{Store: o.files, Policy: p.Files, Downloader: can.downloader}
 	implemented := map[string]Tool{}
 	for _, t := range []Tool{
 		PrepareReply{},
 		SendMessage{Sender: sender},
 		PublishPost{Sender: sender},
+		EditMessage{Editor: can.editor},
+		DeleteMessage{Deleter: can.deleter},
+		PinMessage{Pinner: can.pinner},
+		UnpinMessage{Pinner: can.pinner},
+		SendPhoto(can.uploader, media),
+		SendDocument(can.uploader, media),
 	} {
 		implemented[t.Name()] = t
-	}
-	if ed, ok := sender.(Editor); ok { // a sender that can edit what it sent
-		implemented["commit_edit_message"] = EditMessage{Editor: ed}
-	}
-	if d, ok := sender.(Deleter); ok { // and delete it
-		implemented["commit_delete_message"] = DeleteMessage{Deleter: d}
-	}
-	if pn, ok := sender.(Pinner); ok { // and pin it
-		implemented["commit_pin_message"] = PinMessage{Pinner: pn}
-		implemented["commit_unpin_message"] = UnpinMessage{Pinner: pn}
 	}
 	r := &Registry{tools: map[string]Tool{}}
 	for _, name := range p.ToolNames() {
@@ -68,3 +83,47 @@ func (r *Registry) Get(name string) (Tool, bool) {
 
 // Names returns the offered tools' names, sorted.
 func (r *Registry) Names() []string { return append([]string(nil), r.names...) }
+
+// capabilities are what a sender can do beyond sending a text, each
+// standing in for what it cannot (unable).
+type capabilities struct {
+	editor     Editor
+	deleter    Deleter
+	pinner     Pinner
+	uploader   Uploader
+	downloader Downloader
+}
+
+func capable(sender Sender) capabilities {
+	c := capabilities{editor: unable{}, deleter: unable{}, pinner: unable{}, uploader: unable{}}
+	if v, ok := sender.(Editor); ok {
+		c.editor = v
+	}
+	if v, ok := sender.(Deleter); ok {
+		c.deleter = v
+	}
+	if v, ok := sender.(Pinner); ok {
+		c.pinner = v
+	}
+	if v, ok := sender.(Uploader); ok {
+		c.uploader = v
+	}
+	if v, ok := sender.(Downloader); ok {
+		c.downloader = v
+	}
+	return c
+}
+
+// unable stands in for what a sender cannot do: every call fails with nothing
+// sent, and says so.
+type unable struct{}
+
+// errUnable stops the call: nothing was sent, and no retry here can send it.
+var errUnable = &RefusedError{Reason: "this process's transport cannot do this; nothing was sent", Err: errors.New("not supported by the transport")}
+
+func (unable) Edit(context.Context, Edit) (Delivery, error)       { return Delivery{}, errUnable }
+func (unable) Delete(context.Context, string, int64) error        { return errUnable }
+func (unable) Pin(context.Context, string, int64, bool) error     { return errUnable }
+func (unable) Unpin(context.Context, string, int64) error         { return errUnable }
+func (unable) Pinned(context.Context, string) (int64, error)      { return 0, errUnable }
+func (unable) Upload(context.Context, Upload) ([]Delivery, error) { return nil, errUnable }

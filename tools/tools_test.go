@@ -40,14 +40,33 @@ func TestRegistryRefusesAPolicyItCannotHonour(t *testing.T) {
 	tests := map[string]struct{ src, tool string }{
 		"no implementation": {"tools:\n  commit_launch_rocket:\n    side_effect: committed\n    approval: required\n", "commit_launch_rocket"},
 		// A repeat of a send sends it twice: no policy may make a send state-setting.
-		"a send declared state-setting": {"tools:\n  commit_send_message:\n    side_effect: committed\n    approval: required\n    idempotency: state_setting\n", "commit_send_message"},
-		// A sender that cannot edit has no edit tool to offer.
-		"an edit without an editor": {"tools:\n  commit_edit_message:\n    side_effect: committed\n    approval: required\n", "commit_edit_message"},
+		"a send declared state-setting":  {"tools:\n  commit_send_message:\n    side_effect: committed\n    approval: required\n    idempotency: state_setting\n", "commit_send_message"},
+		"a photo declared state-setting": {"tools:\n  commit_send_photo:\n    side_effect: committed\n    approval: required\n    idempotency: state_setting\n", "commit_send_photo"},
 	}
 	for name, tt := range tests {
 		if _, err := tools.NewRegistry(parse(t, tt.src), nil); err == nil || !strings.Contains(err.Error(), tt.tool) {
 			t.Errorf("%s: NewRegistry = %v, want an error naming %s", name, err, tt.tool)
 		}
+	}
+}
+
+// A process whose transport cannot edit (an MCP server beside the bot, a
+// policy check) offers the same tools as the bot; a commit of what it cannot do
+// stops with nothing sent, and no retry.
+func TestACommitTheTransportCannotDoStopsWithNothingSent(t *testing.T) {
+	p := parse(t, "tools:\n  commit_edit_message:\n    side_effect: committed\n    approval: required\n")
+	r, err := tools.NewRegistry(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit, ok := r.Get("commit_edit_message")
+	if !ok {
+		t.Fatal("commit_edit_message is not offered")
+	}
+	_, err = edit.(tools.Committer).Commit(t.Context(), tools.Payload{Action: tools.ActionEditMessage, Target: "222", MessageID: 1, Text: "x"})
+	var refused *tools.RefusedError
+	if !errors.As(err, &refused) || errors.Is(err, tools.ErrNotSent) {
+		t.Errorf("Commit = %v, want a refusal that is not a retryable never-sent", err)
 	}
 }
 

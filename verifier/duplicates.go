@@ -14,7 +14,7 @@ import (
 // is not let through.
 func (c Checker) duplicates(ctx context.Context, p *payload) []finding {
 	text := Seen(p.in.Text, p.in.ParseMode)
-	if text == "" {
+	if text == "" && len(p.in.Files) == 0 {
 		return nil // schema reports the empty text
 	}
 	now := c.clock()
@@ -24,13 +24,30 @@ func (c Checker) duplicates(ctx context.Context, p *payload) []finding {
 	}
 	var match *Sent
 	for i, s := range sent {
-		if strings.EqualFold(Seen(s.Text, s.ParseMode), text) && (match == nil || s.At.After(match.At)) {
+		if strings.EqualFold(Seen(s.Text, s.ParseMode), text) && sameFiles(s.Files, p.in.Files) && (match == nil || s.At.After(match.At)) {
 			match = &sent[i]
 		}
 	}
 	if match == nil {
 		return nil
 	}
-	return []finding{stopf("same text as operation %s (%s %s)",
-		match.OperationID, match.State, match.At.UTC().Format("2006-01-02 15:04 UTC"))}
+	what := "text"
+	if len(p.in.Files) > 0 {
+		what = "files and caption"
+	}
+	return []finding{stopf("same %s as operation %s (%s %s)",
+		what, match.OperationID, match.State, match.At.UTC().Format("2006-01-02 15:04 UTC"))}
+}
+
+// sameFiles reports whether sent sent the files of in, by content and order.
+func sameFiles(sent []string, in []File) bool {
+	if len(sent) != len(in) {
+		return false
+	}
+	for i, f := range in {
+		if sent[i] != f.SHA256 {
+			return false
+		}
+	}
+	return true
 }

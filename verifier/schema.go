@@ -12,6 +12,15 @@ import (
 const (
 	messageLimit = 4096
 	maxMessages  = 10
+	captionLimit = 1024
+)
+
+// Telegram's limits on files through the public Bot API: a photo of at most
+// 10 MB, any other file of at most 50 MB, and an album of 2 to 10 items.
+const (
+	MaxPhotoBytes    = 10 << 20
+	MaxDocumentBytes = 50 << 20
+	maxAlbum         = 10
 )
 
 // schema checks the payload's form: the target, the text's presence and length (of
@@ -21,11 +30,14 @@ func (c Checker) schema(_ context.Context, p *payload) []finding {
 	if _, err := policy.NormalizeTarget(p.in.Target); err != nil {
 		fs = append(fs, repairf("target %q is not a chat id or @username", p.in.Target))
 	}
+	fs = append(fs, files(p.in.Files)...)
 	if p.in.NoText {
 		return fs
 	}
 	n := p.length()
 	switch {
+	case p.in.Caption && n > captionLimit:
+		fs = append(fs, repairf("caption is %d characters long, Telegram takes at most %d", n, captionLimit))
 	case strings.TrimSpace(p.visible) == "":
 		fs = append(fs, repairf("text is empty"))
 	case n > maxMessages*messageLimit:
@@ -40,4 +52,26 @@ func (c Checker) schema(_ context.Context, p *payload) []finding {
 		fs = append(fs, repairf("%s: %v", mode, p.markup))
 	}
 	return fs
+}
+
+// files checks an action's files against Telegram's limits: each photo and
+// document within its size, and an album (more than one file) of at most ten.
+func files(fs []File) []finding {
+	var out []finding
+	if len(fs) > maxAlbum {
+		out = append(out, repairf("%d files: an album holds at most %d", len(fs), maxAlbum))
+	}
+	for _, f := range fs {
+		limit := int64(MaxDocumentBytes)
+		if f.Kind == "photo" {
+			limit = MaxPhotoBytes
+		}
+		switch {
+		case f.Size == 0:
+			out = append(out, repairf("%s %q is empty", f.Kind, f.Name))
+		case f.Size > limit:
+			out = append(out, repairf("%s %q is %d bytes, Telegram takes at most %d MB for a %s", f.Kind, f.Name, f.Size, limit>>20, f.Kind))
+		}
+	}
+	return out
 }

@@ -37,9 +37,25 @@ type Input struct {
 	// SetsState marks a state-setting action (an edit, a delete): the duplicate
 	// check, which guards against adding the same message twice, does not apply.
 	SetsState bool
-	// NoText marks an action that sends no text (a delete): the checks of a
-	// text (empty, length, markup, links, house rules) do not apply.
+	// NoText marks an action that sends no text (a delete, a photo without a
+	// caption): the checks of a text (empty, length, markup, links, house
+	// rules) do not apply.
 	NoText bool
+	// Caption marks a text sent as a file's caption, which Telegram holds to
+	// 1024 characters rather than a message's 4096.
+	Caption bool
+	// Files are the files the action sends, checked against Telegram's
+	// limits; a payload with files is a duplicate only of one with the same
+	// files.
+	Files []File
+}
+
+// File is one file an action sends, as the checks see it.
+type File struct {
+	Kind   string // "photo" or "document"
+	Name   string
+	Size   int64
+	SHA256 string
 }
 
 // Verdict is a decision with its reasons and the number of checks that ran.
@@ -69,6 +85,8 @@ type History interface {
 type Sent struct {
 	OperationID, Text, ParseMode, State string
 	At                                  time.Time
+	// Files are the SHA-256 sums of the files it sent, in order.
+	Files []string
 }
 
 // Checker runs the checks on a payload: schema and links always, duplicates when it
@@ -132,12 +150,16 @@ type check struct {
 
 func (c Checker) checks(in Input) []check {
 	cs := []check{{"schema", c.schema}}
+	if !in.NoText {
+		cs = append(cs, check{"links", c.links})
+	}
+	// What adds to the world (a text, a file) is checked against what was
+	// added before; what sets a state is not.
+	if c.history != nil && c.cfg.DuplicateWindow > 0 && !in.SetsState && (!in.NoText || len(in.Files) > 0) {
+		cs = append(cs, check{"duplicates", c.duplicates})
+	}
 	if in.NoText {
 		return cs
-	}
-	cs = append(cs, check{"links", c.links})
-	if c.history != nil && c.cfg.DuplicateWindow > 0 && !in.SetsState {
-		cs = append(cs, check{"duplicates", c.duplicates})
 	}
 	if slices.ContainsFunc(c.cfg.Rules, func(r policy.Rule) bool { return r.Applies(in.Tool, in.Target) }) {
 		cs = append(cs, check{"rules", c.rules})

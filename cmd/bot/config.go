@@ -12,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -46,6 +47,9 @@ func (c Config) vaultDir() string {
 	}
 	return filepath.Join(c.DataDir, "vault")
 }
+
+// filesDir is where the files a payload sends are kept by their content.
+func (c Config) filesDir() string { return filepath.Join(c.DataDir, "files") }
 
 // flags returns a flag set for a command with the shared -data and -policies flags.
 func flags(name string, env Env, cfg *Config) *flag.FlagSet {
@@ -156,7 +160,11 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 		e.sender = noSender{}
 	}
 	sender := e.sender
-	reg, err := tools.NewRegistry(p, sender)
+	files, err := filestore.Open(cfg.filesDir())
+	if err != nil {
+		return nil, err
+	}
+	reg, err := tools.NewRegistry(p, sender, tools.WithFiles(files))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram"
 )
@@ -175,8 +176,12 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		return err
 	}
 	m.unknown.Add(float64(len(j.Recovered())))
+	files, err := filestore.Open(cfg.filesDir())
+	if err != nil {
+		return err
+	}
 	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: env.Getenv("TELEGRAM_API_URL"),
-		PollTimeout: pollTimeout(env), Webhook: hook, Logger: logger, Counters: m.counters})
+		PollTimeout: pollTimeout(env), Webhook: hook, Logger: logger, Counters: m.counters, Files: files})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	_ "image/gif" // photos may be GIF, JPEG or PNG
 	_ "image/jpeg"
 	_ "image/png"
+	"net/http"
 	"path"
 	"strings"
 )
@@ -61,6 +62,10 @@ var (
 type storedFile struct {
 	photo []PhotoSize
 	doc   *Document
+	// data and name are the content and name it came with, for getFile and
+	// the download of its file_path.
+	data []byte
+	name string
 }
 
 // media is a resolved photo or document, ready to go into a Message.
@@ -210,7 +215,7 @@ func (s *Server) fromBytesLocked(kind, name string, data []byte, uploaded bool) 
 	if kind != "photo" {
 		id, unique := fileIDs(documentIDPrefix, sum, "d")
 		d := &Document{FileID: id, FileUniqueID: unique, FileName: name, MimeType: mimeType(name), FileSize: len(data)}
-		s.files[id] = &storedFile{doc: d}
+		s.files[id] = &storedFile{doc: d, data: bytes.Clone(data), name: name}
 		return media{doc: d}, nil
 	}
 	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
@@ -223,7 +228,7 @@ func (s *Server) fromBytesLocked(kind, name string, data []byte, uploaded bool) 
 	}
 	sizes := photoSizes(sum, w, h, len(data))
 	for _, p := range sizes {
-		s.files[p.FileID] = &storedFile{photo: sizes}
+		s.files[p.FileID] = &storedFile{photo: sizes, data: bytes.Clone(data), name: name}
 	}
 	return media{photo: sizes}, nil
 }
@@ -299,4 +304,85 @@ func (s *Server) File(fileID string) (photo []PhotoSize, doc *Document, ok bool)
 		return nil, &d, true
 	}
 	return append([]PhotoSize(nil), f.photo...), nil, true
+}
+
+// getFile answers a file_id the server issued with its file_path, under which
+// the content is served at /file/bot<token>/<file_path>, as the Bot API does.
+func (s *Server) getFile(_ context.Context, req *request) reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := req.params["file_id"]
+	f, ok := s.files[id]
+	if !ok {
+		return new(badRequest("invalid file_id")).reply()
+	}
+	unique := ""
+	for _, p := range f.photo {
+		if p.FileID == id {
+			unique = p.FileUniqueID
+		}
+	}
+	if f.doc != nil {
+		unique = f.doc.FileUniqueID
+	}
+	return okReply(map[string]any{"file_id": id, "file_unique_id": unique, "file_size": len(f.data), "file_path": filePath(id, f)})
+}
+
+// filePath is where a file's content is served: photos/… or documents/…,
+// named by its id, with its extension.
+func filePath(id string, f *storedFile) string {
+	if f.doc != nil {
+		return "documents/" + id + path.Ext(f.name)
+	}
+	return "photos/" + id + path.Ext(f.name)
+}
+
+// serveFile answers GET /file/bot<token>/<file_path> with the content.
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/file/bot")
+	token, fp, _ := strings.Cut(rest, "/")
+	if token != s.token {
+		http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		return
+	}
+	s.mu.Lock()
+	var data []byte
+	for id, f := range s.files {
+		if filePath(id, f) == fp {
+			data = f.data
+		}
+	}
+	s.mu.Unlock()
+	if data == nil {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write(data)
+}
+
+// PushFile queues a "message" update: user userID sent a photo (kind
+// "photo") or a document (any other kind) named name with caption in the
+// private chat, as a person attaches a file with a command as its caption.
+// The server issues its ids, so getFile and the download serve it. It
+// returns the update_id.
+func (s *Server) PushFile(userID int64, kind, name string, data []byte, caption string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chats.get(userID)
+	c.known = true
+	m, aerr := s.fromBytesLocked(kind, name, data, true)
+	if aerr != nil {
+		panic("telegramtest: PushFile: " + aerr.Description)
+	}
+	msg := map[string]any{"message_id": c.nextID(), "from": s.userForLocked(userID), "chat": c.info, "date": s.now().Unix(), "caption": caption}
+	if m.doc != nil {
+		msg["document"] = m.doc
+	} else {
+		msg["photo"] = m.photo
+	}
+	if strings.HasPrefix(caption, "/") {
+		cmd := strings.Fields(caption)[0]
+		msg["caption_entities"] = []Entity{{Type: "bot_command", Offset: 0, Length: utf16Len(cmd)}}
+	}
+	return s.pushLocked("message", msg)
 }

@@ -22,6 +22,7 @@ var methods = map[string]methodFunc{
 	"getupdates":             (*Server).getUpdates,
 	"sendmessage":            (*Server).sendMessage,
 	"sendphoto":              (*Server).sendPhoto,
+	"getfile":                (*Server).getFile,
 	"senddocument":           (*Server).sendDocument,
 	"editmessagetext":        (*Server).editMessageText,
 	"editmessagereplymarkup": (*Server).editMessageReplyMarkup,

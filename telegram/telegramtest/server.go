@@ -122,7 +122,13 @@ func (s *Server) Connections() int { return int(s.conns.Load()) }
 // New starts a server. Call Close when done; prefer NewServer in tests.
 func New(opts Options) *Server {
 	s := newServer(opts)
-	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/file/bot") {
+			s.serveFile(w, r)
+			return
+		}
+		s.serveHTTP(w, r)
+	}))
 	s.ts.Config.ErrorLog = log.New(redactor{s}, "telegramtest: ", 0)
 	s.ts.Config.ConnState = func(_ net.Conn, state http.ConnState) {
 		if state == http.StateNew {

@@ -1,0 +1,123 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/countersign/countersign/tools"
+)
+
+var _ tools.Uploader = (*Sender)(nil)
+
+// Upload implements tools.Uploader: one file with sendPhoto or sendDocument, an
+// album with sendMediaGroup, each file uploaded from its bytes (multipart), so
+// that what leaves is the stored, approved content. It is spaced and fenced
+// like a send, and its errors are Send's.
+func (s *Sender) Upload(ctx context.Context, u tools.Upload) ([]tools.Delivery, error) {
+	chat, err := chatID(u.Target)
+	if err != nil {
+		return nil, &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	if len(u.Files) == 0 {
+		err := errors.New("an upload without a file")
+		return nil, &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	var out []tools.Delivery
+	_, err = s.call(ctx, u.Target, func(ctx context.Context) (tools.Delivery, error) {
+		if len(u.Files) > 1 {
+			ms, err := s.bot.SendMediaGroup(ctx, &bot.SendMediaGroupParams{ChatID: chat, Media: album(u)})
+			if err != nil {
+				return tools.Delivery{}, err
+			}
+			for _, m := range ms {
+				out = append(out, tools.Delivery{ChatID: strconv.FormatInt(m.Chat.ID, 10), MessageID: int64(m.ID)})
+			}
+			return tools.Delivery{}, nil
+		}
+		f := u.Files[0]
+		file := &models.InputFileUpload{Filename: f.Name, Data: bytes.NewReader(f.Data)}
+		var d tools.Delivery
+		var err error
+		if f.Kind == tools.FilePhoto {
+			d, err = delivery(s.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: file, Caption: u.Caption, ParseMode: models.ParseMode(u.ParseMode)}))
+		} else {
+			d, err = delivery(s.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: file, Caption: u.Caption, ParseMode: models.ParseMode(u.ParseMode)}))
+		}
+		out = append(out, d)
+		return d, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// album is an upload's files as sendMediaGroup takes them, each attached by
+// its own part; the caption goes with the first item unless items carry their
+// own.
+func album(u tools.Upload) []models.InputMedia {
+	media := make([]models.InputMedia, len(u.Files))
+	for i, f := range u.Files {
+		caption, mode := f.Caption, u.ParseMode
+		if i == 0 && caption == "" {
+			caption = u.Caption
+		}
+		ref, data := "attach://file"+strconv.Itoa(i), bytes.NewReader(f.Data)
+		if f.Kind == tools.FilePhoto {
+			media[i] = &models.InputMediaPhoto{Media: ref, MediaAttachment: data, Caption: caption, ParseMode: models.ParseMode(mode)}
+		} else {
+			media[i] = &models.InputMediaDocument{Media: ref, MediaAttachment: data, Caption: caption, ParseMode: models.ParseMode(mode)}
+		}
+	}
+	return media
+}
+
+var _ tools.Downloader = (*Sender)(nil)
+
+// Download implements tools.Downloader: getFile, then the file's bytes from
+// the Bot API's file address. The address holds the token, so no error names
+// it; the caller bounds what it reads.
+func (s *Sender) Download(ctx context.Context, fileID string) (io.ReadCloser, string, error) {
+	getCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	f, err := s.bot.GetFile(getCtx, &bot.GetFileParams{FileID: fileID})
+	cancel()
+	if err != nil {
+		return nil, "", classify(err, true, s.redact)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.bot.FileDownloadLink(f), nil)
+	if err != nil {
+		return nil, "", errors.New("telegram: the file's address is not valid")
+	}
+	resp, err := downloads.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("telegram: download the file: %s", s.redact(err.Error()))
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, "", fmt.Errorf("telegram: download the file: %s", resp.Status)
+	}
+	return resp.Body, baseName(f.FilePath), nil
+}
+
+// downloads fetches attachments: bounded in time, as the body is read by the
+// caller after Download returns.
+var downloads = &http.Client{Timeout: 2 * time.Minute}
+
+// baseName is the last element of a Bot API file path ("photos/file_1.jpg").
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}

@@ -1,0 +1,183 @@
+package telegram_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/tools"
+)
+
+// withFiles offers the photo and document tools, fetching from any address
+// (the test servers are on loopback).
+func withFiles() rigOption {
+	return withPolicy(func(p *policy.Policy) {
+		for _, name := range []string{"commit_send_photo", "commit_send_document"} {
+			p.Tools[name] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
+		}
+		p.Files.FetchPrivate = true
+	})
+}
+
+// pngOf is a w×h PNG of one colour, shade picking it, so that two shades are
+// two different photos.
+func pngOf(t *testing.T, w, h int, shade uint8) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	for x := range w {
+		for y := range h {
+			img.Set(x, y, color.RGBA{shade, 100, 200, 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func sumOf(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// A person attaches a photo with /photo as its caption: the approver is shown
+// the photo itself with a card naming its hash, and what reaches the chat is
+// exactly the bytes approved, uploaded (not re-sent by file_id), with the
+// caption as typed.
+func TestAnAttachedPhotoIsApprovedAndSentAsItsBytes(t *testing.T) {
+	r := newRig(t, withFiles())
+	img := pngOf(t, 40, 30, 1)
+	r.srv.PushFile(alice, "photo", "chart.png", img, "/photo 222 Weekly numbers")
+	card := r.replyContaining(alice, "Approval needed: send_photo")
+	for _, want := range []string{"Sends the photo", "sha256 " + sumOf(img)[:12], "Caption, exactly as it will be sent", "Weekly numbers"} {
+		if !strings.Contains(card.Text, want) {
+			t.Errorf("card lacks %q:\n%s", want, card.Text)
+		}
+	}
+	previews := r.srv.CallsTo("sendPhoto")
+	if len(previews) != 1 || previews[0].ChatID != alice || previews[0].Uploads["photo"].SHA256 != sumOf(img) {
+		t.Fatalf("sendPhoto calls before the tap = %+v, want the photo itself shown to alice", previews)
+	}
+	if card.ReplyTo == 0 {
+		t.Error("the card does not answer the photo it asks about")
+	}
+	r.tap(alice, card, "Approve")
+	r.waitFor("the photo in the chat", atLeast(1, delivered(target)))
+	sent := r.srv.Messages(target)[0]
+	if len(sent.Photo) == 0 || sent.Caption != "Weekly numbers" {
+		t.Fatalf("delivered %+v, want the photo with its caption", sent)
+	}
+	var toChat []telegramtest.Call
+	for _, c := range r.srv.CallsTo("sendPhoto") {
+		if c.ChatID == target {
+			toChat = append(toChat, c)
+		}
+	}
+	if len(toChat) != 1 || toChat[0].Uploads["photo"].SHA256 != sumOf(img) {
+		t.Fatalf("sendPhoto to the chat = %+v, want one upload of the approved bytes", toChat)
+	}
+	op := r.operation(opIn(t, card.Text[strings.Index(card.Text, "Operation: "):]))
+	if len(op.Payload.Files) != 1 || op.Payload.Files[0].SHA256 != sumOf(img) {
+		t.Errorf("payload files = %+v, want the photo named by its content", op.Payload.Files)
+	}
+}
+
+// The payload names bytes, not an address: a photo whose address serves
+// another image by the time it is approved still sends the one approved, and
+// a document changed on the bot's disk after approval is never sent.
+func TestAnApprovalBindsToTheFilesBytes(t *testing.T) {
+	a, b := pngOf(t, 20, 20, 1), pngOf(t, 20, 20, 2)
+	var mu sync.Mutex
+	serving := a
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = w.Write(serving)
+	}))
+	defer web.Close()
+	r := newRig(t, withFiles())
+
+	r.command(alice, "/photo 222 "+web.URL+"/chart.png")
+	card := r.replyContaining(alice, "Approval needed: send_photo")
+	if !strings.Contains(card.Text, "sha256 "+sumOf(a)[:12]) || !strings.Contains(card.Text, "No caption.") {
+		t.Fatalf("card does not name photo A:\n%s", card.Text)
+	}
+	mu.Lock()
+	serving = b // the address now serves photo B
+	mu.Unlock()
+	r.tap(alice, card, "Approve")
+	r.waitFor("the photo in the chat", atLeast(1, delivered(target)))
+	for _, c := range r.srv.CallsTo("sendPhoto") {
+		if c.ChatID == target && c.Uploads["photo"].SHA256 != sumOf(a) {
+			t.Fatalf("sent %s, want photo A %s as approved", c.Uploads["photo"].SHA256, sumOf(a))
+		}
+	}
+
+	r.command(alice, "/document 222 "+web.URL+"/report.bin the report")
+	card = r.replyContaining(alice, "Approval needed: send_document")
+	opID := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+	stored := filepath.Join(r.dir, "files", sumOf(b)[:2], sumOf(b))
+	if err := os.WriteFile(stored, []byte("something else"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.tap(alice, card, "Approve")
+	r.waitFor("the document refused", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.Failed })
+	if calls := r.srv.CallsTo("sendDocument"); len(calls) != 0 {
+		t.Errorf("sendDocument calls = %d, want none: the stored file no longer matches its approval", len(calls))
+	}
+	if op := r.operation(opID); op.Result == nil || !strings.Contains(op.Result.Reason, "not in the file store as approved") {
+		t.Errorf("result = %+v, want the refusal naming the changed file", op.Result)
+	}
+}
+
+// A photo is additive: when Telegram took it and the answer was lost, the
+// outcome is unknown, an envelope asks a person, and it is never uploaded
+// again.
+func TestAPhotoWhoseAnswerWasLostIsNeverSentAgain(t *testing.T) {
+	r := newRig(t, withFiles())
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendPhoto").InChat(target))
+	r.srv.PushFile(alice, "photo", "a.png", pngOf(t, 10, 10, 3), "/photo 222")
+	card := r.replyContaining(alice, "Approval needed: send_photo")
+	opID := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+	r.tap(alice, card, "Approve")
+	r.waitFor("the outcome unknown", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.Unknown })
+	if _, _, err := r.vault.Get(opID); err != nil {
+		t.Errorf("no envelope for the unknown photo: %v", err)
+	}
+	n := 0
+	for _, c := range r.srv.CallsTo("sendPhoto") {
+		if c.ChatID == target {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("sendPhoto to the chat %d times, want once", n)
+	}
+}
+
+// Telegram's limits are the verifier's checks, before any card: a caption
+// longer than 1024 characters is sent back for repair.
+func TestACaptionOverTelegramsLimitIsRefusedBeforeAnyCard(t *testing.T) {
+	r := newRig(t, withFiles())
+	r.srv.PushFile(alice, "photo", "a.png", pngOf(t, 10, 10, 4), "/photo 222 "+strings.Repeat("x", 1025))
+	reply := r.replyContaining(alice, "caption is 1025 characters")
+	if strings.Contains(reply.Text, "Approval needed") || len(r.srv.CallsTo("sendPhoto")) != 0 {
+		t.Errorf("a card or a photo went out for a caption over the limit: %s", reply.Text)
+	}
+}
+
+var _ = tools.FilePhoto

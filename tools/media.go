@@ -1,0 +1,310 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/gif" // photos may be GIF, JPEG or PNG, as Telegram takes them
+	_ "image/jpeg"
+	_ "image/png"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/verifier"
+)
+
+// The file tools read a file once, when the call is prepared, from one of three
+// sources: a path under one of the policy's files.roots, an http(s) address,
+// or a file a person attached in the chat ("telegram:<file_id>"). The bytes go
+// into the FileStore under their SHA-256, which the payload names, and the
+// commit sends the stored bytes: never the path or the address again.
+
+// Attachment is one stored file with its bytes, as an Uploader sends it.
+type Attachment struct {
+	File
+	Data []byte
+}
+
+// Upload is one send of files: a photo or a document with its caption, or an
+// album of 2 to 10 files with theirs.
+type Upload struct {
+	Target    string
+	Files     []Attachment
+	Caption   string
+	ParseMode string
+}
+
+// Uploader sends files to a chat (Telegram's sendPhoto, sendDocument and
+// sendMediaGroup): one Delivery per message, in order. Its errors are a
+// Sender's.
+type Uploader interface {
+	Upload(ctx context.Context, u Upload) ([]Delivery, error)
+}
+
+// Downloader reads a file a person attached in the chat, by its Telegram
+// file_id, with the name it came with ("" when it had none).
+type Downloader interface {
+	Download(ctx context.Context, fileID string) (io.ReadCloser, string, error)
+}
+
+// TelegramFile is the prefix of a file source that names a chat attachment.
+const TelegramFile = "telegram:"
+
+// Media is what the file tools read with: where files are kept, which paths
+// and addresses they may read, and how a chat attachment is fetched.
+type Media struct {
+	Store  FileStore
+	Policy policy.Files
+	// Client fetches addresses; nil: one that refuses private addresses
+	// unless the policy allows them (FetchClient).
+	Client     *http.Client
+	Downloader Downloader
+}
+
+// fetchTimeout bounds the download of an address at prepare time.
+const fetchTimeout = 60 * time.Second
+
+// FetchClient is the client the file tools fetch an address with: at most
+// three redirects, http and https only, and, unless private is set, no
+// connection to a loopback, private, link-local or unspecified address, checked
+// on the address dialled so that a name resolving to one is refused too.
+func FetchClient(private bool) *http.Client {
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	if !private {
+		d.Control = func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			if ip := net.ParseIP(host); ip == nil || !public(ip) {
+				return fmt.Errorf("%s is a private address: files.fetch_private allows it", host)
+			}
+			return nil
+		}
+	}
+	return &http.Client{
+		Timeout:   fetchTimeout,
+		Transport: &http.Transport{DialContext: d.DialContext, Proxy: http.ProxyFromEnvironment, TLSHandshakeTimeout: 10 * time.Second},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 3 {
+				return errors.New("more than 3 redirects")
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return fmt.Errorf("a redirect to %s: only http and https are fetched", req.URL.Scheme)
+			}
+			return nil
+		},
+	}
+}
+
+func public(ip net.IP) bool {
+	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
+}
+
+// maxRead is the most any file tool reads: a document's limit. A photo
+// larger than its own limit is read, so that the verifier can say so.
+const maxRead = verifier.MaxDocumentBytes
+
+// read reads the file source names into the store as kind, or returns a
+// refusal that says why it could not.
+func (m Media) read(ctx context.Context, in args, kind, source string) (File, error) {
+	if m.Store == nil {
+		return File{}, in.refuse("this process keeps no files, so it cannot send one")
+	}
+	r, name, shown, err := m.open(ctx, in, source)
+	if err != nil {
+		return File{}, err
+	}
+	defer r.Close()
+	sum, size, err := m.Store.Put(ctx, r, maxRead)
+	if err != nil {
+		return File{}, in.refuse("file %s could not be read: %v", shown, err)
+	}
+	f := File{Kind: kind, Name: name, Size: size, SHA256: sum, Source: shown, MIME: mime.TypeByExtension(strings.ToLower(path.Ext(name)))}
+	if kind == FilePhoto && size <= verifier.MaxPhotoBytes {
+		b, err := m.Store.Open(ctx, sum)
+		if err != nil {
+			return File{}, fmt.Errorf("tools: read back %s: %w", shown, err)
+		}
+		format, err := photoFormat(b)
+		if err != nil {
+			return File{}, in.refuse("file %s is not a photo Telegram takes (%v): send it as a document", shown, err)
+		}
+		f.MIME = "image/" + format
+	}
+	if f.MIME == "" {
+		f.MIME = "application/octet-stream"
+	}
+	return f, nil
+}
+
+// photoFormat is the format of a photo Telegram takes: a JPEG, PNG or GIF
+// whose sides add up to at most 10000 pixels, neither more than 20 times the
+// other.
+func photoFormat(b []byte) (string, error) {
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
+	switch {
+	case err != nil:
+		return "", errors.New("not a JPEG, PNG or GIF image")
+	case cfg.Width+cfg.Height > 10000:
+		return "", fmt.Errorf("%d×%d: width and height add up to more than 10000", cfg.Width, cfg.Height)
+	case max(cfg.Width, cfg.Height) > 20*min(cfg.Width, cfg.Height):
+		return "", fmt.Errorf("%d×%d: one side is more than 20 times the other", cfg.Width, cfg.Height)
+	}
+	return format, nil
+}
+
+// open opens a source: its bytes, its file name, and how the approver is told
+// where it came from.
+func (m Media) open(ctx context.Context, in args, source string) (io.ReadCloser, string, string, error) {
+	switch {
+	case strings.HasPrefix(source, TelegramFile):
+		id := strings.TrimPrefix(source, TelegramFile)
+		if m.Downloader == nil || id == "" {
+			return nil, "", "", in.refuse("file %q: no chat attachment can be read here", source)
+		}
+		r, name, err := m.Downloader.Download(ctx, id)
+		if err != nil {
+			return nil, "", "", in.refuse("the attached file could not be read: %v", err)
+		}
+		if name == "" {
+			name = "attachment"
+		}
+		return r, name, "an attachment in the chat", nil
+	case strings.HasPrefix(source, "http://") || strings.HasPrefix(source, "https://"):
+		return m.fetch(ctx, in, source)
+	}
+	return m.local(in, source)
+}
+
+// fetch downloads an address.
+func (m Media) fetch(ctx context.Context, in args, source string) (io.ReadCloser, string, string, error) {
+	u, err := url.Parse(source)
+	if err != nil || u.Host == "" {
+		return nil, "", "", in.refuse("file %q is not a valid address", source)
+	}
+	shown := u.Redacted()
+	client := m.Client
+	if client == nil {
+		client = FetchClient(m.Policy.FetchPrivate)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, "", "", in.refuse("file %s: %v", shown, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, "", "", in.refuse("file %s could not be fetched: %v", shown, unwrapURL(err))
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, "", "", in.refuse("file %s could not be fetched: the server answered %s", shown, resp.Status)
+	}
+	name := path.Base(resp.Request.URL.Path)
+	if name == "/" || name == "." {
+		name = resp.Request.URL.Host
+	}
+	return resp.Body, name, shown, nil
+}
+
+// unwrapURL drops the *url.Error wrapping, whose text repeats the address.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// local opens a path under one of the policy's roots, symbolic links resolved
+// on both sides, so that a link cannot lead out of a root.
+func (m Media) local(in args, source string) (io.ReadCloser, string, string, error) {
+	if len(m.Policy.Roots) == 0 {
+		return nil, "", "", in.refuse("file %q: no folder is open to the file tools (files.roots in policies.yaml); give an http(s) address", source)
+	}
+	abs, err := filepath.Abs(source)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return nil, "", "", in.refuse("file %q: no such file", source)
+	}
+	if !m.underRoot(abs) {
+		return nil, "", "", in.refuse("file %q is outside the folders open to the file tools (files.roots: %s)", source, strings.Join(m.Policy.Roots, ", "))
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, "", "", in.refuse("file %q could not be opened: %v", source, errors.Unwrap(err))
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, "", "", in.refuse("file %q is not a regular file", source)
+	}
+	return f, filepath.Base(abs), abs, nil
+}
+
+func (m Media) underRoot(abs string) bool {
+	for _, r := range m.Policy.Roots {
+		root, err := filepath.Abs(r)
+		if err == nil {
+			root, err = filepath.EvalSymlinks(root)
+		}
+		if err != nil {
+			continue
+		}
+		if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "." {
+			return true
+		}
+	}
+	return false
+}
+
+// attach reads the stored bytes of each file for an upload. A file missing
+// from the store, or changed there since it was approved, is never sent: the
+// commit is refused with nothing sent.
+func (m Media) attach(ctx context.Context, files []File) ([]Attachment, error) {
+	if m.Store == nil {
+		return nil, &RefusedError{Reason: "this process keeps no files: nothing was sent", Err: errors.New("no file store")}
+	}
+	out := make([]Attachment, len(files))
+	for i, f := range files {
+		b, err := m.Store.Open(ctx, f.SHA256)
+		if err != nil {
+			return nil, &RefusedError{Reason: fmt.Sprintf("the approved %s %q is not in the file store as approved: nothing was sent", f.Kind, f.Name), Err: err}
+		}
+		out[i] = Attachment{File: f, Data: b}
+	}
+	return out, nil
+}
+
+// fileChecks is what the verifier checks of a payload with files.
+func fileChecks(p Payload) verifier.Input {
+	in := verifier.Input{Action: p.Action, Target: p.Target, Text: p.Text, ParseMode: p.ParseMode, Caption: true, NoText: p.Text == ""}
+	for _, f := range p.Files {
+		in.Files = append(in.Files, verifier.File{Kind: f.Kind, Name: f.Name, Size: f.Size, SHA256: f.SHA256})
+	}
+	return in
+}
+
+// evidenceOf is the evidence of delivered messages.
+func evidenceOf(ds []Delivery) Evidence {
+	var ev Evidence
+	for _, d := range ds {
+		ev.ChatID = d.ChatID
+		ev.MessageIDs = append(ev.MessageIDs, d.MessageID)
+	}
+	return ev
+}

@@ -1,0 +1,141 @@
+package tools_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"image"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/countersign/countersign/filestore"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// fileTools is a registry offering the photo and document tools over a real
+// store, with files under roots open to them.
+func fileTools(t *testing.T, files policy.Files) (photo, document tools.Reader) {
+	t.Helper()
+	p := parse(t, "tools:\n  commit_send_photo:\n    side_effect: committed\n    approval: required\n  commit_send_document:\n    side_effect: committed\n    approval: required\n")
+	p.Files = files
+	store, err := filestore.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tools.NewRegistry(p, nil, tools.WithFiles(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, _ := r.Get("commit_send_photo")
+	doc, _ := r.Get("commit_send_document")
+	return ph.(tools.Reader), doc.(tools.Reader)
+}
+
+func pngBytes(t *testing.T, w, h int) []byte {
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func prepareFile(t *testing.T, r tools.Reader, file, caption string) (tools.Payload, error) {
+	raw, _ := json.Marshal(map[string]string{"chat_id": "222", "file": file, "caption": caption})
+	return r.PrepareFrom(t.Context(), raw, nil)
+}
+
+// The file tools read only what the policy opens to them: a path under a root
+// (not one a symbolic link leads out of), an address on a public host unless
+// files.fetch_private allows others, and for a photo an image Telegram takes.
+func TestFileToolsReadOnlyWhatThePolicyOpens(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	write := func(dir, name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	img := pngBytes(t, 30, 20)
+	inside := write(root, "chart.png", img)
+	secret := write(outside, "id_rsa", []byte("private key"))
+	link := filepath.Join(root, "escape")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	text := write(root, "notes.txt", []byte("not a photo"))
+	sub := filepath.Join(root, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tall := write(root, "tall.png", pngBytes(t, 10, 300))
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(img) }))
+	defer web.Close()
+
+	photo, document := fileTools(t, policy.Files{Roots: []string{root}})
+	p, err := prepareFile(t, photo, inside, "hi")
+	if err != nil {
+		t.Fatalf("a photo under a root: %v", err)
+	}
+	if f := p.Files[0]; f.Kind != tools.FilePhoto || f.Name != "chart.png" || f.Size != int64(len(img)) || f.MIME != "image/png" {
+		t.Errorf("file = %+v", f)
+	}
+	refusals := []struct {
+		name   string
+		tool   tools.Reader
+		file   string
+		reason string
+	}{
+		{"outside every root", document, secret, "outside the folders open"},
+		{"a link out of the root", document, link, "outside the folders open"},
+		{"no such file", document, filepath.Join(root, "missing.pdf"), "no such file"},
+		{"a folder", document, sub, "not a regular file"},
+		{"not an image", photo, text, "not a photo Telegram takes"},
+		{"too narrow", photo, tall, "more than 20 times"},
+		{"a loopback address", photo, web.URL + "/chart.png", "private address"},
+		{"another scheme", document, "ftp://example.org/x", "no such file"},
+	}
+	for _, tt := range refusals {
+		_, err := prepareFile(t, tt.tool, tt.file, "")
+		var ae *tools.ArgsError
+		if !errors.As(err, &ae) || !strings.Contains(err.Error(), tt.reason) {
+			t.Errorf("%s: %v, want a refusal saying %q", tt.name, err, tt.reason)
+		}
+	}
+
+	photo, _ = fileTools(t, policy.Files{FetchPrivate: true})
+	if _, err := prepareFile(t, photo, web.URL+"/chart.png", ""); err != nil {
+		t.Errorf("a loopback address with fetch_private: %v", err)
+	}
+	if _, err := prepareFile(t, photo, inside, ""); err == nil || !strings.Contains(err.Error(), "files.roots") {
+		t.Errorf("a path with no roots: %v, want a refusal naming files.roots", err)
+	}
+}
+
+// Two payloads differing only in a file's bytes have different hashes: the
+// approval of one can never send the other.
+func TestAPayloadsHashCoversItsFilesContent(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "a.png")
+	photo, _ := fileTools(t, policy.Files{Roots: []string{root}})
+	var hashes []string
+	for _, size := range []int{10, 11} {
+		if err := os.WriteFile(path, pngBytes(t, size, size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := prepareFile(t, photo, path, "same caption")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, p.SHA256())
+	}
+	if hashes[0] == hashes[1] {
+		t.Error("the same path with other bytes gives the same payload hash")
+	}
+}
