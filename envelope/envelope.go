@@ -90,6 +90,10 @@ type Envelope struct {
 	ResolvedBy     string     `yaml:"resolved_by,omitempty"` // who verified, e.g. "@alice"
 	ResolvedAt     *time.Time `yaml:"resolved_at,omitempty"` // when, in UTC
 	SecretWithheld bool       `yaml:"secret_withheld,omitempty"`
+	// Items are what a person looks for one by one when the operation sent
+	// several things at once (an album's files), each a line naming it by
+	// kind, name and hash: any of them may have landed.
+	Items []string `yaml:"items,omitempty"`
 
 	// Response is what the service said, e.g. "timeout after the request was sent".
 	Response string `yaml:"-"`

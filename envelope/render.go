@@ -162,6 +162,10 @@ func (e Envelope) verify() string {
 	if e.Action == ActionPublishPost {
 		what = "post"
 	}
+	if len(e.Items) > 0 {
+		return fmt.Sprintf("look in chat %s for each of the %d items listed above; then `/resolve %s delivered|not_delivered`",
+			inline(e.Target), len(e.Items), e.OperationID)
+	}
 	return fmt.Sprintf("look for the %s in chat %s; then `/resolve %s delivered|not_delivered`",
 		what, inline(e.Target), e.OperationID)
 }

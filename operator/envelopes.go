@@ -23,13 +23,19 @@ func (o *Operator) envelopeOf(op journal.Operation, why string, ttl time.Duratio
 	if op.PartsDone > 0 {
 		last = fmt.Sprintf("parts 1-%d of %d delivered", op.PartsDone, len(op.Payload.Messages()))
 	}
-	return envelope.Envelope{
+	e := envelope.Envelope{
 		OperationID: op.ID, Action: op.Payload.Action, Tool: op.Tool,
 		Status: envelope.StatusUnknown, LastConfirmed: last, NextAction: envelope.NextVerify,
 		Target: op.Payload.Target, PayloadSHA256: op.PayloadSHA256,
 		Created: now, Expires: now.Add(ttl), Attempts: op.Attempts,
 		Response: why, Excerpt: vault.Excerpt(op.Payload.Messages()[min(op.PartsDone, len(op.Payload.Messages())-1)]),
 	}
+	if fs := op.Payload.Files; len(fs) > 1 { // several things sent at once: each may be there or not
+		for i, f := range fs {
+			e.Items = append(e.Items, fmt.Sprintf("%d. %s %q, sha256 %s", i+1, f.Kind, f.Name, f.SHA256[:min(12, len(f.SHA256))]))
+		}
+	}
+	return e
 }
 
 // envelope writes the unknown-outcome envelope of an operation and records its path

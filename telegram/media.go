@@ -31,6 +31,16 @@ func (s *Sender) Upload(ctx context.Context, u tools.Upload) ([]tools.Delivery, 
 		err := errors.New("an upload without a file")
 		return nil, &tools.RefusedError{Reason: err.Error(), Err: err}
 	}
+	// Telegram counts each item of an album against its limits: the items
+	// before the last take their places in the limiter first, so that the
+	// album leaves when as many single messages could.
+	for range len(u.Files) - 1 {
+		done, err := s.limiter.Wait(ctx, u.Target)
+		if err != nil {
+			return nil, fmt.Errorf("telegram: rate limiter: %w: %w", tools.ErrNotSent, err)
+		}
+		done()
+	}
 	var out []tools.Delivery
 	_, err = s.call(ctx, u.Target, func(ctx context.Context) (tools.Delivery, error) {
 		if len(u.Files) > 1 {

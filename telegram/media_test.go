@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -15,7 +17,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
@@ -180,4 +184,100 @@ func TestACaptionOverTelegramsLimitIsRefusedBeforeAnyCard(t *testing.T) {
 	}
 }
 
-var _ = tools.FilePhoto
+
+// withAlbums offers commit_send_album besides the file tools.
+func withAlbums() rigOption {
+	return withPolicy(func(p *policy.Policy) {
+		p.Tools["commit_send_album"] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
+		p.Files.FetchPrivate = true
+	})
+}
+
+// remoteAlbum asks, from another process (an MCP server on the same data
+// folder), for an album of the photos web serves at the given paths.
+func (r *rig) remoteAlbum(web string, paths ...string) tools.Result {
+	r.t.Helper()
+	op := r.remote()
+	task, err := op.StartTask(r.t.Context(), journal.Task{Surface: "mcp", Summary: "mcp session"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var items []map[string]string
+	for i, p := range paths {
+		items = append(items, map[string]string{"file": web + p, "caption": "item " + string(rune('1'+i))})
+	}
+	args, _ := json.Marshal(map[string]any{"chat_id": "222", "files": items})
+	res, err := op.Call(r.t.Context(), task.ID, operator.Call{Tool: "commit_send_album", Args: args})
+	if err != nil || res.Status != tools.StatusPending {
+		r.t.Fatalf("album call = %+v, %v; want pending", res, err)
+	}
+	return res
+}
+
+// photoServer serves a different photo at each path.
+func photoServer(t *testing.T) (*httptest.Server, map[string][]byte) {
+	photos := map[string][]byte{"/a.png": pngOf(t, 10, 10, 10), "/b.png": pngOf(t, 10, 10, 20), "/c.png": pngOf(t, 10, 10, 30)}
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { _, _ = w.Write(photos[req.URL.Path]) }))
+	t.Cleanup(web.Close)
+	return web, photos
+}
+
+// An album prepared by another process on the same data folder is shown to
+// the approver photo by photo, and sent as one group of exactly the stored
+// bytes, in order, with each item's caption.
+func TestAnAlbumIsShownAndSentItemByItem(t *testing.T) {
+	r := newRig(t, withAlbums())
+	web, photos := photoServer(t)
+	res := r.remoteAlbum(web.URL, "/a.png", "/b.png", "/c.png")
+	card := r.cardFor(alice, res.OperationID)
+	for i, p := range []string{"/a.png", "/b.png", "/c.png"} {
+		if want := fmt.Sprintf("%d. photo %q, %s, sha256 %s", i+1, p[1:], tools.Size(int64(len(photos[p]))), sumOf(photos[p])[:12]); !strings.Contains(card.Text, want) {
+			t.Errorf("card lacks %q:\n%s", want, card.Text)
+		}
+	}
+	if shown := r.srv.CallsTo("sendPhoto"); len(shown) != 3 {
+		t.Errorf("photos shown to the approver = %d, want each of the 3", len(shown))
+	}
+	r.tap(alice, card, "Approve")
+	r.waitFor("the album committed", func(*telegramtest.Server) bool { return r.operation(res.OperationID).State == journal.Committed })
+	groups := r.srv.CallsTo("sendMediaGroup")
+	if len(groups) != 1 {
+		t.Fatalf("sendMediaGroup calls = %d, want 1", len(groups))
+	}
+	for i, p := range []string{"/a.png", "/b.png", "/c.png"} {
+		if got := groups[0].Uploads[fmt.Sprintf("file%d", i)]; got.SHA256 != sumOf(photos[p]) {
+			t.Errorf("item %d uploaded %s, want %s", i+1, got.SHA256, sumOf(photos[p]))
+		}
+	}
+	if op := r.operation(res.OperationID); op.Result == nil || op.Result.Evidence == nil || len(op.Result.Evidence.MessageIDs) != 3 {
+		t.Errorf("result = %+v, want the 3 messages as evidence", op.Result)
+	}
+	for i, m := range r.srv.Messages(target) {
+		if want := "item " + string(rune('1'+i)); m.Caption != want {
+			t.Errorf("message %d caption %q, want %q", i, m.Caption, want)
+		}
+	}
+}
+
+// An album whose answer was lost may be in the chat or not: it is never sent
+// again, and its envelope names every item for a person to look for.
+func TestAnAlbumWhoseAnswerWasLostNamesEachItem(t *testing.T) {
+	r := newRig(t, withAlbums())
+	web, photos := photoServer(t)
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMediaGroup").InChat(target))
+	res := r.remoteAlbum(web.URL, "/a.png", "/b.png")
+	r.tap(alice, r.cardFor(alice, res.OperationID), "Approve")
+	r.waitFor("the outcome unknown", func(*telegramtest.Server) bool { return r.operation(res.OperationID).State == journal.Unknown })
+	var e envelope.Envelope
+	r.waitFor("the envelope", func(*telegramtest.Server) bool {
+		var err error
+		e, _, err = r.vault.Get(res.OperationID)
+		return err == nil
+	})
+	if len(e.Items) != 2 || !strings.Contains(e.Items[1], sumOf(photos["/b.png"])[:12]) {
+		t.Errorf("envelope items = %q, want both photos by hash", e.Items)
+	}
+	if n := len(r.srv.CallsTo("sendMediaGroup")); n != 1 {
+		t.Errorf("sendMediaGroup calls = %d, want 1: an album is never sent again", n)
+	}
+}

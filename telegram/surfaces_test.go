@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -36,7 +37,11 @@ func (r *rig) remote() *operator.Operator {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { j.Close() })
-	reg, err := tools.NewRegistry(r.pol, neverSender{r.t})
+	files, err := filestore.Open(filepath.Join(r.dir, "files")) // the data folder's, shared as the journal is
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(r.pol, neverSender{r.t}, tools.WithFiles(files))
 	if err != nil {
 		r.t.Fatal(err)
 	}

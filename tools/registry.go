@@ -50,6 +50,7 @@ func NewRegistry(p *policy.Policy, sender Sender, opts ...Option) (*Registry, er
 		UnpinMessage{Pinner: can.pinner},
 		SendPhoto(can.uploader, media),
 		SendDocument(can.uploader, media),
+		SendAlbum{Uploader: can.uploader, Media: media},
 	} {
 		implemented[t.Name()] = t
 	}

@@ -42,7 +42,7 @@ import (
 const indexName = ".countersign.index"
 
 // indexMagic opens an index file; another format or version is foreign.
-const indexMagic = "countersign vault index 1\n"
+const indexMagic = "countersign vault index 2\n"
 
 // maxIndexSize bounds what is read of an index; a larger file is rebuilt.
 const maxIndexSize = 1 << 30
@@ -233,7 +233,12 @@ func appendEnvelope(buf []byte, e *envelope.Envelope) []byte {
 		buf = appendTime(buf, *e.ResolvedAt)
 	}
 	buf = binary.AppendVarint(buf, int64(e.Attempts))
-	return appendBool(buf, e.SecretWithheld)
+	buf = appendBool(buf, e.SecretWithheld)
+	buf = binary.AppendUvarint(buf, uint64(len(e.Items)))
+	for _, it := range e.Items {
+		buf = appendString(buf, it)
+	}
+	return buf
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -389,6 +394,17 @@ func (r *reader) envelope() *envelope.Envelope {
 	}
 	e.Attempts = int(r.varint())
 	e.SecretWithheld = r.bool()
+	n := r.uvarint()
+	if n > maxIndexSize {
+		r.bad = true
+		return e
+	}
+	for range n {
+		e.Items = append(e.Items, r.str())
+		if r.bad {
+			break
+		}
+	}
 	return e
 }
 

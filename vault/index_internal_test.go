@@ -23,6 +23,7 @@ func fullEnvelope(t *testing.T) envelope.Envelope {
 		Target: "-1001234567890", PayloadSHA256: "4f1c", Created: at.Add(-time.Hour),
 		Expires: at.AddDate(0, 0, 7), Attempts: 3, Resolution: "delivered", ResolvedBy: "@alice",
 		ResolvedAt: &at, SecretWithheld: true, Response: "timeout", Excerpt: "Hello",
+		Items: []string{`1. photo "a.png", sha256 4f1c`, `2. photo "b.png", sha256 9e2d`},
 	}
 	rv := reflect.ValueOf(e)
 	for i := range rv.NumField() {

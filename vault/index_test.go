@@ -214,7 +214,7 @@ func TestIndexRebuilt(t *testing.T) {
 		}},
 		{"foreign", func(t *testing.T, path string, _ []byte) { os.WriteFile(path, []byte("{\"notes\": []}\n"), 0o600) }},
 		{"another version", func(t *testing.T, path string, good []byte) {
-			os.WriteFile(path, bytes.Replace(good, []byte("index 1\n"), []byte("index 9\n"), 1), 0o600)
+			os.WriteFile(path, bytes.Replace(good, []byte("index 2\n"), []byte("index 9\n"), 1), 0o600)
 		}},
 		{"a link", func(t *testing.T, path string, good []byte) {
 			os.WriteFile(outside, good, 0o600)
