@@ -329,6 +329,9 @@ func (h *HTTP) validateReconcile(field string, names []string, add func(field, f
 		add(field, "%v", err)
 	}
 	for _, n := range rn {
+		if n == OperationIDPlaceholder && h.Idempotency != IdempotencyHeader {
+			add(field, "{%s} reaches the service only as the Idempotency-Key: it needs idempotency: %s", n, IdempotencyHeader)
+		}
 		if n != OperationIDPlaceholder && !slices.Contains(names, n) {
 			add(field, "placeholder {%s} is neither {%s} nor a placeholder of url", n, OperationIDPlaceholder)
 		}

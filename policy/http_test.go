@@ -68,7 +68,7 @@ func TestHTTPClassIsDerived(t *testing.T) {
 		want       policy.Idempotency
 	}{
 		{"header", "", policy.StateSetting},
-		{"none with reconcile", "idempotency: none", policy.StateSetting},
+		{"none with reconcile", "idempotency: none\n      reconcile: {url: \"https://api.tickets.example/v1/projects/{project}\"}", policy.StateSetting},
 		{"none alone", "idempotency: none\n      reconcile: null", policy.Additive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,6 +113,7 @@ func TestParseHTTPErrorsNameTheField(t *testing.T) {
 		{"reconcile other host", "https://api.tickets.example/v1/tickets", "https://evil.example/v1/tickets", "http.reconcile.url: host evil.example is not in hosts"},
 		{"class contradicted", "    approval: required\n    http:", "    approval: required\n    idempotency: additive\n    http:", `commit_create_ticket.idempotency: the http block makes it "state_setting"`},
 		{"not a commit tool", "commit_create_ticket:", "create_ticket:", "create_ticket: a tool name starts with"},
+		{"key unknown to the service", "idempotency: header", "idempotency: none", "http.reconcile.url: {operation_id} reaches the service only as the Idempotency-Key"},
 		{"timeout too long", "evidence: /id", "evidence: /id\n      timeout: 1h", "http.timeout: must be positive and at most"},
 	}
 	for _, tc := range tests {

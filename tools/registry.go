@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/countersign/countersign/policy"
@@ -19,7 +20,15 @@ type Registry struct {
 // side effect does not match what the implementation does, is an error: the bot must
 // not start with a policy it cannot honour. An implemented tool the policy does not
 // declare is not offered.
-func NewRegistry(p *policy.Policy, sender Sender) (*Registry, error) {
+//
+// A tool the policy declares with an http block is built from its declaration
+// (NewHTTPTool); the environment its headers read is os.Getenv unless WithEnv
+// says otherwise, and a variable they name that is not set is an error.
+func NewRegistry(p *policy.Policy, sender Sender, opts ...Option) (*Registry, error) {
+	o := options{env: os.Getenv}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	implemented := map[string]Tool{}
 	for _, t := range []Tool{
 		PrepareReply{},
@@ -37,6 +46,15 @@ func NewRegistry(p *policy.Policy, sender Sender) (*Registry, error) {
 	if pn, ok := sender.(Pinner); ok { // and pin it
 		implemented["commit_pin_message"] = PinMessage{Pinner: pn}
 		implemented["commit_unpin_message"] = UnpinMessage{Pinner: pn}
+	}
+	for _, name := range p.ToolNames() {
+		if decl := p.Tools[name].HTTP; decl != nil {
+			t, err := NewHTTPTool(name, *decl, o.env)
+			if err != nil {
+				return nil, err
+			}
+			implemented[name] = t
+		}
 	}
 	r := &Registry{tools: map[string]Tool{}}
 	for _, name := range p.ToolNames() {
@@ -68,3 +86,18 @@ func (r *Registry) Get(name string) (Tool, bool) {
 
 // Names returns the offered tools' names, sorted.
 func (r *Registry) Names() []string { return append([]string(nil), r.names...) }
+
+// Option changes how NewRegistry builds the tools.
+type Option func(*options)
+
+type options struct{ env func(string) string }
+
+// WithEnv makes the declared HTTP tools read their header values from env (a
+// process's os.Getenv, or a test's map) rather than from os.Getenv.
+func WithEnv(env func(string) string) Option {
+	return func(o *options) {
+		if env != nil {
+			o.env = env
+		}
+	}
+}

@@ -40,6 +40,11 @@ type Input struct {
 	// NoText marks an action that sends no text (a delete): the checks of a
 	// text (empty, length, markup, links, house rules) do not apply.
 	NoText bool
+	// URL, when set, is the address of an HTTP request: Target is its host, not
+	// a chat, and Text its body. Schema checks the address (absolute, https
+	// unless it is this machine, on Target) in place of a chat and Telegram's
+	// limits; links applies the domain lists to its host.
+	URL string
 }
 
 // Verdict is a decision with its reasons and the number of checks that ran.
@@ -133,6 +138,9 @@ type check struct {
 func (c Checker) checks(in Input) []check {
 	cs := []check{{"schema", c.schema}}
 	if in.NoText {
+		if in.URL != "" {
+			cs = append(cs, check{"links", c.links}) // the address's domain
+		}
 		return cs
 	}
 	cs = append(cs, check{"links", c.links})

@@ -156,7 +156,7 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 		e.sender = noSender{}
 	}
 	sender := e.sender
-	reg, err := tools.NewRegistry(p, sender)
+	reg, err := tools.NewRegistry(p, sender, tools.WithEnv(getenv))
 	if err != nil {
 		return nil, err
 	}
