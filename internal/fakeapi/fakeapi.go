@@ -45,6 +45,9 @@ const (
 	Redirect
 	// Status answers the step's Status with the step's Body, applying nothing.
 	Status
+	// LoseRequest closes the connection once the request is read, applying
+	// nothing: the caller cannot know it did not land.
+	LoseRequest
 )
 
 // Step is the answer to one request.
@@ -152,6 +155,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(step.Status)
 		io.WriteString(w, step.Body)
 		return
+	case LoseRequest:
+		hangUp(w)
+		return
 	}
 	if r.Method == http.MethodGet {
 		s.read(w, r)
@@ -160,10 +166,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	e := s.apply(r, string(body))
 	switch step.Mode {
 	case LoseAnswer:
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err == nil {
-			conn.Close()
-		}
+		hangUp(w)
 		return
 	case Hang:
 		select {
@@ -218,4 +221,11 @@ func answer(w http.ResponseWriter, code int, e Effect) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(map[string]string{"id": e.ID, "key": e.Key})
+}
+
+// hangUp closes the connection w answers on without a word.
+func hangUp(w http.ResponseWriter) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		conn.Close()
+	}
 }
