@@ -324,3 +324,29 @@ func FuzzHTTPArguments(f *testing.F) {
 		}
 	})
 }
+
+// The class follows from the declaration: a key (the service applies a repeat
+// once) or a reconcile read (the effect can be looked up) lets the operator
+// settle an unknown outcome; neither, and a person must.
+func TestHTTPToolClass(t *testing.T) {
+	for _, tc := range []struct {
+		mode, reconcile string
+		want            policy.Idempotency
+		reads           bool
+	}{
+		{"header", "", policy.StateSetting, false},
+		{"none", "", policy.Additive, false},
+		{"none", "/v1/projects/{project}/tickets", policy.StateSetting, true},
+		{"header", "/by-key/{operation_id}", policy.StateSetting, true},
+	} {
+		tool := ticketTool(t, ticketPolicy(t, "http://127.0.0.1:9", tc.mode, tc.reconcile))
+		_, reads := tool.(tools.StateReader)
+		if got := tools.ClassOf(tool); got != tc.want || reads != tc.reads {
+			t.Errorf("%s %q: class %s, reads %v; want %s, %v", tc.mode, tc.reconcile, got, reads, tc.want, tc.reads)
+		}
+		p := prepare(t, tool, `{"project": "p", "body": {"title": "x"}}`)
+		if in := tools.CheckOf(tool, p); in.SetsState != (tc.want == policy.StateSetting) {
+			t.Errorf("%s %q: the verifier's duplicate check applies: %v", tc.mode, tc.reconcile, !in.SetsState)
+		}
+	}
+}
