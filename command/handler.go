@@ -353,6 +353,8 @@ func Describe(r tools.Result) string {
 		return fmt.Sprintf("Draft %s (nothing sent):\n%s", r.OperationID, r.Draft)
 	case r.Status == tools.StatusSucceeded && r.Evidence != nil && changed[r.Action] != "":
 		return fmt.Sprintf("%s message %s in %s (%s).", changed[r.Action], ids(r.Evidence.MessageIDs), r.Evidence.ChatID, r.OperationID)
+	case r.Status == tools.StatusSucceeded && r.Evidence != nil && r.Evidence.HTTPStatus != 0:
+		return strings.TrimSuffix(fmt.Sprintf("%s done: HTTP %d, ref %s", r.OperationID, r.Evidence.HTTPStatus, r.Evidence.Ref), ", ref ") + "."
 	case r.Status == tools.StatusSucceeded && r.Evidence != nil:
 		return fmt.Sprintf("Sent %s to %s (message %s).", r.OperationID, r.Evidence.ChatID, ids(r.Evidence.MessageIDs))
 	case r.Status == tools.StatusSucceeded:

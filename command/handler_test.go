@@ -179,3 +179,14 @@ func TestNewWithoutAModel(t *testing.T) {
 		t.Errorf("/new = %+v, %v; want the plain answer that no model is configured", r, err)
 	}
 }
+
+func TestDescribeAnHTTPSuccess(t *testing.T) {
+	r := tools.Result{Status: tools.StatusSucceeded, OperationID: "op-1", Evidence: &tools.Evidence{HTTPStatus: 201, Ref: "T-1"}}
+	if got, want := command.Describe(r), "op-1 done: HTTP 201, ref T-1."; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+	r.Evidence.Ref = ""
+	if got, want := command.Describe(r), "op-1 done: HTTP 201."; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+}

@@ -1,72 +1,56 @@
 package mcp_test
 
 import (
-	"errors"
-	"net/http"
-	"net/http/httptest"
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/policy"
 )
 
-// Over HTTP with a token, a request without it, or with another, gets 401 and
-// reaches nothing; the right one is served; the token is in no log line.
-func TestTheBearerTokenIsRequiredAndNeverLogged(t *testing.T) {
-	r := newRig(t, nil)
-	hs := httptest.NewServer(r.srv.Handler(bearer))
-	defer hs.Close()
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
-	for _, tt := range []struct {
-		name, auth string
-		want       int
-	}{
-		{"no token", "", http.StatusUnauthorized},
-		{"another token", "Bearer not-" + bearer, http.StatusUnauthorized},
-		{"not bearer", "Basic " + bearer, http.StatusUnauthorized},
-		{"the token", "Bearer " + bearer, http.StatusOK},
-	} {
-		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if tt.auth != "" {
-			req.Header.Set("Authorization", tt.auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
+// A declared HTTP tool reaches MCP callers as the registry describes it: its
+// placeholders and its body schema are the tool's input schema.
+func TestDeclaredHTTPToolIsOffered(t *testing.T) {
+	t.Setenv("TICKETS_TOKEN", "tok-1b2c3d4e5f6a7b8c")
+	r := newRig(t, func(p *policy.Policy) {
+		src := `tools:
+  commit_create_ticket:
+    side_effect: committed
+    approval: required
+    http:
+      method: POST
+      url: "https://api.tickets.example/v1/projects/{project}/tickets"
+      hosts: ["api.tickets.example"]
+      headers: {Authorization: {env: TICKETS_TOKEN}}
+      body_schema: {type: object, required: [title], properties: {title: {type: string}}}
+      idempotency: header
+`
+		decl, err := policy.Parse(strings.NewReader(src))
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		if resp.StatusCode != tt.want {
-			t.Errorf("%s: status %d, want %d", tt.name, resp.StatusCode, tt.want)
+		p.Tools["commit_create_ticket"] = decl.Tools["commit_create_ticket"]
+	})
+	cs := r.connect(t, transports[0], nil)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name != "commit_create_ticket" {
+			continue
 		}
-	}
-	cs := r.connect(t, "http", nil)
-	call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "asked over HTTP"})
-	if strings.Contains(r.logs.String(), bearer) {
-		t.Errorf("the bearer token is in the log:\n%s", r.logs)
-	}
-}
-
-// Off loopback, a token is required; on loopback it is not.
-func TestCheckListen(t *testing.T) {
-	for _, tt := range []struct {
-		addr, token string
-		err         error
-	}{
-		{"127.0.0.1:8765", "", nil},
-		{"[::1]:8765", "", nil},
-		{"localhost:8765", "", nil},
-		{"0.0.0.0:8765", "", mcp.ErrTokenRequired},
-		{":8765", "", mcp.ErrTokenRequired},
-		{"192.168.1.5:8765", "", mcp.ErrTokenRequired},
-		{":8765", "s3cret", nil},
-	} {
-		if err := mcp.CheckListen(tt.addr, tt.token); !errors.Is(err, tt.err) {
-			t.Errorf("CheckListen(%q, token %v) = %v, want %v", tt.addr, tt.token != "", err, tt.err)
+		b, _ := json.Marshal(tool.InputSchema)
+		for _, want := range []string{`"required":["project","body"]`, `"body":{"properties":{"title":{"type":"string"}},"required":["title"],"type":"object"}`} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("input schema lacks %s:\n%s", want, b)
+			}
 		}
+		if !strings.Contains(tool.Description, "POST https://api.tickets.example/v1/projects/{project}/tickets") {
+			t.Errorf("description = %q", tool.Description)
+		}
+		return
 	}
-	if err := mcp.CheckListen("no-port", ""); err == nil {
-		t.Error("an address without a port was accepted")
-	}
+	t.Fatal("commit_create_ticket is not offered")
 }

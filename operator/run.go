@@ -212,6 +212,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	// The request is on its way: it is let finish, and its outcome journaled, even
 	// when the process is shutting down. Knowing the outcome beats an unknown (and
 	// a commit left committing is one at the next start). The sender bounds it.
+	ctx = tools.WithOperation(ctx, op.ID) // a request may name it (an HTTP tool's Idempotency-Key)
 	// Each request carries its fence: the sender proves that this process still
 	// holds the attempt right before it writes (tools.CheckFence).
 	fence := &journal.Fence{Operation: op.ID, Attempt: op.Attempts + 1}
@@ -237,6 +238,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 		if errors.Is(err, tools.ErrFenced) {
 			return nil, err
 		}
+		ev.HTTPStatus, ev.Ref = got.HTTPStatus, got.Ref
 		if errors.Is(err, tools.ErrAlreadyDone) {
 			err = nil // a state-setting call whose state is already set: it is in the world
 		}

@@ -49,7 +49,7 @@ func (o *Operator) settle(ctx context.Context, op journal.Operation, committer t
 		return nil, err
 	case err == nil || errors.Is(err, tools.ErrAlreadyDone):
 		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone,
-			Evidence: &tools.Evidence{ChatID: got.ChatID, MessageIDs: got.MessageIDs}, Reason: ReasonSettled, Action: op.Payload.Action}
+			Evidence: &got, Reason: ReasonSettled, Action: op.Payload.Action}
 		outcome := "committed"
 		if err != nil {
 			outcome = "committed: " + err.Error()

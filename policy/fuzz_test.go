@@ -33,7 +33,7 @@ func FuzzParse(f *testing.F) {
 			"      quiet_hours: \"22:00-07:00\"\n      timezone: Europe/Berlin\n      reason: why\n  model_check: [commit_send_message]\n",
 		"model: {enabled: false, name: a, fallback: b, backoff: {jitter: 0.5}, stall_warning: 1s, stall_abort: 2s}\n",
 		"retry_budget: !!int 1_0\n",
-		"tools: {}\n", "---\n", "[]\n", "tools:\n  ? [a]\n  : x\n",
+		httpTool, "tools: {}\n", "---\n", "[]\n", "tools:\n  ? [a]\n  : x\n",
 	} {
 		f.Add([]byte(minimal + extra))
 	}

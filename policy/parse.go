@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -183,13 +184,98 @@ func (d *decoder) tools(n *yaml.Node, path string) map[string]Tool {
 			"idempotency": func(n *yaml.Node, f string) {
 				t.Idempotency = Idempotency(d.enum(n, f, string(Additive), string(StateSetting)))
 			},
+			"http": func(n *yaml.Node, f string) { t.HTTP = d.http(n, f) },
 		})
+		if t.HTTP != nil && t.Idempotency == "" {
+			t.Idempotency = t.HTTP.Class() // derived; a contradiction is Validate's
+		}
 		if !hasSideEffect && body.Kind == yaml.MappingNode {
 			d.errorf(n.Content[i], field+".side_effect", "missing: say %q or %q", SideEffectNone, SideEffectCommitted)
 		}
 		tools[name] = t
 	}
 	return tools
+}
+
+// http decodes a tool's http block (see HTTP); Validate checks what it says.
+func (d *decoder) http(n *yaml.Node, path string) *HTTP {
+	h := &HTTP{}
+	d.mapping(n, path, map[string]func(*yaml.Node, string){
+		"method":      func(n *yaml.Node, f string) { h.Method = d.string(n, f) },
+		"url":         func(n *yaml.Node, f string) { h.URL = d.string(n, f) },
+		"hosts":       func(n *yaml.Node, f string) { h.Hosts = d.strings(n, f) },
+		"headers":     func(n *yaml.Node, f string) { h.Headers = d.headers(n, f) },
+		"body_schema": func(n *yaml.Node, f string) { h.BodySchema = d.json(n, f) },
+		"success": func(n *yaml.Node, f string) {
+			h.Success = sequence(d, n, f, "HTTP statuses", func(item *yaml.Node, f string) int {
+				var v int
+				d.int(item, f, &v)
+				return v
+			})
+		},
+		"evidence":    func(n *yaml.Node, f string) { h.Evidence = d.string(n, f) },
+		"idempotency": func(n *yaml.Node, f string) { h.Idempotency = d.enum(n, f, IdempotencyHeader, IdempotencyNone) },
+		"reconcile": func(n *yaml.Node, f string) {
+			if n.Tag == "!!null" {
+				return // written out: no reconcile read
+			}
+			h.Reconcile = &Reconcile{}
+			d.mapping(n, f, map[string]func(*yaml.Node, string){
+				"url": func(n *yaml.Node, f string) { h.Reconcile.URL = d.string(n, f) },
+			})
+		},
+		"timeout": func(n *yaml.Node, f string) { d.duration(n, f, &h.Timeout) },
+	})
+	if n.Kind != yaml.MappingNode {
+		return nil // reported by mapping, or a null: no declaration
+	}
+	return h
+}
+
+// headers decodes an http block's headers: each name maps to {env, prefix} or
+// {value}.
+func (d *decoder) headers(n *yaml.Node, path string) map[string]HeaderValue {
+	out := map[string]HeaderValue{}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "want a mapping of header names, got %s", describe(n))
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, body := n.Content[i], n.Content[i+1]
+		field := join(path, k.Value)
+		if _, dup := out[k.Value]; dup || k.Kind != yaml.ScalarNode {
+			d.errorf(k, field, "repeated key, or not a header name")
+			continue
+		}
+		d.lines[field] = k.Line
+		var v HeaderValue
+		if body.Kind != yaml.MappingNode {
+			d.errorf(body, field, "want {env: NAME} or {value: \"...\"}, got %s (a secret is never written here)", describe(body))
+			continue
+		}
+		d.mapping(body, field, map[string]func(*yaml.Node, string){
+			"env":    func(n *yaml.Node, f string) { v.Env = d.string(n, f) },
+			"prefix": func(n *yaml.Node, f string) { v.Prefix = d.string(n, f) },
+			"value":  func(n *yaml.Node, f string) { v.Value = d.string(n, f) },
+		})
+		out[k.Value] = v
+	}
+	return out
+}
+
+// json decodes any YAML value into its JSON form (a JSON Schema written in YAML).
+func (d *decoder) json(n *yaml.Node, field string) json.RawMessage {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		d.errorf(n, field, "not a value: %v", err)
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil || v == nil {
+		d.errorf(n, field, "want a JSON Schema (a mapping with string keys), got %s", describe(n))
+		return nil
+	}
+	return b
 }
 
 func (d *decoder) autoApprove(n *yaml.Node, path string) []AutoApprove {

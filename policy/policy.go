@@ -38,6 +38,9 @@ type Tool struct {
 	// Idempotency is what repeating a commit does ("" for a prepare_* tool, and
 	// Additive for a commit_* tool that does not say).
 	Idempotency Idempotency `json:"idempotency,omitempty"`
+	// HTTP, when set, declares the tool as one HTTP request (see HTTP); its
+	// Idempotency is then the declaration's Class.
+	HTTP *HTTP `json:"http,omitempty"`
 }
 
 // Idempotency is a commit tool's class: what a repeat of it does, and so what
@@ -261,6 +264,13 @@ func (p *Policy) validate(lines map[string]int, unread func(field string) bool) 
 			add(field+".chats", "must list at least one chat id")
 		}
 		for j, c := range r.Chats {
+			if ok && t.HTTP != nil {
+				// An HTTP tool's audience is the host its URL names.
+				if !t.HTTP.AllowsHost(c) || c != strings.ToLower(c) {
+					add(fmt.Sprintf("%s.chats[%d]", field, j), "want one of the tool's hosts %q, got %q", t.HTTP.Hosts, c)
+				}
+				continue
+			}
 			if _, err := NormalizeTarget(c); err != nil {
 				add(fmt.Sprintf("%s.chats[%d]", field, j), "want a chat id or @username, got %q", c)
 			}
@@ -278,6 +288,9 @@ func validateTool(name string, t Tool, add func(field, format string, args ...an
 	field := "tools." + name
 	switch {
 	case strings.HasPrefix(name, "prepare_"):
+		if t.HTTP != nil {
+			add(field+".http", "an HTTP request changes the world: the tool's name starts with commit_")
+		}
 		if t.SideEffect != SideEffectNone {
 			add(field+".side_effect", "a prepare_* tool must be %q, got %q", SideEffectNone, t.SideEffect)
 		}
@@ -288,6 +301,12 @@ func validateTool(name string, t Tool, add func(field, format string, args ...an
 			add(field+".idempotency", "a prepare_* tool changes nothing: it has no idempotency class")
 		}
 	case strings.HasPrefix(name, "commit_"):
+		if t.HTTP != nil {
+			t.HTTP.validate(field+".http", add)
+			if t.Idempotency != "" && t.Idempotency != t.HTTP.Class() {
+				add(field+".idempotency", "the http block makes it %q (an Idempotency-Key or a reconcile read settles a repeat; neither adds), not %q", t.HTTP.Class(), t.Idempotency)
+			}
+		}
 		if t.SideEffect != SideEffectCommitted {
 			add(field+".side_effect", "a commit_* tool must be %q, got %q", SideEffectCommitted, t.SideEffect)
 		}

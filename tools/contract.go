@@ -65,10 +65,14 @@ const (
 	CauseDiskFull        Cause = "disk_full"        // the journal had no room to record the call
 )
 
-// Evidence is the observable fact of a success: where the message is and its ids.
+// Evidence is the observable fact of a success: where the message is and its
+// ids; for an HTTP request, the service's status and the reference its answer
+// gave of what was made (an id, read at the declared JSON pointer).
 type Evidence struct {
 	ChatID     string  `json:"chat_id,omitempty"`
 	MessageIDs []int64 `json:"message_ids,omitempty"`
+	HTTPStatus int     `json:"http_status,omitempty"`
+	Ref        string  `json:"ref,omitempty"`
 }
 
 // Result is the normalized end of every tool call.
@@ -99,6 +103,7 @@ const (
 	ActionDeleteMessage = "delete_message"
 	ActionPinMessage    = "pin_message"
 	ActionUnpinMessage  = "unpin_message"
+	ActionHTTPRequest   = "http_request"
 )
 
 // Payload is exactly what a commit will deliver. An approval binds to its SHA256.
@@ -123,6 +128,11 @@ type Payload struct {
 	// items), each named by its content's SHA-256; Text is a single file's
 	// caption.
 	Files []File `json:"files,omitempty"`
+	// Request is the HTTP request a declared HTTP tool makes, every byte of it
+	// but the values of the headers that come from the environment (secrets,
+	// named here by their variable). Target is its URL's host, Text its body
+	// as the card shows it.
+	Request *HTTPRequest `json:"request,omitempty"`
 }
 
 // Messages returns the texts to deliver, one per message.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/countersign/countersign/policy"
@@ -18,7 +19,20 @@ type Registry struct {
 // Option gives NewRegistry what some tools act through beyond the sender.
 type Option func(*options)
 
-type options struct{ files FileStore }
+type options struct {
+	files FileStore
+	env   func(string) string
+}
+
+// WithEnv makes the declared HTTP tools read their header values from env (a
+// process's os.Getenv, or a test's map) rather than from os.Getenv.
+func WithEnv(env func(string) string) Option {
+	return func(o *options) {
+		if env != nil {
+			o.env = env
+		}
+	}
+}
 
 // WithFiles gives the file tools (a photo, a document, an album) the store
 // they keep what they send in. Without one, they refuse to prepare a file.
@@ -32,8 +46,12 @@ func WithFiles(s FileStore) Option { return func(o *options) { o.files = s } }
 // implementation, or whose declared side effect does not match what the
 // implementation does, is an error: the bot must not start with a policy it
 // cannot honour. An implemented tool the policy does not declare is not offered.
+//
+// A tool the policy declares with an http block is built from its declaration
+// (NewHTTPTool); the environment its headers read is os.Getenv unless WithEnv
+// says otherwise, and a variable they name that is not set is an error.
 func NewRegistry(p *policy.Policy, sender Sender, opts ...Option) (*Registry, error) {
-	var o options
+	o := options{env: os.Getenv}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -53,6 +71,15 @@ func NewRegistry(p *policy.Policy, sender Sender, opts ...Option) (*Registry, er
 		SendAlbum{Uploader: can.uploader, Media: media},
 	} {
 		implemented[t.Name()] = t
+	}
+	for _, name := range p.ToolNames() {
+		if decl := p.Tools[name].HTTP; decl != nil {
+			t, err := NewHTTPTool(name, *decl, o.env)
+			if err != nil {
+				return nil, err
+			}
+			implemented[name] = t
+		}
 	}
 	r := &Registry{tools: map[string]Tool{}}
 	for _, name := range p.ToolNames() {

@@ -13,8 +13,12 @@ import (
 // a document over 50 MB, an empty file, an album of more than ten, a caption
 // over 1024 characters.
 func TestFilesAreCheckedAgainstTelegramsLimits(t *testing.T) {
-	photo := func(size int64) verifier.File { return verifier.File{Kind: "photo", Name: "a.png", Size: size, SHA256: "aa"} }
-	doc := func(size int64) verifier.File { return verifier.File{Kind: "document", Name: "r.pdf", Size: size, SHA256: "bb"} }
+	photo := func(size int64) verifier.File {
+		return verifier.File{Kind: "photo", Name: "a.png", Size: size, SHA256: "aa"}
+	}
+	doc := func(size int64) verifier.File {
+		return verifier.File{Kind: "document", Name: "r.pdf", Size: size, SHA256: "bb"}
+	}
 	tests := []struct {
 		name    string
 		in      verifier.Input

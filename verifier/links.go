@@ -46,6 +46,11 @@ var domainName = regexp.MustCompile(`^([\pL\pN]([\pL\pN-]*[\pL\pN])?\.)+[\pL\pN]
 // reported once.
 func (c Checker) links(_ context.Context, p *payload) []finding {
 	var fs []finding
+	if u, err := url.Parse(p.in.URL); p.in.URL != "" && err == nil {
+		// A request's own address is no reader's link: only the domain lists
+		// apply to it (a service on this machine is no placeholder).
+		fs = append(fs, c.checkDomain(hostOf(u))...)
+	}
 	all := p.visible + "\n" + strings.Join(p.hrefs, "\n")
 	for _, re := range placeholderTexts {
 		if m := re.FindString(all); m != "" {

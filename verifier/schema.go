@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"context"
+	"net/url"
 	"strings"
 
 	"github.com/countersign/countersign/policy"
@@ -26,6 +27,9 @@ const (
 // schema checks the payload's form: the target, the text's presence and length (of
 // the text as Telegram shows it, markup removed) and the markup of its parse mode.
 func (c Checker) schema(_ context.Context, p *payload) []finding {
+	if p.in.URL != "" {
+		return checkAddress(p.in)
+	}
 	var fs []finding
 	if _, err := policy.NormalizeTarget(p.in.Target); err != nil {
 		fs = append(fs, repairf("target %q is not a chat id or @username", p.in.Target))
@@ -74,4 +78,21 @@ func files(fs []File) []finding {
 		}
 	}
 	return out
+}
+
+// checkAddress checks an HTTP request's address: an absolute URL, https unless it
+// reaches this machine, on the host its target names, with no user info.
+func checkAddress(in Input) []finding {
+	u, err := url.Parse(in.URL)
+	switch {
+	case err != nil || !u.IsAbs() || u.Host == "":
+		return []finding{repairf("address %q is not an absolute URL", in.URL)}
+	case u.User != nil:
+		return []finding{stopf("address %q carries user info", in.URL)}
+	case u.Scheme != "https" && !(u.Scheme == "http" && policy.IsLoopback(u.Hostname())):
+		return []finding{stopf("address %q is not https", in.URL)}
+	case !strings.EqualFold(strings.TrimSuffix(u.Hostname(), "."), in.Target):
+		return []finding{stopf("address %q is not on the target host %s", in.URL, in.Target)}
+	}
+	return nil
 }

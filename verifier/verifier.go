@@ -41,6 +41,11 @@ type Input struct {
 	// caption): the checks of a text (empty, length, markup, links, house
 	// rules) do not apply.
 	NoText bool
+	// URL, when set, is the address of an HTTP request: Target is its host, not
+	// a chat, and Text its body. Schema checks the address (absolute, https
+	// unless it is this machine, on Target) in place of a chat and Telegram's
+	// limits; links applies the domain lists to its host.
+	URL string
 	// Caption marks a text sent as a file's caption, which Telegram holds to
 	// 1024 characters rather than a message's 4096.
 	Caption bool
@@ -150,7 +155,7 @@ type check struct {
 
 func (c Checker) checks(in Input) []check {
 	cs := []check{{"schema", c.schema}}
-	if !in.NoText {
+	if !in.NoText || in.URL != "" { // an HTTP request's address is checked as a link
 		cs = append(cs, check{"links", c.links})
 	}
 	// What adds to the world (a text, a file) is checked against what was

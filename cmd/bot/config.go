@@ -164,7 +164,7 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 	if err != nil {
 		return nil, err
 	}
-	reg, err := tools.NewRegistry(p, sender, tools.WithFiles(files))
+	reg, err := tools.NewRegistry(p, sender, tools.WithFiles(files), tools.WithEnv(getenv))
 	if err != nil {
 		return nil, err
 	}

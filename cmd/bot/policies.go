@@ -35,7 +35,7 @@ func runPolicies(ctx context.Context, args []string, env Env) int {
 		err = p.ApplyEnv(env.Getenv)
 	}
 	if err == nil {
-		_, err = tools.NewRegistry(p, nil) // every declared tool must be implemented
+		_, err = tools.NewRegistry(p, nil, tools.WithEnv(env.Getenv)) // every declared tool must be implemented, its variables set
 	}
 	if err != nil {
 		fmt.Fprintln(env.Stdout, err)

@@ -1,0 +1,111 @@
+package tools
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/countersign/countersign/policy"
+)
+
+// HTTPRequest is the request a declared HTTP tool makes, as approved: every
+// byte that leaves but the values of the headers that come from the
+// environment, which are named by their variable and read at commit time.
+type HTTPRequest struct {
+	Method string `json:"method"`
+	// URL is the declaration's template with the caller's values filled in,
+	// each escaped as one path segment or one query value.
+	URL     string       `json:"url"`
+	Headers []HTTPHeader `json:"headers,omitempty"`
+	// Body is the body's canonical JSON (compact, keys sorted), sent as
+	// application/json; "" for none.
+	Body string `json:"body,omitempty"`
+	// IdempotencyKey marks a request that carries the operation id as its
+	// Idempotency-Key header.
+	IdempotencyKey bool `json:"idempotency_key,omitempty"`
+	// Reconcile is the GET that tells whether the effect exists, its
+	// {operation_id} filled in when it is read; "" for none.
+	Reconcile string `json:"reconcile,omitempty"`
+}
+
+// HTTPHeader is one header of a request: its value is Value, or Prefix and the
+// value of the environment variable Env, which is never written down.
+type HTTPHeader struct {
+	Name   string `json:"name"`
+	Env    string `json:"env,omitempty"`
+	Prefix string `json:"prefix,omitempty"`
+	Value  string `json:"value,omitempty"`
+}
+
+// maxPlaceholderValue bounds one value filled into a URL.
+const maxPlaceholderValue = 256
+
+var templatePlaceholder = regexp.MustCompile(`\{([a-z][a-z0-9_]*)\}`)
+
+// ExpandURL fills a declaration's URL template with values: in the path, each
+// value is escaped as one segment ("/" and "?" included, so it can add no
+// segment and start no query), and "", "." and ".." are refused (a segment
+// that names another path); in the query, each is escaped as one value. keep
+// names placeholders left as they are (a reconcile URL's {operation_id}). The
+// result must still name the template's host. The error says which value is
+// wrong, in words for the caller.
+func ExpandURL(tmpl string, values map[string]string, keep ...string) (string, error) {
+	path, query, hasQuery := strings.Cut(tmpl, "?")
+	var bad error
+	fill := func(part string, escape func(string) string, inPath bool) string {
+		return templatePlaceholder.ReplaceAllStringFunc(part, func(m string) string {
+			name := m[1 : len(m)-1]
+			for _, k := range keep {
+				if name == k {
+					return m
+				}
+			}
+			v, ok := values[name]
+			switch {
+			case !ok:
+				bad = fmt.Errorf("%s is missing", name)
+			case inPath && (v == "" || v == "." || v == ".."):
+				bad = fmt.Errorf("%s %q does not name one path segment", name, v)
+			case len(v) > maxPlaceholderValue:
+				bad = fmt.Errorf("%s is longer than %d bytes", name, maxPlaceholderValue)
+			case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+				bad = fmt.Errorf("%s holds a control character", name)
+			}
+			return escape(v)
+		})
+	}
+	out := fill(path, url.PathEscape, true)
+	if hasQuery {
+		out += "?" + fill(query, url.QueryEscape, false)
+	}
+	if bad != nil {
+		return "", bad
+	}
+	want, err := url.Parse(templatePlaceholder.ReplaceAllString(tmpl, "x"))
+	got, err2 := url.Parse(out)
+	if err != nil || err2 != nil || got.Host != want.Host || got.Scheme != want.Scheme || got.User != nil {
+		return "", fmt.Errorf("the values change the URL's host")
+	}
+	return out, nil
+}
+
+// headersOf lists a declaration's headers, sorted by name.
+func headersOf(decl policy.HTTP) []HTTPHeader {
+	var hs []HTTPHeader
+	for name, v := range decl.Headers {
+		hs = append(hs, HTTPHeader{Name: name, Env: v.Env, Prefix: v.Prefix, Value: v.Value})
+	}
+	slices.SortFunc(hs, func(a, b HTTPHeader) int { return strings.Compare(a.Name, b.Name) })
+	return hs
+}
+
+// hostOf is a URL's host name in lower case, without port.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+}
