@@ -79,6 +79,42 @@ func (p *Printer) Upload(ctx context.Context, u tools.Upload) ([]tools.Delivery,
 	return out, nil
 }
 
+var (
+	_ tools.Poller   = (*Printer)(nil)
+	_ tools.Reposter = (*Printer)(nil)
+)
+
+// SendPoll implements tools.Poller: the console prints the question and the
+// options.
+func (p *Printer) SendPoll(ctx context.Context, target, question string, poll tools.Poll) (tools.Delivery, error) {
+	var b strings.Builder
+	for i, o := range poll.Options {
+		fmt.Fprintf(&b, "\n  %d. %s", i+1, command.Visible(o))
+	}
+	return p.print(target, "poll: "+command.Visible(question)+b.String())
+}
+
+// Repost implements tools.Reposter: the console prints what was forwarded or
+// copied.
+func (p *Printer) Repost(ctx context.Context, target, from string, messageID int64, copy bool) (tools.Delivery, error) {
+	verb := "forward"
+	if copy {
+		verb = "copy"
+	}
+	return p.print(target, fmt.Sprintf("%s of message %d in %s", verb, messageID, from))
+}
+
+// print prints one new message to target.
+func (p *Printer) print(target, what string) (tools.Delivery, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	if _, err := fmt.Fprintf(p.out, "→ sent to %s (message %d): %s\n", target, p.next, what); err != nil {
+		return tools.Delivery{}, fmt.Errorf("console: %w: %w", tools.ErrNotSent, err)
+	}
+	return tools.Delivery{ChatID: target, MessageID: p.next}, nil
+}
+
 // Edit implements tools.Editor: the console prints the message's new text.
 func (p *Printer) Edit(ctx context.Context, e tools.Edit) (tools.Delivery, error) {
 	p.mu.Lock()

@@ -131,3 +131,47 @@ func baseName(p string) string {
 	}
 	return p
 }
+
+var _ tools.Poller = (*Sender)(nil)
+
+// SendPoll implements tools.Poller: sendPoll, spaced and fenced like a send.
+func (s *Sender) SendPoll(ctx context.Context, target, question string, p tools.Poll) (tools.Delivery, error) {
+	chat, err := chatID(target)
+	if err != nil {
+		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	options := make([]models.InputPollOption, len(p.Options))
+	for i, o := range p.Options {
+		options[i] = models.InputPollOption{Text: o}
+	}
+	anonymous := !p.Public
+	return s.call(ctx, target, func(ctx context.Context) (tools.Delivery, error) {
+		return delivery(s.bot.SendPoll(ctx, &bot.SendPollParams{ChatID: chat, Question: question, Options: options,
+			IsAnonymous: &anonymous, AllowsMultipleAnswers: p.Multiple}))
+	})
+}
+
+var _ tools.Reposter = (*Sender)(nil)
+
+// Repost implements tools.Reposter: forwardMessage, or copyMessage for a copy,
+// spaced and fenced like a send.
+func (s *Sender) Repost(ctx context.Context, target, from string, messageID int64, copy bool) (tools.Delivery, error) {
+	chat, err := chatID(target)
+	if err == nil {
+		_, err = chatID(from)
+	}
+	if err != nil {
+		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	source, _ := chatID(from)
+	return s.call(ctx, target, func(ctx context.Context) (tools.Delivery, error) {
+		if copy {
+			id, err := s.bot.CopyMessage(ctx, &bot.CopyMessageParams{ChatID: chat, FromChatID: source, MessageID: int(messageID)})
+			if err != nil {
+				return tools.Delivery{}, err
+			}
+			return tools.Delivery{ChatID: target, MessageID: int64(id.ID)}, nil
+		}
+		return delivery(s.bot.ForwardMessage(ctx, &bot.ForwardMessageParams{ChatID: chat, FromChatID: source, MessageID: int(messageID)}))
+	})
+}

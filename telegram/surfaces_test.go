@@ -17,6 +17,7 @@ import (
 	"github.com/countersign/countersign/telegram"
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/verifier"
 )
 
 // neverSender is the sender of a process that must never deliver.
@@ -45,7 +46,8 @@ func (r *rig) remote() *operator.Operator {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Transport: telegram.Transport, Remote: true})
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Transport: telegram.Transport, Remote: true,
+		Verifier: verifier.New(r.pol.Verify, operator.History{Journal: j}, time.Now)})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -133,6 +133,11 @@ type Payload struct {
 	// named here by their variable). Target is its URL's host, Text its body
 	// as the card shows it.
 	Request *HTTPRequest `json:"request,omitempty"`
+	// Poll is a poll's options and settings; Text is its question.
+	Poll *Poll `json:"poll,omitempty"`
+	// From is the chat a copy or a forward takes message MessageID from;
+	// Target is where it goes.
+	From string `json:"from,omitempty"`
 }
 
 // Messages returns the texts to deliver, one per message.

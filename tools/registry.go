@@ -69,6 +69,9 @@ func NewRegistry(p *policy.Policy, sender Sender, opts ...Option) (*Registry, er
 		SendPhoto(can.uploader, media),
 		SendDocument(can.uploader, media),
 		SendAlbum{Uploader: can.uploader, Media: media},
+		SendPoll{Poller: can.poller},
+		ForwardMessage(can.reposter),
+		CopyMessage(can.reposter),
 	} {
 		implemented[t.Name()] = t
 	}
@@ -120,10 +123,12 @@ type capabilities struct {
 	pinner     Pinner
 	uploader   Uploader
 	downloader Downloader
+	poller     Poller
+	reposter   Reposter
 }
 
 func capable(sender Sender) capabilities {
-	c := capabilities{editor: unable{}, deleter: unable{}, pinner: unable{}, uploader: unable{}}
+	c := capabilities{editor: unable{}, deleter: unable{}, pinner: unable{}, uploader: unable{}, poller: unable{}, reposter: unable{}}
 	if v, ok := sender.(Editor); ok {
 		c.editor = v
 	}
@@ -138,6 +143,12 @@ func capable(sender Sender) capabilities {
 	}
 	if v, ok := sender.(Downloader); ok {
 		c.downloader = v
+	}
+	if v, ok := sender.(Poller); ok {
+		c.poller = v
+	}
+	if v, ok := sender.(Reposter); ok {
+		c.reposter = v
 	}
 	return c
 }
@@ -155,3 +166,9 @@ func (unable) Pin(context.Context, string, int64, bool) error     { return errUn
 func (unable) Unpin(context.Context, string, int64) error         { return errUnable }
 func (unable) Pinned(context.Context, string) (int64, error)      { return 0, errUnable }
 func (unable) Upload(context.Context, Upload) ([]Delivery, error) { return nil, errUnable }
+func (unable) SendPoll(context.Context, string, string, Poll) (Delivery, error) {
+	return Delivery{}, errUnable
+}
+func (unable) Repost(context.Context, string, string, int64, bool) (Delivery, error) {
+	return Delivery{}, errUnable
+}

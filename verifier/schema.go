@@ -39,6 +39,9 @@ func (c Checker) schema(_ context.Context, p *payload) []finding {
 		return fs
 	}
 	n := p.length()
+	if p.in.Options != nil {
+		return append(fs, poll(n, p.in.Options)...)
+	}
 	switch {
 	case p.in.Caption && n > captionLimit:
 		fs = append(fs, repairf("caption is %d characters long, Telegram takes at most %d", n, captionLimit))
@@ -95,4 +98,37 @@ func checkAddress(in Input) []finding {
 		return []finding{stopf("address %q is not on the target host %s", in.URL, in.Target)}
 	}
 	return nil
+}
+
+// Telegram's limits on a poll: a question of 1 to 300 characters, and 2 to 12
+// options of 1 to 100 characters each.
+const (
+	maxPollQuestion = 300
+	maxPollOption   = 100
+	minPollOptions  = 2
+	maxPollOptions  = 12
+)
+
+// poll checks a poll of question length n and options against Telegram's
+// limits.
+func poll(n int, options []string) []finding {
+	var out []finding
+	switch {
+	case n == 0:
+		out = append(out, repairf("the question is empty"))
+	case n > maxPollQuestion:
+		out = append(out, repairf("the question is %d characters long, Telegram takes at most %d", n, maxPollQuestion))
+	}
+	if len(options) < minPollOptions || len(options) > maxPollOptions {
+		out = append(out, repairf("%d options: a poll has %d to %d", len(options), minPollOptions, maxPollOptions))
+	}
+	for i, o := range options {
+		switch u := Units(o); {
+		case strings.TrimSpace(o) == "":
+			out = append(out, repairf("option %d is empty", i+1))
+		case u > maxPollOption:
+			out = append(out, repairf("option %d is %d characters long, Telegram takes at most %d", i+1, u, maxPollOption))
+		}
+	}
+	return out
 }

@@ -53,6 +53,9 @@ type Input struct {
 	// limits; a payload with files is a duplicate only of one with the same
 	// files.
 	Files []File
+	// Options are a poll's answers, checked against Telegram's limits; Text
+	// is then its question.
+	Options []string
 }
 
 // File is one file an action sends, as the checks see it.
