@@ -184,7 +184,6 @@ func TestACaptionOverTelegramsLimitIsRefusedBeforeAnyCard(t *testing.T) {
 	}
 }
 
-
 // withAlbums offers commit_send_album besides the file tools.
 func withAlbums() rigOption {
 	return withPolicy(func(p *policy.Policy) {
