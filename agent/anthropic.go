@@ -59,16 +59,15 @@ func (a *Anthropic) mapError(ctx context.Context, err error) error {
 		return transportError(ctx, providerAnthropic, a.key, err)
 	}
 	h := headerOf(ae.Response)
-	return &APIError{
+	return (&APIError{
 		Provider:    providerAnthropic,
 		Status:      ae.StatusCode,
 		Type:        string(ae.Type()),
 		Code:        string(ae.ErrorCode()),
 		Message:     redact(ae.Message, a.key),
 		RequestID:   ae.RequestID,
-		RetryAfter:  retryAfter(h, a.opts.now()),
 		ShouldRetry: shouldRetry(h),
-	}
+	}).retryAfterOf(h, a.opts.now())
 }
 
 func anthropicParams(req Request) anthropic.MessageNewParams {

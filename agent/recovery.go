@@ -102,6 +102,13 @@ func (b *Budget) Take() bool {
 	return true
 }
 
+// Left is the number of requests the turn may still make.
+func (b *Budget) Left() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return max(b.requests, 0)
+}
+
 // WaitLeft is the time the turn may still wait.
 func (b *Budget) WaitLeft() time.Duration {
 	b.mu.Lock()
@@ -244,7 +251,7 @@ func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) 
 		}
 		if serr := r.sleep(ctx, wait); serr != nil {
 			gerr := r.stop(s, "wait", "cancelled while waiting", err)
-			gerr.ctxErr = serr
+			gerr.also = serr
 			return Response{}, gerr
 		}
 	}
@@ -278,11 +285,17 @@ func (r *Recovery) recover(ctx context.Context, s *run, err error) (time.Duratio
 	f := classify(err)
 	if ctx.Err() != nil {
 		gerr := r.stop(s, f.cause, "cancelled", err)
-		gerr.ctxErr = ctx.Err()
+		gerr.also = ctx.Err()
 		return 0, gerr
 	}
 	if reason := r.refusal(s, f); reason != "" {
 		return 0, r.stop(s, f.cause, reason, err)
+	}
+	if s.budget.Left() == 0 {
+		// No request is left to use a wait: stop now, not after it.
+		gerr := r.stop(s, f.cause, "the turn's request budget is spent", err)
+		gerr.also = ErrTurnBudget
+		return 0, gerr
 	}
 	wait, reason := r.delay(s, f)
 	if reason != "" {
@@ -317,6 +330,9 @@ func (r *Recovery) refusal(s *run, f failure) string {
 // backoff with jitter. A wait beyond the wait budget left gives a reason to stop.
 func (r *Recovery) delay(s *run, f failure) (time.Duration, string) {
 	left := s.budget.WaitLeft()
+	if f.api != nil && f.api.RetryNow {
+		return 0, ""
+	}
 	if f.api != nil && f.api.RetryAfter > 0 {
 		if ra := f.api.RetryAfter; ra > left {
 			return 0, fmt.Sprintf("the service asked to wait %s, more than the %s left of the wait budget", ra, left)
