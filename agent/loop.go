@@ -39,7 +39,8 @@ const (
 	// EndAwaitingApproval: a commit waits for a human's tap; the outcome is
 	// reported to the chat when it comes, not by the model.
 	EndAwaitingApproval = "awaiting_approval"
-	// EndDoomLoop: the model repeated a call that had already failed.
+	// EndDoomLoop: the model repeated a call (after it failed, or after it went
+	// through: a repeat is a loop even when it succeeds).
 	EndDoomLoop = "doom_loop"
 	// EndToolStopped: a tool's result said stop (a budget spent, a refusal, a
 	// verifier's stop, an unknown outcome to verify).
