@@ -53,6 +53,9 @@ func TestClaudeCodeReadsItsStream(t *testing.T) {
 		{"ratelimit.jsonl", 1, false, true, false, true, "429", "API Error: Request rejected (429)"},
 		{"apiretry.jsonl", 1, false, true, true, true, "529", "API Error"},
 		{"auth.jsonl", 1, false, false, false, true, "401", "Invalid API key"},
+		// No HTTP status: the request got no answer (a dropped connection),
+		// which waiting may cure, with the CLI's own retries off.
+		{"connection.jsonl", 1, false, true, false, true, "connection", "API Error: Connection error."},
 		{"noresume.jsonl", 1, false, false, false, false, "exit 1", ""},
 		{"killed_after_retry.jsonl", -1, false, true, true, true, "529", ""},
 		{"killed_after_init.jsonl", -1, false, false, false, true, "exit -1", ""},

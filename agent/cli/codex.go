@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -281,13 +282,20 @@ func (e *codexErrorInfo) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// codexConnection are the failures Codex types as a request or a stream that
+// broke: with no HTTP status, no answer came (the SDKs retry those).
+var codexConnection = []string{"http_connection_failed", "response_stream_connection_failed", "response_stream_disconnected"}
+
 // retryable answers for the info: the overload and the rate limit by name; a
-// status by the SDKs' rule (agent.RetryableStatus).
+// status by the SDKs' rule (agent.RetryableStatus); a broken connection or
+// stream with no status as a connection error.
 func (e codexErrorInfo) retryable() (retryable, overload bool) {
-	switch e.name {
-	case "server_overloaded":
+	switch {
+	case e.name == "server_overloaded":
 		return true, true
-	case "rate_limit_exceeded", "internal_server_error":
+	case e.name == "rate_limit_exceeded" || e.name == "internal_server_error":
+		return true, false
+	case e.status == 0 && slices.Contains(codexConnection, e.name):
 		return true, false
 	}
 	return agent.RetryableStatus(e.status)

@@ -277,6 +277,9 @@ func TestCodexReadsItsStream(t *testing.T) {
 		{"codex-midstream.jsonl", 1, false, true, true, "server_overloaded", "Selected model is at capacity"},
 		{"codex-ratelimit.jsonl", 1, false, true, false, "429", "exceeded retry limit, last status: 429"},
 		{"codex-auth.jsonl", 1, false, false, false, "401", "unexpected status 401 Unauthorized"},
+		// The stream dropped with no HTTP status: retryable, as the bot's
+		// provider runs Codex with its own retries off.
+		{"codex-disconnected.jsonl", 1, false, true, false, "response_stream_disconnected", "stream disconnected before completion"},
 		{"codex-killed_in_tool.jsonl", -1, false, false, false, "exit -1", ""},
 	}
 	for _, tt := range tests {
