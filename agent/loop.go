@@ -162,6 +162,10 @@ type state struct {
 	// collapsed and summarized are the one-shot guards of a prompt too long.
 	collapsed, summarized bool
 	said                  string // text of cut replies, joined ahead of the final one
+	// maxTokens is the output limit of the next request: 0 takes the policy's;
+	// a cut reply's raised limit is kept until the conversation is shortened,
+	// where it would ask for room the shortened prompt may not leave.
+	maxTokens int
 }
 
 // settings are a turn's bounds and recovery, from the task's policy snapshot.
@@ -298,8 +302,12 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 // and the turn's budget.
 func (l *Loop) request(s state, cfg settings) Request {
 	retry := cfg.retry
+	limit := cfg.limits.MaxTokens
+	if s.maxTokens > limit {
+		limit = s.maxTokens
+	}
 	return Request{Model: l.model, System: loopPrompt, Messages: s.messages, Tools: l.specs,
-		MaxTokens: cfg.limits.MaxTokens, Continues: s.continuing, Retry: &retry, Budget: cfg.budget}
+		MaxTokens: limit, Continues: s.continuing, Retry: &retry, Budget: cfg.budget}
 }
 
 // knownStops are the stop reasons the loop acts on.
@@ -332,6 +340,7 @@ func (s state) afterTools(reply Response, results Message) state {
 		collapsed:     s.collapsed,
 		summarized:    s.summarized,
 		said:          s.said,
+		maxTokens:     max(s.maxTokens, reply.MaxTokens),
 	}
 }
 
@@ -351,6 +360,7 @@ func (s state) afterCut(cut Response) state {
 		collapsed:     s.collapsed,
 		summarized:    s.summarized,
 		said:          s.said + cut.Text,
+		maxTokens:     max(s.maxTokens, cut.MaxTokens),
 	}
 }
 
@@ -386,6 +396,7 @@ func (s state) afterCollapse() (state, string) {
 		collapsed:     true,
 		summarized:    s.summarized,
 		said:          s.said,
+		maxTokens:     0, // the shortened prompt asks for the policy's limit again
 	}
 	if s.start == 0 && collapsed == 0 {
 		return next, ""
@@ -408,6 +419,7 @@ func (s state) afterSummary(summary string) state {
 		collapsed:     true,
 		summarized:    true,
 		said:          "",
+		maxTokens:     0, // the shortened prompt asks for the policy's limit again
 	}
 }
 

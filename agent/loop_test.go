@@ -394,3 +394,36 @@ func TestCollapseDropsEarlierExchangesFirst(t *testing.T) {
 		t.Errorf("request after the collapse = %q, want only this turn's message", got)
 	}
 }
+
+// An output limit raised for a cut reply is not carried into the request made
+// after the conversation was shortened (the seed's own silent bug): there it
+// would ask for more room than the shortened prompt leaves. Anthropic's
+// "input length and max_tokens exceed context limit" is such a prompt too
+// long, shortened like one, not a model error.
+func TestLoopShortenedRequestDropsTheRaisedLimit(t *testing.T) {
+	contextLimit := agenttest.File(t, "testdata/anthropic/error_400_context_limit_max_tokens.json", http.StatusBadRequest)
+	r := newLoopRig(t, agent.LoopLimits{},
+		agenttest.Message("max_tokens", "Drafting"),
+		agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"v1"}`)),
+		agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"v2"}`)),
+		contextLimit, agenttest.Message("end_turn", "Short answer."))
+	out := r.turn("Draft a hello for 222")
+	if got, want := agent.Path(out.Path), "tool_results -> tool_results -> collapse_retry -> end:completed"; got != want {
+		t.Fatalf("path = %s, want %s", got, want)
+	}
+	var limits []int
+	for _, req := range r.model.Requests() {
+		var body struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		limits = append(limits, body.MaxTokens)
+	}
+	p := r.pol.Models()
+	want := []int{p.MaxTokens, p.MaxTokensRaised, p.MaxTokensRaised, p.MaxTokensRaised, p.MaxTokens}
+	if fmt.Sprint(limits) != fmt.Sprint(want) {
+		t.Errorf("max_tokens of each request = %v, want %v: raised once for the cut reply, back after the shortening", limits, want)
+	}
+}

@@ -82,7 +82,6 @@ type Budget struct {
 	requests int
 	wait     time.Duration
 	fallback string
-	raised   int // the output limit once raised: the turn escalates once
 }
 
 // NewBudget returns a turn's budget of requests (retries included) and of time
@@ -128,19 +127,6 @@ func (b *Budget) Fallback() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.fallback
-}
-
-// raisedLimit is the output limit the turn raised to, 0 while it has not.
-func (b *Budget) raisedLimit() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.raised
-}
-
-func (b *Budget) raise(limit int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.raised = limit
 }
 
 func (b *Budget) fallBack(model string) {
@@ -218,7 +204,9 @@ type run struct {
 // as a *GiveUpError wrapping the last cause (an *APIError, a *ConnectionError, the
 // context's error); errors.Is(err, ErrPromptTooLong) holds for a prompt too long.
 // A reply cut at max_tokens is asked again once with a higher output limit, then
-// returned as it is.
+// returned as it is; the reply's MaxTokens says the limit it was made under, for
+// the caller to keep or drop (a raised limit does not outlive a shortened
+// conversation).
 func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) {
 	s := &run{req: req, policy: r.policy, budget: req.Budget}
 	if req.Retry != nil {
@@ -230,9 +218,6 @@ func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) 
 	if fb := s.budget.Fallback(); fb != "" {
 		s.req.Model = fb // chosen earlier in the turn: it serves the rest of it
 	}
-	if limit := s.budget.raisedLimit(); limit > s.req.MaxTokens {
-		s.req.MaxTokens, s.raised = limit, true // raised earlier in the turn, once for all
-	}
 	for {
 		if !s.budget.Take() {
 			return Response{}, r.stop(s, "budget", "the turn's request budget is spent", ErrTurnBudget)
@@ -241,6 +226,7 @@ func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) 
 		res, err := r.provider.Complete(ctx, s.req)
 		if err == nil {
 			if r.done(s, res) {
+				res.MaxTokens = s.req.MaxTokens
 				return res, nil
 			}
 			continue
@@ -266,7 +252,6 @@ func (r *Recovery) done(s *run, res Response) bool {
 		// prompt follows if even that is cut.
 		if limit := s.policy.MaxTokensCap; limit > s.req.MaxTokens {
 			s.raised, s.req.MaxTokens = true, limit
-			s.budget.raise(limit)
 			r.record(s, Step{Action: ActionRaise, Cause: string(StopMaxTokens), Detail: fmt.Sprint(limit)})
 			return false
 		}
