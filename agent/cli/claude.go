@@ -54,6 +54,9 @@ func (c ClaudeCode) Command(a Attempt) (Command, error) {
 	if a.Model != "" {
 		args = append(args, "--model", a.Model)
 	}
+	if a.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(a.MaxTurns))
+	}
 	path := c.Path
 	if path == "" {
 		path = "claude"

@@ -93,7 +93,7 @@ func TestClaudeCodeKnowsWhenAToolRuns(t *testing.T) {
 // prompt on standard input, never in the arguments (any local user reads those
 // in /proc/PID/cmdline while the run lasts).
 func TestClaudeCodeCommand(t *testing.T) {
-	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "s-1", Model: "claude-fallback", Dir: t.TempDir(),
+	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "s-1", Model: "claude-fallback", Dir: t.TempDir(), MaxTurns: 8,
 		Tools: cli.Tools{Server: "countersign", URL: "http://127.0.0.1:1/mcp", Token: "secret-token", Names: []string{"commit_send_message", "await_outcome"}}}
 	c, err := cli.ClaudeCode{Path: "/bin/claude"}.Command(a)
 	if err != nil {
@@ -102,7 +102,7 @@ func TestClaudeCodeCommand(t *testing.T) {
 	args := strings.Join(c.Args, " ")
 	for _, want := range []string{"-p --output-format stream-json --verbose", "--strict-mcp-config",
 		"--allowedTools mcp__countersign__commit_send_message,mcp__countersign__await_outcome", "--tools  ",
-		"--resume s-1", "--model claude-fallback"} {
+		"--resume s-1", "--model claude-fallback", "--max-turns 8"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}

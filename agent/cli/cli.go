@@ -78,6 +78,9 @@ type Attempt struct {
 	Model string
 	// Dir is the chat's working folder, which exists; the process runs there.
 	Dir string
+	// MaxTurns bounds the attempt's model turns where the CLI can count them
+	// (the policy's model.steps); 0 leaves the CLI's own.
+	MaxTurns int
 	// Tools is Countersign's MCP server as this attempt reaches it.
 	Tools Tools
 }
