@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/policy"
@@ -77,6 +78,9 @@ type claudeReader struct {
 	// status is the last API error status the stream reported (an api_retry,
 	// the synthetic assistant message, the result).
 	status int
+	// delay is the wait the CLI reported for a retry of its own
+	// (system/api_retry's retry_delay_ms, which follows Retry-After).
+	delay time.Duration
 	// kind is the synthetic assistant message's error ("server_error",
 	// "rate_limit", "authentication_failed", "unknown", ...).
 	kind   string
@@ -89,6 +93,7 @@ type claudeEvent struct {
 	Subtype        string `json:"subtype"`
 	SessionID      string `json:"session_id"`
 	ErrorStatus    int    `json:"error_status"`     // system/api_retry
+	RetryDelayMS   int64  `json:"retry_delay_ms"`   // system/api_retry
 	APIErrorStatus int    `json:"api_error_status"` // the synthetic assistant message, the result
 	Error          string `json:"error"`            // the synthetic assistant message: "server_error", "rate_limit", ...
 	Message        *struct {
@@ -117,6 +122,7 @@ func (r *claudeReader) Line(line []byte) {
 		r.session = ev.SessionID
 	case ev.Type == "system" && ev.Subtype == "api_retry":
 		r.status = ev.ErrorStatus
+		r.delay = time.Duration(ev.RetryDelayMS) * time.Millisecond
 	case ev.Type == "assistant" || ev.Type == "user":
 		if ev.APIErrorStatus != 0 {
 			r.status = ev.APIErrorStatus
@@ -175,6 +181,7 @@ func (r *claudeReader) End(exit int) Outcome {
 		return out
 	}
 	out.Retryable, out.Overload = agent.RetryableStatus(r.status)
+	out.RetryAfter = r.delay
 	switch {
 	case r.noAnswer():
 		out.Retryable, out.Cause = true, causeConnection

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/agent/cli"
 )
@@ -129,5 +130,18 @@ func TestClaudeCodeCommand(t *testing.T) {
 	}
 	if _, err := (cli.ClaudeCode{}).Command(cli.Attempt{}); err == nil {
 		t.Error("an empty prompt: no error")
+	}
+}
+
+// The wait the CLI reported for a retry of its own (system/api_retry's
+// retry_delay_ms, which follows the service's Retry-After) reaches the
+// coordinator when the attempt fails after it.
+func TestClaudeCodePassesOnTheWaitItWasAsked(t *testing.T) {
+	for file, want := range map[string]time.Duration{"apiretry.jsonl": 590 * time.Millisecond,
+		"killed_after_retry.jsonl": 590 * time.Millisecond, "overload.jsonl": 0} {
+		r, _ := read(t, cli.ClaudeCode{}, file)
+		if got := r.End(1).RetryAfter; got != want {
+			t.Errorf("%s: retry after %s, want %s", file, got, want)
+		}
 	}
 }

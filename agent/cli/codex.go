@@ -160,7 +160,9 @@ func (c Codex) providerModel() string {
 }
 
 // Reader implements Provider.
-func (c Codex) Reader() Reader { return &codexReader{home: c.home(), calls: map[string]bool{}} }
+func (c Codex) Reader() Reader {
+	return &codexReader{home: c.home(), calls: map[string]bool{}, ownRetries: c.ModelProvider == nil}
+}
 
 // home is where the runs' sessions are: Home, else the CLI's default.
 func (c Codex) home() string {
@@ -183,6 +185,9 @@ type codexReader struct {
 	completed bool            // a turn completed
 	failed    string          // turn.failed's message; else the last error event's
 	turnFail  bool
+	// ownRetries: Codex's built-in provider, whose retries stay on; what it
+	// retried is not the bot's to retry again.
+	ownRetries bool
 }
 
 // codexEvent is the part of a --json line the provider reads.
@@ -248,6 +253,12 @@ func (r *codexReader) End(exit int) Outcome {
 	out.Text = r.failed
 	info := codexFailure(r.home, r.thread)
 	out.Retryable, out.Overload = info.retryable()
+	if r.ownRetries && !out.Overload {
+		// Codex retried it already by its own schedule: the bot's retries on
+		// top would multiply the requests. An overload stays the bot's, for
+		// its fallback model (Codex says to try another).
+		out.Retryable = false
+	}
 	out.Cause = info.cause()
 	if out.Cause == "" {
 		out.Cause = "exit " + strconv.Itoa(exit)
