@@ -105,4 +105,8 @@ type Response struct {
 	ToolCalls []ToolCall
 	Stop      StopReason
 	Model     string
+	// MaxTokens is the output limit the reply was made under: the request's,
+	// or the one Recovery raised it to after a cut reply (0 from a bare
+	// provider).
+	MaxTokens int
 }

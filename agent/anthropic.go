@@ -59,16 +59,15 @@ func (a *Anthropic) mapError(ctx context.Context, err error) error {
 		return transportError(ctx, providerAnthropic, a.key, err)
 	}
 	h := headerOf(ae.Response)
-	return &APIError{
+	return (&APIError{
 		Provider:    providerAnthropic,
 		Status:      ae.StatusCode,
 		Type:        string(ae.Type()),
 		Code:        string(ae.ErrorCode()),
 		Message:     redact(ae.Message, a.key),
 		RequestID:   ae.RequestID,
-		RetryAfter:  retryAfter(h, a.opts.now()),
 		ShouldRetry: shouldRetry(h),
-	}
+	}).retryAfterOf(h, a.opts.now())
 }
 
 func anthropicParams(req Request) anthropic.MessageNewParams {
@@ -134,8 +133,13 @@ func anthropicResponse(msg *anthropic.Message) Response {
 
 // anthropicTooLong is one of the two places where a message text is read:
 // Anthropic gives a prompt over the context window no code of its own, only an
-// invalid_request_error whose message says so.
+// invalid_request_error whose message says so: "prompt is too long", or "input
+// length and `max_tokens` exceed context limit" (the prompt fits, but not with
+// the output limit asked for; shortening the prompt cures it as well).
 func anthropicTooLong(e *APIError) bool {
-	return e.Status == http.StatusBadRequest && e.Type == "invalid_request_error" &&
-		strings.Contains(strings.ToLower(e.Message), "prompt is too long")
+	if e.Status != http.StatusBadRequest || e.Type != "invalid_request_error" {
+		return false
+	}
+	msg := strings.ToLower(e.Message)
+	return strings.Contains(msg, "prompt is too long") || strings.Contains(msg, "exceed context limit")
 }

@@ -37,8 +37,12 @@ type APIError struct {
 	Message   string
 	RequestID string
 	// RetryAfter is how long the service asked to wait (retry-after-ms, else
-	// retry-after in seconds or as an HTTP date); 0 when it did not say.
+	// retry-after in seconds or as an HTTP date); 0 when it did not say, or
+	// said to retry now (RetryNow).
 	RetryAfter time.Duration
+	// RetryNow: the service named a wait of none (retry-after: 0, or a date
+	// already past): the retry goes at once, not after a backoff.
+	RetryNow bool
 	// ShouldRetry is the x-should-retry header: nil when absent.
 	ShouldRetry *bool
 }
@@ -113,19 +117,27 @@ func redact(s, key string) string {
 
 // retryAfter reads how long the service asked to wait: retry-after-ms (milliseconds,
 // may be fractional), else retry-after (seconds, or an HTTP date measured from now).
-// It returns 0 when neither header is there or readable.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
+// named is false when neither header is there or readable; a wait of 0 that
+// was named means now.
+func retryAfter(h http.Header, now time.Time) (wait time.Duration, named bool) {
+	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms >= 0 {
+		return time.Duration(ms * float64(time.Millisecond)), true
 	}
 	v := h.Get("retry-after")
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second)), true
 	}
-	if at, err := http.ParseTime(v); err == nil && at.After(now) {
-		return at.Sub(now)
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
 	}
-	return 0
+	return 0, false
+}
+
+// retryAfterOf fills e's RetryAfter and RetryNow from h.
+func (e *APIError) retryAfterOf(h http.Header, now time.Time) *APIError {
+	wait, named := retryAfter(h, now)
+	e.RetryAfter, e.RetryNow = wait, named && wait == 0
+	return e
 }
 
 // shouldRetry reads x-should-retry: nil when absent or neither "true" nor "false".

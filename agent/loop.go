@@ -39,7 +39,8 @@ const (
 	// EndAwaitingApproval: a commit waits for a human's tap; the outcome is
 	// reported to the chat when it comes, not by the model.
 	EndAwaitingApproval = "awaiting_approval"
-	// EndDoomLoop: the model repeated a call that had already failed.
+	// EndDoomLoop: the model repeated a call (after it failed, or after it went
+	// through: a repeat is a loop even when it succeeds).
 	EndDoomLoop = "doom_loop"
 	// EndToolStopped: a tool's result said stop (a budget spent, a refusal, a
 	// verifier's stop, an unknown outcome to verify).
@@ -161,6 +162,10 @@ type state struct {
 	// collapsed and summarized are the one-shot guards of a prompt too long.
 	collapsed, summarized bool
 	said                  string // text of cut replies, joined ahead of the final one
+	// maxTokens is the output limit of the next request: 0 takes the policy's;
+	// a cut reply's raised limit is kept until the conversation is shortened,
+	// where it would ask for room the shortened prompt may not leave.
+	maxTokens int
 }
 
 // settings are a turn's bounds and recovery, from the task's policy snapshot.
@@ -217,6 +222,7 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 	if err != nil {
 		return out, err
 	}
+	var did []string // what the turn's calls did in the world, for an end that would say nothing was
 	s := state{messages: append(slices.Clip(earlier), Message{Role: RoleUser, Text: text}), start: len(earlier)}
 	for {
 		if ctx.Err() != nil {
@@ -224,7 +230,7 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 		}
 		if s.steps == cfg.limits.Requests {
 			return end(s, EndBudgetExhausted, fmt.Sprintf("%d model requests", s.steps),
-				fmt.Sprintf("Stopped after %d model requests without finishing. Nothing else was done; /ops shows what was.", s.steps))
+				fmt.Sprintf("Stopped after %d model requests without finishing. %s; /ops shows what was.", s.steps, doneSay(did, "Nothing else was done")))
 		}
 		s.steps++
 		res, err := l.provider.Complete(ctx, l.request(s, cfg))
@@ -241,19 +247,19 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 		case errors.Is(err, ErrPromptTooLong) && !s.summarized:
 			summary, serr := l.summarize(ctx, s, cfg)
 			if serr != nil {
-				return end(s, EndPromptTooLong, serr.Error(), tooLongText)
+				return end(s, EndPromptTooLong, serr.Error(), tooLongSay(did))
 			}
 			s = s.afterSummary(summary)
 			record(s, Transition{Name: ContSummaryRetry, Detail: fmt.Sprintf("%d characters of summary", len(summary))})
 			continue
 		case errors.Is(err, ErrPromptTooLong):
-			return end(s, EndPromptTooLong, err.Error(), tooLongText)
+			return end(s, EndPromptTooLong, err.Error(), tooLongSay(did))
 		case err != nil && ctx.Err() != nil:
 			return end(s, EndCancelled, cancelCause(ctx), cancelledText(ctx))
 		case errors.Is(err, ErrTurnBudget):
-			return end(s, EndBudgetExhausted, err.Error(), "Stopped: the model kept failing and this request used up its retries. Nothing else was done; try again later.")
+			return end(s, EndBudgetExhausted, err.Error(), "Stopped: the model kept failing and this request used up its retries. "+doneSay(did, "Nothing else was done")+"; try again later.")
 		case err != nil:
-			return end(s, EndModelError, err.Error(), "The model could not be reached ("+modelTrouble(err)+"). Nothing was done; try again later or use the commands (/help).")
+			return end(s, EndModelError, err.Error(), "The model could not be reached ("+modelTrouble(err)+"). "+doneSay(did, "Nothing was done")+"; try again later or use the commands (/help).")
 		}
 		switch {
 		case res.Stop == StopMaxTokens && s.continuations < cfg.limits.Continuations:
@@ -263,12 +269,12 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 			continue
 		case res.Stop == StopMaxTokens:
 			return end(s, EndBudgetExhausted, fmt.Sprintf("still cut after %d continuations", s.continuations),
-				strings.TrimSpace(s.said+res.Text)+"\n\n(The reply was cut off; nothing else was done.)")
+				strings.TrimSpace(s.said+res.Text)+"\n\n(The reply was cut off. "+doneSay(did, "Nothing else was done")+".)")
 		case res.Stop == StopRefusal:
 			return end(s, EndRefusal, "", orText(res.Text, "The model declined this request."))
 		case unsupported(res):
 			return end(s, EndUnsupported, fmt.Sprintf("stop reason %q, %d characters, %d tool calls", res.Stop, len(res.Text), len(res.ToolCalls)),
-				"The model's reply could not be used (it said nothing this bot can act on). Nothing was done; try again, or use the commands (/help).")
+				"The model's reply could not be used (it said nothing this bot can act on). "+doneSay(did, "Nothing was done")+"; try again, or use the commands (/help).")
 		case len(res.ToolCalls) == 0:
 			return end(s, EndCompleted, "", strings.TrimSpace(s.said+res.Text))
 		}
@@ -279,6 +285,7 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 			return out, err
 		}
 		out.Awaiting = append(out.Awaiting, round.awaiting...)
+		did = append(did, round.did...)
 		switch {
 		case round.doom != "":
 			return end(s, EndDoomLoop, round.doom, "Stopped: "+round.doom)
@@ -297,8 +304,12 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 // and the turn's budget.
 func (l *Loop) request(s state, cfg settings) Request {
 	retry := cfg.retry
+	limit := cfg.limits.MaxTokens
+	if s.maxTokens > limit {
+		limit = s.maxTokens
+	}
 	return Request{Model: l.model, System: loopPrompt, Messages: s.messages, Tools: l.specs,
-		MaxTokens: cfg.limits.MaxTokens, Continues: s.continuing, Retry: &retry, Budget: cfg.budget}
+		MaxTokens: limit, Continues: s.continuing, Retry: &retry, Budget: cfg.budget}
 }
 
 // knownStops are the stop reasons the loop acts on.
@@ -311,6 +322,24 @@ func unsupported(res Response) bool {
 }
 
 const tooLongText = "Stopped: the conversation is too long for the model, even shortened and summarized. Start again with a shorter request."
+
+// tooLongSay is tooLongText, with what the turn did before it.
+func tooLongSay(did []string) string {
+	if len(did) == 0 {
+		return tooLongText
+	}
+	return tooLongText + " " + doneSay(did, "") + "."
+}
+
+// doneSay is what the turn's calls did in the world before it ended (the tool
+// ran; the report failed), with the operations' ids; nothing when they did
+// nothing. The chat is never told nothing was done over a send that went out.
+func doneSay(did []string, nothing string) string {
+	if len(did) == 0 {
+		return nothing
+	}
+	return "Done before that: " + strings.Join(did, ", ") + "; nothing else was done"
+}
 
 // continuationPrompt asks for the rest of a cut reply.
 const continuationPrompt = "Your reply was cut off at the output limit. Continue exactly where you stopped, mid-sentence if need be: no apology, no recap of what you already wrote. Break what is left into smaller pieces."
@@ -331,6 +360,7 @@ func (s state) afterTools(reply Response, results Message) state {
 		collapsed:     s.collapsed,
 		summarized:    s.summarized,
 		said:          s.said,
+		maxTokens:     max(s.maxTokens, reply.MaxTokens),
 	}
 }
 
@@ -350,6 +380,7 @@ func (s state) afterCut(cut Response) state {
 		collapsed:     s.collapsed,
 		summarized:    s.summarized,
 		said:          s.said + cut.Text,
+		maxTokens:     max(s.maxTokens, cut.MaxTokens),
 	}
 }
 
@@ -385,6 +416,7 @@ func (s state) afterCollapse() (state, string) {
 		collapsed:     true,
 		summarized:    s.summarized,
 		said:          s.said,
+		maxTokens:     0, // the shortened prompt asks for the policy's limit again
 	}
 	if s.start == 0 && collapsed == 0 {
 		return next, ""
@@ -407,6 +439,7 @@ func (s state) afterSummary(summary string) state {
 		collapsed:     true,
 		summarized:    true,
 		said:          "",
+		maxTokens:     0, // the shortened prompt asks for the policy's limit again
 	}
 }
 
@@ -552,8 +585,9 @@ func (m *memory) keep(chat, said, answered string) {
 type round struct {
 	results  Message
 	awaiting []string
-	doom     string // the reason, when the operator's loop guard stopped a call
-	stop     string // the reason, when a result said stop
+	did      []string // the calls that changed the world: "tool op-id"
+	doom     string   // the reason, when the operator's loop guard stopped a call
+	stop     string   // the reason, when a result said stop
 }
 
 // runTools runs each call through the operator, in order, and answers each with the
@@ -582,6 +616,9 @@ func (l *Loop) runTools(ctx context.Context, taskID string, calls []ToolCall) (r
 		}
 		ok := res.Status == tools.StatusSucceeded || res.Status == tools.StatusPending
 		r.results.ToolResults = append(r.results.ToolResults, ToolResult{CallID: c.ID, Content: string(data), IsError: !ok})
+		if res.SideEffect == tools.SideEffectCommitted {
+			r.did = append(r.did, c.Name+" "+res.OperationID)
+		}
 		switch {
 		case res.Status == tools.StatusPending:
 			r.awaiting = append(r.awaiting, res.OperationID)

@@ -161,6 +161,10 @@ func TestLoopPaths(t *testing.T) {
 		{"the same failed call again is a doom loop", agent.LoopLimits{},
 			[]agenttest.Reply{agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", badChat)), agenttest.Message("tool_use", "", agenttest.Call("commit_send_message", badChat))},
 			"tool_results -> end:doom_loop", 2, 0, "possible doom loop"},
+		{"the same successful call again is a doom loop", agent.LoopLimits{},
+			[]agenttest.Reply{agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"Hi all"}`)), agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"Hi all"}`)),
+				agenttest.Message("end_turn", "never asked")},
+			"tool_results -> end:doom_loop", 2, 0, `Stopped: possible doom loop: prepare_reply(text: "Hi all")`},
 		{"a tool the policy does not offer is an error result", agent.LoopLimits{},
 			[]agenttest.Reply{agenttest.Message("tool_use", "", agenttest.Call("commit_delete_chat", `{}`)), agenttest.Message("end_turn", "I cannot do that.")},
 			"tool_results -> end:completed", 2, 0, "I cannot do that."},
@@ -388,5 +392,38 @@ func TestCollapseDropsEarlierExchangesFirst(t *testing.T) {
 	}
 	if got := r.messagesOf(3); len(got) != 1 || got[0] != "user: second" {
 		t.Errorf("request after the collapse = %q, want only this turn's message", got)
+	}
+}
+
+// An output limit raised for a cut reply is not carried into the request made
+// after the conversation was shortened (the seed's own silent bug): there it
+// would ask for more room than the shortened prompt leaves. Anthropic's
+// "input length and max_tokens exceed context limit" is such a prompt too
+// long, shortened like one, not a model error.
+func TestLoopShortenedRequestDropsTheRaisedLimit(t *testing.T) {
+	contextLimit := agenttest.File(t, "testdata/anthropic/error_400_context_limit_max_tokens.json", http.StatusBadRequest)
+	r := newLoopRig(t, agent.LoopLimits{},
+		agenttest.Message("max_tokens", "Drafting"),
+		agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"v1"}`)),
+		agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"v2"}`)),
+		contextLimit, agenttest.Message("end_turn", "Short answer."))
+	out := r.turn("Draft a hello for 222")
+	if got, want := agent.Path(out.Path), "tool_results -> tool_results -> collapse_retry -> end:completed"; got != want {
+		t.Fatalf("path = %s, want %s", got, want)
+	}
+	var limits []int
+	for _, req := range r.model.Requests() {
+		var body struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		if err := json.Unmarshal(req.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		limits = append(limits, body.MaxTokens)
+	}
+	p := r.pol.Models()
+	want := []int{p.MaxTokens, p.MaxTokensRaised, p.MaxTokensRaised, p.MaxTokensRaised, p.MaxTokens}
+	if fmt.Sprint(limits) != fmt.Sprint(want) {
+		t.Errorf("max_tokens of each request = %v, want %v: raised once for the cut reply, back after the shortening", limits, want)
 	}
 }

@@ -134,3 +134,36 @@ func TestLoopReportsAnErrorInsideTheStream(t *testing.T) {
 		})
 	}
 }
+
+// A turn that ends in trouble after an auto-approved send went out says so,
+// with the operation's id: never "Nothing was done" over a message already
+// delivered (the tool ran; the report failed).
+func TestLoopEndingSaysWhatWasAlreadyDone(t *testing.T) {
+	authFailed := agenttest.File(t, "testdata/anthropic/error_401_authentication.json", 401)
+	tests := []struct {
+		name, path string
+		limits     agent.LoopLimits
+		then       agenttest.Reply
+	}{
+		{"a model error", "tool_results -> end:model_error", agent.LoopLimits{}, authFailed},
+		{"the step limit", "tool_results -> end:budget_exhausted", agent.LoopLimits{Requests: 1}, agenttest.Message("end_turn", "never asked")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newLoopRigWith(t, tt.limits, autoApproveTo222,
+				agenttest.Message("tool_use", "Sending it.", agenttest.Send("222", "Hello from the bot")), tt.then)
+			out := r.turn("Send 'Hello from the bot' to 222")
+			if got := agent.Path(out.Path); got != tt.path {
+				t.Fatalf("path = %s, want %s", got, tt.path)
+			}
+			ops, err := r.j.Operations(context.Background(), journal.Filter{States: []journal.State{journal.Committed}})
+			if err != nil || len(ops) != 1 {
+				t.Fatalf("committed operations = %+v, %v; want one", ops, err)
+			}
+			if strings.Contains(out.Text, "Nothing was done") || strings.Contains(out.Text, "Nothing else was done") ||
+				!strings.Contains(out.Text, "Done before that: commit_send_message "+ops[0].ID) {
+				t.Errorf("text = %q; want it to name %s as done, and not say that nothing was done", out.Text, ops[0].ID)
+			}
+		})
+	}
+}

@@ -72,16 +72,15 @@ func (c *OpenAI) mapError(ctx context.Context, err error) error {
 		return transportError(ctx, providerOpenAI, c.key, err)
 	}
 	h := headerOf(oe.Response)
-	return &APIError{
+	return (&APIError{
 		Provider:    providerOpenAI,
 		Status:      oe.StatusCode,
 		Type:        oe.Type,
 		Code:        oe.Code,
 		Message:     redact(oe.Message, c.key),
 		RequestID:   h.Get("x-request-id"),
-		RetryAfter:  retryAfter(h, c.opts.now()),
 		ShouldRetry: shouldRetry(h),
-	}
+	}).retryAfterOf(h, c.opts.now())
 }
 
 // streamError maps an error object sent inside a stream that began with 200,

@@ -82,7 +82,6 @@ type Budget struct {
 	requests int
 	wait     time.Duration
 	fallback string
-	raised   int // the output limit once raised: the turn escalates once
 }
 
 // NewBudget returns a turn's budget of requests (retries included) and of time
@@ -100,6 +99,13 @@ func (b *Budget) Take() bool {
 	}
 	b.requests--
 	return true
+}
+
+// Left is the number of requests the turn may still make.
+func (b *Budget) Left() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return max(b.requests, 0)
 }
 
 // WaitLeft is the time the turn may still wait.
@@ -121,19 +127,6 @@ func (b *Budget) Fallback() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.fallback
-}
-
-// raisedLimit is the output limit the turn raised to, 0 while it has not.
-func (b *Budget) raisedLimit() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.raised
-}
-
-func (b *Budget) raise(limit int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.raised = limit
 }
 
 func (b *Budget) fallBack(model string) {
@@ -211,7 +204,9 @@ type run struct {
 // as a *GiveUpError wrapping the last cause (an *APIError, a *ConnectionError, the
 // context's error); errors.Is(err, ErrPromptTooLong) holds for a prompt too long.
 // A reply cut at max_tokens is asked again once with a higher output limit, then
-// returned as it is.
+// returned as it is; the reply's MaxTokens says the limit it was made under, for
+// the caller to keep or drop (a raised limit does not outlive a shortened
+// conversation).
 func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) {
 	s := &run{req: req, policy: r.policy, budget: req.Budget}
 	if req.Retry != nil {
@@ -223,9 +218,6 @@ func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) 
 	if fb := s.budget.Fallback(); fb != "" {
 		s.req.Model = fb // chosen earlier in the turn: it serves the rest of it
 	}
-	if limit := s.budget.raisedLimit(); limit > s.req.MaxTokens {
-		s.req.MaxTokens, s.raised = limit, true // raised earlier in the turn, once for all
-	}
 	for {
 		if !s.budget.Take() {
 			return Response{}, r.stop(s, "budget", "the turn's request budget is spent", ErrTurnBudget)
@@ -234,6 +226,7 @@ func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) 
 		res, err := r.provider.Complete(ctx, s.req)
 		if err == nil {
 			if r.done(s, res) {
+				res.MaxTokens = s.req.MaxTokens
 				return res, nil
 			}
 			continue
@@ -244,7 +237,7 @@ func (r *Recovery) Complete(ctx context.Context, req Request) (Response, error) 
 		}
 		if serr := r.sleep(ctx, wait); serr != nil {
 			gerr := r.stop(s, "wait", "cancelled while waiting", err)
-			gerr.ctxErr = serr
+			gerr.also = serr
 			return Response{}, gerr
 		}
 	}
@@ -259,7 +252,6 @@ func (r *Recovery) done(s *run, res Response) bool {
 		// prompt follows if even that is cut.
 		if limit := s.policy.MaxTokensCap; limit > s.req.MaxTokens {
 			s.raised, s.req.MaxTokens = true, limit
-			s.budget.raise(limit)
 			r.record(s, Step{Action: ActionRaise, Cause: string(StopMaxTokens), Detail: fmt.Sprint(limit)})
 			return false
 		}
@@ -278,11 +270,17 @@ func (r *Recovery) recover(ctx context.Context, s *run, err error) (time.Duratio
 	f := classify(err)
 	if ctx.Err() != nil {
 		gerr := r.stop(s, f.cause, "cancelled", err)
-		gerr.ctxErr = ctx.Err()
+		gerr.also = ctx.Err()
 		return 0, gerr
 	}
 	if reason := r.refusal(s, f); reason != "" {
 		return 0, r.stop(s, f.cause, reason, err)
+	}
+	if s.budget.Left() == 0 {
+		// No request is left to use a wait: stop now, not after it.
+		gerr := r.stop(s, f.cause, "the turn's request budget is spent", err)
+		gerr.also = ErrTurnBudget
+		return 0, gerr
 	}
 	wait, reason := r.delay(s, f)
 	if reason != "" {
@@ -317,6 +315,9 @@ func (r *Recovery) refusal(s *run, f failure) string {
 // backoff with jitter. A wait beyond the wait budget left gives a reason to stop.
 func (r *Recovery) delay(s *run, f failure) (time.Duration, string) {
 	left := s.budget.WaitLeft()
+	if f.api != nil && f.api.RetryNow {
+		return 0, ""
+	}
 	if f.api != nil && f.api.RetryAfter > 0 {
 		if ra := f.api.RetryAfter; ra > left {
 			return 0, fmt.Sprintf("the service asked to wait %s, more than the %s left of the wait budget", ra, left)

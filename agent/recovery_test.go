@@ -286,3 +286,39 @@ func TestDefaultPolicyRidesOutATenSecondBurst(t *testing.T) {
 		t.Errorf("waited %s in all, want the burst's 10 s ridden out", waited)
 	}
 }
+
+// Over the real provider: the recorded 429 with its retry-after set to 0 asks
+// for a retry now, which is made at once, not after a backoff.
+func TestRecoveryRetryAfterZeroMeansNow(t *testing.T) {
+	limited := fixture(t, "anthropic/http_429_rate_limit_headers.txt", 0).with(fixture(t, "anthropic/error_429_rate_limit_short.json", 0))
+	limited.header = limited.header.Clone()
+	limited.header.Set("Retry-After", "0")
+	s := serve(t, limited, fixture(t, "anthropic/message_end_turn.json", 200))
+	var rec recorder
+	r := rec.recovery(newProvider("anthropic", s.URL), agent.Policy{}, noJitter)
+	if _, err := r.Complete(context.Background(), agent.Request{Model: "m", MaxTokens: 64,
+		Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := agent.Trace(rec.steps), "retry(429, wait 0s) -> ok"; got != want {
+		t.Errorf("path: got %s, want %s", got, want)
+	}
+}
+
+// A turn's request budget spent stops at once: the failure that spent the last
+// request is not followed by a wait that no request can use.
+func TestRecoveryStopsAtOnceWhenTheTurnBudgetIsSpent(t *testing.T) {
+	p := &script{answers: []answer{fail(500, "api_error", 0)}}
+	var rec recorder
+	_, err := rec.recovery(p, agent.Policy{}, noJitter).Complete(context.Background(),
+		agent.Request{Budget: agent.NewBudget(2, time.Hour)})
+	if !errors.Is(err, agent.ErrTurnBudget) {
+		t.Errorf("got %v, want ErrTurnBudget", err)
+	}
+	if got, want := agent.Trace(rec.steps), "retry(500, wait 1s) -> stop(500: the turn's request budget is spent)"; got != want {
+		t.Errorf("path:\n got %s\nwant %s", got, want)
+	}
+	if len(rec.waits) != 1 || len(p.requests) != 2 {
+		t.Errorf("waits %v, %d requests; want one wait, 2 requests", rec.waits, len(p.requests))
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/vault"
 	"github.com/countersign/countersign/verifier"
 )
@@ -26,6 +27,9 @@ const (
 	ReviewMaxTokens = 1024
 	// RecentOperations is how many operations read_operations returns at most.
 	RecentOperations = 10
+	// ReviewMaxWait bounds the waits between the requests of one review: a
+	// command waits for its verdict, never for minutes.
+	ReviewMaxWait = 10 * time.Second
 )
 
 // NotUnderstood is the reason of the Stop for an answer that is not the verdict
@@ -87,6 +91,19 @@ func NewReviewer(p Provider, model string, ops OperationReader, envs EnvelopeLis
 	return &Reviewer{provider: p, model: model, ops: ops, envs: envs}
 }
 
+// reviewBounds are the recovery and the budget one review runs under: the
+// task's model section (m, when known; else the defaults), its requests shared
+// by every round of the review, its waits at most ReviewMaxWait.
+func reviewBounds(m *policy.Model) (*Policy, *Budget) {
+	section := policy.DefaultModel()
+	if m != nil {
+		section = *m
+	}
+	p := RetryPolicy(section).WithDefaults()
+	p.MaxWait = min(p.MaxWait, ReviewMaxWait)
+	return &p, NewBudget(p.MaxAttempts, p.MaxWait)
+}
+
 // Review asks the model about in. The model may call the read-only tools for at
 // most MaxToolRounds rounds, then must answer. An answer that is not exactly the
 // verdict object is a Stop with the reason NotUnderstood. The reason of a Repair or
@@ -94,9 +111,10 @@ func NewReviewer(p Provider, model string, ops OperationReader, envs EnvelopeLis
 // request fails (after its recovery) or a tool cannot read.
 func (r *Reviewer) Review(ctx context.Context, in verifier.Input) (verifier.Decision, string, error) {
 	msgs := []Message{{Role: RoleUser, Text: reviewRequest(in)}}
+	retry, budget := reviewBounds(in.Model)
 	for round := 0; ; round++ {
 		res, err := r.provider.Complete(ctx, Request{Model: r.model, System: reviewerPrompt,
-			Messages: msgs, Tools: r.tools(), MaxTokens: ReviewMaxTokens})
+			Messages: msgs, Tools: r.tools(), MaxTokens: ReviewMaxTokens, Retry: retry, Budget: budget})
 		if err != nil {
 			return "", "", fmt.Errorf("agent: review: %w", err)
 		}

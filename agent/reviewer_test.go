@@ -234,3 +234,38 @@ func TestReviewerReadsJournalAndVault(t *testing.T) {
 		t.Errorf("read_vault: got %s, want only op-unknown222", envs)
 	}
 }
+
+// The model check runs under the task's policy snapshot, not the Recovery's
+// own: the task's attempts bound its requests, and its waits are bounded
+// (agent.ReviewMaxWait), so a failing model never holds a command for minutes.
+func TestReviewerRunsUnderTheTasksPolicyAndWaitBound(t *testing.T) {
+	tests := []struct {
+		name     string
+		attempts int
+		requests int
+	}{
+		{"the task's attempts", 2, 2},
+		{"the default attempts, within the wait bound", 10, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &script{answers: []answer{fail(500, "api_error", 0)}}
+			var rec recorder
+			rev := agent.NewReviewer(rec.recovery(p, agent.Policy{}, noJitter), "m", nil, nil)
+			m := policy.DefaultModel()
+			m.Attempts = tt.attempts
+			in := payload
+			in.Model = &m
+			if d, _, err := rev.Review(context.Background(), in); err == nil {
+				t.Fatalf("got %s, want the model's failure", d)
+			}
+			var waited time.Duration
+			for _, w := range rec.waits {
+				waited += w
+			}
+			if len(p.requests) != tt.requests || waited > agent.ReviewMaxWait {
+				t.Errorf("%d requests, %s waited (%s); want %d, at most %s", len(p.requests), waited, agent.Trace(rec.steps), tt.requests, agent.ReviewMaxWait)
+			}
+		})
+	}
+}

@@ -63,7 +63,8 @@ func arrows[T fmt.Stringer](items []T) string {
 }
 
 // GiveUpError is Recovery giving up: after how many requests, why, and the last
-// cause, which Unwrap returns (with the context's error when ctx ended).
+// cause, which Unwrap returns (with the context's error when ctx ended, and
+// ErrTurnBudget when the turn's requests were spent).
 type GiveUpError struct {
 	Attempts int
 	Reason   string
@@ -71,7 +72,7 @@ type GiveUpError struct {
 	// budget left.
 	RetryAfter time.Duration
 	Err        error
-	ctxErr     error
+	also       error // the context's error, or ErrTurnBudget
 }
 
 // Error says why, after how many requests, and the last cause.
@@ -79,10 +80,11 @@ func (e *GiveUpError) Error() string {
 	return fmt.Sprintf("agent: gave up after %d request(s): %s: %v", e.Attempts, e.Reason, e.Err)
 }
 
-// Unwrap returns the last cause and, when ctx ended, the context's error.
+// Unwrap returns the last cause and, when ctx ended, the context's error;
+// when the turn's requests were spent, ErrTurnBudget.
 func (e *GiveUpError) Unwrap() []error {
-	if e.ctxErr != nil {
-		return []error{e.Err, e.ctxErr}
+	if e.also != nil {
+		return []error{e.Err, e.also}
 	}
 	return []error{e.Err}
 }

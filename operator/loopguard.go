@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
@@ -24,11 +25,22 @@ func (o *Operator) guard(ctx context.Context, task journal.Task, call, fp string
 	if !g.Enabled {
 		return tools.Result{}, false, nil
 	}
-	same, err := o.opts.Journal.Operations(ctx, journal.Filter{TaskID: task.ID, Fingerprint: fp, States: unsuccessful})
+	all, err := o.opts.Journal.Operations(ctx, journal.Filter{TaskID: task.ID, Fingerprint: fp})
 	if err != nil {
 		return tools.Result{}, false, fmt.Errorf("operator: loop guard: %w", err)
 	}
+	var same, through []journal.Operation
+	for _, op := range all {
+		if slices.Contains(unsuccessful, op.State) {
+			same = append(same, op)
+		} else {
+			through = append(through, op)
+		}
+	}
 	if r, stop := repeated(call, same, g.Failures); stop {
+		return r, true, nil
+	}
+	if r, stop := again(call, through, g.Successes); stop {
 		return r, true, nil
 	}
 	if g.PingPong < 2 {
@@ -71,6 +83,21 @@ func repeated(call string, same []journal.Operation, failures int) (tools.Result
 		return doomStop(fmt.Sprintf("%s again after it failed %d times, last as %s", call, n, same[0].ID),
 			report("this call was not run again; nothing was sent for it", "", "change the request")), true
 	}
+}
+
+// again stops a call issued once more after it went through successes times
+// (through lists those times, newest first): a repeat that succeeds is a loop
+// too (a model drafting the same reply every step), and never a second send.
+func again(call string, through []journal.Operation, successes int) (tools.Result, bool) {
+	if len(through) == 0 || len(through) < max(1, successes) {
+		return tools.Result{}, false
+	}
+	what := fmt.Sprintf("%s again after it went through as %s", call, through[0].ID)
+	if n := len(through); n > 1 {
+		what = fmt.Sprintf("%s again after it went through %d times, last as %s", call, n, through[0].ID)
+	}
+	return doomStop(what, report("this call was not run again; nothing more was sent for it", "",
+		"use what "+through[0].ID+" gave; ask for something else if more is needed")), true
 }
 
 // pingPong stops the call that would complete rounds of two different calls

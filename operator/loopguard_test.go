@@ -197,3 +197,30 @@ func TestLoopGuardNeverQuotesASecret(t *testing.T) {
 		t.Errorf("journaled result = %+v, want it without the token", op.Result)
 	}
 }
+
+// TestLoopGuardStopsARepeatedSuccessfulCall: the same call made again after it
+// went through (a draft made, a send asked for) is a loop too, not only after
+// it failed: the repeat stops, naming the call and the earlier operation, and
+// nothing more is sent.
+func TestLoopGuardStopsARepeatedSuccessfulCall(t *testing.T) {
+	for _, tt := range []struct{ name, tool, args, names string }{
+		{"a draft", "prepare_reply", `{"text":"Hi all"}`, `prepare_reply(text: "Hi all")`},
+		{"an auto-approved send", "commit_send_message", `{"chat_id":"222","text":"hello"}`, `commit_send_message(chat_id: "222", text: "hello")`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			withLoopGuard(t, h, "loop_guard: true", "222")
+			ctx := context.Background()
+			taskID := newTask(t, h)
+			first, err := h.op.Call(ctx, taskID, rawCall(tt.tool, tt.args))
+			if err != nil || first.Status != tools.StatusSucceeded {
+				t.Fatalf("first = %+v (%v), want it succeeded", first, err)
+			}
+			r, err := h.op.Call(ctx, taskID, rawCall(tt.tool, tt.args))
+			wantDoomLoop(t, r, err, tt.names, "went through as "+first.OperationID)
+			if n := len(h.sender.Sent()); tt.tool == "commit_send_message" && n != 1 {
+				t.Errorf("sends = %d, want 1", n)
+			}
+		})
+	}
+}

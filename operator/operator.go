@@ -366,7 +366,8 @@ func (o *Operator) verify(ctx context.Context, task journal.Task, op journal.Ope
 	}
 	tool, _ := o.opts.Tools.Get(op.Tool)
 	in := tools.CheckOf(tool, op.Payload)
-	in.Tool, in.Policy = op.Tool, &task.Policy.Verify
+	m := task.Policy.Models()
+	in.Tool, in.Policy, in.Model = op.Tool, &task.Policy.Verify, &m
 	return o.opts.Verifier.Check(ctx, in)
 }
 

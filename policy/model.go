@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -52,6 +53,19 @@ type Model struct {
 	StallAbort   time.Duration `json:"stall_abort"`
 	// OverloadsBeforeFallback is how many overloads in a row switch to Fallback.
 	OverloadsBeforeFallback int `json:"overloads_before_fallback"`
+	// RunTime bounds one message's run of an agent CLI (Provider): its
+	// attempts, their waits and its tools' waits for a tap included; past it
+	// the run is ended and the chat told. Steps bounds a run's model turns
+	// where the CLI can count them (Claude Code's --max-turns).
+	RunTime time.Duration `json:"run_time"`
+}
+
+// UnmarshalJSON reads a task's snapshot; a key stored before it existed
+// (run_time) takes its default.
+func (m *Model) UnmarshalJSON(b []byte) error {
+	*m = DefaultModel()
+	type plain Model
+	return json.Unmarshal(b, (*plain)(m))
 }
 
 // The agent CLIs a policy's model.provider can name.
@@ -75,7 +89,8 @@ func CheckProvider(name string) error {
 // DefaultModel is the model section of a policy that leaves it out: 10 attempts a
 // call with backoff from 1s doubling to 30s (so a 10 s burst of overloads is
 // ridden out without a fallback), an 8k output limit raised once to 64k, and a
-// turn bounded at 8 steps, 40 requests and 3 minutes of waiting.
+// turn bounded at 8 steps, 40 requests and 3 minutes of waiting; an agent CLI's
+// run bounded at 15 minutes.
 func DefaultModel() Model {
 	return Model{
 		Enabled:                 true,
@@ -90,6 +105,7 @@ func DefaultModel() Model {
 		StallWarning:            10 * time.Second,
 		StallAbort:              45 * time.Second,
 		OverloadsBeforeFallback: 3,
+		RunTime:                 15 * time.Minute,
 	}
 }
 
@@ -110,6 +126,7 @@ func (d *decoder) model(n *yaml.Node, path string, m *Model) {
 		"stall_warning":             func(n *yaml.Node, f string) { d.duration(n, f, &m.StallWarning) },
 		"stall_abort":               func(n *yaml.Node, f string) { d.duration(n, f, &m.StallAbort) },
 		"overloads_before_fallback": func(n *yaml.Node, f string) { d.int(n, f, &m.OverloadsBeforeFallback) },
+		"run_time":                  func(n *yaml.Node, f string) { d.duration(n, f, &m.RunTime) },
 	})
 }
 
@@ -129,6 +146,9 @@ func (m Model) validate(add func(field, format string, args ...any)) {
 	}
 	if m.MaxTokensRaised < m.MaxTokens {
 		add("model.max_tokens_raised", "must be at least model.max_tokens (%d), got %d", m.MaxTokens, m.MaxTokensRaised)
+	}
+	if m.RunTime <= 0 {
+		add("model.run_time", "must be positive, got %s", m.RunTime)
 	}
 	if m.TurnWait < 0 {
 		add("model.turn_wait", "must not be negative, got %s", m.TurnWait)

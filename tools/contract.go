@@ -57,7 +57,7 @@ type Cause string
 
 // The causes code acts on. Empty is a stop that needs no special handling.
 const (
-	CauseDoomLoop        Cause = "doom_loop"        // the same call again after it failed
+	CauseDoomLoop        Cause = "doom_loop"        // the same call again, after it failed or went through
 	CauseApprovalExpired Cause = "approval_expired" // nobody decided in time
 	CauseRejected        Cause = "rejected"         // an approver said no
 	CauseBudget          Cause = "budget_exhausted" // a retry, wait or repair budget is spent

@@ -34,6 +34,9 @@ type Input struct {
 	// in place of the Checker's: an edit of the policy never changes the checks of a
 	// task already under way. Nil: the Checker's own.
 	Policy *policy.Verify
+	// Model, when set, is the model section of the task's policy snapshot: a
+	// model check runs under its retries and budgets. Nil: the model's own.
+	Model *policy.Model
 	// SetsState marks a state-setting action (an edit, a delete): the duplicate
 	// check, which guards against adding the same message twice, does not apply.
 	SetsState bool

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/policy"
@@ -54,6 +55,9 @@ func (c ClaudeCode) Command(a Attempt) (Command, error) {
 	if a.Model != "" {
 		args = append(args, "--model", a.Model)
 	}
+	if a.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(a.MaxTurns))
+	}
 	path := c.Path
 	if path == "" {
 		path = "claude"
@@ -74,6 +78,12 @@ type claudeReader struct {
 	// status is the last API error status the stream reported (an api_retry,
 	// the synthetic assistant message, the result).
 	status int
+	// delay is the wait the CLI reported for a retry of its own
+	// (system/api_retry's retry_delay_ms, which follows Retry-After).
+	delay time.Duration
+	// kind is the synthetic assistant message's error ("server_error",
+	// "rate_limit", "authentication_failed", "unknown", ...).
+	kind   string
 	result *claudeEvent
 }
 
@@ -83,14 +93,16 @@ type claudeEvent struct {
 	Subtype        string `json:"subtype"`
 	SessionID      string `json:"session_id"`
 	ErrorStatus    int    `json:"error_status"`     // system/api_retry
+	RetryDelayMS   int64  `json:"retry_delay_ms"`   // system/api_retry
 	APIErrorStatus int    `json:"api_error_status"` // the synthetic assistant message, the result
 	Error          string `json:"error"`            // the synthetic assistant message: "server_error", "rate_limit", ...
 	Message        *struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`
-	IsError bool     `json:"is_error"`
-	Result  string   `json:"result"`
-	Errors  []string `json:"errors"`
+	IsError        bool     `json:"is_error"`
+	TerminalReason string   `json:"terminal_reason"` // the result: "completed", "api_error", ...
+	Result         string   `json:"result"`
+	Errors         []string `json:"errors"`
 }
 
 // block is a content block: a tool call or its result is all the reader needs.
@@ -110,9 +122,13 @@ func (r *claudeReader) Line(line []byte) {
 		r.session = ev.SessionID
 	case ev.Type == "system" && ev.Subtype == "api_retry":
 		r.status = ev.ErrorStatus
+		r.delay = time.Duration(ev.RetryDelayMS) * time.Millisecond
 	case ev.Type == "assistant" || ev.Type == "user":
 		if ev.APIErrorStatus != 0 {
 			r.status = ev.APIErrorStatus
+		}
+		if ev.Error != "" {
+			r.kind = ev.Error
 		}
 		r.track(ev)
 	case ev.Type == "result":
@@ -149,7 +165,9 @@ func (r *claudeReader) InTool() bool { return len(r.calls) > 0 }
 
 // End implements Reader: success is exit 0 and a result with is_error false,
 // whatever its subtype says; a failure is retryable when the CLI reported an
-// overload or a rate limit (or another status the SDKs retry).
+// overload or a rate limit (or another status the SDKs retry), or an API
+// error with no status at all: the request got no answer (a connection
+// refused or dropped), which the SDKs retry too.
 func (r *claudeReader) End(exit int) Outcome {
 	out := Outcome{Session: r.session}
 	if r.result != nil {
@@ -163,11 +181,24 @@ func (r *claudeReader) End(exit int) Outcome {
 		return out
 	}
 	out.Retryable, out.Overload = agent.RetryableStatus(r.status)
+	out.RetryAfter = r.delay
 	switch {
+	case r.noAnswer():
+		out.Retryable, out.Cause = true, causeConnection
 	case r.status != 0:
 		out.Cause = strconv.Itoa(r.status)
 	default:
 		out.Cause = "exit " + strconv.Itoa(exit)
 	}
 	return out
+}
+
+// noAnswer reports an API error that came with no HTTP status and no kind
+// that a status would have given (authentication, billing, a bad request):
+// the CLI's request got no answer.
+func (r *claudeReader) noAnswer() bool {
+	if r.status != 0 || r.result == nil || r.result.TerminalReason != "api_error" {
+		return false
+	}
+	return r.kind == "" || r.kind == "unknown" || r.kind == "server_error"
 }

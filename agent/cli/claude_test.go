@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/agent/cli"
 )
@@ -53,6 +54,9 @@ func TestClaudeCodeReadsItsStream(t *testing.T) {
 		{"ratelimit.jsonl", 1, false, true, false, true, "429", "API Error: Request rejected (429)"},
 		{"apiretry.jsonl", 1, false, true, true, true, "529", "API Error"},
 		{"auth.jsonl", 1, false, false, false, true, "401", "Invalid API key"},
+		// No HTTP status: the request got no answer (a dropped connection),
+		// which waiting may cure, with the CLI's own retries off.
+		{"connection.jsonl", 1, false, true, false, true, "connection", "API Error: Connection error."},
 		{"noresume.jsonl", 1, false, false, false, false, "exit 1", ""},
 		{"killed_after_retry.jsonl", -1, false, true, true, true, "529", ""},
 		{"killed_after_init.jsonl", -1, false, false, false, true, "exit -1", ""},
@@ -90,7 +94,7 @@ func TestClaudeCodeKnowsWhenAToolRuns(t *testing.T) {
 // prompt on standard input, never in the arguments (any local user reads those
 // in /proc/PID/cmdline while the run lasts).
 func TestClaudeCodeCommand(t *testing.T) {
-	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "s-1", Model: "claude-fallback", Dir: t.TempDir(),
+	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "s-1", Model: "claude-fallback", Dir: t.TempDir(), MaxTurns: 8,
 		Tools: cli.Tools{Server: "countersign", URL: "http://127.0.0.1:1/mcp", Token: "secret-token", Names: []string{"commit_send_message", "await_outcome"}}}
 	c, err := cli.ClaudeCode{Path: "/bin/claude"}.Command(a)
 	if err != nil {
@@ -99,7 +103,7 @@ func TestClaudeCodeCommand(t *testing.T) {
 	args := strings.Join(c.Args, " ")
 	for _, want := range []string{"-p --output-format stream-json --verbose", "--strict-mcp-config",
 		"--allowedTools mcp__countersign__commit_send_message,mcp__countersign__await_outcome", "--tools  ",
-		"--resume s-1", "--model claude-fallback"} {
+		"--resume s-1", "--model claude-fallback", "--max-turns 8"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
@@ -126,5 +130,18 @@ func TestClaudeCodeCommand(t *testing.T) {
 	}
 	if _, err := (cli.ClaudeCode{}).Command(cli.Attempt{}); err == nil {
 		t.Error("an empty prompt: no error")
+	}
+}
+
+// The wait the CLI reported for a retry of its own (system/api_retry's
+// retry_delay_ms, which follows the service's Retry-After) reaches the
+// coordinator when the attempt fails after it.
+func TestClaudeCodePassesOnTheWaitItWasAsked(t *testing.T) {
+	for file, want := range map[string]time.Duration{"apiretry.jsonl": 590 * time.Millisecond,
+		"killed_after_retry.jsonl": 590 * time.Millisecond, "overload.jsonl": 0} {
+		r, _ := read(t, cli.ClaudeCode{}, file)
+		if got := r.End(1).RetryAfter; got != want {
+			t.Errorf("%s: retry after %s, want %s", file, got, want)
+		}
 	}
 }

@@ -7,7 +7,8 @@
 // CLIs' own retries are off). A Provider knows one CLI: the command line of an
 // attempt, and how to read the attempt's event stream and exit status. It
 // answers only two questions: was the failure retryable (an overload or a rate
-// limit the CLI reported), and can the run continue in the same context (a
+// limit the CLI reported, or a model request that got no answer: a connection
+// refused, a stream dropped), and can the run continue in the same context (a
 // session exists: the CLI reported its id). The schedule, budgets and fallback
 // come from the task's policy snapshot, through agent.RetryPolicy; from the
 // second attempt a resumed session gets ContinuationPrompt instead of the
@@ -25,6 +26,10 @@ import (
 // ContinuationPrompt is what a retried attempt sends, in the session the
 // interrupted attempt ran in, instead of the operator's text.
 const ContinuationPrompt = "The previous attempt was interrupted; continue from where it stopped, do not repeat tool calls that already returned."
+
+// causeConnection is the Cause of an attempt whose model request got no
+// answer: no HTTP status, a connection refused or a stream dropped.
+const causeConnection = "connection"
 
 // Provider is one agent CLI. Its methods are called for each attempt, from the
 // coordinator's goroutine; it keeps no state between attempts.
@@ -73,6 +78,9 @@ type Attempt struct {
 	Model string
 	// Dir is the chat's working folder, which exists; the process runs there.
 	Dir string
+	// MaxTurns bounds the attempt's model turns where the CLI can count them
+	// (the policy's model.steps); 0 leaves the CLI's own.
+	MaxTurns int
 	// Tools is Countersign's MCP server as this attempt reaches it.
 	Tools Tools
 }
@@ -117,7 +125,7 @@ type Outcome struct {
 	// Session is the session the attempt ran in, "" when the CLI reported none.
 	Session string
 	// Retryable: the failure is one that waiting may cure (an overload or a rate
-	// limit reported by the CLI). Overload marks the overloads, which count
+	// limit reported by the CLI, or a request that got no answer). Overload marks the overloads, which count
 	// toward the fallback model.
 	Retryable, Overload bool
 	// Cause labels the failure in a Step: "529", "429", "exit 1", "stall".

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -159,7 +160,9 @@ func (c Codex) providerModel() string {
 }
 
 // Reader implements Provider.
-func (c Codex) Reader() Reader { return &codexReader{home: c.home(), calls: map[string]bool{}} }
+func (c Codex) Reader() Reader {
+	return &codexReader{home: c.home(), calls: map[string]bool{}, ownRetries: c.ModelProvider == nil}
+}
 
 // home is where the runs' sessions are: Home, else the CLI's default.
 func (c Codex) home() string {
@@ -182,6 +185,9 @@ type codexReader struct {
 	completed bool            // a turn completed
 	failed    string          // turn.failed's message; else the last error event's
 	turnFail  bool
+	// ownRetries: Codex's built-in provider, whose retries stay on; what it
+	// retried is not the bot's to retry again.
+	ownRetries bool
 }
 
 // codexEvent is the part of a --json line the provider reads.
@@ -247,6 +253,12 @@ func (r *codexReader) End(exit int) Outcome {
 	out.Text = r.failed
 	info := codexFailure(r.home, r.thread)
 	out.Retryable, out.Overload = info.retryable()
+	if r.ownRetries && !out.Overload {
+		// Codex retried it already by its own schedule: the bot's retries on
+		// top would multiply the requests. An overload stays the bot's, for
+		// its fallback model (Codex says to try another).
+		out.Retryable = false
+	}
 	out.Cause = info.cause()
 	if out.Cause == "" {
 		out.Cause = "exit " + strconv.Itoa(exit)
@@ -281,13 +293,20 @@ func (e *codexErrorInfo) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// codexConnection are the failures Codex types as a request or a stream that
+// broke: with no HTTP status, no answer came (the SDKs retry those).
+var codexConnection = []string{"http_connection_failed", "response_stream_connection_failed", "response_stream_disconnected"}
+
 // retryable answers for the info: the overload and the rate limit by name; a
-// status by the SDKs' rule (agent.RetryableStatus).
+// status by the SDKs' rule (agent.RetryableStatus); a broken connection or
+// stream with no status as a connection error.
 func (e codexErrorInfo) retryable() (retryable, overload bool) {
-	switch e.name {
-	case "server_overloaded":
+	switch {
+	case e.name == "server_overloaded":
 		return true, true
-	case "rate_limit_exceeded", "internal_server_error":
+	case e.name == "rate_limit_exceeded" || e.name == "internal_server_error":
+		return true, false
+	case e.status == 0 && slices.Contains(codexConnection, e.name):
 		return true, false
 	}
 	return agent.RetryableStatus(e.status)

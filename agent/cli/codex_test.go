@@ -257,7 +257,31 @@ func TestCodexWithoutTheSessionCannotContinue(t *testing.T) {
 
 // recorded is the provider reading the recorded runs: their session records
 // are in testdata/codex-home.
-var recorded = cli.Codex{Home: "testdata/codex-home"}
+// and their own model service, with Codex's retries off, as they ran.
+var recorded = cli.Codex{Home: "testdata/codex-home", ModelProvider: &cli.CodexModelProvider{ID: "agenttest", BaseURL: "http://127.0.0.1:1/v1", EnvKey: "K"}}
+
+// Codex's built-in provider keeps its own retries on (Codex refuses to change
+// them): a failure it retries came after its retries, and the bot's are not
+// stacked on top. An overload ("Selected model is at capacity. Please try a
+// different model.") is still the bot's, for its fallback model.
+func TestCodexBuiltInProviderRetriesAreNotStacked(t *testing.T) {
+	builtin := cli.Codex{Home: "testdata/codex-home"}
+	for _, tt := range []struct {
+		file, cause string
+		retry       bool
+	}{
+		{"codex-ratelimit.jsonl", "429", false},
+		{"codex-disconnected.jsonl", "response_stream_disconnected", false},
+		{"codex-auth.jsonl", "401", false},
+		{"codex-overload.jsonl", "server_overloaded", true},
+	} {
+		r, _ := read(t, builtin, tt.file)
+		got := r.End(1)
+		if got.Retryable != tt.retry || got.Cause != tt.cause {
+			t.Errorf("%s: %+v; want retryable by the bot %v, cause %q", tt.file, got, tt.retry, tt.cause)
+		}
+	}
+}
 
 // The provider's two answers from recorded runs: success is exit 0 and a
 // completed turn; an overload and a rate limit, before the body or inside the
@@ -277,6 +301,9 @@ func TestCodexReadsItsStream(t *testing.T) {
 		{"codex-midstream.jsonl", 1, false, true, true, "server_overloaded", "Selected model is at capacity"},
 		{"codex-ratelimit.jsonl", 1, false, true, false, "429", "exceeded retry limit, last status: 429"},
 		{"codex-auth.jsonl", 1, false, false, false, "401", "unexpected status 401 Unauthorized"},
+		// The stream dropped with no HTTP status: retryable, as the bot's
+		// provider runs Codex with its own retries off.
+		{"codex-disconnected.jsonl", 1, false, true, false, "response_stream_disconnected", "stream disconnected before completion"},
 		{"codex-killed_in_tool.jsonl", -1, false, false, false, "exit -1", ""},
 	}
 	for _, tt := range tests {

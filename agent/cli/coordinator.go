@@ -15,6 +15,8 @@ import (
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
 )
 
 // The coordinator's own actions, recorded as agent.Steps beside agent's
@@ -91,6 +93,7 @@ type message struct {
 	budget    *agent.Budget
 	attempt   Attempt
 	overloads int
+	runTime   time.Duration // the run's bound, the policy's run_time
 }
 
 // Chat runs text as a message to the CLI in chat, within task taskID, and
@@ -110,6 +113,8 @@ func (c *Coordinator) Chat(ctx context.Context, taskID, chat, text string) (stri
 	if err != nil {
 		return "", nil, err
 	}
+	ctx, unbound := c.bound(ctx, m)
+	defer unbound()
 	tools, closeTools, err := c.opts.Gate.Open(ctx, taskID)
 	if err != nil {
 		return "", nil, fmt.Errorf("cli: %w", err)
@@ -142,7 +147,53 @@ func (c *Coordinator) begin(ctx context.Context, taskID, chat, text string) (*me
 		return nil, fmt.Errorf("cli: the chat's folder: %w", err)
 	}
 	return &message{taskID: taskID, chat: chat, text: text, retry: retry, budget: agent.NewBudget(retry.MaxAttempts, retry.MaxWait),
-		attempt: Attempt{Prompt: text, Session: session, Model: settings.Name, Dir: dir}}, nil
+		runTime: settings.RunTime, attempt: Attempt{Prompt: text, Session: session, Model: settings.Name, Dir: dir, MaxTurns: settings.Steps}}, nil
+}
+
+// runEnd is why the coordinator ended a run the CLI had not ended: a stop of
+// the run's own tool calls (a doom loop, a spent budget), which the CLI would
+// only see as a tool error, or the run's time bound.
+type runEnd struct{ cause, say string }
+
+func (e *runEnd) Error() string { return e.say }
+
+// bound is ctx ended by the run's bounds: the policy's run_time, and a
+// doom-loop or budget stop of any call of the task while the run lasts (the
+// run's MCP calls go through the same operator). unbound releases them.
+func (c *Coordinator) bound(ctx context.Context, m *message) (context.Context, func()) {
+	if m.runTime <= 0 { // a policy built in code without one
+		m.runTime = policy.DefaultModel().RunTime
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	timer := time.AfterFunc(m.runTime, func() {
+		cancel(&runEnd{cause: "run_time", say: fmt.Sprintf("Stopped: the agent ran past its time bound (%s). "+
+			"A send already approved still goes out; /ops shows what was done.", m.runTime)})
+	})
+	unsubscribe := c.opts.Operator.Subscribe(func(ev operator.Event) {
+		if ev.Kind != operator.Outcome || ev.Operation.TaskID != m.taskID {
+			return
+		}
+		if cause := ev.Result.Cause; cause == tools.CauseDoomLoop || cause == tools.CauseBudget {
+			cancel(&runEnd{cause: string(cause), say: "Stopped: " + ev.Result.Reason})
+		}
+	})
+	return ctx, func() {
+		unsubscribe()
+		timer.Stop()
+		cancel(nil)
+	}
+}
+
+// ended is the text and step of a run ended early: by its bounds, or by
+// /stop or a shutdown.
+func (c *Coordinator) ended(ctx context.Context, m *message, detail string) string {
+	var end *runEnd
+	if errors.As(context.Cause(ctx), &end) {
+		c.step(m, agent.Step{Action: agent.ActionStop, Cause: end.cause, Detail: end.say})
+		return end.say
+	}
+	c.step(m, agent.Step{Action: agent.ActionStop, Cause: "cancelled", Detail: detail})
+	return cancelledText(ctx)
 }
 
 // folderName is chat as a folder name: its letters, digits and dashes.
@@ -177,8 +228,7 @@ func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) 
 		}
 		switch {
 		case ctx.Err() != nil:
-			c.step(m, agent.Step{Action: agent.ActionStop, Cause: "cancelled", Detail: context.Cause(ctx).Error()})
-			return cancelledText(ctx), nil
+			return c.ended(ctx, m, context.Cause(ctx).Error()), nil
 		case out.OK:
 			c.step(m, agent.Step{Action: agent.ActionOK})
 			return out.Text, nil
@@ -188,8 +238,7 @@ func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) 
 			return c.giveUp(m, out, reason), nil
 		}
 		if err := c.opts.Sleep(ctx, wait); err != nil {
-			c.step(m, agent.Step{Action: agent.ActionStop, Cause: "cancelled", Detail: "while waiting"})
-			return cancelledText(ctx), nil
+			return c.ended(ctx, m, "while waiting"), nil
 		}
 		switch {
 		case out.Session != "":

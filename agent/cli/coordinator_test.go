@@ -186,6 +186,7 @@ type harness struct {
 	coord   *cli.Coordinator
 	cli     *fakeCLI
 	journal *journal.Journal
+	op      *operator.Operator
 	taskID  string
 	steps   *recorder
 	clock   *fakeClock
@@ -240,7 +241,7 @@ func newHarness(t *testing.T, script []turn, edit func(*policy.Model), session s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { hold.Close() })
-	h := &harness{cli: &fakeCLI{fifo: fifo, script: script}, journal: j, taskID: task.ID,
+	h := &harness{cli: &fakeCLI{fifo: fifo, script: script}, journal: j, op: op, taskID: task.ID,
 		steps: &recorder{changed: make(chan struct{})}, clock: newClock(), release: func() { hold.Close() }}
 	if session != "" {
 		if err := j.SetSession(ctx, h.cli.Name(), chat, session); err != nil {
@@ -537,5 +538,46 @@ func TestCoordinatorKeepsWhatTheCLIWritesPrivate(t *testing.T) {
 		if got := fi.Mode().Perm(); got != want {
 			t.Errorf("%s: mode %04o, want %04o", path, got, want)
 		}
+	}
+}
+
+// A doom-loop stop of the run's own tool calls ends the run: the coordinator
+// learns of it (not only the CLI, as a tool error it may shrug off), kills the
+// attempt and tells the chat which call looped. The calls are made through
+// the operator, as the run's MCP server makes them.
+func TestCoordinatorEndsTheRunAtADoomLoop(t *testing.T) {
+	h := newHarness(t, []turn{{out: answered, hold: true}}, nil, "", false)
+	sent := h.send("hello")
+	h.steps.wait(t, cli.ActionStart, 1)
+	call := operator.Call{Tool: "prepare_reply", Args: []byte(`{"text":"Hi all"}`)}
+	for range 2 {
+		if _, err := h.op.Call(context.Background(), h.taskID, call); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reply := h.replied(t, sent)
+	if !strings.Contains(reply, `possible doom loop: prepare_reply(text: "Hi all")`) {
+		t.Errorf("reply %q, want the doom loop told, naming the call", reply)
+	}
+	if got, want := strings.Join(h.steps.path(), " "), "start stop(doom_loop)"; got != want {
+		t.Errorf("steps %s, want %s", got, want)
+	}
+	if n := len(h.cli.asked()); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+}
+
+// A message's run is bounded in time by the policy (model.run_time): a run
+// past it is ended, however busy its tools, and the chat is told.
+func TestCoordinatorEndsARunPastItsTimeBound(t *testing.T) {
+	h := newHarness(t, []turn{{out: answered, inTool: true, hold: true}}, func(m *policy.Model) {
+		m.RunTime = 200 * time.Millisecond
+	}, "", true)
+	reply := h.replied(t, h.send("hello"))
+	if !strings.Contains(reply, "ran past its time bound (200ms)") {
+		t.Errorf("reply %q, want the time bound told", reply)
+	}
+	if path := h.steps.path(); path[len(path)-1] != "stop(run_time)" {
+		t.Errorf("steps %v, want them to end with stop(run_time)", path)
 	}
 }
