@@ -100,19 +100,38 @@ func sentBy(op journal.Operation) []tools.SentMessage {
 		return nil
 	}
 	m := tools.SentMessage{OperationID: op.ID, Chat: op.Payload.Target, ParseMode: op.Payload.ParseMode, At: op.Updated}
-	if p := op.Payload; p.MessageID != 0 { // an operation on a message sent before
+	if p := op.Payload; p.MessageID != 0 && p.From == "" { // an operation on a message sent before
 		if !p.Removes && p.Text == "" {
 			return nil // a pin: the message reads as it did
 		}
 		m.MessageID, m.Text, m.Deleted = p.MessageID, p.Text, p.Removes
+		if p.Caption {
+			m.Kind = tools.FileDocument // a caption's edit: the message holds a file
+		}
 		return []tools.SentMessage{m}
 	}
 	m.Sent = op.Updated
-	texts := op.Payload.Messages()
+	texts, kinds := op.Payload.Messages(), []string(nil)
+	switch p := op.Payload; {
+	case p.From != "": // a forward or a copy: what it reads is the source's
+		texts, kinds = []string{p.Before}, []string{"repost"}
+	case p.Poll != nil:
+		kinds = []string{"poll"}
+	case len(p.Files) == 1:
+		kinds = []string{p.Files[0].Kind}
+	case len(p.Files) > 1: // an album: a message per item, with its caption
+		texts = nil
+		for _, f := range p.Files {
+			texts, kinds = append(texts, f.Caption), append(kinds, f.Kind)
+		}
+	}
 	var out []tools.SentMessage
 	for k, id := range ev.MessageIDs {
 		if k < len(texts) {
 			m.MessageID, m.Text = id, texts[k]
+			if k < len(kinds) {
+				m.Kind = kinds[k]
+			}
 			out = append(out, m)
 		}
 	}

@@ -280,3 +280,34 @@ func TestAnAlbumWhoseAnswerWasLostNamesEachItem(t *testing.T) {
 		t.Errorf("sendMediaGroup calls = %d, want 1: an album is never sent again", n)
 	}
 }
+
+// A photo's caption is edited as a caption (editMessageCaption), and the card
+// says so; a poll's question cannot be edited, and the refusal comes before
+// any card.
+func TestEditingAFileMessageChangesItsCaption(t *testing.T) {
+	r := newRig(t, withFiles(), withEdits(""), withTools("commit_send_poll"))
+	r.srv.PushFile(alice, "photo", "a.png", pngOf(t, 10, 10, 5), "/photo 222 old caption")
+	r.tap(alice, r.replyContaining(alice, "Approval needed: send_photo"), "Approve")
+	sent := opIn(t, r.replyContaining(alice, "Sent op-").Text)
+
+	r.command(alice, "/edit "+sent+" new caption")
+	card := r.replyContaining(alice, "Approval needed: edit_message")
+	if !strings.Contains(card.Text, "Changes the caption of message") || !strings.Contains(card.Text, "The caption will read, exactly as it will be sent") {
+		t.Errorf("card:\n%s", card.Text)
+	}
+	editOp := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+	r.tap(alice, card, "Approve")
+	r.committed(editOp)
+	if m := r.srv.Messages(target)[0]; m.Caption != "new caption" {
+		t.Errorf("caption %q, want the edit", m.Caption)
+	}
+	if n := len(r.srv.CallsTo("editMessageCaption")); n != 1 || editsIn(r.srv, target) != 0 {
+		t.Errorf("editMessageCaption calls = %d, editMessageText in the chat %d; want the caption edited", n, editsIn(r.srv, target))
+	}
+
+	res := r.remoteCall("commit_send_poll", map[string]any{"chat_id": "222", "question": "Which?", "options": []string{"a", "b"}})
+	r.tap(alice, r.cardFor(alice, res.OperationID), "Approve")
+	r.committed(res.OperationID)
+	r.command(alice, "/edit "+res.OperationID+" Which one?")
+	r.replyContaining(alice, "is a poll: its text cannot be edited")
+}

@@ -57,6 +57,10 @@ func (s *Sender) Edit(ctx context.Context, e tools.Edit) (tools.Delivery, error)
 		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}
 	}
 	return s.call(ctx, e.Target, func(ctx context.Context) (tools.Delivery, error) {
+		if e.Caption {
+			return delivery(s.bot.EditMessageCaption(ctx, &bot.EditMessageCaptionParams{ChatID: chat, MessageID: int(e.MessageID), Caption: e.Text,
+				ParseMode: models.ParseMode(e.ParseMode)}))
+		}
 		return delivery(s.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: int(e.MessageID), Text: e.Text,
 			ParseMode: models.ParseMode(e.ParseMode)}))
 	})

@@ -19,6 +19,8 @@ type Edit struct {
 	MessageID int64
 	Text      string
 	ParseMode string
+	// Caption edits a file's caption (editMessageCaption) rather than a text.
+	Caption bool
 }
 
 // Editor changes the text of a message this bot sent (Telegram's
@@ -92,14 +94,24 @@ func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent 
 	if err != nil {
 		return Payload{}, err
 	}
+	caption := m.Kind == FilePhoto || m.Kind == FileDocument
+	switch {
+	case m.Kind == "poll" || m.Kind == "repost":
+		return Payload{}, in.refuse("message %d in chat %s is a %s: its text cannot be edited", m.MessageID, m.Chat, m.Kind)
+	case caption && verifier.Length(text, mode) > 1024:
+		return Payload{}, in.refuse("message %d in chat %s holds a file: its caption is at most 1024 characters, got %d", m.MessageID, m.Chat, verifier.Length(text, mode))
+	}
 	if m.Text == text && m.ParseMode == mode {
 		return Payload{}, in.refuse("message %d in chat %s already reads so: nothing to change", m.MessageID, m.Chat)
 	}
-	return Payload{Action: ActionEditMessage, Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text}, nil
+	return Payload{Action: ActionEditMessage, Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text, Caption: caption}, nil
 }
 
 // Show implements Presenter: the message, what it reads now, and the new text.
 func (EditMessage) Show(p Payload) Shown {
+	if p.Caption {
+		return Shown{Facts: []string{change(p, "Changes the caption of")}, TextLabel: "The caption will read"}
+	}
 	return Shown{Facts: []string{change(p, "Changes")}, TextLabel: "It will read"}
 }
 
@@ -107,7 +119,7 @@ func (EditMessage) Show(p Payload) Shown {
 // with the evidence) is the edit landed, by this call or an earlier one.
 func (t EditMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
 	ev := Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}
-	d, err := t.Editor.Edit(ctx, Edit{Target: p.Target, MessageID: p.MessageID, Text: p.Text, ParseMode: p.ParseMode})
+	d, err := t.Editor.Edit(ctx, Edit{Target: p.Target, MessageID: p.MessageID, Text: p.Text, ParseMode: p.ParseMode, Caption: p.Caption})
 	if err != nil && !errors.Is(err, ErrAlreadyDone) {
 		return Evidence{}, err
 	}

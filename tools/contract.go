@@ -124,6 +124,8 @@ type Payload struct {
 	// one that tells the chat's members (a pin that is not silent).
 	Removes bool `json:"removes,omitempty"`
 	Notify  bool `json:"notify,omitempty"`
+	// Caption marks an edit of a file's caption rather than of a text.
+	Caption bool `json:"caption,omitempty"`
 	// Files are the files the action sends (a photo, a document, an album's
 	// items), each named by its content's SHA-256; Text is a single file's
 	// caption.

@@ -45,6 +45,10 @@ type SentMessage struct {
 	Sent, At time.Time
 	// Deleted is set when the last operation on the message deleted it.
 	Deleted bool
+	// Kind is what the message holds: "" for a text, else a file's kind
+	// (FilePhoto, FileDocument), whose Text is its caption, or "poll", whose
+	// Text is its question and which cannot be edited.
+	Kind string
 }
 
 // ErrNotSentHere means no committed operation of this bot sent the message asked
