@@ -62,10 +62,14 @@ func keyboard(buttons ...button) inlineKeyboard {
 // hash, the verdict and the expiry. The text's control and invisible characters are
 // written as escapes (command.Visible); a text with a parse mode also shows what its
 // recipient will see and where each of its links really goes (command.Rendering).
-func cardText(a *command.Approval, inline bool) string {
+func cardText(a *command.Approval, inline bool, audience string) string {
 	p := a.Operation.Payload
 	var b strings.Builder
-	fmt.Fprintf(&b, "Approval needed: %s\nTo: %s\nOperation: %s\nPayload: sha256 %s\n", p.Action, p.Target, a.Operation.ID, a.PayloadSHA256[:12])
+	to := p.Target
+	if audience != "" {
+		to += " (" + audience + ")"
+	}
+	fmt.Fprintf(&b, "Approval needed: %s\nTo: %s\nOperation: %s\nPayload: sha256 %s\n", p.Action, command.Visible(to), a.Operation.ID, a.PayloadSHA256[:12])
 	if a.Verdict != "" {
 		fmt.Fprintf(&b, "Verified: %s\n", a.Verdict)
 	}
@@ -104,9 +108,10 @@ func cardText(a *command.Approval, inline bool) string {
 // surface's request, and tells the requester so.
 func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int64, a *command.Approval, resent bool) {
 	inline := len(a.Operation.Payload.Parts) == 0
-	text := cardText(a, true)
+	audience := t.audience(ctx, a.Shown.Audience)
+	text := cardText(a, true, audience)
 	if tools.Units(text) > tools.MaxMessageUnits || !inline {
-		inline, text = false, cardText(a, false)
+		inline, text = false, cardText(a, false, audience)
 	}
 	kb := keyboard(
 		button{Text: "✅ Approve", CallbackData: callbackData(approveKind, a.ID, "y")},
@@ -179,6 +184,31 @@ func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, inl
 		return err
 	}
 	return t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
+}
+
+// audience names the chat an action reaches as its members know it: its
+// title (or a person's name) and its type, read with getChat. A chat the bot
+// cannot read is said to be so: the approver learns that before the send
+// fails. "" for no chat.
+func (t *Bot) audience(ctx context.Context, target string) string {
+	chat, err := chatID(target)
+	if target == "" || err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := t.api.GetChat(ctx, &bot.GetChatParams{ChatID: chat})
+	if err != nil {
+		return "the bot cannot see this chat: " + t.redact(err.Error())
+	}
+	name := info.Title
+	if name == "" {
+		name = strings.TrimSpace(info.FirstName + " " + info.LastName)
+	}
+	if info.Username != "" {
+		name += " @" + info.Username
+	}
+	return fmt.Sprintf("%q, a %s", strings.TrimSpace(name), info.Type)
 }
 
 // showPhotos sends an approver the photos a payload sends, each as it will be

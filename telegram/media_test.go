@@ -67,7 +67,7 @@ func TestAnAttachedPhotoIsApprovedAndSentAsItsBytes(t *testing.T) {
 	img := pngOf(t, 40, 30, 1)
 	r.srv.PushFile(alice, "photo", "chart.png", img, "/photo 222 Weekly numbers")
 	card := r.replyContaining(alice, "Approval needed: send_photo")
-	for _, want := range []string{"Sends the photo", "sha256 " + sumOf(img)[:12], "Caption, exactly as it will be sent", "Weekly numbers"} {
+	for _, want := range []string{"To: 222 (\"", "Sends the photo", "sha256 " + sumOf(img)[:12], "Caption, exactly as it will be sent", "Weekly numbers"} {
 		if !strings.Contains(card.Text, want) {
 			t.Errorf("card lacks %q:\n%s", want, card.Text)
 		}

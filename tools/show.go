@@ -30,6 +30,10 @@ type Shown struct {
 	// Omitted says what the card leaves out of the payload, when it cannot
 	// show it whole ("" when it shows everything).
 	Omitted string
+	// Audience is the chat whose members will see the action, for the card
+	// to name by its title and type; "" when the action reaches no chat (an
+	// HTTP call).
+	Audience string
 }
 
 // Presenter is a commit tool that says how its payloads are shown. A tool that
@@ -43,9 +47,13 @@ type Presenter interface {
 // the payload's fields so that nothing it does goes unsaid.
 func ShowOf(t Tool, p Payload) Shown {
 	if pr, ok := t.(Presenter); ok && t != nil {
-		return pr.Show(p)
+		s := pr.Show(p)
+		if s.Audience == "" && p.Request == nil {
+			s.Audience = p.Target
+		}
+		return s
 	}
-	s := Shown{TextLabel: "Text", Files: p.Files}
+	s := Shown{TextLabel: "Text", Files: p.Files, Audience: p.Target}
 	if p.Text == "" {
 		s.TextLabel = ""
 	}
