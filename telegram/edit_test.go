@@ -82,9 +82,11 @@ func TestAnEditDeclaredAdditiveIsLeftToAPerson(t *testing.T) {
 	if n := editsIn(r.srv, target); n != 1 {
 		t.Errorf("editMessageText calls = %d, want 1: an additive call is never repeated", n)
 	}
-	if e, _, err := r.vault.Get(editOp); err != nil || !e.Unresolved() {
-		t.Errorf("envelope = %+v, %v; want one for a person", e, err)
-	}
+	// The envelope is written just after the move to unknown.
+	r.waitFor("the envelope for a person", func(*telegramtest.Server) bool {
+		e, _, err := r.vault.Get(editOp)
+		return err == nil && e.Unresolved()
+	})
 }
 
 // Only a message this bot sent can be edited: an operation that delivered

@@ -1,0 +1,138 @@
+package telegram_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/countersign/countersign/filestore"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/telegram"
+	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/verifier"
+)
+
+// photoN is photo i of a benchmark: the same 64×48 PNG with i after its end,
+// which image decoders never read, so every photo is new to the duplicate check
+// and to the fake server's file ids, at one size.
+func photoN(base []byte, i int) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), base...), uint64(i))
+}
+
+// BenchmarkPhoto is one photo sent to a chat over real HTTP to the fake Bot API:
+// "bare" uploads it with go-telegram/bot alone, "lifecycle" sends it through
+// the whole gate (read from a root into the content-addressed store, verified,
+// journaled, auto-approved, read back and checked against its hash, uploaded,
+// committed). The ratio of the two is the gate's overhead for a photo.
+func BenchmarkPhoto(b *testing.B) {
+	base := pngOf(b, 64, 48, 7)
+	b.Run("bare", func(b *testing.B) {
+		srv := telegramtest.New(telegramtest.Options{Token: token})
+		defer srv.Close()
+		api, err := bot.New(token, bot.WithServerURL(srv.URL()), bot.WithSkipGetMe())
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			img := photoN(base, i)
+			if _, err := api.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: target, Photo: &models.InputFileUpload{Filename: "chart.png", Data: bytesReader(img)}, Caption: "chart"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("lifecycle", func(b *testing.B) {
+		op, root := benchOperator(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			path := filepath.Join(root, "chart.png")
+			if err := os.WriteFile(path, photoN(base, i), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			args, _ := json.Marshal(map[string]string{"chat_id": "222", "file": path, "caption": "chart"})
+			_, r, err := op.Begin(ctx, journal.Task{Requester: alice, Summary: "bench"}, operator.Call{Tool: "commit_send_photo", Args: args})
+			if err != nil || r.Status != tools.StatusSucceeded {
+				b.Fatalf("photo %d: %+v, %v", i, r, err)
+			}
+		}
+	})
+	// A text through the same gate, for what the photo adds to it.
+	b.Run("text-lifecycle", func(b *testing.B) {
+		op, _ := benchOperator(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			args, _ := json.Marshal(map[string]string{"chat_id": "222", "text": fmt.Sprintf("chart %d", i)})
+			_, r, err := op.Begin(ctx, journal.Task{Requester: alice, Summary: "bench"}, operator.Call{Tool: "commit_send_message", Args: args})
+			if err != nil || r.Status != tools.StatusSucceeded {
+				b.Fatalf("text %d: %+v, %v", i, r, err)
+			}
+		}
+	})
+}
+
+// benchOperator is an operator over a fresh journal, store and fake Bot API,
+// sending auto-approved photos and texts to chat 222, with the folder photos
+// are read from.
+func benchOperator(b *testing.B) (*operator.Operator, string) {
+	srv := telegramtest.New(telegramtest.Options{Token: token})
+	b.Cleanup(srv.Close)
+	dir := b.TempDir()
+	root := filepath.Join(dir, "outbox")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { j.Close() })
+	if err := j.Own(ctx, telegram.Transport); err != nil {
+		b.Fatal(err)
+	}
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Tools["commit_send_photo"] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
+	p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_photo", Chats: []string{"222"}}, {Tool: "commit_send_message", Chats: []string{"222"}}}
+	p.Files.Roots = []string{root}
+	files, err := filestore.Open(filepath.Join(dir, "files"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: srv.URL(), Limits: fast, Logger: quiet, Files: files})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg, err := tools.NewRegistry(p, tg.Sender(), tools.WithFiles(files))
+	if err != nil {
+		b.Fatal(err)
+	}
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Logger: quiet, Transport: telegram.Transport,
+		Verifier: verifier.New(p.Verify, operator.History{Journal: j}, time.Now)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return op, root
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
