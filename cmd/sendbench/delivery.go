@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"log/slog"
 	"os"
@@ -14,7 +18,9 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
 
+	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -40,8 +46,8 @@ var flood = telegramtest.FloodLimits{PerSecond: 30, PerChatPerSecond: 1, ChatBur
 // and the goal's verdict, and says whether the goal was met.
 func deliveryRun(ctx context.Context, c config, s shape) (bool, error) {
 	minimum := theoreticalMinimum(s)
-	fmt.Printf("Delivery %s: %d messages across %d chats, %s; Telegram's limits enforced (30/s overall, 1/s per chat)\n",
-		s, s.n, s.chats, dropped(c.drop))
+	fmt.Printf("Delivery %s: %d messages across %d chats, %s, %s; Telegram's limits enforced (30/s overall, 1/s per chat)\n",
+		s, s.n, s.chats, photos(c.photos), dropped(c.drop))
 	fmt.Printf("  theoretical minimum: %.2f s\n", minimum.Seconds())
 	var ours outcome
 	for _, run := range []struct {
@@ -87,6 +93,29 @@ func dropped(k int) string {
 		return "every send's response lost"
 	}
 	return fmt.Sprintf("every %dth send's response lost", k)
+}
+
+// photos says which messages are photos.
+func photos(k int) string {
+	switch k {
+	case 0:
+		return "texts only"
+	case 1:
+		return "every message a photo"
+	}
+	return fmt.Sprintf("every %dth message a photo", k)
+}
+
+// isPhoto reports whether message i is a photo.
+func isPhoto(c config, i int) bool { return c.photos > 0 && i%c.photos == c.photos-1 }
+
+// photo is message i's photo: a small PNG with i after its end, which image
+// decoders never read, so that each is a file of its own.
+func photo(i int) []byte {
+	img := image.NewGray(image.Rect(0, 0, 64, 48))
+	var b bytes.Buffer
+	_ = png.Encode(&b, img) // an in-memory image always encodes
+	return binary.BigEndian.AppendUint64(b.Bytes(), uint64(i))
 }
 
 func ratio(d, minimum time.Duration) float64 { return float64(d) / float64(minimum) }
@@ -195,7 +224,19 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 	for ch := 0; ch < s.chats; ch++ {
 		rule.Chats = append(rule.Chats, strconv.FormatInt(chatOf(ch, s.chats), 10))
 	}
-	p.AutoApprove, p.Verify.DuplicateWindow = []policy.AutoApprove{rule}, 0
+	photoRule := rule
+	photoRule.Tool = "commit_send_photo"
+	p.AutoApprove, p.Verify.DuplicateWindow = []policy.AutoApprove{rule, photoRule}, 0
+	p.Tools["commit_send_photo"] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
+	root := filepath.Join(dir, "outbox")
+	p.Files.Roots = []string{root}
+	if err := writePhotos(c, s, root); err != nil {
+		return outcome{}, err
+	}
+	files, err := filestore.Open(filepath.Join(dir, "files"))
+	if err != nil {
+		return outcome{}, err
+	}
 	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
 	if err != nil {
 		return outcome{}, err
@@ -209,7 +250,7 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 	if err != nil {
 		return outcome{}, err
 	}
-	reg, err := tools.NewRegistry(p, tg.Sender())
+	reg, err := tools.NewRegistry(p, tg.Sender(), tools.WithFiles(files))
 	if err != nil {
 		return outcome{}, err
 	}
@@ -220,7 +261,7 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 	var mu sync.Mutex
 	o := outcome{start: time.Now()}
 	err = perChat(s, func(i int) error {
-		r, err := sendOne(ctx, op, s, i)
+		r, err := sendOne(ctx, op, c, s, root, i)
 		mu.Lock()
 		defer mu.Unlock()
 		if r.SideEffect == tools.SideEffectUnknown {
@@ -235,14 +276,34 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 	return o, err
 }
 
-// sendOne sends message i as a task of its own.
-func sendOne(ctx context.Context, op *operator.Operator, s shape, i int) (tools.Result, error) {
+// writePhotos puts the run's photos in root, one file each.
+func writePhotos(c config, s shape, root string) error {
+	if err := os.Mkdir(root, 0o700); err != nil {
+		return err
+	}
+	for i := 0; i < s.n; i++ {
+		if isPhoto(c, i) {
+			if err := os.WriteFile(photoPath(root, i), photo(i), 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func photoPath(root string, i int) string { return filepath.Join(root, fmt.Sprintf("photo-%d.png", i)) }
+
+// sendOne sends message i as a task of its own: a text, or a photo from root.
+func sendOne(ctx context.Context, op *operator.Operator, c config, s shape, root string, i int) (tools.Result, error) {
 	task, err := op.StartTask(ctx, journal.Task{Requester: 1, Summary: "sendbench"})
 	if err != nil {
 		return tools.Result{}, err
 	}
-	args := fmt.Sprintf(`{"chat_id":"%d","text":"%s"}`, chatOf(i, s.chats), text(i))
-	return op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: []byte(args)})
+	tool, args := "commit_send_message", fmt.Sprintf(`{"chat_id":"%d","text":"%s"}`, chatOf(i, s.chats), text(i))
+	if isPhoto(c, i) {
+		tool, args = "commit_send_photo", fmt.Sprintf(`{"chat_id":"%d","file":%q,"caption":"%s"}`, chatOf(i, s.chats), photoPath(root, i), text(i))
+	}
+	return op.Call(ctx, task.ID, operator.Call{Tool: tool, Args: []byte(args)})
 }
 
 // viaLibrary sends with go-telegram/bot and the retry a careful user writes: wait
@@ -257,7 +318,13 @@ func viaLibrary(ctx context.Context, c config, s shape, srv *telegramtest.Server
 	o := outcome{start: time.Now()}
 	err = perChat(s, func(i int) error {
 		for fails := 0; fails < 10; {
-			_, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chatOf(i, s.chats), Text: text(i)})
+			var err error
+			if isPhoto(c, i) {
+				_, err = b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chatOf(i, s.chats), Caption: text(i),
+					Photo: &models.InputFileUpload{Filename: "photo.png", Data: bytes.NewReader(photo(i))}})
+			} else {
+				_, err = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chatOf(i, s.chats), Text: text(i)})
+			}
 			var tmr *bot.TooManyRequestsError
 			switch {
 			case err == nil:

@@ -38,6 +38,7 @@ const goalRatio = 1.10
 type config struct {
 	runs      []shape
 	drop      int
+	photos    int
 	approvals int
 	policies  string
 	verbose   bool
@@ -81,6 +82,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("sendbench", flag.ContinueOnError)
 	fs.StringVar(&runs, "runs", "600/60,100/20", "delivery runs, each messages/chats; empty for none")
 	fs.IntVar(&c.drop, "drop", 25, "every K-th send is accepted, then its response lost (0: never)")
+	fs.IntVar(&c.photos, "photos", 4, "every K-th message is a photo with a caption, uploaded (0: texts only)")
 	fs.IntVar(&c.approvals, "approvals", 200, "approvals to time, one at a time (0: none)")
 	fs.StringVar(&c.policies, "policies", "policies.yaml", "policy file to start from")
 	fs.BoolVar(&c.verbose, "v", false, "print where each delivery run's time goes")
@@ -101,8 +103,8 @@ func parseFlags(args []string) (config, error) {
 		}
 		c.runs = append(c.runs, s)
 	}
-	if c.drop < 0 || c.approvals < 0 {
-		return c, fmt.Errorf("-drop and -approvals must not be negative")
+	if c.drop < 0 || c.approvals < 0 || c.photos < 0 {
+		return c, fmt.Errorf("-drop, -photos and -approvals must not be negative")
 	}
 	return c, nil
 }
