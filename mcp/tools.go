@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -33,7 +34,9 @@ var resultSchema = func() *jsonschema.Schema {
 }()
 
 // addPolicyTools offers the policy's tools, each with the JSON Schema of its
-// arguments as the registry describes them to a model. The arguments are read by
+// arguments as the registry describes them to a model, and hints from its
+// class: a state-setting commit (an edit, a delete, a pin) changes what is
+// already there, and a repeat of it changes nothing more; an additive one adds. The arguments are read by
 // the tool itself, as models write them (tools.Prepare), not by the SDK: a wrong
 // one comes back as a repair in the contract, paid from the task's repair budget,
 // as it does for every surface.
@@ -43,8 +46,9 @@ func (s *Server) addPolicyTools() {
 		p := t.Params()
 		_, commits := t.(tools.Committer)
 		schema := map[string]any{"type": "object", "properties": p.Properties, "required": p.Required}
+		sets := commits && tools.ClassOf(t) == policy.StateSetting
 		s.srv.AddTool(&sdk.Tool{Name: name, Description: t.Description(), InputSchema: schema, OutputSchema: resultSchema,
-			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !commits, DestructiveHint: ptr(false), OpenWorldHint: ptr(commits)}},
+			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !commits, DestructiveHint: ptr(sets), IdempotentHint: sets, OpenWorldHint: ptr(commits)}},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 				return s.runTool(ctx, req, name, commits)
 			})
