@@ -128,29 +128,22 @@ type capabilities struct {
 }
 
 func capable(sender Sender) capabilities {
-	c := capabilities{editor: unable{}, deleter: unable{}, pinner: unable{}, uploader: unable{}, poller: unable{}, reposter: unable{}}
-	if v, ok := sender.(Editor); ok {
-		c.editor = v
+	return capabilities{
+		editor: as[Editor](sender), deleter: as[Deleter](sender), pinner: as[Pinner](sender),
+		uploader: as[Uploader](sender), poller: as[Poller](sender), reposter: as[Reposter](sender),
+		downloader: asOr[Downloader](sender, nil),
 	}
-	if v, ok := sender.(Deleter); ok {
-		c.deleter = v
+}
+
+// as is sender as a T, or unable standing in for it.
+func as[T any](sender Sender) T { return asOr(sender, any(unable{}).(T)) }
+
+// asOr is sender as a T, or fallback.
+func asOr[T any](sender Sender, fallback T) T {
+	if v, ok := sender.(T); ok {
+		return v
 	}
-	if v, ok := sender.(Pinner); ok {
-		c.pinner = v
-	}
-	if v, ok := sender.(Uploader); ok {
-		c.uploader = v
-	}
-	if v, ok := sender.(Downloader); ok {
-		c.downloader = v
-	}
-	if v, ok := sender.(Poller); ok {
-		c.poller = v
-	}
-	if v, ok := sender.(Reposter); ok {
-		c.reposter = v
-	}
-	return c
+	return fallback
 }
 
 // unable stands in for what a sender cannot do: every call fails with nothing
