@@ -24,6 +24,9 @@ const (
 	Outcome
 	// VerificationAsked: someone asked the approvers to verify an unknown outcome.
 	VerificationAsked
+	// Reminder: the sweep's digest names an operation whose outcome is still
+	// unknown; Result is set. Each operation of a digest is one event.
+	Reminder
 )
 
 func (k EventKind) String() string {
@@ -36,6 +39,8 @@ func (k EventKind) String() string {
 		return "outcome"
 	case VerificationAsked:
 		return "verification_asked"
+	case Reminder:
+		return "reminder"
 	}
 	return "event(?)"
 }

@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/countersign/countersign/journal"
@@ -105,6 +106,8 @@ type Operator struct {
 	lead leadership
 	// attempts holds when each attempt in flight moved to committing (observe.go).
 	attempts sync.Map
+	// collected is when the sweep last collected the vault's old notes (remind.go).
+	collected atomic.Pointer[time.Time]
 }
 
 // Errors a caller of the operator acts on. Failures of a tool call are results, not

@@ -22,8 +22,10 @@ const showAgain = 5 * time.Minute
 
 // Sweep runs, until ctx ends, the owner's periodic work for its transport. Every
 // Options.SweepEvery it expires approvals whose time has passed (Decided and
-// Outcome events, late), takes in envelopes resolved by hand in the vault, and
-// prunes the inbox. Every Options.WatchEvery it looks for what other processes
+// Outcome events, late), takes in envelopes resolved by hand in the vault,
+// prunes the inbox, reminds the approvers of unknown outcomes (Reminder events,
+// once per the policy's reminders interval) and collects the resolved notes
+// whose envelope_ttl has passed. Every Options.WatchEvery it looks for what other processes
 // (or a stopped one) left to the owner: pending approvals of its transport that no
 // event here has published (ApprovalNeeded, Late), approved operations and
 // scheduled retries that nothing here runs (a remote operator auto-approved them,
@@ -70,8 +72,9 @@ func (o *Operator) Sweep(ctx context.Context) {
 	}
 }
 
-// sweep is the slow half of Sweep: expiry, and for the leader reconcile and
-// inbox prune.
+// sweep is the slow half of Sweep: expiry, and for the leader reconcile, inbox
+// prune, the digest of unknown outcomes and the collection of old notes
+// (remind.go).
 func (o *Operator) sweep(ctx context.Context) {
 	o.expire(ctx)
 	if !o.leading() {
@@ -87,6 +90,8 @@ func (o *Operator) sweep(ctx context.Context) {
 	if _, err := o.Reconcile(ctx); err != nil && ctx.Err() == nil {
 		o.opts.Logger.Warn("vault reconcile failed", "err", err)
 	}
+	o.remind(ctx)
+	o.collect()
 	now := o.opts.Clock.Now()
 	o.shown.Range(func(k, v any) bool {
 		if now.Sub(v.(time.Time)) > 2*showAgain {

@@ -57,6 +57,8 @@ func Parse(r io.Reader) (*Policy, error) {
 		Verify:       Verify{DuplicateWindow: DefaultDuplicateWindow},
 		Model:        DefaultModel(),
 	}
+	reminders := DefaultReminders()
+	p.Reminders = &reminders
 	d.policy(root.Content[0], p)
 	// Report every problem at once: the rules that span fields too, except on a
 	// field whose value could not be read in the first place.
@@ -150,6 +152,7 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 		"verify":       func(n *yaml.Node, f string) { d.verify(n, f, &p.Verify) },
 		"model":        func(n *yaml.Node, f string) { d.model(n, f, &p.Model) },
 		"files":        func(n *yaml.Node, f string) { d.files(n, f, &p.Files) },
+		"reminders":    func(n *yaml.Node, f string) { d.reminders(n, f, p.Reminders) },
 	})
 }
 

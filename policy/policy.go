@@ -121,6 +121,9 @@ type Policy struct {
 	// Model configures the model layer and its recovery (see model.go). Use
 	// Models, which fills in a snapshot taken before the section existed.
 	Model Model `json:"model"`
+	// Reminders is what the sweep does about unknown outcomes and old notes (see
+	// reminders.go). Use Remind, which fills in a policy without the section.
+	Reminders *Reminders `json:"reminders,omitempty"`
 }
 
 // Models is the policy's model section; a task snapshot stored before the section
@@ -251,6 +254,7 @@ func (p *Policy) validate(lines map[string]int, unread func(field string) bool) 
 		add("envelope_ttl", "must be positive, got %s", p.EnvelopeTTL)
 	}
 	p.Model.validate(add)
+	p.Remind().validate(add)
 	for i, r := range p.AutoApprove {
 		field := fmt.Sprintf("auto_approve[%d]", i)
 		t, ok := p.Tools[r.Tool]

@@ -9,6 +9,7 @@ import (
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/tools"
 )
 
 // marks is a set of keys with counts: the approvals and operations a tap is
@@ -73,6 +74,8 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 		t.spawn(func() { t.outcome(context.WithoutCancel(ctx), ev) })
 	case operator.VerificationAsked:
 		t.spawn(func() { t.askToVerify(ctx, ev) })
+	case operator.Reminder:
+		t.spawn(func() { t.remind(ctx, ev) })
 	}
 }
 
@@ -144,6 +147,28 @@ func (t *Bot) askToVerify(ctx context.Context, ev operator.Event) {
 	for _, chat := range t.ops.Approvers(task) {
 		t.sendUnknownNotice(ctx, chat, ev.Operation.ID, text)
 	}
+}
+
+// remind sends the task's approvers a digest's reminder of an outcome still
+// unknown: what it was, since when, what to look for, and the It arrived / It
+// did not arrive buttons of its first notice, which a tap answers the same way.
+func (t *Bot) remind(ctx context.Context, ev operator.Event) {
+	task, err := t.journal.Task(ctx, ev.Operation.TaskID)
+	if err != nil {
+		t.log.Warn("reminder not sent", "op", ev.Operation.ID, "err", err)
+		return
+	}
+	text := reminderText(ev.Operation, ev.Result)
+	for _, chat := range t.ops.Approvers(task) {
+		t.sendUnknownNotice(ctx, chat, ev.Operation.ID, text)
+	}
+}
+
+// reminderText is a digest's message about op, cut to one Telegram message.
+func reminderText(op journal.Operation, r tools.Result) string {
+	text := fmt.Sprintf("⏰ Still unknown since %s: %s to %s.\n%s",
+		op.Updated.UTC().Format("2006-01-02 15:04 UTC"), op.Payload.Action, op.Payload.Target, command.Describe(r))
+	return tools.Split(text, tools.MaxMessageUnits)[0]
 }
 
 // requesterChat is the Telegram chat of the person who made a task: none for a

@@ -83,6 +83,21 @@ type shiftClock struct{ shift atomic.Int64 }
 func (c *shiftClock) now() time.Time          { return time.Now().Add(time.Duration(c.shift.Load())) }
 func (c *shiftClock) advance(d time.Duration) { c.shift.Add(int64(d)) }
 
+// Now and Sleep make it the operator's clock too: its sweep reckons digests and
+// expired notes by it. A sleep is a real one.
+func (c *shiftClock) Now() time.Time { return c.now() }
+
+func (c *shiftClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func newRig(t *testing.T, opts ...rigOption) *rig {
 	t.Helper()
 	p, err := policy.Load("../policies.yaml")
@@ -136,7 +151,7 @@ func (r *rig) start() {
 		r.t.Fatal(err)
 	}
 	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Transport: telegram.Transport, Logger: logger, Vault: v,
-		SweepEvery: 50 * time.Millisecond, WatchEvery: watchEvery,
+		SweepEvery: 50 * time.Millisecond, WatchEvery: watchEvery, Clock: r.clock,
 		Verifier: verifier.New(r.pol.Verify, operator.History{Journal: j}, time.Now)})
 	if err != nil {
 		r.t.Fatal(err)

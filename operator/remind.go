@@ -1,0 +1,89 @@
+package operator
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+)
+
+// RemindAfter is how long an operation stays unknown before a digest names it:
+// the notice sent when its outcome became unknown was its first reminder.
+const RemindAfter = time.Hour
+
+// RemindAtMost is how many operations one digest names, the oldest first: each
+// is a message with buttons to every approver, and a long digest would hold up
+// the approval cards queued behind it in those chats. The rest are in `bot vault
+// list -unresolved`, and in the next digests as the oldest are resolved.
+const RemindAtMost = 20
+
+// collectEvery is how often the leader's sweep removes the resolved, expired
+// notes of the vault: notes expire in days, so an hour late is on time.
+const collectEvery = time.Hour
+
+// remindWork names the digest of a transport in the journal's record of
+// periodic work (journal.TakeTurn).
+func remindWork(transport string) string { return "reminders:" + transport }
+
+// remind publishes, when a digest is due (policy.Reminders), a Reminder event
+// for each operation of this transport whose outcome has been unknown for
+// RemindAfter or more, oldest first, at most RemindAtMost: a surface puts each
+// to the approvers of its task with its resolve buttons. The turn is taken in
+// the journal first, so a digest goes out once per interval, however many
+// restarts or replicas; only the leader sweeps, and only one that a surface
+// listens to takes it.
+func (o *Operator) remind(ctx context.Context) {
+	rm := o.opts.Policy.Remind()
+	if rm.Every <= 0 || len(o.listeners()) == 0 {
+		return
+	}
+	now := o.opts.Clock.Now()
+	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport, States: []journal.State{journal.Unknown}})
+	if err != nil {
+		o.warn(ctx, "unknown outcomes to remind of not read", err)
+		return
+	}
+	ops = slices.DeleteFunc(ops, func(op journal.Operation) bool { return now.Sub(op.Updated) < RemindAfter })
+	if len(ops) == 0 {
+		return // nothing to remind of: the turn stays for when there is
+	}
+	took, err := o.opts.Journal.TakeTurn(ctx, remindWork(o.opts.Transport), rm.Since(now), now)
+	if err != nil || !took {
+		if err != nil {
+			o.warn(ctx, "digest of unknown outcomes not sent", err)
+		}
+		return
+	}
+	slices.SortFunc(ops, func(a, b journal.Operation) int { return a.Created.Compare(b.Created) })
+	if len(ops) > RemindAtMost {
+		o.opts.Logger.Warn("digest names the oldest unknown outcomes only; see bot vault list -unresolved",
+			"named", RemindAtMost, "unknown", len(ops))
+		ops = ops[:RemindAtMost]
+	}
+	for _, op := range ops {
+		o.publish(Event{Kind: Reminder, Operation: op, Result: resultOf(op), Late: true})
+	}
+	o.opts.Logger.Info("digest of unknown outcomes sent", "operations", len(ops))
+}
+
+// collect removes, at most once per collectEvery, the resolved notes of the
+// vault whose envelope_ttl has passed, as `bot vault gc` does, when the policy
+// lets it (reminders.collect_notes). An unresolved note is never removed.
+func (o *Operator) collect() {
+	if o.opts.Vault == nil || !o.opts.Policy.Remind().CollectNotes {
+		return
+	}
+	now := o.opts.Clock.Now()
+	if last := o.collected.Load(); last != nil && now.Sub(*last) < collectEvery {
+		return
+	}
+	o.collected.Store(&now)
+	removed, err := o.opts.Vault.GC(now)
+	if len(removed) > 0 {
+		o.opts.Logger.Info("resolved notes past their envelope_ttl collected", "removed", len(removed))
+	}
+	if err != nil {
+		o.opts.Logger.Warn("notes not collected", "err", err)
+	}
+}
