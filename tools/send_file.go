@@ -80,6 +80,9 @@ func (t sendFile) Show(p Payload) Shown {
 	if p.Text == "" {
 		s.Facts = append(s.Facts, "No caption.")
 	}
+	if t.kind == FileDocument {
+		s.Omitted = "what the document holds: the card names it by its SHA-256, and the bot keeps those exact bytes in its data folder (files/), where they can be opened"
+	}
 	return s
 }
 
