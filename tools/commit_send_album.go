@@ -1,11 +1,11 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/verifier"
@@ -111,7 +111,16 @@ func (t SendAlbum) PrepareFrom(ctx context.Context, raw json.RawMessage, _ Sent)
 		f.Caption = it.Caption
 		p.Files = append(p.Files, f)
 	}
-	if !hasCaption(p.Files) {
+	// The captions, one a line, are the album's text: what the duplicate
+	// check compares and an envelope quotes. Each item's own goes with it.
+	var captions []string
+	for _, f := range p.Files {
+		if f.Caption != "" {
+			captions = append(captions, f.Caption)
+		}
+	}
+	p.Text = strings.Join(captions, "\n")
+	if p.Text == "" {
 		p.ParseMode = ""
 	}
 	return p, nil
@@ -136,15 +145,6 @@ func albumItems(v json.RawMessage) ([]albumItem, bool) {
 	return items, true
 }
 
-func hasCaption(fs []File) bool {
-	for _, f := range fs {
-		if f.Caption != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // Show implements Presenter: every item in order, with its caption.
 func (SendAlbum) Show(p Payload) Shown {
 	s := Shown{Files: p.Files}
@@ -163,32 +163,17 @@ func (SendAlbum) Show(p Payload) Shown {
 // The captions are checked as one text (links, house rules, duplicates).
 func (SendAlbum) Check(p Payload) verifier.Input {
 	in := fileChecks(p)
-	var captions []string
+	in.Caption = false // the limit is each caption's, not the lines' together
 	longest := ""
 	for _, f := range p.Files {
-		if f.Caption != "" {
-			captions = append(captions, f.Caption)
-		}
 		if verifier.Length(f.Caption, p.ParseMode) > verifier.Length(longest, p.ParseMode) {
 			longest = f.Caption
 		}
 	}
-	in.Text, in.NoText = joinCaptions(captions), len(captions) == 0
 	if verifier.Length(longest, p.ParseMode) > 1024 {
-		in.Text = longest // the limit is per caption: show the one over it
+		in.Text, in.Caption = longest, true // the caption over it, checked as one
 	}
 	return in
-}
-
-func joinCaptions(cs []string) string {
-	var b bytes.Buffer
-	for i, c := range cs {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(c)
-	}
-	return b.String()
 }
 
 // Commit implements Committer: the stored bytes of every item, as one group.

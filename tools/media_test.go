@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/verifier"
 )
 
 // fileTools is a registry offering the photo and document tools over a real
@@ -137,5 +138,40 @@ func TestAPayloadsHashCoversItsFilesContent(t *testing.T) {
 	}
 	if hashes[0] == hashes[1] {
 		t.Error("the same path with other bytes gives the same payload hash")
+	}
+}
+
+// An album's captions are held to Telegram's limit each, not together, and
+// are its text for the checks that compare texts.
+func TestAnAlbumsCaptionsAreCheckedEachAgainstTheLimit(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"a.png", "b.png"} {
+		if err := os.WriteFile(filepath.Join(root, n), pngBytes(t, 10, 10), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := parse(t, "tools:\n  commit_send_album:\n    side_effect: committed\n    approval: required\n")
+	p.Files = policy.Files{Roots: []string{root}}
+	store, _ := filestore.Open(t.TempDir())
+	r, err := tools.NewRegistry(p, nil, tools.WithFiles(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	album, _ := r.Get("commit_send_album")
+	check := func(a, b string) verifier.Verdict {
+		raw, _ := json.Marshal(map[string]any{"chat_id": "222", "files": []map[string]string{
+			{"file": filepath.Join(root, "a.png"), "caption": a}, {"file": filepath.Join(root, "b.png"), "caption": b}}})
+		pl, err := album.(tools.Reader).PrepareFrom(t.Context(), raw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return verifier.New(policy.Verify{}, nil, nil).Check(t.Context(), tools.CheckOf(album, pl))
+	}
+	words := func(n int) string { return strings.Repeat("ab ", n/3) }
+	if v := check(words(900), words(900)); v.Decision != verifier.Pass {
+		t.Errorf("two captions of 900: %s, want pass", v.Summary())
+	}
+	if v := check(words(1100), "short"); v.Decision != verifier.Repair || !strings.Contains(v.Summary(), "Telegram takes at most 1024") {
+		t.Errorf("a caption of 1100: %s, want a repair", v.Summary())
 	}
 }
