@@ -28,8 +28,9 @@ func (noneSent) Operation(context.Context, string) ([]tools.SentMessage, error) 
 }
 func (noneSent) Now() time.Time { return time.Now() }
 
-// FuzzActionArguments feeds any arguments to the tools that take new kinds of
-// action (a poll, a forward, a copy, a photo, an album): each either refuses
+// FuzzActionArguments feeds any arguments to the tools of every kind of action
+// beyond a text (a poll, a forward, a copy, a photo, a document, an album, an
+// edit, a delete, a pin, an unpin): each either refuses
 // them with an *ArgsError or prepares a payload that names its chat once, in
 // its normal form, with no file it did not read. No source outside the roots
 // (none here) or on a private address is ever read.
@@ -44,11 +45,13 @@ func FuzzActionArguments(f *testing.F) {
 		`{"chat_id": "222", "files": ["a.png", "telegram:AgAC"], "as": "document"}`,
 		`{"chat_id": 222.5, "files": [{"file": ""}]}`,
 		`[]`, `null`, `{"chat_id": "0222", "message_id": "5", "from_chat_id": 222}`,
+		`{"chat_id": "222", "message_id": 5, "text": "hi"}`, `{"operation_id": "op-sent", "notify": true}`,
 	} {
 		f.Add(seed)
 	}
 	p := &policy.Policy{Tools: map[string]policy.Tool{}}
-	for _, n := range []string{"commit_send_poll", "commit_forward_message", "commit_copy_message", "commit_send_photo", "commit_send_album"} {
+	for _, n := range []string{"commit_send_poll", "commit_forward_message", "commit_copy_message", "commit_send_photo", "commit_send_album",
+		"commit_send_document", "commit_edit_message", "commit_delete_message", "commit_pin_message", "commit_unpin_message"} {
 		p.Tools[n] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
 	}
 	r, err := tools.NewRegistry(p, nil)
