@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
 )
 
 func TestBackoff(t *testing.T) {
@@ -41,6 +42,10 @@ func TestClassify(t *testing.T) {
 		{"wrapped not sent", wrap(errNotSent()), classRetry},
 		{"wrapped unknown", wrap(errUnknown()), classVerify},
 		{"plain error", errPlain(), classVerify},
+		// A refusal for good that also says nothing left is a stop: retrying
+		// what cannot succeed only spends the budget.
+		{"refused, nothing sent", &tools.RefusedError{Reason: "no such variable", Err: tools.ErrNotSent}, classStop},
+		{"repair, nothing sent", &tools.RepairError{Reason: "bad body", Err: tools.ErrNotSent}, classRepair},
 	}
 	for _, tt := range tests {
 		if got := classify(tt.err).class; got != tt.want {

@@ -38,12 +38,14 @@ func classify(err error) verdict {
 	switch {
 	case errors.As(err, &ra):
 		return verdict{class: classRetry, retryAfter: ra.After, reason: "the service asked to wait"}
-	case errors.Is(err, tools.ErrNotSent):
-		return verdict{class: classRetry, reason: "the request was never sent"}
+	// A refusal says what a retry would meet, so it wins over "never sent":
+	// nothing left, and nothing would leave the next time either.
 	case errors.As(err, &rep):
 		return verdict{class: classRepair, fix: rep.Fix, reason: rep.Reason}
 	case errors.As(err, &ref):
 		return verdict{class: classStop, reason: ref.Reason}
+	case errors.Is(err, tools.ErrNotSent):
+		return verdict{class: classRetry, reason: "the request was never sent"}
 	case errors.Is(err, tools.ErrOutcomeUnknown):
 		return verdict{class: classVerify, reason: "no answer after the request was sent"}
 	}
