@@ -138,3 +138,26 @@ func (j *Journal) CardEditMade(ctx context.Context, seq int64) error {
 	}
 	return nil
 }
+
+// Expiring returns the undecided approvals of transport's operations still
+// awaiting approval that expire after now and at or before before, soonest
+// first: the ones a reminder may still save.
+func (j *Journal) Expiring(ctx context.Context, transport string, before time.Time) ([]Approval, error) {
+	rows, err := j.db.QueryContext(ctx, `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
+		JOIN operations o ON o.id = a.operation_id
+		WHERE a.decision = '' AND a.expires_at > ? AND a.expires_at <= ? AND o.transport = ? AND o.state = ?
+		ORDER BY a.expires_at`, ms(j.now()), ms(before), transport, AwaitingApproval)
+	if err != nil {
+		return nil, fmt.Errorf("journal: approvals near their expiry: %w", err)
+	}
+	defer rows.Close()
+	var as []Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("journal: approvals near their expiry: %w", err)
+		}
+		as = append(as, a)
+	}
+	return as, rows.Err()
+}

@@ -27,6 +27,9 @@ const (
 	// Reminder: the sweep's digest names an operation whose outcome is still
 	// unknown; Result is set. Each operation of a digest is one event.
 	Reminder
+	// ApprovalReminder: an approval nobody decided is near its expiry, and
+	// its approvers are reminded, once; Approval is set.
+	ApprovalReminder
 )
 
 func (k EventKind) String() string {
@@ -41,6 +44,8 @@ func (k EventKind) String() string {
 		return "verification_asked"
 	case Reminder:
 		return "reminder"
+	case ApprovalReminder:
+		return "approval_reminder"
 	}
 	return "event(?)"
 }

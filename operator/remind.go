@@ -87,3 +87,47 @@ func (o *Operator) collect() {
 		o.opts.Logger.Warn("notes not collected", "err", err)
 	}
 }
+
+// remindBefore is how long before its expiry an approval nobody decided is
+// reminded of: a quarter of its time to live, at most an hour, so that a
+// reminder leaves time to decide and does not come with the card.
+func remindBefore(ttl time.Duration) time.Duration { return min(time.Hour, ttl/4) }
+
+// approvalWork names an approval's reminder in the journal's record of
+// periodic work: taken once, so an approval is reminded of once, however many
+// restarts or replicas.
+func approvalWork(id string) string { return "approval-reminder:" + id }
+
+// remindApprovals publishes an ApprovalReminder for each approval of this
+// transport nobody decided that is within remindBefore of its expiry, once: a
+// surface puts it to the approvers beside the card, with its buttons. Only the
+// leader sweeps, and only one that a surface listens to takes the turn.
+func (o *Operator) remindApprovals(ctx context.Context) {
+	if len(o.listeners()) == 0 {
+		return
+	}
+	now := o.opts.Clock.Now()
+	as, err := o.opts.Journal.Expiring(ctx, o.opts.Transport, now.Add(time.Hour))
+	if err != nil {
+		o.warn(ctx, "approvals near their expiry not read", err)
+		return
+	}
+	for _, a := range as {
+		if a.Expires.Sub(now) > remindBefore(a.Expires.Sub(a.Created)) {
+			continue
+		}
+		took, err := o.opts.Journal.TakeTurn(ctx, approvalWork(a.ID), a.Created, now)
+		if err != nil || !took {
+			if err != nil {
+				o.warn(ctx, "approval not reminded of", err)
+			}
+			continue
+		}
+		op, err := o.opts.Journal.Operation(ctx, a.OperationID)
+		if err != nil {
+			o.warn(ctx, "approval not reminded of", err)
+			continue
+		}
+		o.publish(Event{Kind: ApprovalReminder, Operation: op, Approval: &a, Late: true})
+	}
+}

@@ -91,6 +91,7 @@ func (o *Operator) sweep(ctx context.Context) {
 		o.opts.Logger.Warn("vault reconcile failed", "err", err)
 	}
 	o.remind(ctx)
+	o.remindApprovals(ctx)
 	o.collect()
 	now := o.opts.Clock.Now()
 	o.shown.Range(func(k, v any) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
@@ -76,6 +77,8 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 		t.spawn(func() { t.askToVerify(ctx, ev) })
 	case operator.Reminder:
 		t.spawn(func() { t.remind(ctx, ev) })
+	case operator.ApprovalReminder:
+		t.spawn(func() { t.remindApproval(ctx, *ev.Approval) })
 	}
 }
 
@@ -161,6 +164,35 @@ func (t *Bot) remind(ctx context.Context, ev operator.Event) {
 	text := reminderText(ev.Operation, ev.Result)
 	for _, chat := range t.ops.Approvers(task) {
 		t.sendUnknownNotice(ctx, chat, ev.Operation.ID, text)
+	}
+}
+
+// remindApproval answers each card of an approval nobody decided, near its
+// expiry, with a reminder that has the card's buttons: a tap on either decides
+// as a tap on the card does. The reminders are recorded as cards of the
+// approval, so the decision (or the expiry) closes them with the card.
+func (t *Bot) remindApproval(ctx context.Context, a journal.Approval) {
+	defer t.cards.lock(a.ID)()
+	cards, err := t.journal.Cards(ctx, a.ID)
+	if err != nil {
+		t.log.Warn("approval reminder not sent", "approval", a.ID, "err", err)
+		return
+	}
+	left := a.Expires.Sub(t.opts.Clock()).Round(time.Minute)
+	text := fmt.Sprintf("⏰ %s still waits for a decision: it expires at %s (in %s), and nothing is sent without a tap.",
+		a.OperationID, a.Expires.UTC().Format("2006-01-02 15:04 UTC"), left)
+	kb := keyboard(
+		button{Text: "✅ Approve", CallbackData: callbackData(approveKind, a.ID, "y")},
+		button{Text: "❌ Reject", CallbackData: callbackData(approveKind, a.ID, "n")})
+	for _, c := range cards {
+		m, err := t.send(ctx, c.ChatID, text, kb, c.MessageID)
+		if err != nil {
+			t.log.Warn("approval reminder not delivered", "approval", a.ID, "chat", c.ChatID, "err", err)
+			continue
+		}
+		if err := t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: c.ChatID, MessageID: m.ID, Text: text}); err != nil {
+			t.log.Warn("approval reminder not recorded: the decision will not close it", "approval", a.ID, "err", err)
+		}
 	}
 }
 

@@ -118,3 +118,52 @@ func TestDigestRemindsTheApproversOncePerInterval(t *testing.T) {
 		t.Errorf("logs say no digest was sent:\n%s", r.logs.String())
 	}
 }
+
+// approvalReminders are the reminders of an approval near its expiry in chat.
+func approvalReminders(s *telegramtest.Server, chat int64, opID string) []telegramtest.Message {
+	var out []telegramtest.Message
+	for _, m := range s.Messages(chat) {
+		if strings.HasPrefix(m.Text, "⏰ "+opID+" still waits for a decision") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// An approval nobody decided is reminded of once, near its expiry (a quarter
+// of its time to live, at most an hour, before it), to every approver that
+// has its card, as an answer to the card with its buttons; a restart sends no
+// second one, and a tap on the reminder decides as a tap on the card does,
+// closing both.
+func TestAnApprovalNearItsExpiryIsRemindedOnce(t *testing.T) {
+	r := newRig(t)
+	r.command(alice, "/send 222 waiting for a tap")
+	card := r.card(alice)
+	opID := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+	r.clock.advance(22 * time.Hour) // 2 h before the 24 h expiry: not yet
+	r.restart()                     // a sweep runs at start
+	r.waitFor("a sweep after the restart", func(s *telegramtest.Server) bool { return len(s.CallsTo("getMe")) == 2 })
+	// A reminder sent now would say 2 h are left, and be the only one: the
+	// one below says 30 minutes.
+
+	r.clock.advance(90 * time.Minute) // 30 min before
+	r.waitFor("the reminder to both approvers", func(s *telegramtest.Server) bool {
+		return len(approvalReminders(s, alice, opID)) == 1 && len(approvalReminders(s, bob, opID)) == 1
+	})
+	m := approvalReminders(r.srv, alice, opID)[0]
+	if m.ReplyTo != card.MessageID || !strings.Contains(string(m.ReplyMarkup), "ap1:") || !(strings.Contains(m.Text, "(in 30m0s)") || strings.Contains(m.Text, "(in 29m0s)")) {
+		t.Errorf("reminder %+v, want an answer to the card %d with its buttons, saying 30 minutes are left", m, card.MessageID)
+	}
+	r.restart()
+	r.clock.advance(10 * time.Minute)
+	r.tap(alice, m, "Approve")
+	r.waitFor("the send", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.Committed })
+	r.waitFor("the card closed", func(s *telegramtest.Server) bool {
+		c, _ := s.Message(alice, card.MessageID)
+		return strings.Contains(c.Text, "Approved") && !strings.Contains(string(c.ReplyMarkup), "ap1:")
+	})
+	r.shutdown()
+	if a, b := len(approvalReminders(r.srv, alice, opID)), len(approvalReminders(r.srv, bob, opID)); a != 1 || b != 1 {
+		t.Errorf("reminders = %d to alice and %d to bob, want one each", a, b)
+	}
+}
