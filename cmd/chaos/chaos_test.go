@@ -23,7 +23,7 @@ func TestChaosShortRun(t *testing.T) {
 	}
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), Config{Seed: 11, Ops: 30, Kills: 2, Duration: 25 * time.Second, Chats: 12, ModelShare: 0.3, MCPShare: 0.3, FullDisk: true,
-		Policies: "../../policies.yaml"}, &out)
+		Actions: 0.4, Policies: "../../policies.yaml"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +35,9 @@ func TestChaosShortRun(t *testing.T) {
 	}
 	if rep.Actions["send by an MCP caller"] == 0 || rep.MCPCommits == 0 || rep.MCPReconnects == 0 {
 		t.Errorf("the run made no MCP sends, or no caller lost its session to a kill:\n%s", out.String())
+	}
+	if mix := len(rep.ByTool) - rep.ByTool["commit_send_message committed"]; mix == 0 || rep.Actions["api fault: answer lost after the effect"]+rep.Actions["action: /edit"]+rep.Actions["action: /pin"] == 0 {
+		t.Errorf("the run made no calls that are not text sends:\n%s", out.String())
 	}
 	if rep.FullDisk && rep.Actions["full disk"] == 0 {
 		t.Errorf("the disk was mounted and never filled:\n%s", out.String())

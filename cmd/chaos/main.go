@@ -52,6 +52,7 @@ func main() {
 	flag.BoolVar(&c.Verbose, "v", false, "print every action")
 	flag.Float64Var(&c.ModelShare, "model", 0.3, "share of the sends made as plain text, by a model turn against the scripted model (0: no model)")
 	flag.Float64Var(&c.MCPShare, "mcp", 0.2, "share of the sends made by outside agents over MCP, half through `bot mcp` over stdio beside the bot, half over HTTP to its -mcp-listen (0: none)")
+	flag.Float64Var(&c.Actions, "actions", 0.3, "share of the calls that are not text sends: photos, edits, deletes, pins and unpins by command; albums and declared HTTP tools by the MCP callers (0: text sends only, as runs before)")
 	flag.BoolVar(&c.FullDisk, "full-disk", true, "put the data folder on a small tmpfs and fill it at times (needs root; not with a PostgreSQL journal)")
 	flag.IntVar(&c.Replicas, "replicas", 1, "bot run processes on one PostgreSQL journal, taking updates by webhook behind a load balancer (above 1 needs -journal)")
 	flag.StringVar(&c.Journal, "journal", os.Getenv("COUNTERSIGN_DATABASE_URL"), "a postgres:// URL: the run makes a schema of its own there, and the bot takes updates by webhook (default $COUNTERSIGN_DATABASE_URL; empty: SQLite, long polling)")
