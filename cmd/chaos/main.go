@@ -5,7 +5,9 @@
 // expire, /resolve and /retry from the phone, bot ops and bot vault beside the bot,
 // and SIGKILL followed by a restart, many times), with some of the sends made by
 // model turns and some by outside agents over MCP (bot mcp over stdio beside the
-// bot, and HTTP to its -mcp-listen), then checks the promises:
+// bot, and HTTP to its -mcp-listen), and a share of the calls (-actions) photos,
+// albums, edits, deletes, pins and declared HTTP tools against a fake service,
+// then checks the promises:
 //
 //   - no operation delivered twice;
 //   - nothing delivered without an approval or an auto-approve rule;
@@ -15,7 +17,11 @@
 //   - every command Telegram handed over was taken exactly once;
 //   - the journal and the vault agree; no secret in any file or log line;
 //   - every MCP operation is journaled (surface mcp, transport telegram), and
-//     what the MCP tools reported, the journal and Telegram bear out.
+//     what the MCP tools reported, the journal and Telegram bear out;
+//   - nothing additive delivered twice, one effect per Idempotency-Key, every
+//     state-setting unknown settled by the system (or left to a person after
+//     the repeat failed too), each changed message as the journal says, and the
+//     HTTP header secret in no file, log line, card or Bot API call.
 //
 // It prints the seed, the counts per fault and per end state and each invariant,
 // and exits 1 when one is broken.
