@@ -175,7 +175,7 @@ func (w *world) onSent(kind string, n int) {
 	var chat int64
 	fmt.Sscan(op.Payload.Target, &chat)
 	w.mix.mu.Lock()
-	for _, id := range op.Evidence.MessageIDs {
+	for _, id := range evidence(op).MessageIDs {
 		w.mix.original[[2]int64{chat, id}] = op.Payload.Text
 	}
 	w.mix.mu.Unlock()
@@ -214,10 +214,11 @@ func (w *world) sentTarget(kind string) (journal.Operation, bool) {
 	}
 	var free []journal.Operation
 	for _, op := range all {
-		if op.Tool != "commit_send_message" || op.State != journal.Committed || op.Evidence == nil || len(op.Evidence.MessageIDs) != 1 {
+		ev := evidence(op)
+		if op.Tool != "commit_send_message" || op.State != journal.Committed || len(ev.MessageIDs) != 1 {
 			continue
 		}
-		if !busy[[2]string{op.Payload.Target, fmt.Sprint(op.Evidence.MessageIDs[0])}] {
+		if !busy[[2]string{op.Payload.Target, fmt.Sprint(ev.MessageIDs[0])}] {
 			free = append(free, op)
 		}
 	}
@@ -495,4 +496,16 @@ func (w *world) arrivedOther(j *journal.Journal, op journal.Operation) (bool, bo
 		}
 	}
 	return n > 0, true
+}
+
+// evidence is what the service confirmed of op: the parts recorded as they went,
+// or the result's.
+func evidence(op journal.Operation) tools.Evidence {
+	switch {
+	case op.Evidence != nil && len(op.Evidence.MessageIDs) > 0:
+		return *op.Evidence
+	case op.Result != nil && op.Result.Evidence != nil:
+		return *op.Result.Evidence
+	}
+	return tools.Evidence{}
 }
