@@ -533,6 +533,9 @@ func (a *agents) operationsJournaled(all []journal.Operation) Invariant {
 	for _, op := range all {
 		byID[op.ID] = op
 		key := mcpKey(op)
+		if key == "" && op.Surface == "mcp" && op.State == journal.Failed {
+			key = a.texts[op.ID] // failed as it was prepared (a full disk): no payload holds the call's words
+		}
 		isMCP := key != ""
 		switch {
 		case op.Surface == "mcp" && !strings.HasPrefix(op.Tool, "commit_"):
@@ -553,7 +556,7 @@ func (a *agents) operationsJournaled(all []journal.Operation) Invariant {
 		switch {
 		case !ok:
 			in.Broken = append(in.Broken, fmt.Sprintf("%s was given to an MCP caller and is not in the journal", id))
-		case op.Surface != "mcp" || op.Transport != "telegram" || mcpKey(op) != a.texts[id]:
+		case op.Surface != "mcp" || op.Transport != "telegram" || mcpKey(op) != a.texts[id] && op.State != journal.Failed:
 			in.Broken = append(in.Broken, fmt.Sprintf("%s: surface %q, transport %q, call %q; want mcp, telegram, %q", id, op.Surface, op.Transport, mcpKey(op), a.texts[id]))
 		}
 	}
@@ -595,6 +598,10 @@ func states(r tools.Result) ([]journal.State, bool) {
 		return []journal.State{journal.Rejected, journal.Expired, journal.Cancelled, journal.Failed}, true
 	case r.SideEffect == tools.SideEffectUnknown:
 		return []journal.State{journal.Unknown}, false
+	case r.Status == tools.StatusRepairable:
+		// Refused as it was prepared, or by the service, with nothing sent: the
+		// operation ended failed, and the caller may make another.
+		return []journal.State{journal.Failed}, false
 	case r.Status == tools.StatusRetryable:
 		return []journal.State{journal.NotDelivered, journal.RetryWait}, false
 	}
