@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/fakeapi"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -23,7 +26,7 @@ func TestChaosShortRun(t *testing.T) {
 	}
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), Config{Seed: 11, Ops: 30, Kills: 2, Duration: 25 * time.Second, Chats: 12, ModelShare: 0.3, MCPShare: 0.3, FullDisk: true,
-		Policies: "../../policies.yaml"}, &out)
+		Actions: 0.4, Policies: "../../policies.yaml"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +38,15 @@ func TestChaosShortRun(t *testing.T) {
 	}
 	if rep.Actions["send by an MCP caller"] == 0 || rep.MCPCommits == 0 || rep.MCPReconnects == 0 {
 		t.Errorf("the run made no MCP sends, or no caller lost its session to a kill:\n%s", out.String())
+	}
+	mix := 0
+	for k, n := range rep.ByTool {
+		if !strings.HasPrefix(k, "commit_send_message ") {
+			mix += n
+		}
+	}
+	if mix == 0 {
+		t.Errorf("the run made no calls that are not text sends:\n%s", out.String())
 	}
 	if rep.FullDisk && rep.Actions["full disk"] == 0 {
 		t.Errorf("the disk was mounted and never filled:\n%s", out.String())
@@ -137,5 +149,44 @@ func TestMCPInvariantsCatchBrokenPromises(t *testing.T) {
 	if got := strings.Join(in.Broken, "\n"); len(in.Broken) != 5 || !strings.Contains(got, "op-live00") || !strings.Contains(got, "op-v1:") ||
 		!strings.Contains(got, "op-v2:") || !strings.Contains(got, "op-v3:") || !strings.Contains(got, "op-v5: the caller was told nothing was sent") {
 		t.Errorf("MCP results against the journal:\n%s", got)
+	}
+}
+
+// The checks of the mix catch what they name: a second effect under one key, an
+// effect under a key that is no operation's, a second effect of one call
+// without a key.
+func TestActionInvariantsCatchBrokenPromises(t *testing.T) {
+	api := fakeapi.New(t)
+	api.IgnoreKeys = true // a service that breaks its word
+	post := func(path, key string) {
+		req, _ := http.NewRequest(http.MethodPost, api.URL+path, strings.NewReader(`{"note":"x"}`))
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	post("/keyed/a", "op-aaaaaa")
+	post("/keyed/a", "op-aaaaaa")
+	post("/keyed/b", "op-stray0")
+	post("/plain/c", "")
+	post("/plain/c", "")
+	post("/plain/d", "")
+	srv := telegramtest.New(telegramtest.Options{Token: token})
+	defer srv.Close()
+	w := &world{srv: srv, mix: &mix{api: api, original: map[[2]int64]string{}}}
+	call := func(id, tool, path string, key bool) journal.Operation {
+		return journal.Operation{ID: id, Tool: tool, State: journal.Committed,
+			Payload: tools.Payload{Action: tools.ActionHTTPRequest, Request: &tools.HTTPRequest{Method: "POST", URL: api.URL + path, IdempotencyKey: key}}}
+	}
+	ops := []journal.Operation{call("op-aaaaaa", httpKeyed, "/keyed/a", true), call("op-cccccc", httpPlain, "/plain/c", false), call("op-dddddd", httpPlain, "/plain/d", false)}
+	if in := w.keyedOnce(ops); len(in.Broken) != 2 || !strings.Contains(strings.Join(in.Broken, "\n"), "op-stray0") {
+		t.Errorf("effects under one key:\n%s", strings.Join(in.Broken, "\n"))
+	}
+	if in := w.additiveOnce(ops); len(in.Broken) != 1 || !strings.Contains(in.Broken[0], "/plain/c") {
+		t.Errorf("effects without a key:\n%s", strings.Join(in.Broken, "\n"))
 	}
 }

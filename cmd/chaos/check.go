@@ -30,9 +30,15 @@ type Report struct {
 	// calls (a call again after one was cut or found no bot counts again);
 	// MCPReconnects the sessions they made again after one was lost.
 	MCPCalls, MCPCommits, MCPReconnects int
-	Elapsed                             time.Duration
-	FullDisk                            bool // the data folder was on its own disk, to be filled
-	Invariants                          []Invariant
+	// StateUnknowns are the state-setting operations whose outcome was ever
+	// unknown; StateSettled those the system settled, StateToPerson those left
+	// to a person after the repeat (or the read) could not settle them either.
+	StateUnknowns, StateSettled, StateToPerson int
+	// ByTool counts the operations of each tool by end state ("tool state").
+	ByTool     map[string]int
+	Elapsed    time.Duration
+	FullDisk   bool // the data folder was on its own disk, to be filled
+	Invariants []Invariant
 }
 
 // Invariant is one promise and what broke it, if anything did.
@@ -61,6 +67,13 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintln(w, "operations by end state:")
 	for _, k := range sortedKeys(r.EndStates) {
 		fmt.Fprintf(w, "  %-40s %d\n", k, r.EndStates[k])
+	}
+	if len(r.ByTool) > 0 {
+		fmt.Fprintln(w, "operations by tool and end state:")
+		for _, k := range sortedKeys(r.ByTool) {
+			fmt.Fprintf(w, "  %-40s %d\n", k, r.ByTool[k])
+		}
+		fmt.Fprintf(w, "state-setting unknowns: %d, settled without a human: %d, left to a person: %d\n", r.StateUnknowns, r.StateSettled, r.StateToPerson)
 	}
 	fmt.Fprintf(w, "messages delivered to target chats: %d\n", r.Delivered)
 	fmt.Fprintf(w, "drafts prepared by model turns: %d; model requests: %d\n", r.Drafts, r.ModelRequests)
@@ -95,7 +108,7 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 
 // check reads the journal, the vault and the fake Telegram after the bot stopped.
 func (w *world) check() *Report {
-	r := &Report{Seed: w.cfg.Seed, Actions: w.count, EndStates: map[journal.State]int{}}
+	r := &Report{Seed: w.cfg.Seed, Actions: w.count, EndStates: map[journal.State]int{}, ByTool: map[string]int{}}
 	ctx := context.Background()
 	j, done, err := w.openJournal()
 	if err != nil {
@@ -113,8 +126,8 @@ func (w *world) check() *Report {
 	byText := map[string][]journal.Operation{}
 	for _, op := range ops {
 		r.EndStates[op.State]++
-		if op.Payload.Text != "" {
-			byText[op.Payload.Text] = append(byText[op.Payload.Text], op)
+		for _, text := range deliveredTexts(op) {
+			byText[text] = append(byText[text], op)
 		}
 	}
 	deliveries := w.deliveries()
@@ -137,16 +150,21 @@ func (w *world) check() *Report {
 	if w.agents != nil {
 		r.Invariants = append(r.Invariants, w.agents.operationsJournaled(all), w.agents.viewsHold(ops, deliveries))
 	}
+	if w.mix != nil {
+		w.checkActions(ctx, j, all, r)
+	}
 	return r
 }
 
-// deliveries counts, per text, the messages the fake Telegram holds in the target
-// chats.
+// deliveries counts, per text (or caption), the messages the fake Telegram holds
+// in the target chats, by the text each was sent with: an edit changes what a
+// message reads, not what was delivered, and a message deleted since was
+// delivered all the same.
 func (w *world) deliveries() map[string]int {
 	got := map[string]int{}
 	for _, m := range w.srv.AllMessages() {
-		if m.Chat.ID >= firstChat && m.Deleted == false {
-			got[m.RawText]++
+		if m.Chat.ID >= firstChat {
+			got[w.sentText(m)]++
 		}
 	}
 	return got
@@ -207,9 +225,12 @@ func (w *world) journalMatchesTelegram(ops []journal.Operation, deliveries map[s
 	in := Invariant{Name: "committed means delivered, and every delivery is known to the journal"}
 	committed := map[string]int{}
 	for _, op := range ops {
-		if op.State == journal.Committed {
-			if committed[op.Payload.Text]++; committed[op.Payload.Text] > deliveries[op.Payload.Text] {
-				in.Broken = append(in.Broken, fmt.Sprintf("%s is committed, and Telegram holds no %q for it", op.ID, op.Payload.Text))
+		if op.State != journal.Committed {
+			continue
+		}
+		for _, text := range deliveredTexts(op) {
+			if committed[text]++; committed[text] > deliveries[text] {
+				in.Broken = append(in.Broken, fmt.Sprintf("%s is committed, and Telegram holds no %q for it", op.ID, text))
 			}
 		}
 	}
@@ -256,7 +277,10 @@ func (w *world) everyCommandTakenOnce(ctx context.Context, j *journal.Journal) I
 		case c.model && len(commits(ops)) > 1:
 			// A turn a kill cut short may have made none; never more than it was asked.
 			in.Broken = append(in.Broken, fmt.Sprintf("the model turn %q made %d commits, want at most 1", c.text, len(commits(ops))))
-		case !c.model && len(ops) != 1:
+		case c.line != "" && len(ops) > 1:
+			// A call refused as it was prepared (a message deleted meanwhile) makes none.
+			in.Broken = append(in.Broken, fmt.Sprintf("the command %q made %d operations, want at most 1", c.line, len(ops)))
+		case !c.model && c.line == "" && len(ops) != 1:
 			in.Broken = append(in.Broken, fmt.Sprintf("the command %q made %d operations, want 1", c.text, len(ops)))
 		}
 	}
@@ -311,9 +335,9 @@ func commits(ops []journal.Operation) []journal.Operation {
 // tool again.
 func noToolRanTwice(ops []journal.Operation) Invariant {
 	in := Invariant{Name: "no tool ran twice for one call (retried model requests, replayed updates)"}
-	seen := map[[3]string]string{}
+	seen := map[[4]string]string{}
 	for _, op := range ops {
-		k := [3]string{op.TaskID, op.Tool, op.Payload.Text}
+		k := [4]string{op.TaskID, op.Tool, op.Payload.Text, op.PayloadSHA256}
 		if first, ok := seen[k]; ok {
 			in.Broken = append(in.Broken, fmt.Sprintf("%s ran twice in task %s: %s and %s (%q)", op.Tool, op.TaskID, first, op.ID, op.Payload.Text))
 			continue

@@ -5,7 +5,9 @@
 // expire, /resolve and /retry from the phone, bot ops and bot vault beside the bot,
 // and SIGKILL followed by a restart, many times), with some of the sends made by
 // model turns and some by outside agents over MCP (bot mcp over stdio beside the
-// bot, and HTTP to its -mcp-listen), then checks the promises:
+// bot, and HTTP to its -mcp-listen), and a share of the calls (-actions) photos,
+// albums, edits, deletes, pins and declared HTTP tools against a fake service,
+// then checks the promises:
 //
 //   - no operation delivered twice;
 //   - nothing delivered without an approval or an auto-approve rule;
@@ -15,7 +17,11 @@
 //   - every command Telegram handed over was taken exactly once;
 //   - the journal and the vault agree; no secret in any file or log line;
 //   - every MCP operation is journaled (surface mcp, transport telegram), and
-//     what the MCP tools reported, the journal and Telegram bear out.
+//     what the MCP tools reported, the journal and Telegram bear out;
+//   - nothing additive delivered twice, one effect per Idempotency-Key, every
+//     state-setting unknown settled by the system (or left to a person after
+//     the repeat failed too), each changed message as the journal says, and the
+//     HTTP header secret in no file, log line, card or Bot API call.
 //
 // It prints the seed, the counts per fault and per end state and each invariant,
 // and exits 1 when one is broken.
@@ -52,6 +58,7 @@ func main() {
 	flag.BoolVar(&c.Verbose, "v", false, "print every action")
 	flag.Float64Var(&c.ModelShare, "model", 0.3, "share of the sends made as plain text, by a model turn against the scripted model (0: no model)")
 	flag.Float64Var(&c.MCPShare, "mcp", 0.2, "share of the sends made by outside agents over MCP, half through `bot mcp` over stdio beside the bot, half over HTTP to its -mcp-listen (0: none)")
+	flag.Float64Var(&c.Actions, "actions", 0.3, "share of the calls that are not text sends: photos, edits, deletes, pins and unpins by command; albums and declared HTTP tools by the MCP callers (0: text sends only, as runs before)")
 	flag.BoolVar(&c.FullDisk, "full-disk", true, "put the data folder on a small tmpfs and fill it at times (needs root; not with a PostgreSQL journal)")
 	flag.IntVar(&c.Replicas, "replicas", 1, "bot run processes on one PostgreSQL journal, taking updates by webhook behind a load balancer (above 1 needs -journal)")
 	flag.StringVar(&c.Journal, "journal", os.Getenv("COUNTERSIGN_DATABASE_URL"), "a postgres:// URL: the run makes a schema of its own there, and the bot takes updates by webhook (default $COUNTERSIGN_DATABASE_URL; empty: SQLite, long polling)")

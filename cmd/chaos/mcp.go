@@ -107,6 +107,13 @@ func (a *agents) breaks(format string, args ...any) {
 // send has caller i commit text to target, and follow the operation, in the
 // background.
 func (a *agents) send(i int, target int64, text string) {
+	a.commit(i, "commit_send_message", map[string]any{"chat_id": fmt.Sprint(target), "text": text}, text)
+}
+
+// commit has caller i call commit tool with args, and follow the operation, in
+// the background. key is the run's words for the call, unique in the run and
+// found in its payload (a text, a caption, an HTTP body).
+func (a *agents) commit(i int, tool string, args map[string]any, key string) {
 	c := a.callers[i]
 	a.mu.Lock()
 	a.busy++
@@ -119,7 +126,7 @@ func (a *agents) send(i int, target int64, text string) {
 			a.busy--
 			a.mu.Unlock()
 		}()
-		c.send(target, text)
+		c.commit(tool, args, key)
 	}()
 }
 
@@ -185,8 +192,13 @@ func (a *agents) view(id string, r tools.Result) {
 	if r.SideEffect != tools.SideEffectCommitted || r.Status != tools.StatusSucceeded {
 		return
 	}
-	if op, ok := a.w.operation(id); ok && len(a.w.messagesOf(op)) == 0 {
-		a.breaks("%s reported committed over MCP, and Telegram holds no %q", id, text)
+	j, done, err := a.w.openJournal()
+	if err != nil {
+		return
+	}
+	defer done()
+	if op, err := j.Operation(context.Background(), id); err == nil && !a.w.landed(j, op) {
+		a.breaks("%s reported committed over MCP, and Telegram (or the service) holds no %q", id, text)
 	}
 }
 
@@ -211,7 +223,7 @@ func (c *caller) connect() (*sdk.ClientSession, error) {
 				HTTPClient: &http.Client{Transport: bearer{mcpToken}}}
 		} else {
 			cmd := exec.Command(c.a.w.cfg.Bot, append(append([]string{"mcp"}, c.a.w.dataArgs()...), "-policies", c.a.w.policies)...)
-			cmd.Env = append(childEnv(), fmt.Sprintf("BOT_OPERATORS=%d", operator), fmt.Sprintf("BOT_APPROVERS=%d,%d", operator, approver))
+			cmd.Env = append(c.a.w.childEnv(), fmt.Sprintf("BOT_OPERATORS=%d", operator), fmt.Sprintf("BOT_APPROVERS=%d,%d", operator, approver))
 			cmd.Stderr = c.log
 			t = &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}
 		}
@@ -313,17 +325,16 @@ func (c *caller) call(name string, args map[string]any, tries int) (tools.Result
 	return tools.Result{}, false
 }
 
-// send commits text to target and follows the operation to its outcome, as an
-// agent that reads the contract would.
-func (c *caller) send(target int64, text string) {
-	args := map[string]any{"chat_id": fmt.Sprint(target), "text": text}
+// commit calls tool with args (text is the run's key of the call) and follows
+// the operation to its outcome, as an agent that reads the contract would.
+func (c *caller) commit(tool string, args map[string]any, text string) {
 	var id string
 	for attempt := 0; id == "" && attempt < 20 && c.a.ctx.Err() == nil; attempt++ {
 		c.a.mu.Lock()
 		c.a.calls[text]++
 		c.a.commits++
 		c.a.mu.Unlock()
-		r, res, err := c.try("commit_send_message", args, false)
+		r, res, err := c.try(tool, args, false)
 		switch {
 		case errors.Is(err, errAnswered):
 			// Not a result (the journal refused the write, on a full disk): the
@@ -336,7 +347,7 @@ func (c *caller) send(target int64, text string) {
 			// which is a second operation if the first was journaled.
 			c.a.note("commit call cut, outcome not known to the caller")
 			if c.rnd.IntN(2) == 0 {
-				if found := c.findPending(target, text); found != "" {
+				if found := c.findPending(args, text); found != "" {
 					c.a.note("cut commit found in list_pending")
 					id = found
 				}
@@ -348,7 +359,7 @@ func (c *caller) send(target int64, text string) {
 			// The journal had no room (a full disk): nothing sent, and whether it
 			// was journaled is not known. The caller looks first, as the result says.
 			c.a.note("commit refused for a full disk")
-			if found := c.findPending(target, text); found != "" {
+			if found := c.findPending(args, text); found != "" {
 				c.a.note("full-disk commit found in list_pending")
 				id = found
 				break
@@ -380,9 +391,14 @@ func (c *caller) send(target int64, text string) {
 	c.follow(id)
 }
 
-// findPending looks, in list_pending, for the operation a cut commit may have
-// made: the same target and text.
-func (c *caller) findPending(target int64, text string) string {
+// findPending looks, in list_pending, for the operation a cut commit of a text
+// may have made: the same target and text. Another call is not looked for: it
+// is called again.
+func (c *caller) findPending(args map[string]any, text string) string {
+	target, ok := args["chat_id"]
+	if _, isText := args["text"]; !ok || !isText {
+		return ""
+	}
 	for range 3 {
 		_, res, err := c.try("list_pending", map[string]any{}, false)
 		if err != nil {
@@ -394,7 +410,7 @@ func (c *caller) findPending(target int64, text string) string {
 		b, _ := json.Marshal(res.StructuredContent)
 		json.Unmarshal(b, &out)
 		for _, v := range out.Operations {
-			if v.Target == fmt.Sprint(target) && v.Text == text {
+			if v.Target == target && v.Text == text {
 				return v.ID
 			}
 		}
@@ -516,14 +532,18 @@ func (a *agents) operationsJournaled(all []journal.Operation) Invariant {
 	made := map[string]int{}
 	for _, op := range all {
 		byID[op.ID] = op
-		isMCP := strings.Contains(op.Payload.Text, " mcp ")
+		key := mcpKey(op)
+		if key == "" && op.Surface == "mcp" && op.State == journal.Failed {
+			key = a.texts[op.ID] // failed as it was prepared (a full disk): no payload holds the call's words
+		}
+		isMCP := key != ""
 		switch {
 		case op.Surface == "mcp" && !strings.HasPrefix(op.Tool, "commit_"):
 			in.Broken = append(in.Broken, fmt.Sprintf("%s is a %s over MCP, which no caller made", op.ID, op.Tool))
 		case op.Surface == "mcp" && !isMCP, op.Surface != "mcp" && isMCP:
 			in.Broken = append(in.Broken, fmt.Sprintf("%s (%q) was made by surface %q", op.ID, op.Payload.Text, op.Surface))
 		case isMCP:
-			made[op.Payload.Text]++
+			made[key]++
 		}
 	}
 	for text, n := range made {
@@ -536,8 +556,8 @@ func (a *agents) operationsJournaled(all []journal.Operation) Invariant {
 		switch {
 		case !ok:
 			in.Broken = append(in.Broken, fmt.Sprintf("%s was given to an MCP caller and is not in the journal", id))
-		case op.Surface != "mcp" || op.Transport != "telegram" || op.Payload.Text != a.texts[id]:
-			in.Broken = append(in.Broken, fmt.Sprintf("%s: surface %q, transport %q, text %q; want mcp, telegram, %q", id, op.Surface, op.Transport, op.Payload.Text, a.texts[id]))
+		case op.Surface != "mcp" || op.Transport != "telegram" || mcpKey(op) != a.texts[id] && op.State != journal.Failed:
+			in.Broken = append(in.Broken, fmt.Sprintf("%s: surface %q, transport %q, call %q; want mcp, telegram, %q", id, op.Surface, op.Transport, mcpKey(op), a.texts[id]))
 		}
 	}
 	return in
@@ -578,6 +598,10 @@ func states(r tools.Result) ([]journal.State, bool) {
 		return []journal.State{journal.Rejected, journal.Expired, journal.Cancelled, journal.Failed}, true
 	case r.SideEffect == tools.SideEffectUnknown:
 		return []journal.State{journal.Unknown}, false
+	case r.Status == tools.StatusRepairable:
+		// Refused as it was prepared, or by the service, with nothing sent: the
+		// operation ended failed, and the caller may make another.
+		return []journal.State{journal.Failed}, false
 	case r.Status == tools.StatusRetryable:
 		return []journal.State{journal.NotDelivered, journal.RetryWait}, false
 	}

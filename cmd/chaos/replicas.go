@@ -171,9 +171,17 @@ func (w *world) openJournal() (j *journal.Journal, done func(), err error) {
 }
 
 // childEnv is the environment of every bot process: the run's own, without a
-// journal URL the run did not choose (the journal is named by flags).
-func childEnv() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "COUNTERSIGN_DATABASE_URL=") })
+// journal URL the run did not choose (the journal is named by flags), with the
+// HTTP tools' header secret when they are in the mix (a process that builds the
+// tools refuses to start without it).
+func (w *world) childEnv() []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "COUNTERSIGN_DATABASE_URL=") || strings.HasPrefix(kv, apiTokenEnv+"=")
+	})
+	if w.mix != nil {
+		env = append(env, apiTokenEnv+"="+w.mix.token)
+	}
+	return env
 }
 
 // freshSchema creates a schema of its own for the run in the database at base
@@ -260,7 +268,7 @@ func (w *world) startReplica(r *replica) error {
 	if w.webhook() {
 		api = w.srv.ClientURL(r.name) // the calls of each replica, told apart
 	}
-	r.cmd.Env = append(childEnv(), "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_URL="+api,
+	r.cmd.Env = append(w.childEnv(), "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_URL="+api,
 		"COUNTERSIGN_POLL_TIMEOUT=1s", fmt.Sprintf("BOT_OPERATORS=%d", operator),
 		fmt.Sprintf("BOT_APPROVERS=%d,%d", operator, approver))
 	if w.webhook() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/tools"
 )
 
 // tick is the pace of the schedule: one round of decisions.
@@ -72,8 +73,13 @@ func (w *world) storm(ctx context.Context, policies string) {
 			nextKill = nextKill.Add(every)
 		}
 		if sent < w.cfg.Ops && now.After(nextSend) {
+			// Drawn only with the mix in: a run with -actions 0 makes the schedule
+			// it made before there was one.
+			action := w.mix != nil && w.rnd.Float64() < w.cfg.Actions
 			r := w.rnd.Float64()
 			switch {
+			case action:
+				w.action(sent)
 			case w.model != nil && r < w.cfg.ModelShare:
 				w.note("plain text for a model turn")
 				w.sendCommand(w.target(), fmt.Sprintf("chaos %d model %d", w.cfg.Seed, sent), true)
@@ -228,7 +234,7 @@ func (w *world) resolveByHand() {
 		w.note("bot vault resolve " + answer + " beside the bot")
 		args := append(append([]string{"vault", "resolve"}, w.dataArgs()...), "-policies", w.policies, "-by", "chaos", op.ID, answer)
 		cmd := exec.Command(w.cfg.Bot, args...)
-		cmd.Env = childEnv()
+		cmd.Env = w.childEnv()
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(w.out, "chaos: bot vault resolve %s: %v\n%s", op.ID, err, out)
@@ -302,7 +308,7 @@ func (w *world) beside() {
 	args := [][]string{{"ops", "list"}, {"vault", "list"}}[w.rnd.IntN(2)]
 	w.note("bot " + args[0] + " " + args[1] + " beside the bot")
 	cmd := exec.Command(w.cfg.Bot, append(args, w.dataArgs()...)...)
-	cmd.Env = childEnv()
+	cmd.Env = w.childEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		w.note("beside command failed")
 		fmt.Fprintf(w.out, "chaos: bot %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -411,7 +417,7 @@ func (w *world) followUp(s *seen, closing bool) {
 		}
 		s.ops[op.ID] = true
 		switch {
-		case !closing && w.rnd.IntN(2) == 0 && w.rnd.IntN(2) == 0:
+		case !closing && w.rnd.IntN(2) == 0 && w.rnd.IntN(2) == 0 && op.Tool == "commit_send_message":
 			underKill = append(underKill, op) // after the journal is closed
 		case !closing && w.rnd.IntN(2) == 0:
 			w.note("/retry from the phone")
@@ -525,6 +531,9 @@ func (w *world) arrived(id string) (bool, bool) {
 	op, err := j.Operation(context.Background(), id)
 	if err != nil {
 		return false, false
+	}
+	if a := op.Payload.Action; a != "" && a != tools.ActionSendMessage && a != tools.ActionPublishPost {
+		return w.arrivedOther(j, op)
 	}
 	msgs := len(w.messagesOf(op))
 	if msgs == 0 || !strings.Contains(op.Payload.Text, " mcp ") {

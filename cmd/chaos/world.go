@@ -30,6 +30,10 @@ type Config struct {
 	// ModelShare is the share of the sends made as plain text, for a model turn
 	// (0: commands only, and no model configured).
 	ModelShare float64
+	// Actions is the share of the calls that are not text sends: photos,
+	// edits, deletes, pins and unpins by chat command; albums and declared HTTP
+	// tools (against a fake service) by the MCP callers. 0: text sends only.
+	Actions float64
 	// FullDisk mounts the data folder on a small tmpfs and fills it at times
 	// (root only; without mount the run says so and goes on without).
 	FullDisk bool
@@ -74,6 +78,7 @@ type world struct {
 	model     *model         // nil: no model configured
 	disk      *disk          // nil: no full disk in the mix
 	agents    *agents        // nil: no MCP callers
+	mix       *mix           // nil: text sends only
 	fullUntil time.Time      // when the filled disk is freed
 
 	mu       sync.Mutex
@@ -86,7 +91,8 @@ type command struct {
 	msgID  int
 	target int64
 	text   string
-	model  bool // plain text for a model turn, not /send
+	model  bool   // plain text for a model turn, not /send
+	line   string // a command that is not /send (/photo, /edit, ...), as typed
 }
 
 // Run makes one chaos run and prints its report to out. The error is for a run
@@ -156,6 +162,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 		w.model = newModel(cfg.Seed)
 		defer w.model.close()
 	}
+	if cfg.Actions > 0 {
+		if w.mix, err = newMix(root); err != nil {
+			return nil, err
+		}
+		defer w.mix.close()
+	}
 	policies, err := w.writePolicy(root)
 	if err != nil {
 		return nil, err
@@ -174,8 +186,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 	}
 	w.srv = telegramtest.New(telegramtest.Options{Token: token})
 	defer w.srv.Close()
-	fmt.Fprintf(out, "chaos: seed %d, %d sends over %d chats (%.0f%% by model turns, %.0f%% by MCP callers), %d kills, full disk %v, faults for %s\n",
-		cfg.Seed, cfg.Ops, cfg.Chats, 100*cfg.ModelShare, 100*w.cfg.MCPShare, cfg.Kills, w.disk != nil, cfg.Duration)
+	fmt.Fprintf(out, "chaos: seed %d, %d calls over %d chats (%.0f%% not text sends; of the sends %.0f%% by model turns, %.0f%% by MCP callers), %d kills, full disk %v, faults for %s\n",
+		cfg.Seed, cfg.Ops, cfg.Chats, 100*cfg.Actions, 100*cfg.ModelShare, 100*w.cfg.MCPShare, cfg.Kills, w.disk != nil, cfg.Duration)
 	if w.webhook() {
 		fmt.Fprintf(out, "chaos: %d replicas on PostgreSQL (%s), updates by webhook through the balancer\n", len(w.reps), journal.Where(cfg.Journal))
 		delivering, stopDelivery := context.WithCancel(ctx)
@@ -266,6 +278,14 @@ func (w *world) writePolicy(dir string) (string, error) {
 	if !strings.Contains(p, "approval_ttl: 40s") || !strings.Contains(p, "chats: [") {
 		return "", fmt.Errorf("%s: approval_ttl or auto_approve not in the expected form", w.cfg.Policies)
 	}
+	if w.mix != nil {
+		const after = "  commit_publish_post:\n    side_effect: committed\n    approval: required\n"
+		if !strings.Contains(p, after) {
+			return "", fmt.Errorf("%s: commit_publish_post not in the expected form", w.cfg.Policies)
+		}
+		p = strings.Replace(p, after, after+w.mix.policy(), 1)
+		p += fmt.Sprintf("\nfiles:\n  roots: [%q]\n", w.mix.root)
+	}
 	path := filepath.Join(dir, "policies.yaml")
 	return path, os.WriteFile(path, []byte(p), 0o600)
 }
@@ -321,6 +341,11 @@ func (w *world) push(c command) int64 {
 	if c.model {
 		msg["text"] = ask(c.target, c.text)
 		delete(msg, "entities")
+	}
+	if c.line != "" {
+		word, _, _ := strings.Cut(c.line, " ")
+		msg["text"] = c.line
+		msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len(word)}}
 	}
 	return w.srv.PushUpdate(map[string]any{"message": msg})
 }

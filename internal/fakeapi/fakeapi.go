@@ -79,6 +79,7 @@ type Server struct {
 
 	srv      *httptest.Server
 	done     chan struct{}
+	closing  sync.Once
 	mu       sync.Mutex
 	steps    map[string][]Step
 	requests []Request
@@ -89,14 +90,25 @@ type Server struct {
 
 // New starts a server, closed when the test ends.
 func New(t testing.TB) *Server {
+	s := Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server outside a test (a chaos run); Close ends it.
+func Start() *Server {
 	s := &Server{done: make(chan struct{}), steps: map[string][]Step{}, byKey: map[string]Effect{}, received: make(chan struct{}, 1000)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
-	t.Cleanup(func() {
+	return s
+}
+
+// Close ends the server, and the answers still hanging with it.
+func (s *Server) Close() {
+	s.closing.Do(func() {
 		close(s.done) // ends the hanging answers, so Close does not wait on them
 		s.srv.Close()
 	})
-	return s
 }
 
 // Script makes the next requests to path (one each) answer as steps say;
