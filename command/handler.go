@@ -54,6 +54,11 @@ type Reply struct {
 	Approvals []Approval
 	// Result is the tool result behind the reply, when there is one.
 	Result *tools.Result
+	// Listed are the operations a list names, in its order; Pending marks the
+	// list of what waits for a person (/pending), whose surface may put a
+	// decision's buttons beside each.
+	Listed  []journal.Operation
+	Pending bool
 }
 
 // Approval is what an approver must see to decide: the exact payload and its hash.
@@ -107,8 +112,10 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 	case "ops":
 		return h.list(ctx, journal.Filter{Limit: 10}, "No operations yet.")
 	case "pending":
-		return h.list(ctx, journal.Filter{States: []journal.State{journal.AwaitingApproval, journal.Unknown, journal.NotDelivered, journal.RetryWait}},
+		r, err := h.list(ctx, journal.Filter{States: []journal.State{journal.AwaitingApproval, journal.Unknown, journal.NotDelivered, journal.RetryWait}},
 			"Nothing waits for approval or verification.")
+		r.Pending = true
+		return r, err
 	case "resolve":
 		r, err := h.Operator.Resolve(ctx, c.OpID, c.Delivered, fmt.Sprint(user))
 		return h.outcome(ctx, c.OpID, r, err)
@@ -401,7 +408,7 @@ func (h *Handler) list(ctx context.Context, f journal.Filter, empty string) (Rep
 	for _, op := range ops {
 		b.WriteString(Line(op) + "\n")
 	}
-	return Reply{Text: strings.TrimSuffix(b.String(), "\n")}, nil
+	return Reply{Text: strings.TrimSuffix(b.String(), "\n"), Listed: ops}, nil
 }
 
 // Line is one operation on one line: id, state, action, target, an excerpt, time.

@@ -107,15 +107,8 @@ func cardText(a *command.Approval, inline bool, audience string) string {
 // went. resent says the card is shown late, after a restart or for another
 // surface's request, and tells the requester so.
 func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int64, a *command.Approval, resent bool) {
-	inline := len(a.Operation.Payload.Parts) == 0
-	audience := t.audience(ctx, a.Shown.Audience)
-	text := cardText(a, true, audience)
-	if tools.Units(text) > tools.MaxMessageUnits || !inline {
-		inline, text = false, cardText(a, false, audience)
-	}
-	kb := keyboard(
-		button{Text: "✅ Approve", CallbackData: callbackData(approveKind, a.ID, "y")},
-		button{Text: "❌ Reject", CallbackData: callbackData(approveKind, a.ID, "n")})
+	inline, text := t.card(ctx, a)
+	kb := decisionKeyboard(a.ID)
 	defer t.cards.lock(a.ID)()
 	shown, err := t.shownIn(ctx, a.ID)
 	if err != nil {
@@ -146,6 +139,25 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 	case !slices.Contains(a.Approvers, requester):
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; the card went to %d approver(s).", a.Operation.ID, reached))
 	}
+}
+
+// card is the text of an approval's card, and whether the text it asks about
+// is inside it (inline) or in previews above it (too long for one message).
+func (t *Bot) card(ctx context.Context, a *command.Approval) (inline bool, text string) {
+	inline = len(a.Operation.Payload.Parts) == 0
+	audience := t.audience(ctx, a.Shown.Audience)
+	text = cardText(a, true, audience)
+	if tools.Units(text) > tools.MaxMessageUnits || !inline {
+		inline, text = false, cardText(a, false, audience)
+	}
+	return inline, text
+}
+
+// decisionKeyboard is the Approve and Reject buttons of approval id.
+func decisionKeyboard(id string) inlineKeyboard {
+	return keyboard(
+		button{Text: "✅ Approve", CallbackData: callbackData(approveKind, id, "y")},
+		button{Text: "❌ Reject", CallbackData: callbackData(approveKind, id, "n")})
 }
 
 // shownIn is the set of chats a card of approval apID was recorded in.

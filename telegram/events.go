@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -181,9 +182,7 @@ func (t *Bot) remindApproval(ctx context.Context, a journal.Approval) {
 	left := a.Expires.Sub(t.opts.Clock()).Round(time.Minute)
 	text := fmt.Sprintf("⏰ %s still waits for a decision: it expires at %s (in %s), and nothing is sent without a tap.",
 		a.OperationID, a.Expires.UTC().Format("2006-01-02 15:04 UTC"), left)
-	kb := keyboard(
-		button{Text: "✅ Approve", CallbackData: callbackData(approveKind, a.ID, "y")},
-		button{Text: "❌ Reject", CallbackData: callbackData(approveKind, a.ID, "n")})
+	kb := decisionKeyboard(a.ID)
 	for _, c := range cards {
 		m, err := t.send(ctx, c.ChatID, text, kb, c.MessageID)
 		if err != nil {
@@ -211,4 +210,61 @@ func requesterChat(task journal.Task) (int64, bool) {
 	}
 	chat, err := strconv.ParseInt(task.Chat, 10, 64)
 	return chat, err == nil && chat != 0
+}
+
+// pendingShown is how many of /pending's operations get buttons of their own.
+const pendingShown = 10
+
+// pendingButtons puts beside the /pending list, for the first pendingShown of
+// its operations, what a person can decide from the phone: an approval the
+// user may decide is answered on its card in this chat with Approve and Reject
+// (or its card is shown here, when this chat has none: nothing is approved
+// unseen); an unknown outcome gets It arrived / It did not arrive. Each is
+// recorded as a card, so the decision closes it.
+func (t *Bot) pendingButtons(ctx context.Context, chat, user int64, ops []journal.Operation) {
+	for i, op := range ops {
+		if i == pendingShown {
+			break
+		}
+		switch op.State {
+		case journal.Unknown:
+			t.sendUnknownNotice(ctx, chat, op.ID, command.Line(op))
+		case journal.AwaitingApproval:
+			t.decisionHere(ctx, chat, user, op.ID)
+		}
+	}
+}
+
+// decisionHere answers the card of the approval opID waits on in chat with its
+// buttons, or shows the card there when the chat has none; only to a user who
+// may decide it.
+func (t *Bot) decisionHere(ctx context.Context, chat, user int64, opID string) {
+	a, err := t.handler.Approval(ctx, opID)
+	if err != nil || !slices.Contains(a.Approvers, user) {
+		return
+	}
+	defer t.cards.lock(a.ID)()
+	cards, err := t.journal.Cards(ctx, a.ID)
+	if err != nil {
+		t.log.Warn("pending approval not shown", "op", opID, "err", err)
+		return
+	}
+	for _, c := range cards {
+		if c.ChatID != chat {
+			continue
+		}
+		text := fmt.Sprintf("%s waits for your decision: its card is the message this answers.", opID)
+		m, err := t.send(ctx, chat, text, decisionKeyboard(a.ID), c.MessageID)
+		if err == nil {
+			err = t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
+		}
+		if err != nil {
+			t.log.Warn("pending approval not shown", "op", opID, "err", err)
+		}
+		return
+	}
+	inline, text := t.card(ctx, &a)
+	if err := t.showCard(ctx, chat, &a, inline, text, decisionKeyboard(a.ID)); err != nil {
+		t.log.Warn("pending approval not shown", "op", opID, "err", err)
+	}
 }

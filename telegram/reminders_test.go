@@ -167,3 +167,34 @@ func TestAnApprovalNearItsExpiryIsRemindedOnce(t *testing.T) {
 		t.Errorf("reminders = %d to alice and %d to bob, want one each", a, b)
 	}
 }
+
+// /pending on the phone puts a decision's buttons beside what waits: an
+// approval is answered on its card, and a tap there decides it; an unknown
+// outcome gets the resolve buttons.
+func TestPendingOnThePhoneHasTheButtons(t *testing.T) {
+	r := newRig(t)
+	lost := r.lostSend("did this one arrive?")
+	r.command(alice, "/send 222 still to decide")
+	card := r.card(alice)
+	opID := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+	notices := len(r.srv.CallsTo("sendMessage"))
+	r.command(alice, "/pending")
+	var answer telegramtest.Message
+	r.waitFor("the buttons beside /pending", func(s *telegramtest.Server) bool {
+		resolves := 0
+		for _, m := range s.Messages(alice) {
+			if strings.HasPrefix(m.Text, opID+" waits for your decision") && m.ReplyTo == card.MessageID && strings.Contains(string(m.ReplyMarkup), "ap1:") {
+				answer = m
+			}
+			if strings.Contains(m.Text, lost) && strings.Contains(string(m.ReplyMarkup), "rs1:") {
+				resolves++
+			}
+		}
+		return answer.MessageID != 0 && resolves == 2 // the first notice, and /pending's
+	})
+	if len(r.srv.CallsTo("sendMessage")) <= notices {
+		t.Fatal("nothing was sent for /pending")
+	}
+	r.tap(alice, answer, "Approve")
+	r.waitFor("the send", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.Committed })
+}

@@ -283,6 +283,9 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 	if reply.Text != "" {
 		t.report(ctx, m.Chat.ID, reply)
 	}
+	if reply.Pending {
+		t.pendingButtons(ctx, m.Chat.ID, m.From.ID, reply.Listed)
+	}
 	for i := range reply.Approvals {
 		t.requestApproval(ctx, m.Chat.ID, m.From.ID, &reply.Approvals[i], false)
 	}
