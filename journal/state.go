@@ -40,7 +40,7 @@ var edges = map[State][]State{
 	Approved:         {Committing, AwaitingApproval, Failed, Cancelled},
 	Committing:       {Committed, Unknown, Failed, RetryWait, Approved},
 	RetryWait:        {Committing, Failed, Cancelled},
-	Unknown:          {Committed, NotDelivered},
+	Unknown:          {Committed, NotDelivered, Committing},
 	NotDelivered:     {AwaitingApproval, Approved, Cancelled},
 }
 

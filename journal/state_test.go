@@ -21,7 +21,7 @@ var drawn = map[journal.State][]journal.State{
 	journal.Approved:         {journal.Committing, journal.AwaitingApproval, journal.Failed, journal.Cancelled},         // write ahead; asked again by the sender's policy; payload not the approved one
 	journal.Committing:       {journal.Committed, journal.Unknown, journal.Failed, journal.RetryWait, journal.Approved}, // decision table; repair by schema
 	journal.RetryWait:        {journal.Committing, journal.Failed, journal.Cancelled},                                   // the scheduled retry
-	journal.Unknown:          {journal.Committed, journal.NotDelivered},                                                 // resolved delivered, or not
+	journal.Unknown:          {journal.Committed, journal.NotDelivered, journal.Committing},                             // resolved delivered, or not; a state-setting call a stop left unknown, settled by the operator
 	journal.NotDelivered:     {journal.AwaitingApproval, journal.Approved, journal.Cancelled},                           // /retry
 }
 

@@ -41,7 +41,7 @@ func (o *Operator) Resume(ctx context.Context) error {
 		switch {
 		case op.State == journal.Unknown:
 			if slices.Contains(recovered, op.ID) {
-				o.tellUnknown(ctx, op, "the process stopped while it was sending")
+				o.settleOrTell(ctx, &o.wg, op, "the process stopped while it was sending")
 			}
 		case o.opts.Journal.Free(op, now): // another live replica's is its own to run
 			o.start(ctx, &o.wg, op.ID, "resumed operation failed")
@@ -60,6 +60,20 @@ func (o *Operator) start(ctx context.Context, wg *sync.WaitGroup, id, what strin
 		defer release()
 		if _, err := o.run(ctx, id); err != nil && ctx.Err() == nil {
 			o.opts.Logger.Error(what, "op", id, "err", err)
+		}
+	}()
+}
+
+// settleOrTell settles, in the background, a state-setting operation a stop
+// left unknown (settleStopped), and tells a person of any other.
+func (o *Operator) settleOrTell(ctx context.Context, wg *sync.WaitGroup, op journal.Operation, why string) {
+	release := o.hold(op.ID) // the watch must not take it meanwhile
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer release()
+		if !o.settleStopped(ctx, op, why) {
+			o.tellUnknown(ctx, op, why)
 		}
 	}()
 }

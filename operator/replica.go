@@ -128,11 +128,11 @@ func (o *Operator) recoverExpired(ctx context.Context) {
 		o.warn(ctx, "commits of a stopped replica not recovered", err)
 	}
 	for _, id := range ids {
-		o.opts.Logger.Warn("a replica stopped while it was sending; the outcome is unknown and it will not be resent", "op", id)
+		o.opts.Logger.Warn("a replica stopped while it was sending; the outcome is unknown: a state-setting call is settled here, any other left to a person and not resent", "op", id)
 		if o.opts.Observe != nil {
 			o.opts.Observe(Attempt{Operation: id, Outcome: journal.Unknown, Interrupted: true})
 		}
-		o.tellUnknown(ctx, o.current(ctx, id), "the replica sending it stopped")
+		o.settleOrTell(ctx, &o.wg, o.current(ctx, id), "the replica sending it stopped")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/vault"
 )
 
 // An unknown outcome of a state-setting commit (an edit) is settled here, not by
@@ -106,4 +107,54 @@ func (o *Operator) settleByReading(ctx context.Context, op journal.Operation, re
 	}
 	o.publishOutcome(ctx, op.ID, r)
 	return &r, nil
+}
+
+// ReasonSettleStopped is the reason of the move from unknown back to
+// committing of a state-setting commit that a stopped process (or replica)
+// left committing: the operator settles it as it settles an answer lost.
+const ReasonSettleStopped = "settle: a stop left the state-setting call's outcome unknown; the system settles it"
+
+// settleStopped settles the outcome of a state-setting commit that a stopped
+// process (or replica) left committing, which recovery made unknown: under
+// this process's claim, the same call is repeated (or, for a tool whose
+// repeat has a cost, its state read), as when an attempt loses its answer. It
+// reports false, having done nothing, for an operation the operator does not
+// settle (an additive one: a person is told), and true once it has taken it:
+// what came of it is recorded and told as any outcome.
+func (o *Operator) settleStopped(ctx context.Context, op journal.Operation, why string) bool {
+	tool, ok := o.opts.Tools.Get(op.Tool)
+	committer, commits := tool.(tools.Committer)
+	if !ok || !commits || len(op.Payload.Messages()) != 1 || op.Transport != o.opts.Transport {
+		return false
+	}
+	task, err := o.opts.Journal.Task(ctx, op.TaskID)
+	if err != nil || !o.settles(task, tool) {
+		return false
+	}
+	if err := o.move(ctx, op.ID, journal.Move{From: journal.Unknown, To: journal.Committing, Reason: ReasonSettleStopped}); err != nil {
+		// Resolved meanwhile, or held by another live replica: theirs to tell.
+		o.opts.Logger.Info("state-setting call left unknown by a stop not settled here", "op", op.ID, "err", err)
+		return errors.Is(err, journal.ErrStateChanged) || errors.Is(err, journal.ErrHeld)
+	}
+	op.State = journal.Committing
+	ctx = tools.WithOperation(ctx, op.ID)
+	fence := &journal.Fence{Operation: op.ID, Attempt: op.Attempts}
+	ctx = tools.WithFence(context.WithoutCancel(ctx), func(ctx context.Context) error { return o.opts.Journal.Hold(ctx, *fence) })
+	v, cause := verdict{class: classVerify, reason: why}, errors.New(why)
+	if reader, ok := tool.(tools.StateReader); ok {
+		_, err = o.settleByReading(ctx, op, reader, v, cause)
+	} else {
+		_, err = o.settle(ctx, op, committer, fence, v, cause)
+	}
+	if err != nil && ctx.Err() == nil {
+		o.opts.Logger.Error("state-setting call left unknown by a stop not settled", "op", op.ID, "err", err)
+	}
+	// The start's reconcile may have written the note of the unknown outcome
+	// before it was settled: it says now what the journal says.
+	if o.opts.Vault != nil && o.leading() {
+		if err := o.noteWhatCameMeanwhile(ctx, op.ID); err != nil && !errors.Is(err, vault.ErrNotFound) {
+			o.opts.Logger.Warn("the note of a settled call does not say so yet; the sweep's reconcile will", "op", op.ID, "err", err)
+		}
+	}
+	return true
 }

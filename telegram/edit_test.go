@@ -1,8 +1,12 @@
 package telegram_test
 
 import (
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-telegram/bot"
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -229,6 +233,79 @@ func TestAPinIsSettledByReadingTheChat(t *testing.T) {
 			if got := len(pinned) == 1 && pinned[0] == sent.MessageID; got != (tc.wantState == journal.Committed) {
 				t.Errorf("pinned = %v, want message %d pinned: %v", pinned, sent.MessageID, tc.wantState == journal.Committed)
 			}
+		})
+	}
+}
+
+// An edit whose process stopped while it was committing is settled by the
+// next start, not left to a person: recovery makes it unknown, and the
+// operator repeats it under its own claim and reads Telegram's answer. Whether
+// the stopped process's request had landed or not, the message ends edited
+// once, the operation committed, its path in the journal, and no envelope.
+func TestAnEditAStopLeftUnknownIsSettledByTheNextStart(t *testing.T) {
+	for _, landed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "landed", false: "not landed"}[landed], func(t *testing.T) {
+			r := newRig(t, withEdits(""))
+			r.command(alice, "/send 222 the meeting is at 10")
+			r.tap(alice, r.card(alice), "Approve")
+			sendOp := opIn(t, r.replyContaining(alice, "Sent op-").Text)
+			sent := r.srv.Messages(target)
+			r.command(alice, "/edit "+sendOp+" the meeting is at 11")
+			card := r.replyContaining(alice, "Changes message")
+			editOp := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+			r.shutdown()
+
+			// What the stopped process did: approved, wrote committing, and
+			// (or not) got its edit to Telegram before it died.
+			ctx := t.Context()
+			j, err := journal.Open(ctx, filepath.Join(r.dir, "journal.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := j.LatestApproval(ctx, editOp)
+			if err == nil {
+				_, err = j.Decide(ctx, a.ID, journal.DecideApprove, alice)
+			}
+			if err == nil {
+				err = j.Move(ctx, editOp, journal.Move{From: journal.Approved, To: journal.Committing, Reason: "attempt 1", StartAttempt: true})
+			}
+			j.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if landed {
+				api, err := bot.New(token, bot.WithServerURL(r.srv.URL()), bot.WithSkipGetMe())
+				if err == nil {
+					_, err = api.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: target, MessageID: sent[0].MessageID, Text: "the meeting is at 11"})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := editsIn(r.srv, target)
+
+			r.start()
+			r.waitFor("the edit settled", func(*telegramtest.Server) bool { return r.operation(editOp).State == journal.Committed })
+			if m, _ := r.srv.Message(target, sent[0].MessageID); m.Text != "the meeting is at 11" || m.Edits != 1 {
+				t.Errorf("message reads %q after %d edits, want the edit, once", m.Text, m.Edits)
+			}
+			if n := editsIn(r.srv, target) - before; n != 1 {
+				t.Errorf("editMessageText calls after the start = %d, want the one repeat", n)
+			}
+			ts, _ := r.j.Transitions(ctx, editOp)
+			var path []string
+			for _, tr := range ts[len(ts)-3:] {
+				path = append(path, tr.Reason)
+			}
+			if want := []string{journal.ReasonCrashRecovery, operator.ReasonSettleStopped, operator.ReasonSettled}; !slices.Equal(path, want) {
+				t.Errorf("last transitions %q, want %q", path, want)
+			}
+			// The start's reconcile wrote the note before the settling: it
+			// says delivered now, and asks nobody anything.
+			r.waitFor("the note resolved", func(*telegramtest.Server) bool {
+				e, _, err := r.vault.Get(editOp)
+				return err != nil || !e.Unresolved()
+			})
 		})
 	}
 }
