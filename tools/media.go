@@ -129,9 +129,18 @@ func (m Media) read(ctx context.Context, in args, kind, source string) (File, er
 		return File{}, err
 	}
 	defer r.Close()
-	sum, size, err := m.Store.Put(ctx, r, maxRead)
-	if err != nil {
-		return File{}, in.refuse("file %s could not be read: %v", shown, err)
+	src := &counted{r: r}
+	sum, size, err := m.Store.Put(ctx, src, maxRead)
+	switch {
+	case err == nil:
+	case src.n > maxRead:
+		return File{}, in.refuse("file %s is larger than %d MB, the most Telegram takes", shown, maxRead>>20)
+	case src.err != nil:
+		return File{}, in.refuse("file %s could not be read: %v", shown, src.err)
+	default:
+		// The bot could not keep it (a full disk): nothing is wrong with the
+		// call, and the surface says what is (journal.IsFull reads ENOSPC).
+		return File{}, fmt.Errorf("tools: keep file %s: %w", shown, err)
 	}
 	f := File{Kind: kind, Name: name, Size: size, SHA256: sum, Source: shown, MIME: mime.TypeByExtension(strings.ToLower(path.Ext(name)))}
 	if kind == FilePhoto && size <= verifier.MaxPhotoBytes {
@@ -149,6 +158,23 @@ func (m Media) read(ctx context.Context, in args, kind, source string) (File, er
 		f.MIME = "application/octet-stream"
 	}
 	return f, nil
+}
+
+// counted reads r, counting the bytes and keeping the error that ended it, to
+// tell a source that failed from a store that could not keep what it read.
+type counted struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *counted) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	return n, err
 }
 
 // photoFormat is the format of a photo Telegram takes: a JPEG, PNG or GIF

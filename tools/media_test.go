@@ -2,18 +2,23 @@ package tools_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/countersign/countersign/filestore"
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/verifier"
@@ -173,5 +178,41 @@ func TestAnAlbumsCaptionsAreCheckedEachAgainstTheLimit(t *testing.T) {
 	}
 	if v := check(words(1100), "short"); v.Decision != verifier.Repair || !strings.Contains(v.Summary(), "Telegram takes at most 1024") {
 		t.Errorf("a caption of 1100: %s, want a repair", v.Summary())
+	}
+}
+
+// fullStore is a file store on a full disk: it reads what it is given to its
+// end, and cannot keep it. (A real full disk needs a tmpfs and root; the
+// chaos run has one.)
+type fullStore struct{}
+
+func (fullStore) Put(_ context.Context, r io.Reader, _ int64) (string, int64, error) {
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return "", 0, err
+	}
+	return "", 0, fmt.Errorf("filestore: write: %w", &os.PathError{Op: "write", Path: "files/.put-1", Err: syscall.ENOSPC})
+}
+func (fullStore) Open(context.Context, string) ([]byte, error) { return nil, os.ErrNotExist }
+
+// A file the bot cannot keep (its disk is full) is not a wrong argument: the
+// error is the disk's, for the surface to say so and the caller to wait, not
+// a repair asked of the caller.
+func TestAFileTheBotCannotKeepIsNotTheCallersToRepair(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "a.png")
+	if err := os.WriteFile(path, pngBytes(t, 10, 10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := parse(t, "tools:\n  commit_send_photo:\n    side_effect: committed\n    approval: required\n")
+	p.Files = policy.Files{Roots: []string{root}}
+	r, err := tools.NewRegistry(p, nil, tools.WithFiles(fullStore{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	photo, _ := r.Get("commit_send_photo")
+	_, err = prepareFile(t, photo.(tools.Reader), path, "")
+	var ae *tools.ArgsError
+	if err == nil || errors.As(err, &ae) || !journal.IsFull(err) {
+		t.Errorf("a full disk: %v, want an error the journal reads as a full disk, not a refusal", err)
 	}
 }
