@@ -293,7 +293,7 @@ func (w *world) startReplica(r *replica) error {
 		polls := len(w.srv.CallsTo("getUpdates"))
 		err := w.srv.WaitTimeout(60*time.Second, func(s *telegramtest.Server) bool { return len(s.CallsTo("getUpdates")) > polls })
 		if err != nil {
-			return fmt.Errorf("the bot did not start polling: %w", err)
+			return fmt.Errorf("the bot did not start polling: %w%s", err, logTail(r.log))
 		}
 		return nil
 	}
@@ -526,4 +526,20 @@ func (w *world) countDeliveries(rep *Report) {
 			rep.Actions["webhook: deliveries failed otherwise"]++
 		}
 	}
+}
+
+// logTail is the end of a bot's log, for an error that says why it did not
+// start; "" when there is none to read.
+func logTail(f *os.File) string {
+	if f == nil {
+		return ""
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return "; its log ends:\n" + string(b)
 }

@@ -284,7 +284,11 @@ func (w *world) writePolicy(dir string) (string, error) {
 			return "", fmt.Errorf("%s: commit_publish_post not in the expected form", w.cfg.Policies)
 		}
 		p = strings.Replace(p, after, after+w.mix.policy(), 1)
-		p += fmt.Sprintf("\nfiles:\n  roots: [%q]\n", w.mix.root)
+		const roots = "files:\n  roots: []\n"
+		if !strings.Contains(p, roots) {
+			return "", fmt.Errorf("%s: files.roots not in the expected form", w.cfg.Policies)
+		}
+		p = strings.Replace(p, roots, fmt.Sprintf("files:\n  roots: [%q]\n", w.mix.root), 1)
 	}
 	path := filepath.Join(dir, "policies.yaml")
 	return path, os.WriteFile(path, []byte(p), 0o600)
