@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -113,7 +114,30 @@ type genesisFact struct {
 // after the head they follow, just before it commits.
 type chain struct {
 	off     bool
+	head    *head // the journal's guess at the trail's head
 	pending []AuditRecord
+}
+
+// head is the last record this journal appended: most often still the trail's
+// head, so an append need not read it first. An append after it checks, in
+// the insert itself, that it is (another process, or another journal on the
+// same store, may have appended since), and reads the head when it is not.
+type head struct {
+	mu   sync.Mutex
+	seq  int64
+	hash string
+}
+
+func (h *head) get() (int64, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq, h.hash
+}
+
+func (h *head) set(seq int64, hash string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq, h.hash = seq, hash
 }
 
 // audit queues a record of the fact body about operation op, to be appended
@@ -125,21 +149,41 @@ func (t txn) audit(kind, op, ref string, at time.Time, body any) {
 	t.chain.pending = append(t.chain.pending, AuditRecord{At: ms(at), Kind: kind, Operation: op, Ref: ref, Body: json.RawMessage(mustJSON(body))})
 }
 
-// flushAudit appends the queued records after the trail's head: one read and
-// one insert, inside the transaction of the facts.
+// flushAudit appends the queued records after the trail's head, inside the
+// transaction of the facts: one statement when the journal's last append is
+// still the head, a read of the head and an insert otherwise.
 func (t txn) flushAudit(ctx context.Context) error {
-	if t.chain == nil || len(t.chain.pending) == 0 {
+	c := t.chain
+	if c == nil || len(c.pending) == 0 {
 		return nil
 	}
-	seq, prev, err := auditHead(ctx, t)
+	defer func() { c.pending = c.pending[:0] }()
+	if c.head != nil {
+		if seq, hash := c.head.get(); hash != "" {
+			n, err := t.appendAudit(ctx, seq, hash, true)
+			if err != nil || n == int64(len(c.pending)) {
+				return err
+			}
+		}
+	}
+	seq, hash, err := auditHead(ctx, t)
 	if err != nil {
 		return fmt.Errorf("journal: audit head: %w", err)
 	}
+	_, err = t.appendAudit(ctx, seq, hash, false)
+	return err
+}
+
+// appendAudit inserts the queued records after the record seq whose hash is
+// prev. With guess, the insert happens only if that record is the trail's
+// head, and returns how many rows it inserted (0: it was not).
+func (t txn) appendAudit(ctx context.Context, seq int64, prev string, guess bool) (int64, error) {
+	c := t.chain
 	var b strings.Builder
-	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) VALUES ")
-	args := make([]any, 0, 8*len(t.chain.pending))
-	for i := range t.chain.pending {
-		r := &t.chain.pending[i]
+	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) SELECT * FROM (VALUES ")
+	args := make([]any, 0, 8*len(c.pending)+1)
+	for i := range c.pending {
+		r := &c.pending[i]
 		seq++
 		r.Seq, r.PrevHash = seq, prev
 		r.Hash = r.Sum()
@@ -147,14 +191,26 @@ func (t txn) flushAudit(ctx context.Context) error {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+		b.WriteString("(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))")
 		args = append(args, r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body), r.PrevHash, r.Hash)
 	}
-	t.chain.pending = t.chain.pending[:0]
-	if _, err := t.ExecContext(ctx, b.String(), args...); err != nil {
-		return fmt.Errorf("journal: append to the audit trail: %w", err)
+	b.WriteString(") AS v")
+	if guess {
+		b.WriteString(" WHERE (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1) = ?")
+		args = append(args, c.pending[0].PrevHash)
 	}
-	return nil
+	res, err := t.ExecContext(ctx, b.String(), args...)
+	if err != nil {
+		return 0, fmt.Errorf("journal: append to the audit trail: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("journal: append to the audit trail: %w", err)
+	}
+	if c.head != nil && n > 0 {
+		c.head.set(seq, prev) // if the transaction then fails, the next guess misses and reads
+	}
+	return n, nil
 }
 
 type queryRower interface {

@@ -48,6 +48,7 @@ type Journal struct {
 	rep       *rep     // set by Join: this journal is one of several replicas
 	leads     leads    // the leaderships Lead took
 	auditOff  bool     // WithoutAudit
+	head      head     // the last record this journal appended to the audit trail
 }
 
 // Option configures Open.

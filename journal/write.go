@@ -107,7 +107,7 @@ func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error
 			return fmt.Errorf("wait to write: %w", err)
 		}
 	}
-	t := txn{tx: tx, pg: j.pg != nil, chain: &chain{off: j.auditOff}}
+	t := txn{tx: tx, pg: j.pg != nil, chain: &chain{off: j.auditOff, head: &j.head}}
 	if err := fn(t); err != nil {
 		tx.Rollback()
 		return err
