@@ -104,6 +104,7 @@ func TestAnExportIsCheckedOffline(t *testing.T) {
 		{"the key field swapped for ours", strings.Replace(string(export(t, j, seed(2), 0)),
 			base64.StdEncoding.EncodeToString(seed(2).Public().(ed25519.PublicKey)), base64.StdEncoding.EncodeToString(pub), 1), pub, "the signature does not match"},
 		{"a line after the signature", string(good) + ls[1], pub, "after the signature"},
+		{"the last record edited, its hash and the head recomputed", forgeLast(t, ls), pub, "the signature does not match"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,4 +170,24 @@ func TestKeysAreParsedWithoutShowingThem(t *testing.T) {
 			t.Errorf("%s: the error quotes the key: %v", tt.name, err)
 		}
 	}
+}
+
+// forgeLast changes the last record, which no record after it vouches for,
+// recomputes its hash and puts that in the signature line's head: only the
+// signature can tell.
+func forgeLast(t *testing.T, ls []string) string {
+	t.Helper()
+	n := len(ls) - 1
+	var r journal.AuditRecord
+	if err := json.Unmarshal([]byte(ls[n-1]), &r); err != nil {
+		t.Fatal(err)
+	}
+	old := r.Hash
+	r.At++
+	r.Hash = r.Sum()
+	b, _ := json.Marshal(r)
+	out := append([]string{}, ls...)
+	out[n-1] = string(b) + "\n"
+	out[n] = strings.Replace(out[n], old, r.Hash, 1)
+	return strings.Join(out, "")
 }

@@ -338,3 +338,24 @@ func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
 		}
 	}
 }
+
+func TestTheTrailCostsNoCommitOfItsOwn(t *testing.T) {
+	forEachBackend(t, testTheTrailCostsNoCommitOfItsOwn)
+}
+
+// testTheTrailCostsNoCommitOfItsOwn: a move and its record are one durable
+// commit, as the move alone was.
+func testTheTrailCostsNoCommitOfItsOwn(t *testing.T, name string) {
+	j := open(t, name, time.Now)
+	_, op := newOp(t, j)
+	before, records := j.Commits(), verify(t, j).Records
+	if err := j.Move(context.Background(), op.ID, journal.Move{From: journal.Prepared, To: journal.Verified}); err != nil {
+		t.Fatal(err)
+	}
+	if got := j.Commits() - before; got != 1 {
+		t.Errorf("a move cost %d durable commits, want 1", got)
+	}
+	if got := verify(t, j).Records - records; got != 1 {
+		t.Errorf("a move appended %d records, want 1", got)
+	}
+}
