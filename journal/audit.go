@@ -161,6 +161,9 @@ func (t txn) flushAudit(ctx context.Context) error {
 	if c.head != nil {
 		if seq, hash := c.head.get(); hash != "" {
 			n, err := t.appendAudit(ctx, seq, hash, true)
+			if !t.pg && isUnique(err) {
+				n, err = 0, nil // SQLite: the guessed seq is taken; the failed statement changed nothing
+			}
 			if err != nil || n == int64(len(c.pending)) {
 				return err
 			}
@@ -175,12 +178,21 @@ func (t txn) flushAudit(ctx context.Context) error {
 }
 
 // appendAudit inserts the queued records after the record seq whose hash is
-// prev. With guess, the insert happens only if that record is the trail's
-// head, and returns how many rows it inserted (0: it was not).
+// prev, and returns how many rows it inserted. With guess, on PostgreSQL, the
+// insert happens only if that record is the trail's head (0 rows: it was not);
+// on SQLite, where a failed statement leaves its transaction usable and the
+// plain insert is the cheaper one, a seq already taken fails it instead (the
+// seqs after a head are taken only by appends after it).
 func (t txn) appendAudit(ctx context.Context, seq int64, prev string, guess bool) (int64, error) {
 	c := t.chain
 	var b strings.Builder
-	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) SELECT * FROM (VALUES ")
+	row := "(?, ?, ?, ?, ?, ?, ?, ?)"
+	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) ")
+	if t.pg {
+		b.WriteString("SELECT * FROM (")
+		row = "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))"
+	}
+	b.WriteString("VALUES ")
 	args := make([]any, 0, 8*len(c.pending)+1)
 	for i := range c.pending {
 		r := &c.pending[i]
@@ -191,13 +203,15 @@ func (t txn) appendAudit(ctx context.Context, seq int64, prev string, guess bool
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))")
+		b.WriteString(row)
 		args = append(args, r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body), r.PrevHash, r.Hash)
 	}
-	b.WriteString(") AS v")
-	if guess {
-		b.WriteString(" WHERE (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1) = ?")
-		args = append(args, c.pending[0].PrevHash)
+	if t.pg {
+		b.WriteString(") AS v")
+		if guess {
+			b.WriteString(" WHERE (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1) = ?")
+			args = append(args, c.pending[0].PrevHash)
+		}
 	}
 	res, err := t.ExecContext(ctx, b.String(), args...)
 	if err != nil {

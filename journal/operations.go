@@ -302,9 +302,8 @@ func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, 
 // logTransition writes the transition row and queues its audit record, with
 // what else the move recorded (fact).
 func logTransition(ctx context.Context, tx txn, id string, from, to State, reason string, at time.Time, fact transitionFact) error {
-	var seq int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?) RETURNING seq`,
-		id, from, to, reason, ms(at)).Scan(&seq)
+	seq, err := insertID(ctx, tx, `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?)`,
+		id, from, to, reason, ms(at))
 	if err != nil {
 		return err
 	}
@@ -572,4 +571,19 @@ func (j *Journal) PartDelivered(ctx context.Context, id string, partsDone int, e
 			WHERE operation_id = ? AND n = (SELECT attempts FROM operations WHERE id = ?)`, now, id, id)
 		return err
 	})
+}
+
+// insertID runs an insert into a table keyed by seq and returns the row's seq:
+// SQLite's last rowid, which is the seq, or PostgreSQL's RETURNING.
+func insertID(ctx context.Context, tx txn, query string, args ...any) (int64, error) {
+	var seq int64
+	if tx.pg {
+		err := tx.QueryRowContext(ctx, query+" RETURNING seq", args...).Scan(&seq)
+		return seq, err
+	}
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }

@@ -118,6 +118,7 @@ func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		j.head.set(0, "") // the records it appended are not there: read the head next time
 		return err
 	}
 	if j.pg != nil && c == durable {
