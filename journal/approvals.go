@@ -50,6 +50,7 @@ func insertApproval(ctx context.Context, tx txn, a *Approval) error {
 	if err != nil {
 		return fmt.Errorf("journal: create approval for %s: %w", a.OperationID, err)
 	}
+	tx.auditApproval(a)
 	return nil
 }
 
@@ -174,13 +175,30 @@ func (j *Journal) expireDue(ctx context.Context, query string, args ...any) ([]A
 // approval was decided first.
 func (j *Journal) Withdraw(ctx context.Context, opID string, reason string) error {
 	return j.tx(ctx, func(tx txn) error {
-		res, err := tx.ExecContext(ctx, `UPDATE approvals SET decision = ?, decided_at = ? WHERE operation_id = ? AND decision = ''`,
-			DecideWithdraw, ms(j.now()), opID)
+		now := j.now().UTC()
+		rows, err := tx.QueryContext(ctx, `UPDATE approvals SET decision = ?, decided_at = ? WHERE operation_id = ? AND decision = '' RETURNING id`,
+			DecideWithdraw, ms(now), opID)
 		if err != nil {
 			return fmt.Errorf("journal: withdraw %s: %w", opID, err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("journal: withdraw %s: %w", opID, err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("journal: withdraw %s: %w", opID, err)
+		}
+		if len(ids) == 0 {
 			return ErrDecided
+		}
+		for _, id := range ids {
+			tx.auditDecision(id, opID, DecideWithdraw, 0, now)
 		}
 		return j.move(ctx, tx, opID, Move{From: AwaitingApproval, To: Cancelled, Reason: reason})
 	})
@@ -196,6 +214,7 @@ func (j *Journal) decide(ctx context.Context, tx txn, a *Approval, d Decision, b
 		return ErrDecided
 	}
 	a.Decision, a.DecidedBy, a.DecidedAt = d, by, now
+	tx.auditDecision(a.ID, a.OperationID, d, by, now)
 	to := map[Decision]State{DecideApprove: Approved, DecideReject: Rejected, DecideExpire: Expired}[d]
 	if to == "" {
 		return fmt.Errorf("decision %q is not approve, reject or expire", d)

@@ -103,7 +103,8 @@ func (j *Journal) create(ctx context.Context, t *Task, o Operation, reason strin
 			if err != nil {
 				return err
 			}
-			if err := logTransition(ctx, tx, o.ID, "", Prepared, reason, o.Created); err != nil {
+			created := transitionFact{Task: o.TaskID, Tool: o.Tool, Surface: o.Surface, Transport: o.Transport, PayloadSHA256: o.PayloadSHA256, Replica: j.Replica()}
+			if err := logTransition(ctx, tx, o.ID, "", Prepared, reason, o.Created, created); err != nil {
 				return err
 			}
 			return j.moveNew(ctx, tx, &o, then)
@@ -235,7 +236,14 @@ func (j *Journal) move(ctx context.Context, tx txn, id string, m Move) error {
 			return fmt.Errorf("journal: move %s %s -> %s: %w", id, m.From, m.To, err)
 		}
 	}
-	if err := logTransition(ctx, tx, id, m.From, m.To, m.Reason, now); err != nil {
+	fact := transitionFact{Replica: by}
+	if m.Payload != nil {
+		fact.PayloadSHA256 = m.Payload.SHA256()
+	}
+	if m.Result != nil {
+		fact.Result = json.RawMessage(mustJSON(m.Result))
+	}
+	if err := logTransition(ctx, tx, id, m.From, m.To, m.Reason, now, fact); err != nil {
 		return fmt.Errorf("journal: move %s: %w", id, err)
 	}
 	return j.recordAttempt(ctx, tx, id, m, now)
@@ -291,10 +299,17 @@ func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, 
 	return nil
 }
 
-func logTransition(ctx context.Context, tx txn, id string, from, to State, reason string, at time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?)`,
+// logTransition writes the transition row and queues its audit record, with
+// what else the move recorded (fact).
+func logTransition(ctx context.Context, tx txn, id string, from, to State, reason string, at time.Time, fact transitionFact) error {
+	seq, err := insertID(ctx, tx, `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?)`,
 		id, from, to, reason, ms(at))
-	return err
+	if err != nil {
+		return err
+	}
+	fact.From, fact.To, fact.Reason, fact.At = from, to, reason, ms(at)
+	tx.auditTransition(id, seq, fact)
+	return nil
 }
 
 func mustJSON(v any) string {
@@ -556,4 +571,19 @@ func (j *Journal) PartDelivered(ctx context.Context, id string, partsDone int, e
 			WHERE operation_id = ? AND n = (SELECT attempts FROM operations WHERE id = ?)`, now, id, id)
 		return err
 	})
+}
+
+// insertID runs an insert into a table keyed by seq and returns the row's seq:
+// SQLite's last rowid, which is the seq, or PostgreSQL's RETURNING.
+func insertID(ctx context.Context, tx txn, query string, args ...any) (int64, error) {
+	var seq int64
+	if tx.pg {
+		err := tx.QueryRowContext(ctx, query+" RETURNING seq", args...).Scan(&seq)
+		return seq, err
+	}
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }

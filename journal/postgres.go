@@ -129,6 +129,11 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, string(src)); err != nil {
 			return fmt.Errorf("migration postgres/%s: %w", path.Base(names[i]), err)
 		}
+		if isAuditMigration(names[i]) {
+			if err := j.genesisPostgres(ctx, tx); err != nil {
+				return fmt.Errorf("migration postgres/%s: %w", path.Base(names[i]), err)
+			}
+		}
 		_, err = tx.ExecContext(ctx, "INSERT INTO schema_migrations(version, name, applied_at) VALUES($1, $2, $3)",
 			i+1, path.Base(names[i]), ms(time.Now()))
 		if err != nil {
@@ -137,6 +142,21 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 		j.migrated = append(j.migrated, migrationName(names[i]))
 	}
 	return tx.Commit()
+}
+
+// genesisPostgres writes the audit trail's first record in the migration's
+// transaction, under the writer lock too: a writer of an older binary, which
+// appends no records, may not slip a fact between the history's digest and the
+// genesis that commits to it.
+func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
+	if err := lockWriter(ctx, tx, j.pg.schema, durable); err != nil {
+		return err
+	}
+	t := txn{tx: tx, pg: true, chain: &chain{}}
+	if err := writeGenesis(ctx, t, time.Now().UTC()); err != nil {
+		return err
+	}
+	return t.flushAudit(ctx)
 }
 
 // lockWriter takes, inside tx, the lock that stands for SQLite's single writer,

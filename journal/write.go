@@ -58,8 +58,9 @@ func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) 
 // txn is a write transaction; like reader, it translates its statements on
 // PostgreSQL.
 type txn struct {
-	tx *sql.Tx
-	pg bool
+	tx    *sql.Tx
+	pg    bool
+	chain *chain // the audit records of this transaction (audit.go)
 }
 
 func (t txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -106,11 +107,18 @@ func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error
 			return fmt.Errorf("wait to write: %w", err)
 		}
 	}
-	if err := fn(txn{tx: tx, pg: j.pg != nil}); err != nil {
+	t := txn{tx: tx, pg: j.pg != nil, chain: &chain{off: j.auditOff, head: &j.head}}
+	if err := fn(t); err != nil {
+		tx.Rollback()
+		return err
+	}
+	// The facts' audit records go in the facts' transaction: both or neither.
+	if err := t.flushAudit(ctx); err != nil {
 		tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		j.head.set(0, "") // the records it appended are not there: read the head next time
 		return err
 	}
 	if j.pg != nil && c == durable {

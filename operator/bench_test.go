@@ -25,15 +25,21 @@ import (
 // reports them as fsyncs/op: each durable commit is one fsync of the WAL.
 //
 // It runs on both journals: sqlite (the default) and postgres (the local server,
-// as the journal's tests reach it; skipped without one).
+// as the journal's tests reach it; skipped without one). Each also runs
+// -unaudited, the same journal appending nothing to the audit trail, in the
+// same run: the trail's price per send is the ratio of the two.
 func BenchmarkLifecycle(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) { benchmarkLifecycle(b, filepath.Join(b.TempDir(), "journal.db")) })
+	b.Run("sqlite-unaudited", func(b *testing.B) {
+		benchmarkLifecycle(b, filepath.Join(b.TempDir(), "journal.db"), journal.WithoutAudit())
+	})
 	b.Run("postgres", func(b *testing.B) { benchmarkLifecycle(b, pgtest.Fresh(b)) })
+	b.Run("postgres-unaudited", func(b *testing.B) { benchmarkLifecycle(b, pgtest.Fresh(b), journal.WithoutAudit()) })
 }
 
-func benchmarkLifecycle(b *testing.B, name string) {
+func benchmarkLifecycle(b *testing.B, name string, opts ...journal.Option) {
 	pol := testPolicy(b)
-	j, err := journal.Open(context.Background(), name)
+	j, err := journal.Open(context.Background(), name, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,6 +66,12 @@ func benchmarkLifecycle(b *testing.B, name string) {
 		}
 	}
 	b.ReportMetric(float64(j.Commits()-before)/float64(b.N), "fsyncs/op")
+	b.StopTimer()
+	if len(opts) == 0 {
+		if rep, err := j.VerifyAudit(ctx); err != nil || rep.Fault != nil {
+			b.Fatalf("the audit trail after the run: %v, %v", rep.Fault, err)
+		}
+	}
 }
 
 // BenchmarkBareInsert is the baseline: one durable single-row insert in its own

@@ -8,6 +8,7 @@
 //	bot vault     the envelopes of unknown outcomes: list, show, resolve, gc
 //	bot policies  check a policy file
 //	bot migrate   bring the journal's schema up to date
+//	bot audit     the audit trail: verify, export (signed), keygen
 //
 // Exit codes: 0 ok, 1 error, 2 usage.
 package main
@@ -48,6 +49,7 @@ commands:
   vault list|show|resolve|gc  the unknown-outcome envelopes (-json for scripts)
   policies check [FILE]     validate a policy file (default -policies, ./policies.yaml)
   migrate [-check]          bring the journal's schema up to date (or say what is pending)
+  audit verify|export|keygen  check the audit trail, export it signed, check an export offline
   help                      this text
 
 "bot <command> -h" lists the command's flags.`
@@ -73,6 +75,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"vault":    runVault,
 		"mcp":      runMCP,
 		"migrate":  runMigrate,
+		"audit":    runAudit,
 	}
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(ctx, args[1:], env)

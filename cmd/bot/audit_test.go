@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/tools"
+)
+
+// auditedData returns a data folder whose journal holds a send approved and a
+// send rejected.
+func auditedData(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	data := t.TempDir()
+	j, err := journal.Open(ctx, filepath.Join(data, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	p, err := policy.Load("../../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []journal.Decision{journal.DecideApprove, journal.DecideReject} {
+		task, err := j.CreateTask(ctx, journal.Task{Requester: 7, Policy: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
+			Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := j.NewApproval(op, 7, time.Hour)
+		for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.AwaitingApproval, Approval: a}} {
+			if err := j.Move(ctx, op.ID, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := j.Decide(ctx, a.ID, d, 42); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return data
+}
+
+func TestAuditCommands(t *testing.T) {
+	data := auditedData(t)
+	seed := strings.Repeat("k", 32)
+	key := base64.StdEncoding.EncodeToString([]byte(seed))
+	pub := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed([]byte(seed)).Public().(ed25519.PublicKey))
+	env := map[string]string{"COUNTERSIGN_AUDIT_KEY": key}
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+
+	r := runMain(t, "", nil, "audit", "verify", "-data", data)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "ok: 13 records, head ") {
+		t.Errorf("verify: exit %d\n%s%s; want ok with 13 records", r.code, r.stdout, r.stderr)
+	}
+	if r := runMain(t, "", env, "audit", "export", "-data", data, "-o", file); r.code != 0 || !strings.Contains(r.stderr, "exported 13 records to "+file) {
+		t.Errorf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("export file: %v, %v; want mode 0600", fi, err)
+	}
+	if r := runMain(t, "", nil, "audit", "verify", "-pub", pub, file); r.code != 0 || !strings.HasPrefix(r.stdout, "ok: 13 records") {
+		t.Errorf("verify -pub: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	stdout := runMain(t, "", env, "audit", "export", "-data", data, "-since", "12")
+	if got := strings.Count(stdout.stdout, "\n"); stdout.code != 0 || got != 3 {
+		t.Errorf("export -since 12 to stdout: exit %d, %d lines; want 2 records and the signature", stdout.code, got)
+	}
+
+	edited, _ := os.ReadFile(file)
+	os.WriteFile(file, []byte(strings.Replace(string(edited), `"decision":"rejected"`, `"decision":"approved"`, 1)), 0o600)
+	if r := runMain(t, "", nil, "audit", "verify", "-pub", pub, file); r.code != 1 || !strings.Contains(r.stdout, "bad: "+file+": line 12: record 12 (decision of op-") {
+		t.Errorf("verify -pub of an edited export: exit %d\n%s%s; want 1 naming record 12", r.code, r.stdout, r.stderr)
+	}
+
+	db, err := sql.Open("sqlite3", filepath.Join(data, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("UPDATE transitions SET reason = 'approved by 1' WHERE to_state = 'rejected'"); err != nil {
+		t.Fatal(err)
+	}
+	if r := runMain(t, "", nil, "audit", "verify", "-data", data); r.code != 1 || !strings.HasPrefix(r.stdout, "bad: record 13 (transition of op-") {
+		t.Errorf("verify of an edited journal: exit %d\n%s%s; want 1 naming record 13", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestAuditRefusals(t *testing.T) {
+	data := auditedData(t)
+	bad := "bm90IGEga2V5IGF0IGFsbA==" // base64, 16 bytes
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want string // on stderr
+	}{
+		{"no subcommand", nil, []string{"audit"}, 2, "missing subcommand"},
+		{"unknown subcommand", nil, []string{"audit", "sign"}, 2, `unknown subcommand "sign"`},
+		{"a file without -pub", nil, []string{"audit", "verify", "-data", data, "x.jsonl"}, 2, "go together"},
+		{"-pub without a file", nil, []string{"audit", "verify", "-pub", "AAAA"}, 2, "go together"},
+		{"export without a key", nil, []string{"audit", "export", "-data", data}, 1, "no signing key: set COUNTERSIGN_AUDIT_KEY"},
+		{"export with a malformed key", map[string]string{"COUNTERSIGN_AUDIT_KEY": bad}, []string{"audit", "export", "-data", data}, 1, "malformed key: 16 bytes"},
+		{"no journal", nil, []string{"audit", "verify", "-data", t.TempDir()}, 1, "no journal in"},
+		{"a bad public key", nil, []string{"audit", "verify", "-pub", "short", "x.jsonl"}, 1, "a public key is base64 of 32 bytes"},
+		{"keygen with an argument", nil, []string{"audit", "keygen", "x"}, 2, `unexpected argument "x"`},
+	}
+	for _, tt := range tests {
+		r := runMain(t, "", tt.env, tt.args...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%s: exit %d\n%s%s; want %d and %q", tt.name, r.code, r.stdout, r.stderr, tt.code, tt.want)
+		}
+		if strings.Contains(r.stdout+r.stderr, bad) {
+			t.Errorf("%s: the key was printed", tt.name)
+		}
+	}
+}
+
+func TestAuditKeygen(t *testing.T) {
+	r := runMain(t, "", nil, "audit", "keygen")
+	if r.code != 0 {
+		t.Fatalf("keygen: exit %d\n%s", r.code, r.stderr)
+	}
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(r.stdout))
+	if err != nil || len(k) != 32 {
+		t.Fatalf("keygen printed %q; want base64 of a 32-byte seed", r.stdout)
+	}
+	pub := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(k).Public().(ed25519.PublicKey))
+	if !strings.Contains(r.stderr, pub) || strings.Contains(r.stderr, strings.TrimSpace(r.stdout)) {
+		t.Errorf("keygen's stderr %q; want the public key alone", r.stderr)
+	}
+}

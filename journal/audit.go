@@ -1,0 +1,375 @@
+package journal
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The audit trail is a chain of records, one per fact a person may have to
+// account for: every transition of an operation (a human's resolution of an
+// unknown outcome is one), every approval asked (bound to the payload's hash)
+// and every decision on one (approved, rejected, expired, withdrawn, by whom).
+// A record is appended in the transaction of its fact, queued on the writer lock
+// like every write, so it costs no durable commit of its own and two writers
+// never chain onto the same record. Each record carries the hash of the one
+// before: hash = SHA-256(prev_hash || canonical form), prev_hash and hash in
+// lowercase hex, the first record's prev_hash 64 zeros. VerifyAudit
+// (auditverify.go) walks the chain and checks the journal's own tables against it.
+
+// The kinds of audit records.
+const (
+	AuditGenesis    = "genesis"    // the first record: a digest of the history before the trail
+	AuditTransition = "transition" // a move of an operation from one state to another
+	AuditApproval   = "approval"   // an approval asked, bound to the payload's hash
+	AuditDecision   = "decision"   // what became of an approval, and who decided
+)
+
+// ZeroHash is the prev_hash of the first record of a trail.
+var ZeroHash = strings.Repeat("0", 64)
+
+// AuditRecord is one record of the audit trail, as stored and as exported (one
+// JSON line each).
+type AuditRecord struct {
+	Seq       int64           `json:"seq"`
+	At        int64           `json:"at"` // Unix milliseconds
+	Kind      string          `json:"kind"`
+	Operation string          `json:"operation,omitempty"`
+	Ref       string          `json:"ref,omitempty"` // the transition's seq, the approval's id
+	Body      json.RawMessage `json:"body"`
+	PrevHash  string          `json:"prev_hash"`
+	Hash      string          `json:"hash"`
+}
+
+// Sum returns the hash r must carry: the SHA-256, in hex, of its prev_hash (the
+// 64 hex characters) followed by its canonical form, the JSON object
+// {"seq","at","kind","operation","ref","body"} in that order with the body as a
+// string of its exact bytes.
+func (r AuditRecord) Sum() string {
+	canon, _ := json.Marshal(struct {
+		Seq       int64  `json:"seq"`
+		At        int64  `json:"at"`
+		Kind      string `json:"kind"`
+		Operation string `json:"operation"`
+		Ref       string `json:"ref"`
+		Body      string `json:"body"`
+	}{r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body)}) // plain strings always marshal
+	h := sha256.New()
+	h.Write([]byte(r.PrevHash))
+	h.Write(canon)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// transitionFact is the body of a transition record: the row of transitions,
+// and what the move recorded with it that a person may ask about later.
+type transitionFact struct {
+	Transition    int64           `json:"transition"`
+	From          State           `json:"from"`
+	To            State           `json:"to"`
+	Reason        string          `json:"reason"`
+	At            int64           `json:"at"`
+	Task          string          `json:"task,omitempty"`
+	Tool          string          `json:"tool,omitempty"`
+	Surface       string          `json:"surface,omitempty"`
+	Transport     string          `json:"transport,omitempty"`
+	PayloadSHA256 string          `json:"payload_sha256,omitempty"` // at creation, and on every change of payload
+	Result        json.RawMessage `json:"result,omitempty"`
+	Replica       string          `json:"replica,omitempty"`
+}
+
+// approvalFact is the body of an approval record, and of a decision record
+// (Decision set, the rest of the approval's columns left out).
+type approvalFact struct {
+	Approval      string   `json:"approval"`
+	PayloadSHA256 string   `json:"payload_sha256,omitempty"`
+	Requester     int64    `json:"requester,omitempty"`
+	Created       int64    `json:"created,omitempty"`
+	Expires       int64    `json:"expires,omitempty"`
+	Decision      Decision `json:"decision,omitempty"`
+	By            int64    `json:"by,omitempty"`
+	At            int64    `json:"at,omitempty"`
+}
+
+// genesisFact is the body of the first record: what the journal held before the
+// trail began, so that an edit of that history is caught too. Transitions
+// through seq Transitions, and the Approvals approvals that have no approval
+// record, are hashed into History (historyDigest); Pending names those that
+// were still waiting, whose decision, when it comes, has a record of its own.
+type genesisFact struct {
+	Transitions int64    `json:"transitions_through"`
+	Approvals   int      `json:"approvals"`
+	Pending     []string `json:"pending,omitempty"`
+	History     string   `json:"history_sha256"`
+}
+
+// chain collects the records of one write transaction; write appends them,
+// after the head they follow, just before it commits.
+type chain struct {
+	off     bool
+	head    *head // the journal's guess at the trail's head
+	pending []AuditRecord
+}
+
+// head is the last record this journal appended: most often still the trail's
+// head, so an append need not read it first. An append after it checks, in
+// the insert itself, that it is (another process, or another journal on the
+// same store, may have appended since), and reads the head when it is not.
+type head struct {
+	mu   sync.Mutex
+	seq  int64
+	hash string
+}
+
+func (h *head) get() (int64, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq, h.hash
+}
+
+func (h *head) set(seq int64, hash string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq, h.hash = seq, hash
+}
+
+// audit queues a record of the fact body about operation op, to be appended
+// in this transaction.
+func (t txn) audit(kind, op, ref string, at time.Time, body any) {
+	if t.chain == nil || t.chain.off {
+		return
+	}
+	t.chain.pending = append(t.chain.pending, AuditRecord{At: ms(at), Kind: kind, Operation: op, Ref: ref, Body: json.RawMessage(mustJSON(body))})
+}
+
+// flushAudit appends the queued records after the trail's head, inside the
+// transaction of the facts: one statement when the journal's last append is
+// still the head, a read of the head and an insert otherwise.
+func (t txn) flushAudit(ctx context.Context) error {
+	c := t.chain
+	if c == nil || len(c.pending) == 0 {
+		return nil
+	}
+	defer func() { c.pending = c.pending[:0] }()
+	if c.head != nil {
+		if seq, hash := c.head.get(); hash != "" {
+			n, err := t.appendAudit(ctx, seq, hash, true)
+			if !t.pg && isUnique(err) {
+				n, err = 0, nil // SQLite: the guessed seq is taken; the failed statement changed nothing
+			}
+			if err != nil || n == int64(len(c.pending)) {
+				return err
+			}
+		}
+	}
+	seq, hash, err := auditHead(ctx, t)
+	if err != nil {
+		return fmt.Errorf("journal: audit head: %w", err)
+	}
+	_, err = t.appendAudit(ctx, seq, hash, false)
+	return err
+}
+
+// appendAudit inserts the queued records after the record seq whose hash is
+// prev, and returns how many rows it inserted. With guess, on PostgreSQL, the
+// insert happens only if that record is the trail's head (0 rows: it was not);
+// on SQLite, where a failed statement leaves its transaction usable and the
+// plain insert is the cheaper one, a seq already taken fails it instead (the
+// seqs after a head are taken only by appends after it).
+func (t txn) appendAudit(ctx context.Context, seq int64, prev string, guess bool) (int64, error) {
+	c := t.chain
+	var b strings.Builder
+	row := "(?, ?, ?, ?, ?, ?, ?, ?)"
+	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) ")
+	if t.pg {
+		b.WriteString("SELECT * FROM (")
+		row = "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))"
+	}
+	b.WriteString("VALUES ")
+	args := make([]any, 0, 8*len(c.pending)+1)
+	for i := range c.pending {
+		r := &c.pending[i]
+		seq++
+		r.Seq, r.PrevHash = seq, prev
+		r.Hash = r.Sum()
+		prev = r.Hash
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+		args = append(args, r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body), r.PrevHash, r.Hash)
+	}
+	if t.pg {
+		b.WriteString(") AS v")
+		if guess {
+			b.WriteString(" WHERE (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1) = ?")
+			args = append(args, c.pending[0].PrevHash)
+		}
+	}
+	res, err := t.ExecContext(ctx, b.String(), args...)
+	if err != nil {
+		return 0, fmt.Errorf("journal: append to the audit trail: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("journal: append to the audit trail: %w", err)
+	}
+	if c.head != nil && n > 0 {
+		c.head.set(seq, prev) // if the transaction then fails, the next guess misses and reads
+	}
+	return n, nil
+}
+
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// auditHead returns the seq and hash of the trail's last record (0 and
+// ZeroHash when it has none).
+func auditHead(ctx context.Context, q queryRower) (int64, string, error) {
+	var seq int64
+	var hash string
+	err := q.QueryRowContext(ctx, "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").Scan(&seq, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ZeroHash, nil
+	}
+	return seq, hash, err
+}
+
+// auditTransition queues the record of the transition row seq.
+func (t txn) auditTransition(id string, seq int64, f transitionFact) {
+	f.Transition = seq
+	t.audit(AuditTransition, id, strconv.FormatInt(seq, 10), fromMS(f.At), f)
+}
+
+// auditApproval queues the record of an approval asked.
+func (t txn) auditApproval(a *Approval) {
+	t.audit(AuditApproval, a.OperationID, a.ID, a.Created, approvalAsked(*a))
+}
+
+// auditDecision queues the record of a decision on the approval id.
+func (t txn) auditDecision(id, op string, d Decision, by int64, at time.Time) {
+	t.audit(AuditDecision, op, id, at, approvalFact{Approval: id, Decision: d, By: by, At: ms(at)})
+}
+
+func approvalAsked(a Approval) approvalFact {
+	return approvalFact{Approval: a.ID, PayloadSHA256: a.PayloadSHA256, Requester: a.Requester, Created: ms(a.Created), Expires: ms(a.Expires)}
+}
+
+// writeGenesis queues the trail's first record, in the transaction of the
+// migration that creates the trail: the history before it, hashed.
+func writeGenesis(ctx context.Context, t txn, now time.Time) error {
+	g, err := digestHistory(ctx, t, -1, nil, nil)
+	if err != nil {
+		return fmt.Errorf("audit genesis: %w", err)
+	}
+	t.audit(AuditGenesis, "", "", now, g)
+	return nil
+}
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// digestHistory hashes the history a genesis record covers: the transitions
+// through seq through (all of them when through < 0), then the approvals that
+// chained reports as having no approval record (all of them when chained is
+// nil), by id, each with its decision unless pending names it (nil: unless it
+// is still waiting). It returns the genesis body that history makes.
+func digestHistory(ctx context.Context, q queryer, through int64, chained map[string]bool, pending map[string]bool) (genesisFact, error) {
+	var g genesisFact
+	h := sha256.New()
+	query, args := "SELECT seq, operation_id, from_state, to_state, reason, at FROM transitions ORDER BY seq", []any{}
+	if through >= 0 {
+		query, args = "SELECT seq, operation_id, from_state, to_state, reason, at FROM transitions WHERE seq <= ? ORDER BY seq", []any{through}
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return g, err
+	}
+	for rows.Next() {
+		var op string
+		var f transitionFact
+		if err := rows.Scan(&f.Transition, &op, &f.From, &f.To, &f.Reason, &f.At); err != nil {
+			rows.Close()
+			return g, err
+		}
+		g.Transitions = f.Transition
+		fmt.Fprintf(h, "transition %s %s\n", op, mustJSON(f))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return g, err
+	}
+	if through >= 0 {
+		g.Transitions = through
+	}
+	rows, err = q.QueryContext(ctx, "SELECT "+approvalColumns+" FROM approvals ORDER BY id")
+	if err != nil {
+		return g, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return g, err
+		}
+		if chained[a.ID] {
+			continue
+		}
+		g.Approvals++
+		f := approvalAsked(a)
+		waiting := a.Decision == Pending
+		if pending != nil {
+			waiting = pending[a.ID]
+		}
+		if waiting {
+			g.Pending = append(g.Pending, a.ID)
+		} else {
+			f.Decision, f.By, f.At = a.Decision, a.DecidedBy, ms(a.DecidedAt)
+		}
+		fmt.Fprintf(h, "approval %s %s\n", a.OperationID, mustJSON(f))
+	}
+	if err := rows.Err(); err != nil {
+		return g, err
+	}
+	g.History = hex.EncodeToString(h.Sum(nil))
+	return g, nil
+}
+
+// AuditRecords calls fn with every record of the trail from seq since on
+// (since 0 or 1: all of them), in order, and stops at fn's first error, which
+// it returns.
+func (j *Journal) AuditRecords(ctx context.Context, since int64, fn func(AuditRecord) error) error {
+	rows, err := j.db.QueryContext(ctx, "SELECT seq, at, kind, operation_id, ref, body, prev_hash, hash FROM audit WHERE seq >= ? ORDER BY seq", since)
+	if err != nil {
+		return fmt.Errorf("journal: read the audit trail: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r AuditRecord
+		var body string
+		if err := rows.Scan(&r.Seq, &r.At, &r.Kind, &r.Operation, &r.Ref, &body, &r.PrevHash, &r.Hash); err != nil {
+			return fmt.Errorf("journal: read the audit trail: %w", err)
+		}
+		r.Body = json.RawMessage(body)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("journal: read the audit trail: %w", err)
+	}
+	return nil
+}
+
+// isAuditMigration reports whether the migration at file creates the audit
+// trail, after which its genesis is written in the same transaction.
+func isAuditMigration(file string) bool { return strings.HasSuffix(file, "_audit.sql") }

@@ -1,0 +1,361 @@
+package journal_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/tools"
+)
+
+// asked moves a new operation on to awaiting_approval with an approval that
+// expires after ttl, and returns the approval.
+func asked(t *testing.T, j *journal.Journal, op journal.Operation, ttl time.Duration) *journal.Approval {
+	t.Helper()
+	ctx := context.Background()
+	a := j.NewApproval(op, 7, ttl)
+	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified, Reason: "pass", Verdict: "pass (3 checks)"},
+		{From: journal.Verified, To: journal.AwaitingApproval, Reason: "approval asked", Approval: a}} {
+		if err := j.Move(ctx, op.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a
+}
+
+// lifecycle writes what a journal holds after a day's work: a send approved and
+// committed, a rejection, an expiry, an approval withdrawn, and an unknown
+// outcome resolved by a person.
+func lifecycle(t *testing.T, j *journal.Journal, c *clock) {
+	t.Helper()
+	ctx := context.Background()
+	move := func(id string, m journal.Move) {
+		t.Helper()
+		if err := j.Move(ctx, id, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, sent := newOp(t, j)
+	a := asked(t, j, sent, time.Hour)
+	if _, err := j.Decide(ctx, a.ID, journal.DecideApprove, 42); err != nil {
+		t.Fatal(err)
+	}
+	move(sent.ID, journal.Move{From: journal.Approved, To: journal.Committing, Reason: "sending", StartAttempt: true})
+	r := tools.Result{Status: tools.StatusSucceeded, OperationID: sent.ID, SideEffect: tools.SideEffectCommitted,
+		Evidence: &tools.Evidence{ChatID: "222", MessageIDs: []int64{9}}}
+	move(sent.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "sent", Result: &r, AttemptOutcome: "committed"})
+
+	_, rejected := newOp(t, j)
+	if _, err := j.Decide(ctx, asked(t, j, rejected, time.Hour).ID, journal.DecideReject, 43); err != nil {
+		t.Fatal(err)
+	}
+	_, expired := newOp(t, j)
+	asked(t, j, expired, time.Minute)
+	c.add(2 * time.Minute)
+	if got, err := j.ExpireDue(ctx); err != nil || len(got) != 1 {
+		t.Fatalf("ExpireDue = %v, %v; want the one approval", got, err)
+	}
+	_, withdrawn := newOp(t, j)
+	asked(t, j, withdrawn, time.Hour)
+	if err := j.Withdraw(ctx, withdrawn.ID, "cancelled by 7"); err != nil {
+		t.Fatal(err)
+	}
+	_, unknown := newOp(t, j)
+	committing(t, j, unknown)
+	move(unknown.ID, journal.Move{From: journal.Committing, To: journal.Unknown, Reason: "timeout after the request was sent"})
+	move(unknown.ID, journal.Move{From: journal.Unknown, To: journal.NotDelivered, Reason: "resolved by @alice: not delivered"})
+}
+
+func verify(t *testing.T, j *journal.Journal) journal.AuditReport {
+	t.Helper()
+	rep, err := j.VerifyAudit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// raw opens the journal's database for a test to edit behind its back.
+func raw(t *testing.T, name string) *sql.DB {
+	t.Helper()
+	driver := "sqlite3"
+	if journal.IsPostgres(name) {
+		driver = "pgx"
+	}
+	db, err := sql.Open(driver, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// unprotect drops the triggers that keep the trail append-only, as a person
+// with write access to the database can.
+func unprotect(t *testing.T, db *sql.DB, name string) {
+	t.Helper()
+	stmts := []string{"DROP TRIGGER audit_no_update", "DROP TRIGGER audit_no_delete"}
+	if journal.IsPostgres(name) {
+		stmts = []string{"DROP TRIGGER audit_append_only ON audit"}
+	}
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAnUntouchedJournalVerifies(t *testing.T) { forEachBackend(t, testAnUntouchedJournalVerifies) }
+
+func testAnUntouchedJournalVerifies(t *testing.T, name string) {
+	c := newClock()
+	j := open(t, name, c.now)
+	if rep := verify(t, j); rep.Fault != nil || rep.Records != 1 {
+		t.Fatalf("a new journal: %+v, want its genesis record alone, intact", rep)
+	}
+	lifecycle(t, j, c)
+	rep := verify(t, j)
+	if rep.Fault != nil {
+		t.Fatalf("after a lifecycle: %s", rep.Fault)
+	}
+	// The genesis; 4 operations asked for approval (prepared, verified,
+	// awaiting_approval, the decision's move), 2 more for the send (committing,
+	// committed); 6 transitions for the unknown outcome, resolved.
+	kinds := map[string]int{}
+	j.AuditRecords(context.Background(), 0, func(r journal.AuditRecord) error { kinds[r.Kind]++; return nil })
+	want := map[string]int{journal.AuditGenesis: 1, journal.AuditTransition: 4*4 + 2 + 6, journal.AuditApproval: 4, journal.AuditDecision: 4}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%s records = %d, want %d (all: %v)", k, kinds[k], n, kinds)
+		}
+	}
+	if rep.Records != 1+24+4+4 || len(rep.Head) != 64 {
+		t.Errorf("report = %+v, want 33 records and a head", rep)
+	}
+	if _, err := raw(t, name).Exec("UPDATE audit SET body = '{}' WHERE seq = 2"); err == nil {
+		t.Error("an UPDATE of the trail succeeded; want it refused as append-only")
+	}
+}
+
+func TestEveryTamperIsFoundAndNamed(t *testing.T) { forEachBackend(t, testEveryTamperIsFoundAndNamed) }
+
+func testEveryTamperIsFoundAndNamed(t *testing.T, name string) {
+	lastT := "(SELECT max(seq) FROM transitions)"
+	recOf := func(kind, ref string) string {
+		return "SELECT seq FROM audit WHERE kind = '" + kind + "' AND ref = CAST(" + ref + " AS TEXT)"
+	}
+	tests := []struct {
+		name   string
+		tamper []string
+		at     string // a query of the seq the fault names; "" for a fact without a record
+		kind   string
+		want   string
+	}{
+		{"a transition's reason edited", []string{"UPDATE transitions SET reason = 'sent twice' WHERE seq = " + lastT},
+			recOf("transition", lastT), "transition", "the record says"},
+		{"a transition removed", []string{"DELETE FROM transitions WHERE seq = " + lastT},
+			recOf("transition", lastT), "transition", "is missing from the journal"},
+		{"a transition added by hand", []string{"INSERT INTO transitions(operation_id, from_state, to_state, reason, at) SELECT id, 'not_delivered', 'approved', 'retry', 0 FROM operations WHERE state = 'not_delivered'"},
+			"", "transition", "has no audit record"},
+		{"an audit record deleted", []string{"DELETE FROM audit WHERE seq = 5"}, "SELECT 6", "", "seq 6 where 5 was due"},
+		{"the last audit record deleted", []string{"DELETE FROM audit WHERE seq = (SELECT max(seq) FROM audit)"}, "", "transition", "has no audit record"},
+		{"two records swapped", []string{"UPDATE audit SET seq = -1 WHERE seq = 5", "UPDATE audit SET seq = 5 WHERE seq = 6", "UPDATE audit SET seq = 6 WHERE seq = -1"},
+			"SELECT 5", "", "prev_hash is not the hash of the record before"},
+		{"a record's body edited", []string{"UPDATE audit SET body = replace(body, '\"by\":42', '\"by\":44') WHERE kind = 'decision'"},
+			"SELECT min(seq) FROM audit WHERE kind = 'decision'", "decision", "hash does not match"},
+		{"a record's hash changed", []string{"UPDATE audit SET hash = CASE WHEN substr(hash, 1, 1) = 'f' THEN 'e' ELSE 'f' END || substr(hash, 2) WHERE seq = 3"},
+			"SELECT 3", "", "hash does not match"},
+		{"an approval's decider changed", []string{"UPDATE approvals SET decided_by = 99 WHERE decision = 'approved'"},
+			"SELECT min(seq) FROM audit WHERE kind = 'decision'", "decision", "approved by 99"},
+		{"a rejection turned into an approval", []string{"UPDATE approvals SET decision = 'approved' WHERE decision = 'rejected'"},
+			"SELECT seq FROM audit WHERE kind = 'decision' AND body LIKE '%rejected%'", "decision", "the record says rejected"},
+		{"a rejected operation set to approved", []string{"UPDATE operations SET state = 'approved' WHERE state = 'rejected'"},
+			"", "operation", "state is approved in the journal; its last transition record says rejected"},
+		{"a payload's text changed", []string{"UPDATE operations SET payload = replace(payload, '\"hi\"', '\"hello\"') WHERE state = 'committed'"},
+			"", "operation", "the payload was changed"},
+		{"an approval's payload hash changed", []string{"UPDATE approvals SET payload_sha256 = 'aaaa' WHERE decision = 'approved'"},
+			"SELECT min(seq) FROM audit WHERE kind = 'approval'", "approval", "the record says"},
+		{"the genesis record deleted", []string{"DELETE FROM audit WHERE seq = 1"}, "SELECT 2", "", "seq 2 where 1 was due"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fresh := t.TempDir() + "/j.db"
+			if journal.IsPostgres(name) {
+				fresh = pgtest.Fresh(t)
+			}
+			c := newClock()
+			j := open(t, fresh, c.now)
+			lifecycle(t, j, c)
+			db := raw(t, fresh)
+			var at int64
+			if tt.at != "" {
+				if err := db.QueryRow(tt.at).Scan(&at); err != nil {
+					t.Fatalf("%s: %v", tt.at, err)
+				}
+			}
+			unprotect(t, db, fresh)
+			for _, s := range tt.tamper {
+				if _, err := db.Exec(s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			rep := verify(t, j)
+			f := rep.Fault
+			switch {
+			case f == nil:
+				t.Fatalf("not found: %+v", rep)
+			case f.Seq != at || (tt.kind != "" && f.Kind != tt.kind) || !strings.Contains(f.Problem, tt.want):
+				t.Errorf("fault = %s (seq %d, kind %s); want seq %d, kind %q, %q", f, f.Seq, f.Kind, at, tt.kind, tt.want)
+			}
+		})
+	}
+}
+
+func TestAFailedWriteLeavesNoAuditRecord(t *testing.T) {
+	forEachBackend(t, testAFailedWriteLeavesNoAuditRecord)
+}
+
+// testAFailedWriteLeavesNoAuditRecord fails a move after its transition and
+// its record were written (its approval's id is taken): the transaction rolls
+// back both, and the trail stays whole.
+func testAFailedWriteLeavesNoAuditRecord(t *testing.T, name string) {
+	ctx := context.Background()
+	j := open(t, name, time.Now)
+	_, first := newOp(t, j)
+	a := asked(t, j, first, time.Hour)
+	before := verify(t, j)
+	_, second := newOp(t, j)
+	if err := j.Move(ctx, second.ID, journal.Move{From: journal.Prepared, To: journal.Verified}); err != nil {
+		t.Fatal(err)
+	}
+	mid := verify(t, j)
+	clash := *a
+	clash.OperationID = second.ID
+	err := j.Move(ctx, second.ID, journal.Move{From: journal.Verified, To: journal.AwaitingApproval, Approval: &clash})
+	if err == nil {
+		t.Fatal("a move with a taken approval id succeeded")
+	}
+	after := verify(t, j)
+	if after.Fault != nil || after.Records != mid.Records || after.Head != mid.Head || mid.Records != before.Records+2 {
+		t.Errorf("records %d, %d, %d (fault %v); want the failed move to leave none", before.Records, mid.Records, after.Records, after.Fault)
+	}
+}
+
+func TestConcurrentWritersChainOneAfterAnother(t *testing.T) {
+	forEachBackend(t, testConcurrentWritersChainOneAfterAnother)
+}
+
+// Two journals open on one store (two processes' worth of pools) write at once:
+// each append follows the head the other left, never the same one.
+func testConcurrentWritersChainOneAfterAnother(t *testing.T, name string) {
+	js := []*journal.Journal{open(t, name, time.Now), open(t, name, time.Now)}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j := js[i%2]
+			_, op := newOp(t, j)
+			a := j.NewApproval(op, 7, time.Hour)
+			err := errors.Join(j.Move(context.Background(), op.ID, journal.Move{From: journal.Prepared, To: journal.Verified}),
+				j.Move(context.Background(), op.ID, journal.Move{From: journal.Verified, To: journal.AwaitingApproval, Approval: a}))
+			if _, e := j.Decide(context.Background(), a.ID, journal.DecideApprove, 42); e != nil {
+				err = errors.Join(err, e)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep := verify(t, js[0]); rep.Fault != nil || rep.Records != 1+8*6 {
+		t.Errorf("report = %+v (%v), want 49 records intact", rep, rep.Fault)
+	}
+}
+
+func TestTheTrailCommitsToTheHistoryBeforeIt(t *testing.T) {
+	forEachBackend(t, testTheTrailCommitsToTheHistoryBeforeIt)
+}
+
+// testTheTrailCommitsToTheHistoryBeforeIt upgrades a journal that had history
+// before the trail: the genesis record's digest covers it, an approval pending
+// then is decided after with a record of its own, and an edit of the old
+// history is found at the genesis.
+func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	j := open(t, name, c.now)
+	lifecycle(t, j, c)
+	_, waiting := newOp(t, j)
+	a := asked(t, j, waiting, 24*time.Hour)
+	j.Close()
+	db := raw(t, name)
+	downgrade := []string{"DROP TABLE audit", "PRAGMA user_version = 9"}
+	if journal.IsPostgres(name) {
+		downgrade = []string{"DROP TABLE audit", "DROP FUNCTION audit_append_only()", "DELETE FROM schema_migrations WHERE version = 5"}
+	}
+	for _, s := range downgrade {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	j = open(t, name, c.now)
+	if m := j.Migrated(); len(m) != 1 || !strings.HasSuffix(m[0], "_audit.sql") {
+		t.Fatalf("migrated %v, want the audit trail's migration", m)
+	}
+	if rep := verify(t, j); rep.Fault != nil || rep.Records != 1 {
+		t.Fatalf("after the upgrade: %+v (%v), want the genesis alone, intact", rep, rep.Fault)
+	}
+	if _, err := j.Decide(ctx, a.ID, journal.DecideApprove, 42); err != nil {
+		t.Fatal(err)
+	}
+	lifecycle(t, j, c)
+	if rep := verify(t, j); rep.Fault != nil {
+		t.Fatalf("after more work: %s", rep.Fault)
+	}
+	unprotect(t, db, name)
+	tampers := []struct{ name, sql, want string }{
+		{"an old transition edited", "UPDATE transitions SET reason = 'forged' WHERE seq = 2", "no longer matches its digest"},
+		{"the decision of an approval pending at genesis changed", "UPDATE approvals SET decided_by = 1 WHERE id = '" + a.ID + "'", "the record says approved by 42"},
+	}
+	for _, tt := range tampers {
+		if _, err := db.Exec(tt.sql); err != nil {
+			t.Fatal(err)
+		}
+		if f := verify(t, j).Fault; f == nil || !strings.Contains(f.Problem, tt.want) {
+			t.Errorf("%s: fault %v, want %q", tt.name, f, tt.want)
+		}
+	}
+}
+
+func TestTheTrailCostsNoCommitOfItsOwn(t *testing.T) {
+	forEachBackend(t, testTheTrailCostsNoCommitOfItsOwn)
+}
+
+// testTheTrailCostsNoCommitOfItsOwn: a move and its record are one durable
+// commit, as the move alone was.
+func testTheTrailCostsNoCommitOfItsOwn(t *testing.T, name string) {
+	j := open(t, name, time.Now)
+	_, op := newOp(t, j)
+	before, records := j.Commits(), verify(t, j).Records
+	if err := j.Move(context.Background(), op.ID, journal.Move{From: journal.Prepared, To: journal.Verified}); err != nil {
+		t.Fatal(err)
+	}
+	if got := j.Commits() - before; got != 1 {
+		t.Errorf("a move cost %d durable commits, want 1", got)
+	}
+	if got := verify(t, j).Records - records; got != 1 {
+		t.Errorf("a move appended %d records, want 1", got)
+	}
+}

@@ -1,0 +1,353 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/countersign/countersign/tools"
+)
+
+// AuditFault is the first thing wrong with an audit trail: the record it was
+// found at (Seq 0 for a fact of the journal that has no record), its kind and
+// operation, and what is wrong.
+type AuditFault struct {
+	Seq       int64
+	Kind      string
+	Operation string
+	Problem   string
+}
+
+func (f AuditFault) String() string {
+	where := "record " + strconv.FormatInt(f.Seq, 10)
+	if f.Seq == 0 {
+		where = "journal"
+	}
+	if f.Kind != "" {
+		where += " (" + f.Kind
+		if f.Operation != "" {
+			where += " of " + f.Operation
+		}
+		where += ")"
+	}
+	return where + ": " + f.Problem
+}
+
+// AuditReport is what VerifyAudit found.
+type AuditReport struct {
+	Records int64
+	Head    string      // the hash of the last record
+	Fault   *AuditFault // the first bad record; nil when the trail is intact
+}
+
+// AuditChain checks records one after another: each must follow the one before
+// (its seq the next, its prev_hash that record's hash) and carry its own hash.
+// VerifyAudit walks the journal's trail with one, and an export's check the
+// lines of the file.
+type AuditChain struct {
+	n    int64
+	next int64
+	prev string
+}
+
+// NewAuditChain returns a chain that expects the trail's first record (seq 1,
+// prev_hash ZeroHash), or, with fromStart false, takes the first record it is
+// given as where a part of the trail begins (an export from a seq on).
+func NewAuditChain(fromStart bool) *AuditChain {
+	c := &AuditChain{next: -1}
+	if fromStart {
+		c.next, c.prev = 1, ZeroHash
+	}
+	return c
+}
+
+// Add checks r against the records before it and returns what is wrong with
+// it, or nil.
+func (c *AuditChain) Add(r AuditRecord) *AuditFault {
+	fault := func(format string, args ...any) *AuditFault {
+		return &AuditFault{Seq: r.Seq, Kind: r.Kind, Operation: r.Operation, Problem: fmt.Sprintf(format, args...)}
+	}
+	if c.next < 0 {
+		c.next, c.prev = r.Seq, r.PrevHash
+	}
+	switch {
+	case r.Seq != c.next:
+		return fault("seq %d where %d was due: a record is missing or out of order", r.Seq, c.next)
+	case r.PrevHash != c.prev:
+		return fault("prev_hash is not the hash of the record before: a record before it was changed, removed or moved")
+	case r.Hash != r.Sum():
+		return fault("hash does not match the record's content: the record was changed")
+	case !json.Valid(r.Body):
+		return fault("body is not JSON")
+	}
+	c.n++
+	c.next, c.prev = r.Seq+1, r.Hash
+	return nil
+}
+
+// Records returns how many records were added intact, and Head the hash of the
+// last of them.
+func (c *AuditChain) Records() int64 { return c.n }
+
+// Head returns the hash of the last record added intact.
+func (c *AuditChain) Head() string { return c.prev }
+
+// VerifyAudit recomputes the audit trail from its first record and checks the
+// journal's own tables against it: every transition row since the trail began
+// matches its record and none lacks one, and so does every approval and every
+// decision; the history before it matches the genesis record's digest; each
+// operation's state and payload are what its last records say. The report
+// names the first bad record (Fault); the error is for a journal that could not
+// be read. It reads the whole trail and the journal's facts, in memory
+// proportional to them.
+func (j *Journal) VerifyAudit(ctx context.Context) (AuditReport, error) {
+	var rep AuditReport
+	c := NewAuditChain(true)
+	var recs []AuditRecord
+	err := j.AuditRecords(ctx, 0, func(r AuditRecord) error {
+		if f := c.Add(r); f != nil {
+			rep.Fault = f
+			return errStop
+		}
+		recs = append(recs, r)
+		return nil
+	})
+	rep.Records, rep.Head = c.Records(), c.Head()
+	if rep.Fault != nil {
+		return rep, nil
+	}
+	if err != nil {
+		return rep, err
+	}
+	f, err := j.crossCheck(ctx, recs)
+	rep.Fault = f
+	return rep, err
+}
+
+var errStop = errors.New("stop")
+
+// facts is what the journal's tables say, read for the cross-check.
+type facts struct {
+	transitions map[int64]transitionRow
+	approvals   map[string]Approval
+	ops         map[string]opRow
+}
+
+type transitionRow struct {
+	op string
+	f  transitionFact
+}
+
+type opRow struct {
+	state   State
+	payload string
+	sha256  string
+}
+
+// crossCheck compares the intact trail recs with the journal's tables.
+func (j *Journal) crossCheck(ctx context.Context, recs []AuditRecord) (*AuditFault, error) {
+	fs, err := j.readFacts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var g genesisFact
+	faults := []AuditFault{}
+	bad := func(r AuditRecord, format string, args ...any) {
+		faults = append(faults, AuditFault{Seq: r.Seq, Kind: r.Kind, Operation: r.Operation, Problem: fmt.Sprintf(format, args...)})
+	}
+	seenT := map[int64]bool{}
+	asked, decided := map[string]bool{}, map[string]bool{}
+	lastState, lastSHA := map[string]State{}, map[string]string{}
+	for i, r := range recs {
+		switch {
+		case i == 0 && r.Kind != AuditGenesis:
+			bad(r, "the trail does not start with its genesis record")
+		case i == 0:
+			if err := json.Unmarshal(r.Body, &g); err != nil {
+				bad(r, "genesis body: %v", err)
+			}
+		case r.Kind == AuditTransition:
+			var f transitionFact
+			if err := json.Unmarshal(r.Body, &f); err != nil || strconv.FormatInt(f.Transition, 10) != r.Ref {
+				bad(r, "body does not describe transition %s", r.Ref)
+				continue
+			}
+			seenT[f.Transition] = true
+			row, ok := j.transitionOf(fs, f.Transition)
+			switch {
+			case !ok:
+				bad(r, "transition %d (%s -> %s) is missing from the journal", f.Transition, f.From, f.To)
+			case row.op != r.Operation || row.f.From != f.From || row.f.To != f.To || row.f.Reason != f.Reason || row.f.At != f.At:
+				bad(r, "transition %d in the journal is %s %s -> %s %q at %d; the record says %s %s -> %s %q at %d",
+					f.Transition, row.op, row.f.From, row.f.To, row.f.Reason, row.f.At, r.Operation, f.From, f.To, f.Reason, f.At)
+			}
+			lastState[r.Operation] = f.To
+			if f.PayloadSHA256 != "" {
+				lastSHA[r.Operation] = f.PayloadSHA256
+			}
+		case r.Kind == AuditApproval || r.Kind == AuditDecision:
+			var f approvalFact
+			if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
+				bad(r, "body does not describe approval %s", r.Ref)
+				continue
+			}
+			a, ok := fs.approvals[f.Approval]
+			switch {
+			case !ok:
+				bad(r, "approval %s is missing from the journal", f.Approval)
+			case r.Kind == AuditApproval:
+				asked[a.ID] = true
+				if got := approvalAsked(a); a.OperationID != r.Operation || got != f {
+					bad(r, "approval %s in the journal is %s; the record says %s", a.ID, mustJSON(got), r.Body)
+				}
+			default:
+				decided[a.ID] = true
+				if a.OperationID != r.Operation || a.Decision != f.Decision || a.DecidedBy != f.By || ms(a.DecidedAt) != f.At {
+					bad(r, "approval %s in the journal is %s by %d at %d; the record says %s by %d at %d",
+						a.ID, a.Decision, a.DecidedBy, ms(a.DecidedAt), f.Decision, f.By, f.At)
+				}
+			}
+		default:
+			bad(r, "unknown kind %q", r.Kind)
+		}
+	}
+	if len(faults) > 0 {
+		return &faults[0], nil
+	}
+	return j.checkUnrecorded(ctx, fs, recs, g, seenT, asked, decided, lastState, lastSHA)
+}
+
+// transitionOf is the row of transitions seq.
+func (j *Journal) transitionOf(fs facts, seq int64) (transitionRow, bool) {
+	row, ok := fs.transitions[seq]
+	return row, ok
+}
+
+// checkUnrecorded looks for facts of the journal that have no record since the
+// trail began, checks the history before it against the genesis digest, and
+// each operation's state and payload against its last records.
+func (j *Journal) checkUnrecorded(ctx context.Context, fs facts, recs []AuditRecord, g genesisFact,
+	seenT map[int64]bool, asked, decided map[string]bool, lastState map[string]State, lastSHA map[string]string) (*AuditFault, error) {
+	missing := func(kind, op, format string, args ...any) (*AuditFault, error) {
+		return &AuditFault{Kind: kind, Operation: op, Problem: fmt.Sprintf(format, args...)}, nil
+	}
+	if len(recs) == 0 {
+		return missing(AuditGenesis, "", "the trail is empty: its genesis record is gone")
+	}
+	seqs := make([]int64, 0, len(fs.transitions))
+	for seq := range fs.transitions {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		if row := fs.transitions[seq]; seq > g.Transitions && !seenT[seq] {
+			return missing(AuditTransition, row.op, "transition %d (%s -> %s, %q) has no audit record", seq, row.f.From, row.f.To, row.f.Reason)
+		}
+	}
+	ids := make([]string, 0, len(fs.approvals))
+	for id := range fs.approvals {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	pending := map[string]bool{}
+	for _, id := range g.Pending {
+		pending[id] = true
+	}
+	for _, id := range ids {
+		a := fs.approvals[id]
+		if a.Decision != Pending && !decided[id] && (asked[id] || pending[id]) {
+			return missing(AuditDecision, a.OperationID, "decision %s by %d on approval %s has no audit record", a.Decision, a.DecidedBy, id)
+		}
+	}
+	h, err := digestHistory(ctx, j.db, g.Transitions, asked, pending)
+	if err != nil {
+		return nil, fmt.Errorf("journal: verify the audit trail: %w", err)
+	}
+	if h.History != g.History || h.Approvals != g.Approvals {
+		return &AuditFault{Seq: recs[0].Seq, Kind: AuditGenesis, Problem: fmt.Sprintf(
+			"the history before the trail (%d transitions, %d approvals) no longer matches its digest: a transition or an approval from before it was changed, removed or added", g.Transitions, g.Approvals)}, nil
+	}
+	opIDs := make([]string, 0, len(lastState))
+	for id := range lastState {
+		opIDs = append(opIDs, id)
+	}
+	slices.Sort(opIDs)
+	for _, id := range opIDs {
+		if f := checkOperation(id, fs.ops[id], lastState[id], lastSHA[id], fs.ops); f != nil {
+			return f, nil
+		}
+	}
+	return nil, nil
+}
+
+// checkOperation compares an operation's row with what its last records say.
+func checkOperation(id string, o opRow, state State, sha string, ops map[string]opRow) *AuditFault {
+	bad := func(format string, args ...any) *AuditFault {
+		return &AuditFault{Kind: "operation", Operation: id, Problem: fmt.Sprintf(format, args...)}
+	}
+	if _, ok := ops[id]; !ok {
+		return bad("the operation is missing from the journal")
+	}
+	if o.state != state {
+		return bad("state is %s in the journal; its last transition record says %s", o.state, state)
+	}
+	if sha == "" {
+		return nil // created before the trail began, its payload never changed since
+	}
+	var p tools.Payload
+	if err := json.Unmarshal([]byte(o.payload), &p); err != nil {
+		return bad("payload is not JSON: %v", err)
+	}
+	if o.sha256 != sha || p.SHA256() != sha {
+		return bad("payload hashes to %s (stored %s); its last record says %s: the payload was changed", p.SHA256()[:12], o.sha256[:min(12, len(o.sha256))], sha[:min(12, len(sha))])
+	}
+	return nil
+}
+
+// readFacts reads the transitions, approvals and operations.
+func (j *Journal) readFacts(ctx context.Context) (facts, error) {
+	fs := facts{transitions: map[int64]transitionRow{}, approvals: map[string]Approval{}, ops: map[string]opRow{}}
+	rows, err := j.db.QueryContext(ctx, "SELECT seq, operation_id, from_state, to_state, reason, at FROM transitions")
+	if err != nil {
+		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
+	}
+	for rows.Next() {
+		var row transitionRow
+		if err := rows.Scan(&row.f.Transition, &row.op, &row.f.From, &row.f.To, &row.f.Reason, &row.f.At); err != nil {
+			rows.Close()
+			return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
+		}
+		fs.transitions[row.f.Transition] = row
+	}
+	rows.Close()
+	rows, err = j.db.QueryContext(ctx, "SELECT "+approvalColumns+" FROM approvals")
+	if err != nil {
+		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
+	}
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			rows.Close()
+			return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
+		}
+		fs.approvals[a.ID] = a
+	}
+	rows.Close()
+	rows, err = j.db.QueryContext(ctx, "SELECT id, state, payload, payload_sha256 FROM operations")
+	if err != nil {
+		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var o opRow
+		if err := rows.Scan(&id, &o.state, &o.payload, &o.sha256); err != nil {
+			return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
+		}
+		fs.ops[id] = o
+	}
+	return fs, rows.Err()
+}
