@@ -160,6 +160,8 @@ func (w *world) stateSettled(ctx context.Context, j *journal.Journal, ops []jour
 			case t.To == journal.Unknown:
 				ever = true
 				tried = tried || strings.Contains(t.Reason, "did not settle it")
+			case t.From == journal.Unknown && t.Reason == oper.ReasonSettleStopped:
+				// The system took back what a stop left unknown, to settle it.
 			case t.From == journal.Unknown:
 				byPerson = true
 			}
