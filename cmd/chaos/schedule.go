@@ -592,17 +592,14 @@ func (w *world) tookDuringAttempt(j *journal.Journal, op journal.Operation) bool
 	return false
 }
 
-// messagesOf are the messages in op's target chat that carry its text.
+// messagesOf are the messages in op's target chat sent with its text: edited
+// or deleted since or not, as the final checks count them. A message the run
+// edited or deleted arrived all the same, and the truth told of an unknown
+// outcome must not depend on what the run did to another message of the text.
 func (w *world) messagesOf(op journal.Operation) []telegramtest.Message {
 	var chat int64
 	fmt.Sscan(op.Payload.Target, &chat)
-	var out []telegramtest.Message
-	for _, m := range w.srv.Messages(chat) {
-		if !m.Deleted && (m.RawText == op.Payload.Text || m.Text == op.Payload.Text) {
-			out = append(out, m)
-		}
-	}
-	return out
+	return w.messagesWith(chat, op.Payload.Text)
 }
 
 // operation reads operation id from the journal, as a person beside the bot would.
