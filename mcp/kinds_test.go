@@ -21,11 +21,13 @@ func TestEveryKindIsOfferedWithItsClassesHints(t *testing.T) {
 		"commit_forward_message": {false, []string{"chat_id"}},
 		"commit_edit_message":    {true, []string{"text"}},
 		"commit_delete_message":  {true, nil},
+		"commit_pin_message":     {false, nil}, // state-setting, narrowed to additive below
 	}
 	r := newRig(t, func(p *policy.Policy) {
 		for name := range kinds {
 			p.Tools[name] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
 		}
+		p.Tools["commit_pin_message"] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired, Idempotency: policy.Additive}
 	})
 	cs := r.connect(t, transports[0], nil)
 	res, err := cs.ListTools(context.Background(), nil)

@@ -46,7 +46,8 @@ func (s *Server) addPolicyTools() {
 		p := t.Params()
 		_, commits := t.(tools.Committer)
 		schema := map[string]any{"type": "object", "properties": p.Properties, "required": p.Required}
-		sets := commits && tools.ClassOf(t) == policy.StateSetting
+		sets := commits && tools.ClassOf(t) == policy.StateSetting &&
+			(s.opts.Policy == nil || s.opts.Policy.Tools[name].Idempotency != policy.Additive) // a policy may narrow it
 		s.srv.AddTool(&sdk.Tool{Name: name, Description: t.Description(), InputSchema: schema, OutputSchema: resultSchema,
 			Annotations: &sdk.ToolAnnotations{ReadOnlyHint: !commits, DestructiveHint: ptr(sets), IdempotentHint: sets, OpenWorldHint: ptr(commits)}},
 			func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
