@@ -215,7 +215,7 @@ func folderName(chat string) string {
 func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) {
 	for {
 		if !m.budget.Take() {
-			return c.giveUp(m, Outcome{Cause: "budget"}, "the message's attempts are spent"), nil
+			return c.giveUp(ctx, m, Outcome{Cause: "budget"}, "the message's attempts are spent"), nil
 		}
 		m.attempt.N++
 		out, err := c.run(ctx, m)
@@ -235,7 +235,7 @@ func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) 
 		}
 		wait, reason := c.next(m, out, forgot)
 		if reason != "" {
-			return c.giveUp(m, out, reason), nil
+			return c.giveUp(ctx, m, out, reason), nil
 		}
 		if err := c.opts.Sleep(ctx, wait); err != nil {
 			return c.ended(ctx, m, "while waiting"), nil
@@ -306,14 +306,41 @@ func (c *Coordinator) next(m *message, out Outcome, forgot bool) (time.Duration,
 	return wait, ""
 }
 
-// giveUp records the stop and words the final failure in one line.
-func (c *Coordinator) giveUp(m *message, out Outcome, reason string) string {
+// giveUp records the stop and words the final failure in one line, with what
+// the message's task already did in the world: a send that went out before
+// the failure is told, not hidden under "nothing was done".
+func (c *Coordinator) giveUp(ctx context.Context, m *message, out Outcome, reason string) string {
 	c.step(m, agent.Step{Action: agent.ActionStop, Cause: out.Cause, Detail: reason})
 	said := firstLine(out.Text)
 	if said == "" {
 		said = "it ended without an answer (" + out.Cause + ")"
 	}
-	return fmt.Sprintf("The agent could not finish after %d attempt(s): %s. Nothing else was done; /ops shows what was.", m.attempt.N, strings.TrimSuffix(said, "."))
+	done := "Nothing else was done"
+	if did := c.done(ctx, m.taskID); len(did) > 0 {
+		done = "Done before that: " + strings.Join(did, ", ") + "; nothing else was done"
+	}
+	return fmt.Sprintf("The agent could not finish after %d attempt(s): %s. %s; /ops shows what was.", m.attempt.N, strings.TrimSuffix(said, "."), done)
+}
+
+// done is what the task's commits did in the world, oldest first, each as
+// its tool and operation: those committed, and those whose outcome is
+// unknown (they may have). A journal that cannot be read says nothing here;
+// /ops is named beside it.
+func (c *Coordinator) done(ctx context.Context, taskID string) []string {
+	ops, err := c.opts.Journal.Operations(context.WithoutCancel(ctx), journal.Filter{TaskID: taskID, States: []journal.State{journal.Committed, journal.Unknown}})
+	if err != nil {
+		return nil
+	}
+	slices.Reverse(ops)
+	var did []string
+	for _, op := range ops {
+		what := op.Tool + " " + op.ID
+		if op.State == journal.Unknown {
+			what += " (whether it arrived is not known)"
+		}
+		did = append(did, what)
+	}
+	return did
 }
 
 func firstLine(s string) string {

@@ -581,3 +581,31 @@ func TestCoordinatorEndsARunPastItsTimeBound(t *testing.T) {
 		t.Errorf("steps %v, want them to end with stop(run_time)", path)
 	}
 }
+
+// A message that gives up after a send of its task went out says so, with the
+// operation, instead of "nothing else was done" (the tool ran, the report
+// failed).
+func TestCoordinatorGivingUpSaysWhatWasAlreadyDone(t *testing.T) {
+	h := newHarness(t, []turn{{out: overload}, {out: overload}, {out: overload}, {out: answered}}, func(m *policy.Model) {
+		m.TurnWait = 3 * time.Second
+		m.Backoff = policy.Backoff{Base: 2 * time.Second, Cap: 2 * time.Second, Jitter: 0.01}
+	}, "", false)
+	ctx := context.Background()
+	// A send of the task that went out before the failure, as the operator
+	// records one.
+	op, err := h.journal.CreateOperation(ctx, journal.Operation{TaskID: h.taskID, Tool: "commit_send_message", Fingerprint: "fp",
+		Payload: tools.Payload{Action: tools.ActionSendMessage, Target: "222", Text: "hi"}}, "prepared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.Approved},
+		{From: journal.Approved, To: journal.Committing, StartAttempt: true}, {From: journal.Committing, To: journal.Committed, AttemptOutcome: "committed"}} {
+		if err := h.journal.Move(ctx, op.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reply := h.chat(t, "hello")
+	if want := "Done before that: commit_send_message " + op.ID + "; nothing else was done"; !strings.Contains(reply, want) || strings.Contains(reply, "Nothing else was done") {
+		t.Errorf("reply %q, want it to say %q", reply, want)
+	}
+}
