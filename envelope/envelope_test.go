@@ -294,3 +294,36 @@ func TestParseHandEdits(t *testing.T) {
 		})
 	}
 }
+
+// The note says what a person checks for each kind of operation: a message or
+// a post in its chat, every item of an album, and for any other action (an
+// edit, a pin, an HTTP call) whether it took effect at its target, never
+// "look for the message".
+func TestRenderSaysWhatToCheck(t *testing.T) {
+	album := unresolved()
+	album.Action, album.Items = "send_album", []string{`1. photo "a.png", sha256 4f1c`, `2. photo "b.png", sha256 9e2d`}
+	edit := unresolved()
+	edit.Action, edit.Tool = "edit_message", "commit_edit_message"
+	call := unresolved()
+	call.Action, call.Tool, call.Target = "http_request", "commit_create_ticket", "api.tickets.example"
+	post := unresolved()
+	post.Action = envelope.ActionPublishPost
+	for name, tt := range map[string]struct {
+		e    envelope.Envelope
+		want string
+	}{
+		"a message":    {unresolved(), "look for the message in chat 222; then `/resolve op-7k2m9q"},
+		"a post":       {post, "look for the post in chat 222;"},
+		"an album":     {album, "look in chat 222 for each of the 2 items listed above;"},
+		"an edit":      {edit, "check at 222 whether its edit_message took effect (`bot ops show op-7k2m9q` says exactly what it does);"},
+		"an HTTP call": {call, "check at api.tickets.example whether its http_request took effect"},
+	} {
+		b, err := tt.e.Render()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), tt.want) {
+			t.Errorf("%s: note lacks %q:\n%s", name, tt.want, b)
+		}
+	}
+}

@@ -157,17 +157,22 @@ func (e Envelope) retry() string {
 	return "forbidden"
 }
 
+// verify says what a person checks: a message or a post in its chat, each
+// item of several, or, for any other action (an edit, a pin, an HTTP call),
+// whether it took effect at its target, with where to read exactly what it
+// does.
 func (e Envelope) verify() string {
-	what := "message"
-	if e.Action == ActionPublishPost {
-		what = "post"
+	resolve := fmt.Sprintf("then `/resolve %s delivered|not_delivered`", e.OperationID)
+	switch {
+	case len(e.Items) > 0:
+		return fmt.Sprintf("look in chat %s for each of the %d items listed above; %s", inline(e.Target), len(e.Items), resolve)
+	case e.Action == ActionPublishPost:
+		return fmt.Sprintf("look for the post in chat %s; %s", inline(e.Target), resolve)
+	case e.Action == ActionSendMessage || e.Action == "":
+		return fmt.Sprintf("look for the message in chat %s; %s", inline(e.Target), resolve)
 	}
-	if len(e.Items) > 0 {
-		return fmt.Sprintf("look in chat %s for each of the %d items listed above; then `/resolve %s delivered|not_delivered`",
-			inline(e.Target), len(e.Items), e.OperationID)
-	}
-	return fmt.Sprintf("look for the %s in chat %s; then `/resolve %s delivered|not_delivered`",
-		what, inline(e.Target), e.OperationID)
+	return fmt.Sprintf("check at %s whether its %s took effect (`bot ops show %s` says exactly what it does); %s",
+		inline(e.Target), inline(e.Action), e.OperationID, resolve)
 }
 
 func (e Envelope) resolved() string {
