@@ -63,20 +63,25 @@ func (j *Journal) UncardedSince(ctx context.Context, transport string, since tim
 }
 
 func (j *Journal) uncarded(ctx context.Context, created string, at int64, transport string) ([]Approval, error) {
-	rows, err := j.db.QueryContext(ctx, `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
+	return j.approvals(ctx, "approvals without cards", `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
 		JOIN operations o ON o.id = a.operation_id
 		WHERE `+created+` AND a.expires_at > ? AND o.transport = ? AND o.state = ?
 		AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.ref = a.id)
 		ORDER BY a.created_at`, at, ms(j.now()), transport, AwaitingApproval)
+}
+
+// approvals runs a query of approval rows; what names it in an error.
+func (j *Journal) approvals(ctx context.Context, what, query string, args ...any) ([]Approval, error) {
+	rows, err := j.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("journal: approvals without cards: %w", err)
+		return nil, fmt.Errorf("journal: %s: %w", what, err)
 	}
 	defer rows.Close()
 	var as []Approval
 	for rows.Next() {
 		a, err := scanApproval(rows)
 		if err != nil {
-			return nil, fmt.Errorf("journal: approvals without cards: %w", err)
+			return nil, fmt.Errorf("journal: %s: %w", what, err)
 		}
 		as = append(as, a)
 	}
@@ -143,21 +148,8 @@ func (j *Journal) CardEditMade(ctx context.Context, seq int64) error {
 // awaiting approval that expire after now and at or before before, soonest
 // first: the ones a reminder may still save.
 func (j *Journal) Expiring(ctx context.Context, transport string, before time.Time) ([]Approval, error) {
-	rows, err := j.db.QueryContext(ctx, `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
+	return j.approvals(ctx, "approvals near their expiry", `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
 		JOIN operations o ON o.id = a.operation_id
 		WHERE a.decision = '' AND a.expires_at > ? AND a.expires_at <= ? AND o.transport = ? AND o.state = ?
 		ORDER BY a.expires_at`, ms(j.now()), ms(before), transport, AwaitingApproval)
-	if err != nil {
-		return nil, fmt.Errorf("journal: approvals near their expiry: %w", err)
-	}
-	defer rows.Close()
-	var as []Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("journal: approvals near their expiry: %w", err)
-		}
-		as = append(as, a)
-	}
-	return as, rows.Err()
 }

@@ -114,9 +114,9 @@ func sentBy(op journal.Operation) []tools.SentMessage {
 	texts, kinds := op.Payload.Messages(), []string(nil)
 	switch p := op.Payload; {
 	case p.From != "": // a forward or a copy: what it reads is the source's
-		texts, kinds = []string{p.Before}, []string{"repost"}
+		texts, kinds = []string{p.Before}, []string{tools.KindRepost}
 	case p.Poll != nil:
-		kinds = []string{"poll"}
+		kinds = []string{tools.KindPoll}
 	case len(p.Files) == 1:
 		kinds = []string{p.Files[0].Kind}
 	case len(p.Files) > 1: // an album: a message per item, with its caption

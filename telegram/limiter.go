@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -102,7 +103,14 @@ func (w *window) forget(now time.Time) {
 // answered gives back a send's place: it lapses span after at.
 func (w *window) answered(at time.Time) {
 	w.open--
-	w.done = append(w.done, at) // answers come in time order: at is the latest
+	w.lapse(at)
+}
+
+// lapse holds a place until span after at, in time order: a place owed for
+// an album's items may lie ahead of a later answer.
+func (w *window) lapse(at time.Time) {
+	i, _ := slices.BinarySearchFunc(w.done, at, time.Time.Compare)
+	w.done = slices.Insert(w.done, i, at)
 }
 
 // idle says w admits exactly what a new window would.
@@ -181,6 +189,26 @@ func (l *Limiter) doneFunc(chat *window) func() {
 			l.changedLocked()
 		})
 	}
+}
+
+// Spend records that a send to target, answered just now, was n messages (an
+// album): Telegram counts each against its limits, so the next sends wait as
+// if the others had gone one after another behind it, in the chat, and in
+// the overall limits at once.
+func (l *Limiter) Spend(target string, n int) {
+	if n <= 1 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	chat := l.chatLocked(target)
+	for k := 1; k < n; k++ {
+		chat.lapse(now.Add(time.Duration(k) * chat.span))
+		l.second.lapse(now)
+	}
+	l.overall.ReserveN(now, n-1) // the overall rate's tokens, owed
+	l.changedLocked()
 }
 
 // withdraw gives back a place in w that no send used.

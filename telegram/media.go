@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strconv"
 	"time"
 
@@ -30,16 +31,6 @@ func (s *Sender) Upload(ctx context.Context, u tools.Upload) ([]tools.Delivery, 
 	if len(u.Files) == 0 {
 		err := errors.New("an upload without a file")
 		return nil, &tools.RefusedError{Reason: err.Error(), Err: err}
-	}
-	// Telegram counts each item of an album against its limits: the items
-	// before the last take their places in the limiter first, so that the
-	// album leaves when as many single messages could.
-	for range len(u.Files) - 1 {
-		done, err := s.limiter.Wait(ctx, u.Target)
-		if err != nil {
-			return nil, fmt.Errorf("telegram: rate limiter: %w: %w", tools.ErrNotSent, err)
-		}
-		done()
 	}
 	var out []tools.Delivery
 	_, err = s.call(ctx, u.Target, func(ctx context.Context) (tools.Delivery, error) {
@@ -65,6 +56,12 @@ func (s *Sender) Upload(ctx context.Context, u tools.Upload) ([]tools.Delivery, 
 		out = append(out, d)
 		return d, err
 	})
+	// Telegram counts each item of an album against its limits: the next
+	// sends wait as if the items had gone one by one, whenever the album may
+	// have landed.
+	if err == nil || errors.Is(err, tools.ErrOutcomeUnknown) {
+		s.limiter.Spend(u.Target, len(u.Files))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -115,22 +112,12 @@ func (s *Sender) Download(ctx context.Context, fileID string) (io.ReadCloser, st
 		resp.Body.Close()
 		return nil, "", fmt.Errorf("telegram: download the file: %s", resp.Status)
 	}
-	return resp.Body, baseName(f.FilePath), nil
+	return resp.Body, path.Base(f.FilePath), nil
 }
 
 // downloads fetches attachments: bounded in time, as the body is read by the
 // caller after Download returns.
 var downloads = &http.Client{Timeout: 2 * time.Minute}
-
-// baseName is the last element of a Bot API file path ("photos/file_1.jpg").
-func baseName(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[i+1:]
-		}
-	}
-	return p
-}
 
 var _ tools.Poller = (*Sender)(nil)
 

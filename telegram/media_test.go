@@ -21,6 +21,7 @@ import (
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/telegram"
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
 )
@@ -311,4 +312,39 @@ func TestEditingAFileMessageChangesItsCaption(t *testing.T) {
 	r.committed(res.OperationID)
 	r.command(alice, "/edit "+res.OperationID+" Which one?")
 	r.replyContaining(alice, "is a poll: its text cannot be edited")
+}
+
+// Telegram counts each item of an album against its limits: after an album of
+// three, a text to the same chat waits as if the items had gone one by one,
+// and Telegram's flood limits (enforced by the fake) never answer 429.
+func TestAnAlbumCountsAsItsItemsAgainstTheLimits(t *testing.T) {
+	r := newRig(t, withAlbums(), withLimits(&telegram.DefaultLimits), withServer(func(o *telegramtest.Options) {
+		o.Flood = &telegramtest.FloodLimits{PerSecond: 30, PerChatPerSecond: 1, ChatBurst: 1, GroupPerMinute: 20}
+	}), withPolicy(func(p *policy.Policy) {
+		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_album", Chats: []string{"222"}}, {Tool: "commit_send_message", Chats: []string{"222"}}}
+	}))
+	web, _ := photoServer(t)
+	op := r.remote()
+	task, err := op.StartTask(t.Context(), journal.Task{Surface: "mcp", Summary: "mcp session"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	album, _ := json.Marshal(map[string]any{"chat_id": "222", "files": []string{web.URL + "/a.png", web.URL + "/b.png", web.URL + "/c.png"}})
+	res, err := op.Call(t.Context(), task.ID, operator.Call{Tool: "commit_send_album", Args: album})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != tools.StatusPending && res.Status != tools.StatusSucceeded {
+		t.Fatalf("album = %+v", res)
+	}
+	r.committed(res.OperationID) // sent by the bot, the owner
+	text, _ := json.Marshal(tools.SendArgs{ChatID: "222", Text: "right after the album"})
+	res, err = op.Call(t.Context(), task.ID, operator.Call{Tool: "commit_send_message", Args: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.committed(res.OperationID)
+	if n := r.srv.FloodRejections(); n != 0 {
+		t.Errorf("429s from Telegram's flood limits = %d, want none", n)
+	}
 }

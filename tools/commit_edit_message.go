@@ -96,7 +96,7 @@ func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent 
 	}
 	caption := m.Kind == FilePhoto || m.Kind == FileDocument
 	switch {
-	case m.Kind == "poll" || m.Kind == "repost":
+	case m.Kind == KindPoll || m.Kind == KindRepost:
 		return Payload{}, in.refuse("message %d in chat %s is a %s: its text cannot be edited", m.MessageID, m.Chat, m.Kind)
 	case caption && verifier.Length(text, mode) > 1024:
 		return Payload{}, in.refuse("message %d in chat %s holds a file: its caption is at most 1024 characters, got %d", m.MessageID, m.Chat, verifier.Length(text, mode))

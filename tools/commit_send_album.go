@@ -139,8 +139,10 @@ func albumItems(v json.RawMessage) ([]albumItem, bool) {
 	if json.Unmarshal(v, &sources) != nil {
 		return nil, false
 	}
-	for _, s := range sources {
-		items = append(items, albumItem{File: s})
+	// A failed decode above may have left zero items behind: start afresh.
+	items = make([]albumItem, len(sources))
+	for i, s := range sources {
+		items[i] = albumItem{File: s}
 	}
 	return items, true
 }

@@ -46,10 +46,17 @@ type SentMessage struct {
 	// Deleted is set when the last operation on the message deleted it.
 	Deleted bool
 	// Kind is what the message holds: "" for a text, else a file's kind
-	// (FilePhoto, FileDocument), whose Text is its caption, or "poll", whose
-	// Text is its question and which cannot be edited.
+	// (FilePhoto, FileDocument), whose Text is its caption, or KindPoll or
+	// KindRepost, whose text cannot be edited.
 	Kind string
 }
+
+// The kinds of a sent message that are not a text or a file: a poll (its
+// Text is the question) and a forward or copy (its Text is the source's).
+const (
+	KindPoll   = "poll"
+	KindRepost = "repost"
+)
 
 // ErrNotSentHere means no committed operation of this bot sent the message asked
 // about: a tool acts only on messages the journal shows this bot sent.

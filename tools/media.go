@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/secret"
 	"github.com/countersign/countersign/verifier"
 )
 
@@ -65,11 +66,8 @@ const TelegramFile = "telegram:"
 // Media is what the file tools read with: where files are kept, which paths
 // and addresses they may read, and how a chat attachment is fetched.
 type Media struct {
-	Store  FileStore
-	Policy policy.Files
-	// Client fetches addresses; nil: one that refuses private addresses
-	// unless the policy allows them (FetchClient).
-	Client     *http.Client
+	Store      FileStore
+	Policy     policy.Files
 	Downloader Downloader
 }
 
@@ -123,6 +121,10 @@ const maxRead = verifier.MaxDocumentBytes
 func (m Media) read(ctx context.Context, in args, kind, source string) (File, error) {
 	if m.Store == nil {
 		return File{}, in.refuse("this process keeps no files, so it cannot send one")
+	}
+	if secret.Contains(source) {
+		// The source is kept in the payload, so in the journal and on the card.
+		return File{}, in.refuse("file: the address holds what looks like a secret (a bot token or an API key); it is neither fetched nor stored")
 	}
 	r, name, shown, err := m.open(ctx, in, source)
 	if err != nil {
@@ -223,10 +225,7 @@ func (m Media) fetch(ctx context.Context, in args, source string) (io.ReadCloser
 		return nil, "", "", in.refuse("file %q is not a valid address", source)
 	}
 	shown := u.Redacted()
-	client := m.Client
-	if client == nil {
-		client = FetchClient(m.Policy.FetchPrivate)
-	}
+	client := FetchClient(m.Policy.FetchPrivate)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, "", "", in.refuse("file %s: %v", shown, err)

@@ -106,6 +106,7 @@ func TestFileToolsReadOnlyWhatThePolicyOpens(t *testing.T) {
 		{"too narrow", photo, tall, "more than 20 times"},
 		{"a loopback address", photo, web.URL + "/chart.png", "private address"},
 		{"another scheme", document, "ftp://example.org/x", "no such file"},
+		{"a token in the address", document, "https://api.telegram.org/file/bot7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/a.pdf", "looks like a secret"},
 	}
 	for _, tt := range refusals {
 		_, err := prepareFile(t, tt.tool, tt.file, "")
