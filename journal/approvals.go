@@ -18,6 +18,9 @@ const (
 	DecideReject   Decision = "rejected"
 	DecideExpire   Decision = "expired"
 	DecideWithdraw Decision = "withdrawn"
+	// DecideEdit: an approver replaced the payload before anyone approved it;
+	// the operation waits on a new approval for the new payload.
+	DecideEdit Decision = "edited"
 )
 
 // ByPolicy is the decider of an approval that an auto_approve rule granted.
@@ -34,19 +37,54 @@ type Approval struct {
 	Decision      Decision
 	DecidedBy     int64
 	DecidedAt     time.Time
+	// Required is how many different approvers must approve (a quorum; 1 when
+	// the policy asks for no more). Any rejection ends it.
+	Required int
+	// Escalated is when the approval went to the escalation list of approvers
+	// too; zero when it has not.
+	Escalated time.Time
+	// Grant names the grant that approved it, "" when taps did.
+	Grant string
+	// Votes are the approvals given so far by different approvers, oldest
+	// first, when Required is more than one or a grant gave one. Read with
+	// Votes; Decide fills them in.
+	Votes []Vote
 }
 
-// NewApproval returns an approval for op that expires after ttl, with a fresh id.
-// Pass it in the Move to AwaitingApproval, which stores both at once.
+// Vote is one approver's approval of an approval that needs several, or one a
+// grant gave in its granter's name.
+type Vote struct {
+	By    int64
+	At    time.Time
+	Grant string // the grant that voted; "" for a tap
+}
+
+// Approvals reports how many different approvers approved so far.
+func (a Approval) Approvals() int {
+	if a.Decision == DecideApprove && len(a.Votes) == 0 {
+		return 1 // a single approval records no vote
+	}
+	return len(a.Votes)
+}
+
+// Missing is how many more approvers must approve a pending approval.
+func (a Approval) Missing() int { return max(0, a.required()-len(a.Votes)) }
+
+func (a Approval) required() int { return max(1, a.Required) }
+
+// NewApproval returns an approval for op that expires after ttl, with a fresh id,
+// needing one approver; set Required for a quorum. Pass it in the Move to
+// AwaitingApproval, which stores both at once.
 func (j *Journal) NewApproval(op Operation, requester int64, ttl time.Duration) *Approval {
 	now := j.now().UTC()
 	return &Approval{ID: NewID("ap"), OperationID: op.ID, PayloadSHA256: op.PayloadSHA256,
-		Requester: requester, Created: now, Expires: now.Add(ttl)}
+		Requester: requester, Created: now, Expires: now.Add(ttl), Required: 1}
 }
 
 func insertApproval(ctx context.Context, tx txn, a *Approval) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at)
-		VALUES(?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires))
+	a.Required = a.required()
+	_, err := tx.ExecContext(ctx, `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at, required)
+		VALUES(?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires), a.Required)
 	if err != nil {
 		return fmt.Errorf("journal: create approval for %s: %w", a.OperationID, err)
 	}
@@ -54,13 +92,25 @@ func insertApproval(ctx context.Context, tx txn, a *Approval) error {
 	return nil
 }
 
-const approvalColumns = `id, operation_id, payload_sha256, requester, created_at, expires_at, decision, decided_by, decided_at`
+// approvalBase are the columns approvals had when the audit trail began: its
+// genesis digest reads these, in the migration before the later ones exist.
+const approvalBase = `id, operation_id, payload_sha256, requester, created_at, expires_at, decision, decided_by, decided_at`
+
+const approvalColumns = approvalBase + `, required, escalated_at, grant_id`
 
 func scanApproval(row interface{ Scan(...any) error }) (Approval, error) {
 	var a Approval
+	var c, e, d, esc int64
+	err := row.Scan(&a.ID, &a.OperationID, &a.PayloadSHA256, &a.Requester, &c, &e, &a.Decision, &a.DecidedBy, &d, &a.Required, &esc, &a.Grant)
+	a.Created, a.Expires, a.DecidedAt, a.Escalated = fromMS(c), fromMS(e), fromMS(d), fromMS(esc)
+	return a, err
+}
+
+func scanApprovalBase(row interface{ Scan(...any) error }) (Approval, error) {
+	var a Approval
 	var c, e, d int64
 	err := row.Scan(&a.ID, &a.OperationID, &a.PayloadSHA256, &a.Requester, &c, &e, &a.Decision, &a.DecidedBy, &d)
-	a.Created, a.Expires, a.DecidedAt = fromMS(c), fromMS(e), fromMS(d)
+	a.Created, a.Expires, a.DecidedAt, a.Required = fromMS(c), fromMS(e), fromMS(d), 1
 	return a, err
 }
 
@@ -72,6 +122,19 @@ func (j *Journal) Approval(ctx context.Context, id string) (Approval, error) {
 	}
 	if err != nil {
 		return a, fmt.Errorf("journal: approval %s: %w", id, err)
+	}
+	return j.withVotes(ctx, a)
+}
+
+// withVotes reads the votes of a, when it can have any: most approvals need
+// one tap and record none.
+func (j *Journal) withVotes(ctx context.Context, a Approval) (Approval, error) {
+	if a.Required <= 1 && a.Grant == "" {
+		return a, nil
+	}
+	var err error
+	if a.Votes, err = votes(ctx, j.db, a.ID); err != nil {
+		return a, fmt.Errorf("journal: %w", err)
 	}
 	return a, nil
 }
@@ -86,7 +149,17 @@ func (j *Journal) LatestApproval(ctx context.Context, opID string) (Approval, er
 	if err != nil {
 		return a, fmt.Errorf("journal: approval of %s: %w", opID, err)
 	}
-	return a, nil
+	return j.withVotes(ctx, a)
+}
+
+// Ballot is one decision given on an approval: by whom, and under which grant.
+type Ballot struct {
+	Decision Decision
+	By       int64
+	// Grant, when set, names the grant that decides in its granter's (By's)
+	// name: Decide checks in its transaction that the grant covers the
+	// approval's operation and is in force.
+	Grant string
 }
 
 // Decide records the decision on an approval and moves its operation out of
@@ -94,37 +167,72 @@ func (j *Journal) LatestApproval(ctx context.Context, opID string) (Approval, er
 // returns ErrDecided with the approval as it was decided; a decision at or after the
 // expiry records the expiry instead and returns ErrExpired. Checking that the decider
 // may approve is the caller's job.
+//
+// An approval that needs several approvers (Required) records each approval as
+// a vote and is decided by the vote that completes it: Decide returns it still
+// pending, with its votes, until then; a second vote by the same approver
+// returns ErrVoted and changes nothing. A rejection decides at once.
 func (j *Journal) Decide(ctx context.Context, id string, d Decision, by int64) (Approval, error) {
+	return j.DecideBallot(ctx, id, Ballot{Decision: d, By: by})
+}
+
+// DecideBallot is Decide for a ballot that may name a grant.
+func (j *Journal) DecideBallot(ctx context.Context, id string, b Ballot) (Approval, error) {
 	var a Approval
 	expired := false
 	err := j.tx(ctx, func(tx txn) error {
 		var err error
-		a, err = scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("approval %s: %w", id, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if a.Decision != Pending {
-			return ErrDecided
-		}
-		now := j.now().UTC()
-		if !now.Before(a.Expires) {
-			// Record the expiry and commit it; only the decision fails.
-			d, by, expired = DecideExpire, 0, true
-		}
-		return j.decide(ctx, tx, &a, d, by, now)
+		a, err = j.decideIn(ctx, tx, id, b, &expired)
+		return err
 	})
 	switch {
-	case errors.Is(err, ErrDecided):
-		return a, ErrDecided
+	case errors.Is(err, ErrDecided), errors.Is(err, ErrVoted):
+		return a, err
 	case err != nil:
 		return a, fmt.Errorf("journal: decide %s: %w", id, err)
 	case expired:
 		return a, fmt.Errorf("journal: decide %s: %w", id, ErrExpired)
 	}
 	return a, nil
+}
+
+// decideIn is DecideBallot within tx. *expired is set when the approval's
+// time had passed and the expiry was recorded instead of b.
+func (j *Journal) decideIn(ctx context.Context, tx txn, id string, b Ballot, expired *bool) (Approval, error) {
+	a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("approval %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return a, err
+	}
+	if a.Votes, err = votes(ctx, tx, id); err != nil {
+		return a, err
+	}
+	if a.Decision != Pending {
+		return a, ErrDecided
+	}
+	now := j.now().UTC()
+	if !now.Before(a.Expires) {
+		// Record the expiry and commit it; only the decision fails.
+		*expired = true
+		return a, j.decide(ctx, tx, &a, DecideExpire, 0, now)
+	}
+	if b.Grant != "" {
+		if err := j.grantCovers(ctx, tx, b.Grant, a, now); err != nil {
+			return a, err
+		}
+		a.Grant = b.Grant
+	}
+	if b.Decision == DecideApprove && (a.required() > 1 || b.Grant != "") {
+		if err := j.vote(ctx, tx, &a, b, now); err != nil {
+			return a, err
+		}
+		if len(a.Votes) < a.required() {
+			return a, nil
+		}
+	}
+	return a, j.decide(ctx, tx, &a, b.Decision, b.By, now)
 }
 
 // ExpireDue records the expiry of every pending approval whose time has passed and
@@ -198,15 +306,15 @@ func (j *Journal) Withdraw(ctx context.Context, opID string, reason string) erro
 			return ErrDecided
 		}
 		for _, id := range ids {
-			tx.auditDecision(id, opID, DecideWithdraw, 0, now)
+			tx.auditDecision(&Approval{ID: id, OperationID: opID}, DecideWithdraw, 0, now)
 		}
 		return j.move(ctx, tx, opID, Move{From: AwaitingApproval, To: Cancelled, Reason: reason})
 	})
 }
 
 func (j *Journal) decide(ctx context.Context, tx txn, a *Approval, d Decision, by int64, now time.Time) error {
-	res, err := tx.ExecContext(ctx, `UPDATE approvals SET decision = ?, decided_by = ?, decided_at = ? WHERE id = ? AND decision = ''`,
-		d, by, ms(now), a.ID)
+	res, err := tx.ExecContext(ctx, `UPDATE approvals SET decision = ?, decided_by = ?, decided_at = ?, grant_id = ? WHERE id = ? AND decision = ''`,
+		d, by, ms(now), a.Grant, a.ID)
 	if err != nil {
 		return err
 	}
@@ -214,7 +322,10 @@ func (j *Journal) decide(ctx context.Context, tx txn, a *Approval, d Decision, b
 		return ErrDecided
 	}
 	a.Decision, a.DecidedBy, a.DecidedAt = d, by, now
-	tx.auditDecision(a.ID, a.OperationID, d, by, now)
+	tx.auditDecision(a, d, by, now)
+	if d == DecideEdit {
+		return nil // the edit moves the operation, with its new payload
+	}
 	to := map[Decision]State{DecideApprove: Approved, DecideReject: Rejected, DecideExpire: Expired}[d]
 	if to == "" {
 		return fmt.Errorf("decision %q is not approve, reject or expire", d)
@@ -225,6 +336,10 @@ func (j *Journal) decide(ctx context.Context, tx txn, a *Approval, d Decision, b
 		reason = "expired"
 	case by == ByPolicy:
 		reason = "approved by an auto_approve rule"
+	case a.Grant != "":
+		reason = fmt.Sprintf("%s by %d under grant %s", d, by, a.Grant)
+	case len(a.Votes) > 1:
+		reason = fmt.Sprintf("%s by %s", d, voters(a.Votes))
 	}
 	return j.move(ctx, tx, a.OperationID, Move{From: AwaitingApproval, To: to, Reason: reason})
 }

@@ -31,6 +31,11 @@ const (
 	AuditTransition = "transition" // a move of an operation from one state to another
 	AuditApproval   = "approval"   // an approval asked, bound to the payload's hash
 	AuditDecision   = "decision"   // what became of an approval, and who decided
+	AuditVote       = "vote"       // one approver's approval of an approval that needs several, or a grant's
+	AuditEscalation = "escalation" // an approval sent to the escalation list of approvers
+	AuditEdit       = "edit"       // a payload replaced by an approver before its approval
+	AuditGrant      = "grant"      // an approver's grant made
+	AuditRevoke     = "revoke"     // a grant ended before its time
 )
 
 // ZeroHash is the prev_hash of the first record of a trail.
@@ -96,6 +101,36 @@ type approvalFact struct {
 	Decision      Decision `json:"decision,omitempty"`
 	By            int64    `json:"by,omitempty"`
 	At            int64    `json:"at,omitempty"`
+	Required      int      `json:"required,omitempty"` // asked, when more than one
+	Grant         string   `json:"grant,omitempty"`    // decided under a grant
+}
+
+// voteFact is the body of a vote record: one approver's approval, the Of-th
+// of the Required the approval needs.
+type voteFact struct {
+	Approval string `json:"approval"`
+	By       int64  `json:"by"`
+	At       int64  `json:"at"`
+	Grant    string `json:"grant,omitempty"`
+	Of       int    `json:"of"`
+	Required int    `json:"required"`
+}
+
+// escalationFact is the body of an escalation record.
+type escalationFact struct {
+	Approval string `json:"approval"`
+	At       int64  `json:"at"`
+}
+
+// editFact is the body of an edit record: the payload the edit replaced and
+// the one it put in its place, by their hashes, and the approval it voided.
+type editFact struct {
+	Seq      int    `json:"seq"`
+	Old      string `json:"old_sha256"`
+	New      string `json:"new_sha256"`
+	By       int64  `json:"by"`
+	At       int64  `json:"at"`
+	Approval string `json:"approval"`
 }
 
 // genesisFact is the body of the first record: what the journal held before the
@@ -254,13 +289,21 @@ func (t txn) auditApproval(a *Approval) {
 	t.audit(AuditApproval, a.OperationID, a.ID, a.Created, approvalAsked(*a))
 }
 
-// auditDecision queues the record of a decision on the approval id.
-func (t txn) auditDecision(id, op string, d Decision, by int64, at time.Time) {
-	t.audit(AuditDecision, op, id, at, approvalFact{Approval: id, Decision: d, By: by, At: ms(at)})
+// auditDecision queues the record of a decision on approval a.
+func (t txn) auditDecision(a *Approval, d Decision, by int64, at time.Time) {
+	t.audit(AuditDecision, a.OperationID, a.ID, at, decisionFact(a.ID, d, by, at, a.Grant))
+}
+
+func decisionFact(id string, d Decision, by int64, at time.Time, grant string) approvalFact {
+	return approvalFact{Approval: id, Decision: d, By: by, At: ms(at), Grant: grant}
 }
 
 func approvalAsked(a Approval) approvalFact {
-	return approvalFact{Approval: a.ID, PayloadSHA256: a.PayloadSHA256, Requester: a.Requester, Created: ms(a.Created), Expires: ms(a.Expires)}
+	f := approvalFact{Approval: a.ID, PayloadSHA256: a.PayloadSHA256, Requester: a.Requester, Created: ms(a.Created), Expires: ms(a.Expires)}
+	if a.Required > 1 {
+		f.Required = a.Required
+	}
+	return f
 }
 
 // writeGenesis queues the trail's first record, in the transaction of the
@@ -311,13 +354,13 @@ func digestHistory(ctx context.Context, q queryer, through int64, chained map[st
 	if through >= 0 {
 		g.Transitions = through
 	}
-	rows, err = q.QueryContext(ctx, "SELECT "+approvalColumns+" FROM approvals ORDER BY id")
+	rows, err = q.QueryContext(ctx, "SELECT "+approvalBase+" FROM approvals ORDER BY id")
 	if err != nil {
 		return g, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		a, err := scanApproval(rows)
+		a, err := scanApprovalBase(rows)
 		if err != nil {
 			return g, err
 		}

@@ -66,10 +66,65 @@ func lifecycle(t *testing.T, j *journal.Journal, c *clock) {
 	if err := j.Withdraw(ctx, withdrawn.ID, "cancelled by 7"); err != nil {
 		t.Fatal(err)
 	}
+	beyondOneTap(t, j, c)
 	_, unknown := newOp(t, j)
 	committing(t, j, unknown)
 	move(unknown.ID, journal.Move{From: journal.Committing, To: journal.Unknown, Reason: "timeout after the request was sent"})
 	move(unknown.ID, journal.Move{From: journal.Unknown, To: journal.NotDelivered, Reason: "resolved by @alice: not delivered"})
+}
+
+// beyondOneTap writes the approvals beyond one tap: a quorum of two, an edit
+// before approval, an escalation, a card of two approved by one grant, and a
+// window grant used and revoked.
+func beyondOneTap(t *testing.T, j *journal.Journal, c *clock) {
+	t.Helper()
+	ctx := context.Background()
+	_, quorum := newOp(t, j)
+	q := j.NewApproval(quorum, 7, time.Hour)
+	q.Required = 2
+	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified, Reason: "pass"},
+		{From: journal.Verified, To: journal.AwaitingApproval, Reason: "approval asked", Approval: q}} {
+		if err := j.Move(ctx, quorum.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := j.Escalate(ctx, q.ID); err != nil || !ok {
+		t.Fatalf("Escalate = %v, %v", ok, err)
+	}
+	for _, by := range []int64{42, 44} {
+		if _, err := j.Decide(ctx, q.ID, journal.DecideApprove, by); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, edited := newOp(t, j)
+	first := asked(t, j, edited, time.Hour)
+	next := j.NewApproval(edited, 7, time.Hour)
+	if _, err := j.EditPayload(ctx, first.ID, tools.Payload{Action: "send_message", Target: "222", Text: "hi, corrected"}, 42, next); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Decide(ctx, next.ID, journal.DecideApprove, 44); err != nil {
+		t.Fatal(err)
+	}
+	var items []journal.GrantItem
+	for range 2 {
+		_, op := newOp(t, j)
+		a := asked(t, j, op, time.Hour)
+		items = append(items, journal.GrantItem{Approval: a.ID, Operation: op.ID, PayloadSHA256: a.PayloadSHA256})
+	}
+	if _, _, err := j.GrantApprovals(ctx, 42, "task", items); err != nil {
+		t.Fatal(err)
+	}
+	g, err := j.GrantWindow(ctx, 42, "commit_send_message", "222", c.now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, windowed := newOp(t, j)
+	if _, err := j.DecideBallot(ctx, asked(t, j, windowed, time.Hour).ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Grant: g.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.RevokeGrant(ctx, g.ID, 44); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func verify(t *testing.T, j *journal.Journal) journal.AuditReport {
@@ -126,17 +181,24 @@ func testAnUntouchedJournalVerifies(t *testing.T, name string) {
 	}
 	// The genesis; 4 operations asked for approval (prepared, verified,
 	// awaiting_approval, the decision's move), 2 more for the send (committing,
-	// committed); 6 transitions for the unknown outcome, resolved.
+	// committed); 6 transitions for the unknown outcome, resolved. Beyond one
+	// tap: 5 more operations asked and decided (a quorum of two votes, escalated;
+	// an edit, whose move asks again; two under one card's grant, two votes; one
+	// under a window grant, a vote, and the grant revoked).
 	kinds := map[string]int{}
 	j.AuditRecords(context.Background(), 0, func(r journal.AuditRecord) error { kinds[r.Kind]++; return nil })
-	want := map[string]int{journal.AuditGenesis: 1, journal.AuditTransition: 4*4 + 2 + 6, journal.AuditApproval: 4, journal.AuditDecision: 4}
+	want := map[string]int{journal.AuditGenesis: 1, journal.AuditTransition: 4*4 + 2 + 6 + 5*4 + 1, journal.AuditApproval: 4 + 5 + 1,
+		journal.AuditDecision: 4 + 5 + 1, journal.AuditVote: 2 + 2 + 1, journal.AuditEscalation: 1, journal.AuditEdit: 1,
+		journal.AuditGrant: 2, journal.AuditRevoke: 1}
+	total := 0
 	for k, n := range want {
+		total += n
 		if kinds[k] != n {
 			t.Errorf("%s records = %d, want %d (all: %v)", k, kinds[k], n, kinds)
 		}
 	}
-	if rep.Records != 1+24+4+4 || len(rep.Head) != 64 {
-		t.Errorf("report = %+v, want 33 records and a head", rep)
+	if rep.Records != int64(total) || len(rep.Head) != 64 {
+		t.Errorf("report = %+v, want %d records and a head", rep, total)
 	}
 	if _, err := raw(t, name).Exec("UPDATE audit SET body = '{}' WHERE seq = 2"); err == nil {
 		t.Error("an UPDATE of the trail succeeded; want it refused as append-only")
@@ -182,6 +244,22 @@ func testEveryTamperIsFoundAndNamed(t *testing.T, name string) {
 		{"an approval's payload hash changed", []string{"UPDATE approvals SET payload_sha256 = 'aaaa' WHERE decision = 'approved'"},
 			"SELECT min(seq) FROM audit WHERE kind = 'approval'", "approval", "the record says"},
 		{"the genesis record deleted", []string{"DELETE FROM audit WHERE seq = 1"}, "SELECT 2", "", "seq 2 where 1 was due"},
+		{"a vote of a quorum removed", []string{"DELETE FROM approval_votes WHERE voter = 44 AND grant_id = ''"},
+			"SELECT seq FROM audit WHERE kind = 'vote' AND body LIKE '%\"by\":44%'", "vote", "is missing from the journal"},
+		{"a vote added by hand", []string{"INSERT INTO approval_votes(approval_id, voter, at) SELECT id, 45, 1 FROM approvals WHERE required = 2"},
+			"", "vote", "the vote of 45 on"},
+		{"the payload an edit replaced changed", []string{"UPDATE payload_edits SET old_payload = replace(old_payload, '\"hi\"', '\"forged\"')"},
+			"SELECT seq FROM audit WHERE kind = 'edit'", "edit", "it was changed"},
+		{"an edit removed", []string{"DELETE FROM payload_edits"},
+			"SELECT seq FROM audit WHERE kind = 'edit'", "edit", "is missing from the journal"},
+		{"a window grant made longer", []string{"UPDATE grants SET until_at = until_at + 3600000 WHERE kind = 'window'"},
+			"SELECT seq FROM audit WHERE kind = 'grant' AND body LIKE '%window%'", "grant", "the record says"},
+		{"a grant's revocation undone", []string{"UPDATE grants SET revoked_at = 0, revoked_by = 0"},
+			"SELECT seq FROM audit WHERE kind = 'revoke'", "revoke", "the record says"},
+		{"an approval given under a grant passed off as a tap", []string{"UPDATE approvals SET grant_id = '' WHERE grant_id != ''"},
+			"SELECT min(seq) FROM audit WHERE kind = 'decision' AND body LIKE '%grant%'", "decision", "the record says"},
+		{"an escalation made up", []string{"UPDATE approvals SET escalated_at = 5 WHERE decision = 'rejected'"},
+			"", "escalation", "has no audit record"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -301,9 +379,12 @@ func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
 	a := asked(t, j, waiting, 24*time.Hour)
 	j.Close()
 	db := raw(t, name)
-	downgrade := []string{"DROP TABLE audit", "PRAGMA user_version = 9"}
+	// Back to before the trail: the migrations after it undone too.
+	later := []string{"DROP TABLE approval_votes", "DROP TABLE payload_edits", "DROP TABLE grants",
+		"ALTER TABLE approvals DROP COLUMN required", "ALTER TABLE approvals DROP COLUMN escalated_at", "ALTER TABLE approvals DROP COLUMN grant_id"}
+	downgrade := append(later, "DROP TABLE audit", "PRAGMA user_version = 9")
 	if journal.IsPostgres(name) {
-		downgrade = []string{"DROP TABLE audit", "DROP FUNCTION audit_append_only()", "DELETE FROM schema_migrations WHERE version = 5"}
+		downgrade = append(later, "DROP TABLE audit", "DROP FUNCTION audit_append_only()", "DELETE FROM schema_migrations WHERE version >= 5")
 	}
 	for _, s := range downgrade {
 		if _, err := db.Exec(s); err != nil {
@@ -311,7 +392,7 @@ func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
 		}
 	}
 	j = open(t, name, c.now)
-	if m := j.Migrated(); len(m) != 1 || !strings.HasSuffix(m[0], "_audit.sql") {
+	if m := j.Migrated(); len(m) < 1 || !strings.HasSuffix(m[0], "_audit.sql") {
 		t.Fatalf("migrated %v, want the audit trail's migration", m)
 	}
 	if rep := verify(t, j); rep.Fault != nil || rep.Records != 1 {

@@ -134,6 +134,21 @@ type facts struct {
 	transitions map[int64]transitionRow
 	approvals   map[string]Approval
 	ops         map[string]opRow
+	// Of the approvals beyond one tap (quorum.go, edits.go, grants.go), all
+	// made since the trail began: each must have its record.
+	votes  map[voteKey]Vote
+	edits  map[editKey]Edit
+	grants map[string]Grant
+}
+
+type voteKey struct {
+	approval string
+	by       int64
+}
+
+type editKey struct {
+	op  string
+	seq int
 }
 
 type transitionRow struct {
@@ -160,6 +175,7 @@ func (j *Journal) crossCheck(ctx context.Context, recs []AuditRecord) (*AuditFau
 	}
 	seenT := map[int64]bool{}
 	asked, decided := map[string]bool{}, map[string]bool{}
+	more := newBeyondTap()
 	lastState, lastSHA := map[string]State{}, map[string]string{}
 	for i, r := range recs {
 		switch {
@@ -205,10 +221,14 @@ func (j *Journal) crossCheck(ctx context.Context, recs []AuditRecord) (*AuditFau
 				}
 			default:
 				decided[a.ID] = true
-				if a.OperationID != r.Operation || a.Decision != f.Decision || a.DecidedBy != f.By || ms(a.DecidedAt) != f.At {
+				if a.OperationID != r.Operation || a.Decision != f.Decision || a.DecidedBy != f.By || ms(a.DecidedAt) != f.At || a.Grant != f.Grant {
 					bad(r, "approval %s in the journal is %s by %d at %d; the record says %s by %d at %d",
 						a.ID, a.Decision, a.DecidedBy, ms(a.DecidedAt), f.Decision, f.By, f.At)
 				}
+			}
+		case r.Kind == AuditVote || r.Kind == AuditEscalation || r.Kind == AuditEdit || r.Kind == AuditGrant || r.Kind == AuditRevoke:
+			if problem := more.check(fs, r); problem != "" {
+				bad(r, "%s", problem)
 			}
 		default:
 			bad(r, "unknown kind %q", r.Kind)
@@ -216,6 +236,9 @@ func (j *Journal) crossCheck(ctx context.Context, recs []AuditRecord) (*AuditFau
 	}
 	if len(faults) > 0 {
 		return &faults[0], nil
+	}
+	if f := more.unrecorded(fs); f != nil {
+		return f, nil
 	}
 	return j.checkUnrecorded(ctx, fs, recs, g, seenT, asked, decided, lastState, lastSHA)
 }
@@ -309,7 +332,11 @@ func checkOperation(id string, o opRow, state State, sha string, ops map[string]
 
 // readFacts reads the transitions, approvals and operations.
 func (j *Journal) readFacts(ctx context.Context) (facts, error) {
-	fs := facts{transitions: map[int64]transitionRow{}, approvals: map[string]Approval{}, ops: map[string]opRow{}}
+	fs := facts{transitions: map[int64]transitionRow{}, approvals: map[string]Approval{}, ops: map[string]opRow{},
+		votes: map[voteKey]Vote{}, edits: map[editKey]Edit{}, grants: map[string]Grant{}}
+	if err := j.readBeyondTap(ctx, &fs); err != nil {
+		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
+	}
 	rows, err := j.db.QueryContext(ctx, "SELECT seq, operation_id, from_state, to_state, reason, at FROM transitions")
 	if err != nil {
 		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)

@@ -31,12 +31,14 @@ const (
 // approved payload, delivered differently); NotDelivered -> AwaitingApproval or
 // Approved is a retry after a human verified that the first send did not arrive;
 // Approved -> AwaitingApproval asks again when the process that sends does not
-// allow the approval given (an auto-approval of another process's policy).
+// allow the approval given (an auto-approval of another process's policy);
+// AwaitingApproval -> AwaitingApproval is an approver's edit of the payload,
+// which voids the approval and asks one for the new payload.
 var edges = map[State][]State{
 	"":               {Prepared},
 	Prepared:         {Verified, Failed, Cancelled},
 	Verified:         {AwaitingApproval, Approved, Failed, Cancelled},
-	AwaitingApproval: {Approved, Rejected, Expired, Cancelled},
+	AwaitingApproval: {Approved, Rejected, Expired, Cancelled, AwaitingApproval},
 	Approved:         {Committing, AwaitingApproval, Failed, Cancelled},
 	Committing:       {Committed, Unknown, Failed, RetryWait, Approved},
 	RetryWait:        {Committing, Failed, Cancelled},

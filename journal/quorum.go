@@ -1,0 +1,116 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrVoted means the approver already approved this approval: a quorum counts
+// different approvers, so a second tap by the same one changes nothing.
+var ErrVoted = errors.New("already approved by this approver")
+
+// votes reads the votes of approval id, oldest first.
+func votes(ctx context.Context, q queryer, id string) ([]Vote, error) {
+	rows, err := q.QueryContext(ctx, "SELECT voter, at, grant_id FROM approval_votes WHERE approval_id = ? ORDER BY at, voter", id)
+	if err != nil {
+		return nil, fmt.Errorf("votes of %s: %w", id, err)
+	}
+	defer rows.Close()
+	var vs []Vote
+	for rows.Next() {
+		var v Vote
+		var at int64
+		if err := rows.Scan(&v.By, &at, &v.Grant); err != nil {
+			return nil, fmt.Errorf("votes of %s: %w", id, err)
+		}
+		v.At = fromMS(at)
+		vs = append(vs, v)
+	}
+	return vs, rows.Err()
+}
+
+// vote records b as one approver's approval of a, and adds it to a.Votes.
+func (j *Journal) vote(ctx context.Context, tx txn, a *Approval, b Ballot, now time.Time) error {
+	for _, v := range a.Votes {
+		if v.By == b.By {
+			return ErrVoted
+		}
+	}
+	_, err := tx.ExecContext(ctx, "INSERT INTO approval_votes(approval_id, voter, at, grant_id) VALUES(?, ?, ?, ?)",
+		a.ID, b.By, ms(now), b.Grant)
+	if err != nil {
+		if isUnique(err) {
+			return ErrVoted
+		}
+		return fmt.Errorf("vote on %s: %w", a.ID, err)
+	}
+	v := Vote{By: b.By, At: now, Grant: b.Grant}
+	a.Votes = append(a.Votes, v)
+	tx.audit(AuditVote, a.OperationID, a.ID, now, voteFact{Approval: a.ID, By: v.By, At: ms(now), Grant: v.Grant, Of: len(a.Votes), Required: a.required()})
+	return nil
+}
+
+// voters names the approvers of votes: "1 and 2", "1, 2 and 3".
+func voters(vs []Vote) string {
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = strconv.FormatInt(v.By, 10)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// Votes returns the votes given on approval id, oldest first.
+func (j *Journal) Votes(ctx context.Context, id string) ([]Vote, error) {
+	vs, err := votes(ctx, j.db, id)
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	return vs, nil
+}
+
+// Escalate records that approval id went to the escalation list of approvers
+// at now, once: it reports false when the approval was escalated or decided
+// first.
+func (j *Journal) Escalate(ctx context.Context, id string) (Approval, bool, error) {
+	var a Approval
+	done := false
+	err := j.tx(ctx, func(tx txn) error {
+		now := j.now().UTC()
+		res, err := tx.ExecContext(ctx, "UPDATE approvals SET escalated_at = ? WHERE id = ? AND decision = '' AND escalated_at = 0", ms(now), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return nil
+		}
+		a, err = scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
+		if err != nil {
+			return err
+		}
+		done = true
+		tx.audit(AuditEscalation, a.OperationID, a.ID, now, escalationFact{Approval: a.ID, At: ms(now)})
+		return nil
+	})
+	if err != nil {
+		return a, false, fmt.Errorf("journal: escalate %s: %w", id, err)
+	}
+	return a, done, nil
+}
+
+// Unescalated returns the approvals still waiting, not escalated yet, whose
+// share of their time to live has passed at now (created + share × ttl), of
+// operations delivered by transport.
+func (j *Journal) Unescalated(ctx context.Context, transport string, share float64, now time.Time) ([]Approval, error) {
+	return j.approvals(ctx, "approvals to escalate", `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
+		JOIN operations o ON o.id = a.operation_id
+		WHERE a.decision = '' AND a.escalated_at = 0 AND o.transport = ? AND a.expires_at > ?
+		AND a.created_at + CAST((a.expires_at - a.created_at) * ? AS BIGINT) <= ?
+		ORDER BY a.created_at`, transport, ms(now), share, ms(now))
+}
