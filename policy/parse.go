@@ -143,8 +143,9 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 		"approval_ttl":  func(n *yaml.Node, f string) { d.duration(n, f, &p.ApprovalTTL) },
 		"access": func(n *yaml.Node, f string) {
 			d.mapping(n, f, map[string]func(*yaml.Node, string){
-				"operators": func(n *yaml.Node, f string) { p.Access.Operators = d.ids(n, f) },
-				"approvers": func(n *yaml.Node, f string) { p.Access.Approvers = d.ids(n, f) },
+				"operators":  func(n *yaml.Node, f string) { p.Access.Operators = d.ids(n, f) },
+				"approvers":  func(n *yaml.Node, f string) { p.Access.Approvers = d.ids(n, f) },
+				"escalation": func(n *yaml.Node, f string) { p.Access.Escalation = d.ids(n, f) },
 			})
 		},
 		"auto_approve": func(n *yaml.Node, f string) { p.AutoApprove = d.autoApprove(n, f) },
@@ -153,6 +154,19 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 		"model":        func(n *yaml.Node, f string) { d.model(n, f, &p.Model) },
 		"files":        func(n *yaml.Node, f string) { d.files(n, f, &p.Files) },
 		"reminders":    func(n *yaml.Node, f string) { d.reminders(n, f, p.Reminders) },
+		"quorum": func(n *yaml.Node, f string) {
+			p.Quorum = sequence(d, n, f, "rules", func(item *yaml.Node, field string) Quorum {
+				var q Quorum
+				d.mapping(item, field, map[string]func(*yaml.Node, string){
+					"tool":      func(n *yaml.Node, f string) { q.Tool = d.string(n, f) },
+					"chats":     func(n *yaml.Node, f string) { q.Chats = d.strings(n, f) },
+					"approvals": func(n *yaml.Node, f string) { d.int(n, f, &q.Approvals) },
+				})
+				return q
+			})
+		},
+		"escalate_after": func(n *yaml.Node, f string) { d.float(n, f, &p.EscalateAfter) },
+		"grant_max":      func(n *yaml.Node, f string) { d.duration(n, f, &p.GrantMax) },
 	})
 }
 
@@ -187,7 +201,8 @@ func (d *decoder) tools(n *yaml.Node, path string) map[string]Tool {
 			"idempotency": func(n *yaml.Node, f string) {
 				t.Idempotency = Idempotency(d.enum(n, f, string(Additive), string(StateSetting)))
 			},
-			"http": func(n *yaml.Node, f string) { t.HTTP = d.http(n, f) },
+			"http":      func(n *yaml.Node, f string) { t.HTTP = d.http(n, f) },
+			"approvals": func(n *yaml.Node, f string) { d.int(n, f, &t.Approvals) },
 		})
 		if t.HTTP != nil && t.Idempotency == "" {
 			t.Idempotency = t.HTTP.Class() // derived; a contradiction is Validate's

@@ -41,6 +41,9 @@ type Tool struct {
 	// HTTP, when set, declares the tool as one HTTP request (see HTTP); its
 	// Idempotency is then the declaration's Class.
 	HTTP *HTTP `json:"http,omitempty"`
+	// Approvals is how many different approvers must approve each commit (a
+	// quorum); 0 or 1: one (see approvals.go).
+	Approvals int `json:"approvals,omitempty"`
 }
 
 // Idempotency is a commit tool's class: what a repeat of it does, and so what
@@ -83,6 +86,9 @@ func (b Backoff) validate(field string, add func(field, format string, args ...a
 type Access struct {
 	Operators []int64 `json:"operators"`
 	Approvers []int64 `json:"approvers"`
+	// Escalation are the approvers an approval also goes to once nobody
+	// decided it within escalate_after of its time (see approvals.go).
+	Escalation []int64 `json:"escalation,omitempty"`
 }
 
 // IsOperator reports whether id may give commands.
@@ -124,6 +130,13 @@ type Policy struct {
 	// Reminders is what the sweep does about unknown outcomes and old notes (see
 	// reminders.go). Use Remind, which fills in a policy without the section.
 	Reminders *Reminders `json:"reminders,omitempty"`
+	// Quorum asks more than one approver for commits to some targets;
+	// EscalateAfter is the share of ApprovalTTL after which a card nobody
+	// decided goes to Access.Escalation too (0: never); GrantMax is the longest
+	// window grant an approver may give (0: none). See approvals.go.
+	Quorum        []Quorum      `json:"quorum,omitempty"`
+	EscalateAfter float64       `json:"escalate_after,omitempty"`
+	GrantMax      time.Duration `json:"grant_max,omitempty"`
 }
 
 // Models is the policy's model section; a task snapshot stored before the section
@@ -281,6 +294,7 @@ func (p *Policy) validate(lines map[string]int, unread func(field string) bool) 
 		}
 	}
 	p.Verify.validate(p.Tools, unread, add)
+	p.validateApprovals(add)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -378,6 +392,11 @@ func (p *Policy) normalizeTargets() {
 	for i := range p.AutoApprove {
 		for j := range p.AutoApprove[i].Chats {
 			norm(&p.AutoApprove[i].Chats[j])
+		}
+	}
+	for i := range p.Quorum {
+		for j := range p.Quorum[i].Chats {
+			norm(&p.Quorum[i].Chats[j])
 		}
 	}
 	for i := range p.Verify.Rules {
