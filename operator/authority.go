@@ -20,7 +20,8 @@ import (
 // needsApproval reports whether a commit of op needs a person's tap: when the
 // task's snapshot or the policy in force here asks for one.
 func (o *Operator) needsApproval(task journal.Task, op journal.Operation) bool {
-	return task.Policy.NeedsApproval(op.Tool, op.Payload.Target) || o.opts.Policy.NeedsApproval(op.Tool, op.Payload.Target)
+	return task.Policy.NeedsApproval(op.Tool, op.Payload.Target) || o.opts.Policy.NeedsApproval(op.Tool, op.Payload.Target) ||
+		o.required(task, op) > 1 // a quorum is never waived by an auto_approve rule
 }
 
 // mayApprove reports whether user may decide the approvals of task: an approver
@@ -46,11 +47,11 @@ func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op jou
 		return nil, true, fmt.Errorf("operator: %w", err)
 	}
 	if a.DecidedBy == journal.ByPolicy && !o.needsApproval(task, op) ||
-		a.DecidedBy != journal.ByPolicy && o.mayApprove(task, a.DecidedBy) {
+		a.DecidedBy != journal.ByPolicy && o.approvedEnough(task, op, a) {
 		return nil, false, nil
 	}
 	o.opts.Logger.Warn("approval not allowed by this process's policy; asking again", "op", op.ID, "decided_by", a.DecidedBy)
-	next := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
+	next := o.newApproval(task, op)
 	m := askApproval(journal.Approved, next)
 	m.Reason = ReasonAskedAgain
 	if err := o.move(ctx, op.ID, m); err != nil {

@@ -30,6 +30,17 @@ const (
 	// ApprovalReminder: an approval nobody decided is near its expiry, and
 	// its approvers are reminded, once; Approval is set.
 	ApprovalReminder
+	// Voted: an approver approved an approval that needs more approvers; it
+	// still waits. Approval is set, with its votes.
+	Voted
+	// PayloadEdited: an approver replaced the payload's text before approving
+	// it; the old approval is void (a Decided event) and the new one is asked
+	// (ApprovalNeeded). Operation holds the new payload, Approval the new
+	// approval, Edit what changed.
+	PayloadEdited
+	// ApprovalEscalated: nobody decided an approval within escalate_after of
+	// its time, and it goes to the escalation list too; Approval is set.
+	ApprovalEscalated
 )
 
 func (k EventKind) String() string {
@@ -46,6 +57,12 @@ func (k EventKind) String() string {
 		return "reminder"
 	case ApprovalReminder:
 		return "approval_reminder"
+	case Voted:
+		return "voted"
+	case PayloadEdited:
+		return "payload_edited"
+	case ApprovalEscalated:
+		return "approval_escalated"
 	}
 	return "event(?)"
 }
@@ -57,8 +74,9 @@ type Event struct {
 	// Operation is the operation as journaled when the event was published: its
 	// Surface, Transport and TaskID say who asked and who delivers.
 	Operation journal.Operation
-	Approval  *journal.Approval // ApprovalNeeded, Decided
+	Approval  *journal.Approval // ApprovalNeeded, Decided, Voted, PayloadEdited, ApprovalEscalated
 	Result    tools.Result      // Outcome
+	Edit      *journal.Edit     // PayloadEdited
 	// Late: published by the sweep (or a start's resumed work), not by the request
 	// that made it: another process asked (a stdio `bot mcp`), a process stopped
 	// before it showed or finished it, or the work ran on its own (expiry, a
@@ -148,6 +166,14 @@ func (o *Operator) publishDecided(ctx context.Context, a journal.Approval) {
 		return
 	}
 	o.publish(Event{Kind: Decided, Operation: o.current(ctx, a.OperationID), Approval: &a, Late: isLate(ctx)})
+}
+
+// publishVoted publishes an approval of a quorum that still waits.
+func (o *Operator) publishVoted(ctx context.Context, a journal.Approval) {
+	if len(o.listeners()) == 0 {
+		return
+	}
+	o.publish(Event{Kind: Voted, Operation: o.current(ctx, a.OperationID), Approval: &a, Late: isLate(ctx)})
 }
 
 // publishOutcome publishes the outcome r of operation id.

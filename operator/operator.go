@@ -355,7 +355,7 @@ func (o *Operator) verifyAndAsk(ctx context.Context, nt *newTask, op journal.Ope
 		}
 		return o.refuseVerdict(ctx, op, v)
 	}
-	a := o.opts.Journal.NewApproval(op, nt.Requester, nt.Policy.ApprovalTTL)
+	a := o.newApproval(nt.Task, op)
 	op, err := o.create(ctx, nt, op, "prepared", verified(v), askApproval(journal.Verified, a))
 	if err != nil {
 		return tools.Result{}, err
@@ -394,7 +394,7 @@ func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v ve
 // gate moves a verified (or not-delivered) operation to awaiting approval, or
 // straight to approved and on to the commit when a rule auto-approves it.
 func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (tools.Result, error) {
-	a := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
+	a := o.newApproval(task, op)
 	if err := o.move(ctx, op.ID, askApproval(from, a)); err != nil {
 		return tools.Result{}, err
 	}
@@ -421,9 +421,22 @@ func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Oper
 		}
 		return o.run(ctx, op.ID)
 	}
+	release := o.hold(op.ID) // approved under a grant, it is run here next
+	if granted, err := o.grantFor(ctx, task, op, a); granted || err != nil {
+		defer release()
+		if err != nil {
+			return tools.Result{}, err
+		}
+		return o.run(ctx, op.ID)
+	}
+	release()
 	o.publishAsked(ctx, op, *a, false)
+	reason := fmt.Sprintf("awaiting approval %s until %s", a.ID, a.Expires.Format(time.RFC3339))
+	if a.Required > 1 {
+		reason += fmt.Sprintf(" from %d different approvers", a.Required)
+	}
 	return tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared,
-		NextAction: tools.NextAwaitApproval, Reason: fmt.Sprintf("awaiting approval %s until %s", a.ID, a.Expires.Format(time.RFC3339))}, nil
+		NextAction: tools.NextAwaitApproval, Reason: reason}, nil
 }
 
 func (o *Operator) move(ctx context.Context, id string, m journal.Move) error {

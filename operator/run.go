@@ -24,6 +24,10 @@ type Decision struct {
 // Approved reports whether the commit may go ahead.
 func (d Decision) Approved() bool { return d.Approval.Decision == journal.DecideApprove }
 
+// Waiting reports whether the approval was counted but still waits for more
+// approvers (a quorum): nothing was decided yet.
+func (d Decision) Waiting() bool { return d.Approval.Decision == journal.Pending && d.Approval.ID != "" }
+
 // Record records an approver's decision on an approval, as one compare-and-set in
 // the journal, without committing anything: a surface answers the tap with what
 // was really recorded, then calls Proceed. Who may decide is an approver of both
@@ -48,7 +52,7 @@ func (o *Operator) Record(ctx context.Context, approvalID string, by int64, appr
 		return Decision{}, fmt.Errorf("operator: %w", err)
 	}
 	switch {
-	case !o.mayApprove(task, by):
+	case !o.mayDecide(task, a, by):
 		return Decision{}, refusal(ErrNotApprover, "user %d may not decide %s: the approvers are those of both the policy its task started under and the policy in force", by, op.ID)
 	case op.Transport != o.opts.Transport:
 		return Decision{}, refusal(ErrOtherTransport, "%s is delivered by %s; decide it there", op.ID, orNobody(op.Transport))
@@ -61,12 +65,19 @@ func (o *Operator) Record(ctx context.Context, approvalID string, by int64, appr
 	// watch must not take it between the decision and the commit.
 	release := o.hold(op.ID)
 	a, err = o.opts.Journal.Decide(ctx, approvalID, d, by)
+	if err == nil && approve && a.Decision == journal.Pending {
+		release() // one more approver is needed: nothing to run yet
+		o.publishVoted(ctx, a)
+		return Decision{Approval: a, Result: votedResult(a)}, nil
+	}
 	if err == nil && approve {
 		o.publishDecided(ctx, a)
 		return Decision{Approval: a, release: release}, nil
 	}
 	release()
 	switch {
+	case errors.Is(err, journal.ErrVoted):
+		return Decision{Approval: a, Result: votedResult(a)}, refusal(ErrVoted, "user %d approved %s already; %s", by, op.ID, QuorumLine(a))
 	case errors.Is(err, journal.ErrDecided):
 		return Decision{Approval: a}, refusal(ErrDecided, "approval %s was %s", approvalID, a.Decision)
 	case errors.Is(err, journal.ErrExpired):

@@ -92,6 +92,7 @@ func (o *Operator) sweep(ctx context.Context) {
 	}
 	o.remind(ctx)
 	o.remindApprovals(ctx)
+	o.escalate(ctx)
 	o.collect()
 	now := o.opts.Clock.Now()
 	o.shown.Range(func(k, v any) bool {
