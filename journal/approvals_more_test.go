@@ -129,7 +129,9 @@ func testAnEditKeepsBothPayloadsAndVoidsTheApproval(t *testing.T, name string) {
 // TestGrantsApproveOnlyWhatTheyName: a card's grant approves the listed
 // approvals at once, and none when one of them changed since the card; a
 // window grant approves its tool to its target until revoked, nothing else.
-func TestGrantsApproveOnlyWhatTheyName(t *testing.T) { forEachBackend(t, testGrantsApproveOnlyWhatTheyName) }
+func TestGrantsApproveOnlyWhatTheyName(t *testing.T) {
+	forEachBackend(t, testGrantsApproveOnlyWhatTheyName)
+}
 
 func testGrantsApproveOnlyWhatTheyName(t *testing.T, name string) {
 	ctx := context.Background()

@@ -26,7 +26,9 @@ func (d Decision) Approved() bool { return d.Approval.Decision == journal.Decide
 
 // Waiting reports whether the approval was counted but still waits for more
 // approvers (a quorum): nothing was decided yet.
-func (d Decision) Waiting() bool { return d.Approval.Decision == journal.Pending && d.Approval.ID != "" }
+func (d Decision) Waiting() bool {
+	return d.Approval.Decision == journal.Pending && d.Approval.ID != ""
+}
 
 // Record records an approver's decision on an approval, as one compare-and-set in
 // the journal, without committing anything: a surface answers the tap with what
