@@ -96,6 +96,9 @@ type Request struct {
 // ErrUsage; a user who is not an operator gets ErrNotOperator.
 func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 	user := req.User
+	if c, err := Parse(req.Line); err == nil && ForApprovers(c.Name) && h.mayApproveHere(user) {
+		return h.approverCommand(ctx, req, c)
+	}
 	if !h.Policy.Access.IsOperator(user) {
 		return Reply{}, ErrNotOperator
 	}
@@ -133,6 +136,8 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 			return Reply{Text: "Nothing is running in this chat."}, nil
 		}
 		return Reply{}, nil // the stopped turn says so itself
+	case "amend", "grant", "grants", "revoke":
+		return Reply{Text: fmt.Sprintf("/%s is for approvers, and you are not one.", c.Name)}, nil
 	case "new":
 		if h.Agent == nil {
 			return Reply{Text: "No model is configured, so there is no conversation to start afresh."}, nil
@@ -300,7 +305,11 @@ func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
 		return Approval{}, err
 	}
 	tool, _ := h.Operator.Tool(op.Tool)
-	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: h.Operator.Approvers(task),
+	approvers := h.Operator.Approvers(task)
+	if !a.Escalated.IsZero() {
+		approvers = append(approvers, h.Operator.Escalation(task)...)
+	}
+	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: approvers,
 		Shown: tools.ShowOf(tool, op.Payload)}, nil
 }
 
@@ -354,6 +363,8 @@ func refusal(err error) (string, bool) {
 // Describe is a result in a sentence or two for the person who asked.
 func Describe(r tools.Result) string {
 	switch {
+	case r.Status == tools.StatusPending && strings.Contains(r.Reason, "more approver"):
+		return fmt.Sprintf("%s is waiting for approval: %s.", r.OperationID, r.Reason)
 	case r.Status == tools.StatusPending:
 		return fmt.Sprintf("%s is waiting for approval.", r.OperationID)
 	case r.Status == tools.StatusSucceeded && r.Draft != "":

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -15,9 +16,14 @@ type Command struct {
 	Name   string // without the slash: "send", "publish", ...
 	Target string // send, publish: the chat id or @username
 	Text   string // send, publish, draft, edit: exactly as typed after the target
-	OpID   string // resolve, retry, cancel, edit, delete, pin, unpin
+	OpID   string // resolve, retry, cancel, edit, delete, pin, unpin; amend: the approval or its operation
 	// Delivered is the answer of a resolve.
 	Delivered bool
+	// Grant: a window grant's tool, chat (Target) and length; or, for a task's
+	// grant, the task (OpID) and the code its list showed (Text). Revoke: the
+	// grant (OpID).
+	Tool string
+	For  time.Duration
 }
 
 // Usage is the one-line synopsis of every command, in the order /help lists them.
@@ -36,6 +42,10 @@ var Usage = []struct{ Name, Args, Doc string }{
 	{"resolve", "<op_id> delivered|not_delivered", "record what you verified about an unknown outcome"},
 	{"retry", "<op_id>", "send again an operation verified not delivered"},
 	{"cancel", "<op_id>", "cancel an operation that has not been sent"},
+	{"amend", "<approval_id|op_id> <text>", "approvers: correct the text (or caption) of a request before approving it; a new card follows"},
+	{"grant", "<tool> <chat_id> <duration> | <task_id> [code]", "approvers: approve that tool to that chat without a card for a time; or every approval a task waits on, listed first"},
+	{"grants", "", "approvers: the grants in force"},
+	{"revoke", "<grant_id>", "approvers: end a grant now"},
 	{"stop", "", "stop the model's running request in this chat"},
 	{"new", "", "start a new conversation: the next message does not continue the last"},
 	{"help", "", "this list"},
@@ -89,6 +99,22 @@ func Parse(line string) (Command, error) {
 		}
 	case "resolve":
 		return parseResolve(c, rest)
+	case "amend":
+		c.OpID, c.Text = cut(rest)
+		if c.OpID == "" || strings.TrimSpace(c.Text) == "" {
+			return c, usageErr(c.Name)
+		}
+	case "grant":
+		return parseGrant(c, rest)
+	case "grants":
+		if strings.TrimSpace(rest) != "" {
+			return c, usageErr(c.Name)
+		}
+	case "revoke":
+		c.OpID = strings.TrimSpace(rest)
+		if c.OpID == "" || strings.ContainsFunc(c.OpID, unicode.IsSpace) {
+			return c, usageErr(c.Name)
+		}
 	default:
 		return c, fmt.Errorf("%w: unknown command /%s; try /help", ErrUsage, c.Name)
 	}
@@ -102,6 +128,38 @@ func parseResolve(c Command, rest string) (Command, error) {
 	}
 	c.OpID, c.Delivered = f[0], f[1] == "delivered"
 	return c, nil
+}
+
+// parseGrant reads "/grant <tool> <chat> <duration>" (a window grant) or
+// "/grant <task_id> [code]" (a task's list, then its approval).
+func parseGrant(c Command, rest string) (Command, error) {
+	f := strings.Fields(rest)
+	switch {
+	case len(f) == 3:
+		d, err := time.ParseDuration(f[2])
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("%w: /grant %s %s <duration>: a duration such as 30m or 2h, got %q", ErrUsage, f[0], f[1], f[2])
+		}
+		c.Tool, c.Target, c.For = f[0], f[1], d
+	case len(f) == 1 || len(f) == 2:
+		c.OpID = f[0]
+		if len(f) == 2 {
+			c.Text = f[1]
+		}
+	default:
+		return c, usageErr(c.Name)
+	}
+	return c, nil
+}
+
+// ForApprovers reports whether the named command is an approver's (it decides
+// or grants): an approver who is no operator may give it.
+func ForApprovers(name string) bool {
+	switch name {
+	case "amend", "grant", "grants", "revoke":
+		return true
+	}
+	return false
 }
 
 // cut splits off the first word; rest is what follows the whitespace after it,

@@ -223,8 +223,8 @@ func TestGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := h.op.Call(ctx, task.ID, callSend("222", "under the grant"))
-	if err != nil || r.Status != tools.StatusSucceeded {
-		t.Fatalf("a send under the grant = %+v, %v; want sent without a card", r, err)
+	if err != nil || r.Status != tools.StatusSucceeded || r.Reason != "approved under grant "+g.ID {
+		t.Fatalf("a send under the grant = %+v, %v; want sent without a card, naming the grant", r, err)
 	}
 	if rs := reasons(t, h, r.OperationID); !slices.ContainsFunc(rs, func(s string) bool { return strings.Contains(s, "under grant "+g.ID) }) {
 		t.Errorf("reasons = %q, want the grant named", rs)

@@ -209,8 +209,9 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 		r := resultOf(op)
 		return &r, refusal(ErrOtherTransport, "%s is delivered by %s, not by this process", op.ID, orNobody(op.Transport))
 	}
-	if r, refused, err := o.checkBinding(ctx, op, from); refused || err != nil {
-		return r, err
+	bound, res, refused, err := o.checkBinding(ctx, op, from)
+	if refused || err != nil {
+		return res, err
 	}
 	if from == journal.Approved {
 		if r, asked, err := o.checkAuthority(ctx, task, op); asked || err != nil {
@@ -275,7 +276,10 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	}
 	r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev,
 		Action: op.Payload.Action}
-	err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
+	if bound.Grant != "" {
+		r.Reason = "approved under grant " + bound.Grant // every commit under a grant names it
+	}
+	err = o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
 	late := errors.Is(err, journal.ErrStateChanged) && o.replica()
 	if late {
 		// This replica's lease ran out while the request was out (the database
@@ -318,17 +322,18 @@ func attemptReason(op journal.Operation, parts int) string {
 }
 
 // checkBinding refuses to commit a payload that is not the one approved.
-func (o *Operator) checkBinding(ctx context.Context, op journal.Operation, from journal.State) (*tools.Result, bool, error) {
+// It returns the approval the commit goes out under.
+func (o *Operator) checkBinding(ctx context.Context, op journal.Operation, from journal.State) (journal.Approval, *tools.Result, bool, error) {
 	a, err := o.opts.Journal.LatestApproval(ctx, op.ID)
 	if err != nil && !errors.Is(err, journal.ErrNotFound) {
-		return nil, true, fmt.Errorf("operator: %w", err)
+		return a, nil, true, fmt.Errorf("operator: %w", err)
 	}
 	if err == nil && a.Decision == journal.DecideApprove && a.PayloadSHA256 == op.Payload.SHA256() {
-		return nil, false, nil
+		return a, nil, false, nil
 	}
 	r := stopResult(report("the payload is not the one approved (its hash changed); nothing was sent", "", "ask for a new approval"))
 	res, err := o.end(ctx, op, from, journal.Failed, r, "")
-	return res, true, err
+	return a, res, true, err
 }
 
 // decide applies the decision table to a failed attempt.

@@ -74,6 +74,12 @@ func cardText(a *command.Approval, inline bool, audience string) string {
 		fmt.Fprintf(&b, "Verified: %s\n", a.Verdict)
 	}
 	fmt.Fprintf(&b, "Expires: %s\n", a.Expires.UTC().Format("2006-01-02 15:04 UTC"))
+	if a.Required > 1 {
+		fmt.Fprintf(&b, "Needs: %d different approvers (a rejection by any ends it)\n", a.Required)
+	}
+	if !a.Escalated.IsZero() {
+		b.WriteString("Escalated: nobody decided it in time\n")
+	}
 	if p.ParseMode != "" {
 		fmt.Fprintf(&b, "Parse mode: %s\n", p.ParseMode)
 	}
@@ -108,7 +114,7 @@ func cardText(a *command.Approval, inline bool, audience string) string {
 // surface's request, and tells the requester so.
 func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int64, a *command.Approval, resent bool) {
 	inline, text := t.card(ctx, a)
-	kb := decisionKeyboard(a.ID)
+	kb := decisionKeyboard(a.ID, t.editable(a.Operation.Tool))
 	defer t.cards.lock(a.ID)()
 	shown, err := t.shownIn(ctx, a.ID)
 	if err != nil {
@@ -153,11 +159,16 @@ func (t *Bot) card(ctx context.Context, a *command.Approval) (inline bool, text 
 	return inline, text
 }
 
-// decisionKeyboard is the Approve and Reject buttons of approval id.
-func decisionKeyboard(id string) inlineKeyboard {
-	return keyboard(
-		button{Text: "✅ Approve", CallbackData: callbackData(approveKind, id, "y")},
-		button{Text: "❌ Reject", CallbackData: callbackData(approveKind, id, "n")})
+// decisionKeyboard is the Approve and Reject buttons of approval id, and Edit
+// when its payload has a text an approver may correct first.
+func decisionKeyboard(id string, editable bool) inlineKeyboard {
+	buttons := []button{
+		{Text: "✅ Approve", CallbackData: callbackData(approveKind, id, "y")},
+		{Text: "❌ Reject", CallbackData: callbackData(approveKind, id, "n")}}
+	if editable {
+		buttons = append(buttons, button{Text: "✏️ Edit", CallbackData: callbackData(approveKind, id, editAnswer)})
+	}
+	return keyboard(buttons...)
 }
 
 // shownIn is the set of chats a card of approval apID was recorded in.
@@ -266,8 +277,12 @@ func (t *Bot) onCallback(ctx context.Context, cq *models.CallbackQuery) {
 	switch {
 	case ok && kind == approveKind && (answer == "y" || answer == "n"):
 		t.onApprovalTap(ctx, cq, id, answer == "y")
+	case ok && kind == approveKind && answer == editAnswer:
+		t.onEditTap(ctx, cq, id)
 	case ok && kind == resolveKind && (answer == "d" || answer == "n"):
 		t.onResolveTap(ctx, cq, id, answer == "d")
+	case ok && kind == grantKind && (answer == "o" || len(answer) == 16):
+		t.onGrantTap(ctx, cq, id, answer)
 	default:
 		t.answer(ctx, cq, "This button is not known to this bot.")
 	}
@@ -295,6 +310,10 @@ func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID 
 		t.answer(ctx, cq, "The bot could not record this tap; nothing was sent.")
 		t.log.Error("decision failed", "approval", apID, "err", err)
 		t.reply(ctx, cq.From.ID, failure(err))
+		return
+	}
+	if d.Waiting() { // a quorum's approval: the Voted event notes it on the cards
+		t.answer(ctx, cq, "Approved: "+operator.QuorumLine(d.Approval)+".")
 		return
 	}
 	// The answer says what was recorded, so it goes beside the commit: the send
@@ -332,6 +351,8 @@ func tapRefusal(r *operator.Refusal, d operator.Decision) string {
 	switch {
 	case errors.Is(r, operator.ErrNotApprover):
 		return "You are not an approver of this request (its approvers were fixed when it was made)."
+	case errors.Is(r, operator.ErrVoted):
+		return "You approved this already: " + operator.QuorumLine(d.Approval) + "."
 	case errors.Is(r, operator.ErrDecided):
 		return fmt.Sprintf("Already %s.", d.Approval.Decision)
 	case errors.Is(r, operator.ErrNoSuchApproval):

@@ -80,6 +80,12 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 		t.spawn(func() { t.remind(ctx, ev) })
 	case operator.ApprovalReminder:
 		t.spawn(func() { t.remindApproval(ctx, *ev.Approval) })
+	case operator.Voted:
+		t.spawn(func() { t.noteVote(ctx, *ev.Approval) })
+	case operator.PayloadEdited:
+		t.spawn(func() { t.edited(ctx, ev) })
+	case operator.ApprovalEscalated:
+		t.spawn(func() { t.escalated(ctx, ev) })
 	}
 }
 
@@ -109,6 +115,8 @@ func closedLine(a journal.Approval) string {
 	switch {
 	case a.Decision == journal.DecideExpire:
 		return "⌛ Expired: nothing was sent."
+	case a.Decision == journal.DecideEdit:
+		return fmt.Sprintf("✏️ Edited by user %d at %s: this card can no longer be approved; the new text has a card of its own.", a.DecidedBy, at)
 	case a.Decision == journal.DecideReject:
 		return fmt.Sprintf("❌ Rejected by user %d at %s. Nothing was sent.", a.DecidedBy, at)
 	case a.Decision == journal.DecideApprove && a.DecidedBy != journal.ByPolicy:
@@ -182,7 +190,7 @@ func (t *Bot) remindApproval(ctx context.Context, a journal.Approval) {
 	left := a.Expires.Sub(t.opts.Clock()).Round(time.Minute)
 	text := fmt.Sprintf("⏰ %s still waits for a decision: it expires at %s (in %s), and nothing is sent without a tap.",
 		a.OperationID, a.Expires.UTC().Format("2006-01-02 15:04 UTC"), left)
-	kb := decisionKeyboard(a.ID)
+	kb := decisionKeyboard(a.ID, false) // the card it answers has Edit
 	for _, c := range cards {
 		m, err := t.send(ctx, c.ChatID, text, kb, c.MessageID)
 		if err != nil {
@@ -254,7 +262,7 @@ func (t *Bot) decisionHere(ctx context.Context, chat, user int64, opID string) {
 			continue
 		}
 		text := fmt.Sprintf("%s waits for your decision: its card is the message this answers.", opID)
-		m, err := t.send(ctx, chat, text, decisionKeyboard(a.ID), c.MessageID)
+		m, err := t.send(ctx, chat, text, decisionKeyboard(a.ID, t.editable(a.Operation.Tool)), c.MessageID)
 		if err == nil {
 			err = t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
 		}
@@ -264,7 +272,7 @@ func (t *Bot) decisionHere(ctx context.Context, chat, user int64, opID string) {
 		return
 	}
 	inline, text := t.card(ctx, &a)
-	if err := t.showCard(ctx, chat, &a, inline, text, decisionKeyboard(a.ID)); err != nil {
+	if err := t.showCard(ctx, chat, &a, inline, text, decisionKeyboard(a.ID, t.editable(a.Operation.Tool))); err != nil {
 		t.log.Warn("pending approval not shown", "op", opID, "err", err)
 	}
 }

@@ -62,6 +62,7 @@ type rig struct {
 	j       *journal.Journal
 	vault   *vault.Vault
 	bot     *telegram.Bot
+	op      *operator.Operator
 	stop    context.CancelFunc
 	done    chan error
 }
@@ -163,7 +164,7 @@ func (r *rig) start() {
 	}
 	ctx, r.stop = context.WithCancel(ctx)
 	r.done = make(chan error, 1)
-	r.j, r.bot, r.vault = j, tg, v
+	r.j, r.bot, r.vault, r.op = j, tg, v, op
 	go func() { r.done <- tg.Serve(ctx, telegram.Deps{Operator: op, Handler: h, Policy: r.pol}) }()
 }
 

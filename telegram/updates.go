@@ -239,11 +239,14 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 	if m.From == nil || m.Chat.Type != models.ChatTypePrivate {
 		return false // commands are taken in private chats only
 	}
-	if !t.policy.Access.IsOperator(m.From.ID) {
+	line, attachment := m.Text, ""
+	if amend, ok := t.amendLine(m); ok {
+		line = amend // the new text of a request, a reply to its Edit prompt
+	}
+	if !t.policy.Access.IsOperator(m.From.ID) && !t.mayApproveByCommand(line, m.From.ID) {
 		t.refuse(m.Chat.ID, m.From.ID)
 		return false
 	}
-	line, attachment := m.Text, ""
 	if line == "" && m.Caption != "" { // a file sent with a command as its caption
 		line = m.Caption
 		switch {
@@ -285,6 +288,7 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 	}
 	if reply.Pending {
 		t.pendingButtons(ctx, m.Chat.ID, m.From.ID, reply.Listed)
+		t.grantButtons(ctx, m.Chat.ID, reply.Listed)
 	}
 	for i := range reply.Approvals {
 		t.requestApproval(ctx, m.Chat.ID, m.From.ID, &reply.Approvals[i], false)

@@ -373,6 +373,8 @@ type incomingMessage struct {
 	Date      int64    `json:"date"`
 	Text      string   `json:"text"`
 	Entities  []Entity `json:"entities,omitempty"`
+	// ReplyTo is the message this one replies to, as Telegram embeds it.
+	ReplyTo *Message `json:"reply_to_message,omitempty"`
 }
 
 // PushMessage queues a "message" update: user userID wrote text in chat
@@ -400,6 +402,24 @@ func (s *Server) PushMessage(userID, chatID int64, text string) int64 {
 		MessageID: msg.MessageID, From: &from, Chat: msg.Chat, Date: msg.Date,
 		Text: msg.Text, Entities: msg.Entities, Incoming: true,
 	})
+	return s.pushLocked("message", msg)
+}
+
+// PushReply queues a "message" update as PushMessage does, replying to the
+// message to of the same chat (one the bot sent, most often: a ForceReply
+// prompt), which the update embeds as reply_to_message.
+func (s *Server) PushReply(userID, chatID int64, to int, text string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chats.get(chatID)
+	c.known = true
+	msg := incomingMessage{MessageID: c.nextID(), From: s.userForLocked(userID), Chat: c.info, Date: s.now().Unix(), Text: text}
+	if m := c.message(to); m != nil {
+		quoted := *m
+		msg.ReplyTo = &quoted
+	}
+	from := msg.From
+	c.incoming = append(c.incoming, &Message{MessageID: msg.MessageID, From: &from, Chat: msg.Chat, Date: msg.Date, Text: msg.Text, Incoming: true})
 	return s.pushLocked("message", msg)
 }
 

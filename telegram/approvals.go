@@ -1,0 +1,197 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/tools"
+)
+
+// Approvals beyond one tap, on the phone: the Edit button of a card and the
+// reply that carries the new text, the notes of a quorum's approvals, the
+// cards of an escalation, and the card that approves every approval a task
+// waits on under one grant.
+
+// grantKind is the callback kind of a task's grant: "gt1:<task>:o" asks for
+// its card, "gt1:<task>:<code>" approves the list the card showed.
+const grantKind = "gt1"
+
+// editAnswer is the callback answer of a card's Edit button.
+const editAnswer = "e"
+
+// amendPrompt is the message that asks an approver for a request's new text;
+// the reply to it names the approval through the prompt's own text.
+const amendPrompt = "✏️ Reply to this message with the new text for %s (approval %s). The verifier checks it, its card replaces the one above, and that one can no longer be approved."
+
+var amendRef = regexp.MustCompile(`\(approval (ap-[a-z0-9]+)\)`)
+
+// editable reports whether the named tool's payload has a text an approver can
+// correct (tools.Reviser).
+func (t *Bot) editable(tool string) bool {
+	tl, ok := t.ops.Tool(tool)
+	_, revises := tl.(tools.Reviser)
+	return ok && revises
+}
+
+// onEditTap asks the approver who tapped Edit for the new text, as a reply to
+// a prompt that names the approval.
+func (t *Bot) onEditTap(ctx context.Context, cq *models.CallbackQuery, apID string) {
+	a, err := t.journal.Approval(ctx, apID)
+	switch {
+	case err != nil:
+		t.answer(ctx, cq, "This approval is not known.")
+		return
+	case a.Decision != journal.Pending:
+		t.answer(ctx, cq, fmt.Sprintf("Already %s.", a.Decision))
+		return
+	case !t.policy.Access.IsApprover(cq.From.ID) && !t.policy.Access.IsEscalation(cq.From.ID):
+		t.answer(ctx, cq, "You are not an approver of this request.")
+		return
+	}
+	t.answer(ctx, cq, "Send the new text as a reply.")
+	prompt := fmt.Sprintf(amendPrompt, a.OperationID, a.ID)
+	if _, err := t.send(ctx, cq.From.ID, prompt, &models.ForceReply{ForceReply: true, InputFieldPlaceholder: "The new text"}, 0); err != nil {
+		t.log.Warn("edit prompt not sent", "approval", apID, "err", err)
+	}
+}
+
+// amendLine turns a reply to an edit prompt into the /amend command it stands
+// for; ok is false for any other message.
+func (t *Bot) amendLine(m *models.Message) (string, bool) {
+	r := m.ReplyToMessage
+	if r == nil || r.From == nil || t.me == nil || r.From.ID != t.me.ID || m.Text == "" {
+		return "", false
+	}
+	ref := amendRef.FindStringSubmatch(r.Text)
+	if ref == nil || !strings.HasPrefix(r.Text, "✏️ Reply to this message") {
+		return "", false
+	}
+	return "/amend " + ref[1] + " " + m.Text, true
+}
+
+// noteVote answers each card of an approval that needs more approvers with who
+// approved so far and how many more it needs; the buttons stay on the cards.
+func (t *Bot) noteVote(ctx context.Context, a journal.Approval) {
+	cards, err := t.journal.Cards(ctx, a.ID)
+	if err != nil {
+		t.log.Warn("approval's votes not shown", "approval", a.ID, "err", err)
+		return
+	}
+	text := "👍 " + operator.QuorumLine(a) + "."
+	done := map[int64]bool{}
+	for _, c := range cards {
+		if done[c.ChatID] {
+			continue
+		}
+		done[c.ChatID] = true
+		if _, err := t.send(ctx, c.ChatID, text, nil, c.MessageID); err != nil {
+			t.log.Warn("approval's votes not shown", "approval", a.ID, "chat", c.ChatID, "err", err)
+		}
+	}
+}
+
+// edited tells the person who asked that an approver changed the request, and
+// shows the new card (where the editor's own reply did not already).
+func (t *Bot) edited(ctx context.Context, ev operator.Event) {
+	if ev.Edit != nil {
+		if chat, ok := t.taskChat(ctx, ev.Operation.ID); ok && chat != ev.Edit.By {
+			t.reply(ctx, chat, fmt.Sprintf("✏️ User %d changed your request %s before approving it. It now reads:\n%s",
+				ev.Edit.By, ev.Operation.ID, command.Visible(ev.Operation.Payload.Text)))
+		}
+	}
+	t.showApproval(ctx, ev.Operation.ID, false)
+}
+
+// escalated shows the card of an approval nobody decided in time to the
+// escalation list, and tells the person who asked.
+func (t *Bot) escalated(ctx context.Context, ev operator.Event) {
+	a, err := t.handler.Approval(ctx, ev.Operation.ID)
+	if err != nil {
+		return // decided meanwhile
+	}
+	task, err := t.journal.Task(ctx, ev.Operation.TaskID)
+	if err != nil {
+		t.log.Warn("escalation not shown", "op", ev.Operation.ID, "err", err)
+		return
+	}
+	a.Approvers = t.ops.Escalation(task)
+	t.requestApproval(ctx, 0, task.Requester, &a, false)
+	if chat, ok := requesterChat(task); ok {
+		t.reply(ctx, chat, fmt.Sprintf("Nobody decided %s in time: its card went to %d more approver(s).", ev.Operation.ID, len(a.Approvers)))
+	}
+}
+
+// grantButtons offers, below /pending, one card per task that waits on two
+// approvals or more that user may decide: approve them all under one grant.
+func (t *Bot) grantButtons(ctx context.Context, chat int64, ops []journal.Operation) {
+	count := map[string]int{}
+	var order []string
+	for _, op := range ops {
+		if op.State != journal.AwaitingApproval || op.Transport != Transport {
+			continue
+		}
+		if count[op.TaskID] == 0 {
+			order = append(order, op.TaskID)
+		}
+		count[op.TaskID]++
+	}
+	for _, task := range order {
+		if n := count[task]; n >= 2 {
+			kb := keyboard(button{Text: fmt.Sprintf("Approve all %d of %s…", n, task), CallbackData: callbackData(grantKind, task, "o")})
+			if _, err := t.send(ctx, chat, fmt.Sprintf("%s waits on %d approvals: one grant can approve them all, after you see the list.", task, n), kb, 0); err != nil {
+				t.log.Warn("grant offer not sent", "task", task, "err", err)
+			}
+		}
+	}
+}
+
+// onGrantTap shows a task's grant card ("o"), or approves the list the card
+// showed (its code), and commits each approved request.
+func (t *Bot) onGrantTap(ctx context.Context, cq *models.CallbackQuery, task, answer string) {
+	if answer == "o" {
+		tg, err := t.ops.OfferTask(ctx, cq.From.ID, task)
+		var refused *operator.Refusal
+		switch {
+		case errors.As(err, &refused):
+			t.answer(ctx, cq, "Refused: "+refused.Words+".")
+			return
+		case err != nil:
+			t.answer(ctx, cq, "The list could not be read; nothing was approved.")
+			t.log.Error("grant offer failed", "task", task, "err", err)
+			return
+		case len(tg.Items) == 0:
+			t.answer(ctx, cq, "Nothing of this task waits for approval now.")
+			return
+		}
+		t.answer(ctx, cq, "")
+		kb := keyboard(button{Text: fmt.Sprintf("✅ Approve these %d", len(tg.Items)), CallbackData: callbackData(grantKind, task, tg.Digest)})
+		if _, err := t.send(ctx, cq.From.ID, command.OfferText(tg), kb, 0); err != nil {
+			t.log.Warn("grant card not sent", "task", task, "err", err)
+		}
+		return
+	}
+	t.answer(ctx, cq, "Approving…")
+	reply, err := t.handler.GrantTask(ctx, cq.From.ID, task, answer)
+	if err != nil {
+		t.log.Error("grant failed", "task", task, "err", err)
+		t.reply(ctx, cq.From.ID, failure(err))
+		return
+	}
+	t.reply(ctx, cq.From.ID, reply.Text)
+}
+
+// mayApproveByCommand reports whether line is an approver's command (/amend,
+// /grant, /grants, /revoke) and user is an approver: an approver who is no
+// operator gives those, and nothing else.
+func (t *Bot) mayApproveByCommand(line string, user int64) bool {
+	c, err := command.Parse(line)
+	return err == nil && command.ForApprovers(c.Name) && (t.policy.Access.IsApprover(user) || t.policy.Access.IsEscalation(user))
+}
