@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,9 @@ import (
 	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	prommodel "github.com/prometheus/common/model"
 )
 
 // runningBot is "bot run" in this process against the fake Bot API.
@@ -85,33 +90,120 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// scrapeUntil scrapes url until its exposition has the line want, or fails
-// after a deadline; it returns the last exposition.
-func scrapeUntil(t *testing.T, url, want string) string {
+// exposition is a scrape of /metrics, parsed from the text format.
+type exposition map[string]*dto.MetricFamily
+
+// scrape GETs url and parses its exposition; it fails the test unless the answer
+// is 200 in the text format.
+func scrape(t *testing.T, url string) exposition {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	code, body := get(t, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d\n%s", url, code, body)
+	}
+	p := expfmt.NewTextParser(prommodel.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("GET %s: not the text format: %v\n%s", url, err, body)
+	}
+	return mfs
+}
+
+// scrapeUntil scrapes url until cond holds of its exposition, or fails after a
+// deadline; it returns the last exposition.
+func scrapeUntil(t *testing.T, url, what string, cond func(exposition) bool) exposition {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond) // polling a count another goroutine moves
+	defer tick.Stop()
 	for {
-		_, body := get(t, url)
-		if strings.Contains("\n"+body, "\n"+want+"\n") || time.Now().After(deadline) {
-			return body
+		e := scrape(t, url)
+		if cond(e) {
+			return e
 		}
-		time.Sleep(20 * time.Millisecond) // polling a count another goroutine moves
+		select {
+		case <-deadline.C:
+			t.Fatalf("/metrics never showed %s:\n%s", what, e)
+		case <-tick.C:
+		}
 	}
 }
 
-// wantLines fails for each line of want missing from the exposition got.
-func wantLines(t *testing.T, got string, want ...string) {
-	t.Helper()
-	lines := strings.Split(got, "\n")
-	for _, w := range want {
-		found := false
-		for _, l := range lines {
-			found = found || l == w
-		}
-		if !found {
-			t.Errorf("/metrics lacks the line %q:\n%s", w, got)
+// selector is a series as PromQL names it without operators: name, or
+// name{label="value",...}.
+var selector = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?$`)
+
+// value returns the value of the series sel: a counter's, a gauge's, or for a
+// histogram's name_count and name_sum its count and sum. ok is false when the
+// exposition has no such series (its labels exactly those of sel).
+func (e exposition) value(sel string) (v float64, ok bool) {
+	m := selector.FindStringSubmatch(sel)
+	if m == nil {
+		panic("not a selector: " + sel)
+	}
+	name, want := m[1], map[string]string{}
+	for _, l := range strings.Split(m[2], ",") {
+		if k, v, found := strings.Cut(l, "="); found {
+			want[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
 		}
 	}
+	read := func(m *dto.Metric) float64 {
+		return m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+	}
+	mf := e[name]
+	if base, suffix, found := cutSuffix(name); mf == nil && found && e[base].GetType() == dto.MetricType_HISTOGRAM {
+		mf = e[base]
+		read = func(m *dto.Metric) float64 {
+			if suffix == "_count" {
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+			return m.GetHistogram().GetSampleSum()
+		}
+	}
+	for _, s := range mf.GetMetric() {
+		if labelsOf(s) == fmt.Sprint(want) {
+			return read(s), true
+		}
+	}
+	return 0, false
+}
+
+// cutSuffix cuts _count or _sum off a histogram's series name.
+func cutSuffix(name string) (base, suffix string, found bool) {
+	for _, suffix := range []string{"_count", "_sum"} {
+		if base, found := strings.CutSuffix(name, suffix); found {
+			return base, suffix, true
+		}
+	}
+	return name, "", false
+}
+
+func labelsOf(m *dto.Metric) string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return fmt.Sprint(l)
+}
+
+// want fails for each series of want that e lacks or has with another value.
+func (e exposition) want(t *testing.T, want map[string]float64) {
+	t.Helper()
+	for sel, w := range want {
+		if got, ok := e.value(sel); !ok || got != w {
+			t.Errorf("/metrics: %s = %v (there: %v), want %v", sel, got, ok, w)
+		}
+	}
+}
+
+// String is the exposition in the text format, for a failure's message.
+func (e exposition) String() string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(e)) {
+		expfmt.MetricFamilyToText(&b, e[name])
+	}
+	return b.String()
 }
 
 // sendUpdate is the operator's "/send 222 text" as Telegram posts it to a webhook.
@@ -163,16 +255,16 @@ func TestWebhookServesHealthAndMetrics(t *testing.T) {
 		}
 		return false
 	})
-	code, body := get(t, base+"/metrics")
-	if code != http.StatusOK {
-		t.Fatalf("GET /metrics: %d\n%s", code, body)
+	e := scrape(t, base+"/metrics")
+	e.want(t, map[string]float64{"countersign_updates_taken_total": 1,
+		`countersign_operations{state="awaiting_approval"}`: 1, `countersign_operations{state="committed"}`: 0,
+		"countersign_commit_seconds_count": 0, "countersign_telegram_429_total": 0, "countersign_unknown_total": 0,
+		"countersign_leader": 1, "countersign_approvals_near_expiry": 0, `countersign_replica_info{replica="r1"}`: 1})
+	for _, name := range []string{"go_goroutines", "process_start_time_seconds"} { // the runtime's and the process's
+		if _, ok := e.value(name); !ok {
+			t.Errorf("/metrics lacks %s:\n%s", name, e)
+		}
 	}
-	wantLines(t, body,
-		"# TYPE countersign_updates_taken_total counter", "countersign_updates_taken_total 1",
-		"# TYPE countersign_operations gauge", `countersign_operations{state="awaiting_approval"} 1`, `countersign_operations{state="committed"} 0`,
-		"# TYPE countersign_commit_seconds histogram", "countersign_commit_seconds_count 0",
-		"countersign_telegram_429_total 0", "countersign_unknown_total 0", "countersign_leader 1",
-		`countersign_replica_info{replica="r1"} 1`)
 	if !strings.Contains(bot.log.String(), "replica=r1") || strings.Contains(bot.log.String(), childToken) {
 		t.Errorf("the log lacks replica=r1 or holds the token:\n%s", bot.log.String())
 	}
@@ -192,12 +284,14 @@ func TestMetricsListenInPollingMode(t *testing.T) {
 	approveCard(srv, bot.wait)
 	bot.wait("the delivery", func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 })
 	// The move to committed is journaled after Telegram's answer: wait for it.
-	body := scrapeUntil(t, base+"/metrics", "countersign_commit_seconds_count 1")
-	wantLines(t, body, "countersign_updates_taken_total 2", `countersign_operations{state="committed"} 1`,
-		`countersign_operations{state="awaiting_approval"} 0`, "countersign_commit_seconds_count 1", `countersign_commit_seconds_bucket{le="+Inf"} 1`,
-		"countersign_leader 1")
-	if !strings.Contains(body, "countersign_replica_info{replica=") {
-		t.Errorf("/metrics lacks the default replica name:\n%s", body)
+	e := scrapeUntil(t, base+"/metrics", "a commit attempt", func(e exposition) bool {
+		n, _ := e.value("countersign_commit_seconds_count")
+		return n == 1
+	})
+	e.want(t, map[string]float64{"countersign_updates_taken_total": 2, `countersign_operations{state="committed"}`: 1,
+		`countersign_operations{state="awaiting_approval"}`: 0, "countersign_leader": 1})
+	if mf := e["countersign_replica_info"]; len(mf.GetMetric()) != 1 || labelsOf(mf.GetMetric()[0]) == "map[]" {
+		t.Errorf("/metrics lacks the default replica name:\n%s", e)
 	}
 	if code, _ := get(t, base+"/"); code != http.StatusNotFound {
 		t.Errorf("GET / on the metrics listener: %d, want 404", code)
