@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -283,10 +284,12 @@ func TestMetricsListenInPollingMode(t *testing.T) {
 	srv.PushMessage(100, 100, "/send 222 hello")
 	approveCard(srv, bot.wait)
 	bot.wait("the delivery", func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 })
-	// The move to committed is journaled after Telegram's answer: wait for it.
-	e := scrapeUntil(t, base+"/metrics", "a commit attempt", func(e exposition) bool {
+	// The move to committed is journaled after Telegram's answer, and the attempt
+	// counted as it is: wait for both.
+	e := scrapeUntil(t, base+"/metrics", "a commit attempt, committed", func(e exposition) bool {
 		n, _ := e.value("countersign_commit_seconds_count")
-		return n == 1
+		committed, _ := e.value(`countersign_operations{state="committed"}`)
+		return n == 1 && committed == 1
 	})
 	e.want(t, map[string]float64{"countersign_updates_taken_total": 2, `countersign_operations{state="committed"}`: 1,
 		`countersign_operations{state="awaiting_approval"}`: 0, "countersign_leader": 1})
@@ -342,4 +345,146 @@ func TestWebhookSecretIsSharedByReplicas(t *testing.T) {
 	if w := webhook(":0", "https://h/x", childToken, env(map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_WEBHOOK_SECRET": "mine"})); w.Secret != "mine" {
 		t.Errorf("webhook secret = %q, want TELEGRAM_WEBHOOK_SECRET's", w.Secret)
 	}
+}
+
+// With -metrics-listen, /metrics is served there and not on the webhook's public
+// listener, which still answers the health checks a load balancer asks; without
+// it, the webhook's listener serves all three.
+func TestMetricsListenTakesMetricsOffTheWebhook(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		flags       []string
+		hookMetrics int // GET /metrics on the webhook's listener
+	}{
+		{"webhook alone", nil, http.StatusOK},
+		{"webhook and -metrics-listen", []string{"-metrics-listen", "127.0.0.1:0"}, http.StatusUnauthorized},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
+			flags := append([]string{"-webhook-listen", "127.0.0.1:0", "-webhook-url", "https://bot.example.org/hook"}, c.flags...)
+			bot := startInProcess(t, srv, t.TempDir(), flags...)
+			hook := "http://" + bot.addr("webhook serving")
+			bases := []string{hook}
+			if c.flags != nil {
+				bases = append(bases, "http://"+bot.addr("health and metrics serving"))
+			}
+			for _, base := range bases {
+				for _, path := range []string{"/healthz", "/readyz"} {
+					if code, body := get(t, base+path); code != http.StatusOK || body != "ok\n" {
+						t.Errorf("GET %s%s: %d %q, want 200 ok", base, path, code, body)
+					}
+				}
+			}
+			code, body := get(t, hook+"/metrics")
+			if code != c.hookMetrics || (code != http.StatusOK) == strings.Contains(body, "countersign_") {
+				t.Errorf("GET /metrics on the webhook's listener: %d %q, want %d", code, body, c.hookMetrics)
+			}
+			e := scrape(t, bases[len(bases)-1]+"/metrics")
+			if _, ok := e.value("countersign_leader"); !ok {
+				t.Errorf("/metrics on %s lacks countersign_leader:\n%s", bases[len(bases)-1], e)
+			}
+		})
+	}
+}
+
+// fakeOperator is what the metrics read of an operator, as a test sets it.
+type fakeOperator struct {
+	leading bool
+	near    int
+	err     error
+}
+
+func (f fakeOperator) Leading() (bool, <-chan struct{}) { return f.leading, nil }
+
+func (f fakeOperator) ApprovalsNearExpiry(context.Context) (int, error) { return f.near, f.err }
+
+// Each scrape reads the journal and the operator as they are then; a reading
+// that fails leaves its metric out of a 200 answer with the rest, and is logged.
+func TestMetricsReadAtScrape(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		operator operatorView // nil: not running yet
+		closed   bool         // the journal does not answer
+		want     map[string]float64
+		absent   []string
+		warning  bool
+	}{
+		{name: "before the operator runs", want: map[string]float64{"countersign_leader": 0, `countersign_operations{state="unknown"}`: 0},
+			absent: []string{"countersign_approvals_near_expiry"}},
+		{name: "leading, two approvals near expiry", operator: fakeOperator{leading: true, near: 2},
+			want: map[string]float64{"countersign_leader": 1, "countersign_approvals_near_expiry": 2}},
+		{name: "not leading", operator: fakeOperator{}, want: map[string]float64{"countersign_leader": 0, "countersign_approvals_near_expiry": 0}},
+		{name: "the approvals are not read", operator: fakeOperator{leading: true, err: errors.New("journal: approvals near their expiry: gone")},
+			want: map[string]float64{"countersign_leader": 1, `countersign_operations{state="committed"}`: 0}, absent: []string{"countersign_approvals_near_expiry"}, warning: true},
+		{name: "the journal does not answer", operator: fakeOperator{leading: true, near: 1}, closed: true,
+			want:   map[string]float64{"countersign_leader": 1, "countersign_approvals_near_expiry": 1, "countersign_unknown_total": 0},
+			absent: []string{`countersign_operations{state="committed"}`}, warning: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			var log syncbuf.Buffer
+			m := newBotMetrics(j, "r1")
+			if c.operator != nil {
+				m.follow(c.operator)
+			}
+			if c.closed {
+				j.Close()
+			}
+			srv := httptest.NewServer(m.handler(newLogger(&log)))
+			defer srv.Close()
+			e := scrape(t, srv.URL)
+			e.want(t, c.want)
+			for _, sel := range c.absent {
+				if v, ok := e.value(sel); ok {
+					t.Errorf("/metrics has %s = %v, want it left out", sel, v)
+				}
+			}
+			if got := strings.Contains(log.String(), "level=WARN"); got != c.warning {
+				t.Errorf("a warning logged: %v, want %v\n%s", got, c.warning, log.String())
+			}
+		})
+	}
+}
+
+// Each metric the bot exports has the type its README row says, under the name
+// operators scrape.
+func TestMetricsTypes(t *testing.T) {
+	e := scrapeTestRegistry(t)
+	for name, want := range map[string]dto.MetricType{
+		"countersign_updates_taken_total":   dto.MetricType_COUNTER,
+		"countersign_telegram_429_total":    dto.MetricType_COUNTER,
+		"countersign_unknown_total":         dto.MetricType_COUNTER,
+		"countersign_commit_seconds":        dto.MetricType_HISTOGRAM,
+		"countersign_operations":            dto.MetricType_GAUGE,
+		"countersign_approvals_near_expiry": dto.MetricType_GAUGE,
+		"countersign_leader":                dto.MetricType_GAUGE,
+		"countersign_replica_info":          dto.MetricType_GAUGE,
+	} {
+		if mf, ok := e[name]; !ok || mf.GetType() != want {
+			t.Errorf("%s: %v (there: %v), want %v", name, mf.GetType(), ok, want)
+		}
+	}
+	if got, want := len(e["countersign_operations"].GetMetric()), len(journal.States()); got != want {
+		t.Errorf("countersign_operations has %d series, want one for each of the %d states", got, want)
+	}
+}
+
+// scrapeTestRegistry scrapes over HTTP the metrics of a bot on a fresh journal
+// whose operator leads: every metric the binary exports.
+func scrapeTestRegistry(t *testing.T) exposition {
+	t.Helper()
+	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	m := newBotMetrics(j, "r1")
+	m.follow(fakeOperator{leading: true})
+	srv := httptest.NewServer(m.handler(newLogger(io.Discard)))
+	t.Cleanup(srv.Close)
+	return scrape(t, srv.URL)
 }
