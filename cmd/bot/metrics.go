@@ -139,18 +139,14 @@ func (c *liveCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(operationsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
 		}
 	}
-	var o operatorView
-	if p := c.operator.Load(); p != nil {
-		o = *p
-	}
-	leading := false
-	if o != nil {
-		leading, _ = o.Leading()
-	}
-	ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, boolValue(leading))
-	if o == nil {
+	p := c.operator.Load()
+	if p == nil {
+		ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, 0)
 		return
 	}
+	o := *p
+	leading, _ := o.Leading()
+	ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, boolValue(leading))
 	if n, err := o.ApprovalsNearExpiry(ctx); err != nil {
 		ch <- prometheus.NewInvalidMetric(nearExpiryDesc, err)
 	} else {

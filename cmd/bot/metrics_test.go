@@ -438,6 +438,11 @@ func TestMetricsReadAtScrape(t *testing.T) {
 			defer srv.Close()
 			e := scrape(t, srv.URL)
 			e.want(t, c.want)
+			// A scrape counts itself after it is gathered: the next one shows it.
+			failed, _ := scrape(t, srv.URL).value(`promhttp_metric_handler_errors_total{cause="gathering"}`)
+			if got := failed == 1; got != c.warning {
+				t.Errorf("scrapes with a metric left out before the second: %v, want 1 if and only if a warning: %v", failed, c.warning)
+			}
 			for _, sel := range c.absent {
 				if v, ok := e.value(sel); ok {
 					t.Errorf("/metrics has %s = %v, want it left out", sel, v)
