@@ -1,6 +1,8 @@
 package operator
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/countersign/countersign/journal"
@@ -34,4 +36,30 @@ func (o *Operator) observe(id string, m journal.Move) {
 			o.opts.Observe(Attempt{Operation: id, Outcome: m.To, Took: o.opts.Clock.Now().Sub(start.(time.Time))})
 		}
 	}
+}
+
+// ApprovalsNearExpiry counts the approvals of this operator's transport that
+// nobody decided yet and that are as near their expiry as the reminder that asks
+// the approvers again (a quarter of their time to live, at most an hour): what a
+// process's metrics show, so that an alert and the reminder speak of the same
+// approvals. It reads the journal, and returns its error.
+func (o *Operator) ApprovalsNearExpiry(ctx context.Context) (int, error) {
+	now := o.opts.Clock.Now()
+	as, err := o.opts.Journal.Expiring(ctx, o.opts.Transport, now.Add(time.Hour))
+	if err != nil {
+		return 0, fmt.Errorf("operator: approvals near expiry: %w", err)
+	}
+	n := 0
+	for _, a := range as {
+		if nearExpiry(a, now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// nearExpiry reports whether approval a is within remindBefore of its expiry at
+// now.
+func nearExpiry(a journal.Approval, now time.Time) bool {
+	return a.Expires.Sub(now) <= remindBefore(a.Expires.Sub(a.Created))
 }

@@ -47,3 +47,38 @@ func TestObserveHearsEveryAttempt(t *testing.T) {
 		t.Errorf("observed %+v, want %+v", got, want)
 	}
 }
+
+// ApprovalsNearExpiry counts the approvals nobody decided within the last hour
+// of a day's time to live, and not one that expired or was decided.
+func TestApprovalsNearExpiry(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	count := func(when string, want int) {
+		t.Helper()
+		got, err := h.op.ApprovalsNearExpiry(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: ApprovalsNearExpiry = %d, want %d", when, got, want)
+		}
+	}
+	ttl := h.pol.ApprovalTTL
+	if ttl < 4*time.Hour {
+		t.Fatalf("the policy's approval_ttl is %s; this test wants one of 4h or more (an hour's reminder window)", ttl)
+	}
+	h.send("123", "first")
+	count("fresh", 0)
+	h.clock.Advance(ttl - time.Hour - time.Minute)
+	count("an hour and a minute before its expiry", 0)
+	h.clock.Advance(2 * time.Minute)
+	count("59 minutes before its expiry", 1)
+	h.send("123", "second")
+	_, third := h.send("123", "third")
+	h.clock.Advance(ttl - time.Hour)
+	count("after the first expired, the others an hour before theirs", 2)
+	if _, err := h.op.Decide(ctx, h.approval(third), approverID, false); err != nil {
+		t.Fatal(err)
+	}
+	count("after the third was rejected", 1)
+}

@@ -6,24 +6,29 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/countersign/countersign/internal/metrics"
 	"github.com/countersign/countersign/telegram"
 	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
+
+func newCounter(name string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: name})
+}
 
 // A polling bot counts the updates it takes, once each, and the Bot API's 429s.
 func TestCountersCountUpdatesAndTooManyRequests(t *testing.T) {
-	reg := metrics.New()
-	counters := telegram.Counters{UpdatesTaken: reg.Counter("taken_total", ""), TooManyRequests: reg.Counter("throttled_total", "")}
+	taken, throttled := newCounter("taken_total"), newCounter("throttled_total")
+	counters := telegram.Counters{UpdatesTaken: taken, TooManyRequests: throttled}
 	r := newRig(t, withOptions(func(o *telegram.Options) { o.Counters = counters }))
 	r.srv.Inject(telegramtest.TooManyRequests(1).For("getUpdates"))
 	r.waitFor("the 429", func(s *telegramtest.Server) bool { return s.TooManyRequests() == 1 })
 	r.command(alice, "/ops")
 	r.replyContaining(alice, "No operations yet")
-	if got := counters.TooManyRequests.Value(); got != 1 {
+	if got := testutil.ToFloat64(throttled); got != 1 {
 		t.Errorf("429s counted = %v, want 1", got)
 	}
-	if got := counters.UpdatesTaken.Value(); got != 1 {
+	if got := testutil.ToFloat64(taken); got != 1 {
 		t.Errorf("updates taken = %v, want 1", got)
 	}
 }
@@ -36,8 +41,7 @@ func TestWebhookServesPublicPathsWithoutTheSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	const secret = "s3cret"
-	reg := metrics.New()
-	taken := reg.Counter("taken_total", "")
+	taken := newCounter("taken_total")
 	healthz := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 	r := newRig(t, withWebhook(&telegram.Webhook{URL: "https://bot.example.org/hook", Secret: secret, Listener: ln,
 		Public: map[string]http.Handler{"/healthz": healthz}}),
@@ -65,7 +69,7 @@ func TestWebhookServesPublicPathsWithoutTheSecret(t *testing.T) {
 		}
 	}
 	r.replyContaining(alice, "No operations yet")
-	if got := taken.Value(); got != 1 {
+	if got := testutil.ToFloat64(taken); got != 1 {
 		t.Errorf("updates taken = %v, want 1", got)
 	}
 }

@@ -96,7 +96,7 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem) error {
 	if err != nil {
 		return err
 	}
-	t.opts.Counters.UpdatesTaken.Add(float64(len(fresh)))
+	t.opts.Counters.taken(len(fresh))
 	for _, it := range fresh {
 		t.dispatch(ctx, it)
 	}

@@ -29,7 +29,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	replica := fs.String("replica", env.Getenv("COUNTERSIGN_REPLICA"), "this process's name among replicas on one journal, on every log line and in countersign_replica_info (default $COUNTERSIGN_REPLICA, else HOST-PID when the journal is on PostgreSQL); a SQLite journal has one sender unless this is set")
 	lease := fs.Duration("lease", journal.DefaultLease, "among replicas: how long another replica waits, after this one stops renewing, before it takes over what this one held (a commit on the wire becomes unknown then)")
 	var obs observability
-	fs.StringVar(&obs.listen, "metrics-listen", "", "serve /healthz, /readyz and /metrics on this address, e.g. :9090 (the webhook's listener serves them too)")
+	fs.StringVar(&obs.listen, "metrics-listen", "", "serve /healthz, /readyz and /metrics on this address, e.g. 127.0.0.1:9090, and /metrics no longer on the webhook's listener")
 	if code := parseArgs(fs, args, env, "bot run [-data DIR] [-policies FILE] [-webhook-listen ADDR -webhook-url URL] [flags]"); code >= 0 {
 		return code
 	}
@@ -134,7 +134,7 @@ func webhookSecret(token string) string {
 
 // observability is where a bot run process answers for its health and metrics.
 type observability struct {
-	listen  string // -metrics-listen: "" serves them on the webhook's listener only
+	listen  string // -metrics-listen: "" serves them on the webhook's listener only; else /metrics only here
 	replica string
 }
 
@@ -157,13 +157,14 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		logger.Info("journal on PostgreSQL", "database", journal.Where(cfg.journalName())) // never the URL
 	}
 	m := newBotMetrics(j, obs.replica)
+	routes := m.routes(j, logger)
 	if hook != nil {
-		hook.Public = m.routes(j, logger)
+		hook.Public = publicRoutes(routes, obs.listen != "")
 	}
 	if obs.listen != "" {
 		ctx, stop := context.WithCancel(ctx)
 		defer stop() // the server ends with the bot, however the bot ends
-		if err := listenMetrics(ctx, obs.listen, m.routes(j, logger), logger); err != nil {
+		if err := listenMetrics(ctx, obs.listen, routes, logger); err != nil {
 			return err
 		}
 	}
@@ -195,7 +196,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err := logStart(ctx, logger, tg, a, cfg); err != nil {
 		return err
 	}
-	go m.followLeadership(ctx, a.operator)
+	m.follow(a.operator)
 	if mcpListen != "" {
 		ctx, stop := context.WithCancel(ctx)
 		defer stop() // the MCP server ends with the bot, however the bot ends
