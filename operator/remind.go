@@ -113,7 +113,7 @@ func (o *Operator) remindApprovals(ctx context.Context) {
 		return
 	}
 	for _, a := range as {
-		if a.Expires.Sub(now) > remindBefore(a.Expires.Sub(a.Created)) {
+		if !nearExpiry(a, now) {
 			continue
 		}
 		took, err := o.opts.Journal.TakeTurn(ctx, approvalWork(a.ID), a.Created, now)
