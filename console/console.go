@@ -422,8 +422,19 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 	}
 	fmt.Fprintf(c.Out, "  operation %s, payload %s, %s, expires %s\n",
 		a.Operation.ID, a.PayloadSHA256[:12], a.Verdict, a.Expires.Local().Format(time.DateTime))
+	if line := operator.QuorumLine(a.Approval); line != "" {
+		fmt.Fprintf(c.Out, "  %s: this terminal's answer counts as one\n", line)
+	}
+	editable := false
+	if t, ok := c.Handler.Operator.Tool(a.Operation.Tool); ok {
+		_, editable = t.(tools.Reviser)
+	}
+	prompt := "[y/n] "
+	if editable {
+		prompt = "[y/n/e to edit the text first] "
+	}
 	for {
-		fmt.Fprint(c.Out, "[y/n] ")
+		fmt.Fprint(c.Out, prompt)
 		l, ok := in.next(ctx)
 		if !ok {
 			break
@@ -437,6 +448,12 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 		case "y", "yes":
 			approve = true
 		case "n", "no":
+		case "e", "edit":
+			if !editable {
+				fmt.Fprintln(c.Out, "Answer y or n: this action has no text to edit.")
+				continue
+			}
+			return c.amend(ctx, in, a)
 		default:
 			fmt.Fprintln(c.Out, "Answer y or n.")
 			continue
@@ -450,6 +467,30 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 	}
 	fmt.Fprintf(c.Out, "\n%s left waiting for approval; a later session answers it with /approve or /reject %s.\n", a.Operation.ID, a.Operation.ID)
 	return nil
+}
+
+// amend reads the corrected text of approval a's request, one line (\n
+// written as two characters stands for a line break), and puts the new approval
+// to the terminal: the old one is void once the edit is journaled.
+func (c *Console) amend(ctx context.Context, in *input, a command.Approval) error {
+	fmt.Fprint(c.Out, "New text (one line; \\n for a line break): ")
+	l, ok := in.next(ctx)
+	if !ok {
+		return nil
+	}
+	if l.refused != "" {
+		fmt.Fprintln(c.Out, l.refused)
+		return c.ask(ctx, in, a)
+	}
+	reply, err := c.Handler.Amend(ctx, a.ID, User, strings.ReplaceAll(l.text, `\n`, "\n"))
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	if len(reply.Approvals) == 0 { // refused: the card stands
+		fmt.Fprintln(c.Out, reply.Text)
+		return c.ask(ctx, in, a)
+	}
+	return c.answer(ctx, in, reply)
 }
 
 // tellWaiting says which approvals an earlier session left waiting, and how to

@@ -126,3 +126,20 @@ func TestMalformedCommandsLoseNothing(t *testing.T) {
 		}
 	}
 }
+
+// At the prompt, e asks for the corrected text: a new prompt shows it, and y
+// sends the corrected text alone; the journal keeps the text it replaced.
+func TestTheConsoleEditsBeforeItApproves(t *testing.T) {
+	out, j := run(t, "/send 222 helo\ne\nhello\\nworld\ny\n")
+	if !strings.Contains(out, "[y/n/e to edit the text first]") || !strings.Contains(out, "the payload was edited by 0 before approval") {
+		t.Errorf("want the edit offered and done in:\n%s", out)
+	}
+	if strings.Count(out, "→ sent") != 1 || !strings.Contains(out, "→ sent to 222 (message 1):\nhello\nworld\n") {
+		t.Errorf("want the edited text sent once in:\n%s", out)
+	}
+	ops, _ := j.Operations(context.Background(), journal.Filter{})
+	edits, _ := j.Edits(context.Background(), ops[0].ID)
+	if len(edits) != 1 || edits[0].Old.Text != "helo" {
+		t.Errorf("edits = %+v, want the old text kept", edits)
+	}
+}

@@ -13,7 +13,7 @@ import (
 // its length as Telegram counts it.
 func TestThePromptShowsControlCharactersAndTheLength(t *testing.T) {
 	out, _ := run(t, "/send 222 Pay invoice 42\rPay invoice 666 \x1b[8mhidden\x1b[0m \u202egnp.exe 👋\nn\n")
-	prompt := out[strings.Index(out, "Approve send_message"):strings.Index(out, "[y/n]")]
+	prompt := out[strings.Index(out, "Approve send_message"):strings.Index(out, "[y/n")]
 	for _, want := range []string{
 		"Approve send_message to 222? (57 characters)",
 		`Pay invoice 42\rPay invoice 666 <U+001B>[8mhidden<U+001B>[0m <U+202E>gnp.exe 👋`,
