@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
 )
@@ -107,5 +108,44 @@ func TestARejectionEndsTheWait(t *testing.T) {
 	}
 	if n := len(r.tg.Messages(target)); n != 0 {
 		t.Errorf("%d messages delivered, want none", n)
+	}
+}
+
+// A caller reading a commit that waits on a quorum learns which approvals are
+// still missing, and, once an approver edited it, what it now reads.
+func TestTheStatusSaysWhichApprovalsAreMissing(t *testing.T) {
+	const bob = 200
+	r := newRig(t, func(p *policy.Policy) {
+		p.Access.Approvers = []int64{alice, bob}
+		tp := p.Tools["commit_send_message"]
+		tp.Approvals = 2
+		p.Tools["commit_send_message"] = tp
+	})
+	cs := r.connect(t, "in-memory", nil)
+	_, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "two keys"})
+	if sent.Status != tools.StatusPending || !strings.Contains(sent.Reason, "from 2 different approvers") {
+		t.Fatalf("commit = %+v, want pending on two approvers", sent)
+	}
+	ctx := context.Background()
+	a, err := r.op.PendingApproval(ctx, sent.OperationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.op.Decide(ctx, a.ID, alice, true); err != nil {
+		t.Fatal(err)
+	}
+	_, got := call(t, cs, "get_operation", map[string]any{"operation_id": sent.OperationID})
+	if !strings.Contains(got.Reason, "approved by 100 (1 of 2); 1 more approver(s) needed") {
+		t.Errorf("status = %q, want the missing approval named", got.Reason)
+	}
+	ed, err := r.op.Edit(ctx, a.ID, bob, "two keys, corrected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, got = call(t, cs, "get_operation", map[string]any{"operation_id": sent.OperationID})
+	for _, want := range []string{"waiting for approval " + ed.Approval.ID, "edited by 200 before approval", "it now reads: two keys, corrected", "none approved yet"} {
+		if !strings.Contains(got.Reason, want) {
+			t.Errorf("status = %q, want %q", got.Reason, want)
+		}
 	}
 }

@@ -110,7 +110,7 @@ func (s *Server) getOperation(ctx context.Context, _ *sdk.CallToolRequest, in Op
 	if err != nil {
 		return nil, tools.Result{}, err
 	}
-	r := s.outcomeOf(op)
+	r := s.outcomeOf(ctx, op)
 	return contract(r), r, nil
 }
 
@@ -151,7 +151,7 @@ func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, in AwaitIn
 // over: op reached an outcome, nothing will move it (no bot runs), or the wait
 // ran out.
 func (s *Server) waited(ctx context.Context, op journal.Operation, wait time.Duration) (tools.Result, bool) {
-	r := s.outcomeOf(op)
+	r := s.outcomeOf(ctx, op)
 	if settled(op.State) {
 		if op.State == journal.Unknown {
 			s.refresh() // its envelope is a resource now
@@ -184,7 +184,7 @@ func settled(st journal.State) bool {
 // with its last outcome, or, where none is (a wait, an approval expired by the
 // sweep), one read off its state. A state still moving is pending, whatever
 // an earlier attempt's result said.
-func (s *Server) outcomeOf(op journal.Operation) tools.Result {
+func (s *Server) outcomeOf(ctx context.Context, op journal.Operation) tools.Result {
 	if t, ok := s.opts.Tools.Get(op.Tool); ok && op.State == journal.Prepared {
 		if _, commits := t.(tools.Committer); !commits {
 			return tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone, Draft: op.Payload.Text}
@@ -221,7 +221,7 @@ func (s *Server) outcomeOf(op journal.Operation) tools.Result {
 			Reason: "the outcome is unknown: verify before any retry"}
 	case journal.AwaitingApproval:
 		return tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared, NextAction: tools.NextAwaitApproval,
-			Reason: op.ID + " is waiting for a person's approval"}
+			Reason: operator.WaitingReason(ctx, s.opts.Journal, op)}
 	}
 	return tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared, NextAction: tools.NextNone,
 		Reason: fmt.Sprintf("%s is %s: approved, on its way", op.ID, op.State)}
@@ -292,7 +292,7 @@ func (s *Server) requestVerification(ctx context.Context, req *sdk.CallToolReque
 	if err != nil {
 		return nil, tools.Result{}, err
 	}
-	r := s.outcomeOf(op)
+	r := s.outcomeOf(ctx, op)
 	r.Reason = "the approvers were asked to verify " + op.ID + " in Telegram; a person resolves it, and await_outcome follows the answer"
 	if asked.Repeat {
 		r.Reason = fmt.Sprintf("the approvers were already asked to verify %s at %s (by %s); nothing was sent again, and a new request is put only after %s. "+

@@ -414,3 +414,22 @@ func (o *Operator) GrantTask(ctx context.Context, user int64, taskID, digest str
 	o.opts.Logger.Info("grant made", "grant", g.ID, "by", user, "task", taskID, "approvals", len(as))
 	return g, ds, nil
 }
+
+// WaitingReason says what an operation awaiting approval waits for, for a
+// requester that reads its status (an MCP caller): the approval and its
+// expiry, which approvals are still missing of a quorum, and the last edit an
+// approver made to its payload (what will be sent is the payload as edited).
+func WaitingReason(ctx context.Context, j *journal.Journal, op journal.Operation) string {
+	a, err := j.LatestApproval(ctx, op.ID)
+	if err != nil || a.Decision != journal.Pending {
+		return op.ID + " is waiting for a person's approval"
+	}
+	parts := []string{fmt.Sprintf("%s is waiting for approval %s until %s", op.ID, a.ID, a.Expires.UTC().Format(time.RFC3339))}
+	if line := QuorumLine(a); line != "" {
+		parts = append(parts, line)
+	}
+	if es, err := j.Edits(ctx, op.ID); err == nil && len(es) > 0 {
+		parts = append(parts, EditLine(es[len(es)-1])+"; it now reads: "+op.Payload.Text)
+	}
+	return strings.Join(parts, "; ")
+}
