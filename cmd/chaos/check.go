@@ -152,7 +152,9 @@ func (w *world) check() *Report {
 	}
 	if w.mix != nil {
 		w.checkActions(ctx, j, all, r)
+		r.Invariants = append(r.Invariants, w.quorumHeld(ctx, j, ops), w.lastApprovedOnly(ctx, j, ops, deliveries))
 	}
+	r.Invariants = append(r.Invariants, w.auditIntact())
 	return r
 }
 

@@ -56,6 +56,7 @@ func (w *world) storm(ctx context.Context, policies string) {
 			}
 			w.note("kill -9 and restart")
 			w.killReplica(w.reps[0])
+			w.verifyAudit(fmt.Sprintf("after kill %d", kills+1))
 			if w.rnd.IntN(2) == 0 {
 				w.beside() // while the bot is down
 			}
@@ -378,6 +379,8 @@ func (w *world) decide(s *seen, closing bool) {
 					w.note("double tap")
 					w.srv.PushCallbackQuery(chat, chat, c.MessageID, approveData(c, true))
 				}
+			case w.mix != nil && r > 0.95 && w.amend(chat, c):
+				// corrected before anyone decided: its new card comes next
 			case r < 0.82:
 				w.note("reject")
 				w.srv.PushCallbackQuery(chat, chat, c.MessageID, approveData(c, false))

@@ -80,6 +80,9 @@ type world struct {
 	agents    *agents        // nil: no MCP callers
 	mix       *mix           // nil: text sends only
 	fullUntil time.Time      // when the filled disk is freed
+	// auditChecks counts the audit trail's checks; auditFaults are what they found.
+	auditChecks int
+	auditFaults []string
 
 	mu       sync.Mutex
 	commands []command // every operator command pushed, in order
@@ -289,6 +292,7 @@ func (w *world) writePolicy(dir string) (string, error) {
 			return "", fmt.Errorf("%s: files.roots not in the expected form", w.cfg.Policies)
 		}
 		p = strings.Replace(p, roots, fmt.Sprintf("files:\n  roots: [%q]\n", w.mix.root), 1)
+		p += quorumPolicy()
 	}
 	path := filepath.Join(dir, "policies.yaml")
 	return path, os.WriteFile(path, []byte(p), 0o600)
