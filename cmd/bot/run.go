@@ -66,8 +66,10 @@ func runBot(ctx context.Context, args []string, env Env) int {
 		obs.replica = hostPID() // a label only: the one owner of a SQLite journal
 	}
 	logger := newLogger(env.Stderr).With("replica", obs.replica) // every line says which replica wrote it
+	// The error that ends the bot is said once, as every other command says
+	// its own: on stderr, after the command's name. A log line as well put the
+	// same words twice on the same stream.
 	if err := serveTelegram(ctx, cfg, env, logger, token, hook, *mcpListen, replicaOf{name, *lease}, obs); err != nil {
-		logger.Error("stopped", "err", err)
 		fmt.Fprintln(env.Stderr, "bot run:", err)
 		return exitError
 	}
