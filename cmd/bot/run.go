@@ -197,6 +197,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err := logStart(ctx, logger, tg, a, cfg); err != nil {
 		return err
 	}
+	defer logUnknown(a.operator, logger, j.Recovered())()
 	go m.followLeadership(ctx, a.operator)
 	if mcpListen != "" {
 		ctx, stop := context.WithCancel(ctx)
