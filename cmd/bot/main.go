@@ -9,6 +9,7 @@
 //	bot policies  check a policy file
 //	bot migrate   bring the journal's schema up to date
 //	bot audit     the audit trail: verify, export (signed), keygen
+//	bot version   the module version and the commit the binary was built from
 //
 // Exit codes: 0 ok, 1 error, 2 usage.
 package main
@@ -50,6 +51,7 @@ commands:
   policies check [FILE]     validate a policy file (default -policies, ./policies.yaml)
   migrate [-check]          bring the journal's schema up to date (or say what is pending)
   audit verify|export|keygen  check the audit trail, export it signed, check an export offline
+  version                   the version and commit this binary was built from
   help                      this text
 
 "bot <command> -h" lists the command's flags.`
@@ -76,6 +78,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"mcp":      runMCP,
 		"migrate":  runMigrate,
 		"audit":    runAudit,
+		"version":  runVersion,
 	}
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(ctx, args[1:], env)
