@@ -121,14 +121,8 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %s", t.redact(err.Error()))
 	}
-	if t.me, err = t.api.GetMe(ctx); err != nil {
-		if errors.Is(err, bot.ErrorUnauthorized) {
-			return nil, ErrTokenRejected
-		}
-		if err := unreachable(err, o.APIURL, t.redact); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("telegram: getMe: %s", t.redact(err.Error()))
+	if t.me, err = getMe(ctx, t.api, o.APIURL, t.redact); err != nil {
+		return nil, err
 	}
 	t.sender = &Sender{bot: t.api, limiter: NewLimiter(*o.Limits), redact: t.redact, timeout: o.SendTimeout}
 	return t, nil

@@ -5,8 +5,54 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/countersign/countersign/secret"
 )
+
+// Me asks the Bot API at apiURL (DefaultAPIURL when "") who the bot of token
+// is, and nothing else: the check of a token before a bot is set up. Its
+// errors are New's: a *TokenError before any request, ErrTokenRejected, an
+// error wrapping ErrUnreachable; none carries the token.
+func Me(ctx context.Context, token, apiURL string) (*models.User, error) {
+	given := token
+	token, err := ParseToken(token)
+	if err != nil {
+		return nil, err
+	}
+	if apiURL == "" {
+		apiURL = DefaultAPIURL
+	}
+	redact := secret.NewKnown(given).Redact
+	api, err := bot.New(token, bot.WithServerURL(strings.TrimSuffix(apiURL, "/")), bot.WithSkipGetMe(),
+		bot.WithHTTPClient(0, &http.Client{Timeout: 15 * time.Second}))
+	if err != nil {
+		return nil, fmt.Errorf("telegram: %s", redact(err.Error()))
+	}
+	return getMe(ctx, api, apiURL, redact)
+}
+
+// getMe is the bot's own user, or an error that says what to change: the token
+// (ErrTokenRejected), the network or the address (ErrUnreachable).
+func getMe(ctx context.Context, api *bot.Bot, apiURL string, redact func(string) string) (*models.User, error) {
+	me, err := api.GetMe(ctx)
+	switch {
+	case err == nil:
+		return me, nil
+	case errors.Is(err, bot.ErrorUnauthorized):
+		return nil, ErrTokenRejected
+	}
+	if err := unreachable(err, apiURL, redact); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("telegram: getMe: %s", redact(err.Error()))
+}
 
 // ErrUnreachable is wrapped by New's error when getMe got no answer from the Bot
 // API: a name that does not resolve, a connection refused, no answer in time.
