@@ -1,6 +1,7 @@
 // Command bot is Countersign: a Telegram operator for LLM agents that asks a human
 // before anything leaves and never sends the same message twice.
 //
+//	bot init      a first bot's policy and data folder, and a check of its token
 //	bot run       the Telegram bot
 //	bot console   the same operator in a terminal, no Telegram needed
 //	bot mcp       the tools for an outside agent (MCP over stdio), beside bot run
@@ -43,6 +44,7 @@ type Env struct {
 const usage = `usage: bot <command> [flags]
 
 commands:
+  init [-user ID]           write policies.yaml and the data folder, check TELEGRAM_BOT_TOKEN
   run                       the Telegram bot (TELEGRAM_BOT_TOKEN)
   console                   the operator in this terminal, no Telegram
   mcp                       the tools for an outside agent over stdio, beside bot run
@@ -70,6 +72,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return exitUsage
 	}
 	cmds := map[string]func(context.Context, []string, Env) int{
+		"init":     runInit,
 		"run":      runBot,
 		"console":  runConsole,
 		"ops":      runOps,
