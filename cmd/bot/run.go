@@ -146,7 +146,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		return err
 	}
 	if mcpListen != "" {
-		if err := checkMCP(p, mcpListen, env); err != nil {
+		if err := checkMCP(p, cfg, mcpListen, env); err != nil {
 			return err // before Telegram is asked anything
 		}
 	}
@@ -175,6 +175,9 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		err = own(ctx, j, telegram.Transport, logger)
 	}
 	if err != nil {
+		return err
+	}
+	if err := recordAccess(cfg, p); err != nil { // for a bot mcp an agent starts beside this one
 		return err
 	}
 	m.unknown.Add(float64(len(j.Recovered())))
