@@ -55,9 +55,12 @@ func runInit(ctx context.Context, args []string, env Env) int {
 	default:
 		fmt.Fprintf(out, "policy: kept %s, which exists\n", cfg.Policies)
 	}
-	p, err := loadPolicy(cfg, env)
+	p, err := policy.Load(cfg.Policies)
 	if err != nil {
 		return fail(fmt.Errorf("%w (bot policies check -policies %s lists every error)", err, cfg.Policies))
+	}
+	if err := p.ApplyEnv(env.Getenv); err != nil {
+		return fail(err)
 	}
 	if err := initDataFolder(env, cfg.DataDir); err != nil {
 		return fail(err)
