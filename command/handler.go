@@ -28,7 +28,8 @@ type Handler struct {
 	// recorded with every task.
 	Surface string
 	// Agent, when set, takes an operator's plain text (a line that is not a
-	// command) and turns it into tool calls. Nil: plain text gets a usage error.
+	// command) and turns it into tool calls. Nil: plain text gets a usage error
+	// that says how to configure a model (NoModel).
 	Agent Agent
 }
 
@@ -102,7 +103,10 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 	if !h.Policy.Access.IsOperator(user) {
 		return Reply{}, ErrNotOperator
 	}
-	if h.Agent != nil && !strings.HasPrefix(strings.TrimLeft(req.Line, " \t"), "/") && strings.TrimSpace(req.Line) != "" {
+	if !strings.HasPrefix(strings.TrimLeft(req.Line, " \t"), "/") && strings.TrimSpace(req.Line) != "" {
+		if h.Agent == nil {
+			return Reply{}, fmt.Errorf("%w: %s", ErrUsage, NoModel)
+		}
 		return h.chat(ctx, req)
 	}
 	c, err := Parse(req.Line)

@@ -54,6 +54,14 @@ var Usage = []struct{ Name, Args, Doc string }{
 // ErrUsage is wrapped by every parse error; the message says the right form.
 var ErrUsage = errors.New("usage")
 
+// DecideByTap answers a /approve or /reject typed where a tap decides.
+const DecideByTap = "an approval is decided with the Approve or Reject button on its card; /pending lists what waits, with its buttons"
+
+// NoModel answers plain text where no model is configured: what would take it,
+// and that commands work without one.
+const NoModel = "plain text goes to a model, and this bot has none: set ANTHROPIC_API_KEY, or OPENAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL for a local server, " +
+	"or COUNTERSIGN_AGENT=claude-code|codex where the bot runs, and start it again; commands work without a model: /help lists them"
+
 // Parse reads one command line. The text of /send, /publish and /draft is kept
 // exactly as typed after the separating space: nothing is trimmed or added. A
 // "/cmd@botname" form, as Telegram clients send in groups, is accepted.
@@ -115,6 +123,10 @@ func Parse(line string) (Command, error) {
 		if c.OpID == "" || strings.ContainsFunc(c.OpID, unicode.IsSpace) {
 			return c, usageErr(c.Name)
 		}
+	case "approve", "reject":
+		// The console's own answers to a waiting approval, which it reads before
+		// they get here; anywhere else a person decides with a card's button.
+		return c, fmt.Errorf("%w: %s", ErrUsage, DecideByTap)
 	default:
 		return c, fmt.Errorf("%w: unknown command /%s; try /help", ErrUsage, c.Name)
 	}

@@ -208,6 +208,14 @@ func (c *Console) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		if use := decisionUsage(line); use != "" {
+			fmt.Fprintln(c.Out, use)
+			continue
+		}
+		if isHelp(line) {
+			fmt.Fprint(c.Out, help())
+			continue
+		}
 		reply, err := c.handle(ctx, in, line)
 		if errors.Is(err, command.ErrUsage) {
 			fmt.Fprintln(c.Out, err)
@@ -519,6 +527,36 @@ func decision(line string) (opID string, approve, ok bool) {
 		return "", false, false
 	}
 	return fields[1], fields[0] == "/approve", true
+}
+
+// decisionUsage is what to say of a /approve or /reject line that is not one
+// decision("/approve" alone, or with more than the id), or "" for another line.
+func decisionUsage(line string) string {
+	fields := strings.Fields(line)
+	if len(fields) == 0 || (fields[0] != "/approve" && fields[0] != "/reject") {
+		return ""
+	}
+	return fmt.Sprintf("%s needs the id of one operation waiting for approval: %s <op_id> (/pending lists them)", fields[0], fields[0])
+}
+
+// decisionHelp are the lines /help adds in the console, after /pending: the
+// console's own answers to an approval left waiting.
+const decisionHelp = "/approve <op_id>: approve an operation waiting for your approval (the terminal's owner is its approver)\n" +
+	"/reject <op_id>: reject it\n"
+
+func isHelp(line string) bool { return strings.TrimSpace(line) == "/help" }
+
+// help is the console's /help: every command, with the console's own answers
+// to a waiting approval after /pending.
+func help() string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(command.Help(), "\n") {
+		b.WriteString(l)
+		if strings.HasPrefix(l, "/pending") {
+			b.WriteString(decisionHelp)
+		}
+	}
+	return b.String()
 }
 
 func (c *Console) decide(ctx context.Context, opID string, approve bool) error {

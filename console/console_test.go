@@ -120,7 +120,8 @@ func TestALaterSessionAnswersAWaitingApproval(t *testing.T) {
 
 func TestMalformedCommandsLoseNothing(t *testing.T) {
 	out, _ := run(t, "/send\nhello\n/launch now\n/draft a plan\n/ops\n")
-	for _, want := range []string{"usage: /send <chat_id> <text>", "commands start with /", "unknown command /launch", "Draft op-", "reply \"a plan\""} {
+	for _, want := range []string{"usage: /send <chat_id> <text>", "plain text goes to a model, and this bot has none: set ANTHROPIC_API_KEY",
+		"unknown command /launch", "Draft op-", "reply \"a plan\""} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -141,5 +142,34 @@ func TestTheConsoleEditsBeforeItApproves(t *testing.T) {
 	edits, _ := j.Edits(context.Background(), ops[0].ID)
 	if len(edits) != 1 || edits[0].Old.Text != "helo" {
 		t.Errorf("edits = %+v, want the old text kept", edits)
+	}
+}
+
+// /approve and /reject without the one operation id they take say so, and how
+// to find it, instead of "unknown command"; /help lists them, after /pending.
+func TestDecisionsAreExplained(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       []string
+		not        string
+	}{
+		{"approve alone", "/approve", []string{"/approve needs the id of one operation waiting for approval: /approve <op_id> (/pending lists them)"}, "unknown command"},
+		{"reject alone", "/reject  ", []string{"/reject needs the id of one operation waiting for approval: /reject <op_id>"}, "unknown command"},
+		{"two ids", "/approve op-a op-b", []string{"/approve needs the id of one operation"}, "No approval waits"},
+		{"help", "/help", []string{"/pending: what waits for approval or verification\n/approve <op_id>: approve an operation waiting for your approval",
+			"/reject <op_id>: reject it\n", "/send <chat_id> <text>: send a message"}, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _ := run(t, tt.line+"\n")
+			for _, want := range tt.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, tt.not) {
+				t.Errorf("output says %q:\n%s", tt.not, out)
+			}
+		})
 	}
 }

@@ -94,8 +94,9 @@ type Bot struct {
 
 // New connects to the Bot API (getMe) and prepares a bot whose updates resume after
 // the last one the journal says was handled. It returns a *TokenError for a token
-// of the wrong shape (before any request, whose URL would carry it), and
-// ErrTokenRejected for a token Telegram refuses. It takes the token out of the
+// of the wrong shape (before any request, whose URL would carry it),
+// ErrTokenRejected for a token Telegram refuses, and an error wrapping
+// ErrUnreachable when no Bot API answers at APIURL. It takes the token out of the
 // spaces and quotes around it (ParseToken). No error or log line carries the
 // token, in any spelling (secret.Known).
 func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
@@ -120,11 +121,8 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telegram: %s", t.redact(err.Error()))
 	}
-	if t.me, err = t.api.GetMe(ctx); err != nil {
-		if errors.Is(err, bot.ErrorUnauthorized) {
-			return nil, ErrTokenRejected
-		}
-		return nil, fmt.Errorf("telegram: getMe: %s", t.redact(err.Error()))
+	if t.me, err = getMe(ctx, t.api, o.APIURL, t.redact); err != nil {
+		return nil, err
 	}
 	t.sender = &Sender{bot: t.api, limiter: NewLimiter(*o.Limits), redact: t.redact, timeout: o.SendTimeout}
 	return t, nil

@@ -11,7 +11,8 @@
 // It lives beside agent/agenttest, the model server these runs talk to, in the
 // model layer where the agent-CLI providers go: their tests, and the end-to-end
 // tests of cmd/bot, share it. Of ours it imports only the process-group helper
-// the providers use (agent/internal/procgroup).
+// the providers use (agent/internal/procgroup), and internal/skips for the
+// wording of a skip.
 //
 // A binary that is not installed skips the test with a message naming the npm
 // package and how .ci/run installs it, unless COUNTERSIGN_REQUIRE_CLIS=1 (set by
@@ -24,6 +25,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/countersign/countersign/internal/skips"
 )
 
 // Tool is an npm-installed command a test can run: where to look for it, and
@@ -73,7 +76,7 @@ func Find(t testing.TB, tool Tool) string {
 	if os.Getenv(RequireEnv) == "1" {
 		t.Fatal(msg)
 	}
-	t.Skip(msg)
+	t.Skip(skips.Need("the "+tool.Name+" ("+tool.Env+")", msg)) // counted by go run ./internal/testrun
 	return ""
 }
 

@@ -135,7 +135,7 @@ func own(ctx context.Context, j *journal.Journal, transport string, logger *slog
 		return err
 	}
 	for _, id := range j.Recovered() {
-		logger.Warn("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
+		logger.Error("operation was committing when the process stopped; its outcome is unknown and it will not be resent", "op", id)
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func join(ctx context.Context, j *journal.Journal, transport string, r replicaOf
 	}
 	logger.Info("joined as a replica", "transport", transport, "lease", j.Lease())
 	for _, id := range j.Recovered() {
-		logger.Warn("operation was committing when this replica last stopped; its outcome is unknown and it will not be resent", "op", id)
+		logger.Error("operation was committing when this replica last stopped; its outcome is unknown and it will not be resent", "op", id)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 // Command bot is Countersign: a Telegram operator for LLM agents that asks a human
 // before anything leaves and never sends the same message twice.
 //
+//	bot init      a first bot's policy and data folder, and a check of its token
 //	bot run       the Telegram bot
 //	bot console   the same operator in a terminal, no Telegram needed
 //	bot mcp       the tools for an outside agent (MCP over stdio), beside bot run
@@ -9,6 +10,7 @@
 //	bot policies  check a policy file
 //	bot migrate   bring the journal's schema up to date
 //	bot audit     the audit trail: verify, export (signed), keygen
+//	bot version   the module version and the commit the binary was built from
 //
 // Exit codes: 0 ok, 1 error, 2 usage.
 package main
@@ -42,6 +44,7 @@ type Env struct {
 const usage = `usage: bot <command> [flags]
 
 commands:
+  init [-user ID]           write policies.yaml and the data folder, check TELEGRAM_BOT_TOKEN
   run                       the Telegram bot (TELEGRAM_BOT_TOKEN)
   console                   the operator in this terminal, no Telegram
   mcp                       the tools for an outside agent over stdio, beside bot run
@@ -50,6 +53,7 @@ commands:
   policies check [FILE]     validate a policy file (default -policies, ./policies.yaml)
   migrate [-check]          bring the journal's schema up to date (or say what is pending)
   audit verify|export|keygen  check the audit trail, export it signed, check an export offline
+  version                   the version and commit this binary was built from
   help                      this text
 
 "bot <command> -h" lists the command's flags.`
@@ -68,6 +72,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return exitUsage
 	}
 	cmds := map[string]func(context.Context, []string, Env) int{
+		"init":     runInit,
 		"run":      runBot,
 		"console":  runConsole,
 		"ops":      runOps,
@@ -76,6 +81,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"mcp":      runMCP,
 		"migrate":  runMigrate,
 		"audit":    runAudit,
+		"version":  runVersion,
 	}
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(ctx, args[1:], env)

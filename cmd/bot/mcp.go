@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,8 +38,18 @@ func serveMCP(ctx context.Context, cfg Config, env Env, logger *slog.Logger) err
 	if err != nil {
 		return err
 	}
+	// An agent starts this process with its own environment: the lists the bot
+	// on this data folder asks are those of its record, not the shell's.
+	recorded, err := runningAccess(cfg, p, env.Getenv)
+	if err != nil {
+		return err
+	}
 	if len(p.Access.Approvers) == 0 {
-		return mcp.ErrNoApprovers // before anything is opened
+		return noApprovers{policy: cfg.Policies, data: cfg.DataDir} // before anything is opened
+	}
+	if recorded {
+		logger.Info("access lists of the bot run on this data folder", "record", filepath.Join(cfg.DataDir, accessFile),
+			"operators", len(p.Access.Operators), "approvers", len(p.Access.Approvers))
 	}
 	j, err := openJournal(ctx, cfg)
 	if err != nil {
@@ -75,9 +86,9 @@ func newMCP(a *app, owner func() (int, bool, error), logger *slog.Logger) (*mcp.
 
 // checkMCP refuses, at start, what -mcp-listen cannot serve: a policy without
 // approvers, an address off loopback without a token.
-func checkMCP(p *policy.Policy, addr string, env Env) error {
+func checkMCP(p *policy.Policy, cfg Config, addr string, env Env) error {
 	if len(p.Access.Approvers) == 0 {
-		return mcp.ErrNoApprovers
+		return noApprovers{policy: cfg.Policies, data: cfg.DataDir}
 	}
 	return mcp.CheckListen(addr, env.Getenv("COUNTERSIGN_MCP_TOKEN"))
 }

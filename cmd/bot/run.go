@@ -66,8 +66,10 @@ func runBot(ctx context.Context, args []string, env Env) int {
 		obs.replica = hostPID() // a label only: the one owner of a SQLite journal
 	}
 	logger := newLogger(env.Stderr).With("replica", obs.replica) // every line says which replica wrote it
+	// The error that ends the bot is said once, as every other command says
+	// its own: on stderr, after the command's name. A log line as well put the
+	// same words twice on the same stream.
 	if err := serveTelegram(ctx, cfg, env, logger, token, hook, *mcpListen, replicaOf{name, *lease}, obs); err != nil {
-		logger.Error("stopped", "err", err)
 		fmt.Fprintln(env.Stderr, "bot run:", err)
 		return exitError
 	}
@@ -144,7 +146,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		return err
 	}
 	if mcpListen != "" {
-		if err := checkMCP(p, mcpListen, env); err != nil {
+		if err := checkMCP(p, cfg, mcpListen, env); err != nil {
 			return err // before Telegram is asked anything
 		}
 	}
@@ -176,6 +178,9 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
+	if err := recordAccess(cfg, p); err != nil { // for a bot mcp an agent starts beside this one
+		return err
+	}
 	m.unknown.Add(float64(len(j.Recovered())))
 	files, err := filestore.Open(cfg.filesDir())
 	if err != nil {
@@ -197,6 +202,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		return err
 	}
 	m.follow(a.operator)
+	defer logUnknown(a.operator, logger, j.Recovered())()
 	if mcpListen != "" {
 		ctx, stop := context.WithCancel(ctx)
 		defer stop() // the MCP server ends with the bot, however the bot ends

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver
+
+	"github.com/countersign/countersign/internal/skips"
 )
 
 // DefaultURL is the server tests use when COUNTERSIGN_TEST_POSTGRES is not set.
@@ -53,7 +55,7 @@ func Server(tb testing.TB) string {
 		if os.Getenv("COUNTERSIGN_REQUIRE_POSTGRES") == "1" {
 			tb.Fatal(msg + " (COUNTERSIGN_REQUIRE_POSTGRES=1)")
 		}
-		tb.Skip(msg)
+		tb.Skip(skips.Need("PostgreSQL (COUNTERSIGN_TEST_POSTGRES)", msg)) // counted by go run ./internal/testrun
 	}
 	return ServerURL()
 }

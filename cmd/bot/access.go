@@ -1,0 +1,98 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/policy"
+)
+
+// The access lists a bot run uses are recorded in its data folder, so that a
+// bot mcp an agent starts beside it (with the agent's environment, not the
+// shell's BOT_OPERATORS and BOT_APPROVERS) asks the same people: the bot shows
+// the cards, and a tap counts only from someone both lists name.
+
+// accessFile is the record's name in the data folder.
+const accessFile = "access.json"
+
+// accessRecord is what a bot run writes of its access lists: user ids only.
+type accessRecord struct {
+	Operators []int64 `json:"operators"`
+	Approvers []int64 `json:"approvers"`
+}
+
+// recordAccess writes the access lists of p in the data folder, replacing the
+// record of an earlier run whole (a temporary file renamed over it), 0600.
+func recordAccess(cfg Config, p *policy.Policy) error {
+	b, err := json.Marshal(accessRecord{Operators: nonNil(p.Access.Operators), Approvers: nonNil(p.Access.Approvers)})
+	if err != nil {
+		return fmt.Errorf("access record: %w", err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("access record: %w", err)
+	}
+	f, err := os.CreateTemp(cfg.DataDir, accessFile+".*")
+	if err != nil {
+		return fmt.Errorf("access record: %w", err)
+	}
+	defer os.Remove(f.Name()) // after the rename, there is nothing left to remove
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("access record: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("access record: %w", err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(cfg.DataDir, accessFile)); err != nil {
+		return fmt.Errorf("access record: %w", err)
+	}
+	return nil
+}
+
+func nonNil(ids []int64) []int64 {
+	if ids == nil {
+		return []int64{}
+	}
+	return ids
+}
+
+// runningAccess puts in p the access lists the bot run on cfg's data folder
+// recorded, each where the environment sets none (BOT_OPERATORS, BOT_APPROVERS
+// win, as they do over the policy). It reports whether a record was found.
+func runningAccess(cfg Config, p *policy.Policy, getenv func(string) string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(cfg.DataDir, accessFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("access record: %w", err)
+	}
+	var r accessRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return false, fmt.Errorf("access record %s: %w (bot run writes it again at start)", filepath.Join(cfg.DataDir, accessFile), err)
+	}
+	if getenv("BOT_OPERATORS") == "" {
+		p.Access.Operators = r.Operators
+	}
+	if getenv("BOT_APPROVERS") == "" {
+		p.Access.Approvers = r.Approvers
+	}
+	return true, nil
+}
+
+// noApprovers refuses to serve commits nobody could approve, saying where the
+// approvers go. It is mcp.ErrNoApprovers.
+type noApprovers struct{ policy, data string }
+
+func (e noApprovers) Error() string {
+	return fmt.Sprintf("no approvers, so every commit would wait for a tap nobody can give: put your Telegram user id in access.approvers of %s "+
+		"(bot init -user ID writes it into a new policy), or set BOT_APPROVERS where bot run starts on %s (it records its lists there, in %s, for bot mcp), "+
+		"or in this command's environment", e.policy, e.data, accessFile)
+}
+
+func (noApprovers) Unwrap() error { return mcp.ErrNoApprovers }

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"log/slog"
+	"slices"
+
+	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/tools"
+)
+
+// logUnknown logs, at error level, every outcome of op that nobody can know: a
+// message may or may not have arrived, nothing is resent, and a person must
+// look and resolve it. It stands out from the warnings a running bot logs in
+// passing (a 429, a card not edited). Those in logged were said already, by the
+// crash recovery at start. It returns the unsubscribe.
+func logUnknown(op *operator.Operator, logger *slog.Logger, logged []string) func() {
+	return op.Subscribe(func(ev operator.Event) {
+		o := ev.Operation
+		if ev.Kind != operator.Outcome || ev.Result.SideEffect != tools.SideEffectUnknown || slices.Contains(logged, o.ID) {
+			return
+		}
+		attrs := []any{"op", o.ID, "action", o.Payload.Action, "target", o.Payload.Target, "next", ev.Result.Reason}
+		if o.Envelope != "" {
+			attrs = append(attrs, "envelope", o.Envelope)
+		}
+		logger.Error("outcome unknown: nothing is resent until someone verifies and resolves it", attrs...)
+	})
+}
