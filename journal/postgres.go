@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -230,6 +232,28 @@ func (p *pgStore) close() error {
 // schema, and ? placeholders are numbered $1, $2, ... No statement of the journal
 // has a ? inside a string literal.
 func pgSQL(query string) string {
+	if t, ok := pgStatements.Load(query); ok {
+		return t.(string)
+	}
+	t := translatePG(query)
+	if pgCached.Add(1) <= maxPGStatements {
+		pgStatements.Store(query, t)
+	}
+	return t
+}
+
+// pgStatements holds the translations made: the journal's statements are a
+// nearly fixed set (an audit append's is one per number of records, a list's
+// one per limit), and each is translated once, not at every execution; past
+// maxPGStatements, a new one is translated each time.
+var (
+	pgStatements sync.Map
+	pgCached     atomic.Int64
+)
+
+const maxPGStatements = 1024
+
+func translatePG(query string) string {
 	if strings.Contains(query, "INSERT OR IGNORE INTO") {
 		query = strings.Replace(query, "INSERT OR IGNORE INTO", "INSERT INTO", 1) + " ON CONFLICT DO NOTHING"
 	}
