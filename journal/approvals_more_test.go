@@ -165,6 +165,14 @@ func testGrantsApproveOnlyWhatTheyName(t *testing.T, name string) {
 	if _, ok, _ := j.WindowGrantFor(ctx, "commit_send_message", "333", c.now()); ok {
 		t.Error("a grant to 222 found for 333")
 	}
+	other, aOther := askedFor(t, j, 1)
+	if err := j.Move(ctx, other.ID, journal.Move{From: journal.AwaitingApproval, To: journal.AwaitingApproval, Reason: "to 333",
+		Payload: &tools.Payload{Action: "send_message", Target: "333", Text: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.DecideBallot(ctx, aOther.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Grant: w.ID}); !errors.Is(err, journal.ErrNotCovered) {
+		t.Errorf("a window grant to 222 deciding a send to 333 = %v, want ErrNotCovered", err)
+	}
 	_, a3 := askedFor(t, j, 1)
 	if d, err := j.DecideBallot(ctx, a3.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Grant: w.ID}); err != nil || d.Grant != w.ID {
 		t.Fatalf("under the window grant = %+v, %v", d, err)
