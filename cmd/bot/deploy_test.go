@@ -220,3 +220,36 @@ func TestMetricNames(t *testing.T) {
 		})
 	}
 }
+
+// The sample systemd unit starts the bot with flags `bot run` takes, and keeps
+// the hardening the README promises: a dedicated user, a private data folder,
+// restart on failure.
+func TestTheSystemdUnitRunsTheBotHardened(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/systemd/countersign.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string][]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			keys[k] = append(keys[k], v)
+		}
+	}
+	for k, want := range map[string]string{"User": "countersign", "StateDirectory": "countersign", "StateDirectoryMode": "0700",
+		"Restart": "on-failure", "UMask": "0077", "NoNewPrivileges": "true", "ProtectSystem": "strict", "ProtectHome": "true",
+		"PrivateTmp": "true", "CapabilityBoundingSet": "", "ReadWritePaths": "/var/lib/countersign"} {
+		if got := keys[k]; len(got) != 1 || got[0] != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	exec := strings.Fields(keys["ExecStart"][0])
+	if len(exec) < 2 || exec[1] != "run" {
+		t.Fatalf("ExecStart = %q, want the binary and run", exec)
+	}
+	if r := runMain(t, "", nil, append(exec[1:], "-h")...); r.code != exitOK {
+		t.Errorf("ExecStart's flags: bot %s -h = %d, %s", strings.Join(exec[1:], " "), r.code, r.stderr)
+	}
+	if i := slices.Index(exec, "-data"); i < 0 || exec[i+1] != "/var/lib/countersign" {
+		t.Errorf("ExecStart = %q, want -data /var/lib/countersign, the StateDirectory", exec)
+	}
+}

@@ -10,6 +10,7 @@
 //	bot policies  check a policy file
 //	bot migrate   bring the journal's schema up to date
 //	bot audit     the audit trail: verify, export (signed), keygen
+//	bot backup    a consistent copy of the data folder, taken while the bot runs
 //	bot version   the module version and the commit the binary was built from
 //
 // Exit codes: 0 ok, 1 error, 2 usage.
@@ -53,6 +54,7 @@ commands:
   policies check [FILE]     validate a policy file (default -policies, ./policies.yaml)
   migrate [-check]          bring the journal's schema up to date (or say what is pending)
   audit verify|export|keygen  check the audit trail, export it signed, check an export offline
+  backup -to DIR            a consistent copy of the data folder (journal, vault, files), while it runs
   version                   the version and commit this binary was built from
   help                      this text
 
@@ -82,6 +84,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"migrate":  runMigrate,
 		"audit":    runAudit,
 		"version":  runVersion,
+		"backup":   runBackup,
 	}
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(ctx, args[1:], env)
