@@ -56,7 +56,7 @@ func (w *world) storm(ctx context.Context, policies string) {
 			}
 			w.note("kill -9 and restart")
 			w.killReplica(w.reps[0])
-			w.verifyAudit(fmt.Sprintf("after kill %d", kills+1))
+			w.verifyAudit(fmt.Sprintf("after kill %d", kills+1), false)
 			if w.rnd.IntN(2) == 0 {
 				w.beside() // while the bot is down
 			}
