@@ -63,10 +63,20 @@ func Open(dir string, o Options) (*Desk, error) {
 	if o.Every <= 0 {
 		o.Every = 250 * time.Millisecond
 	}
-	if err := os.Remove(filepath.Join(dir, CodesFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("pairing: %w", err)
+	if err := Drop(dir); err != nil {
+		return nil, err
 	}
 	return &Desk{dir: dir, ttl: o.TTL, clock: o.Clock, every: o.Every, offers: map[int64]offer{}}, nil
+}
+
+// Drop removes the codes pending on the data folder dir, if any: a bot that
+// now has an operator offers none, and a code it gave while it had none must
+// not pair anyone after.
+func Drop(dir string) error {
+	if err := os.Remove(filepath.Join(dir, CodesFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("pairing: %w", err)
+	}
+	return nil
 }
 
 // Offer gives user (name is how Telegram shows them) a code to confirm, or

@@ -193,7 +193,8 @@ func assertRecorded(t *testing.T, data string, user int64) {
 }
 
 // A code that is wrong, expired, missing or not pending pairs nobody, says why
-// and what to do, and the bot goes on offering codes.
+// and what to do, and the bot goes on offering codes; once an operator is
+// configured, a code given before pairs nobody either.
 func TestBotPairRefuses(t *testing.T) {
 	const user = 111
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
@@ -246,10 +247,16 @@ func TestBotPairRefuses(t *testing.T) {
 			}
 		})
 	}
-	srv.PushMessage(222, 222, "hello") // still open: a newcomer still gets a code
-	b.said(222, "bot pair ")
+	late := b.code(222) // still open: a newcomer still gets a code
 	if strings.Contains(stringsOf(srv.Messages(user)), "Paired") {
 		t.Errorf("user %d was told they paired", user)
+	}
+
+	// An operator configured since: the code given before pairs nobody.
+	b.stop()
+	startRun(t, srv, data, pol, map[string]string{"BOT_OPERATORS": "999", "BOT_APPROVERS": "999"})
+	if r := runMain(t, "", nil, "pair", "-data", data, late); r.code != exitError || !strings.Contains(r.stderr, "no code is pending") {
+		t.Errorf("bot pair with a code from before an operator was configured: exit %d\n%s", r.code, r.stderr)
 	}
 }
 

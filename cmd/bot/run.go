@@ -251,9 +251,12 @@ func (s *serving) serve(ctx context.Context, p *policy.Policy, first bool) error
 	defer logUnknown(a.operator, s.logger, s.j.Recovered())()
 	deps := telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p}
 	if len(p.Access.Operators) == 0 {
-		if deps.Pairing, err = openPairing(s.cfg, s.logger); err != nil {
-			return err
-		}
+		deps.Pairing, err = openPairing(s.cfg, s.logger)
+	} else {
+		err = pairing.Drop(s.cfg.DataDir) // codes given before an operator was configured pair nobody now
+	}
+	if err != nil {
+		return err
 	}
 	if s.mcpListen != "" {
 		done, err := listenMCP(ctx, s.mcpListen, a, s.env, s.logger)
