@@ -250,12 +250,7 @@ func (s *serving) serve(ctx context.Context, p *policy.Policy, first bool) error
 	s.m.follow(a.operator)
 	defer logUnknown(a.operator, s.logger, s.j.Recovered())()
 	deps := telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p}
-	if len(p.Access.Operators) == 0 {
-		deps.Pairing, err = openPairing(s.cfg, s.logger)
-	} else {
-		err = pairing.Drop(s.cfg.DataDir) // codes given before an operator was configured pair nobody now
-	}
-	if err != nil {
+	if deps.Pairing, err = s.pairing(p); err != nil {
 		return err
 	}
 	if s.mcpListen != "" {
@@ -266,6 +261,16 @@ func (s *serving) serve(ctx context.Context, p *policy.Policy, first bool) error
 		defer func() { stop(); <-done }() // the next round listens on the same address
 	}
 	return s.tg.Serve(ctx, deps)
+}
+
+// pairing is the pairing desk of a policy that names no operator, nil for
+// one that names some: their bot drops the codes it gave before, which pair
+// nobody now.
+func (s *serving) pairing(p *policy.Policy) (telegram.Pairing, error) {
+	if len(p.Access.Operators) > 0 {
+		return nil, pairing.Drop(s.cfg.DataDir)
+	}
+	return openPairing(s.cfg, s.logger)
 }
 
 // stopWhenLost returns a context that ends, with journal.ErrReplicaLost as its
