@@ -47,7 +47,7 @@ const usage = `usage: bot <command> [flags]
 commands:
   init [-user ID]           write policies.yaml and the data folder, check TELEGRAM_BOT_TOKEN
   run                       the Telegram bot (TELEGRAM_BOT_TOKEN)
-  pair <code>               make the person the bot gave this code in Telegram its operator and approver
+  pair <code>               make whoever got this code in Telegram operator and approver
   console                   the operator in this terminal, no Telegram
   mcp                       the tools for an outside agent over stdio, beside bot run
   ops list|show [op_id]     the journal's operations (-json for scripts)
