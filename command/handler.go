@@ -94,11 +94,14 @@ type Request struct {
 }
 
 // Handle parses and runs one command line. Parse errors come back wrapping
-// ErrUsage; a user who is not an operator gets ErrNotOperator.
+// ErrUsage; a user who is not an operator gets ErrNotOperator, except for
+// /whoami (and /start), which answers anyone with their own id and roles.
 func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 	user := req.User
 	if c, err := Parse(req.Line); err == nil && ForApprovers(c.Name) && h.mayApproveHere(user) {
 		return h.approverCommand(ctx, req, c)
+	} else if err == nil && (c.Name == "whoami" || c.Name == "start") {
+		return Reply{Text: WhoAmI(h.Policy.Access, user)}, nil // anyone may learn their own id and roles
 	}
 	if !h.Policy.Access.IsOperator(user) {
 		return Reply{}, ErrNotOperator

@@ -48,6 +48,7 @@ var Usage = []struct{ Name, Args, Doc string }{
 	{"revoke", "<grant_id>", "approvers: end a grant now"},
 	{"stop", "", "stop the model's running request in this chat"},
 	{"new", "", "start a new conversation: the next message does not continue the last"},
+	{"whoami", "", "your user id and what you may do here"},
 	{"help", "", "this list"},
 }
 
@@ -96,7 +97,10 @@ func Parse(line string) (Command, error) {
 		if strings.TrimSpace(c.Text) == "" {
 			return c, usageErr(c.Name)
 		}
-	case "ops", "pending", "help", "stop", "new":
+	case "start":
+		// What a Telegram client sends first, with a deep link's parameter after
+		// it when there is one: answered as /whoami, the parameter unread.
+	case "ops", "pending", "help", "stop", "new", "whoami":
 		if strings.TrimSpace(rest) != "" {
 			return c, usageErr(c.Name)
 		}

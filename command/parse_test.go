@@ -34,6 +34,11 @@ func TestParse(t *testing.T) {
 		{"/new", command.Command{Name: "new"}, ""},
 		{"/new@countersign_bot", command.Command{Name: "new"}, ""},
 		{"/new session", command.Command{}, "usage: /new"},
+		{"/start", command.Command{Name: "start"}, ""},
+		{"/start pair-from-link", command.Command{Name: "start"}, ""},
+		{"/whoami", command.Command{Name: "whoami"}, ""},
+		{"/whoami@countersign_bot", command.Command{Name: "whoami"}, ""},
+		{"/whoami 111", command.Command{}, "usage: /whoami"},
 	}
 	for _, tt := range tests {
 		got, err := command.Parse(tt.line)

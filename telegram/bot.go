@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -82,7 +83,7 @@ type Bot struct {
 
 	messages, taps chan job      // stored updates waiting for a worker
 	edits          chan struct{} // among replicas: a card edit was recorded here
-	refusals       chan int64    // chats of strangers to refuse, sent from spare capacity
+	refusals       chan notice   // answers to strangers, sent from spare capacity
 	strangers      strangers
 
 	// Set by Serve.
@@ -90,6 +91,7 @@ type Bot struct {
 	handler *command.Handler
 	journal *journal.Journal
 	policy  *policy.Policy
+	pairing Pairing
 }
 
 // New connects to the Bot API (getMe) and prepares a bot whose updates resume after
@@ -107,7 +109,7 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	}
 	o = withDefaults(o)
 	t := &Bot{opts: o, log: o.Logger, journal: j, messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
-		refusals: make(chan int64, refusalQueue), edits: make(chan struct{}, 1)}
+		refusals: make(chan notice, refusalQueue), edits: make(chan struct{}, 1)}
 	t.redact = secret.NewKnown(given).Redact
 	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second, Transport: o.Counters.roundTripper(transport())}
 	// The library makes the method calls; updates are received by poll (or the
@@ -185,13 +187,18 @@ type Deps struct {
 	Operator *operator.Operator
 	Handler  *command.Handler
 	Policy   *policy.Policy
+	// Pairing, when set, offers a code to whoever writes who is no operator,
+	// and Serve returns ErrPaired once one is confirmed. Set it only when the
+	// policy names no operator: the first person paired becomes one.
+	Pairing Pairing
 }
 
 // Serve registers the commands menu, resumes pending work, and handles updates
-// until ctx ends (nil) or the bot cannot go on (ErrConflict, ErrTokenRejected). It
-// waits for the work it started (commits in flight) before it returns.
+// until ctx ends (nil), the bot cannot go on (ErrConflict, ErrTokenRejected) or a
+// person paired (ErrPaired). It waits for the work it started (commits in
+// flight) before it returns; it may then be called again.
 func (t *Bot) Serve(ctx context.Context, d Deps) error {
-	t.ops, t.handler, t.policy = d.Operator, d.Handler, d.Policy
+	t.ops, t.handler, t.policy, t.pairing = d.Operator, d.Handler, d.Policy, d.Pairing
 	if err := t.setCommands(ctx); err != nil {
 		t.log.Warn("could not register the command menu", "err", err)
 	}
@@ -202,6 +209,15 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	// every goroutine that could publish has returned.
 	unsubscribe := t.ops.Subscribe(func(ev operator.Event) { t.onEvent(ctx, ev) })
 	defer unsubscribe()
+	var paired atomic.Bool
+	if d.Pairing != nil {
+		t.spawn(func() {
+			if t.awaitPairing(ctx, d.Pairing) {
+				paired.Store(true)
+				cancel() // to be served again, with the person paired among the operators
+			}
+		})
+	}
 	err := t.ops.Resume(ctx)
 	if err == nil {
 		t.startWorkers(ctx)
@@ -222,8 +238,12 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	cancel()
 	t.ops.Wait() // first: resumed work may still hand events to t.work
 	t.work.Wait()
-	if parent.Err() != nil {
+	t.drain() // what no worker took stays unhandled in the inbox, for the next Serve's replay
+	switch {
+	case parent.Err() != nil:
 		return nil // asked to stop: whatever failed, failed because of it
+	case paired.Load():
+		return ErrPaired
 	}
 	return err
 }
@@ -296,6 +316,15 @@ func (t *Bot) setCommands(ctx context.Context) error {
 		return errors.New(t.redact(err.Error()))
 	}
 	return nil
+}
+
+// drain empties the lanes of the updates queued and not taken.
+func (t *Bot) drain() {
+	for _, lane := range []chan job{t.messages, t.taps} {
+		for len(lane) > 0 {
+			<-lane
+		}
+	}
 }
 
 // spawn runs fn in the background, counted so that Serve waits for it.

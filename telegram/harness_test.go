@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/pairing"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram"
 	"github.com/countersign/countersign/telegram/telegramtest"
@@ -58,6 +59,7 @@ type rig struct {
 	edit    func(*telegram.Options)
 	jopts   []journal.Option // how the next start opens the journal
 	model   string           // an Anthropic-compatible server for plain text; "" for none
+	pairing bool             // offer pairing codes (a desk over dir), as a bot without operators does
 	logs    *logBuffer
 	j       *journal.Journal
 	vault   *vault.Vault
@@ -165,7 +167,15 @@ func (r *rig) start() {
 	ctx, r.stop = context.WithCancel(ctx)
 	r.done = make(chan error, 1)
 	r.j, r.bot, r.vault, r.op = j, tg, v, op
-	go func() { r.done <- tg.Serve(ctx, telegram.Deps{Operator: op, Handler: h, Policy: r.pol}) }()
+	deps := telegram.Deps{Operator: op, Handler: h, Policy: r.pol}
+	if r.pairing {
+		desk, err := pairing.Open(r.dir, pairing.Options{Every: 20 * time.Millisecond})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		deps.Pairing = desk
+	}
+	go func() { r.done <- tg.Serve(ctx, deps) }()
 }
 
 func (r *rig) shutdown() {

@@ -9,8 +9,24 @@ import (
 	"github.com/go-telegram/bot"
 )
 
-// refusal is all a stranger learns.
-const refusal = "Sorry, this bot only answers its operators."
+// refusal is all a stranger learns: that the bot is not theirs, and their own
+// user id, which is what its operator would add to let them in.
+func refusal(user int64) string {
+	return "Sorry, this bot only answers its operators. " + joinHow(user)
+}
+
+// joinHow tells a stranger how to be let in: by the operator, with their id.
+func joinHow(user int64) string {
+	id := strconv.FormatInt(user, 10)
+	return "Your user id is " + id + ": to give commands here, ask the bot's operator to add " + id +
+		" to access.operators in its policy (or BOT_OPERATORS); to approve, to access.approvers (BOT_APPROVERS)."
+}
+
+// notice is a message to a stranger, sent from spare capacity.
+type notice struct {
+	chat int64
+	text string
+}
 
 // Strangers are answered once, then not again for strangerSilence; at most
 // maxStrangers are remembered, and while that many were answered within the hour
@@ -77,15 +93,19 @@ func (s *strangers) forget(user int64) {
 	delete(s.told, user)
 }
 
-// refuse tells a stranger, once in a while, that the bot is not theirs. The
-// refusal waits its turn behind everything else: it is sent only from spare
-// sending capacity, and dropped when too many wait.
-func (t *Bot) refuse(chat, user int64) {
+// refuse tells a stranger, once in a while, that the bot is not theirs.
+func (t *Bot) refuse(chat, user int64) { t.tellStranger(chat, user, refusal(user)) }
+
+// tellStranger sends text to a stranger, once in a while: whatever a stranger
+// says, they are answered once per strangerSilence. The answer waits its turn
+// behind everything else: it is sent only from spare sending capacity, and
+// dropped when too many wait.
+func (t *Bot) tellStranger(chat, user int64, text string) {
 	if !t.strangers.first(user, t.opts.Clock()) {
 		return
 	}
 	select {
-	case t.refusals <- chat:
+	case t.refusals <- notice{chat, text}:
 	default:
 		t.strangers.forget(user)
 		t.log.Debug("refusal dropped: too many waiting", "chat", chat)
@@ -96,12 +116,13 @@ func (t *Bot) refuse(chat, user int64) {
 // limiter has capacity to spare, so that cards and commits never wait behind them.
 func (t *Bot) sendRefusals(ctx context.Context) {
 	for {
-		var chat int64
+		var n notice
 		select {
 		case <-ctx.Done():
 			return
-		case chat = <-t.refusals:
+		case n = <-t.refusals:
 		}
+		chat := n.chat
 		target := strconv.FormatInt(chat, 10)
 		var done func()
 		for done == nil {
@@ -113,7 +134,7 @@ func (t *Bot) sendRefusals(ctx context.Context) {
 				return
 			}
 		}
-		_, err := t.api.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: refusal})
+		_, err := t.api.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: n.text})
 		done()
 		if err != nil && ctx.Err() == nil {
 			t.log.Debug("refusal not delivered", "chat", chat, "err", t.redact(err.Error()))

@@ -243,7 +243,15 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 	if amend, ok := t.amendLine(m); ok {
 		line = amend // the new text of a request, a reply to its Edit prompt
 	}
+	if isWhoAmI(line) {
+		t.whoami(ctx, m)
+		return false
+	}
 	if !t.policy.Access.IsOperator(m.From.ID) && !t.mayApproveByCommand(line, m.From.ID) {
+		if t.pairing != nil {
+			t.offerPairing(ctx, m) // whatever a newcomer says first, while nobody operates
+			return false
+		}
 		t.refuse(m.Chat.ID, m.From.ID)
 		return false
 	}

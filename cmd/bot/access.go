@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/pairing"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -82,7 +84,29 @@ func runningAccess(cfg Config, p *policy.Policy, getenv func(string) string) (bo
 	if getenv("BOT_APPROVERS") == "" {
 		p.Access.Approvers = r.Approvers
 	}
-	return true, nil
+	// A record written before a pairing that no bot run has recorded since (the
+	// bot stopped before bot pair) still lets the person paired in.
+	return true, withPaired(cfg, p)
+}
+
+// withPaired adds the person paired on cfg's data folder (bot pair), if any, to
+// p's operators and approvers, whatever lists the policy or the environment
+// gave: a pairing stands until its record, DATA/paired.json, is removed. So
+// every command on the data folder (bot run, console, mcp) asks the same
+// people.
+func withPaired(cfg Config, p *policy.Policy) error {
+	who, ok, err := pairing.Load(cfg.DataDir)
+	if err != nil || !ok {
+		return err
+	}
+	a := &p.Access
+	if !a.IsOperator(who.User) {
+		a.Operators = append(slices.Clip(a.Operators), who.User) // never into a list another policy shares
+	}
+	if !a.IsApprover(who.User) {
+		a.Approvers = append(slices.Clip(a.Approvers), who.User)
+	}
+	return nil
 }
 
 // noApprovers refuses to serve commits nobody could approve, saying where the
@@ -92,7 +116,8 @@ type noApprovers struct{ policy, data string }
 func (e noApprovers) Error() string {
 	return fmt.Sprintf("no approvers, so every commit would wait for a tap nobody can give: put your Telegram user id in access.approvers of %s "+
 		"(bot init -user ID writes it into a new policy), or set BOT_APPROVERS where bot run starts on %s (it records its lists there, in %s, for bot mcp), "+
-		"or in this command's environment", e.policy, e.data, accessFile)
+		"or in this command's environment; or pair: bot run on %s with no operators gives the first person who writes to the bot a code, and bot pair confirms it",
+		e.policy, e.data, accessFile, e.data)
 }
 
 func (noApprovers) Unwrap() error { return mcp.ErrNoApprovers }

@@ -12,10 +12,10 @@ import (
 )
 
 // A policy that grants nothing (no operators, no approvers, and no BOT_OPERATORS or
-// BOT_APPROVERS) starts, says so in two warnings, and then does nothing for anyone:
-// a command gets the stranger's refusal, a tap is refused, and no card or message
-// goes out.
-func TestAPolicyThatGrantsNothingWarnsAndDoesNothing(t *testing.T) {
+// BOT_APPROVERS) starts, says in one line, not a warning, that pairing is open,
+// and then does nothing for anyone but offer a code: a command gets one, a tap
+// is refused, and no card or other message goes out.
+func TestAPolicyThatGrantsNothingOpensPairingAndDoesNothingElse(t *testing.T) {
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -44,18 +44,21 @@ func TestAPolicyThatGrantsNothingWarnsAndDoesNothing(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("bot run did not stop after its context ended\n%s", log.String())
 	}
-	for _, want := range []string{"no operators", "no approvers"} {
-		if !strings.Contains(log.String(), want) {
-			t.Errorf("start-up log lacks the warning %q:\n%s", want, log.String())
+	if !strings.Contains(log.String(), "level=INFO msg=\"pairing open") {
+		t.Errorf("start-up log does not say that pairing is open:\n%s", log.String())
+	}
+	for _, not := range []string{"no operators", "no approvers"} {
+		if strings.Contains(log.String(), not) {
+			t.Errorf("start-up log warns %q:\n%s", not, log.String())
 		}
 	}
-	if got := srv.Messages(user); len(got) != 1 || !strings.Contains(got[0].Text, "only answers its operators") {
-		t.Errorf("the user got %+v, want one refusal", got)
+	if got := srv.Messages(user); len(got) != 1 || !strings.Contains(got[0].Text, "bot pair ") {
+		t.Errorf("the user got %+v, want one pairing code", got)
 	}
 	if a := srv.CallbackAnswers()[0]; !strings.Contains(a.Text, "not known") {
 		t.Errorf("the tap was answered %q, want it refused", a.Text)
 	}
 	if n := len(srv.CallsTo("sendMessage")); n != 1 {
-		t.Errorf("sendMessage calls = %d, want only the refusal", n)
+		t.Errorf("sendMessage calls = %d, want only the code", n)
 	}
 }

@@ -82,13 +82,17 @@ type app struct {
 	logger   *slog.Logger
 }
 
-// loadPolicy reads the policy file and applies BOT_OPERATORS / BOT_APPROVERS.
+// loadPolicy reads the policy file, applies BOT_OPERATORS / BOT_APPROVERS, and
+// adds the person paired on the data folder (see withPaired).
 func loadPolicy(cfg Config, env Env) (*policy.Policy, error) {
 	p, err := policy.Load(cfg.Policies)
 	if err != nil {
 		return nil, err
 	}
 	if err := p.ApplyEnv(env.Getenv); err != nil {
+		return nil, err
+	}
+	if err := withPaired(cfg, p); err != nil {
 		return nil, err
 	}
 	return p, nil

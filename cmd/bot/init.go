@@ -150,8 +150,14 @@ func nextStep(env Env, cfg Config, p *policy.Policy, bot string) int {
 		run += " -policies " + cfg.Policies
 	}
 	out := env.Stdout
-	if len(p.Access.Operators) == 0 || len(p.Access.Approvers) == 0 {
-		fmt.Fprintf(out, "access: nobody may give commands or approve yet: put your Telegram user id in access.operators and access.approvers of %s (or run bot init -user ID on a new policy file)\n", cfg.Policies)
+	if len(p.Access.Operators) == 0 {
+		fmt.Fprintf(out, "\nNext, with TELEGRAM_BOT_TOKEN set as it is here:\n\n  %s\n\nthen send /start to @%s in a private chat in Telegram: with no operator yet, "+
+			"it answers with a one-time code, and\n\n  %s <that code>\n\nhere makes you its operator and approver. (Or put your Telegram user id in access.operators "+
+			"and access.approvers of %s, or run bot init -user ID on a new policy file.)\n", run, bot, pairCommand(cfg), cfg.Policies)
+		return exitOK
+	}
+	if len(p.Access.Approvers) == 0 {
+		fmt.Fprintf(out, "access: nobody may approve yet: put your Telegram user id in access.approvers of %s\n", cfg.Policies)
 	}
 	fmt.Fprintf(out, "\nNext, with TELEGRAM_BOT_TOKEN set as it is here:\n\n  %s\n\nthen open a private chat with @%s in Telegram and send /help.\n", run, bot)
 	return exitOK

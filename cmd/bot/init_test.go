@@ -31,9 +31,9 @@ func TestBotInit(t *testing.T) {
 		operator int64    // the written policy's operator, 0 for none
 	}{
 		{name: "a fresh folder", token: childToken, code: exitOK, getMe: 1,
-			say: []string{"policy: wrote ", "data folder: made ", "the bot is @", "access: nobody may give commands", "  bot run -data ", "send /help"}},
+			say: []string{"policy: wrote ", "data folder: made ", "the bot is @", "  bot run -data ", "send /start to @", "  bot pair -data ", "<that code>"}},
 		{name: "with -user", token: childToken, args: []string{"-user", "111"}, code: exitOK, getMe: 1, operator: 111,
-			say: []string{"policy: wrote ", "the bot is @", "  bot run -data "}},
+			say: []string{"policy: wrote ", "the bot is @", "  bot run -data ", "send /help"}},
 		{name: "a token in quotes with a CR", token: `"` + childToken + `"` + "\r", code: exitOK, getMe: 1, say: []string{"the bot is @"}},
 		{name: "a policy that exists", token: childToken, existing: custom, args: []string{"-user", "111"}, code: exitOK, getMe: 1,
 			say: []string{"policy: kept ", "-user is not written into it: add 111"}},

@@ -3,6 +3,7 @@
 //
 //	bot init      a first bot's policy and data folder, and a check of its token
 //	bot run       the Telegram bot
+//	bot pair      confirm the code a bot without operators gave its first user
 //	bot console   the same operator in a terminal, no Telegram needed
 //	bot mcp       the tools for an outside agent (MCP over stdio), beside bot run
 //	bot ops       the journal: list, show
@@ -47,6 +48,7 @@ const usage = `usage: bot <command> [flags]
 commands:
   init [-user ID]           write policies.yaml and the data folder, check TELEGRAM_BOT_TOKEN
   run                       the Telegram bot (TELEGRAM_BOT_TOKEN)
+  pair <code>               make whoever got this code in Telegram operator and approver
   console                   the operator in this terminal, no Telegram
   mcp                       the tools for an outside agent over stdio, beside bot run
   ops list|show [op_id]     the journal's operations (-json for scripts)
@@ -76,6 +78,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 	cmds := map[string]func(context.Context, []string, Env) int{
 		"init":     runInit,
 		"run":      runBot,
+		"pair":     runPair,
 		"console":  runConsole,
 		"ops":      runOps,
 		"policies": runPolicies,

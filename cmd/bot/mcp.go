@@ -96,27 +96,31 @@ func checkMCP(p *policy.Policy, cfg Config, addr string, env Env) error {
 // listenMCP starts "bot run -mcp-listen ADDR": the MCP server in the process that
 // sends, on streamable HTTP, with COUNTERSIGN_MCP_TOKEN as its bearer token
 // (required off loopback). It fails at start, before Telegram is polled, on a
-// policy without approvers, an address it may not or cannot serve.
-func listenMCP(ctx context.Context, addr string, a *app, env Env, logger *slog.Logger) error {
+// policy without approvers, an address it may not or cannot serve. The server
+// ends with ctx; the channel returned is closed once it has, and the address
+// is free again.
+func listenMCP(ctx context.Context, addr string, a *app, env Env, logger *slog.Logger) (<-chan struct{}, error) {
 	token := env.Getenv("COUNTERSIGN_MCP_TOKEN")
 	if err := mcp.CheckListen(addr, token); err != nil {
-		return err
+		return nil, err
 	}
 	srv, err := newMCP(a, nil, logger)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("mcp: %w", err)
+		return nil, fmt.Errorf("mcp: %w", err)
 	}
 	logger.Info("MCP server listening", "addr", ln.Addr().String(), "bearer_token", token != "")
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := srv.Serve(ctx, ln, token); err != nil {
 			logger.Error("MCP server stopped", "err", err)
 		}
 	}()
-	return nil
+	return done, nil
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/pairing"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram"
 )
 
@@ -178,9 +180,6 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
-	if err := recordAccess(cfg, p); err != nil { // for a bot mcp an agent starts beside this one
-		return err
-	}
 	m.unknown.Add(float64(len(j.Recovered())))
 	files, err := filestore.Open(cfg.filesDir())
 	if err != nil {
@@ -191,32 +190,87 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
-	a, err := newApp(cfg, j, p, edge{sender: tg.Sender(), transport: telegram.Transport, observe: m.observe}, env.Getenv, logger)
-	if err != nil {
-		return err
-	}
-	if err := useAgentCLI(ctx, cfg, a, env.Getenv, logger); err != nil {
-		return err
-	}
-	if err := logStart(ctx, logger, tg, a, cfg); err != nil {
-		return err
-	}
-	m.follow(a.operator)
-	defer logUnknown(a.operator, logger, j.Recovered())()
-	if mcpListen != "" {
-		ctx, stop := context.WithCancel(ctx)
-		defer stop() // the MCP server ends with the bot, however the bot ends
-		if err := listenMCP(ctx, mcpListen, a, env, logger); err != nil {
-			return err
-		}
-	}
 	ctx, stop := stopWhenLost(ctx, j)
 	defer stop()
-	err = tg.Serve(ctx, telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p})
+	s := serving{cfg: cfg, env: env, logger: logger, j: j, tg: tg, m: m, mcpListen: mcpListen}
+	for first := true; ; first = false {
+		if !first {
+			if p, err = loadPolicy(cfg, env); err != nil { // now with the person paired
+				return err
+			}
+		}
+		if err = s.serve(ctx, p, first); !errors.Is(err, telegram.ErrPaired) {
+			break
+		}
+	}
 	if errors.Is(context.Cause(ctx), journal.ErrReplicaLost) {
 		return fmt.Errorf("%w: stopped, so that a new process joins under the name and recovers what this one left", journal.ErrReplicaLost)
 	}
 	return err
+}
+
+// serving is what a bot run keeps while it serves under one policy and then,
+// once a person paired, under the next: the journal, the connection to
+// Telegram, the metrics.
+type serving struct {
+	cfg       Config
+	env       Env
+	logger    *slog.Logger
+	j         *journal.Journal
+	tg        *telegram.Bot
+	m         *botMetrics
+	mcpListen string
+}
+
+// serve serves Telegram (and MCP, with -mcp-listen) under p until ctx ends, the
+// bot cannot go on, or a person paired (telegram.ErrPaired): the access lists
+// then change, and so does everything wired over them, which is why each
+// round builds its app afresh. With no operator in p, pairing is open.
+func (s *serving) serve(ctx context.Context, p *policy.Policy, first bool) error {
+	if err := recordAccess(s.cfg, p); err != nil { // for a bot mcp an agent starts beside this one
+		return err
+	}
+	a, err := newApp(s.cfg, s.j, p, edge{sender: s.tg.Sender(), transport: telegram.Transport, observe: s.m.observe}, s.env.Getenv, s.logger)
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // what this round started ends with it: agent CLI runs, the MCP server
+	if err := useAgentCLI(ctx, s.cfg, a, s.env.Getenv, s.logger); err != nil {
+		return err
+	}
+	if first {
+		err = logStart(ctx, s.logger, s.tg, a, s.cfg)
+	} else {
+		s.logger.Info("serving again, with the person paired", "operators", len(p.Access.Operators), "approvers", len(p.Access.Approvers))
+	}
+	if err != nil {
+		return err
+	}
+	s.m.follow(a.operator)
+	defer logUnknown(a.operator, s.logger, s.j.Recovered())()
+	deps := telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p}
+	if deps.Pairing, err = s.pairing(p); err != nil {
+		return err
+	}
+	if s.mcpListen != "" {
+		done, err := listenMCP(ctx, s.mcpListen, a, s.env, s.logger)
+		if err != nil {
+			return err
+		}
+		defer func() { stop(); <-done }() // the next round listens on the same address
+	}
+	return s.tg.Serve(ctx, deps)
+}
+
+// pairing is the pairing desk of a policy that names no operator, nil for
+// one that names some: their bot drops the codes it gave before, which pair
+// nobody now.
+func (s *serving) pairing(p *policy.Policy) (telegram.Pairing, error) {
+	if len(p.Access.Operators) > 0 {
+		return nil, pairing.Drop(s.cfg.DataDir)
+	}
+	return openPairing(s.cfg, s.logger)
 }
 
 // stopWhenLost returns a context that ends, with journal.ErrReplicaLost as its
@@ -263,10 +317,12 @@ func logStart(ctx context.Context, logger *slog.Logger, tg *telegram.Bot, a *app
 		"approvers", len(a.policy.Access.Approvers), "data", cfg.DataDir,
 		"awaiting_approval", awaiting, "awaiting_verification", unknown)
 	warnOpenFolders(logger, cfg)
-	if len(a.policy.Access.Operators) == 0 {
-		logger.Warn("no operators: set access.operators or BOT_OPERATORS, or nobody can give commands")
-	}
-	if len(a.policy.Access.Approvers) == 0 {
+	switch {
+	case len(a.policy.Access.Operators) == 0:
+		logger.Info(fmt.Sprintf("pairing open: nobody operates this bot yet; the first person to write to @%s in a private chat gets a one-time code there, "+
+			"and %s <that code> on this machine makes them operator and approver (or set access.operators and access.approvers, or BOT_OPERATORS and BOT_APPROVERS)",
+			tg.Me().Username, pairCommand(cfg)), "code_valid_for", pairing.TTL.String())
+	case len(a.policy.Access.Approvers) == 0:
 		logger.Warn("no approvers: set access.approvers or BOT_APPROVERS, or every commit that needs a tap waits until it expires")
 	}
 	return nil
