@@ -51,3 +51,29 @@ func TestConversationInterleavesBothSides(t *testing.T) {
 		})
 	}
 }
+
+func TestAsksReplyRecordsAForceReply(t *testing.T) {
+	srv := telegramtest.NewServer(t, telegramtest.Options{})
+	tests := []struct {
+		name   string
+		markup string
+		want   bool
+	}{
+		{"force reply", `{"force_reply":true,"input_field_placeholder":"The new text"}`, true},
+		{"force reply off", `{"force_reply":false}`, false},
+		{"inline keyboard", `{"inline_keyboard":[[{"text":"OK","callback_data":"ok"}]]}`, false},
+		{"no markup", ``, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := post(t, srv, "sendMessage", url.Values{"chat_id": {"111"}, "text": {tt.name}, "reply_markup": {tt.markup}})
+			if !r.OK {
+				t.Fatalf("sendMessage: %+v", r)
+			}
+			msgs := srv.Messages(111)
+			if got := msgs[len(msgs)-1]; got.AsksReply != tt.want || got.Text != tt.name {
+				t.Errorf("message %q AsksReply = %v, want %v", got.Text, got.AsksReply, tt.want)
+			}
+		})
+	}
+}
