@@ -4,6 +4,7 @@
 //	bot init      a first bot's policy and data folder, and a check of its token
 //	bot run       the Telegram bot
 //	bot console   the same operator in a terminal, no Telegram needed
+//	bot demo      the bot against a Telegram of its own: the card flow without a token
 //	bot mcp       the tools for an outside agent (MCP over stdio), beside bot run
 //	bot ops       the journal: list, show
 //	bot vault     the envelopes of unknown outcomes: list, show, resolve, gc
@@ -47,6 +48,7 @@ commands:
   init [-user ID]           write policies.yaml and the data folder, check TELEGRAM_BOT_TOKEN
   run                       the Telegram bot (TELEGRAM_BOT_TOKEN)
   console                   the operator in this terminal, no Telegram
+  demo [-listen ADDR]       the bot against a built-in Telegram: tap its cards here or on a local web page
   mcp                       the tools for an outside agent over stdio, beside bot run
   ops list|show [op_id]     the journal's operations (-json for scripts)
   vault list|show|resolve|gc  the unknown-outcome envelopes (-json for scripts)
@@ -75,6 +77,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"init":     runInit,
 		"run":      runBot,
 		"console":  runConsole,
+		"demo":     runDemo,
 		"ops":      runOps,
 		"policies": runPolicies,
 		"vault":    runVault,
