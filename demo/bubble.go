@@ -18,7 +18,7 @@ type markup struct {
 // bubble is m as a phone draws it. A reply markup that does not parse is
 // drawn as none: the fake server accepted it, and the text still shows.
 func bubble(m telegramtest.Message) Bubble {
-	b := Bubble{ID: m.MessageID, Mine: m.Incoming, Text: m.Text, Edited: m.Edits > 0, ReplyTo: m.ReplyTo, AsksReply: m.AsksReply}
+	b := Bubble{ID: m.MessageID, Mine: m.Incoming, Text: m.Text, Edited: m.Edits > 0, ReplyTo: m.ReplyTo, AsksReply: m.AsksReply, Lost: m.ReplyLost}
 	switch {
 	case len(m.Photo) > 0:
 		b.Media, b.Text = "photo", m.Caption

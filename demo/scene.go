@@ -113,6 +113,9 @@ type Bubble struct {
 	// AsksReply is set on a message that asks for a reply to it
 	// (force_reply): the bot's prompt for an edited text.
 	AsksReply bool `json:"asks_reply,omitempty"`
+	// Lost is set on a message Telegram took whose answer never reached
+	// the bot (LoseNextAnswer): it arrived, and the bot cannot know it.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // Button is an inline keyboard button: a callback (Data) or a link (URL).

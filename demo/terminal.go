@@ -87,8 +87,12 @@ type terminal struct {
 	prompt  int               // the bot's message asking for a reply, 0 when none
 }
 
-// shown is a message as drawn: all it showed, and its text.
-type shown struct{ look, text string }
+// shown is a message as drawn: all it showed, its text, and whether its lost
+// answer was said.
+type shown struct {
+	look, text string
+	lost       bool
+}
 
 type msgKey struct {
 	chat int64
@@ -180,23 +184,33 @@ func (t *terminal) draw(v View) {
 
 // drawBubble prints a message of the bot that is new or changed since drawn,
 // its buttons numbered afresh. An edit that adds lines to the end (a card
-// that records its decision) prints what it added.
+// that records its decision) prints what it added. A message whose answer was
+// lost says so once.
 func (t *terminal) drawBubble(c Chat, b Bubble) {
 	key := msgKey{c.ID, b.ID}
-	look := fingerprint(View{Chats: []Chat{{Messages: []Bubble{b}}}})
 	old, seen := t.shown[key]
-	if old.look == look {
-		return
+	lost := b.Lost && !old.lost
+	b.Lost = false // not a change of the message: said on its own line
+	look := fingerprint(View{Chats: []Chat{{Messages: []Bubble{b}}}})
+	t.shown[key] = shown{look: look, text: b.Text, lost: old.lost || lost}
+	where := "you"
+	if c.ID != t.s.You {
+		where = c.Title
 	}
-	t.shown[key] = shown{look: look, text: b.Text}
+	if old.look != look {
+		t.drawChange(c, b, where, old, seen)
+	}
+	if lost {
+		fmt.Fprintf(t.out, "  (Telegram took this message to %s, and its answer to the bot was lost)\n", where)
+	}
+}
+
+// drawChange prints b, new or edited since old was drawn.
+func (t *terminal) drawChange(c Chat, b Bubble, where string, old shown, seen bool) {
 	for n, bt := range t.buttons {
 		if bt.chat == c.ID && bt.msg == b.ID {
 			delete(t.buttons, n)
 		}
-	}
-	where := "you"
-	if c.ID != t.s.You {
-		where = c.Title
 	}
 	header, text := "[bot → "+where+"]", b.Text
 	if b.Media != "" {

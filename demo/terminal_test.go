@@ -99,7 +99,14 @@ func TestTerminalShowsTheEnvelopeOfAnUnknownOutcome(t *testing.T) {
 	if s.Armed() {
 		t.Error("still armed after the send lost its answer")
 	}
+	ty.see("[bot → Alex (222)]\n  lost\n")
+	ty.see("  (Telegram took this message to Alex (222), and its answer to the bot was lost)\n")
+	at = ty.typeLine("")
 	send(t, s, target, "the next one", "") // answered: the loss was for one send
+	ty.seeAfter(at, "[bot → Alex (222)]\n  the next one\n")
+	if strings.Contains(ty.screen.String(), "Alex (222), edited") {
+		t.Errorf("a lost answer drawn as an edit:\n%s", ty.screen.String())
+	}
 
 	unknownEnvelope(t, s, "op-abc123")
 	notice := send(t, s, you, "Outcome unknown for op-abc123", keyboard("It arrived", "rs1:op-abc123:d", "It did not arrive", "rs1:op-abc123:n"))

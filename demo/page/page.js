@@ -76,6 +76,10 @@ function bubble(chat, m, tappable) {
   if (m.media) b.append(el("div", "media", m.media));
   b.append(el("div", "text", m.text));
   if (m.edited) b.append(el("div", "edited", "edited"));
+  if (m.lost) {
+    b.classList.add("lost");
+    b.append(el("div", "lost-note", "Telegram took it; its answer to the bot was lost"));
+  }
   for (const row of m.buttons || []) {
     const r = el("div", "keys");
     for (const k of row) {
