@@ -149,6 +149,8 @@ func TestDemoCleansUpItsFolder(t *testing.T) {
 	}
 }
 
+// A demo line that asks for what the demo does not do is refused before
+// anything is made or served.
 func TestDemoUsage(t *testing.T) {
 	tests := []struct {
 		name string
@@ -156,17 +158,22 @@ func TestDemoUsage(t *testing.T) {
 		code int
 		says string
 	}{
-		{"all interfaces", []string{"demo", "-listen", "0.0.0.0:8090"}, 2, "not a loopback address"},
-		{"a public name", []string{"demo", "-listen", "demo.example:8090"}, 2, "not a loopback address"},
-		{"no port", []string{"demo", "-listen", "127.0.0.1"}, 2, "-listen"},
-		{"an operand", []string{"demo", "now"}, 2, `unexpected argument "now"`},
-		{"help", []string{"demo", "-h"}, 0, "-listen"},
+		{"all interfaces", []string{"-listen", "0.0.0.0:8090"}, 2, "not a loopback address"},
+		{"a public name", []string{"-listen", "demo.example:8090"}, 2, "not a loopback address"},
+		{"no port", []string{"-listen", "127.0.0.1"}, 2, "-listen"},
+		{"an operand", []string{"now"}, 2, `bot demo: unexpected argument "now"`},
+		{"help", []string{"-h"}, 0, "usage: bot demo [-data DIR] [-listen 127.0.0.1:PORT]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := runMain(t, "", nil, tt.args...)
-			if r.code != tt.code || !strings.Contains(r.stderr, tt.says) {
-				t.Errorf("bot %v: exit %d, stderr %q; want %d saying %q", tt.args, r.code, r.stderr, tt.code, tt.says)
+			data := filepath.Join(t.TempDir(), "data")
+			args := append([]string{"demo", "-data", data}, tt.args...)
+			r := runMain(t, "", nil, args...)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.says) || !strings.Contains(r.stderr, "usage: bot demo") {
+				t.Errorf("bot %v: exit %d, stderr %q; want %d saying %q and the usage", args, r.code, r.stderr, tt.code, tt.says)
+			}
+			if _, err := os.Stat(data); err == nil {
+				t.Error("the demo made its data folder before refusing its arguments")
 			}
 		})
 	}
