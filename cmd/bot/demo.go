@@ -139,7 +139,7 @@ func demoBot(ctx context.Context, cfg Config, tg *telegramtest.Server, log io.Wr
 }
 
 // demoReady waits until the bot asks the fake Telegram for updates, or ends
-// before it does.
+// before it does; an interrupt meanwhile is no error: the demo just ends.
 func demoReady(ctx context.Context, tg *telegramtest.Server, served <-chan error) error {
 	polling := make(chan error, 1)
 	wait, cancel := context.WithCancel(ctx)
@@ -147,6 +147,9 @@ func demoReady(ctx context.Context, tg *telegramtest.Server, served <-chan error
 	go func() { polling <- tg.WaitFor(wait, (*telegramtest.Server).Polling) }()
 	select {
 	case err := <-polling:
+		if ctx.Err() != nil {
+			return nil // the view that follows ends at once
+		}
 		return err
 	case err := <-served:
 		if err == nil {

@@ -12,7 +12,8 @@ import (
 )
 
 // The demo's web page in a real browser: a send typed in the phone's chat gets
-// a card, a click on Approve delivers it to the target chat; the unknown-outcome
+// a card, a click on Approve delivers it to the target chat; Edit's prompt
+// takes the next message as the new text, whose card Reject closes; the unknown-outcome
 // button makes the next send's answer get lost, whose notice appears with It
 // arrived / It did not arrive and whose envelope appears in the vault panel,
 // rewritten once It did not arrive is clicked.
@@ -50,6 +51,21 @@ func TestDemoWebPageInChromium(t *testing.T) {
 		has("#you .msg.mine", "/send 222 hello from the page")+" && "+has("#you .msg.bot .key", "Approve"))
 	step("Approve delivers it", func() error { return p.Click(ctx, "#you .msg.bot .key", "Approve") },
 		has("#target .msg", "hello from the page")+" && "+has("#you .msg.bot", "Sent op-"))
+	step("Edit asks for the new text", func() error {
+		if err := p.Type(ctx, "#text", "/send 222 helo"); err != nil {
+			return err
+		}
+		if err := p.WaitFor(ctx, has("#you .msg.bot", "helo")+" && "+has("#you .msg.bot .key", "Edit")); err != nil {
+			return err
+		}
+		return p.Click(ctx, "#you .msg.bot .key", "Edit")
+	}, `!document.querySelector("#you .replying").hidden`)
+	step("the reply is the new text", func() error { return p.Type(ctx, "#text", "hello, corrected") },
+		has("#you .msg.bot", "Text, exactly as it will be sent (16 characters):\nhello, corrected")+" && "+
+			has("#you .msg.bot .key", "Reject")+` && document.querySelector("#you .replying").hidden`)
+	step("Reject sends nothing", func() error { return p.Click(ctx, "#you .msg.bot .key", "Reject") },
+		has("#you .msg.bot", "Rejected by")+` && document.querySelectorAll("#you .key").length === 0 && `+
+			`document.querySelectorAll("#target .msg").length === 1`)
 
 	step("the loss is armed", func() error { return p.Click(ctx, "#lose", "") }, `document.querySelector("#armed").textContent.includes("Armed")`)
 	step("another card", func() error { return p.Type(ctx, "#text", "/send 222 lost on the way back") },
