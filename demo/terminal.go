@@ -37,6 +37,7 @@ func (s *Scene) Terminal(ctx context.Context, in io.Reader, out io.Writer) error
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(in)
+		sc.Buffer(nil, 1<<20) // a long pasted text is a line, not the end of the demo
 		for sc.Scan() {
 			select {
 			case lines <- sc.Text():
