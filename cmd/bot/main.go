@@ -5,6 +5,7 @@
 //	bot run       the Telegram bot
 //	bot pair      confirm the code a bot without operators gave its first user
 //	bot console   the same operator in a terminal, no Telegram needed
+//	bot demo      the bot against a Telegram of its own: the card flow without a token
 //	bot mcp       the tools for an outside agent (MCP over stdio), beside bot run
 //	bot ops       the journal: list, show
 //	bot vault     the envelopes of unknown outcomes: list, show, resolve, gc
@@ -50,6 +51,7 @@ commands:
   run                       the Telegram bot (TELEGRAM_BOT_TOKEN)
   pair <code>               make whoever got this code in Telegram operator and approver
   console                   the operator in this terminal, no Telegram
+  demo [-listen ADDR]       the bot against a built-in Telegram: tap its cards here or on a local web page
   mcp                       the tools for an outside agent over stdio, beside bot run
   ops list|show [op_id]     the journal's operations (-json for scripts)
   vault list|show|resolve|gc  the unknown-outcome envelopes (-json for scripts)
@@ -80,6 +82,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"run":      runBot,
 		"pair":     runPair,
 		"console":  runConsole,
+		"demo":     runDemo,
 		"ops":      runOps,
 		"policies": runPolicies,
 		"vault":    runVault,

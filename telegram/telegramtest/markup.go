@@ -46,6 +46,14 @@ func parseMarkup(v string) (json.RawMessage, *apiError) {
 	return canonicalJSON(v), nil
 }
 
+// forcesReply reports whether reply_markup is a ForceReply.
+func forcesReply(v string) bool {
+	var markup struct {
+		ForceReply bool `json:"force_reply"`
+	}
+	return json.Unmarshal([]byte(v), &markup) == nil && markup.ForceReply
+}
+
 func checkButton(button map[string]json.RawMessage) *apiError {
 	var text string
 	if err := json.Unmarshal(button["text"], &text); err != nil {

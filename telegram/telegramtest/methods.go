@@ -120,7 +120,7 @@ func (s *Server) sendMessage(_ context.Context, req *request) reply {
 	m := &Message{
 		Text: body.text, Entities: body.entities, ReplyMarkup: body.markup,
 		RawText: body.raw, ParseMode: body.parseMode, ReplyTo: replyTo,
-		Silent: boolParam(req.params, "disable_notification"),
+		Silent: boolParam(req.params, "disable_notification"), AsksReply: forcesReply(req.params["reply_markup"]),
 	}
 	ref := s.postLocked(c, m)
 	rep := okReply(m)

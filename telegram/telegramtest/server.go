@@ -1,4 +1,6 @@
-// Package telegramtest is a fake Telegram Bot API server for tests.
+// Package telegramtest is a fake Telegram Bot API server for tests, and for
+// bot demo, which runs the real bot against it so that a person sees the card
+// flow without a token (New needs no testing.TB).
 //
 // It speaks the real wire format over real HTTP (net/http/httptest):
 // POST /bot<token>/<method> with multipart, urlencoded or JSON bodies, and

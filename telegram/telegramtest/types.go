@@ -79,6 +79,10 @@ type Message struct {
 	// Incoming is set on messages users wrote (PushMessage): the bot may
 	// copy and forward them, not edit them.
 	Incoming bool `json:"-"`
+	// AsksReply is set when the send's reply_markup was a ForceReply: the
+	// user's app opens a reply to the message. Telegram does not echo that
+	// markup, so ReplyMarkup never shows it.
+	AsksReply bool `json:"-"`
 }
 
 func (m Message) clone() Message {
