@@ -1,5 +1,5 @@
 // Package countersign carries the repository's default policy into the binary,
-// so that "bot init" writes the file a clone has, word for word, wherever the
+// so that "countersign init" writes the file a clone has, word for word, wherever the
 // binary was installed from.
 package countersign
 

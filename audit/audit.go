@@ -29,7 +29,7 @@ const KeyEnv = "COUNTERSIGN_AUDIT_KEY"
 
 // Errors of keys. Their messages never quote the key.
 var (
-	ErrNoKey  = errors.New("no signing key: set " + KeyEnv + " to base64 of a 32-byte Ed25519 seed (bot audit keygen makes one)")
+	ErrNoKey  = errors.New("no signing key: set " + KeyEnv + " to base64 of a 32-byte Ed25519 seed (countersign audit keygen makes one)")
 	ErrBadKey = errors.New("malformed key")
 )
 

@@ -20,7 +20,7 @@ func run(t *testing.T, input string) (string, *journal.Journal) {
 	return runIn(t, t.TempDir(), input)
 }
 
-// runIn runs a console session over the journal in dir, as `bot console -data dir`.
+// runIn runs a console session over the journal in dir, as `countersign console -data dir`.
 func runIn(t *testing.T, dir, input string) (string, *journal.Journal) {
 	t.Helper()
 	ctx := context.Background()

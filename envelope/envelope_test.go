@@ -315,7 +315,7 @@ func TestRenderSaysWhatToCheck(t *testing.T) {
 		"a message":    {unresolved(), "look for the message in chat 222; then `/resolve op-7k2m9q"},
 		"a post":       {post, "look for the post in chat 222;"},
 		"an album":     {album, "look in chat 222 for each of the 2 items listed above;"},
-		"an edit":      {edit, "check at 222 whether its edit_message took effect (`bot ops show op-7k2m9q` says exactly what it does);"},
+		"an edit":      {edit, "check at 222 whether its edit_message took effect (`countersign ops show op-7k2m9q` says exactly what it does);"},
 		"an HTTP call": {call, "check at api.tickets.example whether its http_request took effect"},
 	} {
 		b, err := tt.e.Render()

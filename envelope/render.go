@@ -171,7 +171,7 @@ func (e Envelope) verify() string {
 	case e.Action == ActionSendMessage || e.Action == "":
 		return fmt.Sprintf("look for the message in chat %s; %s", inline(e.Target), resolve)
 	}
-	return fmt.Sprintf("check at %s whether its %s took effect (`bot ops show %s` says exactly what it does); %s",
+	return fmt.Sprintf("check at %s whether its %s took effect (`countersign ops show %s` says exactly what it does); %s",
 		inline(e.Target), inline(e.Action), e.OperationID, resolve)
 }
 

@@ -96,8 +96,8 @@ func (c connector) Driver() driver.Driver                        { return c.driv
 // in that PostgreSQL database (in the schema its search_path names), with the
 // migrations of migrations/postgres; anything else is a SQLite file. It moves no
 // operation: crash recovery is the job of the process that
-// owns sending (Own), so a second process that only reads or resolves (bot ops,
-// bot vault) can never take a live commit for a dead one.
+// owns sending (Own), so a second process that only reads or resolves (countersign ops,
+// countersign vault) can never take a live commit for a dead one.
 func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	if IsPostgres(file) {
 		j := &Journal{now: time.Now}

@@ -139,7 +139,7 @@ func testOwnerMovesCommittingToUnknownOnStart(t *testing.T, path string) {
 }
 
 // Defect 3: a second process that opens the journal while the owner is sending
-// (bot ops list, bot vault resolve, bot console) must not take the live commit for
+// (countersign ops list, countersign vault resolve, countersign console) must not take the live commit for
 // a dead one, and a second owner of the same transport is refused.
 func TestSecondProcessNeverStealsALiveCommit(t *testing.T) {
 	forEachBackend(t, testSecondProcessNeverStealsALiveCommit)
@@ -154,18 +154,18 @@ func testSecondProcessNeverStealsALiveCommit(t *testing.T, path string) {
 	_, op := newOp(t, owner)
 	committing(t, owner, op) // the request is on the wire
 
-	reader := open(t, path, time.Now) // bot ops list, bot vault resolve
+	reader := open(t, path, time.Now) // countersign ops list, countersign vault resolve
 	if got, _ := reader.Operation(ctx, op.ID); got.State != journal.Committing {
 		t.Errorf("a reader's open moved the live commit to %s", got.State)
 	}
-	console := open(t, path, time.Now) // bot console owns its own transport only
+	console := open(t, path, time.Now) // countersign console owns its own transport only
 	if err := console.Own(ctx, "console"); err != nil {
 		t.Fatalf("the console could not own its transport beside the bot: %v", err)
 	}
 	if got, _ := console.Operation(ctx, op.ID); got.State != journal.Committing {
 		t.Errorf("the console's start moved the bot's live commit to %s", got.State)
 	}
-	second := open(t, path, time.Now) // a second bot run
+	second := open(t, path, time.Now) // a second countersign run
 	err := second.Own(ctx, "telegram")
 	var owned *journal.OwnedError
 	if !errors.As(err, &owned) || !errors.Is(err, journal.ErrOwned) || owned.PID != os.Getpid() {
@@ -454,7 +454,7 @@ func testUncardedLeavesYoungApprovalsToTheirRequest(t *testing.T, name string) {
 	}
 }
 
-// Owner tells a process beside the journal (a stdio bot mcp) whether a bot sends,
+// Owner tells a process beside the journal (a stdio countersign mcp) whether a bot sends,
 // and which, without becoming or hindering the owner: a look does not turn away an
 // owner that starts at that moment, and ownership ends with its owner.
 func TestOwnerSaysWhoSends(t *testing.T) { forEachBackend(t, testOwnerSaysWhoSends) }

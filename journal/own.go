@@ -101,7 +101,7 @@ const (
 
 // Owner reports whether a live process owns sending for transport (holds Own's
 // lock), and its pid when readable, without taking the lock for good: a stdio
-// `bot mcp` asks it to say that no bot is running instead of leaving a request to
+// `countersign mcp` asks it to say that no bot is running instead of leaving a request to
 // wait for nobody. It takes a shared lock for an instant, when the lock is free,
 // and lets it go (Own waits that instant out). This process's own ownership counts
 // as owned. The answer may be out of date the moment it is given; it is for

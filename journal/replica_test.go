@@ -233,7 +233,7 @@ func testOneReplicaLeads(t *testing.T, name string) {
 		t.Fatal("Leading disagrees with Lead")
 	}
 	if _, owned, _ := r2.Owner("telegram"); !owned {
-		t.Error("Owner does not see the leader: bot mcp would say no bot runs")
+		t.Error("Owner does not see the leader: countersign mcp would say no bot runs")
 	}
 	if err := r1.Resign("telegram"); err != nil {
 		t.Fatal(err)

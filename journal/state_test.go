@@ -11,7 +11,7 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-// drawn are the moves of README "How a call runs", and the cancels of /cancel:
+// drawn are the moves of docs/how-it-works.md "How a call runs", and the cancels of /cancel:
 // every move an operation may make, with what makes it.
 var drawn = map[journal.State][]journal.State{
 	"":                       {journal.Prepared},

@@ -25,7 +25,7 @@ func testAVerificationIsAskedOncePerInterval(t *testing.T, name string) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
 	j := open(t, name, clock)
-	other := open(t, name, clock) // bot mcp's journal, beside the bot's
+	other := open(t, name, clock) // countersign mcp's journal, beside the bot's
 	_, op := newOp(t, j)
 	const every = 10 * time.Minute
 

@@ -6,7 +6,7 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-// View is an operation as scripts and agents read it (bot ops -json, the MCP
+// View is an operation as scripts and agents read it (countersign ops -json, the MCP
 // tools): the payload flattened, and the audit log when the caller adds it.
 type View struct {
 	ID            string        `json:"id"`

@@ -15,7 +15,7 @@ import (
 // takes, and past the busy timeout its write fails ("database is locked") and the
 // operation with it. Writers of this process therefore queue here, in order, and
 // never meet the busy handler among themselves; the busy timeout is left for
-// other processes on the same file (bot ops, bot vault resolve, bot console beside
+// other processes on the same file (countersign ops, countersign vault resolve, countersign console beside
 // a running bot). Reads take no lock: in WAL mode they never wait for the writer.
 // TestWritersOfOneProcessQueue fails when a write skips the lock.
 

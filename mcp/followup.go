@@ -34,7 +34,7 @@ type AwaitIn struct {
 	TimeoutS    int    `json:"timeout_s,omitempty" jsonschema:"how long to wait in seconds, 1 to 50 (default 30); call again while it stays pending"`
 }
 
-// EnvelopesIn is list_envelopes' input: the filters of bot vault list.
+// EnvelopesIn is list_envelopes' input: the filters of countersign vault list.
 type EnvelopesIn struct {
 	Unresolved bool   `json:"unresolved,omitempty" jsonschema:"only envelopes whose outcome is still unknown"`
 	Target     string `json:"target,omitempty" jsonschema:"only envelopes for this chat id or @username"`
@@ -47,7 +47,7 @@ type PendingOut struct {
 }
 
 // EnvelopesOut is list_envelopes' output; Broken are notes that could not be read,
-// with why, skipped as bot vault list skips them.
+// with why, skipped as countersign vault list skips them.
 type EnvelopesOut struct {
 	Envelopes []vault.Summary `json:"envelopes"`
 	Broken    []string        `json:"broken,omitempty"`
@@ -86,7 +86,7 @@ func (s *Server) addFollowUpTools() {
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "list_pending", Annotations: readOnly(),
 		Description: fmt.Sprintf("Operations waiting for approval, a scheduled retry, or a person's verification (as /pending), newest first, at most %d.", maxListed)}, s.listPending)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "list_envelopes", Annotations: readOnly(),
-		Description: "The vault's envelopes of unknown outcomes (resolved ones too, until they expire), with the filters of bot vault list."}, s.listEnvelopes)
+		Description: "The vault's envelopes of unknown outcomes (resolved ones too, until they expire), with the filters of countersign vault list."}, s.listEnvelopes)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "read_envelope", Annotations: readOnly(),
 		Description: "One envelope: its fields and its note (what is known, what is not, how to verify)."}, s.readEnvelopeTool)
 	sdk.AddTool(s.srv, &sdk.Tool{Name: "request_verification", OutputSchema: resultSchema,
@@ -159,7 +159,7 @@ func (s *Server) waited(ctx context.Context, op journal.Operation, wait time.Dur
 		return r, true
 	}
 	if why := s.delivering(); why != "" {
-		r.Reason = fmt.Sprintf("%s is %s, and %s: nothing moves it until `bot run` starts on this data folder", op.ID, op.State, why)
+		r.Reason = fmt.Sprintf("%s is %s, and %s: nothing moves it until `countersign run` starts on this data folder", op.ID, op.State, why)
 		r.Cause = tools.CauseNoSender
 		return r, true
 	}

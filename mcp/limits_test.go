@@ -24,7 +24,7 @@ import (
 var shortLimits = httpserve.Limits{Header: 200 * time.Millisecond, Read: 500 * time.Millisecond,
 	Write: 300 * time.Millisecond, Idle: 3 * time.Second, MaxHeaderBytes: 4 << 10}
 
-// serveListener serves the rig's server as bot run -mcp-listen does, on a
+// serveListener serves the rig's server as countersign run -mcp-listen does, on a
 // loopback port, with the bearer token; it returns the address.
 func serveListener(t *testing.T, r *rig) string {
 	t.Helper()

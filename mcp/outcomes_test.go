@@ -187,7 +187,7 @@ func sendsTo(tg *telegramtest.Server, chat int64) int {
 	return n
 }
 
-// A server beside no bot (a stdio bot mcp whose bot stopped) creates no commit,
+// A server beside no bot (a stdio countersign mcp whose bot stopped) creates no commit,
 // and a wait on an operation made earlier ends at once saying that nothing moves
 // it, instead of running out its bound.
 func TestWithNoBotNothingWaitsForNobody(t *testing.T) {

@@ -36,7 +36,7 @@ const (
 // logBuffer collects log lines safely across goroutines.
 type logBuffer = syncbuf.Buffer
 
-// rig is the process that sends (bot run -mcp-listen): a Telegram bot over the
+// rig is the process that sends (countersign run -mcp-listen): a Telegram bot over the
 // fake Bot API, its operator, and the MCP server on that operator.
 type rig struct {
 	t     *testing.T

@@ -52,8 +52,8 @@ type Options struct {
 	Tools    *tools.Registry // the policy's tools, as the operator has them
 	Policy   *policy.Policy  // the policy in force, for its approvers
 	// Owner says whether a live process delivers the operations made here, and
-	// which: a stdio `bot mcp` beside a bot asks the journal (journal.Owner). Nil
-	// means this process delivers them (`bot run -mcp-listen`).
+	// which: a stdio `countersign mcp` beside a bot asks the journal (journal.Owner). Nil
+	// means this process delivers them (`countersign run -mcp-listen`).
 	Owner func() (pid int, owned bool, err error)
 	// Version is the server's version in its Implementation.
 	Version string
@@ -132,7 +132,7 @@ func (s *Server) Connect(ctx context.Context, t sdk.Transport) (*sdk.ServerSessi
 }
 
 // Run serves one session over t until it ends or ctx does, watching the vault
-// meanwhile: the stdio `bot mcp`.
+// meanwhile: the stdio `countersign mcp`.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -202,10 +202,10 @@ func (s *Server) delivering() string {
 	return ""
 }
 
-// noBot is what `bot mcp` says at start, and a commit's result says, when no bot
+// noBot is what `countersign mcp` says at start, and a commit's result says, when no bot
 // runs beside it.
 func noBot(why string) string {
-	return "Known: " + why + "; nothing was created. To do: start `bot run` on the same -data folder, then call again."
+	return "Known: " + why + "; nothing was created. To do: start `countersign run` on the same -data folder, then call again."
 }
 
 // Check reports, at start, what a person must know before an agent calls: that

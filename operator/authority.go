@@ -10,7 +10,7 @@ import (
 
 // A commit is authorised by two policies at once: the snapshot its task started
 // under, and the policy of the process that sends it (Options.Policy, the policy
-// in force here). The snapshot may come from another process (a `bot mcp` given
+// in force here). The snapshot may come from another process (a `countersign mcp` given
 // a -policies of its own) or from a file edited since: neither may widen what the
 // sender allows now. So an approval needs a tap unless both policies waive it,
 // only a person who is an approver in both may decide, and an approval granted

@@ -10,7 +10,7 @@ import (
 )
 
 // TestAScheduledRetryCarriesTheWaitTheServiceAskedFor: a 429 asking for 40 s puts
-// retry_after_ms 40000 in the result, the one journaled for the wait (what `bot ops
+// retry_after_ms 40000 in the result, the one journaled for the wait (what `countersign ops
 // show` prints) and the one returned when the wait is cut short.
 func TestAScheduledRetryCarriesTheWaitTheServiceAskedFor(t *testing.T) {
 	h := newHarness(t, rateLimited(40*time.Second))

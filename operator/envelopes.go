@@ -73,7 +73,7 @@ func (o *Operator) writeEnvelope(ctx context.Context, id, why string) error {
 
 // noteWhatCameMeanwhile brings a note just written up to the journal: a person
 // who resolved the operation while the note was being written (another replica,
-// a tap, bot vault resolve) found no note to resolve. It resolves the note as the
+// a tap, countersign vault resolve) found no note to resolve. It resolves the note as the
 // journal now says; the resolver looks at the note again after its own move
 // (resolve), so whichever of the two comes second sees the other.
 func (o *Operator) noteWhatCameMeanwhile(ctx context.Context, id string) error {

@@ -78,7 +78,7 @@ type Event struct {
 	Result    tools.Result      // Outcome
 	Edit      *journal.Edit     // PayloadEdited
 	// Late: published by the sweep (or a start's resumed work), not by the request
-	// that made it: another process asked (a stdio `bot mcp`), a process stopped
+	// that made it: another process asked (a stdio `countersign mcp`), a process stopped
 	// before it showed or finished it, or the work ran on its own (expiry, a
 	// scheduled retry, a note resolved in the vault). A surface tells a requester
 	// of late outcomes; a request tells its own.

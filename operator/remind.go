@@ -14,7 +14,7 @@ const RemindAfter = time.Hour
 
 // RemindAtMost is how many operations one digest names, the oldest first: each
 // is a message with buttons to every approver, and a long digest would hold up
-// the approval cards queued behind it in those chats. The rest are in `bot vault
+// the approval cards queued behind it in those chats. The rest are in `countersign vault
 // list -unresolved`, and in the next digests as the oldest are resolved.
 const RemindAtMost = 20
 
@@ -57,7 +57,7 @@ func (o *Operator) remind(ctx context.Context) {
 	}
 	slices.SortFunc(ops, func(a, b journal.Operation) int { return a.Created.Compare(b.Created) })
 	if len(ops) > RemindAtMost {
-		o.opts.Logger.Warn("digest names the oldest unknown outcomes only; see bot vault list -unresolved",
+		o.opts.Logger.Warn("digest names the oldest unknown outcomes only; see countersign vault list -unresolved",
 			"named", RemindAtMost, "unknown", len(ops))
 		ops = ops[:RemindAtMost]
 	}
@@ -68,7 +68,7 @@ func (o *Operator) remind(ctx context.Context) {
 }
 
 // collect removes, at most once per collectEvery, the resolved notes of the
-// vault whose envelope_ttl has passed, as `bot vault gc` does, when the policy
+// vault whose envelope_ttl has passed, as `countersign vault gc` does, when the policy
 // lets it (reminders.collect_notes). An unresolved note is never removed.
 func (o *Operator) collect() {
 	if o.opts.Vault == nil || !o.opts.Policy.Remind().CollectNotes {

@@ -216,7 +216,7 @@ func TestAnotherReplicaMakesAStalledCommitUnknown(t *testing.T) {
 	}
 }
 
-// An operation approved by a process that is no replica (bot mcp beside them) is
+// An operation approved by a process that is no replica (countersign mcp beside them) is
 // free to every replica: both watches go for it, the journal's compare-and-set
 // lets one commit, and it is sent once.
 func TestTwoReplicasRunAFreeOperationOnce(t *testing.T) {

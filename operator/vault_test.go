@@ -270,7 +270,7 @@ func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
 }
 
 // A person may resolve an unknown outcome while its note is being written
-// (another replica's tap, `bot vault resolve`): the resolution finds no note to
+// (another replica's tap, `countersign vault resolve`): the resolution finds no note to
 // resolve, and the note, written after, must not say unknown for an operation
 // the journal has resolved. Whichever comes second brings the note up to the
 // journal.

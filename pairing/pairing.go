@@ -1,7 +1,7 @@
 // Package pairing lets the first person who writes to a bot that has no
 // operators become its operator and approver, without looking up their
 // Telegram user id first. The bot gives them a one-time code in Telegram, and
-// whoever runs the bot's machine confirms it (bot pair CODE) on the bot's data
+// whoever runs the bot's machine confirms it (countersign pair CODE) on the bot's data
 // folder: the code proves the Telegram account, typing it on the machine proves
 // the owner's consent. A data folder pairs once: after that, access is the
 // policy's business.

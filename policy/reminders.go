@@ -10,7 +10,7 @@ import (
 // Reminders is how the sweep brings unknown outcomes back to people, and keeps
 // the vault small: a digest to the approvers of every outcome still unknown,
 // each with its resolve buttons, and the collection of resolved notes whose
-// envelope_ttl has passed (what `bot vault gc` removes). It is the process's
+// envelope_ttl has passed (what `countersign vault gc` removes). It is the process's
 // rule, read from the policy in force, never from a task's snapshot.
 type Reminders struct {
 	// Every is the time between two digests; 0 sends none.
@@ -22,7 +22,7 @@ type Reminders struct {
 	// Timezone is the IANA zone of At ("" is UTC).
 	Timezone string `json:"timezone,omitempty"`
 	// CollectNotes lets the sweep remove the resolved, expired notes of the
-	// vault, as `bot vault gc` does. Unresolved notes are never removed.
+	// vault, as `countersign vault gc` does. Unresolved notes are never removed.
 	CollectNotes bool `json:"collect_notes"`
 }
 

@@ -91,7 +91,7 @@ func (t *Bot) offerPairing(ctx context.Context, m *models.Message) {
 		return
 	}
 	text := fmt.Sprintf("%s This bot has no operator yet. To become its operator and approver, run this on the machine where the bot runs, before %s:\n\n"+
-		"bot pair %s\n\n(with the bot's -data folder, as its log shows). The code works once.",
+		"countersign pair %s\n\n(with the bot's -data folder, as its log shows). The code works once.",
 		command.WhoAmI(t.policy.Access, user), o.Expires.UTC().Format("15:04 UTC"), o.Code)
 	if o.Fresh {
 		t.reply(ctx, m.Chat.ID, text)

@@ -20,12 +20,12 @@ func withPairing() rigOption { return func(r *rig) { r.pairing = true } }
 
 func noAccess(p *policy.Policy) { p.Access = policy.Access{} }
 
-var pairCode = regexp.MustCompile(`bot pair ([0-9A-Z]{4}-[0-9A-Z]{4})`)
+var pairCode = regexp.MustCompile(`countersign pair ([0-9A-Z]{4}-[0-9A-Z]{4})`)
 
 // code waits for the pairing code sent to user and returns it.
 func (r *rig) code(user int64) string {
 	r.t.Helper()
-	m := r.replyContaining(user, "bot pair ")
+	m := r.replyContaining(user, "countersign pair ")
 	c := pairCode.FindStringSubmatch(m.Text)
 	if c == nil {
 		r.t.Fatalf("no code in %q", m.Text)
@@ -57,7 +57,7 @@ func TestPairingMakesTheFirstPersonOperator(t *testing.T) {
 	r := newRig(t, withPolicy(noAccess), withPairing())
 	r.command(newcomer, "/start")
 	code := r.code(newcomer)
-	if m := r.replyContaining(newcomer, "bot pair"); !strings.Contains(m.Text, fmt.Sprint(newcomer)) {
+	if m := r.replyContaining(newcomer, "countersign pair"); !strings.Contains(m.Text, fmt.Sprint(newcomer)) {
 		t.Errorf("the code's message %q does not say the user id", m.Text)
 	}
 	if strings.Contains(r.logs.String(), code) {
@@ -82,7 +82,7 @@ func TestPairingMakesTheFirstPersonOperator(t *testing.T) {
 	}
 	r.command(mallory, "/start")
 	m := r.replyContaining(mallory, "no role here")
-	if strings.Contains(m.Text, "bot pair") {
+	if strings.Contains(m.Text, "countersign pair") {
 		t.Errorf("a stranger after the pairing was offered a code: %q", m.Text)
 	}
 }
@@ -106,7 +106,7 @@ func TestPairingCodesPerPerson(t *testing.T) {
 		t.Errorf("codes %v, want each person's own", codes)
 	}
 	r.command(399, "/start")
-	if m := r.replyContaining(399, "others are pairing"); strings.Contains(m.Text, "bot pair") {
+	if m := r.replyContaining(399, "others are pairing"); strings.Contains(m.Text, "countersign pair") {
 		t.Errorf("one too many got a code: %q", m.Text)
 	}
 	if _, err := pairing.Confirm(r.dir, "ZZZZ-ZZZZ", time.Now()); !errors.Is(err, pairing.ErrWrongCode) {
@@ -156,7 +156,7 @@ func TestWhoAmIForEachRole(t *testing.T) {
 						t.Errorf("answer %q lacks %q", m.Text, w)
 					}
 				}
-				if strings.Contains(m.Text, "bot pair") {
+				if strings.Contains(m.Text, "countersign pair") {
 					t.Errorf("answer %q offers pairing to a bot with operators", m.Text)
 				}
 			}

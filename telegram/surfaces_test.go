@@ -29,7 +29,7 @@ func (s neverSender) Send(context.Context, tools.Message) (tools.Delivery, error
 }
 
 // remote is a second process's operator over the rig's journal file, as a stdio
-// `bot mcp` beside the running bot: it records operations under Telegram's
+// `countersign mcp` beside the running bot: it records operations under Telegram's
 // transport and never delivers them.
 func (r *rig) remote() *operator.Operator {
 	r.t.Helper()

@@ -124,7 +124,7 @@ func TestALinkNamedLikeTheLockFileIsRefused(t *testing.T) {
 
 // While a writer replaces a note it holds the folder's lock exclusively: another
 // process (here another open file of the lock) can take it neither shared nor
-// exclusive, so the running bot and `bot vault resolve` never both write.
+// exclusive, so the running bot and `countersign vault resolve` never both write.
 func TestAWriterHoldsTheFolderLockExclusively(t *testing.T) {
 	v, err := Open(t.TempDir())
 	if err != nil {

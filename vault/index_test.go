@@ -416,7 +416,7 @@ func TestGCWithIndex(t *testing.T) {
 	}
 }
 
-// Writers in two Vaults on one folder (the bot and `bot vault resolve`) write and
+// Writers in two Vaults on one folder (the bot and `countersign vault resolve`) write and
 // resolve notes while others list them: every List sees whole notes, and the index
 // left at the end answers exactly as the notes do.
 func TestIndexWithConcurrentWriters(t *testing.T) {

@@ -58,7 +58,7 @@ type Note struct {
 	Envelope envelope.Envelope
 }
 
-// Summary is a note as scripts and agents read it (bot vault -json, the MCP
+// Summary is a note as scripts and agents read it (countersign vault -json, the MCP
 // tools): its front matter, keyed as the note has it, and its path.
 type Summary struct {
 	OperationID   string          `json:"operation_id"`

@@ -21,7 +21,7 @@
 // file that is not one.
 //
 // A Vault serialises its own writers, and holds the folder's lock file while it writes,
-// so that writers in other processes (the bot and `bot vault resolve`) take turns.
+// so that writers in other processes (the bot and `countersign vault resolve`) take turns.
 // List and GC keep a listing index beside the notes (see indexName), a cache keyed by
 // each note's file stamp that spares reading the notes that have not changed. Path
 // gives a note's place relative to the vault's folder; every other path the package
@@ -80,7 +80,7 @@ type Vault struct {
 }
 
 // lockName is the file whose lock serialises writers across processes (the running
-// bot and `bot vault resolve`); the leading dot keeps it out of Obsidian's view.
+// bot and `countersign vault resolve`); the leading dot keeps it out of Obsidian's view.
 const lockName = ".countersign.lock"
 
 // envelopesDir is the folder, under the vault's, that holds the notes.

@@ -473,7 +473,7 @@ func TestFilteredListAndBrokenNotes(t *testing.T) {
 // Concurrent answers for one operation: the first resolution wins, the same answer
 // again is a no-op, the opposite answer is refused, and the note holds the winner.
 // TestResolveRace resolves one note both ways at once, from one Vault and from two
-// opened on the same folder (the running bot and `bot vault resolve`): exactly one
+// opened on the same folder (the running bot and `countersign vault resolve`): exactly one
 // answer is written and every other caller learns it.
 func TestResolveRace(t *testing.T) {
 	for _, instances := range []int{1, 2} {

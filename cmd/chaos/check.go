@@ -351,7 +351,7 @@ func noToolRanTwice(ops []journal.Operation) Invariant {
 
 // noSecrets looks for the bot token, the model's API key, the MCP bearer token and
 // the webhook secret in every file of the data folder (the replicas' and their
-// vault) and in the logs of the bot processes and of bot mcp.
+// vault) and in the logs of the bot processes and of countersign mcp.
 func (w *world) noSecrets() Invariant {
 	in := Invariant{Name: "no secret in any file or log line"}
 	secret := token[strings.Index(token, ":")+1:]
@@ -382,7 +382,7 @@ func (w *world) noSecrets() Invariant {
 	if w.agents != nil {
 		for _, c := range w.agents.callers {
 			if c.log != nil {
-				check(c.log.Name()) // a stdio bot mcp's stderr
+				check(c.log.Name()) // a stdio countersign mcp's stderr
 			}
 		}
 	}

@@ -2,9 +2,9 @@
 // random schedule of everything that goes wrong in production at once (429s, 5xx,
 // connections dropped before and after Telegram accepted a message, slow and hung
 // answers, updates delivered twice, double taps, strangers, approvals left to
-// expire, /resolve and /retry from the phone, bot ops and bot vault beside the bot,
+// expire, /resolve and /retry from the phone, countersign ops and countersign vault beside the bot,
 // and SIGKILL followed by a restart, many times), with some of the sends made by
-// model turns and some by outside agents over MCP (bot mcp over stdio beside the
+// model turns and some by outside agents over MCP (countersign mcp over stdio beside the
 // bot, and HTTP to its -mcp-listen), and a share of the calls (-actions) photos,
 // albums, edits, deletes, pins and declared HTTP tools against a fake service,
 // then checks the promises:
@@ -26,7 +26,7 @@
 // It prints the seed, the counts per fault and per end state and each invariant,
 // and exits 1 when one is broken.
 //
-// With -replicas 3 and -journal postgres://…, three `bot run` replicas share one
+// With -replicas 3 and -journal postgres://…, three `countersign run` replicas share one
 // PostgreSQL journal (a fresh schema per run) and one vault, and take updates by
 // webhook: the fake Telegram posts each update through a load balancer to a
 // random live replica, delivers again after a failure, and at times twice; the
@@ -53,14 +53,14 @@ func main() {
 	flag.IntVar(&c.Kills, "kills", 6, "times to SIGKILL and restart the bot")
 	flag.DurationVar(&c.Duration, "duration", 2*time.Minute, "how long the faults last; the wind-down comes after")
 	flag.IntVar(&c.Chats, "chats", 24, "target chats to spread the sends over")
-	flag.StringVar(&c.Bot, "bot", "", "the bot binary (default: built from ./cmd/bot)")
+	flag.StringVar(&c.Bot, "bot", "", "the bot binary (default: built from ./cmd/countersign)")
 	flag.StringVar(&c.Policies, "policies", "policies.yaml", "policy file to start from")
 	flag.BoolVar(&c.Verbose, "v", false, "print every action")
 	flag.Float64Var(&c.ModelShare, "model", 0.3, "share of the sends made as plain text, by a model turn against the scripted model (0: no model)")
-	flag.Float64Var(&c.MCPShare, "mcp", 0.2, "share of the sends made by outside agents over MCP, half through `bot mcp` over stdio beside the bot, half over HTTP to its -mcp-listen (0: none)")
+	flag.Float64Var(&c.MCPShare, "mcp", 0.2, "share of the sends made by outside agents over MCP, half through `countersign mcp` over stdio beside the bot, half over HTTP to its -mcp-listen (0: none)")
 	flag.Float64Var(&c.Actions, "actions", 0.3, "share of the calls that are not text sends: photos, edits, deletes, pins and unpins by command; albums and declared HTTP tools by the MCP callers (0: text sends only, as runs before)")
 	flag.BoolVar(&c.FullDisk, "full-disk", true, "put the data folder on a small tmpfs and fill it at times (needs root; not with a PostgreSQL journal)")
-	flag.IntVar(&c.Replicas, "replicas", 1, "bot run processes on one PostgreSQL journal, taking updates by webhook behind a load balancer (above 1 needs -journal)")
+	flag.IntVar(&c.Replicas, "replicas", 1, "countersign run processes on one PostgreSQL journal, taking updates by webhook behind a load balancer (above 1 needs -journal)")
 	flag.StringVar(&c.Journal, "journal", os.Getenv("COUNTERSIGN_DATABASE_URL"), "a postgres:// URL: the run makes a schema of its own there, and the bot takes updates by webhook (default $COUNTERSIGN_DATABASE_URL; empty: SQLite, long polling)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

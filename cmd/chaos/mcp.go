@@ -27,7 +27,7 @@ import (
 // for in every file and log line, as it does the bot token.
 const mcpToken = "countersign-mcp-chaos-7f3a91c4e2b8d605"
 
-// The outside agents of a run: two over stdio (`bot mcp` child processes beside
+// The outside agents of a run: two over stdio (`countersign mcp` child processes beside
 // the bot, which live across its kills) and two over HTTP to the bot's
 // -mcp-listen (whose sessions die with the bot, and reconnect).
 const stdioAgents, httpAgents = 2, 2

@@ -30,7 +30,7 @@ import (
 // flag: it refuses a second process on one journal.
 var ErrNoReplicas = errors.New("this bot has no -replica flag: it runs alone on a journal")
 
-// supportsReplicas reports whether bot run takes -replica.
+// supportsReplicas reports whether countersign run takes -replica.
 func supportsReplicas(bot string) bool {
 	out, _ := exec.Command(bot, "run", "-h").CombinedOutput()
 	return strings.Contains(string(out), "-replica ")
@@ -44,7 +44,7 @@ const webhookSecret = "chaos-webhook-3c8e1f0a9b274d56"
 // balancer's pick instead, as a load balancer in front of them would route it.
 const hookURL = "https://hook.chaos.test/telegram"
 
-// replica is one `bot run` process of the run.
+// replica is one `countersign run` process of the run.
 type replica struct {
 	name   string // r1, r2, ... behind the webhook (r1 also when alone); "bot" when it polls
 	data   string // its own data folder
@@ -245,7 +245,7 @@ func (w *world) newReplicas(root string) error {
 	return nil
 }
 
-// args are the flags of replica r's `bot run`.
+// args are the flags of replica r's `countersign run`.
 func (w *world) args(r *replica) []string {
 	args := []string{"run", "-data", r.data, "-policies", w.policies}
 	if w.webhook() {
@@ -260,7 +260,7 @@ func (w *world) args(r *replica) []string {
 	return args
 }
 
-// startReplica runs replica r's `bot run` and waits until it polls, or until its
+// startReplica runs replica r's `countersign run` and waits until it polls, or until its
 // webhook listener answers and the balancer has it in rotation.
 func (w *world) startReplica(r *replica) error {
 	r.cmd = exec.Command(w.cfg.Bot, w.args(r)...)

@@ -217,7 +217,7 @@ func (w *world) windDown(ctx context.Context, policies string) {
 	}
 }
 
-// resolveByHand resolves, truthfully, with bot vault resolve beside the bot, the
+// resolveByHand resolves, truthfully, with countersign vault resolve beside the bot, the
 // unknown outcomes still open: a person at a terminal instead of a phone.
 func (w *world) resolveByHand() {
 	j, done, err := w.openJournal()
@@ -232,13 +232,13 @@ func (w *world) resolveByHand() {
 			continue
 		}
 		answer := map[bool]string{true: "delivered", false: "not_delivered"}[arrived]
-		w.note("bot vault resolve " + answer + " beside the bot")
+		w.note("countersign vault resolve " + answer + " beside the bot")
 		args := append(append([]string{"vault", "resolve"}, w.dataArgs()...), "-policies", w.policies, "-by", "chaos", op.ID, answer)
 		cmd := exec.Command(w.cfg.Bot, args...)
 		cmd.Env = w.childEnv()
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			fmt.Fprintf(w.out, "chaos: bot vault resolve %s: %v\n%s", op.ID, err, out)
+			fmt.Fprintf(w.out, "chaos: countersign vault resolve %s: %v\n%s", op.ID, err, out)
 		}
 	}
 }

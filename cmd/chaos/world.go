@@ -24,7 +24,7 @@ type Config struct {
 	Kills    int
 	Duration time.Duration
 	Chats    int
-	Bot      string // the bot binary; "" builds ./cmd/bot
+	Bot      string // the bot binary; "" builds ./cmd/countersign
 	Policies string
 	Verbose  bool
 	// ModelShare is the share of the sends made as plain text, for a model turn
@@ -38,10 +38,10 @@ type Config struct {
 	// (root only; without mount the run says so and goes on without).
 	FullDisk bool
 	// MCPShare is the share of the sends made by outside agents over MCP: half
-	// through `bot mcp` over stdio beside the bot, half over HTTP to its
+	// through `countersign mcp` over stdio beside the bot, half over HTTP to its
 	// -mcp-listen (0: no MCP callers, and no -mcp-listen).
 	MCPShare float64
-	// Replicas is how many `bot run` processes share the journal: 1 (or 0) is one
+	// Replicas is how many `countersign run` processes share the journal: 1 (or 0) is one
 	// bot; more need Journal, and take updates by webhook behind a balancer.
 	Replicas int
 	// Journal is a postgres:// URL: the run makes a schema of its own in that
@@ -252,8 +252,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 
 // build compiles the bot into dir.
 func build(dir string) (string, error) {
-	bin := filepath.Join(dir, "bot")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/bot")
+	bin := filepath.Join(dir, "countersign")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/countersign")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the bot: %v\n%s", err, out)
 	}

@@ -85,7 +85,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
 }
 
-// countersignTaps runs the bot as bot run does (journal, vault, verifier,
+// countersignTaps runs the bot as countersign run does (journal, vault, verifier,
 // operator, command handler, long polling) and times c.approvals taps, each on a
 // card of its own, one at a time. The fake server enforces no flood limits here
 // and the per-chat limit is raised: every approval's card and outcome go to the

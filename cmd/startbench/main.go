@@ -1,6 +1,6 @@
 // Command startbench measures how the bot starts on a big journal: it builds one
 // with 100,000 operations of which 10,000 wait for approval (their cards already
-// sent) and 1,000 have an unknown outcome (their envelopes in the vault), starts the real `bot run` binary against it and the fake Bot API server
+// sent) and 1,000 have an unknown outcome (their envelopes in the vault), starts the real `countersign run` binary against it and the fake Bot API server
 // (run here, in process), and reports the time from exec to the first getUpdates
 // request (the bot taking updates) and the peak RSS (VmHWM) once it polls, beside
 // the same start on an empty journal, measured in the same run; each journal is
@@ -53,7 +53,7 @@ func main() {
 	flag.IntVar(&c.unknown, "unknown", 1_000, "of them, outcomes unknown with their envelopes in the vault")
 	flag.IntVar(&c.runs, "runs", 5, "starts of each journal; the worst is judged")
 	flag.StringVar(&c.policies, "policies", "policies.yaml", "the policy file the bot runs with")
-	flag.StringVar(&c.bot, "bot", "", "a built bot binary (default: build ./cmd/bot)")
+	flag.StringVar(&c.bot, "bot", "", "a built bot binary (default: build ./cmd/countersign)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the journals and print where they are")
 	flag.Parse()
 	ok, err := run(context.Background(), c, os.Stdout)
@@ -125,14 +125,14 @@ func run(ctx context.Context, c config, out io.Writer) (bool, error) {
 }
 
 func buildBot(dir string) (string, error) {
-	bin := filepath.Join(dir, "bot")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/bot").CombinedOutput(); err != nil {
+	bin := filepath.Join(dir, "countersign")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/countersign").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the bot: %v\n%s", err, out)
 	}
 	return bin, nil
 }
 
-// startOnce starts `bot run` on the data folder dir against a fresh fake server,
+// startOnce starts `countersign run` on the data folder dir against a fresh fake server,
 // and measures the time to its first getUpdates and its peak RSS after it has
 // polled a few times (the start-up sweep runs beside the first polls).
 func startOnce(c config, dir string) (start, error) {

@@ -1,5 +1,5 @@
 // Package httpserve gives the bot's HTTP listeners (the Telegram webhook, the MCP
-// listener of bot run -mcp-listen, the loopback one of the agent CLIs' runs) one
+// listener of countersign run -mcp-listen, the loopback one of the agent CLIs' runs) one
 // set of connection limits, so that a client that sends slowly, or not at all,
 // or keeps a connection idle, holds no socket for long on any of them.
 package httpserve

@@ -9,7 +9,7 @@ import (
 // and the ones users wrote (PushMessage, PushReply; Incoming set), in
 // message_id order, deleted ones included (Deleted set). Messages only lists
 // the bot's side, which is what most tests check; a view that draws the chat,
-// as bot demo does, needs both sides in the order they were written.
+// as countersign demo does, needs both sides in the order they were written.
 func (s *Server) Conversation(chatID int64) []Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,5 +1,5 @@
 // Package telegramtest is a fake Telegram Bot API server for tests, and for
-// bot demo, which runs the real bot against it so that a person sees the card
+// countersign demo, which runs the real bot against it so that a person sees the card
 // flow without a token (New needs no testing.TB).
 //
 // It speaks the real wire format over real HTTP (net/http/httptest):

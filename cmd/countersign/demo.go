@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/countersign/countersign/demo"
+	"github.com/countersign/countersign/internal/httpserve"
+	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/vault"
+)
+
+const demoUse = "countersign demo [-data DIR] [-listen 127.0.0.1:PORT]"
+
+// The demo's cast: the person at the keyboard, who operates and approves, the
+// chat the bot sends to, and the token the built-in Telegram accepts (of a
+// real token's shape, and no real bot's).
+const (
+	demoYou        = 111
+	demoTarget     = 222
+	demoTargetName = "Alex"
+	demoToken      = "1000000001:AAdemo-not-a-real-token-0000000000"
+)
+
+// runDemo is "countersign demo": the real bot, wired as countersign run wires it, against a
+// Telegram of its own in this process (telegramtest), so that a person sees
+// the card flow without a token. The chat is drawn in this terminal, or with
+// -listen on a local web page drawn like a phone. The data folder is a
+// temporary one, removed at the end, unless -data names one.
+func runDemo(ctx context.Context, args []string, env Env) int {
+	var cfg Config
+	fs := flag.NewFlagSet("countersign demo", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.StringVar(&cfg.DataDir, "data", "", "data folder for the demo's policy, journal, vault and log (default a temporary folder, removed at the end)")
+	listen := fs.String("listen", "", "draw the chat on a web page served on this loopback address (e.g. 127.0.0.1:8090) instead of in this terminal")
+	if code := parseArgs(fs, args, env, demoUse); code >= 0 {
+		return code
+	}
+	addr, err := demoAddress(*listen)
+	if err != nil {
+		return usageError(env, demoUse, "countersign demo: -listen: %v", err)
+	}
+	if err := playDemo(ctx, cfg, addr, env); err != nil {
+		fmt.Fprintln(env.Stderr, "countersign demo:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// demoAddress is where the page is served: "" for none (the terminal), a
+// loopback address otherwise, with no host meaning 127.0.0.1. The page has no
+// login, so no other address is taken.
+func demoAddress(listen string) (string, error) {
+	if listen == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", err
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", fmt.Errorf("%s is not a loopback address: the demo's page has no login, so it is served to this machine only", host)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// playDemo runs one demo: the folder, the fake Telegram, the bot, and the view.
+func playDemo(ctx context.Context, cfg Config, addr string, env Env) error {
+	if cfg.DataDir == "" {
+		dir, err := os.MkdirTemp("", "countersign-demo-")
+		if err != nil {
+			return fmt.Errorf("data folder: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		cfg.DataDir = dir
+	} else if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data folder: %w", err)
+	}
+	cfg.Policies = filepath.Join(cfg.DataDir, "policies.yaml")
+	if _, err := writePolicy(cfg.Policies, demoYou); err != nil { // a folder used before keeps its policy
+		return err
+	}
+	logPath := filepath.Join(cfg.DataDir, "demo.log")
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("log: %w", err)
+	}
+	defer logFile.Close()
+	v, err := vault.Open(cfg.vaultDir())
+	if err != nil {
+		return err
+	}
+	tg := telegramtest.New(telegramtest.Options{Token: demoToken,
+		Bot: telegramtest.User{FirstName: "Countersign Demo", Username: "countersign_demo_bot"},
+		Chats: []telegramtest.Chat{{ID: demoYou, Type: "private", FirstName: "You"},
+			{ID: demoTarget, Type: "private", FirstName: demoTargetName}}})
+	defer tg.Close()
+	scene := &demo.Scene{Server: tg, You: demoYou, Target: demoTarget, TargetName: demoTargetName, Vault: v}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- demoBot(ctx, cfg, tg, logFile) }()
+	if err := demoReady(ctx, tg, served); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "Data folder: %s (the bot's log: %s)\n", cfg.DataDir, logPath)
+	if addr == "" {
+		err = scene.Terminal(ctx, env.Stdin, env.Stdout)
+	} else {
+		err = demoPage(ctx, scene, addr, env.Stdout, logFile)
+	}
+	stop()
+	if berr := <-served; err == nil {
+		err = berr
+	}
+	return err
+}
+
+// demoBot is countersign run's bot on the fake Telegram: the same wiring, with the
+// fake's address for the Bot API and a process environment of its own, so
+// that nothing of the person's (a model's key, BOT_OPERATORS) changes what
+// the demo shows.
+func demoBot(ctx context.Context, cfg Config, tg *telegramtest.Server, log io.Writer) error {
+	vars := map[string]string{"TELEGRAM_API_URL": tg.URL(), "COUNTERSIGN_POLL_TIMEOUT": "10s"}
+	env := Env{Stdin: strings.NewReader(""), Stdout: log, Stderr: log, Getenv: func(k string) string { return vars[k] }}
+	logger := newLogger(log).With("replica", "demo")
+	return serveTelegram(ctx, cfg, env, logger, demoToken, nil, "", replicaOf{}, observability{replica: "demo"})
+}
+
+// demoReady waits until the bot asks the fake Telegram for updates, or ends
+// before it does; an interrupt meanwhile is no error: the demo just ends.
+func demoReady(ctx context.Context, tg *telegramtest.Server, served <-chan error) error {
+	polling := make(chan error, 1)
+	wait, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { polling <- tg.WaitFor(wait, (*telegramtest.Server).Polling) }()
+	select {
+	case err := <-polling:
+		if ctx.Err() != nil {
+			return nil // the view that follows ends at once
+		}
+		return err
+	case err := <-served:
+		if err == nil {
+			err = errors.New("the bot stopped before it started")
+		}
+		return err
+	}
+}
+
+// demoPage serves the demo's web page on addr until ctx ends.
+func demoPage(ctx context.Context, scene *demo.Scene, addr string, out, log io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("-listen: %w", err)
+	}
+	srv := httpserve.Default.Server(scene.Handler(), newLogger(log))
+	srv.BaseContext = func(net.Listener) context.Context { return ctx } // the page's waits end with the demo
+	fmt.Fprintf(out, "Open http://%s/ in a browser: your chat with the bot, drawn like a phone. Ctrl-C ends the demo.\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		err = srv.Close()
+		<-served
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
