@@ -231,7 +231,22 @@ func (t *Bot) audience(ctx context.Context, target string) string {
 	if info.Username != "" {
 		name += " @" + info.Username
 	}
-	return fmt.Sprintf("%q, a %s", strings.TrimSpace(name), info.Type)
+	return fmt.Sprintf("%q, %s", strings.TrimSpace(name), chatKind(info.Type))
+}
+
+// chatKind is a chat's type as a card says it.
+func chatKind(t models.ChatType) string {
+	switch t {
+	case models.ChatTypePrivate:
+		return "a private chat"
+	case models.ChatTypeGroup:
+		return "a group"
+	case models.ChatTypeSupergroup:
+		return "a supergroup"
+	case models.ChatTypeChannel:
+		return "a channel"
+	}
+	return "a chat of type " + string(t)
 }
 
 // showPhotos sends an approver the photos a payload sends, each as it will be
