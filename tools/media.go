@@ -224,7 +224,7 @@ func (m Media) fetch(ctx context.Context, in args, source string) (io.ReadCloser
 	if err != nil || u.Host == "" {
 		return nil, "", "", in.refuse("file %q is not a valid address", source)
 	}
-	shown := u.Redacted()
+	shown := shownAddress(u)
 	client := FetchClient(m.Policy.FetchPrivate)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -332,4 +332,25 @@ func evidenceOf(ds []Delivery) Evidence {
 		ev.MessageIDs = append(ev.MessageIDs, d.MessageID)
 	}
 	return ev
+}
+
+// shownAddress is an address as the payload keeps it (and so the journal, the
+// card and the vault): its password and the values of its query left out, as
+// a pre-signed address carries its signature and credential there; the names
+// of the query's parameters stay, for the approver to see what kind of address
+// it was. The bytes sent are those read now, named by their hash, so nothing
+// needs the address again.
+func shownAddress(u *url.URL) string {
+	c := *u
+	c.Fragment, c.RawFragment = "", ""
+	if c.RawQuery != "" {
+		var names []string
+		for _, kv := range strings.Split(c.RawQuery, "&") {
+			if k, _, _ := strings.Cut(kv, "="); k != "" {
+				names = append(names, k+"=…")
+			}
+		}
+		c.RawQuery = strings.Join(names, "&")
+	}
+	return c.Redacted()
 }

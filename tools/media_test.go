@@ -217,3 +217,35 @@ func TestAFileTheBotCannotKeepIsNotTheCallersToRepair(t *testing.T) {
 		t.Errorf("a full disk: %v, want an error the journal reads as a full disk, not a refusal", err)
 	}
 }
+
+// A pre-signed address carries its signature in the query: the payload keeps
+// the names of the query's parameters and none of their values, nor a
+// password, so neither reaches the journal, a card or the vault; the bytes
+// are fetched with the whole address.
+func TestAFilesAddressIsKeptWithoutItsSecrets(t *testing.T) {
+	img := pngBytes(t, 4, 4)
+	var asked string
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = r.URL.RawQuery
+		_, _ = w.Write(img)
+	}))
+	defer web.Close()
+	photo, _ := fileTools(t, policy.Files{FetchPrivate: true})
+	addr := strings.Replace(web.URL, "http://", "http://user:pw0rd@", 1) + "/chart.png?X-Amz-Signature=c0ffee5ign&X-Amz-Expires=60#frag"
+	p, err := prepareFile(t, photo, addr, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != "X-Amz-Signature=c0ffee5ign&X-Amz-Expires=60" {
+		t.Errorf("fetched with query %q, want the whole address", asked)
+	}
+	b, _ := json.Marshal(p)
+	for _, secret := range []string{"c0ffee5ign", "pw0rd", "frag"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("payload keeps %q: %s", secret, b)
+		}
+	}
+	if got := p.Files[0].Source; !strings.HasSuffix(got, "/chart.png?X-Amz-Signature=…&X-Amz-Expires=…") {
+		t.Errorf("source = %q, want the parameters' names only", got)
+	}
+}
