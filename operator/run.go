@@ -423,14 +423,29 @@ func (o *Operator) unknown(ctx context.Context, op journal.Operation, why, detai
 // unknownResult says what is known and not known of an operation whose last send
 // may or may not have arrived, and how to resolve it.
 func unknownResult(op journal.Operation, why string) tools.Result {
+	p := op.Payload
 	known, which := "the request was sent ("+why+")", "the message"
-	if n := len(op.Payload.Messages()); n > 1 {
+	unknown, look := "whether "+which+" was delivered", ""
+	switch n := len(p.Messages()); {
+	case p.Request != nil: // an HTTP call: its effect is at the service
+		unknown = "whether the call took effect"
+		look = fmt.Sprintf("check at %s whether the %s took effect (countersign ops show %s says exactly what it does)", p.Target, p.Action, op.ID)
+	case p.MessageID != 0 && p.From == "": // an action on a message already sent
+		unknown = "whether the " + p.Action + " took effect"
+		look = fmt.Sprintf("check message %d in chat %s for the %s", p.MessageID, p.Target, p.Action)
+	case len(p.Files) > 1:
+		unknown = fmt.Sprintf("whether the %d items were delivered", len(p.Files))
+		look = fmt.Sprintf("look for each of the %d items in chat %s", len(p.Files), p.Target)
+	case n > 1:
 		known = fmt.Sprintf("parts 1-%d of %d were delivered; part %d was sent (%s)", op.PartsDone, n, op.PartsDone+1, why)
 		which = fmt.Sprintf("part %d", op.PartsDone+1)
+		unknown = "whether " + which + " was delivered"
+	}
+	if look == "" {
+		look = fmt.Sprintf("look for %s in chat %s", which, p.Target)
 	}
 	return tools.Result{Status: tools.StatusTerminal, OperationID: op.ID, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify,
-		Evidence: op.Evidence, Reason: report(known, "whether "+which+" was delivered",
-			fmt.Sprintf("look for %s in chat %s, then /resolve %s delivered|not_delivered", which, op.Payload.Target, op.ID))}
+		Evidence: op.Evidence, Reason: report(known, unknown, fmt.Sprintf("%s, then /resolve %s delivered|not_delivered", look, op.ID))}
 }
 
 // end moves an operation to a final state with its result.
