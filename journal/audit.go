@@ -18,9 +18,12 @@ import (
 // account for: every transition of an operation (a human's resolution of an
 // unknown outcome is one), every approval asked (bound to the payload's hash)
 // and every decision on one (approved, rejected, expired, withdrawn, by whom).
-// A record is appended in the transaction of its fact, queued on the writer lock
-// like every write, so it costs no durable commit of its own and two writers
-// never chain onto the same record. Each record carries the hash of the one
+// A record is appended in the transaction of its fact, so it costs no durable
+// commit of its own, and appends queue, so that two writers never chain onto the
+// same record: on SQLite on the writer lock, like every write; on PostgreSQL,
+// whose writes run side by side, on the audit lock, taken at the end of the
+// transaction right before its append and held only until its commit
+// (flushAudit). Each record carries the hash of the one
 // before: hash = SHA-256(prev_hash || canonical form), prev_hash and hash in
 // lowercase hex, the first record's prev_hash 64 zeros. VerifyAudit
 // (auditverify.go) walks the chain and checks the journal's own tables against it.
@@ -150,6 +153,7 @@ type genesisFact struct {
 type chain struct {
 	off     bool
 	head    *head // the journal's guess at the trail's head
+	lock    int32 // PostgreSQL: the second key of the audit lock (lockAuditTrail)
 	pending []AuditRecord
 }
 
@@ -186,13 +190,21 @@ func (t txn) audit(kind, op, ref string, at time.Time, body any) {
 
 // flushAudit appends the queued records after the trail's head, inside the
 // transaction of the facts: one statement when the journal's last append is
-// still the head, a read of the head and an insert otherwise.
+// still the head, a read of the head and an insert otherwise. On PostgreSQL it
+// first waits for the audit lock, which the transaction then holds until it
+// ends: the head it reads, or checks, is the last committed append, and no
+// other append commits before this one has.
 func (t txn) flushAudit(ctx context.Context) error {
 	c := t.chain
 	if c == nil || len(c.pending) == 0 {
 		return nil
 	}
 	defer func() { c.pending = c.pending[:0] }()
+	if t.pg {
+		if err := lockAuditTrail(ctx, t.tx, c.lock); err != nil {
+			return err
+		}
+	}
 	if c.head != nil {
 		if seq, hash := c.head.get(); hash != "" {
 			n, err := t.appendAudit(ctx, seq, hash, true)

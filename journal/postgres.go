@@ -21,10 +21,11 @@ import (
 )
 
 // The journal on PostgreSQL is the same code as on SQLite, its SQL translated by
-// pgSQL (the dialect) and its locks taken as PostgreSQL's: a transaction-level
-// advisory lock stands for SQLite's single writer, a session-level one held on a
-// connection of its own for the owner's flock. One process per journal for now:
-// the writer lock makes several safe, but sending is owned by one.
+// pgSQL (the dialect) and its locks taken as PostgreSQL's. SQLite has one writer
+// at a time; PostgreSQL's writes run side by side (writePG), each guarded by the
+// rows it changes, and only the audit trail's append waits its turn, on a
+// transaction-level advisory lock (lockAudit). A session-level advisory lock, held
+// on a connection of its own, stands for the owner's flock.
 
 //go:embed migrations/postgres/*.sql
 var pgMigrations embed.FS
@@ -56,8 +57,12 @@ type pgStore struct {
 // The advisory locks' first key: one per purpose. Their second key is a hash of
 // the schema (and of the transport for ownership), so that journals in two
 // schemas of one database never wait for each other.
+//
+// lockAudit's first key is the one every write took for its whole transaction
+// before writes ran side by side: a process of that older binary still queues
+// with this one's appends, so their records never chain onto the same one.
 const (
-	lockWrite   int32 = 0x43530001
+	lockAudit   int32 = 0x43530001
 	lockMigrate int32 = 0x43530002
 	lockOwn     int32 = 0x43530003
 	lockReplica int32 = 0x43530004
@@ -77,6 +82,9 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	if err != nil {
 		return errors.New("bad PostgreSQL URL") // the parse error may quote the password
 	}
+	// A durable write waits for the WAL to be on disk, whatever the server's
+	// default; a lazy one says otherwise for its transaction (writePG).
+	cfg.RuntimeParams["synchronous_commit"] = "on"
 	j.pg = &pgStore{config: cfg, where: Where(url)}
 	db := stdlib.OpenDB(*cfg)
 	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&j.pg.schema); err != nil {
@@ -84,12 +92,8 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	j.w.durable, j.db = db, reader{db: db, pg: true}
-	if j.w.gate == nil {
-		j.w.gate = sharedGate("postgres:" + j.pg.where + "/" + j.pg.schema)
-	}
 	if err := j.migratePostgres(ctx); err != nil {
 		db.Close()
-		j.w.gate.release()
 		return err
 	}
 	return nil
@@ -147,31 +151,63 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 }
 
 // genesisPostgres writes the audit trail's first record in the migration's
-// transaction, under the writer lock too: a writer of an older binary, which
-// appends no records, may not slip a fact between the history's digest and the
+// transaction, holding the audit lock from the digest on: a writer of an older
+// binary, which appends no records but took that lock for each of its whole
+// transactions, may not slip a fact between the history's digest and the
 // genesis that commits to it.
 func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
-	if err := lockWriter(ctx, tx, j.pg.schema, durable); err != nil {
+	key := lockKey(j.pg.schema)
+	if err := lockAuditTrail(ctx, tx, key); err != nil {
 		return err
 	}
-	t := txn{tx: tx, pg: true, chain: &chain{}}
+	t := txn{tx: tx, pg: true, chain: &chain{lock: key}}
 	if err := writeGenesis(ctx, t, time.Now().UTC()); err != nil {
 		return err
 	}
 	return t.flushAudit(ctx)
 }
 
-// lockWriter takes, inside tx, the lock that stands for SQLite's single writer,
-// and makes a lazy commit skip the wait for the disk (synchronous_commit off,
-// PostgreSQL's counterpart of synchronous=NORMAL): one round trip.
-func lockWriter(ctx context.Context, tx *sql.Tx, schema string, c commit) error {
-	sync := "on"
-	if c == lazy {
-		sync = "off"
+// writePG runs fn in a write transaction on PostgreSQL and commits it when fn
+// returns nil. There is no writer lock: writes run side by side under READ
+// COMMITTED, each guarded by the rows it changes (a move is a compare-and-set
+// on the operation's state, a decision on the approval's row, locked first; a
+// budget is spent under its task's row lock; see forUpdate), so that replicas,
+// and the senders of one process, write at once. The audit records fn queued
+// are appended last, under the audit lock (flushAudit), which the transaction
+// then holds only for the append and its commit. A lazy write does not wait
+// for the WAL to reach the disk (synchronous_commit off, PostgreSQL's
+// counterpart of SQLite's synchronous=NORMAL).
+func (j *Journal) writePG(ctx context.Context, c commit, fn func(txn) error) error {
+	tx, err := j.w.durable.BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
-	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, $2), set_config('synchronous_commit', $3, true)",
-		lockWrite, lockKey(schema), sync)
-	return err
+	if c == lazy {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("lazy write: %w", err)
+		}
+	}
+	t := txn{tx: tx, pg: true, chain: &chain{off: j.auditOff, head: &j.head, lock: lockKey(j.pg.schema)}}
+	if err := j.run(ctx, t, fn); err != nil {
+		return err
+	}
+	if c == durable {
+		j.commits.Add(1) // SQLite's are counted by its commit hook (driver)
+	}
+	return nil
+}
+
+// lockAuditTrail takes, inside tx, the lock under which the audit trail of the
+// journal whose schema hashes to key is appended to, until tx ends: one append
+// at a time, each after the last committed one. It is taken after the
+// transaction's other locks, so that it never waits for a row while it keeps
+// other appends waiting.
+func lockAuditTrail(ctx context.Context, tx *sql.Tx, key int32) error {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, $2)", lockAudit, key); err != nil {
+		return fmt.Errorf("wait to append to the audit trail: %w", err)
+	}
+	return nil
 }
 
 // ownPostgres takes the ownership of transport: a session-level advisory lock on
