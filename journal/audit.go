@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The audit trail is a chain of records, one per fact a person may have to
@@ -151,10 +153,14 @@ type genesisFact struct {
 // chain collects the records of one write transaction; write appends them,
 // after the head they follow, just before it commits.
 type chain struct {
-	off     bool
-	head    *head // the journal's guess at the trail's head
-	lock    int32 // PostgreSQL: the second key of the audit lock (lockAuditTrail)
-	pending []AuditRecord
+	off  bool
+	head *head // the journal's guess at the trail's head
+	lock int32 // PostgreSQL: the second key of the audit lock (lockAuditTrail)
+	// syncAfter, on PostgreSQL, says that an append commits without waiting
+	// for the disk, and its writer waits after the commit (writePG); appended
+	// says that one did.
+	syncAfter, appended bool
+	pending             []AuditRecord
 }
 
 // head is the last record this journal appended: most often still the trail's
@@ -193,17 +199,18 @@ func (t txn) audit(kind, op, ref string, at time.Time, body any) {
 // still the head, a read of the head and an insert otherwise. On PostgreSQL it
 // first waits for the audit lock, which the transaction then holds until it
 // ends: the head it reads, or checks, is the last committed append, and no
-// other append commits before this one has.
+// other append commits before this one has. The lock is asked for in the
+// round trip of the guessed append, so that the lock's holder, when it guessed
+// right, waits for its client only once before its commit.
 func (t txn) flushAudit(ctx context.Context) error {
 	c := t.chain
 	if c == nil || len(c.pending) == 0 {
 		return nil
 	}
 	defer func() { c.pending = c.pending[:0] }()
+	locked := !t.pg // SQLite's writer holds its lock already
 	if t.pg {
-		if err := lockAuditTrail(ctx, t.tx, c.lock); err != nil {
-			return err
-		}
+		c.appended = true
 	}
 	if c.head != nil {
 		if seq, hash := c.head.get(); hash != "" {
@@ -214,6 +221,12 @@ func (t txn) flushAudit(ctx context.Context) error {
 			if err != nil || n == int64(len(c.pending)) {
 				return err
 			}
+			locked = true
+		}
+	}
+	if !locked {
+		if err := lockAuditTrail(ctx, t.tx, c.lock, c.syncAfter); err != nil {
+			return err
 		}
 	}
 	seq, hash, err := auditHead(ctx, t)
@@ -230,17 +243,27 @@ func (t txn) flushAudit(ctx context.Context) error {
 // on SQLite, where a failed statement leaves its transaction usable and the
 // plain insert is the cheaper one, a seq already taken fails it instead (the
 // seqs after a head are taken only by appends after it).
+//
+// A guess on PostgreSQL is sent after the statement that takes the audit lock
+// (lockAuditSQL), in one round trip: PostgreSQL's simple protocol, whose
+// statements each read what was committed when they start, the insert's check
+// of the head after the lock is held. Its arguments are quoted by the driver.
 func (t txn) appendAudit(ctx context.Context, seq int64, prev string, guess bool) (int64, error) {
 	c := t.chain
 	var b strings.Builder
 	row := "(?, ?, ?, ?, ?, ?, ?, ?)"
+	args := make([]any, 0, 8*len(c.pending)+4)
+	if t.pg && guess {
+		lock, lockArgs := lockAuditSQL(c.lock, c.syncAfter)
+		b.WriteString(lock + "; ")
+		args = append(append(args, pgx.QueryExecModeSimpleProtocol), lockArgs...)
+	}
 	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) ")
 	if t.pg {
 		b.WriteString("SELECT * FROM (")
 		row = "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))"
 	}
 	b.WriteString("VALUES ")
-	args := make([]any, 0, 8*len(c.pending)+1)
 	for i := range c.pending {
 		r := &c.pending[i]
 		seq++

@@ -149,3 +149,58 @@ func BenchmarkHold(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInboxReplicas is the inbox's side of scaling out on PostgreSQL:
+// updates taken per second by one replica and by three on one journal, in the
+// same run. Each replica takes updates as its webhook does, a few at once
+// (takers), each one stored durably in the inbox before it is answered and
+// marked handled once done (a lazy write). It reports updates/s; the ratio of
+// the two runs is what a replica adds.
+func BenchmarkInboxReplicas(b *testing.B) {
+	const takers = 2 // per replica
+	for _, replicas := range []int{1, 3} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			ctx := context.Background()
+			name := pgtest.Fresh(b)
+			var js []*journal.Journal
+			for r := range replicas {
+				j, err := journal.Open(ctx, name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer j.Close()
+				if err := j.Join(ctx, "telegram", fmt.Sprintf("r%d", r+1), 0); err != nil {
+					b.Fatal(err)
+				}
+				js = append(js, j)
+			}
+			var n atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := range replicas * takers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					j := js[w%replicas]
+					for {
+						i := n.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						fresh, err := j.Receive(ctx, []journal.InboxItem{{UpdateID: i, Body: []byte(`{"update_id":1}`)}})
+						if err == nil && len(fresh) == 1 {
+							err = j.Handled(ctx, fresh[0].Key)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
+		})
+	}
+}

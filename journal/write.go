@@ -33,7 +33,8 @@ const (
 type writer struct {
 	gate    *gate
 	durable *sql.DB
-	// lazy writes what needs no fsync of its own (synchronous=NORMAL): a record
+	// lazy writes what needs no fsync of its own (synchronous=NORMAL; on
+	// PostgreSQL, synchronous_commit off): a record
 	// whose loss to a power cut is harmless, such as an update marked handled (a
 	// replay of it is a no-op). It survives a crash of the process at once, and a
 	// power cut from the next commit of durable on, which syncs the whole
@@ -170,6 +171,9 @@ func (j *Journal) tx(ctx context.Context, fn func(txn) error) error {
 
 // exec runs one statement as a write transaction of its own on the pool c names.
 func (j *Journal) exec(ctx context.Context, c commit, query string, args ...any) (sql.Result, error) {
+	if j.pg != nil {
+		return j.execPG(ctx, c, query, args...)
+	}
 	var res sql.Result
 	err := j.write(ctx, c, func(tx txn) error {
 		var err error
