@@ -161,13 +161,32 @@ type chain struct {
 	// says that one did.
 	syncAfter, appended bool
 	pending             []AuditRecord
+	// release gives back the journal's turn to append (head.turn), once the
+	// transaction has ended; nil when it did not take it.
+	release func()
+}
+
+// done ends the transaction's turn to append, if it took it.
+func (c *chain) done() {
+	if c != nil && c.release != nil {
+		c.release()
+		c.release = nil
+	}
 }
 
 // head is the last record this journal appended: most often still the trail's
 // head, so an append need not read it first. An append after it checks, in
 // the insert itself, that it is (another process, or another journal on the
 // same store, may have appended since), and reads the head when it is not.
+//
+// On PostgreSQL, where the writers of a journal run side by side, they take
+// turns to append (turn), each from its guess to its commit: a guess made
+// before waiting for the audit lock would most often be stale by the time the
+// lock is held, and cost its holder two more round trips while others wait.
+// The turn is in the process; the audit lock (lockAuditTrail) orders the
+// processes.
 type head struct {
+	turn sync.Mutex
 	mu   sync.Mutex
 	seq  int64
 	hash string
@@ -202,6 +221,11 @@ func (t txn) audit(kind, op, ref string, at time.Time, body any) {
 // other append commits before this one has. The lock is asked for in the
 // round trip of the guessed append, so that the lock's holder, when it guessed
 // right, waits for its client only once before its commit.
+//
+// The journal's turn to append (head.turn) is held from the guess to the
+// append, not to the commit: the next writer's guess, this append, is sent
+// while this transaction commits, and the server gives it the lock, and checks
+// its guess against the committed head, the moment this one commits.
 func (t txn) flushAudit(ctx context.Context) error {
 	c := t.chain
 	if c == nil || len(c.pending) == 0 {
@@ -211,6 +235,11 @@ func (t txn) flushAudit(ctx context.Context) error {
 	locked := !t.pg // SQLite's writer holds its lock already
 	if t.pg {
 		c.appended = true
+		if c.head != nil && c.release == nil {
+			c.head.turn.Lock()
+			c.release = c.head.turn.Unlock
+		}
+		defer c.done()
 	}
 	if c.head != nil {
 		if seq, hash := c.head.get(); hash != "" {

@@ -135,6 +135,7 @@ func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error
 
 // run runs fn in t, appends the audit records fn queued and commits.
 func (j *Journal) run(ctx context.Context, t txn, fn func(txn) error) error {
+	defer t.chain.done()
 	if err := fn(t); err != nil {
 		t.tx.Rollback()
 		return err
