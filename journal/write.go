@@ -9,8 +9,9 @@ import (
 	"sync"
 )
 
-// Every write the journal makes goes through write, which holds the writer lock
-// for the whole transaction. SQLite lets one writer at a time into a database, and
+// Every write the journal makes goes through write, which on SQLite holds the
+// writer lock for the whole transaction (on PostgreSQL writes run side by side:
+// writePG). SQLite lets one writer at a time into a database, and
 // its busy handler makes the others retry in sleeps rather than queue: under a
 // burst, a writer that keeps losing the race waits far longer than the work
 // takes, and past the busy timeout its write fails ("database is locked") and the
