@@ -20,7 +20,8 @@ import (
 // send's four durable writes (approval asked, approved, committing, committed).
 // "queued" is the journal as it is, its writers queueing on the writer lock;
 // "busy handler" is the baseline, the same journal with its writers meeting
-// SQLite's busy handler (5 s timeout) instead, as before the lock. Besides the
+// SQLite's busy handler (5 s timeout) instead, as before the lock; "postgres"
+// is the journal on PostgreSQL, whose writers run side by side. Besides the
 // time per send it reports the slowest sends (p99 and max, in ms): the handler's
 // sleeps show in the tail, and a send past the timeout fails the run.
 func BenchmarkConcurrentWriters(b *testing.B) {
@@ -36,6 +37,9 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		{"queued", sqliteFile, nil},
 		{"busy handler", sqliteFile, []journal.Option{journal.WithoutWriterLock()}},
 		{"postgres", func(b *testing.B) string { return pgtest.Fresh(b) }, nil},
+		// The same journal appending nothing to the audit trail: the floor the
+		// trail's one-at-a-time appends stand on.
+		{"postgres-unaudited", func(b *testing.B) string { return pgtest.Fresh(b) }, []journal.Option{journal.WithoutAudit()}},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			j, err := journal.Open(context.Background(), bm.fresh(b), bm.opts...)
