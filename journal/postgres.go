@@ -85,6 +85,9 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	// A durable write waits for the WAL to be on disk, whatever the server's
 	// default; a lazy one, through a pool of its own, does not (writePG).
 	cfg.RuntimeParams["synchronous_commit"] = "on"
+	// The guessed append quotes its arguments in the driver (appendAudit),
+	// which it does only with backslashes taken literally.
+	cfg.RuntimeParams["standard_conforming_strings"] = "on"
 	j.pg = &pgStore{config: cfg, where: Where(url)}
 	db := stdlib.OpenDB(*cfg)
 	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&j.pg.schema); err != nil {
