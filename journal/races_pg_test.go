@@ -247,3 +247,24 @@ func TestRacingAppendsOnPostgreSQLKeepOneChain(t *testing.T) {
 		t.Errorf("%d rows in the trail, %d of them chained", rows, rep.Records)
 	}
 }
+
+// TestAGuessedAppendKeepsItsRecordsExact: an append after the journal's own
+// last one is sent with the audit lock in one round trip, its arguments quoted
+// by the driver; records whose text holds quotes, backslashes and what looks
+// like SQL are stored as they were hashed.
+func TestAGuessedAppendKeepsItsRecordsExact(t *testing.T) {
+	name := backends[1].fresh(t)
+	j := open(t, name, time.Now)
+	ctx := context.Background()
+	_, op := newOp(t, j) // its creation appends, and the journal knows the head
+	reason := `it's a \'quote\' \\ "and" $1 ?; DROP TABLE audit; -- ` + "\n\ttab é 😀"
+	if err := j.Move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Verified, Reason: reason}); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verify(t, j); rep.Fault != nil {
+		t.Fatalf("the audit trail: %s", rep.Fault)
+	}
+	if got := lastTransition(t, j, op.ID); got.Reason != reason {
+		t.Errorf("reason = %q, want %q", got.Reason, reason)
+	}
+}
