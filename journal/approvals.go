@@ -198,8 +198,12 @@ func (j *Journal) DecideBallot(ctx context.Context, id string, b Ballot) (Approv
 
 // decideIn is DecideBallot within tx. *expired is set when the approval's
 // time had passed and the expiry was recorded instead of b.
+//
+// The read of the approval locks its row until tx ends, before its votes are
+// read: two approvers of a quorum voting at once are counted one after the
+// other, so that the vote that completes it decides it.
 func (j *Journal) decideIn(ctx context.Context, tx txn, id string, b Ballot, expired *bool) (Approval, error) {
-	a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?", id))
+	a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?"+tx.rowLock(" FOR UPDATE"), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("approval %s: %w", id, ErrNotFound)
 	}

@@ -20,7 +20,8 @@ import (
 // send's four durable writes (approval asked, approved, committing, committed).
 // "queued" is the journal as it is, its writers queueing on the writer lock;
 // "busy handler" is the baseline, the same journal with its writers meeting
-// SQLite's busy handler (5 s timeout) instead, as before the lock. Besides the
+// SQLite's busy handler (5 s timeout) instead, as before the lock; "postgres"
+// is the journal on PostgreSQL, whose writers run side by side. Besides the
 // time per send it reports the slowest sends (p99 and max, in ms): the handler's
 // sleeps show in the tail, and a send past the timeout fails the run.
 func BenchmarkConcurrentWriters(b *testing.B) {
@@ -36,6 +37,9 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		{"queued", sqliteFile, nil},
 		{"busy handler", sqliteFile, []journal.Option{journal.WithoutWriterLock()}},
 		{"postgres", func(b *testing.B) string { return pgtest.Fresh(b) }, nil},
+		// The same journal appending nothing to the audit trail: the floor the
+		// trail's one-at-a-time appends stand on.
+		{"postgres-unaudited", func(b *testing.B) string { return pgtest.Fresh(b) }, []journal.Option{journal.WithoutAudit()}},
 	} {
 		b.Run(bm.name, func(b *testing.B) {
 			j, err := journal.Open(context.Background(), bm.fresh(b), bm.opts...)
@@ -146,6 +150,61 @@ func BenchmarkHold(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N)/1e6, "ms/move")
 			})
+		})
+	}
+}
+
+// BenchmarkInboxReplicas is the inbox's side of scaling out on PostgreSQL:
+// updates taken per second by one replica and by three on one journal, in the
+// same run. Each replica takes updates as its webhook does, a few at once
+// (takers), each one stored durably in the inbox before it is answered and
+// marked handled once done (a lazy write). It reports updates/s; the ratio of
+// the two runs is what a replica adds.
+func BenchmarkInboxReplicas(b *testing.B) {
+	const takers = 2 // per replica
+	for _, replicas := range []int{1, 3} {
+		b.Run(fmt.Sprintf("replicas=%d", replicas), func(b *testing.B) {
+			ctx := context.Background()
+			name := pgtest.Fresh(b)
+			var js []*journal.Journal
+			for r := range replicas {
+				j, err := journal.Open(ctx, name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer j.Close()
+				if err := j.Join(ctx, "telegram", fmt.Sprintf("r%d", r+1), 0); err != nil {
+					b.Fatal(err)
+				}
+				js = append(js, j)
+			}
+			var n atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for w := range replicas * takers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					j := js[w%replicas]
+					for {
+						i := n.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						fresh, err := j.Receive(ctx, []journal.InboxItem{{UpdateID: i, Body: []byte(`{"update_id":1}`)}})
+						if err == nil && len(fresh) == 1 {
+							err = j.Handled(ctx, fresh[0].Key)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
 		})
 	}
 }

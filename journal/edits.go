@@ -37,7 +37,9 @@ const ReasonEdited = "payload edited by"
 func (j *Journal) EditPayload(ctx context.Context, apID string, p tools.Payload, by int64, next *Approval) (Edit, error) {
 	var e Edit
 	err := j.tx(ctx, func(tx txn) error {
-		a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?", apID))
+		// Locked, like a decision's: the payload read next is the one the
+		// approval is still bound to when the edit closes it.
+		a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?"+tx.rowLock(" FOR UPDATE"), apID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("approval %s: %w", apID, ErrNotFound)
 		}

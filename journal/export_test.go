@@ -18,8 +18,24 @@ func WithBusyTimeout(d time.Duration) Option { return func(j *Journal) { j.busy 
 func WithoutWriterLock() Option { return func(j *Journal) { j.w.gate = newGate(1 << 30) } }
 
 // HoldWriterLock takes the writer lock of j's file, as a long write would, until
-// release is called.
+// release is called. On PostgreSQL, which has none, it takes the audit lock on a
+// connection of its own, as an append about to commit holds it: an audited write
+// waits for it.
 func (j *Journal) HoldWriterLock(ctx context.Context) (release func(), err error) {
+	if j.pg != nil {
+		conn, err := j.w.durable.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1, $2)", lockAudit, lockKey(j.pg.schema)); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return func() {
+			conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1, $2)", lockAudit, lockKey(j.pg.schema))
+			conn.Close()
+		}, nil
+	}
 	if err := j.w.gate.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -57,9 +73,10 @@ func (j *Journal) NameLock(name string) (int64, int64) {
 	return int64(lockReplica), int64(lockKey(j.pg.schema, name))
 }
 
-// WriteLock is the advisory lock (key1, key2) every write transaction takes on
-// PostgreSQL, for a test that holds it from another connection, as a writer of
-// another process does.
+// WriteLock is the advisory lock (key1, key2) every audited write transaction
+// takes on PostgreSQL before its append, for a test that holds it from another
+// connection, as an append of another process (or a whole write of an older
+// binary) does.
 func (j *Journal) WriteLock() (int64, int64) {
-	return int64(lockWrite), int64(lockKey(j.pg.schema))
+	return int64(lockAudit), int64(lockKey(j.pg.schema))
 }

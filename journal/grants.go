@@ -144,6 +144,9 @@ func (j *Journal) GrantApprovals(ctx context.Context, by int64, task string, ite
 	var out []Approval
 	err := j.tx(ctx, func(tx txn) error {
 		out = out[:0]
+		if err := lockApprovals(ctx, tx, items); err != nil {
+			return err
+		}
 		if err := insertGrant(ctx, tx, &g); err != nil {
 			return err
 		}
@@ -166,9 +169,31 @@ func (j *Journal) GrantApprovals(ctx context.Context, by int64, task string, ite
 	return g, out, nil
 }
 
-// grantCovers checks, in tx, that grant id is in force at now and covers a.
+// lockApprovals locks, on PostgreSQL, the rows of the approvals items name, in
+// the order of their ids, until tx ends: two grants over some of the same
+// approvals, listed in other orders, wait for each other instead of each
+// locking one the other needs.
+func lockApprovals(ctx context.Context, tx txn, items []GrantItem) error {
+	if !tx.pg || len(items) < 2 {
+		return nil
+	}
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.Approval
+	}
+	slices.Sort(ids)
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM approvals WHERE id = ANY(CAST(? AS TEXT[])) ORDER BY id FOR UPDATE", ids)
+	if err != nil {
+		return fmt.Errorf("lock the approvals of the grant: %w", err)
+	}
+	return rows.Close()
+}
+
+// grantCovers checks, in tx, that grant id is in force at now and covers a. It
+// holds the grant's row (shared) until tx ends, so that a revocation waits for
+// the approvals given under the grant before it, and they for it.
 func (j *Journal) grantCovers(ctx context.Context, tx txn, id string, a Approval, now time.Time) error {
-	g, err := scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE id = ?", id))
+	g, err := scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE id = ?"+tx.rowLock(" FOR SHARE"), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("grant %s: %w", id, ErrNotFound)
 	}
@@ -202,12 +227,13 @@ func (j *Journal) grantCovers(ctx context.Context, tx txn, id string, a Approval
 }
 
 // RevokeGrant ends window grant id now, in by's name. A grant already ended
-// returns ErrGrantEnded with the grant as it is.
+// returns ErrGrantEnded with the grant as it is: of two revocations at once, one
+// ends it.
 func (j *Journal) RevokeGrant(ctx context.Context, id string, by int64) (Grant, error) {
 	var g Grant
 	err := j.tx(ctx, func(tx txn) error {
 		var err error
-		g, err = scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE id = ?", id))
+		g, err = scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE id = ?"+tx.rowLock(" FOR UPDATE"), id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("grant %s: %w", id, ErrNotFound)
 		}
@@ -218,8 +244,12 @@ func (j *Journal) RevokeGrant(ctx context.Context, id string, by int64) (Grant, 
 		if !g.InForce(now) {
 			return ErrGrantEnded
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE grants SET revoked_by = ?, revoked_at = ? WHERE id = ? AND revoked_at = 0", by, ms(now), id); err != nil {
+		res, err := tx.ExecContext(ctx, "UPDATE grants SET revoked_by = ?, revoked_at = ? WHERE id = ? AND revoked_at = 0", by, ms(now), id)
+		if err != nil {
 			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return ErrGrantEnded
 		}
 		g.RevokedBy, g.Revoked = by, now
 		tx.audit(AuditRevoke, "", g.ID, now, grantFact{Grant: g.ID, By: g.By, At: ms(now), RevokedBy: by})

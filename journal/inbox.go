@@ -3,7 +3,9 @@ package journal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,6 +25,9 @@ type InboxItem struct {
 // update is not returned twice), each with its Key set. A replica (Join) claims
 // the ones it stores, so that another handles them only once its lease is past.
 func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, error) {
+	if j.pg != nil {
+		return j.receivePG(ctx, items)
+	}
 	var fresh []InboxItem
 	err := j.tx(ctx, func(tx txn) error {
 		for _, it := range items {
@@ -43,6 +48,56 @@ func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: receive updates: %w", err)
+	}
+	return fresh, nil
+}
+
+// receivePG is Receive on PostgreSQL: one statement, a transaction of its own
+// (one round trip), which returns the keys it stored.
+func (j *Journal) receivePG(ctx context.Context, items []InboxItem) ([]InboxItem, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	items = slices.Clone(items) // keyed here, not in the caller's slice
+	var b strings.Builder
+	b.WriteString("INSERT INTO inbox(key, update_id, body, received_at, claimed_by, lease_until) VALUES ")
+	var args []any
+	now := ms(j.now())
+	for i := range items {
+		if items[i].Key == "" {
+			items[i].Key = "update:" + strconv.FormatInt(items[i].UpdateID, 10)
+		}
+		until, untilArgs := j.untilSQL()
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), " + until + ")")
+		args = append(append(args, items[i].Key, items[i].UpdateID, string(items[i].Body), now, j.Replica()), untilArgs...)
+	}
+	b.WriteString(" ON CONFLICT DO NOTHING RETURNING key")
+	rows, err := j.w.durable.QueryContext(ctx, pgSQL(b.String()), args...)
+	if err != nil {
+		return nil, fmt.Errorf("journal: receive updates: %w", err)
+	}
+	defer rows.Close()
+	stored := map[string]bool{}
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return nil, fmt.Errorf("journal: receive updates: %w", err)
+		}
+		stored[key] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("journal: receive updates: %w", err)
+	}
+	j.commits.Add(1)
+	var fresh []InboxItem
+	for _, it := range items {
+		if stored[it.Key] {
+			fresh = append(fresh, it)
+			delete(stored, it.Key) // a key twice in items is fresh once
+		}
 	}
 	return fresh, nil
 }

@@ -531,6 +531,10 @@ func (j *Journal) StartAttempt(ctx context.Context, id, detail string) error {
 // no longer committing.
 func (j *Journal) Reattempt(ctx context.Context, id, outcome, detail, why string) error {
 	return j.tx(ctx, func(tx txn) error {
+		// The attempt closed is the operation's last until the next opens.
+		if err := tx.lockOperation(ctx, id); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?
 			WHERE operation_id = ? AND n = (SELECT attempts FROM operations WHERE id = ?)`, ms(j.now()), outcome, detail, id, id)
 		if err != nil {

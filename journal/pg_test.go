@@ -13,10 +13,12 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-// A writer of another process holds PostgreSQL's writer lock (an advisory lock
-// on a connection of its own): this journal's write waits for it, a write whose
-// context ends stops waiting and changes nothing, and the write goes through
-// once the other writer lets go. Reads do not wait.
+// A writer of another process holds PostgreSQL's audit lock (an advisory lock
+// on a connection of its own), as an append about to commit does, or a whole
+// write of an older binary: this journal's write, which appends a record, waits
+// for it at its append, a write whose context ends stops waiting and changes
+// nothing, and the write goes through once the other writer lets go. Reads do
+// not wait.
 func TestAWriterWaitsForAnotherProcesssWriteLock(t *testing.T) {
 	name := backends[1].fresh(t)
 	ctx := context.Background()

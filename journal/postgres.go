@@ -21,10 +21,11 @@ import (
 )
 
 // The journal on PostgreSQL is the same code as on SQLite, its SQL translated by
-// pgSQL (the dialect) and its locks taken as PostgreSQL's: a transaction-level
-// advisory lock stands for SQLite's single writer, a session-level one held on a
-// connection of its own for the owner's flock. One process per journal for now:
-// the writer lock makes several safe, but sending is owned by one.
+// pgSQL (the dialect) and its locks taken as PostgreSQL's. SQLite has one writer
+// at a time; PostgreSQL's writes run side by side (writePG), each guarded by the
+// rows it changes, and only the audit trail's append waits its turn, on a
+// transaction-level advisory lock (lockAudit). A session-level advisory lock, held
+// on a connection of its own, stands for the owner's flock.
 
 //go:embed migrations/postgres/*.sql
 var pgMigrations embed.FS
@@ -56,8 +57,12 @@ type pgStore struct {
 // The advisory locks' first key: one per purpose. Their second key is a hash of
 // the schema (and of the transport for ownership), so that journals in two
 // schemas of one database never wait for each other.
+//
+// lockAudit's first key is the one every write took for its whole transaction
+// before writes ran side by side: a process of that older binary still queues
+// with this one's appends, so their records never chain onto the same one.
 const (
-	lockWrite   int32 = 0x43530001
+	lockAudit   int32 = 0x43530001
 	lockMigrate int32 = 0x43530002
 	lockOwn     int32 = 0x43530003
 	lockReplica int32 = 0x43530004
@@ -77,6 +82,12 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	if err != nil {
 		return errors.New("bad PostgreSQL URL") // the parse error may quote the password
 	}
+	// A durable write waits for the WAL to be on disk, whatever the server's
+	// default; a lazy one, through a pool of its own, does not (writePG).
+	cfg.RuntimeParams["synchronous_commit"] = "on"
+	// The guessed append quotes its arguments in the driver (appendAudit),
+	// which it does only with backslashes taken literally.
+	cfg.RuntimeParams["standard_conforming_strings"] = "on"
 	j.pg = &pgStore{config: cfg, where: Where(url)}
 	db := stdlib.OpenDB(*cfg)
 	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&j.pg.schema); err != nil {
@@ -84,14 +95,13 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	j.w.durable, j.db = db, reader{db: db, pg: true}
-	if j.w.gate == nil {
-		j.w.gate = sharedGate("postgres:" + j.pg.where + "/" + j.pg.schema)
-	}
 	if err := j.migratePostgres(ctx); err != nil {
 		db.Close()
-		j.w.gate.release()
 		return err
 	}
+	lazy := cfg.Copy()
+	lazy.RuntimeParams["synchronous_commit"] = "off"
+	j.w.lazy = stdlib.OpenDB(*lazy)
 	return nil
 }
 
@@ -147,31 +157,115 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 }
 
 // genesisPostgres writes the audit trail's first record in the migration's
-// transaction, under the writer lock too: a writer of an older binary, which
-// appends no records, may not slip a fact between the history's digest and the
+// transaction, holding the audit lock from the digest on: a writer of an older
+// binary, which appends no records but took that lock for each of its whole
+// transactions, may not slip a fact between the history's digest and the
 // genesis that commits to it.
 func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
-	if err := lockWriter(ctx, tx, j.pg.schema, durable); err != nil {
+	key := lockKey(j.pg.schema)
+	if err := lockAuditTrail(ctx, tx, key, false); err != nil {
 		return err
 	}
-	t := txn{tx: tx, pg: true, chain: &chain{}}
+	t := txn{tx: tx, pg: true, chain: &chain{lock: key}}
 	if err := writeGenesis(ctx, t, time.Now().UTC()); err != nil {
 		return err
 	}
 	return t.flushAudit(ctx)
 }
 
-// lockWriter takes, inside tx, the lock that stands for SQLite's single writer,
-// and makes a lazy commit skip the wait for the disk (synchronous_commit off,
-// PostgreSQL's counterpart of synchronous=NORMAL): one round trip.
-func lockWriter(ctx context.Context, tx *sql.Tx, schema string, c commit) error {
-	sync := "on"
-	if c == lazy {
-		sync = "off"
+// writePG runs fn in a write transaction on PostgreSQL and commits it when fn
+// returns nil. There is no writer lock: writes run side by side under READ
+// COMMITTED, each guarded by the rows it changes (a move is a compare-and-set
+// on the operation's state, a decision on the approval's row, locked first; a
+// budget is spent under its task's row lock; see rowLock), so that replicas,
+// and the senders of one process, write at once. The audit records fn queued
+// are appended last, under the audit lock (flushAudit), which the transaction
+// then holds only for the append and its commit.
+//
+// A lazy write does not wait for the WAL to reach the disk (synchronous_commit
+// off, PostgreSQL's counterpart of SQLite's synchronous=NORMAL). Nor does the
+// commit of a durable write that appended to the trail: the audit lock would
+// otherwise be held through the disk's flush, and appends, one at a time, would
+// each wait for a flush of its own. Such a write waits for the disk after its
+// commit, outside the lock (syncWAL), before it returns: with the flushes of the
+// others that wait beside it. Its facts are visible to other writers from its
+// commit, a flush before they are durable; what another writer does on their
+// strength is durable only with its own commit, which is later in the WAL and
+// cannot reach the disk without them, and nothing leaves for Telegram before a
+// durable move to committing.
+func (j *Journal) writePG(ctx context.Context, c commit, fn func(txn) error) error {
+	tx, err := j.pool(c).BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
-	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, $2), set_config('synchronous_commit', $3, true)",
-		lockWrite, lockKey(schema), sync)
-	return err
+	t := txn{tx: tx, pg: true, chain: &chain{off: j.auditOff, head: &j.head, lock: lockKey(j.pg.schema), syncAfter: c == durable}}
+	if err := j.run(ctx, t, fn); err != nil {
+		return err
+	}
+	if c != durable {
+		return nil
+	}
+	j.commits.Add(1) // SQLite's are counted by its commit hook (driver)
+	if t.chain.appended {
+		return j.syncWAL(ctx)
+	}
+	return nil
+}
+
+// pool is the pool of a write on PostgreSQL: durable's connections wait for the
+// disk at commit (synchronous_commit on), lazy's do not.
+func (j *Journal) pool(c commit) *sql.DB {
+	if c == lazy {
+		return j.w.lazy
+	}
+	return j.w.durable
+}
+
+// execPG runs query as a transaction of its own on PostgreSQL: one round trip,
+// since it has no audit record to append.
+func (j *Journal) execPG(ctx context.Context, c commit, query string, args ...any) (sql.Result, error) {
+	res, err := j.pool(c).ExecContext(ctx, pgSQL(query), args...)
+	if err == nil && c == durable {
+		j.commits.Add(1)
+	}
+	return res, err
+}
+
+// syncWAL waits until PostgreSQL's WAL is on disk up to this call at least,
+// which covers every commit made before it: a durable write that committed
+// without waiting (writePG) calls it before it returns. It commits a transaction
+// that writes a record to the WAL and waits for the disk: a logical decoding
+// message, which changes no table and needs no privilege. It waits even when
+// ctx ends: its write has committed, and says so only once it is durable.
+func (j *Journal) syncWAL(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := j.w.durable.ExecContext(ctx, "SELECT pg_logical_emit_message(true, 'countersign', 'sync')"); err != nil {
+		return fmt.Errorf("journal: committed, but its flush to disk was not confirmed: %w", err)
+	}
+	return nil
+}
+
+// lockAuditTrail takes, inside tx, the lock under which the audit trail of the
+// journal whose schema hashes to key is appended to, until tx ends: one append
+// at a time, each after the last committed one. It is taken after the
+// transaction's other locks, so that it never waits for a row while it keeps
+// other appends waiting. With async, the transaction's commit will not wait for
+// the disk (see writePG).
+func lockAuditTrail(ctx context.Context, tx *sql.Tx, key int32, async bool) error {
+	query, args := lockAuditSQL(key, async)
+	if _, err := tx.ExecContext(ctx, pgSQL(query), args...); err != nil {
+		return fmt.Errorf("wait to append to the audit trail: %w", err)
+	}
+	return nil
+}
+
+// lockAuditSQL is the statement, with its arguments, that lockAuditTrail runs.
+func lockAuditSQL(key int32, async bool) (string, []any) {
+	if async {
+		return "SELECT pg_advisory_xact_lock(?, ?), set_config('synchronous_commit', 'off', true)", []any{lockAudit, key}
+	}
+	return "SELECT pg_advisory_xact_lock(?, ?)", []any{lockAudit, key}
 }
 
 // ownPostgres takes the ownership of transport: a session-level advisory lock on

@@ -283,7 +283,9 @@ func (j *Journal) RecoverExpired(ctx context.Context, transport string) ([]strin
 			var until, now int64
 			var by string
 			clock, args := j.leaseClockSQL()
-			err := tx.QueryRowContext(ctx, "SELECT lease_until, claimed_by, "+clock+" FROM operations WHERE id = ? AND state = ?",
+			// Locked: a renewal that has not committed yet is waited for, and
+			// one that comes later finds the operation moved.
+			err := tx.QueryRowContext(ctx, "SELECT lease_until, claimed_by, "+clock+" FROM operations WHERE id = ? AND state = ?"+tx.rowLock(" FOR UPDATE"),
 				append(args, id, Committing)...).Scan(&until, &by, &now)
 			if err != nil || until >= now || by == j.rep.name {
 				return errNoRowsChanged // moved on, or renewed, in the meantime

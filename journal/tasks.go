@@ -103,14 +103,15 @@ type Spend struct {
 
 // spend takes s from the budgets of the task of operation id, inside the caller's
 // transaction, or returns ErrRetryBudget, ErrWaitBudget or ErrRepairBudget when the
-// task's policy snapshot does not allow it. The transaction holds the write lock, so
-// two moves of one task can never both spend the last retry.
+// task's policy snapshot does not allow it. The read that checks the budgets locks
+// the task's row until the transaction ends (SQLite's single writer, PostgreSQL's
+// row lock), so two moves of one task can never both spend the last retry.
 func spend(ctx context.Context, tx txn, id string, s Spend) error {
 	var taskID, snap string
 	var retries, repairs int
 	var waited int64
 	err := tx.QueryRowContext(ctx, `SELECT t.id, t.policy, t.retries_used, t.repairs_used, t.waited_ms
-		FROM tasks t JOIN operations o ON o.task_id = t.id WHERE o.id = ?`, id).Scan(&taskID, &snap, &retries, &repairs, &waited)
+		FROM tasks t JOIN operations o ON o.task_id = t.id WHERE o.id = ?`+tx.rowLock(" FOR UPDATE OF t"), id).Scan(&taskID, &snap, &retries, &repairs, &waited)
 	if err != nil {
 		return fmt.Errorf("budgets of %s: %w", id, err)
 	}

@@ -25,9 +25,9 @@ type Verification struct {
 // by, unless one was recorded less than every ago: then it returns that request,
 // with Repeat set, and records nothing, so that approvers get one question per
 // operation per interval however many agents, sessions or processes ask. The
-// check and the record are one write transaction, and writes are serialized on
-// both backends (SQLite's write lock, PostgreSQL's writer lock), so two askers at
-// once record one request. shown says the caller shows it itself (it owns the
+// check and the record are one write transaction, which holds the operation
+// (SQLite's single writer, PostgreSQL's row lock on the operation), so two askers
+// at once record one request. shown says the caller shows it itself (it owns the
 // operation's transport); otherwise it waits for the owner, which finds it with
 // VerificationsToShow. It returns ErrNotFound when there is no such operation.
 func (j *Journal) AskVerification(ctx context.Context, opID, by string, shown bool, every time.Duration) (Verification, error) {
@@ -37,6 +37,9 @@ func (j *Journal) AskVerification(ctx context.Context, opID, by string, shown bo
 		shownAt = ms(v.Asked)
 	}
 	err := j.tx(ctx, func(tx txn) error {
+		if err := tx.lockOperation(ctx, opID); err != nil {
+			return err
+		}
 		var at int64
 		err := tx.QueryRowContext(ctx, `SELECT seq, transport, asked_by, asked_at FROM verifications
 			WHERE operation_id = ? AND asked_at > ? ORDER BY asked_at DESC, seq DESC LIMIT 1`,

@@ -3,13 +3,15 @@ package journal
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
 )
 
-// Every write the journal makes goes through write, which holds the writer lock
-// for the whole transaction. SQLite lets one writer at a time into a database, and
+// Every write the journal makes goes through write, which on SQLite holds the
+// writer lock for the whole transaction (on PostgreSQL writes run side by side:
+// writePG). SQLite lets one writer at a time into a database, and
 // its busy handler makes the others retry in sleeps rather than queue: under a
 // burst, a writer that keeps losing the race waits far longer than the work
 // takes, and past the busy timeout its write fails ("database is locked") and the
@@ -32,7 +34,8 @@ const (
 type writer struct {
 	gate    *gate
 	durable *sql.DB
-	// lazy writes what needs no fsync of its own (synchronous=NORMAL): a record
+	// lazy writes what needs no fsync of its own (synchronous=NORMAL; on
+	// PostgreSQL, synchronous_commit off): a record
 	// whose loss to a power cut is harmless, such as an update marked handled (a
 	// replay of it is a no-op). It survives a crash of the process at once, and a
 	// power cut from the next commit of durable on, which syncs the whole
@@ -75,6 +78,32 @@ func (t txn) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 	return t.tx.QueryRowContext(ctx, dialect(t.pg, query), args...)
 }
 
+// rowLock returns clause (" FOR UPDATE", " FOR SHARE", ...) on PostgreSQL and
+// "" on SQLite. A write transaction on PostgreSQL that reads a row to decide
+// what to write locks it with the read, since other writers run beside it
+// (writePG); on SQLite its writer is the only one, and the clause does not parse.
+func (t txn) rowLock(clause string) string {
+	if t.pg {
+		return clause
+	}
+	return ""
+}
+
+// lockOperation locks operation id's row until t ends, on PostgreSQL (see
+// rowLock), before reads of its rows elsewhere that decide a write; an unknown id
+// locks nothing and is left for the write to find.
+func (t txn) lockOperation(ctx context.Context, id string) error {
+	if !t.pg {
+		return nil
+	}
+	var one int
+	err := t.QueryRowContext(ctx, "SELECT 1 FROM operations WHERE id = ? FOR UPDATE", id).Scan(&one)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("lock operation %s: %w", id, err)
+	}
+	return nil
+}
+
 func dialect(pg bool, query string) string {
 	if pg {
 		return pgSQL(query)
@@ -84,11 +113,12 @@ func dialect(pg bool, query string) string {
 
 // write waits for the writer lock (or for ctx to end, returning its error), then
 // runs fn in a write transaction on the pool c names and commits it when fn
-// returns nil. On PostgreSQL, where one pool serves both, the transaction first
-// takes the writer lock of the database (lockWriter): other processes' writers
-// queue there as they do on SQLite's write lock, and what the code of this package
-// reads in a write transaction stays as read until it commits.
+// returns nil. On PostgreSQL there is no writer lock (writePG): its writes run
+// side by side, each guarded by the rows it changes.
 func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error {
+	if j.pg != nil {
+		return j.writePG(ctx, c, fn)
+	}
 	if err := j.w.gate.lock(ctx); err != nil {
 		return fmt.Errorf("wait to write: %w", err)
 	}
@@ -101,28 +131,24 @@ func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error
 	if err != nil {
 		return err
 	}
-	if j.pg != nil {
-		if err := lockWriter(ctx, tx, j.pg.schema, c); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("wait to write: %w", err)
-		}
-	}
-	t := txn{tx: tx, pg: j.pg != nil, chain: &chain{off: j.auditOff, head: &j.head}}
+	return j.run(ctx, txn{tx: tx, chain: &chain{off: j.auditOff, head: &j.head}}, fn)
+}
+
+// run runs fn in t, appends the audit records fn queued and commits.
+func (j *Journal) run(ctx context.Context, t txn, fn func(txn) error) error {
+	defer t.chain.done()
 	if err := fn(t); err != nil {
-		tx.Rollback()
+		t.tx.Rollback()
 		return err
 	}
 	// The facts' audit records go in the facts' transaction: both or neither.
 	if err := t.flushAudit(ctx); err != nil {
-		tx.Rollback()
+		t.tx.Rollback()
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := t.tx.Commit(); err != nil {
 		j.head.set(0, "") // the records it appended are not there: read the head next time
 		return err
-	}
-	if j.pg != nil && c == durable {
-		j.commits.Add(1) // SQLite's are counted by its commit hook (driver)
 	}
 	return nil
 }
@@ -147,6 +173,9 @@ func (j *Journal) tx(ctx context.Context, fn func(txn) error) error {
 
 // exec runs one statement as a write transaction of its own on the pool c names.
 func (j *Journal) exec(ctx context.Context, c commit, query string, args ...any) (sql.Result, error) {
+	if j.pg != nil {
+		return j.execPG(ctx, c, query, args...)
+	}
 	var res sql.Result
 	err := j.write(ctx, c, func(tx txn) error {
 		var err error
@@ -218,7 +247,7 @@ func sharedGate(key string) *gate {
 }
 
 func (g *gate) release() {
-	if g.key == "" {
+	if g == nil || g.key == "" { // nil: a journal on PostgreSQL has no gate
 		return
 	}
 	gates.Lock()
