@@ -36,7 +36,7 @@ func (h *Handler) approverCommand(ctx context.Context, req Request, c Command) (
 		if c.Text == "" {
 			return h.offerTask(ctx, req.User, c.OpID)
 		}
-		return h.grantTask(ctx, req.User, c.OpID, c.Text)
+		return h.GrantTask(ctx, req.User, c.OpID, c.Text)
 	case "grants":
 		gs, err := h.Operator.Grants(ctx)
 		if err != nil {
@@ -116,10 +116,6 @@ func (h *Handler) offerTask(ctx context.Context, user int64, taskID string) (Rep
 // GrantTask approves, in user's name, the approvals of taskID that the list
 // with code showed, and commits each: the replies say what came of each.
 func (h *Handler) GrantTask(ctx context.Context, user int64, taskID, code string) (Reply, error) {
-	return h.grantTask(ctx, user, taskID, code)
-}
-
-func (h *Handler) grantTask(ctx context.Context, user int64, taskID, code string) (Reply, error) {
 	g, ds, err := h.Operator.GrantTask(ctx, user, taskID, code)
 	if err != nil {
 		return refused(err)

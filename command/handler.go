@@ -370,7 +370,7 @@ func refusal(err error) (string, bool) {
 // Describe is a result in a sentence or two for the person who asked.
 func Describe(r tools.Result) string {
 	switch {
-	case r.Status == tools.StatusPending && strings.Contains(r.Reason, "more approver"):
+	case r.Status == tools.StatusPending && r.Cause == tools.CauseQuorum:
 		return fmt.Sprintf("%s is waiting for approval: %s.", r.OperationID, r.Reason)
 	case r.Status == tools.StatusPending:
 		return fmt.Sprintf("%s is waiting for approval.", r.OperationID)

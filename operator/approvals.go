@@ -95,7 +95,7 @@ func (o *Operator) approvedEnough(task journal.Task, op journal.Operation, a jou
 // votedResult is the result of an operation whose quorum is not reached yet.
 func votedResult(a journal.Approval) tools.Result {
 	return tools.Result{Status: tools.StatusPending, OperationID: a.OperationID, SideEffect: tools.SideEffectPrepared,
-		NextAction: tools.NextAwaitApproval, Reason: QuorumLine(a)}
+		NextAction: tools.NextAwaitApproval, Cause: tools.CauseQuorum, Reason: QuorumLine(a)}
 }
 
 // QuorumLine says where a quorum stands: "approved by 42 (1 of 2); 1 more

@@ -48,7 +48,7 @@ func TestAQuorumCommitsOnTheLastApproverOnly(t *testing.T) {
 	_, opID := h.send("222", "hello")
 	apID := h.approval(opID)
 	r, err := h.op.Decide(ctx, apID, operatorID, true)
-	if err != nil || r.Status != tools.StatusPending || !strings.Contains(r.Reason, "(1 of 2)") {
+	if err != nil || r.Status != tools.StatusPending || r.Cause != tools.CauseQuorum || !strings.Contains(r.Reason, "(1 of 2)") {
 		t.Fatalf("first approval = %+v, %v; want pending, 1 of 2", r, err)
 	}
 	if len(h.sender.Sent()) != 0 || h.state(opID) != journal.AwaitingApproval {

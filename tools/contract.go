@@ -63,6 +63,7 @@ const (
 	CauseBudget          Cause = "budget_exhausted" // a retry, wait or repair budget is spent
 	CauseNoSender        Cause = "no_sender"        // no process runs that would deliver it: nothing was created
 	CauseDiskFull        Cause = "disk_full"        // the journal had no room to record the call
+	CauseQuorum          Cause = "quorum"           // counted: more approvers must approve before it is sent
 )
 
 // Evidence is the observable fact of a success: where the message is and its
