@@ -14,6 +14,11 @@ import (
 // redelivery, which the inbox's keys make a no-op.
 const inboxKeep = 7 * 24 * time.Hour
 
+// slotsKeep is how long the replicas' send slots of a chat stay after its last
+// send (journal.PruneSlots): far past any span, so that a pruned pool, made
+// again, admits exactly what the old one would have.
+const slotsKeep = time.Hour
+
 // showAgain is how long an approval published here may go without a card before
 // the watch publishes it again, late: the request that asked did not show it (a
 // model's turn shows its cards when it ends, well within this), or its card
@@ -85,6 +90,11 @@ func (o *Operator) sweep(ctx context.Context) {
 	o.showLate(ctx, time.Time{})
 	if _, err := o.opts.Journal.PruneInbox(ctx, o.opts.Clock.Now().Add(-inboxKeep)); err != nil && ctx.Err() == nil {
 		o.opts.Logger.Warn("inbox prune failed", "err", err)
+	}
+	if o.replica() {
+		if _, err := o.opts.Journal.PruneSlots(ctx, slotsKeep); err != nil && ctx.Err() == nil {
+			o.opts.Logger.Warn("send slots prune failed", "err", err)
+		}
 	}
 	// A person may resolve an envelope in an editor while the process runs.
 	if _, err := o.Reconcile(ctx); err != nil && ctx.Err() == nil {

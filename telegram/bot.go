@@ -127,6 +127,11 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 		return nil, err
 	}
 	t.sender = &Sender{bot: t.api, limiter: NewLimiter(*o.Limits), redact: t.redact, timeout: o.SendTimeout}
+	if j != nil {
+		// Among replicas, every request is counted with the others' (shared.go);
+		// none is out longer than the client's timeout.
+		t.sender.limiter.share(j, t.me.ID, t.client.Timeout+5*time.Second)
+	}
 	return t, nil
 }
 

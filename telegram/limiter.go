@@ -50,6 +50,7 @@ type Limiter struct {
 	// bot writing to many chats over months keeps only the busy ones in memory.
 	sweepAt int
 	now     func() time.Time
+	shared  *shared // set by share: the budget this process's replicas keep together (shared.go)
 }
 
 // minSweep is the fewest chats worth sweeping for.
@@ -135,7 +136,29 @@ func (l *Limiter) Wait(ctx context.Context, target string) (done func(), err err
 		l.withdraw(chat)
 		return nil, err
 	}
-	return l.doneFunc(chat), nil
+	if !l.sharing() {
+		return l.doneFunc(chat), nil
+	}
+	chatPool, allPool := l.pools(target)
+	got, _, err := l.shared.take(ctx, chatPool, allPool, false)
+	if err != nil {
+		l.withdraw(chat, &l.second)
+		return nil, err
+	}
+	return l.sharedDone(chat, got), nil
+}
+
+// sharedDone is the done of a send admitted to chat and the overall window
+// here, and to got in the journal.
+func (l *Limiter) sharedDone(chat *window, got slots) func() {
+	local := l.doneFunc(chat)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			local()
+			l.shared.done(got)
+		})
+	}
 }
 
 // admit waits until the window pick returns (under l.mu) admits a send, and
@@ -209,13 +232,19 @@ func (l *Limiter) Spend(target string, n int) {
 	}
 	l.overall.ReserveN(now, n-1) // the overall rate's tokens, owed
 	l.changedLocked()
+	if l.sharing() {
+		chatPool, allPool := l.pools(target)
+		_ = l.shared.spend(chatPool, allPool, n) // best effort: Telegram answers an album it counts otherwise with a 429
+	}
 }
 
-// withdraw gives back a place in w that no send used.
-func (l *Limiter) withdraw(w *window) {
+// withdraw gives back the places in ws that no send used.
+func (l *Limiter) withdraw(ws ...*window) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w.open--
+	for _, w := range ws {
+		w.open--
+	}
 	l.changedLocked()
 }
 
@@ -229,13 +258,40 @@ func (l *Limiter) changedLocked() {
 // of the overall burst for everything else, so that a message of low priority (a
 // stranger's refusal) never makes a card or a commit wait. When it takes one it
 // returns the send's done (see Wait); otherwise nil and how long until it might.
+// Among replicas, the bot's pool in the journal must have more than half its
+// slots free too.
 func (l *Limiter) TrySpare(target string) (done func(), wait time.Duration) {
+	chat, wait := l.trySpareHere(target)
+	if chat == nil {
+		return nil, wait
+	}
+	if !l.sharing() {
+		return l.doneFunc(chat), 0
+	}
+	chatPool, allPool := l.pools(target)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, ok, err := l.shared.take(ctx, chatPool, allPool, true)
+	if err != nil || !ok {
+		l.withdraw(chat, &l.second)
+		return nil, spareRetry
+	}
+	return l.sharedDone(chat, got), 0
+}
+
+// spareRetry is how long a spare send waits before it asks the replicas'
+// shared budget again, after it found too few slots free there.
+const spareRetry = 250 * time.Millisecond
+
+// trySpareHere is TrySpare's decision by this process's windows: the chat's
+// window the send took a place in, or nil and how long until it might.
+func (l *Limiter) trySpareHere(target string) (*window, time.Duration) {
 	l.mu.Lock() // one spare send decided at a time, and no other send admitted meanwhile
 	defer l.mu.Unlock()
 	chat := l.chatLocked(target)
 	now := l.now()
 	need := float64(l.overall.Burst()/2 + 1)
-	wait = until(l.overall, now, need)
+	wait := until(l.overall, now, need)
 	for _, w := range []time.Duration{chat.wait(now), l.second.wait(now)} {
 		if w < 0 {
 			w = 10 * time.Millisecond // a send in flight must answer first
@@ -250,7 +306,7 @@ func (l *Limiter) TrySpare(target string) (done func(), wait time.Duration) {
 	}
 	chat.open++
 	l.second.open++
-	return l.doneFunc(chat), 0
+	return chat, 0
 }
 
 // until is how long r needs to hold n tokens, from now.
@@ -270,10 +326,7 @@ func (l *Limiter) chatLocked(target string) *window {
 	if c, ok := l.chats[target]; ok {
 		return c
 	}
-	limit := l.limits.PerChat
-	if strings.HasPrefix(target, "-") || strings.HasPrefix(target, "@") {
-		limit = min(limit, l.limits.PerGroup) // groups and channels
-	}
+	limit := l.chatLimit(target)
 	if len(l.chats) >= l.sweepAt {
 		l.forgetIdle()
 		l.sweepAt = max(minSweep, 2*len(l.chats)) // amortized: a sweep per doubling
@@ -282,6 +335,15 @@ func (l *Limiter) chatLocked(target string) *window {
 	c := &window{n: burst, span: spanOf(limit, burst)}
 	l.chats[target] = c
 	return c
+}
+
+// chatLimit is the rate within target: PerChat, or PerGroup when slower for a
+// group or channel.
+func (l *Limiter) chatLimit(target string) rate.Limit {
+	if strings.HasPrefix(target, "-") || strings.HasPrefix(target, "@") {
+		return min(l.limits.PerChat, l.limits.PerGroup) // groups and channels
+	}
+	return l.limits.PerChat
 }
 
 // spanOf is the span in which a window of n sends keeps to limit.

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram"
 	"github.com/countersign/countersign/telegram/telegramtest"
@@ -108,4 +112,100 @@ func flooded(t *testing.T) (*telegramtest.Server, *telegram.Bot) {
 		t.Fatal(err)
 	}
 	return srv, tg
+}
+
+// TestReplicasShareOneBudget: three replicas of one bot, sending at once to one
+// chat and across many, keep together under limits each could reach alone:
+// their sends take slots of pools they share in the journal. Telegram (the fake
+// server, with the same limits) refuses none, and its record shows why: a
+// chat's messages arrive a second apart whichever replica sent them, and no
+// second holds more than the overall limit.
+func TestReplicasShareOneBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes a few seconds of real time")
+	}
+	for _, b := range []struct {
+		name  string
+		fresh func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "journal.db") }},
+		{"postgres", func(t *testing.T) string { return pgtest.Fresh(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) { testReplicasShareOneBudget(t, b.fresh(t)) })
+	}
+}
+
+func testReplicasShareOneBudget(t *testing.T, name string) {
+	const perSecond = 10
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: token,
+		Flood: &telegramtest.FloodLimits{PerSecond: perSecond, PerChatPerSecond: 1, ChatBurst: 1, GroupPerMinute: 20}})
+	limits := telegram.Limits{Overall: perSecond, InSecond: perSecond, PerChat: 1, PerGroup: rate.Every(3 * time.Second), ChatBurst: 1}
+	ctx := context.Background()
+	var bots []*telegram.Bot
+	for r := range 3 {
+		j, err := journal.Open(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { j.Close() })
+		if err := j.Join(ctx, telegram.Transport, fmt.Sprint("r", r+1), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: srv.URL(), Limits: &limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bots = append(bots, tg)
+	}
+	// One chat gets a message from each replica; 30 more go to 15 chats, two
+	// each, from all three.
+	type send struct {
+		bot  int
+		chat string
+	}
+	var sends []send
+	for r := range 3 {
+		sends = append(sends, send{r, "300"})
+	}
+	for i := range 30 {
+		sends = append(sends, send{i % 3, fmt.Sprint(400 + i%15)})
+	}
+	errs := make(chan error, len(sends))
+	for i, s := range sends {
+		go func() {
+			_, err := bots[s.bot].Sender().Send(ctx, tools.Message{Target: s.chat, Text: fmt.Sprint("m", i)})
+			errs <- err
+		}()
+	}
+	for range sends {
+		if err := <-errs; err != nil {
+			t.Errorf("send: %v", err)
+		}
+	}
+	if n := srv.TooManyRequests(); n != 0 {
+		t.Errorf("429s = %d, want 0", n)
+	}
+	byChat := map[int64][]time.Time{}
+	var all []time.Time
+	for _, c := range srv.CallsTo("sendMessage") {
+		byChat[c.ChatID] = append(byChat[c.ChatID], c.Time)
+		all = append(all, c.Time)
+	}
+	if len(all) != len(sends) {
+		t.Fatalf("%d sendMessage calls, want %d", len(all), len(sends))
+	}
+	for chat, ts := range byChat {
+		for i := 1; i < len(ts); i++ {
+			if gap := ts[i].Sub(ts[i-1]); gap < time.Second {
+				t.Errorf("chat %d: messages %v apart, want at least a second", chat, gap)
+			}
+		}
+	}
+	slices.SortFunc(all, time.Time.Compare)
+	for i := perSecond; i < len(all); i++ {
+		if d := all[i].Sub(all[i-perSecond]); d < time.Second {
+			t.Errorf("%d messages arrived within %v, want at most %d in any second", perSecond+1, d, perSecond)
+			break
+		}
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver, for the run's schema
 
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
@@ -50,10 +53,14 @@ func deliveryRun(ctx context.Context, c config, s shape) (bool, error) {
 		s, s.n, s.chats, photos(c.photos), dropped(c.drop))
 	fmt.Printf("  theoretical minimum: %.2f s\n", minimum.Seconds())
 	var ours outcome
+	oursName := "countersign"
+	if c.replicas > 1 {
+		oursName = fmt.Sprintf("countersign ×%d", c.replicas)
+	}
 	for _, run := range []struct {
 		name string
 		fn   func(context.Context, config, shape, *telegramtest.Server) (outcome, error)
-	}{{"countersign", viaCountersign}, {"go-telegram/bot alone", viaLibrary}} {
+	}{{oursName, viaCountersign}, {"go-telegram/bot alone", viaLibrary}} {
 		srv := newServer(c, s)
 		o, err := run.fn(ctx, c, s, srv)
 		o.tmr, o.dups, o.delivered = srv.TooManyRequests(), duplicates(srv), len(srv.AllMessages())
@@ -74,7 +81,7 @@ func deliveryRun(ctx context.Context, c config, s shape) (bool, error) {
 			whereTimeGoes(srv, o)
 		}
 		srv.Close()
-		if run.name == "countersign" {
+		if run.name == oursName {
 			ours = o
 		}
 	}
@@ -210,6 +217,9 @@ func perChat(s shape, send func(i int) error) error {
 
 // viaCountersign sends every message as its own auto-approved commit, as the bot
 // does: each its task, its journaled lifecycle, the bot's sender and limiter.
+// With c.replicas above 1, that many replicas on the journal at c.journal send
+// them, each chat's messages in turn from one replica after another, so that
+// only the budget they share in the journal keeps them under Telegram's limits.
 func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Server) (outcome, error) {
 	dir, err := os.MkdirTemp("", "sendbench")
 	if err != nil {
@@ -237,31 +247,29 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 	if err != nil {
 		return outcome{}, err
 	}
-	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
-	if err != nil {
-		return outcome{}, err
+	name := filepath.Join(dir, "journal.db")
+	if c.journal != "" {
+		var drop func()
+		if name, drop, err = freshSchema(ctx, c.journal); err != nil {
+			return outcome{}, err
+		}
+		defer drop()
 	}
-	defer j.Close()
-	if err := j.Own(ctx, telegram.Transport); err != nil {
-		return outcome{}, err
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: srv.URL(), SendTimeout: 5 * time.Second, Logger: quiet})
-	if err != nil {
-		return outcome{}, err
-	}
-	reg, err := tools.NewRegistry(p, tg.Sender(), tools.WithFiles(files))
-	if err != nil {
-		return outcome{}, err
-	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Logger: quiet, Transport: telegram.Transport})
-	if err != nil {
-		return outcome{}, err
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var ops []*operator.Operator
+	for r := range max(1, c.replicas) {
+		op, closeJ, err := newSender(ctx, c, name, r, srv, p, files)
+		if err != nil {
+			return outcome{}, err
+		}
+		defer closeJ()
+		ops = append(ops, op)
 	}
 	var mu sync.Mutex
 	o := outcome{start: time.Now()}
 	err = perChat(s, func(i int) error {
-		r, err := sendOne(ctx, op, c, s, root, i)
+		r, err := sendOne(ctx, ops[(i/s.chats)%len(ops)], c, s, root, i)
 		mu.Lock()
 		defer mu.Unlock()
 		if r.SideEffect == tools.SideEffectUnknown {
@@ -274,6 +282,78 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 	})
 	o.end = time.Now()
 	return o, err
+}
+
+// newSender opens the journal at name and the bot's sender and operator over
+// it: the only process on it, or with c.replicas above 1, replica r+1, whose
+// leases are renewed every second until ctx ends. close closes the journal.
+func newSender(ctx context.Context, c config, name string, r int, srv *telegramtest.Server, p *policy.Policy, files *filestore.Store) (*operator.Operator, func(), error) {
+	j, err := journal.Open(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	fail := func(err error) (*operator.Operator, func(), error) {
+		j.Close()
+		return nil, nil, err
+	}
+	if c.replicas > 1 {
+		if err := j.Join(ctx, telegram.Transport, fmt.Sprint("r", r+1), 0); err != nil {
+			return fail(err)
+		}
+		go func() {
+			for range time.Tick(time.Second) {
+				if ctx.Err() != nil || j.Renew(ctx) != nil {
+					return
+				}
+			}
+		}()
+	} else if err := j.Own(ctx, telegram.Transport); err != nil {
+		return fail(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: srv.URL(), SendTimeout: 5 * time.Second, Logger: quiet})
+	if err != nil {
+		return fail(err)
+	}
+	reg, err := tools.NewRegistry(p, tg.Sender(), tools.WithFiles(files))
+	if err != nil {
+		return fail(err)
+	}
+	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Logger: quiet, Transport: telegram.Transport})
+	if err != nil {
+		return fail(err)
+	}
+	return op, func() { j.Close() }, nil
+}
+
+// freshSchema makes a schema of the run's own in the PostgreSQL database at
+// base, and returns the journal's name in it and its drop.
+func freshSchema(ctx context.Context, base string) (string, func(), error) {
+	if !journal.IsPostgres(base) {
+		return "", nil, fmt.Errorf("-replicas above 1 needs -journal with a postgres:// URL, got %q", journal.Where(base))
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", nil, fmt.Errorf("-journal: %w", err)
+	}
+	schema := fmt.Sprintf("sendbench_%d", time.Now().UnixNano())
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		db.Close()
+		return "", nil, fmt.Errorf("create schema %s in %s: %w", schema, journal.Where(base), err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), func() {
+		defer db.Close()
+		if _, err := db.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			fmt.Fprintf(os.Stderr, "sendbench: drop schema %s: %v\n", schema, err)
+		}
+	}, nil
 }
 
 // writePhotos puts the run's photos in root, one file each.

@@ -28,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/journal"
 )
 
 const token = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
@@ -42,6 +44,8 @@ type config struct {
 	approvals int
 	policies  string
 	verbose   bool
+	replicas  int    // replicas that send the delivery runs (1: one process on SQLite)
+	journal   string // their PostgreSQL journal, with replicas above 1
 }
 
 // shape is one delivery run: n messages across chats.
@@ -86,6 +90,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.approvals, "approvals", 200, "approvals to time, one at a time (0: none)")
 	fs.StringVar(&c.policies, "policies", "policies.yaml", "policy file to start from")
 	fs.BoolVar(&c.verbose, "v", false, "print where each delivery run's time goes")
+	fs.IntVar(&c.replicas, "replicas", 1, "replicas on one PostgreSQL journal that send the delivery runs together, each chat's messages in turn (1: one process on SQLite)")
+	fs.StringVar(&c.journal, "journal", os.Getenv("COUNTERSIGN_DATABASE_URL"), "with -replicas above 1: a postgres:// URL; the run makes a schema of its own there (default $COUNTERSIGN_DATABASE_URL)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -105,6 +111,12 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.drop < 0 || c.approvals < 0 || c.photos < 0 {
 		return c, fmt.Errorf("-drop, -photos and -approvals must not be negative")
+	}
+	if c.replicas < 1 {
+		return c, fmt.Errorf("-replicas must be at least 1")
+	}
+	if (c.replicas > 1 || c.journal != "") && !journal.IsPostgres(c.journal) {
+		return c, fmt.Errorf("-replicas above 1 needs -journal with a postgres:// URL (or COUNTERSIGN_DATABASE_URL)")
 	}
 	return c, nil
 }

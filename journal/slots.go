@@ -1,0 +1,211 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Telegram's flood limits hold per bot, not per process: three replicas that
+// each kept under 30 messages a second would send 90, and two of them could
+// write to one chat in the same second. Replicas therefore count their sends in
+// the journal, as slots taken from pools they share: a pool (a scope) of n
+// slots admits at most n sends at once, and a slot, freed at its send's
+// answer, is taken again only span later. So a pool of n slots with a span of
+// one second lets at most n sends reach Telegram within any second, counted as
+// telegram's own limiter counts them (from the answers), across every
+// replica. Taking a slot is one compare-and-set on its row (FOR UPDATE SKIP
+// LOCKED on PostgreSQL: two takers never wait for each other's row, and no lock
+// covers the pool); the slot rows live outside the audit trail, and their writes
+// wait for no fsync (a slot lost to a crash of the database costs at most one
+// early send, which Telegram answers with a 429 that the sender waits out).
+
+// Slot is a slot taken from a pool (TakeSlot), to be freed when its send is over
+// (FreeSlot).
+type Slot struct {
+	Scope string
+	K     int
+	Grant string // tells this hold from a later taker's
+}
+
+// TakeSlot takes a free slot of the pool scope, of n slots, for a send that is
+// answered or given up within hold: until it is freed (FreeSlot) or hold has
+// passed, nobody else takes it. With spare above 0 it takes one only when more
+// than spare are free (a send of low priority leaves the rest to others).
+//
+// When none may be taken it returns the zero Slot and how long until one might
+// be: exact for a slot whose send was answered, and span for one still out
+// (its answer comes no sooner than now, and frees it span later). The wait is
+// a hint: another replica may take that slot first.
+func (j *Journal) TakeSlot(ctx context.Context, scope string, n int, hold, span time.Duration, spare int) (Slot, time.Duration, error) {
+	if n < 1 {
+		return Slot{}, 0, fmt.Errorf("journal: take slot of %s: a pool has at least one slot", scope)
+	}
+	s := Slot{Scope: scope, Grant: NewID("sl")}
+	for try := 0; ; try++ {
+		k, err := j.takeFree(ctx, s, n, hold, spare)
+		if err != nil {
+			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
+		}
+		if k >= 0 {
+			s.K = k
+			return s, 0, nil
+		}
+		rows, wait, err := j.slotWait(ctx, scope, n, span)
+		if err != nil {
+			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
+		}
+		if rows >= n || try > 0 {
+			return Slot{}, max(wait, time.Millisecond), nil
+		}
+		// The pool is new, or larger than it was: make its missing slots, free.
+		if err := j.makeSlots(ctx, scope, n); err != nil {
+			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
+		}
+	}
+}
+
+// slotNow is the CTE every slot statement starts with: the lease clock's now
+// (the database's on PostgreSQL), read once, as c.now.
+func (j *Journal) slotNow() (string, []any) {
+	now, args := j.leaseClockSQL()
+	return "WITH c AS (SELECT " + now + " AS now) ", args
+}
+
+// takeFree takes the free slot of scope that was freed first, as s, and returns
+// its number, or -1 when none (or, with spare, too few) is free.
+func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold time.Duration, spare int) (int, error) {
+	with, args := j.slotNow()
+	skip := ""
+	if j.pg != nil {
+		skip = " FOR UPDATE SKIP LOCKED"
+	}
+	q := with + `UPDATE send_slots SET grant_id = ?, holder = ?, open = 1, free_at = (SELECT now FROM c) + ?
+		WHERE scope = ? AND k = (SELECT k FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)
+			ORDER BY free_at, k LIMIT 1` + skip + `)
+		AND free_at <= (SELECT now FROM c)`
+	args = append(args, s.Grant, j.Replica(), hold.Milliseconds(), s.Scope, s.Scope, n)
+	if spare > 0 {
+		q += ` AND (SELECT count(*) FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)) > ?`
+		args = append(args, s.Scope, n, spare)
+	}
+	k := -1
+	err := j.slotRow(ctx, q+" RETURNING k", args, &k)
+	if errors.Is(err, sql.ErrNoRows) {
+		return -1, nil
+	}
+	return k, err
+}
+
+// slotWait returns how many slots of scope's first n exist, and how long until
+// the first of them frees (see TakeSlot).
+func (j *Journal) slotWait(ctx context.Context, scope string, n int, span time.Duration) (int, time.Duration, error) {
+	with, args := j.slotNow()
+	q := with + `SELECT count(*), COALESCE(min(CASE WHEN open = 1 AND free_at > (SELECT now FROM c) + ?
+			THEN (SELECT now FROM c) + ? ELSE free_at END), 0) - (SELECT now FROM c)
+		FROM send_slots WHERE scope = ? AND k < ?`
+	args = append(args, span.Milliseconds(), span.Milliseconds(), scope, n)
+	var rows int
+	var wait int64
+	if err := j.db.QueryRowContext(ctx, q, args...).Scan(&rows, &wait); err != nil {
+		return 0, 0, err
+	}
+	return rows, time.Duration(wait) * time.Millisecond, nil
+}
+
+// makeSlots makes scope's slots 0..n-1 that do not exist yet, free.
+func (j *Journal) makeSlots(ctx context.Context, scope string, n int) error {
+	var b strings.Builder
+	b.WriteString("INSERT INTO send_slots (scope, k) VALUES ")
+	args := make([]any, 0, 2*n)
+	for k := range n {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?)")
+		args = append(args, scope, k)
+	}
+	b.WriteString(" ON CONFLICT DO NOTHING")
+	_, err := j.exec(ctx, lazy, b.String(), args...)
+	return err
+}
+
+// FreeSlot frees s, taken by this process, after: span after the answer of its
+// send, or 0 when nothing was sent. It reports false when s was not this
+// process's any more: its hold passed and another took it.
+func (j *Journal) FreeSlot(ctx context.Context, s Slot, after time.Duration) (bool, error) {
+	with, args := j.slotNow()
+	res, err := j.exec(ctx, lazy, with+`UPDATE send_slots SET open = 0, free_at = (SELECT now FROM c) + ?
+		WHERE scope = ? AND k = ? AND grant_id = ?`, append(args, after.Milliseconds(), s.Scope, s.K, s.Grant)...)
+	if err != nil {
+		return false, fmt.Errorf("journal: free slot of %s: %w", s.Scope, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// HoldSlot extends the hold of s, taken by this process, to hold from now: a
+// send that waited long for its other slots. It reports false when s was not
+// this process's any more (its hold passed, and another took it).
+func (j *Journal) HoldSlot(ctx context.Context, s Slot, hold time.Duration) (bool, error) {
+	with, args := j.slotNow()
+	res, err := j.exec(ctx, lazy, with+`UPDATE send_slots SET open = 1, free_at = (SELECT now FROM c) + ?
+		WHERE scope = ? AND k = ? AND grant_id = ?`, append(args, hold.Milliseconds(), s.Scope, s.K, s.Grant)...)
+	if err != nil {
+		return false, fmt.Errorf("journal: hold slot of %s: %w", s.Scope, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// OweSlots keeps count of scope's first n slots busy for after from now, those
+// free first: a send that counts as count+1 messages (an album) took one slot,
+// and owes the others. Slots busy already keep what they owe; a pool with fewer
+// free than count is short of them, as Telegram would say.
+func (j *Journal) OweSlots(ctx context.Context, scope string, n, count int, after time.Duration) error {
+	if count < 1 {
+		return nil
+	}
+	if err := j.makeSlots(ctx, scope, n); err != nil {
+		return fmt.Errorf("journal: owe slots of %s: %w", scope, err)
+	}
+	with, args := j.slotNow()
+	skip := ""
+	if j.pg != nil {
+		skip = " FOR UPDATE SKIP LOCKED"
+	}
+	_, err := j.exec(ctx, lazy, with+`UPDATE send_slots SET free_at = (SELECT now FROM c) + ?
+		WHERE scope = ? AND k IN (SELECT k FROM send_slots WHERE scope = ? AND k < ? AND free_at < (SELECT now FROM c) + ?
+			ORDER BY free_at, k LIMIT ?`+skip+`)`,
+		append(args, after.Milliseconds(), scope, scope, n, after.Milliseconds(), count)...)
+	if err != nil {
+		return fmt.Errorf("journal: owe slots of %s: %w", scope, err)
+	}
+	return nil
+}
+
+// PruneSlots deletes the slots free for longer than idle: the pools of chats
+// nobody wrote to lately. A pool is made again at its next send.
+func (j *Journal) PruneSlots(ctx context.Context, idle time.Duration) (int64, error) {
+	with, args := j.slotNow()
+	res, err := j.exec(ctx, lazy, with+`DELETE FROM send_slots WHERE free_at < (SELECT now FROM c) - ?`,
+		append(args, idle.Milliseconds())...)
+	if err != nil {
+		return 0, fmt.Errorf("journal: prune slots: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// slotRow runs a write that returns one row, as a transaction of its own that
+// waits for no fsync, and scans it into dest.
+func (j *Journal) slotRow(ctx context.Context, query string, args []any, dest ...any) error {
+	if j.pg != nil {
+		return j.w.lazy.QueryRowContext(ctx, pgSQL(query), args...).Scan(dest...)
+	}
+	return j.write(ctx, lazy, func(tx txn) error {
+		return tx.QueryRowContext(ctx, query, args...).Scan(dest...)
+	})
+}

@@ -1,0 +1,201 @@
+package journal_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/journal"
+)
+
+// takeSlot takes a slot of scope (n slots, a 30 s hold, a 1 s span) or fails
+// the test; it returns the slot, or the wait when none was free.
+func takeSlot(t *testing.T, j *journal.Journal, scope string, n int) (journal.Slot, time.Duration) {
+	t.Helper()
+	s, wait, err := j.TakeSlot(context.Background(), scope, n, 30*time.Second, time.Second, 0)
+	if err != nil {
+		t.Fatalf("TakeSlot(%s): %v", scope, err)
+	}
+	return s, wait
+}
+
+// A pool of n slots admits n sends and no more, across replicas; a slot whose
+// send is still out keeps the next taker waiting at least a span, one that was
+// answered exactly until its span has passed, and then it is taken again.
+func TestAPoolOfSlotsAdmitsNSendsAcrossReplicas(t *testing.T) {
+	forEachBackend(t, testAPoolOfSlotsAdmitsNSendsAcrossReplicas)
+}
+
+func testAPoolOfSlotsAdmitsNSendsAcrossReplicas(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	a, _ := takeSlot(t, r1, "bot", 2)
+	b, _ := takeSlot(t, r2, "bot", 2)
+	if a.Grant == "" || b.Grant == "" || a.K == b.K {
+		t.Fatalf("two takes of a pool of 2: %+v and %+v, want two different slots", a, b)
+	}
+	if s, wait := takeSlot(t, r1, "bot", 2); s.Grant != "" || wait != time.Second {
+		t.Fatalf("a third take while both sends are out: %+v, wait %v; want none, and a wait of the span (1s)", s, wait)
+	}
+	c.add(100 * time.Millisecond) // a's answer came
+	if ok, err := r1.FreeSlot(ctx, a, time.Second); err != nil || !ok {
+		t.Fatalf("FreeSlot(a) = %v, %v", ok, err)
+	}
+	c.add(400 * time.Millisecond)
+	if s, wait := takeSlot(t, r2, "bot", 2); s.Grant != "" || wait != 600*time.Millisecond {
+		t.Fatalf("a take 400 ms after a's answer: %+v, wait %v; want none, and 600 ms", s, wait)
+	}
+	c.add(600 * time.Millisecond)
+	again, _ := takeSlot(t, r2, "bot", 2)
+	if again.Grant == "" || again.K != a.K {
+		t.Fatalf("a take a span after a's answer: %+v, want slot %d", again, a.K)
+	}
+	// The pools of two scopes are apart.
+	if other, _ := takeSlot(t, r1, "chat 42", 1); other.Grant == "" {
+		t.Fatalf("a take of another pool was refused")
+	}
+}
+
+// A slot whose taker never freed it (its process died with the send out) is
+// free once its hold has passed, and not before; the late taker's FreeSlot then
+// frees nothing of the new holder's.
+func TestASlotIsFreeWhenItsHoldPasses(t *testing.T) {
+	forEachBackend(t, testASlotIsFreeWhenItsHoldPasses)
+}
+
+func testASlotIsFreeWhenItsHoldPasses(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	old, _ := takeSlot(t, r1, "chat 7", 1)
+	c.add(29 * time.Second)
+	if s, _ := takeSlot(t, r2, "chat 7", 1); s.Grant != "" {
+		t.Fatalf("taken within its hold: %+v", s)
+	}
+	c.add(time.Second)
+	s, _ := takeSlot(t, r2, "chat 7", 1)
+	if s.Grant == "" {
+		t.Fatal("a slot past its hold was not taken")
+	}
+	if ok, err := r1.FreeSlot(ctx, old, 0); err != nil || ok {
+		t.Fatalf("the first taker's late FreeSlot = %v, %v; want false: the slot is another's", ok, err)
+	}
+	if ok, err := r1.HoldSlot(ctx, old, time.Minute); err != nil || ok {
+		t.Fatalf("the first taker's late HoldSlot = %v, %v; want false", ok, err)
+	}
+	if got, _ := takeSlot(t, r1, "chat 7", 1); got.Grant != "" {
+		t.Fatalf("the new holder's slot was freed by the old taker: %+v", got)
+	}
+	if ok, err := r2.HoldSlot(ctx, s, time.Minute); err != nil || !ok {
+		t.Fatalf("the holder's HoldSlot = %v, %v; want true", ok, err)
+	}
+	c.add(45 * time.Second) // past the first hold, within the extended one
+	if got, _ := takeSlot(t, r1, "chat 7", 1); got.Grant != "" {
+		t.Fatalf("taken within an extended hold: %+v", got)
+	}
+}
+
+// A send of low priority takes a slot only while more than spare are free;
+// slots owed by an album stay busy for their span; idle pools are pruned.
+func TestSpareOwedAndPrunedSlots(t *testing.T) {
+	forEachBackend(t, testSpareOwedAndPrunedSlots)
+}
+
+func testSpareOwedAndPrunedSlots(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	j := open(t, name, c.now)
+	spare := func() journal.Slot {
+		s, _, err := j.TakeSlot(ctx, "bot", 4, 30*time.Second, time.Second, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if spare().Grant == "" || spare().Grant == "" {
+		t.Fatal("spare takes refused while 4 and 3 slots were free")
+	}
+	if s := spare(); s.Grant != "" {
+		t.Fatalf("a spare take with 2 of 4 free: %+v, want none", s)
+	}
+	if s, _ := takeSlot(t, j, "bot", 4); s.Grant == "" {
+		t.Fatal("an ordinary take with 2 free was refused")
+	}
+	// An album of 3 to a chat: its slot, and two owed of the bot's pool of 8.
+	if err := j.OweSlots(ctx, "album", 8, 2, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		if s, _ := takeSlot(t, j, "album", 8); s.Grant == "" {
+			t.Fatal("fewer than 6 slots left after owing 2 of 8")
+		}
+	}
+	if s, wait := takeSlot(t, j, "album", 8); s.Grant != "" || wait != time.Second {
+		t.Fatalf("a 7th take: %+v, wait %v; want none until the owed slots' second has passed", s, wait)
+	}
+	if s, _, err := j.TakeSlot(ctx, "long", 1, 3*time.Hour, time.Second, 0); err != nil || s.Grant == "" {
+		t.Fatalf("TakeSlot(long) = %+v, %v", s, err)
+	}
+	c.add(2 * time.Hour)
+	n, err := j.PruneSlots(ctx, time.Hour)
+	if err != nil || n != 12 {
+		t.Fatalf("PruneSlots = %d, %v; want the 12 slots of bot's and album's pools, free for an hour", n, err)
+	}
+	if s, _ := takeSlot(t, j, "long", 1); s.Grant != "" {
+		t.Fatalf("a slot held for 3 h was pruned after 2: %+v", s)
+	}
+}
+
+// Replicas racing for one pool on PostgreSQL, where takes run side by side:
+// of many takers at once, exactly as many as the pool has slots get one, and
+// every other is told to wait.
+func TestRacingTakersNeverOverfillAPoolOnPostgreSQL(t *testing.T) {
+	name := pgtest.Fresh(t)
+	ctx := context.Background()
+	var js []*journal.Journal
+	for i := range 3 {
+		j := openWith(t, name)
+		if err := j.Join(ctx, "telegram", fmt.Sprintf("r%d", i), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		js = append(js, j)
+	}
+	for round, n := range []int{1, 3, 5} {
+		scope := fmt.Sprintf("pool %d", round)
+		const takers = 24
+		var taken atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, takers)
+		start := make(chan struct{})
+		for i := range takers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				s, wait, err := js[i%len(js)].TakeSlot(ctx, scope, n, time.Minute, time.Second, 0)
+				switch {
+				case err != nil:
+					errs <- err
+				case s.Grant != "":
+					taken.Add(1)
+				case wait <= 0:
+					errs <- fmt.Errorf("refused with a wait of %v", wait)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if taken.Load() != int32(n) {
+			t.Fatalf("%d takers racing for a pool of %d: %d took a slot", takers, n, taken.Load())
+		}
+	}
+}

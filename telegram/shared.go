@@ -1,0 +1,154 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+)
+
+// Telegram's limits hold per bot token. A Limiter counts the sends of its own
+// process; when its journal is one of several replicas (journal.Join), each
+// send also takes a slot of the chat's pool and one of the bot's pool in the
+// journal (journal.TakeSlot), freed at its answer, so that every replica's
+// sends are counted together, by the same rules the Limiter keeps alone: a
+// chat's ChatBurst sends at a time, each freeing its slot a chat's span after
+// its answer; InSecond sends at a time over all chats, each freeing its slot a
+// second after its answer, so that no more than InSecond can reach Telegram
+// within any second, whatever the network does. The local windows stay in
+// front: they queue this process's sends without a round trip each (and keep
+// each replica to the steady Overall rate), and only a send they admit asks
+// the journal.
+
+// shared is a Limiter's part of the budget its replicas share.
+type shared struct {
+	j    *journal.Journal
+	bot  string        // the pools' prefix: the bot's id, so that two bots on one journal keep apart
+	hold time.Duration // the longest a request can be out: a slot held by a process that died frees after it
+	// turn lets one sender of this process at a time ask the journal for a
+	// slot of the bot's pool: the others queue here, not in the database.
+	turn chan struct{}
+}
+
+// share makes l count its sends with the other replicas of j, under the bot
+// with id bot, whose requests are over within hold. It takes effect while j is
+// a replica.
+func (l *Limiter) share(j *journal.Journal, bot int64, hold time.Duration) {
+	l.shared = &shared{j: j, bot: strconv.FormatInt(bot, 10), hold: hold, turn: make(chan struct{}, 1)}
+}
+
+// sharing reports whether l's sends are counted with other replicas'.
+func (l *Limiter) sharing() bool { return l.shared != nil && l.shared.j.Replica() != "" }
+
+// pools are the journal pools of a send to target: its chat's, and the bot's.
+func (l *Limiter) pools(target string) (chat, all pool) {
+	limit := l.chatLimit(target)
+	burst := max(1, l.limits.ChatBurst)
+	chat = pool{scope: l.shared.bot + " " + target, n: burst, span: spanOf(limit, burst)}
+	all = pool{scope: l.shared.bot, n: l.limits.InSecond, span: time.Second}
+	return chat, all
+}
+
+// pool is a journal pool of slots: n of them, each free span after its send's
+// answer.
+type pool struct {
+	scope string
+	n     int
+	span  time.Duration
+}
+
+// slots are the journal slots a send took.
+type slots struct {
+	chat, all         journal.Slot
+	chatPool, allPool pool
+}
+
+// take takes a slot of target's chat pool, then one of the bot's, waiting for
+// each; with spare, it takes them only if they are free now and the bot's pool
+// has more than half its slots free, and returns ok false otherwise.
+func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slots, ok bool, err error) {
+	got.chatPool, got.allPool = chat, all
+	for {
+		c, ok, err := s.takeOne(ctx, chat, 0, spare)
+		if err != nil || !ok {
+			return slots{}, false, err
+		}
+		taken := time.Now()
+		select {
+		case s.turn <- struct{}{}:
+		case <-ctx.Done():
+			s.free(c, 0)
+			return slots{}, false, ctx.Err()
+		}
+		leave := 0
+		if spare {
+			leave = all.n / 2
+		}
+		a, ok, err := s.takeOne(ctx, all, leave, spare)
+		<-s.turn
+		if err != nil || !ok {
+			s.free(c, 0)
+			return slots{}, false, err
+		}
+		if time.Since(taken) > s.hold/2 {
+			// Waited long for the bot's slot: the chat's must still be this
+			// process's, for its hold from now.
+			if held, err := s.j.HoldSlot(ctx, c, s.hold); err != nil || !held {
+				s.free(a, 0)
+				if err != nil {
+					return slots{}, false, err
+				}
+				continue // its hold passed and another took it: start again
+			}
+		}
+		got.chat, got.all = c, a
+		return got, true, nil
+	}
+}
+
+// takeOne takes a slot of p, leaving more than leave free, waiting until one is
+// (unless now, when it returns ok false at once).
+func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool) (journal.Slot, bool, error) {
+	for {
+		slot, wait, err := s.j.TakeSlot(ctx, p.scope, p.n, s.hold, p.span, leave)
+		if err != nil {
+			return journal.Slot{}, false, err
+		}
+		if slot.Grant != "" {
+			return slot, true, nil
+		}
+		if now {
+			return journal.Slot{}, false, nil
+		}
+		if err := sleepUntilChange(ctx, wait, nil); err != nil {
+			return journal.Slot{}, false, err
+		}
+	}
+}
+
+// done frees a send's slots: each a span after its answer, which came just now.
+func (s *shared) done(got slots) {
+	s.free(got.chat, got.chatPool.span)
+	s.free(got.all, got.allPool.span)
+}
+
+// free frees slot after, not waiting for a context that ended: a slot left
+// taken would hold its pool until its hold passed.
+func (s *shared) free(slot journal.Slot, after time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = s.j.FreeSlot(ctx, slot, after) // a slot not freed frees when its hold passes
+}
+
+// spend owes the slots of a send that counted as n messages (an album) as the
+// local windows owe them (Spend): the chat's pool busy for n of its spans, and
+// n-1 more of the bot's for their span.
+func (s *shared) spend(chat, all pool, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(
+		s.j.OweSlots(ctx, chat.scope, chat.n, chat.n, time.Duration(n)*chat.span),
+		s.j.OweSlots(ctx, all.scope, all.n, n-1, all.span))
+}
