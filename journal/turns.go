@@ -22,10 +22,9 @@ import (
 //
 // The order: of the messages of a chat that wait for the turn, the one whose
 // update the inbox stored first runs first; a message that waits also lets an
-// earlier message of its chat that the inbox stored and nobody finished
-// handling go first, for at most one lease (it may be on its way to the queue,
-// or with a replica that died): a message that never queues holds the chat no
-// longer than that.
+// earlier message of its chat that the inbox stored and a live replica has not
+// finished handling go first (it may be on its way to the queue), for at most
+// one lease: a message that never queues holds the chat no longer than that.
 
 // ErrChatTurnLost means a message's turn is gone: its lease ran out (its replica
 // stopped renewing it, and another may have taken the chat's turn since), it was
@@ -203,16 +202,19 @@ func (j *Journal) chatQueue(ctx context.Context, tx txn, t ChatTurn) ([]queued, 
 }
 
 // earlierUnhandled counts the messages of t's chat that the inbox stored before
-// mine's and nobody finished handling, while mine has waited less than a lease.
-// Telegram keys a message's update "message:<chat>:<message id>" (InboxItem).
+// mine's and a live replica is handling (its claim's lease holds), while mine
+// has waited less than a lease. A message whose replica died is left out: the
+// replica that takes it over finds its task started, and runs nothing of it
+// again. Telegram keys a message's update "message:<chat>:<message id>"
+// (InboxItem).
 func (j *Journal) earlierUnhandled(ctx context.Context, tx txn, t ChatTurn, mine queued, now int64) (int, error) {
 	if now-mine.queuedAt >= j.rep.lease.Milliseconds() {
 		return 0, nil
 	}
 	prefix := "message:" + t.Chat + ":"
 	var n int
-	err := tx.QueryRowContext(ctx, "SELECT count(*) FROM inbox WHERE handled_at = 0 AND rowid < ? AND substr(key, 1, ?) = ?",
-		mine.ord, len(prefix), prefix).Scan(&n)
+	err := tx.QueryRowContext(ctx, "SELECT count(*) FROM inbox WHERE handled_at = 0 AND rowid < ? AND substr(key, 1, ?) = ? AND lease_until >= ?",
+		mine.ord, len(prefix), prefix, now).Scan(&n)
 	return n, err
 }
 

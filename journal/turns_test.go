@@ -212,9 +212,6 @@ func testAStoppingReplicaGivesUpItsPlacesNotItsRuns(t *testing.T, name string) {
 	if err := again.HoldChatTurn(ctx, first); !errors.Is(err, journal.ErrChatTurnLost) {
 		t.Errorf("the dead process's turn after the join: HoldChatTurn = %v, want ErrChatTurnLost", err)
 	}
-	try(t, r2, third, journal.ChatTurnTry{Holder: "", Ahead: 1}) // its update is not handled yet
-	if err := again.Handled(ctx, "message:100:1"); err != nil { // replayed, its run not run twice
-		t.Fatal(err)
-	}
+	// The first message's update, given up by Release too, holds nobody up.
 	try(t, r2, third, journal.ChatTurnTry{Taken: true})
 }
