@@ -66,6 +66,7 @@ const (
 	lockMigrate int32 = 0x43530002
 	lockOwn     int32 = 0x43530003
 	lockReplica int32 = 0x43530004
+	lockTurn    int32 = 0x43530005 // a chat's turns (turns.go), one transaction at a time
 )
 
 // lockKey hashes parts into an advisory lock's second key, kept positive so that

@@ -62,7 +62,8 @@ var replicaName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // (ErrReplicaRunning). The commits the same name left committing, in a process
 // that died, are moved to unknown at once with the reason crash_recovery
 // (Recovered lists them): a name is one process at a time, so nothing of it can
-// still be on the wire. Close leaves.
+// still be on the wire; the chats' turns it held or waited for are dropped. Close
+// leaves.
 func (j *Journal) Join(ctx context.Context, transport, name string, lease time.Duration) error {
 	if !replicaName.MatchString(name) {
 		return fmt.Errorf("journal: join: bad replica name %q: 1 to 64 letters, digits, '.', '_' or '-'", name)
@@ -84,6 +85,10 @@ func (j *Journal) Join(ctx context.Context, transport, name string, lease time.D
 	ids, err := j.claimedIn(ctx, transport, name)
 	if err == nil {
 		err = j.recoverIDs(ctx, ids, ReasonCrashRecovery)
+	}
+	if err == nil {
+		// The chats' turns the same name left: none of its runs lives on.
+		_, err = j.exec(ctx, lazy, "DELETE FROM chat_turns WHERE replica = ?", name)
 	}
 	if err != nil {
 		return fmt.Errorf("journal: join %s as %s: %w", transport, name, err)
@@ -206,8 +211,8 @@ func (j *Journal) recoverIDs(ctx context.Context, ids []string, reason string) e
 }
 
 // Renew extends the leases of what this replica holds: its operations approved,
-// waiting for a retry or committing, and the updates it received and has not
-// handled. The operator renews every second. It waits for no fsync (a lease lost
+// waiting for a retry or committing, the updates it received and has not
+// handled, and its messages' chat turns (turns.go) whose lease has not run out. The operator renews every second. It waits for no fsync (a lease lost
 // to a power cut belongs to a replica that is gone too). A journal that is no
 // replica has nothing to renew.
 func (j *Journal) Renew(ctx context.Context) error {
@@ -228,6 +233,14 @@ func (j *Journal) Renew(ctx context.Context) error {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE inbox SET lease_until = `+until+` WHERE claimed_by = ? AND handled_at = 0`, append(args, by)...)
+		if err != nil {
+			return err
+		}
+		// A chat's turn whose lease ran out stays lost: another replica may
+		// have taken the chat's turn since.
+		now, nowArgs := j.leaseClockSQL()
+		_, err = tx.ExecContext(ctx, `UPDATE chat_turns SET lease_until = `+until+` WHERE replica = ? AND lease_until >= `+now,
+			append(append(args, by), nowArgs...)...)
 		return err
 	})
 	if err != nil {
@@ -237,9 +250,10 @@ func (j *Journal) Renew(ctx context.Context) error {
 }
 
 // Release gives up this replica's claims on the work it is not doing any more, as
-// it stops: its operations approved or waiting for a retry, and its unhandled
-// updates, are free to the other replicas at once instead of after the lease. Its
-// commits stay claimed: one that is still on the wire is this process's to
+// it stops: its operations approved or waiting for a retry, its unhandled
+// updates, and its messages' places in their chats' queues (turns.go), are free
+// to the other replicas at once instead of after the lease. Its commits, and the
+// chats' turns its runs hold, stay claimed: one that is still on the wire is this process's to
 // finish, and one it left there is recovered as any other.
 func (j *Journal) Release(ctx context.Context) error {
 	if j.rep == nil {
@@ -251,7 +265,13 @@ func (j *Journal) Release(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE inbox SET lease_until = 0 WHERE claimed_by = ? AND handled_at = 0`, j.rep.name)
+		if _, err = tx.ExecContext(ctx, `UPDATE inbox SET lease_until = 0 WHERE claimed_by = ? AND handled_at = 0`, j.rep.name); err != nil {
+			return err
+		}
+		// The chats' turns its messages wait for go to the others' messages;
+		// a run that holds one keeps it until it ends (HoldChatTurn ends it once
+		// the lease is short).
+		_, err = tx.ExecContext(ctx, `UPDATE chat_turns SET lease_until = 0 WHERE replica = ? AND started_at = 0`, j.rep.name)
 		return err
 	})
 	if err != nil {

@@ -43,6 +43,11 @@ type Options struct {
 	Journal  *journal.Journal
 	// Dir holds a working folder per chat (Dir/<chat>), made when first used.
 	Dir string
+	// Transport names the chats' transport ("telegram"): among replicas
+	// (Journal joined as one), a chat's turn is the journal's, keyed by
+	// transport and chat, so that two replicas never run one chat's
+	// messages at once.
+	Transport string
 	// Env is the environment every attempt starts from, KEY=VALUE each; the
 	// provider's variables are added to it.
 	Env []string
@@ -59,7 +64,8 @@ type Options struct {
 
 // Coordinator is the command handler's Agent for an agent CLI: each message is
 // a run of the CLI in the chat's task, retried by one schedule, in the chat's
-// session. It is safe for concurrent use; one chat runs one message at a time.
+// session. It is safe for concurrent use; one chat runs one message at a time,
+// in this process or, among replicas, in all of them (turn.go).
 type Coordinator struct {
 	opts    Options
 	jitter  func(int64) int64
@@ -102,11 +108,17 @@ type message struct {
 // to the chat: the journal failing, a folder that cannot be made.
 func (c *Coordinator) Chat(ctx context.Context, taskID, chat, text string) (string, []string, error) {
 	// One message at a time per chat: two runs must not resume one session.
-	unlock, err := c.chats.lock(ctx, chat)
-	if err != nil {
+	ctx, endTurn, err := c.turn(ctx, taskID, chat)
+	switch {
+	case errors.Is(err, errTurnGiven):
+		c.opts.Observe(agent.Step{Action: agent.ActionStop, Cause: "turn_lost", Detail: err.Error()})
+		return "Stopped before it ran: this replica gave up its place in the chat's queue (it is stopping, or lost the journal). Nothing was done; send the message again.", nil, nil
+	case err != nil && ctx.Err() != nil:
 		return cancelledText(ctx), nil, nil
+	case err != nil:
+		return "", nil, err
 	}
-	defer unlock()
+	defer endTurn()
 	ctx, done := c.running.Start(ctx, chat)
 	defer done()
 	m, err := c.begin(ctx, taskID, chat, text)

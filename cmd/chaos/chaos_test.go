@@ -61,7 +61,7 @@ func TestChaosReplicasOnPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs three bot processes for half a minute")
 	}
-	cfg := Config{Seed: 13, Ops: 24, Kills: 3, Duration: 20 * time.Second, Chats: 10, ModelShare: 0.3,
+	cfg := Config{Seed: 13, Ops: 24, Kills: 3, Duration: 20 * time.Second, Chats: 10, ModelShare: 0.3, MCPShare: 0.3,
 		Policies: "../../policies.yaml", Replicas: 3, Journal: pgtest.Server(t)}
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), cfg, &out)
@@ -73,6 +73,9 @@ func TestChaosReplicasOnPostgres(t *testing.T) {
 	}
 	if rep.Actions["kill -9 and restart"] < 3 || rep.Delivered == 0 || rep.ModelRequests == 0 || rep.Actions["webhook: updates taken"] == 0 {
 		t.Errorf("the run did not do what it says:\n%s", out.String())
+	}
+	if rep.MCPCommits == 0 || rep.Actions["mcp: caller moved on to another replica"] == 0 {
+		t.Errorf("no MCP commits, or no caller moved on from a replica that died:\n%s", out.String())
 	}
 	t.Log(out.String())
 }

@@ -148,7 +148,7 @@ func (w *world) check() *Report {
 		w.noSecrets(),
 	}
 	if w.agents != nil {
-		r.Invariants = append(r.Invariants, w.agents.operationsJournaled(all), w.agents.viewsHold(ops, deliveries))
+		r.Invariants = append(r.Invariants, w.agents.operationsJournaled(all), w.agents.viewsHold(ops, deliveries), w.agents.outcomesLearned())
 	}
 	if w.mix != nil {
 		w.checkActions(ctx, j, all, r)

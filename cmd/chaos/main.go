@@ -17,7 +17,8 @@
 //   - every command Telegram handed over was taken exactly once;
 //   - the journal and the vault agree; no secret in any file or log line;
 //   - every MCP operation is journaled (surface mcp, transport telegram), and
-//     what the MCP tools reported, the journal and Telegram bear out;
+//     what the MCP tools reported, the journal and Telegram bear out; every
+//     caller learned each of its operations' outcome, or that it is unknown;
 //   - nothing additive delivered twice, one effect per Idempotency-Key, every
 //     state-setting unknown settled by the system (or left to a person after
 //     the repeat failed too), each changed message as the journal says, and the
@@ -30,7 +31,9 @@
 // PostgreSQL journal (a fresh schema per run) and one vault, and take updates by
 // webhook: the fake Telegram posts each update through a load balancer to a
 // random live replica, delivers again after a failure, and at times twice; the
-// kills take one replica down, or two at once, never all.
+// kills take one replica down, or two at once, never all. Each replica serves
+// MCP on a -mcp-listen of its own, and each HTTP caller follows one replica and
+// moves on to the next when it dies (mcpreplicas.go).
 //
 //	go run ./cmd/chaos -seed 7 -ops 200 -kills 10 -duration 3m
 //	go run ./cmd/chaos -replicas 3 -journal postgres://postgres@127.0.0.1:5432/test -seed 7

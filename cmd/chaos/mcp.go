@@ -37,7 +37,8 @@ type agents struct {
 	w       *world
 	ctx     context.Context // the run's: interrupted, the callers stop following
 	callers []*caller
-	addr    string // the bot's -mcp-listen address
+	addr    string            // the bot's -mcp-listen address
+	addrs   map[string]string // each replica's, by name (mcpreplicas.go); nil for one bot
 	jobs    sync.WaitGroup
 
 	mu      sync.Mutex
@@ -64,6 +65,7 @@ type caller struct {
 	mu  sync.Mutex
 	cs  *sdk.ClientSession
 	log *os.File // a stdio child's stderr
+	at  string   // the replica an HTTP caller follows ("" for one bot)
 }
 
 // newAgents makes the callers; none is connected yet. addr is a free loopback
@@ -219,7 +221,7 @@ func (c *caller) connect() (*sdk.ClientSession, error) {
 		slow := time.AfterFunc(20*time.Second, cancel)
 		var t sdk.Transport
 		if c.http {
-			t = &sdk.StreamableClientTransport{Endpoint: "http://" + c.a.addr + "/mcp", MaxRetries: -1,
+			t = &sdk.StreamableClientTransport{Endpoint: c.endpoint(), MaxRetries: -1,
 				HTTPClient: &http.Client{Transport: bearer{mcpToken}}}
 		} else {
 			cmd := exec.Command(c.a.w.cfg.Bot, append(append([]string{"mcp"}, c.a.w.dataArgs()...), "-policies", c.a.w.policies)...)
@@ -237,6 +239,9 @@ func (c *caller) connect() (*sdk.ClientSession, error) {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%s: connect: %w", c.name, err)
 		}
+		if c.http {
+			c.moveOn() // behind replicas: the one it follows is down, another is up
+		}
 		time.Sleep(200 * time.Millisecond) // the bot is down: it comes back
 	}
 }
@@ -249,6 +254,9 @@ func (c *caller) lost(cs *sdk.ClientSession) {
 		c.cs = nil
 		go cs.Close()
 		c.a.note("reconnect (" + map[bool]string{true: "http", false: "stdio"}[c.http] + ")")
+		if c.http {
+			c.moveOn()
+		}
 	}
 }
 

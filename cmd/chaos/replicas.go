@@ -255,7 +255,7 @@ func (w *world) args(r *replica) []string {
 		}
 	}
 	if w.agents != nil {
-		args = append(args, "-mcp-listen", w.agents.addr)
+		args = append(args, "-mcp-listen", w.agents.listenOf(r)) // each replica its own
 	}
 	return args
 }

@@ -41,6 +41,9 @@ func (w *world) storm(ctx context.Context, policies string) {
 			if w.replicaKill() {
 				kills++
 				nextKill = nextKill.Add(every)
+				if w.agents != nil {
+					w.agents.afterRestart() // a caller on a killed replica finds its session lost, and moves on
+				}
 			}
 		case kills < w.cfg.Kills && now.After(nextKill):
 			if w.disk != nil && w.disk.isFull() {

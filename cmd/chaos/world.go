@@ -126,10 +126,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 		return nil, err
 	}
 	if cfg.Journal != "" {
-		if cfg.FullDisk || cfg.MCPShare > 0 {
-			fmt.Fprintln(out, "chaos: the journal is on PostgreSQL: no full disk (a tmpfs is for SQLite) and no MCP callers in this run")
+		if cfg.FullDisk {
+			fmt.Fprintln(out, "chaos: the journal is on PostgreSQL: no full disk (a tmpfs is for SQLite) in this run")
 		}
-		cfg.FullDisk, cfg.MCPShare, w.cfg.FullDisk, w.cfg.MCPShare = false, 0, false, 0
+		cfg.FullDisk, w.cfg.FullDisk = false, false
 		var schema string
 		if w.journal, schema, err = freshSchema(ctx, cfg.Journal, cfg.Seed); err != nil {
 			return nil, err
@@ -183,6 +183,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 	}
 	if err := w.newReplicas(root); err != nil {
 		return nil, err
+	}
+	if w.agents != nil && w.webhook() {
+		if err := w.agents.mcpAddrs(w.reps); err != nil {
+			return nil, err
+		}
 	}
 	for _, r := range w.reps {
 		defer r.log.Close()

@@ -57,7 +57,8 @@ func useAgentCLI(ctx context.Context, cfg Config, a *app, getenv func(string) st
 	coord, err := cli.New(cli.Options{Provider: provider, Gate: runsGate{runs: runs, names: names},
 		Sessions: a.journal, Operator: a.operator, Journal: a.journal,
 		Dir: filepath.Join(cfg.DataDir, "agents", name), Env: cliEnv(getenv),
-		Observe: func(s agent.Step) { logger.Info("agent cli", "agent", name, "step", s.String(), "attempt", s.Attempt) }})
+		Transport: a.handler.Surface, // the chats' transport: a replica's turns are keyed by it
+		Observe:   func(s agent.Step) { logger.Info("agent cli", "agent", name, "step", s.String(), "attempt", s.Attempt) }})
 	if err != nil {
 		return err
 	}
