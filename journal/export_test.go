@@ -80,3 +80,7 @@ func (j *Journal) NameLock(name string) (int64, int64) {
 func (j *Journal) WriteLock() (int64, int64) {
 	return int64(lockAudit), int64(lockKey(j.pg.schema))
 }
+
+// MaxConns is the most connections a journal on PostgreSQL opens for its
+// statements.
+const MaxConns = maxDurableConns + maxLazyConns

@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
 )
@@ -189,5 +192,53 @@ func TestTheLeaseIsCheckedAgainInsideTheMove(t *testing.T) {
 	}
 	if got, _ := r2.Operation(ctx, op.ID); got.State != journal.Committing {
 		t.Errorf("the renewed commit is %s, want committing", got.State)
+	}
+}
+
+// A burst of writes waits for the journal's connections instead of opening one
+// per statement: a cluster under load must not reach the server's
+// max_connections, past which every statement of every replica fails.
+func TestABurstStaysWithinTheConnectionBound(t *testing.T) {
+	name := pgtest.Fresh(t)
+	app := fmt.Sprintf("cs_bound_%d", time.Now().UnixNano())
+	j := openWith(t, name+"&application_name="+app)
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.ServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var most atomic.Int64
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			var n int64
+			if err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err == nil && n > most.Load() {
+				most.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				newOp(t, j)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	<-watched
+	if bound := int64(journal.MaxConns); most.Load() > bound || most.Load() == 0 {
+		t.Fatalf("64 writers at once held %d connections at most, want 1..%d", most.Load(), bound)
 	}
 }
