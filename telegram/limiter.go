@@ -38,7 +38,9 @@ var DefaultLimits = Limits{Overall: 28, InSecond: 30, PerChat: 1, PerGroup: rate
 
 // Limiter spaces sends so that Telegram's limits are rarely reached. A send takes
 // a slot (Wait, TrySpare) before it leaves and gives it back, with the time its
-// answer came, when it is over. It is safe for concurrent use.
+// answer came, when it is over. Among replicas it also takes slots its journal's
+// replicas share (shared.go), since the limits are the bot's, not the process's.
+// It is safe for concurrent use.
 type Limiter struct {
 	limits  Limits
 	overall *rate.Limiter
