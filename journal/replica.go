@@ -212,7 +212,8 @@ func (j *Journal) recoverIDs(ctx context.Context, ids []string, reason string) e
 
 // Renew extends the leases of what this replica holds: its operations approved,
 // waiting for a retry or committing, the updates it received and has not
-// handled, and its messages' chat turns (turns.go) whose lease has not run out. The operator renews every second. It waits for no fsync (a lease lost
+// handled, its messages' chat turns (turns.go) and its requests' send slots
+// (slots.go) whose lease has not run out. The operator renews every second. It waits for no fsync (a lease lost
 // to a power cut belongs to a replica that is gone too). A journal that is no
 // replica has nothing to renew.
 func (j *Journal) Renew(ctx context.Context) error {
@@ -241,6 +242,13 @@ func (j *Journal) Renew(ctx context.Context) error {
 		now, nowArgs := j.leaseClockSQL()
 		_, err = tx.ExecContext(ctx, `UPDATE chat_turns SET lease_until = `+until+` WHERE replica = ? AND lease_until >= `+now,
 			append(append(args, by), nowArgs...)...)
+		if err != nil {
+			return err
+		}
+		// The send slots its requests hold (slots.go), likewise: one whose hold
+		// passed may be another's.
+		_, err = tx.ExecContext(ctx, `UPDATE send_slots SET free_at = `+until+` WHERE holder = ? AND open = 1 AND free_at >= `+now+` AND free_at < `+until,
+			append(append(append(args, by), nowArgs...), args...)...)
 		return err
 	})
 	if err != nil {

@@ -199,3 +199,44 @@ func TestRacingTakersNeverOverfillAPoolOnPostgreSQL(t *testing.T) {
 		}
 	}
 }
+
+// A replica's slots are held for its lease, renewed with its other claims: a
+// living replica keeps the slot of a request still out however long it takes,
+// and a dead one's slot frees a lease after its last renewal.
+func TestSlotsAreRenewedWithTheReplicasLease(t *testing.T) {
+	forEachBackend(t, testSlotsAreRenewedWithTheReplicasLease)
+}
+
+func testSlotsAreRenewedWithTheReplicasLease(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	take := func(j *journal.Journal) journal.Slot {
+		s, _, err := j.TakeSlot(ctx, "chat 9", 1, j.Lease(), time.Second, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if take(r1).Grant == "" {
+		t.Fatal("r1's take refused")
+	}
+	for range 3 { // r1 lives, its request out for 27 s
+		c.add(9 * time.Second)
+		if err := r1.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s := take(r2); s.Grant != "" {
+			t.Fatalf("r2 took the slot of r1's request, out and renewed: %+v", s)
+		}
+	}
+	// r1 dies: a lease after its last renewal, and not before, the slot is free.
+	c.add(9 * time.Second)
+	if s := take(r2); s.Grant != "" {
+		t.Fatalf("taken within the lease of r1's last renewal: %+v", s)
+	}
+	c.add(time.Second)
+	if s := take(r2); s.Grant == "" {
+		t.Fatal("a dead replica's slot was not free a lease after its last renewal")
+	}
+}

@@ -128,9 +128,7 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	}
 	t.sender = &Sender{bot: t.api, limiter: NewLimiter(*o.Limits), redact: t.redact, timeout: o.SendTimeout}
 	if j != nil {
-		// Among replicas, every request is counted with the others' (shared.go);
-		// none is out longer than the client's timeout.
-		t.sender.limiter.share(j, t.me.ID, t.client.Timeout+5*time.Second)
+		t.sender.limiter.share(j, t.me.ID) // among replicas, every request is counted with the others' (shared.go)
 	}
 	return t, nil
 }

@@ -24,20 +24,25 @@ import (
 
 // shared is a Limiter's part of the budget its replicas share.
 type shared struct {
-	j    *journal.Journal
-	bot  string        // the pools' prefix: the bot's id, so that two bots on one journal keep apart
-	hold time.Duration // the longest a request can be out: a slot held by a process that died frees after it
+	j   *journal.Journal
+	bot string // the pools' prefix: the bot's id, so that two bots on one journal keep apart
 	// turn lets one sender of this process at a time ask the journal for a
 	// slot of the bot's pool: the others queue here, not in the database.
 	turn chan struct{}
 }
 
 // share makes l count its sends with the other replicas of j, under the bot
-// with id bot, whose requests are over within hold. It takes effect while j is
-// a replica.
-func (l *Limiter) share(j *journal.Journal, bot int64, hold time.Duration) {
-	l.shared = &shared{j: j, bot: strconv.FormatInt(bot, 10), hold: hold, turn: make(chan struct{}, 1)}
+// with id bot. It takes effect while j is a replica.
+func (l *Limiter) share(j *journal.Journal, bot int64) {
+	l.shared = &shared{j: j, bot: strconv.FormatInt(bot, 10), turn: make(chan struct{}, 1)}
 }
+
+// hold is how long a slot is held without a renewal: the replica's lease, which
+// it renews with its other claims every second (journal.Renew). A slot held by a
+// replica that died frees a lease later; one held by a replica that stalls with
+// its request out may go to another within the request's time, at the cost of
+// a 429 at most.
+func (s *shared) hold() time.Duration { return s.j.Lease() }
 
 // sharing reports whether l's sends are counted with other replicas'.
 func (l *Limiter) sharing() bool { return l.shared != nil && l.shared.j.Replica() != "" }
@@ -92,10 +97,10 @@ func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slot
 			s.free(c, 0)
 			return slots{}, false, err
 		}
-		if time.Since(taken) > s.hold/2 {
+		if time.Since(taken) > s.hold()/2 {
 			// Waited long for the bot's slot: the chat's must still be this
 			// process's, for its hold from now.
-			if held, err := s.j.HoldSlot(ctx, c, s.hold); err != nil || !held {
+			if held, err := s.j.HoldSlot(ctx, c, s.hold()); err != nil || !held {
 				s.free(a, 0)
 				if err != nil {
 					return slots{}, false, err
@@ -112,7 +117,7 @@ func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slot
 // (unless now, when it returns ok false at once).
 func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool) (journal.Slot, bool, error) {
 	for {
-		slot, wait, err := s.j.TakeSlot(ctx, p.scope, p.n, s.hold, p.span, leave)
+		slot, wait, err := s.j.TakeSlot(ctx, p.scope, p.n, s.hold(), p.span, leave)
 		if err != nil {
 			return journal.Slot{}, false, err
 		}
