@@ -76,6 +76,12 @@ func lockKey(parts ...string) int32 {
 	return int32(h.Sum32() & 0x7fffffff)
 }
 
+// idleInTransaction is how long the server keeps a session of the journal's
+// pools that sits in a transaction with nothing asked: the journal's own
+// transactions ask without a pause, and a stranded one holds up every writer
+// that needs its rows or the audit trail (openPostgres).
+const idleInTransaction = 10 * time.Second
+
 // openPostgres connects j to the database of url and applies pending migrations.
 func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	cfg, err := pgx.ParseConfig(url)
@@ -88,6 +94,15 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	// The guessed append quotes its arguments in the driver (appendAudit),
 	// which it does only with backslashes taken literally.
 	cfg.RuntimeParams["standard_conforming_strings"] = "on"
+	// A transaction of the journal waits for nothing but the database, so one
+	// that sits idle has lost its client: a process cut off from the database
+	// by a link gone silent, whose session the server never hears leave. Ended,
+	// it no longer holds the rows and the audit trail's lock that every other
+	// writer waits for.
+	if j.idleInTx <= 0 {
+		j.idleInTx = idleInTransaction
+	}
+	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(j.idleInTx.Milliseconds(), 10)
 	j.pg = &pgStore{config: cfg, where: Where(url)}
 	db := stdlib.OpenDB(*cfg)
 	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&j.pg.schema); err != nil {
@@ -273,7 +288,7 @@ func lockAuditSQL(key int32, async bool) (string, []any) {
 // connection drops. The connection's application_name carries the pid, for the
 // message a second owner gets.
 func (j *Journal) ownPostgres(ctx context.Context, transport string) error {
-	conn, ok, err := j.tryAdvisory(ctx, lockOwn, lockKey(j.pg.schema, transport))
+	conn, ok, err := j.tryAdvisory(ctx, lockOwn, lockKey(j.pg.schema, transport), 0)
 	if err != nil {
 		return fmt.Errorf("journal: own %s: %w", transport, err)
 	}
