@@ -11,16 +11,23 @@ import (
 	"github.com/countersign/countersign/internal/skips"
 )
 
-// ownPostgres starts the run's own PostgreSQL cluster for t, removed at its end,
-// and skips t when the server's binaries are not on this machine.
-func ownPostgres(t *testing.T) *pgServer {
+// needServerBinaries skips t (fails it under COUNTERSIGN_REQUIRE_POSTGRES=1, as
+// CI sets) when PostgreSQL's server binaries are not on this machine.
+func needServerBinaries(t *testing.T) {
 	t.Helper()
 	if _, err := postgresBinaries(); errors.Is(err, ErrNoPostgresBinaries) {
 		if os.Getenv("COUNTERSIGN_REQUIRE_POSTGRES") == "1" {
 			t.Fatal(err.Error() + " (COUNTERSIGN_REQUIRE_POSTGRES=1)")
 		}
-		t.Skip(skips.Need("PostgreSQL's server binaries (initdb and pg_ctl)", err.Error()))
+		t.Skip(skips.Need("PostgreSQL's server binaries (initdb and pg_ctl)", err.Error())) // counted by go run ./internal/testrun
 	}
+}
+
+// ownPostgres starts the run's own PostgreSQL cluster for t, removed at its end,
+// and skips t when the server's binaries are not on this machine.
+func ownPostgres(t *testing.T) *pgServer {
+	t.Helper()
+	needServerBinaries(t)
 	s, err := startPostgres(context.Background())
 	if err != nil {
 		t.Fatal(err)
