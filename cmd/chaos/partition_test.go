@@ -30,6 +30,9 @@ func TestDatabaseInvariantsCatchBrokenPromises(t *testing.T) {
 	send("r1", "2002") // past the grace: broken
 	send("r2", "2003") // another replica
 	send("r1", "100")  // a card to the operator, no commit
+	if resp, err := http.PostForm(srv.ClientURL("r1")+"/bot"+token+"/getChat", url.Values{"chat_id": {"2005"}}); err == nil {
+		resp.Body.Close() // a read, no commit
+	}
 	r1, r2 := &replica{name: "r1"}, &replica{name: "r2"}
 	w.logDelivery(r1, 7, time.Now(), true)  // taken while cut off: broken
 	w.logDelivery(r1, 8, time.Now(), false) // refused
