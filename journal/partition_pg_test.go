@@ -103,3 +103,32 @@ func TestAWriteCutOffSilentlyHoldsNobodyUp(t *testing.T) {
 	}
 	t.Logf("the other replica's write waited %s", time.Since(start).Round(time.Millisecond))
 }
+
+// A write that meets the database out of reach says so (IsUnreachable), for a
+// surface to take its work again later instead of dropping it: a session the
+// server ended, a connection reset, a server that refuses connections. A write
+// the database refused does not.
+func TestTheDatabaseOutOfReachIsToldApart(t *testing.T) {
+	name := backends[1].fresh(t)
+	ctx := context.Background()
+	cut, p := through(t, name)
+	j := openWith(t, cut)
+	if _, err := j.CreateTask(ctx, journal.Task{Requester: 7, Origin: "o-1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := j.CreateTask(ctx, journal.Task{Requester: 7, Origin: "o-1"})
+	if !errors.Is(err, journal.ErrDuplicate) || journal.IsUnreachable(err) {
+		t.Errorf("a task refused as a duplicate: %v, unreachable %v", err, journal.IsUnreachable(err))
+	}
+	p.Cut(partition.Reset)
+	_, err = j.CreateTask(ctx, journal.Task{Requester: 7})
+	if err == nil || !journal.IsUnreachable(err) {
+		t.Errorf("a write through a reset link: %v, want it told unreachable", err)
+	}
+	p.Heal()
+	p.Close() // nothing listens there any more: connections are refused
+	_, err = j.CreateTask(ctx, journal.Task{Requester: 7})
+	if err == nil || !journal.IsUnreachable(err) {
+		t.Errorf("a write to an address that refuses connections: %v, want it told unreachable", err)
+	}
+}

@@ -3,10 +3,13 @@ package journal
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"net"
 	"path"
 	"regexp"
 	"strconv"
@@ -382,6 +385,28 @@ func translatePG(query string) string {
 }
 
 var rowid = regexp.MustCompile(`\browid\b`)
+
+// IsUnreachable reports whether err is the database out of reach rather than a
+// refusal of the write: a connection that failed, was reset or timed out, or a
+// session the server ended (a restart, a shutdown, a session killed). The
+// write may or may not have been made; a surface takes its work again later,
+// and a replay finds what was made (a task's origin) and goes on from there.
+func IsUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		ne net.Error
+		ce *pgconn.ConnectError
+	)
+	if errors.As(err, &ne) || errors.As(err, &ce) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	code, _ := pgCode(err)
+	// 08: connection exception; 57P01..57P03: the server shutting down or
+	// starting, a session terminated.
+	return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03"
+}
 
 // pgCode is the SQLSTATE of a PostgreSQL error, "" for any other error.
 func pgCode(err error) (code, constraint string) {

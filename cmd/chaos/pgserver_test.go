@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/internal/skips"
+	"github.com/countersign/countersign/journal"
 )
 
 // needServerBinaries skips t (fails it under COUNTERSIGN_REQUIRE_POSTGRES=1, as
@@ -50,10 +51,25 @@ func TestOwnPostgresRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, immediate := range []bool{false, true} {
+		// A replica joined before the restart finds its name lock gone with it.
+		j, err := journal.Open(ctx, s.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.Join(ctx, "telegram", "r1", 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
 		start := time.Now()
 		if err := s.restart(ctx, immediate); err != nil {
 			t.Fatal(err)
 		}
+		select {
+		case <-j.Lost():
+			t.Logf("the replica found its name lock lost %s after the restart began", time.Since(start).Round(time.Millisecond))
+		case <-time.After(10 * time.Second):
+			t.Errorf("a replica joined before a restart (immediate %v) still holds its name 10 s on", immediate)
+		}
+		j.Close()
 		var n int
 		// The pool's old session died with the server: the first query may meet it.
 		for tries := 0; ; tries++ {
