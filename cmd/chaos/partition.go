@@ -61,11 +61,12 @@ type held struct {
 	seen   time.Time // when it was read committing
 }
 
-// restartRecord is one restart of the run's own server.
+// restartRecord is one restart of the run's own server: asked at at, down
+// from down (its stop returned) to back (its start was asked), up again at up.
 type restartRecord struct {
-	immediate  bool
-	at, back   time.Time
-	committing []held // operations committing at the restart
+	immediate          bool
+	at, down, back, up time.Time
+	committing         []held // operations committing at the restart
 }
 
 // delivery is one webhook delivery the balancer made, as the checks read it.
@@ -144,7 +145,7 @@ func (w *world) disturbDatabase(ctx context.Context, start, now time.Time) {
 	short := time.Duration(1500+f.rnd.IntN(2000)) * time.Millisecond
 	length := time.Duration(6000+f.rnd.IntN(7000)) * time.Millisecond
 	if restart {
-		w.restartPostgres(ctx, immediate)
+		w.restartPostgres(ctx, immediate, short)
 		f.left.restarts--
 		f.next = f.next.Add(f.every)
 		return
@@ -213,18 +214,24 @@ func (w *world) heal() {
 	}
 }
 
-// restartPostgres restarts the run's own server: every replica's sessions end,
-// and with them their name locks.
-func (w *world) restartPostgres(ctx context.Context, immediate bool) {
+// restartPostgres restarts the run's own server, down for a moment (1.5 to
+// 3.5 s): every replica's sessions end, and with them their name locks.
+func (w *world) restartPostgres(ctx context.Context, immediate bool, down time.Duration) {
 	f := w.db
 	rec := &restartRecord{immediate: immediate, committing: w.committingOf("")}
 	w.note(map[bool]string{false: "postgres restart (fast)", true: "postgres restart (immediate, a crash)"}[immediate])
 	rec.at = time.Now()
-	if err := f.pg.restart(ctx, immediate); err != nil {
-		fmt.Fprintf(w.out, "chaos: restart the server: %v\n", err)
+	if err := f.pg.stop(ctx, immediate); err != nil {
+		fmt.Fprintf(w.out, "chaos: stop the server: %v\n", err)
 	}
+	rec.down = time.Now()
+	time.Sleep(down) // the server stays down: the replicas meet it so
 	rec.back = time.Now()
-	f.calm = rec.back.Add(time.Minute)
+	if err := f.pg.start(ctx); err != nil {
+		fmt.Fprintf(w.out, "chaos: start the server: %v\n", err)
+	}
+	rec.up = time.Now()
+	f.calm = rec.up.Add(time.Minute)
 	f.restart = append(f.restart, rec)
 }
 
@@ -370,7 +377,8 @@ func (f *dbFaults) outages() []outage {
 		out = append(out, outage{rep: c.rep, from: c.at, to: to, what: fmt.Sprintf("%s cut off (%s) %s", c.rep, c.mode, c.at.Format("15:04:05.000"))})
 	}
 	for _, r := range f.restart {
-		out = append(out, outage{from: r.at, to: r.back, what: "the server restarting " + r.at.Format("15:04:05.000")})
+		// Surely down only between its stop's return and its start's call.
+		out = append(out, outage{from: r.down, to: r.back, what: "the server down " + r.down.Format("15:04:05.000")})
 	}
 	return out
 }

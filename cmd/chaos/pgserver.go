@@ -127,14 +127,20 @@ func (s *pgServer) data() string { return filepath.Join(s.dir, "data") }
 // (sessions ended, a checkpoint), immediate is a crash (the server stops at
 // once and recovers from its WAL at the start).
 func (s *pgServer) restart(ctx context.Context, immediate bool) error {
-	if !immediate {
-		return s.ctl(ctx, "restart", "-m", "fast")
-	}
-	if err := s.ctl(ctx, "stop", "-m", "immediate"); err != nil {
+	if err := s.stop(ctx, immediate); err != nil {
 		return err
 	}
-	return s.ctl(ctx, "start")
+	return s.start(ctx)
 }
+
+// stop stops the server, fast or immediate (see restart), and returns once it
+// is down.
+func (s *pgServer) stop(ctx context.Context, immediate bool) error {
+	return s.ctl(ctx, "stop", "-m", map[bool]string{false: "fast", true: "immediate"}[immediate])
+}
+
+// start starts the server and returns once it accepts connections.
+func (s *pgServer) start(ctx context.Context) error { return s.ctl(ctx, "start") }
 
 // ctl runs pg_ctl's action on the cluster, waiting until it is done.
 func (s *pgServer) ctl(ctx context.Context, action string, args ...string) error {
