@@ -179,8 +179,11 @@ func (w *world) disturbDatabase(ctx context.Context, start, now time.Time) {
 	f.next = f.next.Add(f.every)
 }
 
-// cutting reports whether a replica is cut off the database now.
-func (w *world) cutting() bool { return w.db != nil && w.db.cut != nil }
+// disturbing reports whether a replica is cut off the database now, or a
+// disturbance of the database is still to be made.
+func (w *world) disturbing() bool {
+	return w.db != nil && (w.db.cut != nil || w.db.left.cuts+w.db.left.restarts > 0)
+}
 
 // sending are the replicas of up with a request to a target chat that Telegram
 // has not answered yet.

@@ -28,8 +28,8 @@ func (w *world) storm(ctx context.Context, policies string) {
 	seen := newSeen()
 	// A kill made late (a /retry killed mid-send takes seconds) is still made: the
 	// run makes the kills it was asked for.
-	// A cut of the database lasts as long as it was drawn, too.
-	for (time.Now().Before(deadline) || kills < w.cfg.Kills || w.cutting()) && ctx.Err() == nil {
+	// The database's disturbances are made too, a cut lasting as long as drawn.
+	for (time.Now().Before(deadline) || kills < w.cfg.Kills || w.disturbing()) && ctx.Err() == nil {
 		now := time.Now()
 		if w.lb != nil {
 			w.reap()
