@@ -84,3 +84,24 @@ func (j *Journal) WriteLock() (int64, int64) {
 // MaxConns is the most connections a journal on PostgreSQL opens for its
 // statements.
 const MaxConns = maxDurableConns + maxLazyConns
+
+// WithIdleInTransaction replaces how long the server keeps a session of this
+// journal's pools that sits in a transaction with nothing asked
+// (idleInTransaction): a short one lets a test see it ended.
+func WithIdleInTransaction(d time.Duration) Option { return func(j *Journal) { j.idleInTx = d } }
+
+// BeginAppend opens a write transaction on j's durable pool and takes the audit
+// trail's lock in it, as every audited write does before it appends, and leaves
+// it open until rollback is called: a process cut off from the database at that
+// moment leaves the lock held by its session there.
+func (j *Journal) BeginAppend(ctx context.Context) (rollback func(), err error) {
+	tx, err := j.w.durable.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockAuditTrail(ctx, tx, lockKey(j.pg.schema), false); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return func() { tx.Rollback() }, nil
+}

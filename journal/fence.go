@@ -129,6 +129,26 @@ func (j *Journal) checkName(ctx context.Context) error {
 	return j.lostWith(r.conn.Ping(ctx))
 }
 
+// keepName asks the name lock's session whether it lives every interval, from
+// Join until the journal leaves or finds the lock lost: the server ends a
+// session that says nothing for a lease (tryAdvisory), and a replica that is
+// slow to start its renewals must not lose its name for that; it also finds a
+// loss when nothing else asks.
+func (j *Journal) keepName(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.rep.stop:
+			return
+		case <-j.rep.lost:
+			return
+		case <-t.C:
+			j.checkName(context.Background())
+		}
+	}
+}
+
 // lostWith marks the name lock lost when err left its session closed: the
 // server released the lock with it.
 func (j *Journal) lostWith(err error) error {

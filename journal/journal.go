@@ -44,11 +44,12 @@ type Journal struct {
 	migrated  []string   // the migrations Open applied (Migrated)
 	owned     []*os.File // the owner locks Own took, released by Close
 	commits   atomic.Int64
-	pg        *pgStore // nil on SQLite
-	rep       *rep     // set by Join: this journal is one of several replicas
-	leads     leads    // the leaderships Lead took
-	auditOff  bool     // WithoutAudit
-	head      head     // the last record this journal appended to the audit trail
+	pg        *pgStore      // nil on SQLite
+	rep       *rep          // set by Join: this journal is one of several replicas
+	leads     leads         // the leaderships Lead took
+	auditOff  bool          // WithoutAudit
+	head      head          // the last record this journal appended to the audit trail
+	idleInTx  time.Duration // the server's idle_in_transaction_session_timeout (idleInTransaction)
 }
 
 // Option configures Open.

@@ -3,10 +3,13 @@ package journal
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"net"
 	"path"
 	"regexp"
 	"strconv"
@@ -89,6 +92,12 @@ const (
 	maxLazyConns    = 4
 )
 
+// idleInTransaction is how long the server keeps a session of the journal's
+// pools that sits in a transaction with nothing asked: the journal's own
+// transactions ask without a pause, and a stranded one holds up every writer
+// that needs its rows or the audit trail (openPostgres).
+const idleInTransaction = 10 * time.Second
+
 // openPostgres connects j to the database of url and applies pending migrations.
 func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	cfg, err := pgx.ParseConfig(url)
@@ -101,6 +110,15 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	// The guessed append quotes its arguments in the driver (appendAudit),
 	// which it does only with backslashes taken literally.
 	cfg.RuntimeParams["standard_conforming_strings"] = "on"
+	// A transaction of the journal waits for nothing but the database, so one
+	// that sits idle has lost its client: a process cut off from the database
+	// by a link gone silent, whose session the server never hears leave. Ended,
+	// it no longer holds the rows and the audit trail's lock that every other
+	// writer waits for.
+	if j.idleInTx <= 0 {
+		j.idleInTx = idleInTransaction
+	}
+	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(j.idleInTx.Milliseconds(), 10)
 	j.pg = &pgStore{config: cfg, where: Where(url)}
 	db := stdlib.OpenDB(*cfg)
 	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&j.pg.schema); err != nil {
@@ -288,7 +306,7 @@ func lockAuditSQL(key int32, async bool) (string, []any) {
 // connection drops. The connection's application_name carries the pid, for the
 // message a second owner gets.
 func (j *Journal) ownPostgres(ctx context.Context, transport string) error {
-	conn, ok, err := j.tryAdvisory(ctx, lockOwn, lockKey(j.pg.schema, transport))
+	conn, ok, err := j.tryAdvisory(ctx, lockOwn, lockKey(j.pg.schema, transport), 0)
 	if err != nil {
 		return fmt.Errorf("journal: own %s: %w", transport, err)
 	}
@@ -382,6 +400,28 @@ func translatePG(query string) string {
 }
 
 var rowid = regexp.MustCompile(`\browid\b`)
+
+// IsUnreachable reports whether err is the database out of reach rather than a
+// refusal of the write: a connection that failed, was reset or timed out, or a
+// session the server ended (a restart, a shutdown, a session killed). The
+// write may or may not have been made; a surface takes its work again later,
+// and a replay finds what was made (a task's origin) and goes on from there.
+func IsUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		ne net.Error
+		ce *pgconn.ConnectError
+	)
+	if errors.As(err, &ne) || errors.As(err, &ce) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	code, _ := pgCode(err)
+	// 08: connection exception; 57P01..57P03: the server shutting down or
+	// starting, a session terminated.
+	return strings.HasPrefix(code, "08") || code == "57P01" || code == "57P02" || code == "57P03"
+}
 
 // pgCode is the SQLSTATE of a PostgreSQL error, "" for any other error.
 func pgCode(err error) (code, constraint string) {

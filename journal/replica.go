@@ -49,6 +49,8 @@ type rep struct {
 	// lost is closed when the name lock is found lost (Lost).
 	lost     chan struct{}
 	lostOnce sync.Once
+	// stop ends the name lock's keeper (keepName) as the journal leaves.
+	stop chan struct{}
 }
 
 // ErrReplicaRunning means a live process has joined under the same replica name.
@@ -77,11 +79,14 @@ func (j *Journal) Join(ctx context.Context, transport, name string, lease time.D
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	unlock, conn, err := j.lockName(ctx, name)
+	unlock, conn, err := j.lockName(ctx, name, lease)
 	if err != nil {
 		return err
 	}
-	j.rep = &rep{name: name, lease: lease, lock: unlock, conn: conn, lost: make(chan struct{})}
+	j.rep = &rep{name: name, lease: lease, lock: unlock, conn: conn, lost: make(chan struct{}), stop: make(chan struct{})}
+	if conn != nil {
+		go j.keepName(lease / 4)
+	}
 	ids, err := j.claimedIn(ctx, transport, name)
 	if err == nil {
 		err = j.recoverIDs(ctx, ids, ReasonCrashRecovery)
@@ -115,11 +120,12 @@ func (j *Journal) Lease() time.Duration {
 
 // lockName takes the lock of a replica name: a session-level advisory lock on a
 // connection of its own on PostgreSQL, a lock file beside the journal on SQLite.
-// Either dies with its process.
-func (j *Journal) lockName(ctx context.Context, name string) (unlock func() error, conn *pgx.Conn, err error) {
+// Either dies with its process; on PostgreSQL, too, with a session that says
+// nothing for a lease (see tryAdvisory).
+func (j *Journal) lockName(ctx context.Context, name string, lease time.Duration) (unlock func() error, conn *pgx.Conn, err error) {
 	taken := fmt.Errorf("journal: join as %s: %w: stop it first, or give this process another -replica name", name, ErrReplicaRunning)
 	if j.pg != nil {
-		conn, ok, err := j.tryAdvisory(ctx, lockReplica, lockKey(j.pg.schema, name))
+		conn, ok, err := j.tryAdvisory(ctx, lockReplica, lockKey(j.pg.schema, name), lease)
 		if err != nil {
 			return nil, nil, fmt.Errorf("journal: join as %s: %w", name, err)
 		}
@@ -161,12 +167,27 @@ func tryFileLock(path string) (f *os.File, ok bool, err error) {
 // tryAdvisory takes a session-level advisory lock on a new connection of its own,
 // which holds it until it is closed or its process dies. ok is false, and no
 // connection is kept, when another session holds the lock.
-func (j *Journal) tryAdvisory(ctx context.Context, k1, k2 int32) (*pgx.Conn, bool, error) {
+//
+// With quiet above 0, the server ends the session, and the lock with it, once
+// its client has said nothing for that long (idle_session_timeout, PostgreSQL
+// 14 and later; older servers keep it as before). A process cut off from the
+// database by a link gone silent is never heard leaving: without it the server
+// would keep the lock for the session until its TCP keepalive gives up (two
+// hours and more by default), and no process of the name could join, nor any
+// replica lead, until then. The holder asks on the session far more often.
+func (j *Journal) tryAdvisory(ctx context.Context, k1, k2 int32, quiet time.Duration) (*pgx.Conn, bool, error) {
 	cfg := j.pg.config.Copy()
 	cfg.RuntimeParams["application_name"] = ownerApp + strconv.Itoa(os.Getpid())
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, false, fmt.Errorf("connect to %s: %w", j.pg.where, err)
+	}
+	if quiet > 0 {
+		_, err := conn.Exec(ctx, "SELECT set_config('idle_session_timeout', $1, false)", strconv.FormatInt(quiet.Milliseconds(), 10))
+		if code, _ := pgCode(err); err != nil && code != "42704" { // 42704: a server before 14 has no such setting
+			conn.Close(ctx)
+			return nil, false, fmt.Errorf("bound the lock's session at %s: %w", j.pg.where, err)
+		}
 	}
 	var ok bool
 	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", k1, k2).Scan(&ok); err != nil || !ok {
@@ -438,7 +459,9 @@ func (j *Journal) Lead(ctx context.Context, transport string) (bool, error) {
 	}
 	var l lead
 	if j.pg != nil {
-		conn, ok, err := j.tryAdvisory(ctx, lockOwn, lockKey(j.pg.schema, transport))
+		// Leading asks on the session every time it is called (every second,
+		// by the operator), far more often than a replica's lease.
+		conn, ok, err := j.tryAdvisory(ctx, lockOwn, lockKey(j.pg.schema, transport), j.Lease())
 		if err != nil || !ok {
 			if err != nil {
 				err = fmt.Errorf("journal: lead %s: %w", transport, err)
@@ -516,6 +539,7 @@ func (j *Journal) leave() error {
 	}
 	j.leads.mu.Unlock()
 	if j.rep != nil && j.rep.lock != nil {
+		close(j.rep.stop)
 		j.rep.connMu.Lock()
 		errs = append(errs, j.rep.lock())
 		j.rep.lock = nil

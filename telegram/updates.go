@@ -104,8 +104,8 @@ func (t *Bot) handleFrom(ctx context.Context, lane <-chan job) {
 	}
 }
 
-// again takes a message that met a full disk once more after a wait (1 s,
-// doubling to 30 s) until the journal has room; it stays unhandled in the inbox
+// again takes a message that met a full disk (or a database out of reach) once
+// more after a wait (1 s, doubling to 30 s) until the journal takes it; it stays unhandled in the inbox
 // meanwhile, so a stop before then leaves it to the replay after a restart. Its
 // task's origin makes the retry start no second task.
 func (t *Bot) again(ctx context.Context, j job) {
@@ -234,7 +234,8 @@ const waitingForRoom = "The bot's disk is full, so it could not journal this mes
 // of its update, which names the task's origin: a replay of the update starts no
 // second task, and a message that Telegram numbered afresh is not taken for one.
 // It reports whether a full disk stopped it, to be taken again once there is room
-// (the person is told so when tell is true: the first time).
+// (the person is told so when tell is true: the first time), or a database out
+// of reach, to be taken again the same way.
 func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell bool) (full bool) {
 	if m.From == nil || m.Chat.Type != models.ChatTypePrivate {
 		return false // commands are taken in private chats only
@@ -285,6 +286,11 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 		if tell {
 			t.reply(ctx, m.Chat.ID, waitingForRoom)
 		}
+		return true
+	case journal.IsUnreachable(err):
+		// Marked handled, it would be lost: its task may not exist. Taken
+		// again, it goes on from what was made (its task's origin).
+		t.log.Error("command not journaled: the database is out of reach; it is taken again", "err", err)
 		return true
 	case err != nil:
 		t.log.Error("command failed", "err", err)

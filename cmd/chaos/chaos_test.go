@@ -80,6 +80,38 @@ func TestChaosReplicasOnPostgres(t *testing.T) {
 	t.Log(out.String())
 }
 
+// The short replica run with the database in the mix, on a PostgreSQL server
+// of the run's own: replicas cut off it (a reset or a silent hang, healed before
+// the replica notices or past its lease) and the server restarted (cleanly or
+// as a crash); a replica that lost its name lock exits and is started again.
+// Besides every promise of the other runs: nothing sent and no update taken by
+// a replica out of reach of the database, and what was on the wire then settled
+// by the replicas' rules, never sent again.
+func TestChaosPartitionsAndRestartsOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs three bot processes and a PostgreSQL server for half a minute")
+	}
+	needServerBinaries(t)
+	cfg := Config{Seed: 7, Ops: 24, Kills: 1, Duration: 25 * time.Second, Chats: 10, ModelShare: 0.3,
+		Policies: "../../policies.yaml", Replicas: 3, OwnPostgres: true, Partitions: 3, PGRestarts: 2}
+	var out bytes.Buffer
+	rep, err := Run(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("a promise broke:\n%s", out.String())
+	}
+	cuts := rep.Actions["partition (hang) between a replica and the database"] + rep.Actions["partition (reset) between a replica and the database"]
+	restarts := rep.Actions["postgres restart (fast)"] + rep.Actions["postgres restart (immediate, a crash)"]
+	// The path taken: the server's restarts end every replica's name lock, and
+	// those replicas exit and come back; a cut past the ping's bound does too.
+	if cuts != 3 || restarts != 2 || rep.Actions["replica exited: its name lock lost"] < 3 || rep.Actions["replica exited otherwise"] > 0 || rep.Delivered == 0 {
+		t.Errorf("the run did not do what it says:\n%s", out.String())
+	}
+	t.Log(out.String())
+}
+
 // The checks catch what they name: a check that cannot fail proves nothing.
 func TestInvariantsCatchBrokenPromises(t *testing.T) {
 	w := &world{}

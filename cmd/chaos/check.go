@@ -154,6 +154,7 @@ func (w *world) check() *Report {
 		w.checkActions(ctx, j, all, r)
 		r.Invariants = append(r.Invariants, w.quorumHeld(ctx, j, ops), w.lastApprovedOnly(ctx, j, ops, deliveries))
 	}
+	r.Invariants = append(r.Invariants, w.databaseInvariants(ctx, j, r)...)
 	r.Invariants = append(r.Invariants, w.auditIntact())
 	return r
 }

@@ -33,10 +33,13 @@
 // random live replica, delivers again after a failure, and at times twice; the
 // kills take one replica down, or two at once, never all. Each replica serves
 // MCP on a -mcp-listen of its own, and each HTTP caller follows one replica and
-// moves on to the next when it dies (mcpreplicas.go).
+// moves on to the next when it dies (mcpreplicas.go). Now and then a replica
+// is cut off the database (-partitions) and, with -own-postgres, the run's own
+// server is restarted (-pg-restarts).
 //
 //	go run ./cmd/chaos -seed 7 -ops 200 -kills 10 -duration 3m
 //	go run ./cmd/chaos -replicas 3 -journal postgres://postgres@127.0.0.1:5432/test -seed 7
+//	go run ./cmd/chaos -replicas 3 -own-postgres -partitions 3 -pg-restarts 2 -seed 7
 package main
 
 import (
@@ -65,6 +68,9 @@ func main() {
 	flag.BoolVar(&c.FullDisk, "full-disk", true, "put the data folder on a small tmpfs and fill it at times (needs root; not with a PostgreSQL journal)")
 	flag.IntVar(&c.Replicas, "replicas", 1, "countersign run processes on one PostgreSQL journal, taking updates by webhook behind a load balancer (above 1 needs -journal)")
 	flag.StringVar(&c.Journal, "journal", os.Getenv("COUNTERSIGN_DATABASE_URL"), "a postgres:// URL: the run makes a schema of its own there, and the bot takes updates by webhook (default $COUNTERSIGN_DATABASE_URL; empty: SQLite, long polling)")
+	flag.IntVar(&c.Partitions, "partitions", 2, "times to cut one replica off the PostgreSQL journal (a reset or a silent hang) and heal it (PostgreSQL only; 0: none)")
+	flag.BoolVar(&c.OwnPostgres, "own-postgres", false, "start a PostgreSQL cluster of the run's own (initdb, pg_ctl) and use it instead of -journal, so that it can be restarted")
+	flag.IntVar(&c.PGRestarts, "pg-restarts", 2, "times to restart the run's own PostgreSQL server, cleanly or as a crash (with -own-postgres)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

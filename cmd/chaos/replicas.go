@@ -68,6 +68,8 @@ type balancer struct {
 	in   []*replica
 	pin  *replica           // the next delivery's replica, whatever the draw
 	took map[int64]*replica // the last replica that took each update
+	// logged, when set, hears of every delivery (the database's faults' checks).
+	logged func(r *replica, update int64, began time.Time, taken bool)
 }
 
 func newBalancer(seed int64) *balancer {
@@ -106,7 +108,11 @@ func (b *balancer) deliver(ctx context.Context, update []byte, secret string) er
 	}
 	b.mu.Unlock()
 	post := telegramtest.PostWebhook(b.client, func() (string, error) { return "http://" + r.listen + "/telegram", nil })
+	began := time.Now()
 	err := post(ctx, update, secret)
+	if b.logged != nil {
+		b.logged(r, telegramtest.UpdateID(update), began, err == nil)
+	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		b.remove(r)
 	}
@@ -249,7 +255,7 @@ func (w *world) newReplicas(root string) error {
 func (w *world) args(r *replica) []string {
 	args := []string{"run", "-data", r.data, "-policies", w.policies}
 	if w.webhook() {
-		args = append(args, "-journal", w.journal, "-vault", w.vaultDir(), "-webhook-listen", r.listen, "-webhook-url", hookURL)
+		args = append(args, "-journal", w.journalOf(r), "-vault", w.vaultDir(), "-webhook-listen", r.listen, "-webhook-url", hookURL)
 		if len(w.reps) > 1 || supportsReplicas(w.cfg.Bot) {
 			args = append(args, "-replica", r.name) // one name across its restarts
 		}
@@ -331,6 +337,7 @@ func (w *world) killReplica(r *replica) {
 	r.cmd.Process.Kill()
 	r.exit <- <-r.exit // Wait has returned; keep the result for stop
 	r.up = false
+	w.sawDeath(r)
 }
 
 // stop ends every running replica with SIGTERM and returns how they ended.
@@ -433,11 +440,22 @@ func (w *world) downtime(rnd *mrand.Rand) time.Duration {
 // them, when all is set).
 func (w *world) restartDue(all bool) error {
 	for _, r := range w.reps {
-		if r.up || (!all && time.Now().Before(r.back)) {
+		if r.up || w.held(r) || (!all && time.Now().Before(r.back)) {
 			continue
 		}
 		if err := w.startReplica(r); err != nil {
-			return err
+			if !w.mayRefuse() {
+				return err
+			}
+			// Its name may still be held at the server by a session cut off,
+			// until the server ends it: tried again in a moment.
+			w.killReplica(r)
+			w.note("replica start refused after a database fault, tried again")
+			r.back = time.Now().Add(time.Second)
+			if all {
+				time.Sleep(time.Second)
+				return w.restartDue(all)
+			}
 		}
 	}
 	return nil

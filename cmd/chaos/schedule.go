@@ -28,9 +28,12 @@ func (w *world) storm(ctx context.Context, policies string) {
 	seen := newSeen()
 	// A kill made late (a /retry killed mid-send takes seconds) is still made: the
 	// run makes the kills it was asked for.
-	for (time.Now().Before(deadline) || kills < w.cfg.Kills) && ctx.Err() == nil {
+	// The database's disturbances are made too, a cut lasting as long as drawn.
+	for (time.Now().Before(deadline) || kills < w.cfg.Kills || w.disturbing()) && ctx.Err() == nil {
 		now := time.Now()
 		if w.lb != nil {
+			w.reap()
+			w.disturbDatabase(ctx, start, now)
 			if err := w.restartDue(false); err != nil {
 				fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
 				return
@@ -107,6 +110,8 @@ func (w *world) storm(ctx context.Context, policies string) {
 		w.disk.free()
 	}
 	if w.lb != nil {
+		w.heal()
+		w.reap()
 		if err := w.restartDue(true); err != nil {
 			fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
 		}
@@ -185,6 +190,12 @@ func (w *world) windDown(ctx context.Context, policies string) {
 	const stuck = 60 * time.Second
 	last, moved, still := "", time.Now(), ""
 	for time.Since(moved) < stuck && ctx.Err() == nil {
+		if w.db != nil {
+			w.reap() // a replica that lost its name lock late exits now
+			if err := w.restartDue(false); err != nil {
+				fmt.Fprintf(w.out, "chaos: restart: %v\n", err)
+			}
+		}
 		w.decide(seen, true)
 		open, ok := w.open()
 		var turns []string

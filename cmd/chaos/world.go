@@ -48,6 +48,15 @@ type Config struct {
 	// database, its replicas take updates by webhook, and it drops the schema at
 	// the end unless a promise broke. "" is one polling bot on SQLite.
 	Journal string
+	// Partitions is how many times the run cuts one replica off the database
+	// (a reset or a silent hang, through a proxy of its own) and heals it.
+	Partitions int
+	// OwnPostgres starts a PostgreSQL cluster of the run's own (initdb and
+	// pg_ctl, as the postgres user when run as root) and uses it instead of
+	// Journal, so that it can be restarted; PGRestarts is how many times it is,
+	// cleanly or as a crash.
+	OwnPostgres bool
+	PGRestarts  int
 }
 
 // The people and chats of a run.
@@ -73,6 +82,7 @@ type world struct {
 	kills     *rand.Rand // the replica kills' choices, apart from the timing-bound rest
 	journal   string     // the PostgreSQL URL with the run's schema, "" on SQLite
 	j         *journal.Journal
+	db        *dbFaults      // nil: the database is left alone (SQLite, or no partitions nor restarts)
 	policies  string         // the run's policy file
 	count     map[string]int // actions and faults, by name
 	model     *model         // nil: no model configured
@@ -103,6 +113,14 @@ type command struct {
 func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error) {
 	if cfg.Chats < 1 || cfg.Ops < 1 {
 		return nil, errors.New("-ops and -chats must be positive")
+	}
+	var pg *pgServer // the run's own server, to restart
+	if cfg.OwnPostgres {
+		if pg, err = startPostgres(ctx); err != nil {
+			return nil, fmt.Errorf("-own-postgres: %w", err)
+		}
+		defer pg.remove()
+		cfg.Journal = pg.URL()
 	}
 	if cfg.Replicas > 1 && !journal.IsPostgres(cfg.Journal) {
 		return nil, errors.New("-replicas above 1 needs -journal with a postgres:// URL (or COUNTERSIGN_DATABASE_URL)")
@@ -151,6 +169,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 		}()
 		w.lb = newBalancer(cfg.Seed)
 		w.kills = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x4b111))
+		if cfg.Partitions > 0 || (pg != nil && cfg.PGRestarts > 0) {
+			w.db = newDBFaults(cfg, pg)
+			w.lb.logged = w.logDelivery
+			defer w.closeProxies()
+		}
 	}
 	if cfg.FullDisk {
 		d, err := mountDisk(w.dir)

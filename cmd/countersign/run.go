@@ -156,7 +156,12 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	if err != nil {
 		return err
 	}
-	defer j.Close()
+	abandoned := false // stuck on a database out of reach: closing it would wait as well
+	defer func() {
+		if !abandoned {
+			j.Close()
+		}
+	}()
 	if journal.IsPostgres(cfg.journalName()) {
 		logger.Info("journal on PostgreSQL", "database", journal.Where(cfg.journalName())) // never the URL
 	}
@@ -193,20 +198,67 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	ctx, stop := stopWhenLost(ctx, j)
 	defer stop()
 	s := serving{cfg: cfg, env: env, logger: logger, j: j, tg: tg, m: m, mcpListen: mcpListen}
-	for first := true; ; first = false {
-		if !first {
-			if p, err = loadPolicy(cfg, env); err != nil { // now with the person paired
-				return err
-			}
-		}
-		if err = s.serve(ctx, p, first); !errors.Is(err, telegram.ErrPaired) {
-			break
-		}
+	served, quit := make(chan error, 1), make(chan struct{})
+	defer close(quit)
+	go func() { served <- s.rounds(ctx, p) }()
+	select {
+	case err = <-served:
+	case <-stuckAfterLoss(j, replica.lease, quit):
+		abandoned = true
+		return fmt.Errorf("%w: stopped a lease after, leaving the work the database did not answer for to the other replicas, so that a new process joins under the name", journal.ErrReplicaLost)
 	}
 	if errors.Is(context.Cause(ctx), journal.ErrReplicaLost) {
 		return fmt.Errorf("%w: stopped, so that a new process joins under the name and recovers what this one left", journal.ErrReplicaLost)
 	}
 	return err
+}
+
+// rounds serves under p, and again under the policy that pairing a person
+// makes, until the bot ends.
+func (s *serving) rounds(ctx context.Context, p *policy.Policy) (err error) {
+	for first := true; ; first = false {
+		if !first {
+			if p, err = loadPolicy(s.cfg, s.env); err != nil { // now with the person paired
+				return err
+			}
+		}
+		if err = s.serve(ctx, p, first); !errors.Is(err, telegram.ErrPaired) {
+			return err
+		}
+	}
+}
+
+// stuckAfterLoss returns a channel closed a lease after this replica found its
+// name lock lost (never, for a journal that is no replica, nor once quit is
+// closed). Stopping, it lets
+// the work in flight finish: the record of a commit's answer, an update being
+// stored. A database out of reach (a link gone silent) answers none of it, and
+// would keep the process from exiting, and its supervisor from starting a new
+// one, until the link comes back or TCP gives up, a quarter of an hour later.
+// By a lease after the loss the other replicas have taken over what it held (a
+// commit on the wire is unknown there, never resent), so exiting then leaves
+// nothing that waiting would have saved.
+func stuckAfterLoss(j *journal.Journal, lease time.Duration, quit <-chan struct{}) <-chan struct{} {
+	stuck := make(chan struct{})
+	lost := j.Lost()
+	if lost == nil {
+		return stuck
+	}
+	go func() {
+		select {
+		case <-lost:
+		case <-quit:
+			return
+		}
+		t := time.NewTimer(lease)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			close(stuck)
+		case <-quit:
+		}
+	}()
+	return stuck
 }
 
 // serving is what a countersign run keeps while it serves under one policy and then,
