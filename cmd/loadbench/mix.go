@@ -77,7 +77,8 @@ type load struct {
 	cfg   Config
 	name  string
 	srv   *telegramtest.Server
-	rnd   *rand.Rand
+	rnd   *rand.Rand // the mix's draws
+	taps  *rand.Rand // who taps, apart: the tapper's timing must not change the mix
 	procs []*proc
 
 	mu      sync.Mutex
@@ -85,7 +86,7 @@ type load struct {
 	kinds   map[string]int      // updates offered, by kind
 	sends   map[string]*sent    // by text
 	whoami  map[int64]int       // /whoami asked, by operator chat
-	tapped  map[string]bool     // approval ids tapped
+	cards   map[string]*card    // by callback data, up to the answer
 	seen    map[int64]int       // approver chat → its messages read
 	n       int                 // texts made
 	mcp     mcpFigures
@@ -100,8 +101,9 @@ type mcpFigures struct {
 
 func newLoad(cfg Config, name string, srv *telegramtest.Server, procs []*proc) *load {
 	return &load{cfg: cfg, name: name, srv: srv, procs: procs, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x10ad)),
+		taps:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0x7a9)),
 		offered: map[int64]time.Time{}, kinds: map[string]int{}, sends: map[string]*sent{}, whoami: map[int64]int{},
-		tapped: map[string]bool{}, seen: map[int64]int{}}
+		cards: map[string]*card{}, seen: map[int64]int{}}
 }
 
 func (l *load) offer(kind string, id int64) {
@@ -188,10 +190,13 @@ func (l *load) offerOne(sendShare float64) {
 // apData is an approval card's callback data, up to the answer.
 var apData = regexp.MustCompile(`ap1:[a-z0-9-]+:`)
 
-// tapper taps every approval card once, as soon as it reaches an approver: the
-// card is read on the fake server, and the approver's callback_query pushed.
-// The tap latency is measured from the update leaving the server, so how soon
-// the tapper reacts is not part of it.
+// tapper taps every approval card once, in one approver's chat (drawn from the
+// seed) once its card is shown to every approver: a person taps a card on their
+// phone, after it came, and the bot waits for every copy to be out before it acts
+// on a tap (so that no copy is left with live buttons), which a harness tapping
+// the first copy at once would measure instead of the path. The latency is
+// measured from the tap's update leaving the server, so how soon the tapper
+// reacts is not part of it.
 func (l *load) tapper(ctx context.Context) {
 	for ctx.Err() == nil {
 		l.srv.WaitTimeout(time.Second, func(s *telegramtest.Server) bool { return l.newCards(s) })
@@ -211,32 +216,57 @@ func (l *load) newCards(s *telegramtest.Server) bool {
 	return false
 }
 
-// tapCards taps the cards not tapped yet, each in the chat it was first read in.
+// tapCards reads the approvers' new messages and taps each card shown to all of
+// them and not tapped yet.
 func (l *load) tapCards() {
 	for _, a := range people(firstApprover, approvers) {
 		ms := l.srv.Messages(a)
 		l.mu.Lock()
 		fresh := ms[min(l.seen[a], len(ms)):]
 		l.seen[a] = len(ms)
-		l.mu.Unlock()
 		for _, m := range fresh {
-			data := apData.FindString(string(m.ReplyMarkup))
-			text := marker.FindString(m.Text)
-			l.mu.Lock()
-			s, ok := l.sends[text]
-			if data == "" || !ok || l.tapped[data] {
-				l.mu.Unlock()
+			data, text := apData.FindString(string(m.ReplyMarkup)), marker.FindString(m.Text)
+			if _, ok := l.sends[text]; data == "" || !ok {
 				continue
 			}
-			l.tapped[data] = true
-			l.mu.Unlock()
-			id, _ := l.srv.PushCallbackQuery(a, a, m.MessageID, data+"y")
-			l.mu.Lock()
-			s.tap = id
-			l.mu.Unlock()
-			l.offer(kindTap, id)
+			c := l.cards[data]
+			if c == nil {
+				c = &card{text: text, in: map[int64]int{}}
+				l.cards[data] = c
+			}
+			c.in[a] = m.MessageID
+		}
+		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	var due []string
+	for data, c := range l.cards {
+		if !c.tapped && len(c.in) == approvers {
+			c.tapped = true
+			due = append(due, data)
 		}
 	}
+	slices.Sort(due)
+	l.mu.Unlock()
+	for _, data := range due {
+		l.mu.Lock()
+		c := l.cards[data]
+		by := people(firstApprover, approvers)[l.taps.IntN(approvers)]
+		l.mu.Unlock()
+		id, _ := l.srv.PushCallbackQuery(by, by, c.in[by], data+"y")
+		l.mu.Lock()
+		l.sends[c.text].tap = id
+		l.mu.Unlock()
+		l.offer(kindTap, id)
+	}
+}
+
+// card is an approval's card as the tapper found it: the text it asks about
+// and its message in each approver's chat.
+type card struct {
+	text   string
+	in     map[int64]int
+	tapped bool
 }
 
 // caller is one outside agent over MCP, on one process's -mcp-listen.

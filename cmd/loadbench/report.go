@@ -86,7 +86,8 @@ func (f *Figures) Print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "  tap to send (the tap's update leaving the fake server to the approved sendMessage reaching it): %d taps, p50 %s, p99 %s, max %s\n",
 		f.Taps, ms(f.TapP50), ms(f.TapP99), ms(f.TapMax))
-	fmt.Fprintf(out, "  messages sent %d, 429s %d; the machine's 1-minute load average %.2f to %.2f\n", f.Sends, f.TooMany, f.LoadAvg[0], f.LoadAvg[1])
+	fmt.Fprintf(out, "  messages sent %d, 429s %d; of them %d refusals to %d strangers (at most %d to one); the machine's 1-minute load average %.2f to %.2f\n",
+		f.Sends, f.TooMany, f.Refusals, f.Refused, f.RefusedMost, f.LoadAvg[0], f.LoadAvg[1])
 	for _, m := range f.Mem {
 		fmt.Fprintf(out, "  %s: RSS peak %s, at a fifth of the load %s, at the end %s; Go heap in use peak %s, end %s; goroutines %d then %d; CPU %s (%.0f%% of a core)\n",
 			m.Name, mib(m.PeakRSS), mib(m.WarmRSS), mib(m.EndRSS), mib(m.PeakHeap), mib(m.EndHeap), m.WarmGoroutines, m.EndGoroutines,

@@ -79,9 +79,12 @@ type Figures struct {
 	Mem                    []ProcMem
 	TooMany                int // 429 answers of the fake server
 	Sends                  int // messages the bot sent (sendMessage answered 200)
-	Windows                []Window
-	LoadAvg                [2]float64 // the machine's 1-minute load average, lowest and highest seen
-	MCP                    mcpFigures
+	// Refusals are the messages to strangers, RefusedMost the most one stranger
+	// got: the bot tells a stranger once an hour.
+	Refusals, Refused, RefusedMost int
+	Windows                        []Window
+	LoadAvg                        [2]float64 // the machine's 1-minute load average, lowest and highest seen
+	MCP                            mcpFigures
 	// Duplicates are messages delivered twice; Lost are updates the bot took
 	// and never handled, and commands whose effect never came.
 	Duplicates, Lost []string
@@ -422,6 +425,16 @@ func (l *load) figures(start, loadEnd, end time.Time, rows []inboxRow) *Figures 
 			f.Duplicates = append(f.Duplicates, fmt.Sprintf("chat %d: %d answers to %d /whoami", chat, got, n))
 		}
 	}
+	told := map[int64]int{}
+	for _, m := range l.srv.AllMessages() {
+		if m.Chat.ID >= firstStranger && m.Chat.ID < firstStranger+strangers {
+			told[m.Chat.ID]++
+		}
+	}
+	for _, n := range told {
+		f.Refusals, f.RefusedMost = f.Refusals+n, max(f.RefusedMost, n)
+	}
+	f.Refused = len(told)
 	var lat []time.Duration
 	for _, s := range sends {
 		if !s.tapped || s.tap == 0 {
