@@ -86,6 +86,13 @@ func (f *Figures) Print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "  tap to send (the tap's update leaving the fake server to the approved sendMessage reaching it): %d taps, p50 %s, p99 %s, max %s\n",
 		f.Taps, ms(f.TapP50), ms(f.TapP99), ms(f.TapMax))
+	if len(f.Slow) > 0 {
+		var at []string
+		for _, s := range f.Slow {
+			at = append(at, fmt.Sprintf("%.0fs: %s", s[0].Seconds(), ms(s[1])))
+		}
+		fmt.Fprintf(out, "    %d over %s, at (from the load's start): %s\n", len(f.Slow), ms(slowTap), strings.Join(at, ", "))
+	}
 	fmt.Fprintf(out, "  messages sent %d, 429s %d; of them %d refusals to %d strangers (at most %d to one); the machine's 1-minute load average %.2f to %.2f\n",
 		f.Sends, f.TooMany, f.Refusals, f.Refused, f.RefusedMost, f.LoadAvg[0], f.LoadAvg[1])
 	for _, m := range f.Mem {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +76,10 @@ type Figures struct {
 	TakenAll int // updates taken in all, the drain included
 	// Taps are the taps timed, from the update leaving the fake server to the
 	// approved message reaching it.
-	Taps                   int
+	Taps int
+	// Slow are the taps over slowTap: when each left, from the load's start, and
+	// how long it took.
+	Slow                   [][2]time.Duration
 	TapP50, TapP99, TapMax time.Duration
 	Mem                    []ProcMem
 	TooMany                int // 429 answers of the fake server
@@ -444,12 +449,19 @@ func (l *load) figures(start, loadEnd, end time.Time, rows []inboxRow) *Figures 
 		got, ok2 := at[[2]string{fmt.Sprint(s.target), s.text}]
 		if ok1 && ok2 {
 			lat = append(lat, got.Sub(left))
+			if d := got.Sub(left); d > slowTap {
+				f.Slow = append(f.Slow, [2]time.Duration{left.Sub(start), d})
+			}
 		}
 	}
+	slices.SortFunc(f.Slow, func(a, b [2]time.Duration) int { return cmp.Compare(a[0], b[0]) })
 	f.Taps = len(lat)
 	f.TapP50, f.TapP99, f.TapMax = quantile(lat, 0.5), quantile(lat, 0.99), quantile(lat, 1)
 	return f
 }
+
+// slowTap is the tap-to-send time past which a tap is listed.
+const slowTap = 250 * time.Millisecond
 
 // progress prints each 10 s window's offered and taken counts as it passes.
 func (l *load) progress(ctx context.Context, out io.Writer, start time.Time) {
