@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,7 +29,8 @@ import (
 // visible to a flush without the earlier one.
 //
 // Each journal runs a flusher: signalled after each audited commit (one
-// flush at a time; a signal during a flush causes one more), every
+// flush at a time; a signal during a flush causes one more, at least
+// flushGap after the start of the one before), every
 // flushEvery (so that the records a dead process committed are chained by
 // the others), and once more at Close. Readers of the trail flush first
 // (FlushAudit), and VerifyAudit also reads what is still pending in the same
@@ -41,11 +43,18 @@ const pendingBatch = 512
 // pending, its own writes' signals aside.
 const defaultFlushEvery = time.Second
 
+// flushGap is the least time between the start of a flush and that of the
+// next one a signal asks for: under a stream of writes each flush takes what
+// commits in that time, in one batch and one commit, rather than one flush
+// (and its wait for the disk) per write beside the writers' own.
+const flushGap = 50 * time.Millisecond
+
 // flusher is a journal's background flush on PostgreSQL.
 type flusher struct {
-	kick chan struct{} // one signal waits at most: signals during a flush coalesce
-	stop chan struct{}
-	done chan struct{}
+	kick    chan struct{} // one signal waits at most: signals during a flush coalesce
+	stop    chan struct{}
+	done    chan struct{}
+	stopped sync.Once
 }
 
 // startFlusher starts j's flusher, unless a test asked for none
@@ -78,15 +87,26 @@ func (j *Journal) flushLoop(f *flusher, every time.Duration) {
 	defer close(f.done)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	var last time.Time
 	for {
 		idle := false
 		select {
 		case <-f.stop:
 			return
 		case <-f.kick:
+			if wait := flushGap - time.Since(last); wait > 0 {
+				gap := time.NewTimer(wait)
+				select {
+				case <-f.stop: // the flush at Close takes what is pending
+					gap.Stop()
+					return
+				case <-gap.C:
+				}
+			}
 		case <-tick.C:
 			idle = true
 		}
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		// A failed flush leaves the records pending, to the next signal or
 		// tick; a reader that needs them chained flushes itself and sees the
@@ -98,14 +118,15 @@ func (j *Journal) flushLoop(f *flusher, every time.Duration) {
 	}
 }
 
-// stopFlusher stops the flusher and waits for its flush in progress.
+// stopFlusher stops the flusher and waits for its flush in progress. A
+// signal after it is dropped: the flush at Close takes its records.
 func (j *Journal) stopFlusher() {
-	if j.flush == nil {
-		return
+	if f := j.flush; f != nil {
+		f.stopped.Do(func() {
+			close(f.stop)
+			<-f.done
+		})
 	}
-	close(j.flush.stop)
-	<-j.flush.done
-	j.flush = nil
 }
 
 // anyPending reports whether a record waits to be chained, without the lock:
