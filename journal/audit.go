@@ -12,23 +12,21 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // The audit trail is a chain of records, one per fact a person may have to
 // account for: every transition of an operation (a human's resolution of an
 // unknown outcome is one), every approval asked (bound to the payload's hash)
 // and every decision on one (approved, rejected, expired, withdrawn, by whom).
-// A record is appended in the transaction of its fact, so it costs no durable
-// commit of its own, and appends queue, so that two writers never chain onto the
-// same record: on SQLite on the writer lock, like every write; on PostgreSQL,
-// whose writes run side by side, on the audit lock, taken at the end of the
-// transaction right before its append and held only until its commit
-// (flushAudit). Each record carries the hash of the one
-// before: hash = SHA-256(prev_hash || canonical form), prev_hash and hash in
-// lowercase hex, the first record's prev_hash 64 zeros. VerifyAudit
-// (auditverify.go) walks the chain and checks the journal's own tables against it.
+// A record is written in the transaction of its fact, so it costs no durable
+// commit of its own. On SQLite it is appended there, after the head, under the
+// writer lock every write holds. On PostgreSQL, whose writes run side by side,
+// it is queued there in audit_pending, and a flush chains the queued records
+// in batches under the audit lock (auditpending.go): writers never take turns
+// on the trail. Each record carries the hash of the one before: hash =
+// SHA-256(prev_hash || canonical form), prev_hash and hash in lowercase hex,
+// the first record's prev_hash 64 zeros. VerifyAudit (auditverify.go) walks
+// the chain and checks the journal's own tables against it.
 
 // The kinds of audit records.
 const (
@@ -151,42 +149,22 @@ type genesisFact struct {
 }
 
 // chain collects the records of one write transaction; write appends them,
-// after the head they follow, just before it commits.
+// after the head they follow, just before it commits, or on PostgreSQL queues
+// them in audit_pending for a flush to chain (auditpending.go).
 type chain struct {
 	off  bool
-	head *head // the journal's guess at the trail's head
-	lock int32 // PostgreSQL: the second key of the audit lock (lockAuditTrail)
-	// syncAfter, on PostgreSQL, says that an append commits without waiting
-	// for the disk, and its writer waits after the commit (writePG); appended
-	// says that one did.
-	syncAfter, appended bool
-	pending             []AuditRecord
-	// release gives back the journal's turn to append (head.turn), once the
-	// transaction has ended; nil when it did not take it.
-	release func()
+	head *head // SQLite: the journal's guess at the trail's head
+	// queue, on PostgreSQL, says that the records go to audit_pending;
+	// queued says that some did, and a flush is due once they commit.
+	queue, queued bool
+	pending       []AuditRecord
 }
 
-// done ends the transaction's turn to append, if it took it.
-func (c *chain) done() {
-	if c != nil && c.release != nil {
-		c.release()
-		c.release = nil
-	}
-}
-
-// head is the last record this journal appended: most often still the trail's
-// head, so an append need not read it first. An append after it checks, in
-// the insert itself, that it is (another process, or another journal on the
-// same store, may have appended since), and reads the head when it is not.
-//
-// On PostgreSQL, where the writers of a journal run side by side, they take
-// turns to append (turn), each from its guess to its commit: a guess made
-// before waiting for the audit lock would most often be stale by the time the
-// lock is held, and cost its holder two more round trips while others wait.
-// The turn is in the process; the audit lock (lockAuditTrail) orders the
-// processes.
+// head is the last record this journal appended on SQLite: most often still
+// the trail's head, so an append need not read it first. An append after it
+// checks that it is (another process on the same file may have appended
+// since), and reads the head when it is not.
 type head struct {
-	turn sync.Mutex
 	mu   sync.Mutex
 	seq  int64
 	hash string
@@ -213,86 +191,51 @@ func (t txn) audit(kind, op, ref string, at time.Time, body any) {
 	t.chain.pending = append(t.chain.pending, AuditRecord{At: ms(at), Kind: kind, Operation: op, Ref: ref, Body: json.RawMessage(mustJSON(body))})
 }
 
-// flushAudit appends the queued records after the trail's head, inside the
-// transaction of the facts: one statement when the journal's last append is
-// still the head, a read of the head and an insert otherwise. On PostgreSQL it
-// first waits for the audit lock, which the transaction then holds until it
-// ends: the head it reads, or checks, is the last committed append, and no
-// other append commits before this one has. The lock is asked for in the
-// round trip of the guessed append, so that the lock's holder, when it guessed
-// right, waits for its client only once before its commit.
-//
-// The journal's turn to append (head.turn) is held from the guess to the
-// append, not to the commit: the next writer's guess, this append, is sent
-// while this transaction commits, and the server gives it the lock, and checks
-// its guess against the committed head, the moment this one commits.
+// flushAudit writes the queued records inside the transaction of the facts.
+// On PostgreSQL a write queues them in audit_pending (queueAudit), and a
+// flush chains them later; the genesis, written by its migration under the
+// audit lock, is chained at once. On SQLite, whose writer holds the writer
+// lock, they are appended after the trail's head: one statement when the
+// journal's last append is still the head, a read of the head and an insert
+// otherwise.
 func (t txn) flushAudit(ctx context.Context) error {
 	c := t.chain
 	if c == nil || len(c.pending) == 0 {
 		return nil
 	}
 	defer func() { c.pending = c.pending[:0] }()
-	locked := !t.pg // SQLite's writer holds its lock already
-	if t.pg {
-		c.appended = true
-		if c.head != nil && c.release == nil {
-			c.head.turn.Lock()
-			c.release = c.head.turn.Unlock
-		}
-		defer c.done()
+	if c.queue {
+		c.queued = true
+		return t.queueAudit(ctx)
 	}
-	if c.head != nil {
+	if !t.pg && c.head != nil {
 		if seq, hash := c.head.get(); hash != "" {
-			n, err := t.appendAudit(ctx, seq, hash, true)
-			if !t.pg && isUnique(err) {
-				n, err = 0, nil // SQLite: the guessed seq is taken; the failed statement changed nothing
+			n, err := t.appendAudit(ctx, seq, hash)
+			if isUnique(err) {
+				n, err = 0, nil // the guessed seq is taken; the failed statement changed nothing
 			}
 			if err != nil || n == int64(len(c.pending)) {
 				return err
 			}
-			locked = true
-		}
-	}
-	if !locked {
-		if err := lockAuditTrail(ctx, t.tx, c.lock, c.syncAfter); err != nil {
-			return err
 		}
 	}
 	seq, hash, err := auditHead(ctx, t)
 	if err != nil {
 		return fmt.Errorf("journal: audit head: %w", err)
 	}
-	_, err = t.appendAudit(ctx, seq, hash, false)
+	_, err = t.appendAudit(ctx, seq, hash)
 	return err
 }
 
 // appendAudit inserts the queued records after the record seq whose hash is
-// prev, and returns how many rows it inserted. With guess, on PostgreSQL, the
-// insert happens only if that record is the trail's head (0 rows: it was not);
-// on SQLite, where a failed statement leaves its transaction usable and the
-// plain insert is the cheaper one, a seq already taken fails it instead (the
-// seqs after a head are taken only by appends after it).
-//
-// A guess on PostgreSQL is sent after the statement that takes the audit lock
-// (lockAuditSQL), in one round trip: PostgreSQL's simple protocol, whose
-// statements each read what was committed when they start, the insert's check
-// of the head after the lock is held. Its arguments are quoted by the driver.
-func (t txn) appendAudit(ctx context.Context, seq int64, prev string, guess bool) (int64, error) {
+// prev, and returns how many rows it inserted. A seq already taken fails it
+// (on SQLite, where a failed statement leaves its transaction usable, the
+// guess's miss: the seqs after a head are taken only by appends after it).
+func (t txn) appendAudit(ctx context.Context, seq int64, prev string) (int64, error) {
 	c := t.chain
 	var b strings.Builder
-	row := "(?, ?, ?, ?, ?, ?, ?, ?)"
-	args := make([]any, 0, 8*len(c.pending)+4)
-	if t.pg && guess {
-		lock, lockArgs := lockAuditSQL(c.lock, c.syncAfter)
-		b.WriteString(lock + "; ")
-		args = append(append(args, pgx.QueryExecModeSimpleProtocol), lockArgs...)
-	}
-	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) ")
-	if t.pg {
-		b.WriteString("SELECT * FROM (")
-		row = "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))"
-	}
-	b.WriteString("VALUES ")
+	args := make([]any, 0, 8*len(c.pending))
+	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) VALUES ")
 	for i := range c.pending {
 		r := &c.pending[i]
 		seq++
@@ -302,15 +245,8 @@ func (t txn) appendAudit(ctx context.Context, seq int64, prev string, guess bool
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(row)
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
 		args = append(args, r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body), r.PrevHash, r.Hash)
-	}
-	if t.pg {
-		b.WriteString(") AS v")
-		if guess {
-			b.WriteString(" WHERE (SELECT hash FROM audit ORDER BY seq DESC LIMIT 1) = ?")
-			args = append(args, c.pending[0].PrevHash)
-		}
 	}
 	res, err := t.ExecContext(ctx, b.String(), args...)
 	if err != nil {
@@ -453,9 +389,18 @@ func digestHistory(ctx context.Context, q queryer, through int64, chained map[st
 
 // AuditRecords calls fn with every record of the trail from seq since on
 // (since 0 or 1: all of them), in order, and stops at fn's first error, which
-// it returns.
+// it returns. On PostgreSQL it first chains the records still pending
+// (FlushAudit), so that an export holds every fact committed before the call.
 func (j *Journal) AuditRecords(ctx context.Context, since int64, fn func(AuditRecord) error) error {
-	rows, err := j.db.QueryContext(ctx, "SELECT seq, at, kind, operation_id, ref, body, prev_hash, hash FROM audit WHERE seq >= ? ORDER BY seq", since)
+	if err := j.FlushAudit(ctx); err != nil {
+		return err
+	}
+	return auditRecords(ctx, j.db, since, fn)
+}
+
+// auditRecords reads the chained records from seq since on, through q.
+func auditRecords(ctx context.Context, q queryer, since int64, fn func(AuditRecord) error) error {
+	rows, err := q.QueryContext(ctx, "SELECT seq, at, kind, operation_id, ref, body, prev_hash, hash FROM audit WHERE seq >= ? ORDER BY seq", since)
 	if err != nil {
 		return fmt.Errorf("journal: read the audit trail: %w", err)
 	}

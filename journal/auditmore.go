@@ -36,6 +36,9 @@ func (b *beyondTap) check(fs facts, r AuditRecord) string {
 			return "body does not describe a vote on " + r.Ref
 		}
 		k := voteKey{f.Approval, f.By}
+		if b.votes[k] {
+			return fmt.Sprintf("the vote of %d on %s has a record already: a fact has one record, and this one was added", f.By, f.Approval)
+		}
 		b.votes[k] = true
 		v, ok := fs.votes[k]
 		switch {
@@ -49,6 +52,9 @@ func (b *beyondTap) check(fs facts, r AuditRecord) string {
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
 			return "body does not describe an escalation of " + r.Ref
 		}
+		if b.escalated[f.Approval] {
+			return fmt.Sprintf("the escalation of %s has a record already: a fact has one record, and this one was added", f.Approval)
+		}
 		b.escalated[f.Approval] = true
 		if a, ok := fs.approvals[f.Approval]; !ok || ms(a.Escalated) != f.At || a.OperationID != r.Operation {
 			return fmt.Sprintf("approval %s in the journal was not escalated at %d, as the record says", f.Approval, f.At)
@@ -59,6 +65,9 @@ func (b *beyondTap) check(fs facts, r AuditRecord) string {
 			return "body does not describe an edit voiding " + r.Ref
 		}
 		k := editKey{r.Operation, f.Seq}
+		if b.edits[k] {
+			return fmt.Sprintf("edit %d of %s has a record already: a fact has one record, and this one was added", f.Seq, r.Operation)
+		}
 		b.edits[k] = true
 		e, ok := fs.edits[k]
 		switch {
@@ -77,6 +86,9 @@ func (b *beyondTap) check(fs facts, r AuditRecord) string {
 		g, ok := fs.grants[f.Grant]
 		if !ok {
 			return fmt.Sprintf("grant %s is missing from the journal", f.Grant)
+		}
+		if r.Kind == AuditRevoke && b.revoked[f.Grant] || r.Kind == AuditGrant && b.grants[f.Grant] {
+			return fmt.Sprintf("grant %s has a %s record already: a fact has one record, and this one was added", f.Grant, r.Kind)
 		}
 		if r.Kind == AuditRevoke {
 			b.revoked[f.Grant] = true
@@ -148,9 +160,9 @@ func compareKeys(a, b string, x, y int64) int {
 	return 0
 }
 
-// readBeyondTap reads the votes, edits and grants into fs.
-func (j *Journal) readBeyondTap(ctx context.Context, fs *facts) error {
-	rows, err := j.db.QueryContext(ctx, "SELECT approval_id, voter, at, grant_id FROM approval_votes")
+// readBeyondTap reads the votes, edits and grants into fs through q.
+func readBeyondTap(ctx context.Context, q queryer, fs *facts) error {
+	rows, err := q.QueryContext(ctx, "SELECT approval_id, voter, at, grant_id FROM approval_votes")
 	if err != nil {
 		return err
 	}
@@ -166,14 +178,14 @@ func (j *Journal) readBeyondTap(ctx context.Context, fs *facts) error {
 		fs.votes[voteKey{id, v.By}] = v
 	}
 	rows.Close()
-	es, err := j.edits(ctx, "SELECT operation_id, seq, old_payload, old_sha256, new_sha256, edited_by, at, approval_id FROM payload_edits")
+	es, err := readEdits(ctx, q, "SELECT operation_id, seq, old_payload, old_sha256, new_sha256, edited_by, at, approval_id FROM payload_edits")
 	if err != nil {
 		return err
 	}
 	for _, e := range es {
 		fs.edits[editKey{e.Operation, e.Seq}] = e
 	}
-	rows, err = j.db.QueryContext(ctx, "SELECT "+grantColumns+" FROM grants")
+	rows, err = q.QueryContext(ctx, "SELECT "+grantColumns+" FROM grants")
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,13 @@ import (
 )
 
 // AuditFault is the first thing wrong with an audit trail: the record it was
-// found at (Seq 0 for a fact of the journal that has no record), its kind and
+// found at (Seq 0 for a fact of the journal that has no record), or the
+// pending record (Pending, its id in audit_pending, on PostgreSQL: not yet
+// chained, but checked against the facts all the same), its kind and
 // operation, and what is wrong.
 type AuditFault struct {
 	Seq       int64
+	Pending   int64
 	Kind      string
 	Operation string
 	Problem   string
@@ -23,7 +26,10 @@ type AuditFault struct {
 
 func (f AuditFault) String() string {
 	where := "record " + strconv.FormatInt(f.Seq, 10)
-	if f.Seq == 0 {
+	switch {
+	case f.Pending != 0:
+		where = "pending record " + strconv.FormatInt(f.Pending, 10)
+	case f.Seq == 0:
 		where = "journal"
 	}
 	if f.Kind != "" {
@@ -39,7 +45,11 @@ func (f AuditFault) String() string {
 // AuditReport is what VerifyAudit found.
 type AuditReport struct {
 	Records int64
-	Head    string      // the hash of the last record
+	Head    string // the hash of the last record
+	// Pending counts the records not yet chained (PostgreSQL: of facts
+	// committed while the check ran), checked against their facts but not
+	// yet protected by the chain.
+	Pending int64
 	Fault   *AuditFault // the first bad record; nil when the trail is intact
 }
 
@@ -103,11 +113,31 @@ func (c *AuditChain) Head() string { return c.prev }
 // names the first bad record (Fault); the error is for a journal that could not
 // be read. It reads the whole trail and the journal's facts, in memory
 // proportional to them.
+//
+// On PostgreSQL it first chains what is pending (FlushAudit), then reads the
+// trail, the records still pending and the facts in one snapshot: writers go
+// on committing facts whose records are pending, and such a fact is
+// accounted for by its pending record, checked like a chained one (see
+// auditpending.go). Facts and records read at different moments would show a
+// live journal's newest facts without their records.
 func (j *Journal) VerifyAudit(ctx context.Context) (AuditReport, error) {
+	if err := j.FlushAudit(ctx); err != nil {
+		return AuditReport{}, fmt.Errorf("journal: verify the audit trail: %w", err)
+	}
+	var rep AuditReport
+	err := j.snapshot(ctx, func(q queryer) error {
+		var err error
+		rep, err = j.verifyAudit(ctx, q)
+		return err
+	})
+	return rep, err
+}
+
+func (j *Journal) verifyAudit(ctx context.Context, q queryer) (AuditReport, error) {
 	var rep AuditReport
 	c := NewAuditChain(true)
 	var recs []AuditRecord
-	err := j.AuditRecords(ctx, 0, func(r AuditRecord) error {
+	err := auditRecords(ctx, q, 0, func(r AuditRecord) error {
 		if f := c.Add(r); f != nil {
 			rep.Fault = f
 			return errStop
@@ -122,7 +152,14 @@ func (j *Journal) VerifyAudit(ctx context.Context) (AuditReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	f, err := j.crossCheck(ctx, recs)
+	var pending []pendingRecord
+	if j.pg != nil {
+		if pending, err = readPending(ctx, q); err != nil {
+			return rep, err
+		}
+	}
+	rep.Pending = int64(len(pending))
+	f, err := j.crossCheck(ctx, q, recs, pending)
 	rep.Fault = f
 	return rep, err
 }
@@ -162,44 +199,60 @@ type opRow struct {
 	sha256  string
 }
 
-// crossCheck compares the intact trail recs with the journal's tables.
-func (j *Journal) crossCheck(ctx context.Context, recs []AuditRecord) (*AuditFault, error) {
-	fs, err := j.readFacts(ctx)
+// crossCheck compares the intact trail recs, and after them the records
+// still pending, with the journal's tables, read through q.
+func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []AuditRecord, pending []pendingRecord) (*AuditFault, error) {
+	if len(recs) == 0 {
+		return &AuditFault{Kind: AuditGenesis, Problem: "the trail is empty: its genesis record is gone"}, nil
+	}
+	fs, err := j.readFacts(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	var g genesisFact
 	faults := []AuditFault{}
-	bad := func(r AuditRecord, format string, args ...any) {
-		faults = append(faults, AuditFault{Seq: r.Seq, Kind: r.Kind, Operation: r.Operation, Problem: fmt.Sprintf(format, args...)})
+	all := slices.Clip(recs)
+	for _, p := range pending {
+		all = append(all, p.AuditRecord)
+	}
+	badAt := func(i int, format string, args ...any) {
+		r := all[i]
+		f := AuditFault{Seq: r.Seq, Kind: r.Kind, Operation: r.Operation, Problem: fmt.Sprintf(format, args...)}
+		if i >= len(recs) {
+			f.Pending = pending[i-len(recs)].id
+		}
+		faults = append(faults, f)
 	}
 	seenT := map[int64]bool{}
 	asked, decided := map[string]bool{}, map[string]bool{}
 	more := newBeyondTap()
 	lastState, lastSHA := map[string]State{}, map[string]string{}
-	for i, r := range recs {
+	for i, r := range all {
+		bad := func(format string, args ...any) { badAt(i, format, args...) }
 		switch {
 		case i == 0 && r.Kind != AuditGenesis:
-			bad(r, "the trail does not start with its genesis record")
+			bad("the trail does not start with its genesis record")
 		case i == 0:
 			if err := json.Unmarshal(r.Body, &g); err != nil {
-				bad(r, "genesis body: %v", err)
+				bad("genesis body: %v", err)
 			}
 		case r.Kind == AuditTransition:
 			var f transitionFact
 			if err := json.Unmarshal(r.Body, &f); err != nil || strconv.FormatInt(f.Transition, 10) != r.Ref {
-				bad(r, "body does not describe transition %s", r.Ref)
+				bad("body does not describe transition %s", r.Ref)
 				continue
 			}
-			seenT[f.Transition] = true
 			row, ok := j.transitionOf(fs, f.Transition)
 			switch {
+			case seenT[f.Transition]:
+				bad("transition %d has a record already: a fact has one record, and this one was added", f.Transition)
 			case !ok:
-				bad(r, "transition %d (%s -> %s) is missing from the journal", f.Transition, f.From, f.To)
+				bad("transition %d (%s -> %s) is missing from the journal", f.Transition, f.From, f.To)
 			case row.op != r.Operation || row.f.From != f.From || row.f.To != f.To || row.f.Reason != f.Reason || row.f.At != f.At:
-				bad(r, "transition %d in the journal is %s %s -> %s %q at %d; the record says %s %s -> %s %q at %d",
+				bad("transition %d in the journal is %s %s -> %s %q at %d; the record says %s %s -> %s %q at %d",
 					f.Transition, row.op, row.f.From, row.f.To, row.f.Reason, row.f.At, r.Operation, f.From, f.To, f.Reason, f.At)
 			}
+			seenT[f.Transition] = true
 			lastState[r.Operation] = f.To
 			if f.PayloadSHA256 != "" {
 				lastSHA[r.Operation] = f.PayloadSHA256
@@ -207,31 +260,33 @@ func (j *Journal) crossCheck(ctx context.Context, recs []AuditRecord) (*AuditFau
 		case r.Kind == AuditApproval || r.Kind == AuditDecision:
 			var f approvalFact
 			if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
-				bad(r, "body does not describe approval %s", r.Ref)
+				bad("body does not describe approval %s", r.Ref)
 				continue
 			}
 			a, ok := fs.approvals[f.Approval]
 			switch {
 			case !ok:
-				bad(r, "approval %s is missing from the journal", f.Approval)
+				bad("approval %s is missing from the journal", f.Approval)
+			case r.Kind == AuditApproval && asked[a.ID], r.Kind == AuditDecision && decided[a.ID]:
+				bad("approval %s has a %s record already: a fact has one record, and this one was added", a.ID, r.Kind)
 			case r.Kind == AuditApproval:
 				asked[a.ID] = true
 				if got := approvalAsked(a); a.OperationID != r.Operation || got != f {
-					bad(r, "approval %s in the journal is %s; the record says %s", a.ID, mustJSON(got), r.Body)
+					bad("approval %s in the journal is %s; the record says %s", a.ID, mustJSON(got), r.Body)
 				}
 			default:
 				decided[a.ID] = true
 				if a.OperationID != r.Operation || a.Decision != f.Decision || a.DecidedBy != f.By || ms(a.DecidedAt) != f.At || a.Grant != f.Grant {
-					bad(r, "approval %s in the journal is %s by %d at %d; the record says %s by %d at %d",
+					bad("approval %s in the journal is %s by %d at %d; the record says %s by %d at %d",
 						a.ID, a.Decision, a.DecidedBy, ms(a.DecidedAt), f.Decision, f.By, f.At)
 				}
 			}
 		case r.Kind == AuditVote || r.Kind == AuditEscalation || r.Kind == AuditEdit || r.Kind == AuditGrant || r.Kind == AuditRevoke:
 			if problem := more.check(fs, r); problem != "" {
-				bad(r, "%s", problem)
+				bad("%s", problem)
 			}
 		default:
-			bad(r, "unknown kind %q", r.Kind)
+			bad("unknown kind %q", r.Kind)
 		}
 	}
 	if len(faults) > 0 {
@@ -240,7 +295,7 @@ func (j *Journal) crossCheck(ctx context.Context, recs []AuditRecord) (*AuditFau
 	if f := more.unrecorded(fs); f != nil {
 		return f, nil
 	}
-	return j.checkUnrecorded(ctx, fs, recs, g, seenT, asked, decided, lastState, lastSHA)
+	return j.checkUnrecorded(ctx, q, fs, recs, g, seenT, asked, decided, lastState, lastSHA)
 }
 
 // transitionOf is the row of transitions seq.
@@ -252,7 +307,7 @@ func (j *Journal) transitionOf(fs facts, seq int64) (transitionRow, bool) {
 // checkUnrecorded looks for facts of the journal that have no record since the
 // trail began, checks the history before it against the genesis digest, and
 // each operation's state and payload against its last records.
-func (j *Journal) checkUnrecorded(ctx context.Context, fs facts, recs []AuditRecord, g genesisFact,
+func (j *Journal) checkUnrecorded(ctx context.Context, q queryer, fs facts, recs []AuditRecord, g genesisFact,
 	seenT map[int64]bool, asked, decided map[string]bool, lastState map[string]State, lastSHA map[string]string) (*AuditFault, error) {
 	missing := func(kind, op, format string, args ...any) (*AuditFault, error) {
 		return &AuditFault{Kind: kind, Operation: op, Problem: fmt.Sprintf(format, args...)}, nil
@@ -285,7 +340,7 @@ func (j *Journal) checkUnrecorded(ctx context.Context, fs facts, recs []AuditRec
 			return missing(AuditDecision, a.OperationID, "decision %s by %d on approval %s has no audit record", a.Decision, a.DecidedBy, id)
 		}
 	}
-	h, err := digestHistory(ctx, j.db, g.Transitions, asked, pending)
+	h, err := digestHistory(ctx, q, g.Transitions, asked, pending)
 	if err != nil {
 		return nil, fmt.Errorf("journal: verify the audit trail: %w", err)
 	}
@@ -330,14 +385,14 @@ func checkOperation(id string, o opRow, state State, sha string, ops map[string]
 	return nil
 }
 
-// readFacts reads the transitions, approvals and operations.
-func (j *Journal) readFacts(ctx context.Context) (facts, error) {
+// readFacts reads the transitions, approvals and operations through q.
+func (j *Journal) readFacts(ctx context.Context, q queryer) (facts, error) {
 	fs := facts{transitions: map[int64]transitionRow{}, approvals: map[string]Approval{}, ops: map[string]opRow{},
 		votes: map[voteKey]Vote{}, edits: map[editKey]Edit{}, grants: map[string]Grant{}}
-	if err := j.readBeyondTap(ctx, &fs); err != nil {
+	if err := readBeyondTap(ctx, q, &fs); err != nil {
 		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
 	}
-	rows, err := j.db.QueryContext(ctx, "SELECT seq, operation_id, from_state, to_state, reason, at FROM transitions")
+	rows, err := q.QueryContext(ctx, "SELECT seq, operation_id, from_state, to_state, reason, at FROM transitions")
 	if err != nil {
 		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
 	}
@@ -350,7 +405,7 @@ func (j *Journal) readFacts(ctx context.Context) (facts, error) {
 		fs.transitions[row.f.Transition] = row
 	}
 	rows.Close()
-	rows, err = j.db.QueryContext(ctx, "SELECT "+approvalColumns+" FROM approvals")
+	rows, err = q.QueryContext(ctx, "SELECT "+approvalColumns+" FROM approvals")
 	if err != nil {
 		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
 	}
@@ -363,7 +418,7 @@ func (j *Journal) readFacts(ctx context.Context) (facts, error) {
 		fs.approvals[a.ID] = a
 	}
 	rows.Close()
-	rows, err = j.db.QueryContext(ctx, "SELECT id, state, payload, payload_sha256 FROM operations")
+	rows, err = q.QueryContext(ctx, "SELECT id, state, payload, payload_sha256 FROM operations")
 	if err != nil {
 		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
 	}

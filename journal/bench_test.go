@@ -38,7 +38,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		{"busy handler", sqliteFile, []journal.Option{journal.WithoutWriterLock()}},
 		{"postgres", func(b *testing.B) string { return pgtest.Fresh(b) }, nil},
 		// The same journal appending nothing to the audit trail: the floor the
-		// trail's one-at-a-time appends stand on.
+		// trail's pending records and their flushes stand on.
 		{"postgres-unaudited", func(b *testing.B) string { return pgtest.Fresh(b) }, []journal.Option{journal.WithoutAudit()}},
 	} {
 		b.Run(bm.name, func(b *testing.B) {

@@ -97,7 +97,12 @@ func (j *Journal) Edits(ctx context.Context, id string) ([]Edit, error) {
 }
 
 func (j *Journal) edits(ctx context.Context, query string, args ...any) ([]Edit, error) {
-	rows, err := j.db.QueryContext(ctx, query, args...)
+	return readEdits(ctx, j.db, query, args...)
+}
+
+// readEdits reads the edits query selects through q.
+func readEdits(ctx context.Context, q queryer, query string, args ...any) ([]Edit, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: edits: %w", err)
 	}

@@ -17,24 +17,30 @@ func WithBusyTimeout(d time.Duration) Option { return func(j *Journal) { j.busy 
 // baseline of BenchmarkConcurrentWriters.
 func WithoutWriterLock() Option { return func(j *Journal) { j.w.gate = newGate(1 << 30) } }
 
+// WithoutAuditFlush opens a journal on PostgreSQL that never chains its
+// pending audit records by itself: no flusher, no flush at Close, as a
+// process that dies right after its commits. FlushAudit still flushes.
+func WithoutAuditFlush() Option { return func(j *Journal) { j.noFlush = true } }
+
+// WithFlushEvery replaces how often the flusher chains what is pending
+// without a signal (a second).
+func WithFlushEvery(d time.Duration) Option { return func(j *Journal) { j.flushEvery = d } }
+
 // HoldWriterLock takes the writer lock of j's file, as a long write would, until
-// release is called. On PostgreSQL, which has none, it takes the audit lock on a
-// connection of its own, as an append about to commit holds it: an audited write
-// waits for it.
+// release is called. On PostgreSQL, which has none, it locks the operations
+// table against writes (not reads), in a transaction held open on a
+// connection of its own, as a long migration would: a move waits for it.
 func (j *Journal) HoldWriterLock(ctx context.Context) (release func(), err error) {
 	if j.pg != nil {
-		conn, err := j.w.durable.Conn(ctx)
+		tx, err := j.w.durable.BeginTx(ctx, nil)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1, $2)", lockAudit, lockKey(j.pg.schema)); err != nil {
-			conn.Close()
+		if _, err := tx.ExecContext(ctx, "LOCK TABLE operations IN EXCLUSIVE MODE"); err != nil {
+			tx.Rollback()
 			return nil, err
 		}
-		return func() {
-			conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1, $2)", lockAudit, lockKey(j.pg.schema))
-			conn.Close()
-		}, nil
+		return func() { tx.Rollback() }, nil
 	}
 	if err := j.w.gate.lock(ctx); err != nil {
 		return nil, err
@@ -73,10 +79,9 @@ func (j *Journal) NameLock(name string) (int64, int64) {
 	return int64(lockReplica), int64(lockKey(j.pg.schema, name))
 }
 
-// WriteLock is the advisory lock (key1, key2) every audited write transaction
-// takes on PostgreSQL before its append, for a test that holds it from another
-// connection, as an append of another process (or a whole write of an older
-// binary) does.
+// WriteLock is the advisory lock (key1, key2) a flush of the audit trail
+// takes on PostgreSQL, for a test that holds it from another connection, as a
+// flush of another process (or a write of an older binary) does.
 func (j *Journal) WriteLock() (int64, int64) {
 	return int64(lockAudit), int64(lockKey(j.pg.schema))
 }
@@ -99,9 +104,21 @@ func (j *Journal) BeginAppend(ctx context.Context) (rollback func(), err error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := lockAuditTrail(ctx, tx, lockKey(j.pg.schema), false); err != nil {
+	if err := lockAuditTrail(ctx, tx, lockKey(j.pg.schema)); err != nil {
 		tx.Rollback()
 		return nil, err
 	}
 	return func() { tx.Rollback() }, nil
+}
+
+// VerifyWithoutFlush is VerifyAudit without its flush first: the trail as it
+// stands, and the records still pending, read in one snapshot.
+func (j *Journal) VerifyWithoutFlush(ctx context.Context) (AuditReport, error) {
+	var rep AuditReport
+	err := j.snapshot(ctx, func(q queryer) error {
+		var err error
+		rep, err = j.verifyAudit(ctx, q)
+		return err
+	})
+	return rep, err
 }

@@ -48,8 +48,14 @@ type Journal struct {
 	rep       *rep          // set by Join: this journal is one of several replicas
 	leads     leads         // the leaderships Lead took
 	auditOff  bool          // WithoutAudit
-	head      head          // the last record this journal appended to the audit trail
+	head      head          // SQLite: the last record this journal appended to the audit trail
 	idleInTx  time.Duration // the server's idle_in_transaction_session_timeout (idleInTransaction)
+	// PostgreSQL: the flusher that chains pending audit records
+	// (auditpending.go); noFlush and flushEvery are for tests.
+	flush      *flusher
+	noFlush    bool
+	flushEvery time.Duration
+	closed     bool
 }
 
 // Option configures Open.
@@ -157,9 +163,19 @@ func (j *Journal) driver(durable bool) *sqlite3.SQLiteDriver {
 }
 
 // Close closes the database and releases the ownership Own took and its share of
-// the writer lock.
+// the writer lock. On PostgreSQL it first stops the flusher and chains, once
+// more, the audit records still pending, its own writes' among them: a
+// process that ends leaves none behind (one that dies does, for the others'
+// flushes).
 func (j *Journal) Close() error {
+	j.stopFlusher()
 	err := j.leave()
+	if j.pg != nil && !j.noFlush && !j.closed {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = errors.Join(err, j.chainPending(ctx))
+		cancel()
+	}
+	j.closed = true
 	err = errors.Join(err, j.w.durable.Close())
 	if j.w.lazy != nil {
 		err = errors.Join(j.w.lazy.Close(), err)

@@ -26,9 +26,10 @@ import (
 // The journal on PostgreSQL is the same code as on SQLite, its SQL translated by
 // pgSQL (the dialect) and its locks taken as PostgreSQL's. SQLite has one writer
 // at a time; PostgreSQL's writes run side by side (writePG), each guarded by the
-// rows it changes, and only the audit trail's append waits its turn, on a
-// transaction-level advisory lock (lockAudit). A session-level advisory lock, held
-// on a connection of its own, stands for the owner's flock.
+// rows it changes; a write queues its audit records, and a flush chains them
+// under a transaction-level advisory lock (lockAudit, auditpending.go). A
+// session-level advisory lock, held on a connection of its own, stands for the
+// owner's flock.
 
 //go:embed migrations/postgres/*.sql
 var pgMigrations embed.FS
@@ -61,9 +62,9 @@ type pgStore struct {
 // the schema (and of the transport for ownership), so that journals in two
 // schemas of one database never wait for each other.
 //
-// lockAudit's first key is the one every write took for its whole transaction
-// before writes ran side by side: a process of that older binary still queues
-// with this one's appends, so their records never chain onto the same one.
+// lockAudit's first key is the one every append has taken, for its whole
+// write before writes ran side by side and then for its append: a flush
+// takes it too, so that no two chain onto the same record.
 const (
 	lockAudit   int32 = 0x43530001
 	lockMigrate int32 = 0x43530002
@@ -107,9 +108,6 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	// A durable write waits for the WAL to be on disk, whatever the server's
 	// default; a lazy one, through a pool of its own, does not (writePG).
 	cfg.RuntimeParams["synchronous_commit"] = "on"
-	// The guessed append quotes its arguments in the driver (appendAudit),
-	// which it does only with backslashes taken literally.
-	cfg.RuntimeParams["standard_conforming_strings"] = "on"
 	// A transaction of the journal waits for nothing but the database, so one
 	// that sits idle has lost its client: a process cut off from the database
 	// by a link gone silent, whose session the server never hears leave. Ended,
@@ -135,6 +133,7 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	lazy.RuntimeParams["synchronous_commit"] = "off"
 	j.w.lazy = stdlib.OpenDB(*lazy)
 	j.w.lazy.SetMaxOpenConns(maxLazyConns)
+	j.startFlusher()
 	return nil
 }
 
@@ -195,11 +194,10 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 // transactions, may not slip a fact between the history's digest and the
 // genesis that commits to it.
 func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
-	key := lockKey(j.pg.schema)
-	if err := lockAuditTrail(ctx, tx, key, false); err != nil {
+	if err := lockAuditTrail(ctx, tx, lockKey(j.pg.schema)); err != nil {
 		return err
 	}
-	t := txn{tx: tx, pg: true, chain: &chain{lock: key}}
+	t := txn{tx: tx, pg: true, chain: &chain{}}
 	if err := writeGenesis(ctx, t, time.Now().UTC()); err != nil {
 		return err
 	}
@@ -212,35 +210,27 @@ func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
 // on the operation's state, a decision on the approval's row, locked first; a
 // budget is spent under its task's row lock; see rowLock), so that replicas,
 // and the senders of one process, write at once. The audit records fn queued
-// are appended last, under the audit lock (flushAudit), which the transaction
-// then holds only for the append and its commit.
+// go to audit_pending in the same transaction, and nothing waits for the
+// trail: once the write has committed, its journal's flusher is signalled to
+// chain them (auditpending.go).
 //
 // A lazy write does not wait for the WAL to reach the disk (synchronous_commit
-// off, PostgreSQL's counterpart of SQLite's synchronous=NORMAL). Nor does the
-// commit of a durable write that appended to the trail: the audit lock would
-// otherwise be held through the disk's flush, and appends, one at a time, would
-// each wait for a flush of its own. Such a write waits for the disk after its
-// commit, outside the lock (syncWAL), before it returns: with the flushes of the
-// others that wait beside it. Its facts are visible to other writers from its
-// commit, a flush before they are durable; what another writer does on their
-// strength is durable only with its own commit, which is later in the WAL and
-// cannot reach the disk without them, and nothing leaves for Telegram before a
-// durable move to committing.
+// off, PostgreSQL's counterpart of SQLite's synchronous=NORMAL); a durable one
+// does, its audit records with it.
 func (j *Journal) writePG(ctx context.Context, c commit, fn func(txn) error) error {
 	tx, err := j.pool(c).BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	t := txn{tx: tx, pg: true, chain: &chain{off: j.auditOff, head: &j.head, lock: lockKey(j.pg.schema), syncAfter: c == durable}}
+	t := txn{tx: tx, pg: true, chain: &chain{off: j.auditOff, queue: true}}
 	if err := j.run(ctx, t, fn); err != nil {
 		return err
 	}
-	if c != durable {
-		return nil
+	if c == durable {
+		j.commits.Add(1) // SQLite's are counted by its commit hook (driver)
 	}
-	j.commits.Add(1) // SQLite's are counted by its commit hook (driver)
-	if t.chain.appended {
-		return j.syncWAL(ctx)
+	if t.chain.queued {
+		j.flush.signal()
 	}
 	return nil
 }
@@ -264,41 +254,14 @@ func (j *Journal) execPG(ctx context.Context, c commit, query string, args ...an
 	return res, err
 }
 
-// syncWAL waits until PostgreSQL's WAL is on disk up to this call at least,
-// which covers every commit made before it: a durable write that committed
-// without waiting (writePG) calls it before it returns. It commits a transaction
-// that writes a record to the WAL and waits for the disk: a logical decoding
-// message, which changes no table and needs no privilege. It waits even when
-// ctx ends: its write has committed, and says so only once it is durable.
-func (j *Journal) syncWAL(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if _, err := j.w.durable.ExecContext(ctx, "SELECT pg_logical_emit_message(true, 'countersign', 'sync')"); err != nil {
-		return fmt.Errorf("journal: committed, but its flush to disk was not confirmed: %w", err)
-	}
-	return nil
-}
-
 // lockAuditTrail takes, inside tx, the lock under which the audit trail of the
 // journal whose schema hashes to key is appended to, until tx ends: one append
-// at a time, each after the last committed one. It is taken after the
-// transaction's other locks, so that it never waits for a row while it keeps
-// other appends waiting. With async, the transaction's commit will not wait for
-// the disk (see writePG).
-func lockAuditTrail(ctx context.Context, tx *sql.Tx, key int32, async bool) error {
-	query, args := lockAuditSQL(key, async)
-	if _, err := tx.ExecContext(ctx, pgSQL(query), args...); err != nil {
+// (a flush, or the genesis) at a time, each after the last committed one.
+func lockAuditTrail(ctx context.Context, tx *sql.Tx, key int32) error {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, $2)", lockAudit, key); err != nil {
 		return fmt.Errorf("wait to append to the audit trail: %w", err)
 	}
 	return nil
-}
-
-// lockAuditSQL is the statement, with its arguments, that lockAuditTrail runs.
-func lockAuditSQL(key int32, async bool) (string, []any) {
-	if async {
-		return "SELECT pg_advisory_xact_lock(?, ?), set_config('synchronous_commit', 'off', true)", []any{lockAudit, key}
-	}
-	return "SELECT pg_advisory_xact_lock(?, ?)", []any{lockAudit, key}
 }
 
 // ownPostgres takes the ownership of transport: a session-level advisory lock on

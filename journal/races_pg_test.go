@@ -192,10 +192,10 @@ func TestRacingWritersOnPostgreSQLKeepThePromises(t *testing.T) {
 	}
 }
 
-// TestRacingAppendsOnPostgreSQLKeepOneChain: writers of two processes append
-// to the audit trail at once, each process guessing the head from its own
-// last append; every write goes through and the chain has every record, in
-// one line.
+// TestRacingAppendsOnPostgreSQLKeepOneChain: writers of two processes write
+// audited facts at once, and both processes flush their records into the
+// trail; every write goes through and the chain has every record, in one
+// line.
 func TestRacingAppendsOnPostgreSQLKeepOneChain(t *testing.T) {
 	name, js := twoProcesses(t)
 	ctx := context.Background()
@@ -248,10 +248,9 @@ func TestRacingAppendsOnPostgreSQLKeepOneChain(t *testing.T) {
 	}
 }
 
-// TestAGuessedAppendKeepsItsRecordsExact: an append after the journal's own
-// last one is sent with the audit lock in one round trip, its arguments quoted
-// by the driver; records whose text holds quotes, backslashes and what looks
-// like SQL are stored as they were hashed.
+// TestAGuessedAppendKeepsItsRecordsExact: records whose text holds quotes,
+// backslashes and what looks like SQL are stored as they were hashed, through
+// audit_pending and the flush's arrays.
 func TestAGuessedAppendKeepsItsRecordsExact(t *testing.T) {
 	name := backends[1].fresh(t)
 	j := open(t, name, time.Now)

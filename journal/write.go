@@ -134,9 +134,8 @@ func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error
 	return j.run(ctx, txn{tx: tx, chain: &chain{off: j.auditOff, head: &j.head}}, fn)
 }
 
-// run runs fn in t, appends the audit records fn queued and commits.
+// run runs fn in t, appends (or queues) the audit records fn made and commits.
 func (j *Journal) run(ctx context.Context, t txn, fn func(txn) error) error {
-	defer t.chain.done()
 	if err := fn(t); err != nil {
 		t.tx.Rollback()
 		return err
