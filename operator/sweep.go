@@ -19,6 +19,13 @@ const inboxKeep = 7 * 24 * time.Hour
 // again, admits exactly what the old one would have.
 const slotsKeep = time.Hour
 
+// strangersKeep is how long a replica's mark of a stranger it told stays in the
+// journal (journal.PruneStrangers). The transport keeps its strangers silent
+// for a while of its own (telegram: an hour), which the operator does not
+// know; a day is far past any such while, so that a pruned mark is one that
+// would not have kept anybody silent.
+const strangersKeep = 24 * time.Hour
+
 // showAgain is how long an approval published here may go without a card before
 // the watch publishes it again, late: the request that asked did not show it (a
 // model's turn shows its cards when it ends, well within this), or its card
@@ -94,6 +101,9 @@ func (o *Operator) sweep(ctx context.Context) {
 	if o.replica() {
 		if _, err := o.opts.Journal.PruneSlots(ctx, slotsKeep); err != nil && ctx.Err() == nil {
 			o.opts.Logger.Warn("send slots prune failed", "err", err)
+		}
+		if _, err := o.opts.Journal.PruneStrangers(ctx, strangersKeep); err != nil && ctx.Err() == nil {
+			o.opts.Logger.Warn("strangers prune failed", "err", err)
 		}
 	}
 	// A person may resolve an envelope in an editor while the process runs.

@@ -67,7 +67,7 @@ func (t *Bot) whoami(ctx context.Context, m *models.Message) {
 	case len(command.Roles(t.policy.Access, user)) > 0:
 		t.reply(ctx, m.Chat.ID, text)
 	default:
-		t.tellStranger(m.Chat.ID, user, text+" "+joinHow(user))
+		t.tellStranger(ctx, m.Chat.ID, user, text+" "+joinHow(user))
 	}
 }
 
@@ -80,10 +80,10 @@ func (t *Bot) offerPairing(ctx context.Context, m *models.Message) {
 	o, err := t.pairing.Offer(user, displayName(m.From))
 	switch {
 	case errors.Is(err, pairing.ErrBusy):
-		t.tellStranger(m.Chat.ID, user, fmt.Sprintf("Your user id is %d. This bot has no operator yet, and others are pairing with it now: try /start again in a few minutes.", user))
+		t.tellStranger(ctx, m.Chat.ID, user, fmt.Sprintf("Your user id is %d. This bot has no operator yet, and others are pairing with it now: try /start again in a few minutes.", user))
 		return
 	case errors.Is(err, pairing.ErrPaired):
-		t.refuse(m.Chat.ID, user) // paired an instant ago: the bot serves its operator next
+		t.refuse(ctx, m.Chat.ID, user) // paired an instant ago: the bot serves its operator next
 		return
 	case err != nil:
 		t.log.Error("pairing: no code given", "user", user, "err", err)
@@ -97,7 +97,7 @@ func (t *Bot) offerPairing(ctx context.Context, m *models.Message) {
 		t.reply(ctx, m.Chat.ID, text)
 		return
 	}
-	t.tellStranger(m.Chat.ID, user, text)
+	t.tellStranger(ctx, m.Chat.ID, user, text)
 }
 
 // displayName is how Telegram shows a person: @username, else their name.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
+
+	"github.com/countersign/countersign/journal"
 )
 
 // refusal is all a stranger learns: that the bot is not theirs, and their own
@@ -27,6 +29,10 @@ type notice struct {
 	chat int64
 	text string
 }
+
+// markWait bounds the journal's answer to whether a replica is to tell a
+// stranger: a refusal is worth no longer wait than that.
+const markWait = 5 * time.Second
 
 // Strangers are answered once, then not again for strangerSilence; at most
 // maxStrangers are remembered, and while that many were answered within the hour
@@ -94,21 +100,63 @@ func (s *strangers) forget(user int64) {
 }
 
 // refuse tells a stranger, once in a while, that the bot is not theirs.
-func (t *Bot) refuse(chat, user int64) { t.tellStranger(chat, user, refusal(user)) }
+func (t *Bot) refuse(ctx context.Context, chat, user int64) {
+	t.tellStranger(ctx, chat, user, refusal(user))
+}
 
 // tellStranger sends text to a stranger, once in a while: whatever a stranger
 // says, they are answered once per strangerSilence. The answer waits its turn
 // behind everything else: it is sent only from spare sending capacity, and
 // dropped when too many wait.
-func (t *Bot) tellStranger(chat, user int64, text string) {
+func (t *Bot) tellStranger(ctx context.Context, chat, user int64, text string) {
 	if !t.strangers.first(user, t.opts.Clock()) {
+		return
+	}
+	mark, ok := t.markStranger(ctx, user)
+	if !ok {
 		return
 	}
 	select {
 	case t.refusals <- notice{chat, text}:
 	default:
 		t.strangers.forget(user)
+		t.unmarkStranger(ctx, mark)
 		t.log.Debug("refusal dropped: too many waiting", "chat", chat)
+	}
+}
+
+// markStranger reports whether this process is the one to tell user now. One
+// process alone decides by its memory (strangers.first, asked before). Among
+// replicas each sees some of a stranger's messages, so the journal decides:
+// the replica that marks the stranger first tells them, once per silence
+// across all. The memory stays in front, so that a stranger who writes again
+// costs this replica no round trip within the hour. When the journal cannot
+// say, nobody is told (a refusal is the lowest of priorities), and the memory
+// keeps this replica from asking again within the hour.
+func (t *Bot) markStranger(ctx context.Context, user int64) (journal.StrangerMark, bool) {
+	if t.journal == nil || t.journal.Replica() == "" {
+		return journal.StrangerMark{}, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, markWait)
+	defer cancel()
+	mark, ok, err := t.journal.MarkStranger(ctx, Transport, user, strangerSilence)
+	if err != nil {
+		t.log.Debug("stranger not told: the journal did not say whether another replica told them", "user", user, "err", err)
+		return journal.StrangerMark{}, false
+	}
+	return mark, ok
+}
+
+// unmarkStranger gives back this replica's mark of a stranger whose notice did
+// not go, as the memory forgets them, so that a later message is told.
+func (t *Bot) unmarkStranger(ctx context.Context, mark journal.StrangerMark) {
+	if mark.Grant == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, markWait)
+	defer cancel()
+	if _, err := t.journal.UnmarkStranger(ctx, mark); err != nil {
+		t.log.Debug("stranger's mark not given back: told again an hour later at most", "user", mark.User, "err", err)
 	}
 }
 

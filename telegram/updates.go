@@ -253,7 +253,7 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 			t.offerPairing(ctx, m) // whatever a newcomer says first, while nobody operates
 			return false
 		}
-		t.refuse(m.Chat.ID, m.From.ID)
+		t.refuse(ctx, m.Chat.ID, m.From.ID)
 		return false
 	}
 	if line == "" && m.Caption != "" { // a file sent with a command as its caption
