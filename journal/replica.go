@@ -37,7 +37,11 @@ const DefaultLease = 10 * time.Second
 
 // rep is what Join made of a journal: its replica name, lease and name lock.
 type rep struct {
-	name  string
+	name string
+	// life names this process among those that joined under name, one after
+	// another: what it holds for its requests alone (send slots) is renewed by
+	// it, never by the next process of the name.
+	life  string
 	lease time.Duration
 	lock  func() error // releases the name lock
 	// conn is the session that holds the name lock on PostgreSQL (nil on
@@ -83,7 +87,7 @@ func (j *Journal) Join(ctx context.Context, transport, name string, lease time.D
 	if err != nil {
 		return err
 	}
-	j.rep = &rep{name: name, lease: lease, lock: unlock, conn: conn, lost: make(chan struct{}), stop: make(chan struct{})}
+	j.rep = &rep{name: name, life: NewID(name), lease: lease, lock: unlock, conn: conn, lost: make(chan struct{}), stop: make(chan struct{})}
 	if conn != nil {
 		go j.keepName(lease / 4)
 	}
@@ -267,9 +271,12 @@ func (j *Journal) Renew(ctx context.Context) error {
 			return err
 		}
 		// The send slots its requests hold (slots.go), likewise: one whose hold
-		// passed may be another's.
-		_, err = tx.ExecContext(ctx, `UPDATE send_slots SET free_at = `+until+` WHERE holder = ? AND open = 1 AND free_at >= `+now+` AND free_at < `+until,
-			append(append(append(args, by), nowArgs...), args...)...)
+		// passed may be another's. They are this process's, not the name's: a
+		// process of the same name before it, killed with a request out, left
+		// slots that must free a lease after its death, not be renewed here. A
+		// slot held past maxSlotHold lost its free, and is renewed no more.
+		_, err = tx.ExecContext(ctx, `UPDATE send_slots SET free_at = `+until+` WHERE holder = ? AND open = 1 AND free_at >= `+now+` AND free_at < `+until+
+			` AND taken_at > `+now+` - ?`, append(append(append(append(append(args, j.rep.life), nowArgs...), args...), nowArgs...), maxSlotHold.Milliseconds())...)
 		return err
 	})
 	if err != nil {

@@ -68,6 +68,22 @@ func (j *Journal) TakeSlot(ctx context.Context, scope string, n int, hold, span 
 	}
 }
 
+// maxSlotHold is the longest a slot is renewed for its send: far past any
+// request's time (the Bot API client gives up after about a minute), so that a
+// slot whose free was lost (the database out of reach at that moment) frees a
+// lease after it, not when its process stops.
+const maxSlotHold = 5 * time.Minute
+
+// slotHolder is who holds the slots this journal takes: its process among
+// those that joined under its replica name (Renew renews them), "" for a
+// journal that is no replica.
+func (j *Journal) slotHolder() string {
+	if j.rep == nil {
+		return ""
+	}
+	return j.rep.life
+}
+
 // slotNow is the CTE every slot statement starts with: the lease clock's now
 // (the database's on PostgreSQL), read once, as c.now.
 func (j *Journal) slotNow() (string, []any) {
@@ -83,11 +99,11 @@ func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold time.Duratio
 	if j.pg != nil {
 		skip = " FOR UPDATE SKIP LOCKED"
 	}
-	q := with + `UPDATE send_slots SET grant_id = ?, holder = ?, open = 1, free_at = (SELECT now FROM c) + ?
+	q := with + `UPDATE send_slots SET grant_id = ?, holder = ?, open = 1, taken_at = (SELECT now FROM c), free_at = (SELECT now FROM c) + ?
 		WHERE scope = ? AND k = (SELECT k FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)
 			ORDER BY free_at, k LIMIT 1` + skip + `)
 		AND free_at <= (SELECT now FROM c)`
-	args = append(args, s.Grant, j.Replica(), hold.Milliseconds(), s.Scope, s.Scope, n)
+	args = append(args, s.Grant, j.slotHolder(), hold.Milliseconds(), s.Scope, s.Scope, n)
 	if spare > 0 {
 		q += ` AND (SELECT count(*) FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)) > ?`
 		args = append(args, s.Scope, n, spare)

@@ -240,3 +240,62 @@ func testSlotsAreRenewedWithTheReplicasLease(t *testing.T, name string) {
 		t.Fatal("a dead replica's slot was not free a lease after its last renewal")
 	}
 }
+
+// A replica killed with a request out leaves its slots to free a lease after
+// its death: the next process of its name, which renews its own claims, does
+// not renew them (it would hold the chat for as long as it lives).
+func TestTheNextProcessOfANameDoesNotRenewTheDeadOnesSlots(t *testing.T) {
+	forEachBackend(t, testTheNextProcessOfANameDoesNotRenewTheDeadOnesSlots)
+}
+
+func testTheNextProcessOfANameDoesNotRenewTheDeadOnesSlots(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	dead := replica(t, name, "r1", c)
+	if s, _, err := dead.TakeSlot(ctx, "chat 5", 1, dead.Lease(), time.Second, 0); err != nil || s.Grant == "" {
+		t.Fatalf("TakeSlot = %+v, %v", s, err)
+	}
+	dead.Close() // killed with its request out: nothing freed
+	again := replica(t, name, "r1", c)
+	other := replica(t, name, "r2", c)
+	for range 4 { // the new r1 lives on, renewing every 3 s
+		c.add(3 * time.Second)
+		if err := again.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s, _, err := other.TakeSlot(ctx, "chat 5", 1, other.Lease(), time.Second, 0); err != nil || s.Grant == "" {
+		t.Fatalf("12 s after a 10 s lease, the dead process's slot is still held: %+v, %v", s, err)
+	}
+}
+
+// A slot whose free was lost (the database out of reach at its answer) is not
+// held for as long as its process lives: renewals stop once it has been out
+// far longer than any request, and it frees a lease later.
+func TestALostFreeDoesNotHoldASlotForEver(t *testing.T) {
+	forEachBackend(t, testALostFreeDoesNotHoldASlotForEver)
+}
+
+func testALostFreeDoesNotHoldASlotForEver(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	if s, _, err := r1.TakeSlot(ctx, "chat 6", 1, r1.Lease(), time.Second, 0); err != nil || s.Grant == "" {
+		t.Fatalf("TakeSlot = %+v, %v", s, err)
+	}
+	var free time.Duration
+	for step := 5 * time.Second; free < 6*time.Minute; free += step {
+		c.add(step)
+		if err := r1.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s, _, err := r2.TakeSlot(ctx, "chat 6", 1, r2.Lease(), time.Second, 0); err != nil {
+			t.Fatal(err)
+		} else if s.Grant != "" {
+			break
+		}
+	}
+	if free < 5*time.Minute || free > 5*time.Minute+15*time.Second {
+		t.Fatalf("the slot was taken by r2 %v after r1 took it, want a lease past 5 min", free)
+	}
+}

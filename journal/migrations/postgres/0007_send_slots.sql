@@ -6,7 +6,7 @@
 -- free_at (the lease clock, ms) is past; taking it sets free_at to the latest
 -- moment its send can still be out, and freeing it to the send's answer plus
 -- the pool's span. grant_id tells a taker's hold from a later taker's; open is
--- 1 while the send is out.
+-- 1 while the send is out, since taken_at.
 CREATE TABLE send_slots (
 	scope    TEXT NOT NULL,
 	k        BIGINT NOT NULL,
@@ -14,5 +14,6 @@ CREATE TABLE send_slots (
 	holder   TEXT NOT NULL DEFAULT '',
 	open     BIGINT NOT NULL DEFAULT 0,
 	free_at  BIGINT NOT NULL DEFAULT 0,
+	taken_at BIGINT NOT NULL DEFAULT 0,
 	PRIMARY KEY (scope, k)
 );
