@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/vault"
 )
 
@@ -155,8 +156,23 @@ func (w *world) check() *Report {
 		r.Invariants = append(r.Invariants, w.quorumHeld(ctx, j, ops), w.lastApprovedOnly(ctx, j, ops, deliveries))
 	}
 	r.Invariants = append(r.Invariants, w.databaseInvariants(ctx, j, r)...)
-	r.Invariants = append(r.Invariants, w.auditIntact())
+	r.Invariants = append(r.Invariants, w.auditIntact(), w.floodKept())
 	return r
+}
+
+// flood are the limits the fake Telegram enforces: about 30 messages a second
+// overall and one a second in a chat, with no burst.
+var flood = telegramtest.FloodLimits{PerSecond: 30, PerChatPerSecond: 1, ChatBurst: 1, GroupPerMinute: 20}
+
+// floodKept checks that Telegram's flood limits refused nothing: every process
+// spaced its sends, and replicas counted theirs together (telegram/shared.go),
+// whatever was killed, cut off or restarted.
+func (w *world) floodKept() Invariant {
+	inv := Invariant{Name: "Telegram's flood limits refused no send (the replicas keep one budget)"}
+	if n := w.srv.FloodRejections(); n > 0 {
+		inv.Broken = append(inv.Broken, fmt.Sprintf("%d sends refused with 429 by the flood limits", n))
+	}
+	return inv
 }
 
 // deliveries counts, per text (or caption), the messages the fake Telegram holds

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"syscall"
 	"regexp"
 	"strings"
 	"time"
@@ -12,6 +15,37 @@ import (
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
 )
+
+// dumpStuck asks every live bot process of a stalled wind-down for its
+// goroutines (SIGQUIT: Go prints them to its log and exits), and keeps each
+// log in a folder that outlives the run, named in the output: what a stuck
+// operation waits for is in there, and nowhere else once the run is gone.
+func (w *world) dumpStuck() {
+	dir, err := os.MkdirTemp("", "countersign-chaos-stuck-")
+	if err != nil {
+		return
+	}
+	var quit []*replica
+	for _, r := range w.reps {
+		if r.up && r.cmd != nil && r.cmd.Process != nil && r.cmd.Process.Signal(syscall.SIGQUIT) == nil {
+			quit = append(quit, r)
+		}
+	}
+	for _, r := range quit {
+		select { // its goroutines are written when it exits
+		case err := <-r.exit:
+			r.up = false
+			r.exit <- err // for the stop that comes after
+		case <-time.After(10 * time.Second):
+		}
+	}
+	for _, r := range w.reps {
+		if b, err := os.ReadFile(r.log.Name()); err == nil {
+			os.WriteFile(filepath.Join(dir, r.name+".log"), b, 0o600)
+		}
+	}
+	fmt.Fprintf(w.out, "chaos: the stalled processes' goroutines and logs are kept in %s\n", dir)
+}
 
 // tick is the pace of the schedule: one round of decisions.
 const tick = 60 * time.Millisecond
@@ -225,6 +259,7 @@ func (w *world) windDown(ctx context.Context, policies string) {
 		time.Sleep(4 * tick)
 	}
 	fmt.Fprintf(w.out, "chaos: the wind-down saw nothing move for %s with work still open: %s\n", stuck, still)
+	w.dumpStuck()
 	if w.lb != nil {
 		ds := w.srv.WebhookDeliveries()
 		fmt.Fprintf(w.out, "chaos: the last webhook deliveries: %+v\n", ds[max(0, len(ds)-5):])

@@ -215,7 +215,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 	for _, r := range w.reps {
 		defer r.log.Close()
 	}
-	w.srv = telegramtest.New(telegramtest.Options{Token: token})
+	// Telegram's flood limits, as strict as the fake server makes them (no burst
+	// within a chat): the bot's limiter, shared by the replicas through the
+	// journal, must keep every send under them (floodKept).
+	w.srv = telegramtest.New(telegramtest.Options{Token: token, Flood: &flood})
 	defer w.srv.Close()
 	fmt.Fprintf(out, "chaos: seed %d, %d calls over %d chats (%.0f%% not text sends; of the sends %.0f%% by model turns, %.0f%% by MCP callers), %d kills, full disk %v, faults for %s\n",
 		cfg.Seed, cfg.Ops, cfg.Chats, 100*cfg.Actions, 100*cfg.ModelShare, 100*w.cfg.MCPShare, cfg.Kills, w.disk != nil, cfg.Duration)
