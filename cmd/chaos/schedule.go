@@ -6,9 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/countersign/countersign/journal"
