@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver, for the run's schema
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
@@ -188,42 +182,6 @@ func (w *world) childEnv() []string {
 		env = append(env, apiTokenEnv+"="+w.mix.token)
 	}
 	return env
-}
-
-// freshSchema creates a schema of its own for the run in the database at base
-// and returns base with the schema as its search_path, and the schema's name.
-func freshSchema(ctx context.Context, base string, seed int64) (string, string, error) {
-	u, err := url.Parse(base)
-	if err != nil || !journal.IsPostgres(base) {
-		return "", "", fmt.Errorf("-journal: want a postgres:// URL, got %q", journal.Where(base))
-	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	schema := fmt.Sprintf("chaos_%d_%s", uint64(seed), hex.EncodeToString(b)) // a negative seed makes no identifier
-	if err := onDatabase(ctx, base, "CREATE SCHEMA "+schema); err != nil {
-		return "", "", fmt.Errorf("create schema %s in %s: %w", schema, journal.Where(base), err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String(), schema, nil
-}
-
-// dropSchema drops the run's schema.
-func dropSchema(base, schema string) error {
-	return onDatabase(context.Background(), base, "DROP SCHEMA "+schema+" CASCADE")
-}
-
-func onDatabase(ctx context.Context, dsn, stmt string) error {
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	_, err = db.ExecContext(ctx, stmt)
-	return err
 }
 
 // newReplicas makes the run's bot processes (none started): one polling bot on

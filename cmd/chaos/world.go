@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/internal/pgschema"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
@@ -149,18 +150,18 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 		}
 		cfg.FullDisk, w.cfg.FullDisk = false, false
 		var schema string
-		if w.journal, schema, err = freshSchema(ctx, cfg.Journal, cfg.Seed); err != nil {
+		if w.journal, schema, err = pgschema.Fresh(ctx, cfg.Journal, fmt.Sprintf("chaos_%d_", uint64(cfg.Seed))); err != nil {
 			return nil, err
 		}
 		// Opened first: the journal's migrations run once, before any replica starts.
 		if w.j, err = journal.Open(ctx, w.journal); err != nil {
-			dropSchema(cfg.Journal, schema)
+			pgschema.Drop(cfg.Journal, schema)
 			return nil, err
 		}
 		defer func() {
 			w.j.Close()
 			if rep == nil || rep.OK() {
-				if err := dropSchema(cfg.Journal, schema); err != nil {
+				if err := pgschema.Drop(cfg.Journal, schema); err != nil {
 					fmt.Fprintf(out, "chaos: drop schema %s: %v\n", schema, err)
 				}
 				return

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,9 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver: the run's schema, the inbox read after
-
-	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
@@ -188,41 +181,6 @@ func (b *balancer) deliver(ctx context.Context, update []byte, secret string) er
 	p := b.procs[b.rnd.IntN(len(b.procs))]
 	b.mu.Unlock()
 	return telegramtest.PostWebhook(b.client, func() (string, error) { return "http://" + p.hook + "/telegram", nil })(ctx, update, secret)
-}
-
-// freshSchema makes a schema of the run's own in the database at base, and
-// returns base with it as search_path, and its name.
-func freshSchema(ctx context.Context, base string) (string, string, error) {
-	u, err := url.Parse(base)
-	if err != nil || !journal.IsPostgres(base) {
-		return "", "", fmt.Errorf("-journal: want a postgres:// URL, got %q", journal.Where(base))
-	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	schema := "loadbench_" + hex.EncodeToString(b)
-	if err := onDatabase(ctx, base, "CREATE SCHEMA "+schema); err != nil {
-		return "", "", fmt.Errorf("create schema %s in %s: %w", schema, journal.Where(base), err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String(), schema, nil
-}
-
-func dropSchema(base, schema string) error {
-	return onDatabase(context.Background(), base, "DROP SCHEMA "+schema+" CASCADE")
-}
-
-func onDatabase(ctx context.Context, dsn, stmt string) error {
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	_, err = db.ExecContext(ctx, stmt)
-	return err
 }
 
 // build compiles the bot into dir.

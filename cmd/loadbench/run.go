@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/internal/pgschema"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
@@ -153,11 +154,11 @@ func runOne(ctx context.Context, cfg Config, root, name string, n int, out io.Wr
 	if name == "cluster" {
 		var schema string
 		var err error
-		if pg, schema, err = freshSchema(ctx, cfg.Journal); err != nil {
+		if pg, schema, err = pgschema.Fresh(ctx, cfg.Journal, "loadbench_"); err != nil {
 			return nil, err
 		}
 		defer func() {
-			if err := dropSchema(cfg.Journal, schema); err != nil {
+			if err := pgschema.Drop(cfg.Journal, schema); err != nil {
 				fmt.Fprintf(out, "loadbench: drop schema %s: %v\n", schema, err)
 			}
 		}()

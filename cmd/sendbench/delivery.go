@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,9 +19,9 @@ import (
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
-	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver, for the run's schema
 
 	"github.com/countersign/countersign/filestore"
+	"github.com/countersign/countersign/internal/pgschema"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -249,11 +247,15 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 	}
 	name := filepath.Join(dir, "journal.db")
 	if c.journal != "" {
-		var drop func()
-		if name, drop, err = freshSchema(ctx, c.journal); err != nil {
+		var schema string
+		if name, schema, err = pgschema.Fresh(ctx, c.journal, "sendbench_"); err != nil {
 			return outcome{}, err
 		}
-		defer drop()
+		defer func() {
+			if err := pgschema.Drop(c.journal, schema); err != nil {
+				fmt.Fprintf(os.Stderr, "sendbench: drop schema %s: %v\n", schema, err)
+			}
+		}()
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -324,36 +326,6 @@ func newSender(ctx context.Context, c config, name string, r int, srv *telegramt
 		return fail(err)
 	}
 	return op, func() { j.Close() }, nil
-}
-
-// freshSchema makes a schema of the run's own in the PostgreSQL database at
-// base, and returns the journal's name in it and its drop.
-func freshSchema(ctx context.Context, base string) (string, func(), error) {
-	if !journal.IsPostgres(base) {
-		return "", nil, fmt.Errorf("-replicas above 1 needs -journal with a postgres:// URL, got %q", journal.Where(base))
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", nil, fmt.Errorf("-journal: %w", err)
-	}
-	schema := fmt.Sprintf("sendbench_%d", time.Now().UnixNano())
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		db.Close()
-		return "", nil, fmt.Errorf("create schema %s in %s: %w", schema, journal.Where(base), err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String(), func() {
-		defer db.Close()
-		if _, err := db.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			fmt.Fprintf(os.Stderr, "sendbench: drop schema %s: %v\n", schema, err)
-		}
-	}, nil
 }
 
 // writePhotos puts the run's photos in root, one file each.
