@@ -43,6 +43,10 @@ type Proxy struct {
 	// during a hang before it notices (its keepalive); 0 keeps it until the
 	// server ends it or the proxy closes.
 	Linger time.Duration
+	// Delay is how long what either end sends takes to reach the other: a
+	// server across a network rather than on the same host (a round trip
+	// takes twice Delay). Set it before the first connection.
+	Delay time.Duration
 
 	ln     net.Listener
 	target string
@@ -213,14 +217,73 @@ func (p *Proxy) serve(c net.Conn) {
 	}
 	p.links[l] = struct{}{}
 	p.mu.Unlock()
-	go p.pipe(l, &l.up, c, s, true)
-	go p.pipe(l, &l.down, s, c, false)
+	go p.pipe(l, &l.up, c, p.delayed(s), true)
+	go p.pipe(l, &l.down, s, p.delayed(c), false)
+}
+
+// delayed is dst, through which writes arrive Delay after they were made.
+func (p *Proxy) delayed(dst net.Conn) net.Conn {
+	if p.Delay <= 0 {
+		return dst
+	}
+	d := &delayConn{Conn: dst, delay: p.Delay, chunks: make(chan chunk, 1024), done: make(chan struct{})}
+	go d.deliver()
+	return d
+}
+
+// delayConn delivers each write Delay after it, in order, keeping the link's
+// throughput (writes do not wait for each other's delay).
+type delayConn struct {
+	net.Conn
+	delay  time.Duration
+	chunks chan chunk
+	done   chan struct{} // closed when the link ends
+	once   sync.Once
+}
+
+type chunk struct {
+	b   []byte
+	due time.Time
+}
+
+func (d *delayConn) Write(b []byte) (int, error) {
+	select {
+	case d.chunks <- chunk{b: append([]byte(nil), b...), due: time.Now().Add(d.delay)}:
+		return len(b), nil
+	case <-d.done:
+		return 0, net.ErrClosed
+	}
+}
+
+func (d *delayConn) deliver() {
+	for {
+		select {
+		case c := <-d.chunks:
+			time.Sleep(time.Until(c.due))
+			if _, err := d.Conn.Write(c.b); err != nil {
+				d.end()
+				return
+			}
+		case <-d.done:
+			return
+		}
+	}
+}
+
+func (d *delayConn) end() { d.once.Do(func() { close(d.done) }) }
+
+// ended stops the delivery of dst's writes when dst is delayed.
+func ended(dst net.Conn) {
+	if d, ok := dst.(*delayConn); ok {
+		d.end()
+	}
 }
 
 // pipe copies src to dst for one direction of l: during a hang it keeps what it
 // reads back, and a close it reads then is passed on only at the heal (the
 // client's, never).
 func (p *Proxy) pipe(l *link, f *flow, src, dst net.Conn, up bool) {
+	defer ended(dst)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)

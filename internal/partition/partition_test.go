@@ -3,6 +3,7 @@ package partition_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
@@ -178,5 +179,46 @@ func TestAResetEndsEveryConnection(t *testing.T) {
 	defer again.Close()
 	if err := echo(t, again, bufio.NewReader(again), "healed", 5*time.Second); err != nil {
 		t.Errorf("after the heal: %v", err)
+	}
+}
+
+// A delayed link takes Delay each way, and keeps its writes' order without
+// making one wait for another's delay: twenty lines sent at once come back
+// in order, the last no later than about one round trip after the first.
+func TestADelayedLinkDelaysEachWayAndKeepsOrder(t *testing.T) {
+	addr, _ := server(t)
+	p := proxy(t, addr)
+	p.Delay = 25 * time.Millisecond
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	start := time.Now()
+	if err := echo(t, c, r, "first", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if rtt := time.Since(start); rtt < 2*p.Delay {
+		t.Fatalf("a round trip took %v, want at least twice the delay (%v)", rtt, 2*p.Delay)
+	}
+	const n = 20
+	start = time.Now()
+	for i := range n {
+		if _, err := fmt.Fprintf(c, "line %d\n", i); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // separate writes, each a chunk of its own
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for i := range n {
+		got, err := r.ReadString('\n')
+		if err != nil || got != fmt.Sprintf("line %d\n", i) {
+			t.Fatalf("echo %d = %q, %v; want the lines in order", i, got, err)
+		}
+	}
+	// Serialized, twenty chunks would take twenty round trips (a second).
+	if took := time.Since(start); took >= n*2*p.Delay {
+		t.Errorf("twenty lines took %v: each waited for the one before", took)
 	}
 }
