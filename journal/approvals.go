@@ -83,7 +83,7 @@ func (j *Journal) NewApproval(op Operation, requester int64, ttl time.Duration) 
 
 func insertApproval(ctx context.Context, tx txn, a *Approval) error {
 	a.Required = a.required()
-	_, err := tx.ExecContext(ctx, `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at, required)
+	err := tx.later(ctx, "insert approval", `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at, required)
 		VALUES(?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires), a.Required)
 	if err != nil {
 		return fmt.Errorf("journal: create approval for %s: %w", a.OperationID, err)

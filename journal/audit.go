@@ -205,7 +205,6 @@ func (t txn) flushAudit(ctx context.Context) error {
 	}
 	defer func() { c.pending = c.pending[:0] }()
 	if c.queue {
-		c.queued = true
 		return t.queueAudit(ctx)
 	}
 	if !t.pg && c.head != nil {
@@ -263,7 +262,7 @@ func (t txn) appendAudit(ctx context.Context, seq int64, prev string) (int64, er
 }
 
 type queryRower interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryRowContext(ctx context.Context, query string, args ...any) row
 }
 
 // auditHead returns the seq and hash of the trail's last record (0 and
@@ -318,7 +317,7 @@ func writeGenesis(ctx context.Context, t txn, now time.Time) error {
 }
 
 type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryContext(ctx context.Context, query string, args ...any) (rows, error)
 }
 
 // digestHistory hashes the history a genesis record covers: the transitions

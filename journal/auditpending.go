@@ -206,7 +206,7 @@ func (j *Journal) chainBatch(ctx context.Context) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	seq, prev, err := auditHead(ctx, tx)
+	seq, prev, err := auditHead(ctx, txn{tx: tx, pg: true})
 	if err != nil {
 		return 0, fmt.Errorf("audit head: %w", err)
 	}
@@ -244,6 +244,11 @@ func (j *Journal) chainBatch(ctx context.Context) (int, error) {
 // statement, in their order: PostgreSQL's writes do not chain (see above).
 func (t txn) queueAudit(ctx context.Context) error {
 	c := t.chain
+	if len(c.pending) == 0 {
+		return nil
+	}
+	defer func() { c.pending = c.pending[:0] }()
+	c.queued = true
 	var b strings.Builder
 	b.WriteString("INSERT INTO audit_pending(at, kind, operation_id, ref, body) VALUES ")
 	args := make([]any, 0, 5*len(c.pending))
@@ -254,10 +259,41 @@ func (t txn) queueAudit(ctx context.Context) error {
 		b.WriteString("(?, ?, ?, ?, ?)")
 		args = append(args, r.At, r.Kind, r.Operation, r.Ref, string(r.Body))
 	}
-	if _, err := t.ExecContext(ctx, b.String(), args...); err != nil {
-		return fmt.Errorf("journal: queue audit records: %w", err)
+	if err := t.later(ctx, "queue audit records", b.String(), args...); err != nil {
+		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
+}
+
+// transitionHead is how a transition's audit record begins: its body with
+// the transition's seq at 0, the first field of transitionFact.
+const transitionHead = `{"transition":0`
+
+// logTransitionPG inserts, on PostgreSQL, transition f of operation id and
+// queues its audit record in one statement, sent with the transaction's next
+// (later). The record carries the seq the insert gives the row, which the
+// server splices into the body the journal made, so that no round trip waits
+// for the seq. Records queued before it go first, keeping their order.
+func (t txn) logTransitionPG(ctx context.Context, id string, f transitionFact) error {
+	const insert = `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?)`
+	args := []any{id, f.From, f.To, f.Reason, f.At}
+	c := t.chain
+	if c == nil || c.off {
+		return t.later(ctx, "log transition of "+id, insert, args...)
+	}
+	if err := t.queueAudit(ctx); err != nil {
+		return err
+	}
+	f.Transition = 0
+	body := mustJSON(f)
+	if !strings.HasPrefix(body, transitionHead) {
+		return fmt.Errorf("journal: a transition's record begins %.20q", body) // transitionFact lost its first field
+	}
+	c.queued = true
+	return t.later(ctx, "log transition of "+id, `WITH tr AS (`+insert+` RETURNING seq)
+		INSERT INTO audit_pending(at, kind, operation_id, ref, body)
+		SELECT CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(seq AS TEXT), CAST(? AS TEXT) || CAST(seq AS TEXT) || CAST(? AS TEXT) FROM tr`,
+		append(args, f.At, AuditTransition, id, strings.TrimSuffix(transitionHead, "0"), body[len(transitionHead):])...)
 }
 
 // pendingRecord is an audit record not yet chained: its id in audit_pending,

@@ -122,3 +122,7 @@ func (j *Journal) VerifyWithoutFlush(ctx context.Context) (AuditReport, error) {
 	})
 	return rep, err
 }
+
+// RoundTrips counts the round trips the journal's write transactions made on
+// PostgreSQL (0 on SQLite).
+func (j *Journal) RoundTrips() int64 { return j.trips.Load() }

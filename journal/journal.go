@@ -44,6 +44,7 @@ type Journal struct {
 	migrated  []string   // the migrations Open applied (Migrated)
 	owned     []*os.File // the owner locks Own took, released by Close
 	commits   atomic.Int64
+	trips     atomic.Int64  // round trips of write transactions on PostgreSQL (pgTx)
 	pg        *pgStore      // nil on SQLite
 	rep       *rep          // set by Join: this journal is one of several replicas
 	leads     leads         // the leaderships Lead took

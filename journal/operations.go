@@ -98,7 +98,7 @@ func (j *Journal) create(ctx context.Context, t *Task, o Operation, reason strin
 					return err
 				}
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO operations(id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, state, created_at, updated_at)
+			err := tx.later(ctx, "insert operation", `INSERT INTO operations(id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, state, created_at, updated_at)
 				VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, o.TaskID, o.Tool, o.Fingerprint, o.Surface, o.Transport, payload, o.PayloadSHA256, o.State, ms(o.Created), ms(o.Created))
 			if err != nil {
 				return err
@@ -129,7 +129,10 @@ func (j *Journal) moveNew(ctx context.Context, tx txn, o *Operation, then []Move
 		if m.Approval != nil {
 			m.Approval.OperationID, m.Approval.PayloadSHA256 = o.ID, o.PayloadSHA256
 		}
-		if err := j.move(ctx, tx, o.ID, m); err != nil {
+		if m.From != o.State {
+			return fmt.Errorf("journal: move %s %s -> %s: %w (it is %s)", o.ID, m.From, m.To, ErrStateChanged, o.State)
+		}
+		if err := j.moveOp(ctx, tx, o.ID, m, true); err != nil {
 			return err
 		}
 		o.State = m.To
@@ -181,6 +184,13 @@ func (j *Journal) Move(ctx context.Context, id string, m Move) error {
 }
 
 func (j *Journal) move(ctx context.Context, tx txn, id string, m Move) error {
+	return j.moveOp(ctx, tx, id, m, false)
+}
+
+// moveOp makes move m of operation id in tx. fresh says that tx made the
+// operation and knows it to be in m.From: nobody else sees its row, so the
+// compare-and-set cannot miss and goes without waiting for its answer (later).
+func (j *Journal) moveOp(ctx context.Context, tx txn, id string, m Move, fresh bool) error {
 	if !CanMove(m.From, m.To) {
 		return fmt.Errorf("journal: move %s: %w", id, illegal(m.From, m.To))
 	}
@@ -217,19 +227,27 @@ func (j *Journal) move(ctx context.Context, tx txn, id string, m Move) error {
 	}
 	args = append(args, id, m.From)
 	where := " WHERE id = ? AND state = ?"
-	if held, heldArgs := j.heldElsewhereSQL(m); held != "" {
+	held, heldArgs := j.heldElsewhereSQL(m)
+	if held != "" {
 		// A replica sends only what it holds, what nobody holds, or what a
 		// replica whose lease is past held: the move to committing is a
 		// compare-and-set on the claim too, not on the state alone.
 		where += " AND NOT " + held
 		args = append(args, heldArgs...)
 	}
-	res, err := tx.ExecContext(ctx, "UPDATE operations SET "+strings.Join(set, ", ")+where, args...)
-	if err != nil {
-		return fmt.Errorf("journal: move %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return j.whyNotMoved(ctx, tx, id, m)
+	update := "UPDATE operations SET " + strings.Join(set, ", ") + where
+	if fresh && held == "" {
+		if err := tx.later(ctx, "move "+id, update, args...); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+	} else {
+		res, err := tx.ExecContext(ctx, update, args...)
+		if err != nil {
+			return fmt.Errorf("journal: move %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return j.whyNotMoved(ctx, tx, id, m)
+		}
 	}
 	if m.Spend != nil {
 		if err := spend(ctx, tx, id, *m.Spend); err != nil {
@@ -279,18 +297,18 @@ func (j *Journal) heldElsewhereSQL(m Move) (string, []any) {
 
 func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, now time.Time) error {
 	if m.AttemptOutcome != "" {
-		_, err := tx.ExecContext(ctx, `UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?
+		err := tx.later(ctx, "finish attempt of "+id, `UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?
 			WHERE operation_id = ? AND n = (SELECT attempts FROM operations WHERE id = ?)`,
 			ms(now), m.AttemptOutcome, m.AttemptDetail, id, id)
 		if err != nil {
-			return fmt.Errorf("journal: finish attempt of %s: %w", id, err)
+			return fmt.Errorf("journal: %w", err)
 		}
 	}
 	if m.StartAttempt {
-		_, err := tx.ExecContext(ctx, `INSERT INTO attempts(operation_id, n, started_at)
+		err := tx.later(ctx, "start attempt of "+id, `INSERT INTO attempts(operation_id, n, started_at)
 			SELECT id, attempts, CAST(? AS BIGINT) FROM operations WHERE id = ?`, ms(now), id)
 		if err != nil {
-			return fmt.Errorf("journal: start attempt of %s: %w", id, err)
+			return fmt.Errorf("journal: %w", err)
 		}
 	}
 	if m.Approval != nil {
@@ -302,6 +320,10 @@ func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, 
 // logTransition writes the transition row and queues its audit record, with
 // what else the move recorded (fact).
 func logTransition(ctx context.Context, tx txn, id string, from, to State, reason string, at time.Time, fact transitionFact) error {
+	if tx.p != nil {
+		fact.From, fact.To, fact.Reason, fact.At = from, to, reason, ms(at)
+		return tx.logTransitionPG(ctx, id, fact)
+	}
 	seq, err := insertID(ctx, tx, `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?)`,
 		id, from, to, reason, ms(at))
 	if err != nil {

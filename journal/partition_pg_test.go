@@ -14,7 +14,7 @@ import (
 
 // through returns name's URL with its host and port those of a proxy that can
 // cut the network to the server, and the proxy.
-func through(t *testing.T, name string) (string, *partition.Proxy) {
+func through(t testing.TB, name string) (string, *partition.Proxy) {
 	t.Helper()
 	u, err := url.Parse(name)
 	if err != nil {

@@ -218,12 +218,12 @@ func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
 // off, PostgreSQL's counterpart of SQLite's synchronous=NORMAL); a durable one
 // does, its audit records with it.
 func (j *Journal) writePG(ctx context.Context, c commit, fn func(txn) error) error {
-	tx, err := j.pool(c).BeginTx(ctx, nil)
+	t := txn{pg: true, chain: &chain{off: j.auditOff, queue: true}}
+	err := runPG(ctx, j.pool(c), &j.trips, func(p *pgTx) error {
+		t.p = p
+		return j.run(ctx, t, fn)
+	})
 	if err != nil {
-		return err
-	}
-	t := txn{tx: tx, pg: true, chain: &chain{off: j.auditOff, queue: true}}
-	if err := j.run(ctx, t, fn); err != nil {
 		return err
 	}
 	if c == durable {

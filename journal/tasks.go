@@ -55,9 +55,8 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 }
 
 func insertTask(ctx context.Context, tx txn, t Task, snap []byte) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO tasks(id, requester, chat, summary, origin, surface, policy, created_at)
+	return tx.later(ctx, "insert task", `INSERT INTO tasks(id, requester, chat, summary, origin, surface, policy, created_at)
 		VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, t.Origin, t.Surface, snap, ms(t.Created))
-	return err
 }
 
 // Task returns a task by id, or ErrNotFound.

@@ -50,32 +50,72 @@ type reader struct {
 	pg bool
 }
 
-func (r reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (r reader) QueryContext(ctx context.Context, query string, args ...any) (rows, error) {
 	return r.db.QueryContext(ctx, dialect(r.pg, query), args...)
 }
 
-func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) row {
 	return r.db.QueryRowContext(ctx, dialect(r.pg, query), args...)
 }
 
 // txn is a write transaction; like reader, it translates its statements on
-// PostgreSQL.
+// PostgreSQL. A write of the journal's own on PostgreSQL is pipelined (p, see
+// pgTx); the transactions of migrations and snapshots are plain (tx).
 type txn struct {
 	tx    *sql.Tx
+	p     *pgTx
 	pg    bool
 	chain *chain // the audit records of this transaction (audit.go)
 }
 
 func (t txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.p != nil {
+		return t.p.exec(ctx, pgSQL(query), args)
+	}
 	return t.tx.ExecContext(ctx, dialect(t.pg, query), args...)
 }
 
-func (t txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (t txn) QueryContext(ctx context.Context, query string, args ...any) (rows, error) {
+	if t.p != nil {
+		return t.p.query(ctx, pgSQL(query), args)
+	}
 	return t.tx.QueryContext(ctx, dialect(t.pg, query), args...)
 }
 
-func (t txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (t txn) QueryRowContext(ctx context.Context, query string, args ...any) row {
+	if t.p != nil {
+		return t.p.queryRow(ctx, pgSQL(query), args)
+	}
 	return t.tx.QueryRowContext(ctx, dialect(t.pg, query), args...)
+}
+
+// later runs a write whose result t does not read: at once on SQLite, and on
+// PostgreSQL with t's next statement or its commit, in one round trip (pgTx).
+// what names the write in the error of the statement it fails.
+func (t txn) later(ctx context.Context, what, query string, args ...any) error {
+	if t.p != nil {
+		t.p.later(what, pgSQL(query), args)
+		return nil
+	}
+	if _, err := t.ExecContext(ctx, query, args...); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+func (t txn) rollback() {
+	if t.p != nil {
+		t.p.rollback()
+		return
+	}
+	t.tx.Rollback()
+}
+
+func (t txn) commit(ctx context.Context) error {
+	if t.p != nil {
+		return t.p.commit(ctx)
+	}
+	return t.tx.Commit()
 }
 
 // rowLock returns clause (" FOR UPDATE", " FOR SHARE", ...) on PostgreSQL and
@@ -137,15 +177,16 @@ func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error
 // run runs fn in t, appends (or queues) the audit records fn made and commits.
 func (j *Journal) run(ctx context.Context, t txn, fn func(txn) error) error {
 	if err := fn(t); err != nil {
-		t.tx.Rollback()
+		t.rollback()
 		return err
 	}
 	// The facts' audit records go in the facts' transaction: both or neither.
 	if err := t.flushAudit(ctx); err != nil {
-		t.tx.Rollback()
+		t.rollback()
 		return err
 	}
-	if err := t.tx.Commit(); err != nil {
+	if err := t.commit(ctx); err != nil {
+		t.rollback()
 		j.head.set(0, "") // the records it appended are not there: read the head next time
 		return err
 	}
