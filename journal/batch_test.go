@@ -64,6 +64,13 @@ func testFirstOperationIsOneTransaction(t *testing.T, name string) {
 	if _, err := j.TaskByOrigin(ctx, "test:1"); !errors.Is(err, journal.ErrNotFound) {
 		t.Errorf("task after a failed first operation: err = %v, want ErrNotFound", err)
 	}
+	// A move drawn in the state machine but from a state the new operation is
+	// not in is refused too: its compare-and-set has nothing to miss (the row
+	// is the transaction's own), so the journal checks it before.
+	_, _, err = j.CreateFirstOperation(ctx, task, op, "prepared", journal.Move{From: journal.Verified, To: journal.AwaitingApproval})
+	if !errors.Is(err, journal.ErrStateChanged) {
+		t.Fatalf("a move from verified of a prepared operation: err = %v, want ErrStateChanged", err)
+	}
 	if n, _ := j.Count(ctx, journal.Filter{}); n != 0 {
 		t.Errorf("%d operations after a failed first operation, want 0", n)
 	}
