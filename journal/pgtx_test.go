@@ -9,17 +9,24 @@ import (
 	"github.com/countersign/countersign/internal/pgtest"
 )
 
+// openPG opens a fresh journal on PostgreSQL, closed when t ends.
+func openPG(t *testing.T) *Journal {
+	t.Helper()
+	j, err := Open(context.Background(), pgtest.Fresh(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
 // A pipelined transaction whose queued write fails is rolled back whole,
 // the statements it had already sent included, and says which write failed;
 // the connection it ran on goes back to the pool clean, and the next
 // transaction on it commits.
 func TestAFailedQueuedWriteRollsBackItsTransaction(t *testing.T) {
 	ctx := context.Background()
-	j, err := Open(ctx, pgtest.Fresh(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j := openPG(t)
 	j.w.durable.SetMaxOpenConns(1) // the next write gets the same connection
 	insert := `INSERT INTO inbox(key, update_id, body, received_at) VALUES(?, ?, '{}', 0)`
 	if err := j.tx(ctx, func(tx txn) error {
@@ -28,7 +35,7 @@ func TestAFailedQueuedWriteRollsBackItsTransaction(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	err = j.tx(ctx, func(tx txn) error {
+	err := j.tx(ctx, func(tx txn) error {
 		if _, err := tx.ExecContext(ctx, insert, "b", 2); err != nil { // sent at once
 			return err
 		}
@@ -61,17 +68,13 @@ func TestAFailedQueuedWriteRollsBackItsTransaction(t *testing.T) {
 // error is the write's, not a later one's.
 func TestAStatementAfterAFailedQueuedWriteFailsWithIt(t *testing.T) {
 	ctx := context.Background()
-	j, err := Open(ctx, pgtest.Fresh(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j := openPG(t)
 	insert := `INSERT INTO inbox(key, update_id, body, received_at) VALUES(?, ?, '{}', 0)`
 	if _, err := j.exec(ctx, durable, insert, "a", 1); err != nil {
 		t.Fatal(err)
 	}
 	var first, second error
-	err = j.tx(ctx, func(tx txn) error {
+	err := j.tx(ctx, func(tx txn) error {
 		tx.later(ctx, "store a again", insert, "a", 1)
 		_, first = tx.ExecContext(ctx, "SELECT 1")
 		_, second = tx.ExecContext(ctx, "SELECT 2")
