@@ -153,14 +153,72 @@ func (j *Journal) makeSlots(ctx context.Context, scope string, n int) error {
 // send, or 0 when nothing was sent. It reports false when s was not this
 // process's any more: its hold passed and another took it.
 func (j *Journal) FreeSlot(ctx context.Context, s Slot, after time.Duration) (bool, error) {
-	with, args := j.slotNow()
-	res, err := j.exec(ctx, lazy, with+`UPDATE send_slots SET open = 0, free_at = (SELECT now FROM c) + ?
-		WHERE scope = ? AND k = ? AND grant_id = ?`, append(args, after.Milliseconds(), s.Scope, s.K, s.Grant)...)
+	n, err := j.FreeSlots(ctx, time.Now(), SlotFree{Slot: s, Span: after})
+	return n == 1, err
+}
+
+// SlotFree is one slot of a send to free (FreeSlots), Span after its answer.
+type SlotFree struct {
+	Slot Slot
+	Span time.Duration
+}
+
+// FreeSlots frees the slots of one send, taken by this process, in one
+// statement: each its Span after answered, when the send's answer came (this
+// process's time.Now). The database frees it at its own now plus Span less
+// the time since answered, measured once the statement holds its connection
+// and rounded up to its millisecond:
+// a wait for one, under a burst, does not keep the slot from the next send,
+// and a slot never frees before Span has passed since the answer. It returns
+// how many were still this process's (the others' holds had passed, and
+// another took them).
+func (j *Journal) FreeSlots(ctx context.Context, answered time.Time, frees ...SlotFree) (int, error) {
+	if len(frees) == 0 {
+		return 0, nil
+	}
+	q, args := j.freeSlots(answered, frees)
+	var res sql.Result
+	var err error
+	if j.pg != nil {
+		var c *sql.Conn
+		if c, err = j.w.lazy.Conn(ctx); err == nil {
+			q, args = j.freeSlots(answered, frees) // the time since the answer, now that it has its connection
+			res, err = c.ExecContext(ctx, pgSQL(q), args...)
+			c.Close()
+		}
+	} else {
+		err = j.write(ctx, lazy, func(tx txn) error {
+			q, args = j.freeSlots(answered, frees)
+			res, err = tx.ExecContext(ctx, q, args...)
+			return err
+		})
+	}
 	if err != nil {
-		return false, fmt.Errorf("journal: free slot of %s: %w", s.Scope, err)
+		return 0, fmt.Errorf("journal: free slots of %s: %w", frees[0].Slot.Scope, err)
 	}
 	n, err := res.RowsAffected()
-	return n == 1, err
+	return int(n), err
+}
+
+// freeSlots is FreeSlots' statement, as of now.
+func (j *Journal) freeSlots(answered time.Time, frees []SlotFree) (string, []any) {
+	since := time.Since(answered)
+	with, args := j.slotNow()
+	var set, where strings.Builder
+	for i, f := range frees {
+		if i > 0 {
+			where.WriteString(" OR ")
+		}
+		set.WriteString(" WHEN ? THEN CAST(? AS BIGINT)")
+		where.WriteString("(scope = ? AND k = ? AND grant_id = ?)")
+		after := max(0, f.Span-since)
+		args = append(args, f.Slot.Grant, (after + time.Millisecond - 1).Milliseconds())
+	}
+	for _, f := range frees {
+		args = append(args, f.Slot.Scope, f.Slot.K, f.Slot.Grant)
+	}
+	return with + `UPDATE send_slots SET open = 0, free_at = (SELECT now FROM c) + CASE grant_id` + set.String() + ` END
+		WHERE ` + where.String(), args
 }
 
 // HoldSlot extends the hold of s, taken by this process, to hold from now: a

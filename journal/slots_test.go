@@ -299,3 +299,39 @@ func testALostFreeDoesNotHoldASlotForEver(t *testing.T, name string) {
 		t.Fatalf("the slot was taken by r2 %v after r1 took it, want a lease past 5 min", free)
 	}
 }
+
+// A send's slots are freed in one statement, each its own span after the
+// send's answer, not after the statement ran: a free that waited 400 ms (for
+// a connection, under a burst) leaves 600 ms of a 1 s span, and 2.8 s of a
+// group's 3.2 s.
+func TestASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T) {
+	forEachBackend(t, testASendsSlotsFreeTheirSpanAfterTheAnswer)
+}
+
+func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1 := replica(t, name, "r1", c)
+	bot, _ := takeSlot(t, r1, "bot", 1)
+	chat, _ := takeSlot(t, r1, "bot -100", 1)
+	answered := time.Now().Add(-400 * time.Millisecond)
+	n, err := r1.FreeSlots(ctx, answered, journal.SlotFree{Slot: bot, Span: time.Second}, journal.SlotFree{Slot: chat, Span: 3200 * time.Millisecond})
+	if err != nil || n != 2 {
+		t.Fatalf("FreeSlots = %d, %v; want both freed", n, err)
+	}
+	if s, wait := takeSlot(t, r1, "bot", 1); s.Grant != "" || wait != 600*time.Millisecond {
+		t.Errorf("the bot's pool after the free: %+v, wait %v; want none, and 600 ms", s, wait)
+	}
+	if s, wait, err := r1.TakeSlot(ctx, "bot -100", 1, 30*time.Second, 3200*time.Millisecond, 0); err != nil || s.Grant != "" || wait != 2800*time.Millisecond {
+		t.Errorf("the group's pool after the free: %+v, wait %v, %v; want none, and 2.8 s", s, wait, err)
+	}
+	// A free of slots that are another's any more frees nothing.
+	c.add(3200 * time.Millisecond)
+	again, _ := takeSlot(t, r1, "bot", 1)
+	if n, err := r1.FreeSlots(ctx, time.Now(), journal.SlotFree{Slot: bot, Span: time.Second}); err != nil || n != 0 {
+		t.Errorf("a late free of a slot taken again = %d, %v; want 0", n, err)
+	}
+	if again.Grant == "" {
+		t.Errorf("the bot's slot was not free a span after its answer")
+	}
+}

@@ -133,10 +133,15 @@ func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool) (jour
 	}
 }
 
-// done frees a send's slots: each a span after its answer, which came just now.
+// done frees a send's slots, each a span after its answer, which came just now:
+// one statement, timed from the answer rather than from when it runs.
 func (s *shared) done(got slots) {
-	s.free(got.chat, got.chatPool.span)
-	s.free(got.all, got.allPool.span)
+	answered := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// A slot not freed frees when its hold passes.
+	_, _ = s.j.FreeSlots(ctx, answered, journal.SlotFree{Slot: got.all, Span: got.allPool.span},
+		journal.SlotFree{Slot: got.chat, Span: got.chatPool.span})
 }
 
 // free frees slot after, not waiting for a context that ended: a slot left
