@@ -132,6 +132,11 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 		}
 		reached, sent = reached+1, sent+1
 	}
+	if requesterChat != 0 {
+		// What the requester is told goes between blocks of previews and their
+		// card in that chat, never inside one (showCard).
+		defer t.cards.lock(chatKey(requesterChat))()
+	}
 	switch {
 	case requesterChat == 0:
 		// Asked by a surface with no Telegram chat (an MCP client): the cards
