@@ -55,12 +55,13 @@ func TestALeaderWhoseSessionWasKilledStepsDown(t *testing.T) {
 		return pid != 0 && pid != killed && one != two
 	}
 	waitUntil(t, "one replica leads, on a new session", oneLeads)
-	// And it stays so over ten watch periods: a new leader's own view may lag
-	// its lock by an instant, never by a period.
+	// And so it is again ten watch periods on. A replica's view of its lead is
+	// made once a watch, after its leases' renewal, so on a loaded machine it
+	// may lag its lock by more than a period, and one look may catch the new
+	// leader before it knows or the old one before it noticed; a leader that
+	// missed the loss would lead beside the other for good.
 	time.Sleep(10 * 5 * time.Millisecond)
-	if !oneLeads() {
-		t.Error("two replicas lead, or none, ten watch periods after the old leader's session was killed")
-	}
+	waitUntil(t, "one replica leads, ten watch periods on", oneLeads)
 }
 
 // leadLock is the advisory lock a leader of transport holds in the journal at
