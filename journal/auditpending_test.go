@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -22,17 +23,35 @@ import (
 func sendsOf(ctx context.Context, t *testing.T, j *journal.Journal, n int) error {
 	for k := range n {
 		_, op := newOp(t, j)
-		a := j.NewApproval(op, 7, time.Hour)
-		for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.AwaitingApproval, Approval: a}} {
-			if err := j.Move(ctx, op.ID, m); err != nil {
-				return fmt.Errorf("send %d: %w", k, err)
-			}
-		}
-		if _, err := j.Decide(ctx, a.ID, journal.DecideApprove, 7); err != nil {
+		if err := approve(ctx, j, op); err != nil {
 			return fmt.Errorf("send %d: %w", k, err)
 		}
 	}
 	return nil
+}
+
+// approve moves prepared operation op to awaiting approval, with an approval,
+// and approves it: 4 audit records.
+func approve(ctx context.Context, j *journal.Journal, op journal.Operation) error {
+	a := j.NewApproval(op, 7, time.Hour)
+	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.AwaitingApproval, Approval: a}} {
+		if err := j.Move(ctx, op.ID, m); err != nil {
+			return err
+		}
+	}
+	_, err := j.Decide(ctx, a.ID, journal.DecideApprove, 7)
+	return err
+}
+
+// counter counts a table's rows through db, or fails the test.
+func counter(ctx context.Context, t *testing.T, db *sql.DB) func(table string) int {
+	return func(table string) (n int) {
+		t.Helper()
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 }
 
 // onceEach checks that the trail holds exactly one record of each transition
@@ -104,13 +123,7 @@ func TestAPendingRecordOfADeadProcessIsChainedByAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := raw(t, name)
-	count := func(table string) (n int) {
-		t.Helper()
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := counter(ctx, t, db)
 	if got := count("audit_pending"); got != 3*6 {
 		t.Fatalf("%d records pending after the dead process's writes, want 18", got)
 	}

@@ -124,6 +124,12 @@ func (j *Journal) VerifyAudit(ctx context.Context) (AuditReport, error) {
 	if err := j.FlushAudit(ctx); err != nil {
 		return AuditReport{}, fmt.Errorf("journal: verify the audit trail: %w", err)
 	}
+	return j.verifySnapshot(ctx)
+}
+
+// verifySnapshot checks the trail and the records still pending against the
+// facts, all read in one snapshot.
+func (j *Journal) verifySnapshot(ctx context.Context) (AuditReport, error) {
 	var rep AuditReport
 	err := j.snapshot(ctx, func(q queryer) error {
 		var err error

@@ -114,13 +114,7 @@ func (j *Journal) BeginAppend(ctx context.Context) (rollback func(), err error) 
 // VerifyWithoutFlush is VerifyAudit without its flush first: the trail as it
 // stands, and the records still pending, read in one snapshot.
 func (j *Journal) VerifyWithoutFlush(ctx context.Context) (AuditReport, error) {
-	var rep AuditReport
-	err := j.snapshot(ctx, func(q queryer) error {
-		var err error
-		rep, err = j.verifyAudit(ctx, q)
-		return err
-	})
-	return rep, err
+	return j.verifySnapshot(ctx)
 }
 
 // RoundTrips counts the round trips the journal's write transactions made on

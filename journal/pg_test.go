@@ -29,13 +29,7 @@ func TestAWriterDoesNotWaitForAnotherProcesssAuditLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := raw(t, name)
-	count := func(table string) (n int) {
-		t.Helper()
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := counter(ctx, t, db)
 	chained := count("audit")
 	other, err := db.Conn(ctx)
 	if err != nil {

@@ -215,13 +215,7 @@ func TestRacingAppendsOnPostgreSQLKeepOneChain(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			a := j.NewApproval(op, 7, time.Hour)
-			for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.AwaitingApproval, Approval: a}} {
-				if err := j.Move(ctx, op.ID, m); err != nil {
-					return fmt.Errorf("send %d: %w", k, err)
-				}
-			}
-			if _, err := j.Decide(ctx, a.ID, journal.DecideApprove, 7); err != nil {
+			if err := approve(ctx, j, op); err != nil {
 				return fmt.Errorf("send %d: %w", k, err)
 			}
 		}
