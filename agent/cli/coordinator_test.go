@@ -72,6 +72,34 @@ func (f *fakeCLI) asked() []cli.Attempt {
 	return append([]cli.Attempt(nil), f.attempts...)
 }
 
+// holdFifo makes the fifo a held attempt reads to its end, held open for
+// writing until release. A process may open it only after release (a loaded
+// machine starts it late): release first puts an empty file in the fifo's
+// place, so that a late open reads nothing and ends, then closes the writer
+// that an earlier open waits on.
+func holdFifo(t *testing.T, dir string) (path string, release func()) {
+	t.Helper()
+	path = filepath.Join(dir, "hold")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release = sync.OnceFunc(func() {
+		done := filepath.Join(dir, "hold.done")
+		if err := os.WriteFile(done, nil, 0o600); err != nil {
+			t.Error(err)
+		} else if err := os.Rename(done, path); err != nil {
+			t.Error(err)
+		}
+		w.Close()
+	})
+	t.Cleanup(release)
+	return path, release
+}
+
 type fakeReader turn
 
 func (r fakeReader) Line([]byte)         {}
@@ -230,19 +258,9 @@ func newHarness(t *testing.T, script []turn, edit func(*policy.Model), session s
 	if err != nil {
 		t.Fatal(err)
 	}
-	fifo := filepath.Join(dir, "hold")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// Held open for writing by the test: a held process reads the fifo until
-	// it is closed.
-	hold, err := os.OpenFile(fifo, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hold.Close() })
+	fifo, release := holdFifo(t, dir)
 	h := &harness{cli: &fakeCLI{fifo: fifo, script: script}, journal: j, op: op, taskID: task.ID,
-		steps: &recorder{changed: make(chan struct{})}, clock: newClock(), release: func() { hold.Close() }}
+		steps: &recorder{changed: make(chan struct{})}, clock: newClock(), release: release}
 	if session != "" {
 		if err := j.SetSession(ctx, h.cli.Name(), chat, session); err != nil {
 			t.Fatal(err)
@@ -510,6 +528,20 @@ func TestCoordinatorLetsAToolCallOutlastTheStallLimit(t *testing.T) {
 	h.clock.waitReads(t, reads) // the watch has looked at the hour gone by
 	h.release()
 	if reply := h.replied(t, sent); reply != "answered" {
+		t.Errorf("reply %q, want answered", reply)
+	}
+	if got, want := strings.Join(h.steps.path(), " "), "start ok"; got != want {
+		t.Errorf("steps %s, want %s", got, want)
+	}
+}
+
+// A held attempt whose release came before its process reached the fifo (a
+// loaded machine starts processes late) still ends at once: the tests that
+// hold an attempt must not stall on when the process happened to start.
+func TestAHeldAttemptReleasedBeforeItStartsEnds(t *testing.T) {
+	h := newHarness(t, []turn{{out: answered, hold: true}}, nil, "", false)
+	h.release()
+	if reply := h.replied(t, h.send("hello")); reply != "answered" {
 		t.Errorf("reply %q, want answered", reply)
 	}
 	if got, want := strings.Join(h.steps.path(), " "), "start ok"; got != want {

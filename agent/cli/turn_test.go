@@ -3,12 +3,10 @@ package cli_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -79,6 +77,8 @@ type replicaCLI struct {
 	cli     *fakeCLI
 	// stop ends its renewals: the replica is dead to the others.
 	stop func()
+	// release ends its held attempt.
+	release func()
 }
 
 // newReplicaCLI joins the journal at url as replica name with lease, scripts
@@ -125,11 +125,8 @@ func newReplicaCLI(t *testing.T, url, name string, lease time.Duration, script [
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	fifo := filepath.Join(dir, "hold")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := &replicaCLI{name: name, journal: j, op: op, cli: &fakeCLI{fifo: fifo, script: script}, stop: stop}
+	fifo, release := holdFifo(t, dir)
+	r := &replicaCLI{name: name, journal: j, op: op, cli: &fakeCLI{fifo: fifo, script: script}, stop: stop, release: release}
 	observe := func(s agent.Step) {
 		e := name + " " + string(s.Action)
 		if s.Cause != "" {
@@ -147,17 +144,6 @@ func newReplicaCLI(t *testing.T, url, name string, lease time.Duration, script [
 		t.Fatal(err)
 	}
 	return r
-}
-
-// hold opens r's fifo for writing: a held attempt runs until release.
-func (r *replicaCLI) hold(t *testing.T) (release func()) {
-	t.Helper()
-	f, err := os.OpenFile(r.cli.fifo, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return func() { f.Close() }
 }
 
 // message is message id of chat, received by r as Telegram's update (stored in
@@ -217,7 +203,6 @@ func TestTwoReplicasRunOneChatsMessagesOneAtATime(t *testing.T) {
 	held := turn{out: answered, hold: true}
 	r1 := newReplicaCLI(t, url, "r1", 3*time.Second, []turn{held}, ev)
 	r2 := newReplicaCLI(t, url, "r2", 3*time.Second, []turn{{out: answered}}, ev)
-	release := r1.hold(t)
 	firstTask, firstKey := r1.message(t, "100", 1)
 	secondTask, secondKey := r2.message(t, "100", 2)
 
@@ -226,7 +211,7 @@ func TestTwoReplicasRunOneChatsMessagesOneAtATime(t *testing.T) {
 	first := r1.chat("100", firstTask, firstKey)
 	ev.wait(t, "r1 start")
 	ev.wait(t, "r2 wait_turn: a message of replica r1 runs")
-	release()
+	r1.release()
 	if got := reply(t, first, ev); got != "answered" {
 		t.Errorf("first reply %q", got)
 	}
@@ -296,7 +281,7 @@ func TestAReplicaThatCannotKeepItsTurnEndsItsRun(t *testing.T) {
 	url := pgtest.Fresh(t)
 	ev := newEvents()
 	r1 := newReplicaCLI(t, url, "r1", time.Second, []turn{{out: answered, hold: true}}, ev)
-	r1.hold(t) // never released: only the lost turn ends the run
+	// Its held attempt is never released: only the lost turn ends the run.
 	task, key := r1.message(t, "100", 1)
 	sent := r1.chat("100", task, key)
 	ev.wait(t, "r1 start")
