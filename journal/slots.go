@@ -34,19 +34,47 @@ type Slot struct {
 // TakeSlot takes a free slot of the pool scope, of n slots, for a send that is
 // answered or given up within hold: until it is freed (FreeSlot) or hold has
 // passed, nobody else takes it. With spare above 0 it takes one only when more
-// than spare are free (a send of low priority leaves the rest to others).
+// than spare are free (a send of low priority leaves the rest to others). It
+// takes its place behind the senders waiting in the pool's line (QueueSlot): as
+// many free slots as they are go to them first.
 //
 // When none may be taken it returns the zero Slot and how long until one might
 // be: exact for a slot whose send was answered, and span for one still out
 // (its answer comes no sooner than now, and frees it span later). The wait is
 // a hint: another replica may take that slot first.
 func (j *Journal) TakeSlot(ctx context.Context, scope string, n int, hold, span time.Duration, spare int) (Slot, time.Duration, error) {
+	return j.takeSlot(ctx, scope, n, hold, span, spare, notQueued)
+}
+
+// QueueSlot is TakeSlot for a sender that waits until it gets a slot, and has
+// waited already for this pool. A free slot goes to the senders of other
+// holders that have waited longer first; when it takes none, it keeps its
+// place in the pool's line, as of when it began to wait, so that the replicas'
+// senders get the pool's slots in the order they began to wait, rather than an
+// equal share for each replica however many senders it has waiting. Its place
+// is kept while it asks again within two spans of its last ask (the wait
+// TakeSlot returns is at most about a span), and LeaveSlotQueue gives it up.
+// A holder keeps one place per pool: that of the last of its senders to ask,
+// which should be the one that has waited longest (the Limiter lets one
+// sender at a time wait on the bot's pool).
+func (j *Journal) QueueSlot(ctx context.Context, scope string, n int, hold, span, waited time.Duration) (Slot, time.Duration, error) {
+	return j.takeSlot(ctx, scope, n, hold, span, 0, max(0, waited))
+}
+
+// notQueued is the waited of a take that keeps no place in the line.
+const notQueued time.Duration = -1
+
+// floorWait is the least wait TakeSlot returns: that of a take that found a
+// slot free but left it to a sender waiting longer, which is about to take it.
+const floorWait = 5 * time.Millisecond
+
+func (j *Journal) takeSlot(ctx context.Context, scope string, n int, hold, span time.Duration, spare int, waited time.Duration) (Slot, time.Duration, error) {
 	if n < 1 {
 		return Slot{}, 0, fmt.Errorf("journal: take slot of %s: a pool has at least one slot", scope)
 	}
 	s := Slot{Scope: scope, Grant: NewID("sl")}
 	for try := 0; ; try++ {
-		k, err := j.takeFree(ctx, s, n, hold, spare)
+		k, err := j.takeFree(ctx, s, n, hold, span, spare, waited)
 		if err != nil {
 			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
 		}
@@ -59,7 +87,7 @@ func (j *Journal) TakeSlot(ctx context.Context, scope string, n int, hold, span 
 			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
 		}
 		if rows >= n || try > 0 {
-			return Slot{}, max(wait, time.Millisecond), nil
+			return Slot{}, max(wait, floorWait), nil
 		}
 		// The pool is new, or larger than it was: make its missing slots, free.
 		if err := j.makeSlots(ctx, scope, n); err != nil {
@@ -67,6 +95,19 @@ func (j *Journal) TakeSlot(ctx context.Context, scope string, n int, hold, span 
 		}
 	}
 }
+
+// LeaveSlotQueue gives up this holder's place in scope's line (QueueSlot): its
+// sender stopped waiting without a slot.
+func (j *Journal) LeaveSlotQueue(ctx context.Context, scope string) error {
+	if _, err := j.exec(ctx, lazy, `DELETE FROM slot_waits WHERE scope = ? AND holder = ?`, scope, j.slotHolder()); err != nil {
+		return fmt.Errorf("journal: leave the line of %s: %w", scope, err)
+	}
+	return nil
+}
+
+// queueLive is how long a place in a pool's line is kept after its sender's
+// last ask: two waits, and a second for the ask itself.
+func queueLive(span time.Duration) time.Duration { return 2*span + time.Second }
 
 // maxSlotHold is the longest a slot is renewed for its send: far past any
 // request's time (the Bot API client gives up after about a minute), so that a
@@ -91,25 +132,69 @@ func (j *Journal) slotNow() (string, []any) {
 	return "WITH c AS (SELECT " + now + " AS now) ", args
 }
 
+// slotNowArgs are the arguments of slotNow's CTE alone.
+func (j *Journal) slotNowArgs() []any {
+	_, args := j.slotNow()
+	return args
+}
+
 // takeFree takes the free slot of scope that was freed first, as s, and returns
-// its number, or -1 when none (or, with spare, too few) is free.
-func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold time.Duration, spare int) (int, error) {
+// its number, or -1 when none is free beyond those left to the senders of other
+// holders waiting longer than waited (or, with spare, too few are). A take with
+// waited (not notQueued) keeps its place in the line when it takes none, and
+// leaves it when it takes one, in the same transaction.
+func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.Duration, spare int, waited time.Duration) (int, error) {
 	with, args := j.slotNow()
 	skip := ""
 	if j.pg != nil {
 		skip = " FOR UPDATE SKIP LOCKED"
 	}
-	q := with + `UPDATE send_slots SET grant_id = ?, holder = ?, open = 1, taken_at = (SELECT now FROM c), free_at = (SELECT now FROM c) + ?
+	holder := j.slotHolder()
+	// The senders ahead: other holders', waiting since before this one began.
+	ahead := `(SELECT count(*) FROM slot_waits WHERE scope = ? AND holder != ? AND seen_at > (SELECT now FROM c) - ?
+			AND since < (SELECT now FROM c) - ?)`
+	take := `UPDATE send_slots SET grant_id = ?, holder = ?, open = 1, taken_at = (SELECT now FROM c), free_at = (SELECT now FROM c) + ?
 		WHERE scope = ? AND k = (SELECT k FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)
-			ORDER BY free_at, k LIMIT 1` + skip + `)
+			ORDER BY free_at, k LIMIT 1 OFFSET ` + ahead + skip + `)
 		AND free_at <= (SELECT now FROM c)`
-	args = append(args, s.Grant, j.slotHolder(), hold.Milliseconds(), s.Scope, s.Scope, n)
+	args = append(args, s.Grant, holder, hold.Milliseconds(), s.Scope, s.Scope, n,
+		s.Scope, holder, queueLive(span).Milliseconds(), max(0, waited).Milliseconds())
 	if spare > 0 {
-		q += ` AND (SELECT count(*) FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)) > ?`
+		take += ` AND (SELECT count(*) FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)) > ?`
 		args = append(args, s.Scope, n, spare)
 	}
+	take += " RETURNING k"
+	// The place in line: kept (as of when the sender began to wait) when
+	// nothing was taken, left when a slot was.
+	keep := `INSERT INTO slot_waits (scope, holder, since, seen_at) SELECT ?, ?, (SELECT now FROM c) - ?, (SELECT now FROM c)`
+	upsert := ` ON CONFLICT (scope, holder) DO UPDATE SET since = excluded.since, seen_at = excluded.seen_at`
+	keepArgs := []any{s.Scope, holder, waited.Milliseconds()}
 	k := -1
-	err := j.slotRow(ctx, q+" RETURNING k", args, &k)
+	var err error
+	switch {
+	case waited == notQueued:
+		err = j.slotRow(ctx, with+take, args, &k)
+	case j.pg != nil:
+		// One statement: the take, and the place kept or left by what it did.
+		q := with + `, t AS (` + take + `),
+			w AS (` + keep + ` WHERE NOT EXISTS (SELECT 1 FROM t)` + upsert + `),
+			d AS (DELETE FROM slot_waits WHERE scope = ? AND holder = ? AND EXISTS (SELECT 1 FROM t))
+			SELECT k FROM t`
+		args = append(append(args, keepArgs...), s.Scope, holder)
+		err = j.slotRow(ctx, q, args, &k)
+	default:
+		err = j.write(ctx, lazy, func(tx txn) error {
+			k = -1
+			err := tx.QueryRowContext(ctx, with+take, args...).Scan(&k)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				_, err = tx.ExecContext(ctx, with+keep+` WHERE true`+upsert, append(j.slotNowArgs(), keepArgs...)...)
+			case err == nil:
+				_, err = tx.ExecContext(ctx, `DELETE FROM slot_waits WHERE scope = ? AND holder = ?`, s.Scope, holder)
+			}
+			return err
+		})
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return -1, nil
 	}
@@ -269,6 +354,11 @@ func (j *Journal) PruneSlots(ctx context.Context, idle time.Duration) (int64, er
 		append(args, idle.Milliseconds())...)
 	if err != nil {
 		return 0, fmt.Errorf("journal: prune slots: %w", err)
+	}
+	// And the places in line of senders gone without leaving them.
+	if _, err := j.exec(ctx, lazy, with+`DELETE FROM slot_waits WHERE seen_at < (SELECT now FROM c) - ?`,
+		append(j.slotNowArgs(), idle.Milliseconds())...); err != nil {
+		return 0, fmt.Errorf("journal: prune slots' lines: %w", err)
 	}
 	return res.RowsAffected()
 }

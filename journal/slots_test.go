@@ -335,3 +335,77 @@ func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
 		t.Errorf("the bot's slot was not free a span after its answer")
 	}
 }
+
+// queueSlot asks for a slot of scope (n slots, a 30 s hold, a 1 s span) as a
+// sender that has waited for it already, or fails the test.
+func queueSlot(t *testing.T, j *journal.Journal, scope string, n int, waited time.Duration) (journal.Slot, time.Duration) {
+	t.Helper()
+	s, wait, err := j.QueueSlot(context.Background(), scope, n, 30*time.Second, time.Second, waited)
+	if err != nil {
+		t.Fatalf("QueueSlot(%s): %v", scope, err)
+	}
+	return s, wait
+}
+
+// A pool's slots go to the replicas' senders in the order they began to wait,
+// not to whichever asks first once a slot frees: a sender that waited longer
+// on another replica is left the free slot, one that takes without waiting in
+// line defers to both, and a sender that left the line, or stopped asking for
+// two spans and a second, holds nobody back.
+func TestASlotGoesToTheSenderThatWaitedLongest(t *testing.T) {
+	forEachBackend(t, testASlotGoesToTheSenderThatWaitedLongest)
+}
+
+func testASlotGoesToTheSenderThatWaitedLongest(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2, r3 := replica(t, name, "r1", c), replica(t, name, "r2", c), replica(t, name, "r3", c)
+	out, _ := takeSlot(t, r1, "bot", 1)
+	if s, _ := queueSlot(t, r2, "bot", 1, 0); s.Grant != "" {
+		t.Fatalf("r2 took a slot that is out: %+v", s)
+	}
+	c.add(100 * time.Millisecond)
+	if s, _ := queueSlot(t, r3, "bot", 1, 0); s.Grant != "" {
+		t.Fatalf("r3 took a slot that is out: %+v", s)
+	}
+	if ok, err := r1.FreeSlot(ctx, out, time.Second); err != nil || !ok {
+		t.Fatalf("FreeSlot = %v, %v", ok, err)
+	}
+	c.add(time.Second) // the slot is free; r2 has waited 1.1 s, r3 1 s
+	if s, wait := queueSlot(t, r3, "bot", 1, time.Second); s.Grant != "" || wait > 10*time.Millisecond {
+		t.Fatalf("r3, in line behind r2, took %+v (wait %v); want none, and a short wait", s, wait)
+	}
+	if s, _ := takeSlot(t, r1, "bot", 1); s.Grant != "" {
+		t.Fatalf("a take out of line took %+v before the senders in line", s)
+	}
+	got, _ := queueSlot(t, r2, "bot", 1, 1100*time.Millisecond)
+	if got.Grant == "" {
+		t.Fatalf("r2, first in line, was refused the free slot")
+	}
+	if ok, err := r2.FreeSlot(ctx, got, 0); err != nil || !ok {
+		t.Fatalf("FreeSlot = %v, %v", ok, err)
+	}
+	if s, _ := queueSlot(t, r3, "bot", 1, time.Second); s.Grant == "" {
+		t.Fatalf("r3, first in line once r2 took its slot, was refused")
+	}
+
+	// A place given up, or not asked for again, holds nobody back.
+	busy, _ := takeSlot(t, r1, "chat", 2)
+	takeSlot(t, r1, "chat", 2)
+	queueSlot(t, r2, "chat", 2, 0)
+	if err := r2.LeaveSlotQueue(ctx, "chat"); err != nil {
+		t.Fatal(err)
+	}
+	queueSlot(t, r3, "chat", 2, 0)
+	c.add(10 * time.Millisecond)
+	if ok, err := r1.FreeSlot(ctx, busy, 0); err != nil || !ok {
+		t.Fatalf("FreeSlot = %v, %v", ok, err)
+	}
+	if s, _ := takeSlot(t, r1, "chat", 2); s.Grant != "" {
+		t.Fatalf("a take out of line took %+v from r3, in line", s)
+	}
+	c.add(3 * time.Second) // r3 asked last 3 s ago: two spans and a second
+	if s, _ := takeSlot(t, r1, "chat", 2); s.Grant == "" {
+		t.Fatalf("a place not asked for in 3 s still held the pool")
+	}
+}

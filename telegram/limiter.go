@@ -134,17 +134,21 @@ func (l *Limiter) Wait(ctx context.Context, target string) (done func(), err err
 		l.withdraw(chat)
 		return nil, err
 	}
-	if _, err := l.admit(ctx, func() *window { return &l.second }); err != nil {
-		l.withdraw(chat)
-		return nil, err
-	}
 	if !l.sharing() {
-		return l.doneFunc(chat), nil
+		if _, err := l.admit(ctx, func() *window { return &l.second }); err != nil {
+			l.withdraw(chat)
+			return nil, err
+		}
+		return l.doneFunc(chat, &l.second), nil
 	}
+	// Among replicas the bot's pool in the journal keeps the rule of l.second
+	// for all of them, and l.second is left out: a place in it held while the
+	// send waits for the pool would queue this process's sends a second time,
+	// in no order, and hold up the line the pool keeps in order.
 	chatPool, allPool := l.pools(target)
 	got, _, err := l.shared.take(ctx, chatPool, allPool, false)
 	if err != nil {
-		l.withdraw(chat, &l.second)
+		l.withdraw(chat)
 		return nil, err
 	}
 	return l.sharedDone(chat, got), nil
@@ -201,16 +205,17 @@ func sleepUntilChange(ctx context.Context, d time.Duration, changed <-chan struc
 	return nil
 }
 
-// doneFunc is the done of a send admitted to chat and the overall window.
-func (l *Limiter) doneFunc(chat *window) func() {
+// doneFunc is the done of a send admitted to the windows ws.
+func (l *Limiter) doneFunc(ws ...*window) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			now := l.now()
-			chat.answered(now)
-			l.second.answered(now)
+			for _, w := range ws {
+				w.answered(now)
+			}
 			l.changedLocked()
 		})
 	}
@@ -268,14 +273,14 @@ func (l *Limiter) TrySpare(target string) (done func(), wait time.Duration) {
 		return nil, wait
 	}
 	if !l.sharing() {
-		return l.doneFunc(chat), 0
+		return l.doneFunc(chat, &l.second), 0
 	}
 	chatPool, allPool := l.pools(target)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	got, ok, err := l.shared.take(ctx, chatPool, allPool, true)
 	if err != nil || !ok {
-		l.withdraw(chat, &l.second)
+		l.withdraw(chat)
 		return nil, spareRetry
 	}
 	return l.sharedDone(chat, got), 0
@@ -294,7 +299,12 @@ func (l *Limiter) trySpareHere(target string) (*window, time.Duration) {
 	now := l.now()
 	need := float64(l.overall.Burst()/2 + 1)
 	wait := until(l.overall, now, need)
-	for _, w := range []time.Duration{chat.wait(now), l.second.wait(now)} {
+	ws := []*window{chat}
+	if !l.sharing() {
+		ws = append(ws, &l.second) // among replicas, the bot's pool in the journal
+	}
+	for _, w := range ws {
+		w := w.wait(now)
 		if w < 0 {
 			w = 10 * time.Millisecond // a send in flight must answer first
 		}
@@ -306,8 +316,9 @@ func (l *Limiter) trySpareHere(target string) (*window, time.Duration) {
 	if !l.overall.AllowN(now, 1) {
 		return nil, until(l.overall, now, need)
 	}
-	chat.open++
-	l.second.open++
+	for _, w := range ws {
+		w.open++
+	}
 	return chat, 0
 }
 

@@ -17,10 +17,13 @@ import (
 // chat's ChatBurst sends at a time, each freeing its slot a chat's span after
 // its answer; InSecond sends at a time over all chats, each freeing its slot a
 // second after its answer, so that no more than InSecond can reach Telegram
-// within any second, whatever the network does. The local windows stay in
-// front: they queue this process's sends without a round trip each (and keep
-// each replica to the steady Overall rate), and only a send they admit asks
-// the journal.
+// within any second, whatever the network does. The chat's local window and
+// the Overall rate stay in front: they queue this process's sends to a chat
+// without a round trip each (and keep each replica to the steady Overall
+// rate), and only a send they admit asks the journal. The local window of all
+// chats gives way to the bot's pool, which keeps its rule for every replica,
+// its slots taken in the order the replicas' senders began to wait for them
+// (journal.QueueSlot).
 
 // shared is a Limiter's part of the budget its replicas share.
 type shared struct {
@@ -75,8 +78,9 @@ type slots struct {
 // has more than half its slots free, and returns ok false otherwise.
 func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slots, ok bool, err error) {
 	got.chatPool, got.allPool = chat, all
+	asked := time.Now()
 	for {
-		c, ok, err := s.takeOne(ctx, chat, 0, spare)
+		c, ok, err := s.takeOne(ctx, chat, 0, spare, asked)
 		if err != nil || !ok {
 			return slots{}, false, err
 		}
@@ -91,7 +95,7 @@ func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slot
 		if spare {
 			leave = all.n / 2
 		}
-		a, ok, err := s.takeOne(ctx, all, leave, spare)
+		a, ok, err := s.takeOne(ctx, all, leave, spare, taken)
 		<-s.turn
 		if err != nil || !ok {
 			s.free(c, 0)
@@ -114,23 +118,36 @@ func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slot
 }
 
 // takeOne takes a slot of p, leaving more than leave free, waiting until one is
-// (unless now, when it returns ok false at once).
-func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool) (journal.Slot, bool, error) {
+// (unless now, when it returns ok false at once). A sender that waits keeps its
+// place in the pool's line (journal.QueueSlot) as of since, when it began to
+// wait for p, so that the replicas' senders get p's slots in turn; one that
+// stops waiting without a slot gives its place up.
+func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool, since time.Time) (journal.Slot, bool, error) {
+	if now {
+		slot, _, err := s.j.TakeSlot(ctx, p.scope, p.n, s.hold(), p.span, leave)
+		return slot, slot.Grant != "", err
+	}
 	for {
-		slot, wait, err := s.j.TakeSlot(ctx, p.scope, p.n, s.hold(), p.span, leave)
-		if err != nil {
-			return journal.Slot{}, false, err
-		}
-		if slot.Grant != "" {
+		slot, wait, err := s.j.QueueSlot(ctx, p.scope, p.n, s.hold(), p.span, time.Since(since))
+		if err == nil && slot.Grant != "" {
 			return slot, true, nil
 		}
-		if now {
-			return journal.Slot{}, false, nil
+		if err == nil {
+			err = sleepUntilChange(ctx, wait, nil)
 		}
-		if err := sleepUntilChange(ctx, wait, nil); err != nil {
+		if err != nil {
+			s.leave(p)
 			return journal.Slot{}, false, err
 		}
 	}
+}
+
+// leave gives up this process's place in p's line, not waiting for a context
+// that ended: a place left would hold the others back until it lapsed.
+func (s *shared) leave(p pool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.j.LeaveSlotQueue(ctx, p.scope) // a place not left lapses two spans after its last ask
 }
 
 // done frees a send's slots, each a span after its answer, which came just now:
