@@ -57,9 +57,18 @@ func (j *Journal) TakeSlot(ctx context.Context, scope string, n int, hold, span 
 // A holder keeps one place per pool: that of the last of its senders to ask,
 // which should be the one that has waited longest (the Limiter lets one
 // sender at a time wait on the bot's pool).
+//
+// A sender in line takes a slot up to QueueLead before it frees, so that the
+// round trip of its take is not spent with the slot idle; with a slot, wait is
+// how long until it is free, and the send must not leave before.
 func (j *Journal) QueueSlot(ctx context.Context, scope string, n int, hold, span, waited time.Duration) (Slot, time.Duration, error) {
 	return j.takeSlot(ctx, scope, n, hold, span, 0, max(0, waited))
 }
+
+// QueueLead is how long before it frees a slot may be taken by a sender in
+// line (QueueSlot): more than a take's round trip on a busy database, so that
+// a slot of a busy pool goes out again the moment it frees.
+const QueueLead = 100 * time.Millisecond
 
 // notQueued is the waited of a take that keeps no place in the line.
 const notQueued time.Duration = -1
@@ -73,16 +82,20 @@ func (j *Journal) takeSlot(ctx context.Context, scope string, n int, hold, span 
 		return Slot{}, 0, fmt.Errorf("journal: take slot of %s: a pool has at least one slot", scope)
 	}
 	s := Slot{Scope: scope, Grant: NewID("sl")}
+	lead := time.Duration(0)
+	if waited != notQueued {
+		lead = QueueLead
+	}
 	for try := 0; ; try++ {
-		k, err := j.takeFree(ctx, s, n, hold, span, spare, waited)
+		k, free, err := j.takeFree(ctx, s, n, hold, span, spare, waited, lead)
 		if err != nil {
 			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
 		}
 		if k >= 0 {
 			s.K = k
-			return s, 0, nil
+			return s, free, nil
 		}
-		rows, wait, err := j.slotWait(ctx, scope, n, span)
+		rows, wait, err := j.slotWait(ctx, scope, n, span, lead)
 		if err != nil {
 			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
 		}
@@ -138,12 +151,13 @@ func (j *Journal) slotNowArgs() []any {
 	return args
 }
 
-// takeFree takes the free slot of scope that was freed first, as s, and returns
-// its number, or -1 when none is free beyond those left to the senders of other
-// holders waiting longer than waited (or, with spare, too few are). A take with
-// waited (not notQueued) keeps its place in the line when it takes none, and
-// leaves it when it takes one, in the same transaction.
-func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.Duration, spare int, waited time.Duration) (int, error) {
+// takeFree takes the slot of scope that frees first, free now or within lead,
+// as s, and returns its number and how long until it is free; or -1 when none
+// is, beyond those left to the senders of other holders waiting longer than
+// waited (or, with spare, too few are free now). A take with waited (not
+// notQueued) keeps its place in the line when it takes none, and leaves it
+// when it takes one, in the same transaction.
+func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.Duration, spare int, waited, lead time.Duration) (int, time.Duration, error) {
 	with, args := j.slotNow()
 	skip := ""
 	if j.pg != nil {
@@ -153,39 +167,42 @@ func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.D
 	// The senders ahead: other holders', waiting since before this one began.
 	ahead := `(SELECT count(*) FROM slot_waits WHERE scope = ? AND holder != ? AND seen_at > (SELECT now FROM c) - ?
 			AND since < (SELECT now FROM c) - ?)`
-	take := `UPDATE send_slots SET grant_id = ?, holder = ?, open = 1, taken_at = (SELECT now FROM c), free_at = (SELECT now FROM c) + ?
-		WHERE scope = ? AND k = (SELECT k FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)
+	// taken_at is when the slot frees (its old free_at, on the right of SET),
+	// or now: when its send may leave.
+	take := `UPDATE send_slots SET grant_id = ?, holder = ?, open = 1,
+			taken_at = CASE WHEN free_at > (SELECT now FROM c) THEN free_at ELSE (SELECT now FROM c) END, free_at = (SELECT now FROM c) + ?
+		WHERE scope = ? AND k = (SELECT k FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c) + ?
 			ORDER BY free_at, k LIMIT 1 OFFSET ` + ahead + skip + `)
-		AND free_at <= (SELECT now FROM c)`
-	args = append(args, s.Grant, holder, hold.Milliseconds(), s.Scope, s.Scope, n,
-		s.Scope, holder, queueLive(span).Milliseconds(), max(0, waited).Milliseconds())
+		AND free_at <= (SELECT now FROM c) + ?`
+	args = append(args, s.Grant, holder, hold.Milliseconds(), s.Scope, s.Scope, n, lead.Milliseconds(),
+		s.Scope, holder, queueLive(span).Milliseconds(), max(0, waited).Milliseconds(), lead.Milliseconds())
 	if spare > 0 {
 		take += ` AND (SELECT count(*) FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)) > ?`
 		args = append(args, s.Scope, n, spare)
 	}
-	take += " RETURNING k"
+	take += " RETURNING k, taken_at - (SELECT now FROM c) AS free"
 	// The place in line: kept (as of when the sender began to wait) when
 	// nothing was taken, left when a slot was.
 	keep := `INSERT INTO slot_waits (scope, holder, since, seen_at) SELECT ?, ?, (SELECT now FROM c) - ?, (SELECT now FROM c)`
 	upsert := ` ON CONFLICT (scope, holder) DO UPDATE SET since = excluded.since, seen_at = excluded.seen_at`
 	keepArgs := []any{s.Scope, holder, waited.Milliseconds()}
-	k := -1
+	k, free := -1, int64(0)
 	var err error
 	switch {
 	case waited == notQueued:
-		err = j.slotRow(ctx, with+take, args, &k)
+		err = j.slotRow(ctx, with+take, args, &k, &free)
 	case j.pg != nil:
 		// One statement: the take, and the place kept or left by what it did.
 		q := with + `, t AS (` + take + `),
 			w AS (` + keep + ` WHERE NOT EXISTS (SELECT 1 FROM t)` + upsert + `),
 			d AS (DELETE FROM slot_waits WHERE scope = ? AND holder = ? AND EXISTS (SELECT 1 FROM t))
-			SELECT k FROM t`
+			SELECT k, free FROM t`
 		args = append(append(args, keepArgs...), s.Scope, holder)
-		err = j.slotRow(ctx, q, args, &k)
+		err = j.slotRow(ctx, q, args, &k, &free)
 	default:
 		err = j.write(ctx, lazy, func(tx txn) error {
 			k = -1
-			err := tx.QueryRowContext(ctx, with+take, args...).Scan(&k)
+			err := tx.QueryRowContext(ctx, with+take, args...).Scan(&k, &free)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				_, err = tx.ExecContext(ctx, with+keep+` WHERE true`+upsert, append(j.slotNowArgs(), keepArgs...)...)
@@ -196,19 +213,19 @@ func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.D
 		})
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return -1, nil
+		return -1, 0, nil
 	}
-	return k, err
+	return k, time.Duration(free) * time.Millisecond, err
 }
 
 // slotWait returns how many slots of scope's first n exist, and how long until
-// the first of them frees (see TakeSlot).
-func (j *Journal) slotWait(ctx context.Context, scope string, n int, span time.Duration) (int, time.Duration, error) {
+// the first of them frees (see TakeSlot), less lead: when it may be taken.
+func (j *Journal) slotWait(ctx context.Context, scope string, n int, span, lead time.Duration) (int, time.Duration, error) {
 	with, args := j.slotNow()
 	q := with + `SELECT count(*), COALESCE(min(CASE WHEN open = 1 AND free_at > (SELECT now FROM c) + ?
-			THEN (SELECT now FROM c) + ? ELSE free_at END), 0) - (SELECT now FROM c)
+			THEN (SELECT now FROM c) + ? ELSE free_at END), 0) - (SELECT now FROM c) - ?
 		FROM send_slots WHERE scope = ? AND k < ?`
-	args = append(args, span.Milliseconds(), span.Milliseconds(), scope, n)
+	args = append(args, span.Milliseconds(), span.Milliseconds(), lead.Milliseconds(), scope, n)
 	var rows int
 	var wait int64
 	if err := j.db.QueryRowContext(ctx, q, args...).Scan(&rows, &wait); err != nil {

@@ -409,3 +409,32 @@ func testASlotGoesToTheSenderThatWaitedLongest(t *testing.T, name string) {
 		t.Fatalf("a place not asked for in 3 s still held the pool")
 	}
 }
+
+// A sender in line takes a slot up to QueueLead before it frees, and is told
+// how long until it is free, so that the round trip of its take is not spent
+// with the slot idle; a take out of line waits for the slot to be free.
+func TestASenderInLineTakesASlotJustBeforeItFrees(t *testing.T) {
+	forEachBackend(t, testASenderInLineTakesASlotJustBeforeItFrees)
+}
+
+func testASenderInLineTakesASlotJustBeforeItFrees(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	out, _ := takeSlot(t, r1, "bot", 1)
+	if ok, err := r1.FreeSlots(ctx, time.Now(), journal.SlotFree{Slot: out, Span: time.Second}); err != nil || ok != 1 {
+		t.Fatalf("FreeSlots = %v, %v", ok, err)
+	}
+	c.add(time.Second - journal.QueueLead - 50*time.Millisecond)
+	if s, wait := queueSlot(t, r2, "bot", 1, 0); s.Grant != "" || wait != 50*time.Millisecond {
+		t.Fatalf("in line, 150 ms before the slot frees: %+v, wait %v; want none, and 50 ms (until 100 ms before)", s, wait)
+	}
+	c.add(100 * time.Millisecond)
+	if s, wait := takeSlot(t, r1, "bot", 1); s.Grant != "" || wait != 50*time.Millisecond {
+		t.Fatalf("out of line, 50 ms before the slot frees: %+v, wait %v; want none, and 50 ms", s, wait)
+	}
+	s, wait := queueSlot(t, r2, "bot", 1, 100*time.Millisecond)
+	if s.Grant == "" || wait != 50*time.Millisecond {
+		t.Fatalf("in line, 50 ms before the slot frees: %+v, wait %v; want the slot, free in 50 ms", s, wait)
+	}
+}

@@ -74,13 +74,14 @@ type slots struct {
 }
 
 // take takes a slot of target's chat pool, then one of the bot's, waiting for
-// each; with spare, it takes them only if they are free now and the bot's pool
-// has more than half its slots free, and returns ok false otherwise.
+// each, and returns once both are free; with spare, it takes them only if they
+// are free now and the bot's pool has more than half its slots free, and
+// returns ok false otherwise.
 func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slots, ok bool, err error) {
 	got.chatPool, got.allPool = chat, all
 	asked := time.Now()
 	for {
-		c, ok, err := s.takeOne(ctx, chat, 0, spare, asked)
+		c, cFree, ok, err := s.takeOne(ctx, chat, 0, spare, asked)
 		if err != nil || !ok {
 			return slots{}, false, err
 		}
@@ -95,7 +96,7 @@ func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slot
 		if spare {
 			leave = all.n / 2
 		}
-		a, ok, err := s.takeOne(ctx, all, leave, spare, taken)
+		a, aFree, ok, err := s.takeOne(ctx, all, leave, spare, taken)
 		<-s.turn
 		if err != nil || !ok {
 			s.free(c, 0)
@@ -112,32 +113,49 @@ func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slot
 				continue // its hold passed and another took it: start again
 			}
 		}
+		// A slot taken in line may free a moment after its take (QueueLead):
+		// the send leaves when both are free, not before.
+		if d := time.Until(latest(cFree, aFree)); d > 0 {
+			if err := sleepUntilChange(ctx, d, nil); err != nil {
+				s.free(c, 0)
+				s.free(a, 0)
+				return slots{}, false, err
+			}
+		}
 		got.chat, got.all = c, a
 		return got, true, nil
 	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // takeOne takes a slot of p, leaving more than leave free, waiting until one is
 // (unless now, when it returns ok false at once). A sender that waits keeps its
 // place in the pool's line (journal.QueueSlot) as of since, when it began to
 // wait for p, so that the replicas' senders get p's slots in turn; one that
-// stops waiting without a slot gives its place up.
-func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool, since time.Time) (journal.Slot, bool, error) {
+// stops waiting without a slot gives its place up. free is when the slot it
+// took is free: a slot taken in line may free a moment later.
+func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool, since time.Time) (slot journal.Slot, free time.Time, ok bool, err error) {
 	if now {
 		slot, _, err := s.j.TakeSlot(ctx, p.scope, p.n, s.hold(), p.span, leave)
-		return slot, slot.Grant != "", err
+		return slot, time.Now(), slot.Grant != "", err
 	}
 	for {
 		slot, wait, err := s.j.QueueSlot(ctx, p.scope, p.n, s.hold(), p.span, time.Since(since))
 		if err == nil && slot.Grant != "" {
-			return slot, true, nil
+			return slot, time.Now().Add(wait), true, nil
 		}
 		if err == nil {
 			err = sleepUntilChange(ctx, wait, nil)
 		}
 		if err != nil {
 			s.leave(p)
-			return journal.Slot{}, false, err
+			return journal.Slot{}, time.Time{}, false, err
 		}
 	}
 }
