@@ -194,6 +194,7 @@ func (o *Operator) Edit(ctx context.Context, approvalID string, by int64, text s
 		return Edited{}, refusal(ErrEditRefused, "the verifier did not pass the edit (%s); the card stands as it was", strings.Join(v.Reasons, "; "))
 	}
 	na := o.newApproval(task, next)
+	defer o.ask(na.ID)()
 	e, err := o.opts.Journal.EditPayload(ctx, a.ID, p, by, na)
 	switch {
 	case errors.Is(err, journal.ErrDecided):

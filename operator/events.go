@@ -146,6 +146,16 @@ func (o *Operator) current(ctx context.Context, id string) journal.Operation {
 	return op
 }
 
+// ask marks approval id, about to be journaled by a request here, as that
+// request's to publish (publishAsked): between the journal's write and the
+// event, the sweep's watch would find it without a card, and publish it too,
+// late. done unmarks it, once the request is over: an approval it did not
+// publish (nobody listened yet) is the watch's again.
+func (o *Operator) ask(id string) (done func()) {
+	o.asking.Store(id, struct{}{})
+	return func() { o.asking.Delete(id) }
+}
+
 // asked publishes that op waits for approval a, and remembers that it did, so the
 // sweep's watch does not publish it again as late.
 func (o *Operator) publishAsked(ctx context.Context, op journal.Operation, a journal.Approval, late bool) {

@@ -378,3 +378,43 @@ func TestVerificationRequests(t *testing.T) {
 		t.Errorf("state = %s: asking to verify must resolve nothing", got)
 	}
 }
+
+// An approval that a request of this process asked for is that request's to
+// publish: a pass of the sweep's watch between the journal's write and the
+// request's event does not publish it too, late (Telegram would tell the
+// requester that its card went out "only now", beside the card itself). An
+// edit publishes the voided approval's decision before it asks the new one:
+// ten watch periods pass there while a listener holds the event.
+func TestTheWatchLeavesAnApprovalToTheRequestAskingIt(t *testing.T) {
+	h := newHarness(t)
+	h.edit = fastSweep
+	h.open()
+	rec := record(t, h.op, h.j)
+	_, opID := h.send("222", "helo wrld")
+	apID := h.approval(opID)
+	t.Cleanup(h.op.Subscribe(func(ev operator.Event) {
+		if ev.Kind == operator.Decided {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.op.Sweep(ctx) }()
+	ed, err := h.op.Edit(context.Background(), apID, approverID, "hello world")
+	time.Sleep(100 * time.Millisecond) // ten more watches, after the edit's events
+	cancel()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	for _, e := range rec.events() {
+		if e.Kind == operator.ApprovalNeeded {
+			asked = append(asked, fmt.Sprintf("%s late=%v", e.Approval.ID, e.Late))
+		}
+	}
+	want := []string{apID + " late=false", ed.Approval.ID + " late=false"}
+	if !slices.Equal(asked, want) {
+		t.Errorf("ApprovalNeeded events %q, want %q: each once, by its request", asked, want)
+	}
+}

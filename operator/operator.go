@@ -98,6 +98,9 @@ type Operator struct {
 	// shown holds the approvals this operator published ApprovalNeeded for (id ->
 	// when), so that the sweep's watch publishes late only those it did not.
 	shown sync.Map
+	// asking holds the approvals a request here has journaled and not yet
+	// published (see asking): the watch leaves them to that request.
+	asking sync.Map
 	// running counts, per operation, the goroutines here that run it or are about
 	// to (an approval recorded, its commit next): the watch leaves those alone.
 	runMu   sync.Mutex
@@ -356,6 +359,7 @@ func (o *Operator) verifyAndAsk(ctx context.Context, nt *newTask, op journal.Ope
 		return o.refuseVerdict(ctx, op, v)
 	}
 	a := o.newApproval(nt.Task, op)
+	defer o.ask(a.ID)()
 	op, err := o.create(ctx, nt, op, "prepared", verified(v), askApproval(journal.Verified, a))
 	if err != nil {
 		return tools.Result{}, err
@@ -395,6 +399,7 @@ func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v ve
 // straight to approved and on to the commit when a rule auto-approves it.
 func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (tools.Result, error) {
 	a := o.newApproval(task, op)
+	defer o.ask(a.ID)()
 	if err := o.move(ctx, op.ID, askApproval(from, a)); err != nil {
 		return tools.Result{}, err
 	}

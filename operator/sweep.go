@@ -180,6 +180,9 @@ func (o *Operator) showLate(ctx context.Context, since time.Time) {
 		if at, ok := o.shown.Load(a.ID); ok && now.Sub(at.(time.Time)) < showAgain {
 			continue
 		}
+		if _, ok := o.asking.Load(a.ID); ok {
+			continue // its request publishes it
+		}
 		op, err := o.opts.Journal.Operation(ctx, a.OperationID)
 		if err != nil {
 			o.warn(ctx, "approval not shown", err)
