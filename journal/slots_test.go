@@ -16,11 +16,19 @@ import (
 // the test; it returns the slot, or the wait when none was free.
 func takeSlot(t *testing.T, j *journal.Journal, scope string, n int) (journal.Slot, time.Duration) {
 	t.Helper()
-	s, wait, err := j.TakeSlot(context.Background(), scope, n, 30*time.Second, time.Second, 0)
-	if err != nil {
-		t.Fatalf("TakeSlot(%s): %v", scope, err)
+	return slotOrFail(t, "TakeSlot", scope)(j.TakeSlot(context.Background(), scope, n, 30*time.Second, time.Second, 0))
+}
+
+// slotOrFail fails the test when the take of scope called what failed, and
+// returns its slot and wait.
+func slotOrFail(t *testing.T, what, scope string) func(journal.Slot, time.Duration, error) (journal.Slot, time.Duration) {
+	return func(s journal.Slot, wait time.Duration, err error) (journal.Slot, time.Duration) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s(%s): %v", what, scope, err)
+		}
+		return s, wait
 	}
-	return s, wait
 }
 
 // A pool of n slots admits n sends and no more, across replicas; a slot whose
@@ -340,11 +348,7 @@ func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
 // sender that has waited for it already, or fails the test.
 func queueSlot(t *testing.T, j *journal.Journal, scope string, n int, waited time.Duration) (journal.Slot, time.Duration) {
 	t.Helper()
-	s, wait, err := j.QueueSlot(context.Background(), scope, n, 30*time.Second, time.Second, waited)
-	if err != nil {
-		t.Fatalf("QueueSlot(%s): %v", scope, err)
-	}
-	return s, wait
+	return slotOrFail(t, "QueueSlot", scope)(j.QueueSlot(context.Background(), scope, n, 30*time.Second, time.Second, waited))
 }
 
 // A pool's slots go to the replicas' senders in the order they began to wait,

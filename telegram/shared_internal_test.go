@@ -23,16 +23,8 @@ func TestAmongReplicasASendWaitsInThePoolsLine(t *testing.T) {
 	limits := Limits{Overall: 100, InSecond: 1, PerChat: 1, ChatBurst: 1}
 	var ls []*Limiter
 	for r := range 2 {
-		j, err := journal.Open(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { j.Close() })
-		if err := j.Join(ctx, Transport, fmt.Sprint("r", r+1), 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
 		l := NewLimiter(limits)
-		l.share(j, 7)
+		l.share(replicaJournal(t, name, r), 7)
 		ls = append(ls, l)
 	}
 	db, err := sql.Open("sqlite3", name)
@@ -78,4 +70,20 @@ func TestAmongReplicasASendWaitsInThePoolsLine(t *testing.T) {
 	if a, b := <-order, <-order; a != "r1's" || b != "r2's" {
 		t.Errorf("%s send went first, then %s; want r1's, which began to wait first", a, b)
 	}
+}
+
+// replicaJournal opens the journal at name as replica r+1 ("r1", "r2"…) with a
+// 10 s lease, closed when the test ends.
+func replicaJournal(t *testing.T, name string, r int) *journal.Journal {
+	t.Helper()
+	ctx := context.Background()
+	j, err := journal.Open(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	if err := j.Join(ctx, Transport, fmt.Sprint("r", r+1), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/countersign/countersign/internal/pgtest"
-	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
@@ -75,14 +74,7 @@ func replicaBots(t *testing.T, name string, srv *telegramtest.Server, pol *polic
 	t.Cleanup(cancel)
 	var bots []*Bot
 	for r := range n {
-		j, err := journal.Open(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { j.Close() })
-		if err := j.Join(ctx, Transport, fmt.Sprint("r", r+1), 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
+		j := replicaJournal(t, name, r)
 		b, err := New(ctx, j, Options{Token: replicaToken, APIURL: srv.URL()})
 		if err != nil {
 			t.Fatal(err)
