@@ -255,7 +255,7 @@ func (j *Journal) makeSlots(ctx context.Context, scope string, n int) error {
 // send, or 0 when nothing was sent. It reports false when s was not this
 // process's any more: its hold passed and another took it.
 func (j *Journal) FreeSlot(ctx context.Context, s Slot, after time.Duration) (bool, error) {
-	n, err := j.FreeSlots(ctx, time.Now(), SlotFree{Slot: s, Span: after})
+	n, err := j.FreeSlots(ctx, j.now(), SlotFree{Slot: s, Span: after})
 	return n == 1, err
 }
 
@@ -266,11 +266,11 @@ type SlotFree struct {
 }
 
 // FreeSlots frees the slots of one send, taken by this process, in one
-// statement: each its Span after answered, when the send's answer came (this
-// process's time.Now). The database frees it at its own now plus Span less
-// the time since answered, measured once the statement holds its connection
-// and rounded up to its millisecond:
-// a wait for one, under a burst, does not keep the slot from the next send,
+// statement: each its Span after answered, when the send's answer came (by
+// the journal's clock: this process's time.Now, unless WithClock). The
+// database frees it at its own now plus Span less the time since answered,
+// measured once the statement holds its connection and rounded up to its
+// millisecond: a wait for one, under a burst, does not keep the slot from the next send,
 // and a slot never frees before Span has passed since the answer. It returns
 // how many were still this process's (the others' holds had passed, and
 // another took them).
@@ -304,7 +304,7 @@ func (j *Journal) FreeSlots(ctx context.Context, answered time.Time, frees ...Sl
 
 // freeSlots is FreeSlots' statement, as of now.
 func (j *Journal) freeSlots(answered time.Time, frees []SlotFree) (string, []any) {
-	since := time.Since(answered)
+	since := j.now().Sub(answered)
 	with, args := j.slotNow()
 	var set, where strings.Builder
 	for i, f := range frees {

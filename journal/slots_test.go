@@ -322,7 +322,7 @@ func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
 	r1 := replica(t, name, "r1", c)
 	bot, _ := takeSlot(t, r1, "bot", 1)
 	chat, _ := takeSlot(t, r1, "bot -100", 1)
-	answered := time.Now().Add(-400 * time.Millisecond)
+	answered := c.now().Add(-400 * time.Millisecond)
 	n, err := r1.FreeSlots(ctx, answered, journal.SlotFree{Slot: bot, Span: time.Second}, journal.SlotFree{Slot: chat, Span: 3200 * time.Millisecond})
 	if err != nil || n != 2 {
 		t.Fatalf("FreeSlots = %d, %v; want both freed", n, err)
@@ -336,7 +336,7 @@ func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
 	// A free of slots that are another's any more frees nothing.
 	c.add(3200 * time.Millisecond)
 	again, _ := takeSlot(t, r1, "bot", 1)
-	if n, err := r1.FreeSlots(ctx, time.Now(), journal.SlotFree{Slot: bot, Span: time.Second}); err != nil || n != 0 {
+	if n, err := r1.FreeSlots(ctx, c.now(), journal.SlotFree{Slot: bot, Span: time.Second}); err != nil || n != 0 {
 		t.Errorf("a late free of a slot taken again = %d, %v; want 0", n, err)
 	}
 	if again.Grant == "" {
@@ -426,7 +426,7 @@ func testASenderInLineTakesASlotJustBeforeItFrees(t *testing.T, name string) {
 	c := newClock()
 	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
 	out, _ := takeSlot(t, r1, "bot", 1)
-	if ok, err := r1.FreeSlots(ctx, time.Now(), journal.SlotFree{Slot: out, Span: time.Second}); err != nil || ok != 1 {
+	if ok, err := r1.FreeSlots(ctx, c.now(), journal.SlotFree{Slot: out, Span: time.Second}); err != nil || ok != 1 {
 		t.Fatalf("FreeSlots = %v, %v", ok, err)
 	}
 	c.add(time.Second - journal.QueueLead - 50*time.Millisecond)
