@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -164,9 +165,20 @@ func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.D
 		skip = " FOR UPDATE SKIP LOCKED"
 	}
 	holder := j.slotHolder()
-	// The senders ahead: other holders', waiting since before this one began.
+	live := queueLive(span).Milliseconds()
+	// me.since is when this sender began to wait: the place it holds, or now
+	// less waited, whichever is earlier. The place keeps the first reckoning:
+	// later ones come out later by the delay between the sender's clock and
+	// this statement, and would let a sender that began later pass it.
+	with += `, me AS (SELECT min(x) AS since FROM (SELECT since AS x FROM slot_waits
+			WHERE scope = ? AND holder = ? AND seen_at > (SELECT now FROM c) - ?
+		UNION ALL SELECT (SELECT now FROM c) - ?) m) `
+	args = append(args, s.Scope, holder, live, max(0, waited).Milliseconds())
+	withArgs := slices.Clone(args)
+	// The senders ahead: other holders', waiting since before this one began
+	// (in a tie, the holder named first).
 	ahead := `(SELECT count(*) FROM slot_waits WHERE scope = ? AND holder != ? AND seen_at > (SELECT now FROM c) - ?
-			AND since < (SELECT now FROM c) - ?)`
+			AND (since < (SELECT since FROM me) OR since = (SELECT since FROM me) AND holder < ?))`
 	// taken_at is when the slot frees (its old free_at, on the right of SET),
 	// or now: when its send may leave.
 	take := `UPDATE send_slots SET grant_id = ?, holder = ?, open = 1,
@@ -175,7 +187,7 @@ func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.D
 			ORDER BY free_at, k LIMIT 1 OFFSET ` + ahead + skip + `)
 		AND free_at <= (SELECT now FROM c) + ?`
 	args = append(args, s.Grant, holder, hold.Milliseconds(), s.Scope, s.Scope, n, lead.Milliseconds(),
-		s.Scope, holder, queueLive(span).Milliseconds(), max(0, waited).Milliseconds(), lead.Milliseconds())
+		s.Scope, holder, live, holder, lead.Milliseconds())
 	if spare > 0 {
 		take += ` AND (SELECT count(*) FROM send_slots WHERE scope = ? AND k < ? AND free_at <= (SELECT now FROM c)) > ?`
 		args = append(args, s.Scope, n, spare)
@@ -183,9 +195,9 @@ func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.D
 	take += " RETURNING k, taken_at - (SELECT now FROM c) AS free"
 	// The place in line: kept (as of when the sender began to wait) when
 	// nothing was taken, left when a slot was.
-	keep := `INSERT INTO slot_waits (scope, holder, since, seen_at) SELECT ?, ?, (SELECT now FROM c) - ?, (SELECT now FROM c)`
+	keep := `INSERT INTO slot_waits (scope, holder, since, seen_at) SELECT ?, ?, (SELECT since FROM me), (SELECT now FROM c)`
 	upsert := ` ON CONFLICT (scope, holder) DO UPDATE SET since = excluded.since, seen_at = excluded.seen_at`
-	keepArgs := []any{s.Scope, holder, waited.Milliseconds()}
+	keepArgs := []any{s.Scope, holder}
 	k, free := -1, int64(0)
 	var err error
 	switch {
@@ -205,7 +217,7 @@ func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.D
 			err := tx.QueryRowContext(ctx, with+take, args...).Scan(&k, &free)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
-				_, err = tx.ExecContext(ctx, with+keep+` WHERE true`+upsert, append(j.slotNowArgs(), keepArgs...)...)
+				_, err = tx.ExecContext(ctx, with+keep+` WHERE true`+upsert, append(withArgs, keepArgs...)...)
 			case err == nil:
 				_, err = tx.ExecContext(ctx, `DELETE FROM slot_waits WHERE scope = ? AND holder = ?`, s.Scope, holder)
 			}

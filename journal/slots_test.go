@@ -442,3 +442,32 @@ func testASenderInLineTakesASlotJustBeforeItFrees(t *testing.T, name string) {
 		t.Fatalf("in line, 50 ms before the slot frees: %+v, wait %v; want the slot, free in 50 ms", s, wait)
 	}
 }
+
+// A place in line keeps when its sender began to wait as first reckoned: a
+// later ask that reckons it later (the statement ran late behind the sender's
+// clock) does not let a sender that began after it pass it.
+func TestAPlaceInLineKeepsItsFirstReckoning(t *testing.T) {
+	forEachBackend(t, testAPlaceInLineKeepsItsFirstReckoning)
+}
+
+func testAPlaceInLineKeepsItsFirstReckoning(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1, r2, r3 := replica(t, name, "r1", c), replica(t, name, "r2", c), replica(t, name, "r3", c)
+	out, _ := takeSlot(t, r1, "bot", 1)
+	queueSlot(t, r3, "bot", 1, 0)
+	c.add(50 * time.Millisecond)
+	queueSlot(t, r2, "bot", 1, 0)
+	c.add(10 * time.Millisecond)
+	queueSlot(t, r3, "bot", 1, 0) // reckons it began now, after r2: its place stays
+	if ok, err := r1.FreeSlot(ctx, out, 0); err != nil || !ok {
+		t.Fatalf("FreeSlot = %v, %v", ok, err)
+	}
+	if s, _ := queueSlot(t, r2, "bot", 1, 10*time.Millisecond); s.Grant != "" {
+		t.Fatalf("r2, which began 50 ms after r3, took the slot before it: %+v", s)
+	}
+	got, _ := queueSlot(t, r3, "bot", 1, 0)
+	if got.Grant == "" {
+		t.Fatalf("r3, first in line, was refused")
+	}
+}
