@@ -146,12 +146,6 @@ func (j *Journal) slotNow() (string, []any) {
 	return "WITH c AS (SELECT " + now + " AS now) ", args
 }
 
-// slotNowArgs are the arguments of slotNow's CTE alone.
-func (j *Journal) slotNowArgs() []any {
-	_, args := j.slotNow()
-	return args
-}
-
 // takeFree takes the slot of scope that frees first, free now or within lead,
 // as s, and returns its number and how long until it is free; or -1 when none
 // is, beyond those left to the senders of other holders waiting longer than
@@ -379,14 +373,13 @@ func (j *Journal) OweSlots(ctx context.Context, scope string, n, count int, afte
 // nobody wrote to lately. A pool is made again at its next send.
 func (j *Journal) PruneSlots(ctx context.Context, idle time.Duration) (int64, error) {
 	with, args := j.slotNow()
-	res, err := j.exec(ctx, lazy, with+`DELETE FROM send_slots WHERE free_at < (SELECT now FROM c) - ?`,
-		append(args, idle.Milliseconds())...)
+	args = append(args, idle.Milliseconds())
+	res, err := j.exec(ctx, lazy, with+`DELETE FROM send_slots WHERE free_at < (SELECT now FROM c) - ?`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("journal: prune slots: %w", err)
 	}
 	// And the places in line of senders gone without leaving them.
-	if _, err := j.exec(ctx, lazy, with+`DELETE FROM slot_waits WHERE seen_at < (SELECT now FROM c) - ?`,
-		append(j.slotNowArgs(), idle.Milliseconds())...); err != nil {
+	if _, err := j.exec(ctx, lazy, with+`DELETE FROM slot_waits WHERE seen_at < (SELECT now FROM c) - ?`, args...); err != nil {
 		return 0, fmt.Errorf("journal: prune slots' lines: %w", err)
 	}
 	return res.RowsAffected()

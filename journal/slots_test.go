@@ -149,10 +149,15 @@ func testSpareOwedAndPrunedSlots(t *testing.T, name string) {
 	if s, _, err := j.TakeSlot(ctx, "long", 1, 3*time.Hour, time.Second, 0); err != nil || s.Grant == "" {
 		t.Fatalf("TakeSlot(long) = %+v, %v", s, err)
 	}
+	queueSlot(t, j, "long", 1, 0) // a place in line, never asked for again
+	rows := counter(ctx, t, raw(t, name))
 	c.add(2 * time.Hour)
 	n, err := j.PruneSlots(ctx, time.Hour)
 	if err != nil || n != 12 {
 		t.Fatalf("PruneSlots = %d, %v; want the 12 slots of bot's and album's pools, free for an hour", n, err)
+	}
+	if left := rows("slot_waits"); left != 0 {
+		t.Errorf("%d places in line left after the prune, want the one not asked for in 2 h pruned", left)
 	}
 	if s, _ := takeSlot(t, j, "long", 1); s.Grant != "" {
 		t.Fatalf("a slot held for 3 h was pruned after 2: %+v", s)

@@ -235,7 +235,9 @@ func (l *Limiter) Spend(target string, n int) {
 	chat := l.chatLocked(target)
 	for k := 1; k < n; k++ {
 		chat.lapse(now.Add(time.Duration(k) * chat.span))
-		l.second.lapse(now)
+		if !l.sharing() {
+			l.second.lapse(now) // among replicas, the bot's pool owes them (below)
+		}
 	}
 	l.overall.ReserveN(now, n-1) // the overall rate's tokens, owed
 	l.changedLocked()
