@@ -6,7 +6,7 @@
 // make the next send's answer get lost, so that its outcome is unknown, and
 // shows the envelope the vault keeps for it.
 //
-// The bot itself is the real one, wired by cmd/countersign; demo only draws and
+// The bot itself is the real one, wired by cmd/bot; demo only draws and
 // forwards.
 package demo
 

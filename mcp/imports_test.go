@@ -8,7 +8,7 @@ import (
 
 // TestOnlyTheBinaryImportsMCP keeps the surface a surface (DESIGN "Packages"):
 // it imports nothing above the core and no other surface, and of our packages only
-// cmd/countersign imports it.
+// cmd/bot imports it.
 func TestOnlyTheBinaryImportsMCP(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not on PATH")
@@ -31,8 +31,8 @@ func TestOnlyTheBinaryImportsMCP(t *testing.T) {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		pkg, imports, _ := strings.Cut(line, " ")
-		if pkg != module+"/cmd/countersign" && strings.Contains(" "+imports+" ", " "+module+"/mcp ") {
-			t.Errorf("%s imports mcp; only cmd/countersign may", pkg)
+		if pkg != module+"/cmd/bot" && strings.Contains(" "+imports+" ", " "+module+"/mcp ") {
+			t.Errorf("%s imports mcp; only cmd/bot may", pkg)
 		}
 	}
 }

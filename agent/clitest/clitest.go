@@ -10,7 +10,7 @@
 //
 // It lives beside agent/agenttest, the model server these runs talk to, in the
 // model layer where the agent-CLI providers go: their tests, and the end-to-end
-// tests of cmd/countersign, share it. Of ours it imports only the process-group helper
+// tests of cmd/bot, share it. Of ours it imports only the process-group helper
 // the providers use (agent/internal/procgroup), and internal/skips for the
 // wording of a skip.
 //

@@ -59,7 +59,7 @@ func main() {
 	flag.IntVar(&c.Kills, "kills", 6, "times to SIGKILL and restart the bot")
 	flag.DurationVar(&c.Duration, "duration", 2*time.Minute, "how long the faults last; the wind-down comes after")
 	flag.IntVar(&c.Chats, "chats", 24, "target chats to spread the sends over")
-	flag.StringVar(&c.Bot, "bot", "", "the bot binary (default: built from ./cmd/countersign)")
+	flag.StringVar(&c.Bot, "bot", "", "the bot binary (default: built from ./cmd/bot)")
 	flag.StringVar(&c.Policies, "policies", "policies.yaml", "policy file to start from")
 	flag.BoolVar(&c.Verbose, "v", false, "print every action")
 	flag.Float64Var(&c.ModelShare, "model", 0.3, "share of the sends made as plain text, by a model turn against the scripted model (0: no model)")

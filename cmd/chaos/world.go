@@ -25,7 +25,7 @@ type Config struct {
 	Kills    int
 	Duration time.Duration
 	Chats    int
-	Bot      string // the bot binary; "" builds ./cmd/countersign
+	Bot      string // the bot binary; "" builds ./cmd/bot
 	Policies string
 	Verbose  bool
 	// ModelShare is the share of the sends made as plain text, for a model turn
@@ -285,7 +285,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 // build compiles the bot into dir.
 func build(dir string) (string, error) {
 	bin := filepath.Join(dir, "countersign")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/countersign")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/bot")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the bot: %v\n%s", err, out)
 	}

@@ -186,7 +186,7 @@ func (b *balancer) deliver(ctx context.Context, update []byte, secret string) er
 // build compiles the bot into dir.
 func build(dir string) (string, error) {
 	bin := filepath.Join(dir, "countersign")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/countersign")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/bot")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the bot: %v\n%s", err, out)
 	}

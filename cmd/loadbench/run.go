@@ -28,7 +28,7 @@ type Config struct {
 	Seed     int64
 	Journal  string // the cluster's PostgreSQL server
 	Policies string
-	Bot      string // "" builds ./cmd/countersign
+	Bot      string // "" builds ./cmd/bot
 	Verbose  bool
 }
 

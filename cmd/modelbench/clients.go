@@ -116,7 +116,7 @@ func (s *steps) of(a agent.Action) int {
 	return s.count[a]
 }
 
-// countersign is the agent loop as the bot composes it (cmd/countersign newModel): the
+// countersign is the agent loop as the bot composes it (cmd/bot newModel): the
 // provider streamed under a Watch, behind Recovery, the turn's recovery and
 // budgets from the task's policy snapshot.
 func countersign(r *rig, kind, url string, t timing, seen *steps) client {

@@ -53,7 +53,7 @@ func main() {
 	flag.IntVar(&c.unknown, "unknown", 1_000, "of them, outcomes unknown with their envelopes in the vault")
 	flag.IntVar(&c.runs, "runs", 5, "starts of each journal; the worst is judged")
 	flag.StringVar(&c.policies, "policies", "policies.yaml", "the policy file the bot runs with")
-	flag.StringVar(&c.bot, "bot", "", "a built bot binary (default: build ./cmd/countersign)")
+	flag.StringVar(&c.bot, "bot", "", "a built bot binary (default: build ./cmd/bot)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the journals and print where they are")
 	flag.Parse()
 	ok, err := run(context.Background(), c, os.Stdout)
@@ -126,7 +126,7 @@ func run(ctx context.Context, c config, out io.Writer) (bool, error) {
 
 func buildBot(dir string) (string, error) {
 	bin := filepath.Join(dir, "countersign")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/countersign").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/bot").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the bot: %v\n%s", err, out)
 	}
 	return bin, nil

@@ -279,7 +279,7 @@ func TestAPollingLeaderIsReplaced(t *testing.T) {
 // replica that took over, and handled), beside the same command's time with a
 // live leader, measured in the same run: the baseline.
 //
-//	go test -run '^$' -bench PollingFailover -benchtime 5x ./cmd/countersign
+//	go test -run '^$' -bench PollingFailover -benchtime 5x ./cmd/bot
 func BenchmarkPollingFailover(b *testing.B) {
 	url := pgtest.Fresh(b)
 	srv := telegramtest.NewServer(b, telegramtest.Options{Token: childToken})
