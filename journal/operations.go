@@ -400,7 +400,9 @@ type Filter struct {
 	Since       time.Time
 	// NoEnvelope selects the operations whose vault note is not recorded.
 	NoEnvelope bool
-	Limit      int
+	// WithEnvelope selects the operations whose vault note is recorded.
+	WithEnvelope bool
+	Limit        int
 }
 
 // Operations returns the operations that match f, newest first.
@@ -456,6 +458,9 @@ func (f Filter) where() (string, []any) {
 	}
 	if f.NoEnvelope {
 		where = append(where, "envelope = ''")
+	}
+	if f.WithEnvelope {
+		where = append(where, "envelope <> ''")
 	}
 	return strings.Join(where, " AND "), args
 }

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -130,5 +132,50 @@ func TestABeginAFullDiskRefusedLeavesNoTask(t *testing.T) {
 	}
 	if _, err := h.j.Task(ctx, task.ID); err != nil {
 		t.Errorf("task %s: %v", task.ID, err)
+	}
+}
+
+// Found by the chaos run (seed 11): an operation resolved not delivered, retried
+// and delivered while the disk was full kept its note saying not_committed, an
+// invitation to send it once more, until a person set it by hand. The note is
+// owed: Reconcile writes it once there is room, in the process that could not
+// and, after a restart, in the next one.
+func TestANoteAFullDiskKeptFromSayingDeliveredIsWrittenWhenSpaceReturns(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprint("restart=", restart), func(t *testing.T) {
+			h := newHarness(t, unknown, nil)
+			dir := smallDisk(t)
+			h.vaultDir = filepath.Join(dir, "vault")
+			h.withVault()
+			ctx := context.Background()
+			opID := unknownOp(t, h, "delivered on a full disk")
+			if _, err := h.op.Resolve(ctx, opID, false, "@alice"); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := h.op.Retry(ctx, opID); err != nil || r.Status != "pending" {
+				t.Fatalf("Retry = %+v, %v; want pending", r, err)
+			}
+			if _, err := h.op.Reconcile(ctx); err != nil { // its look at every note done
+				t.Fatal(err)
+			}
+			filler := filepath.Join(dir, "filler")
+			h.sender.delivered = func() { fill(t, filler) }
+			if r, err := h.op.Decide(ctx, h.approval(opID), approverID, true); err != nil || r.SideEffect != "committed" {
+				t.Fatalf("Decide = %+v, %v; want committed", r, err)
+			}
+			if e, _, err := h.vault.Get(opID); err != nil || e.Status != envelope.StatusNotCommitted {
+				t.Fatalf("the note on the full disk: %+v, %v; want it still not_committed, or this tests nothing", e, err)
+			}
+			os.Remove(filler)
+			if restart {
+				h.open()
+			}
+			if _, err := h.op.Reconcile(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if e, _, err := h.vault.Get(opID); err != nil || e.Status != envelope.StatusCommitted || e.NextAction != envelope.NextNone {
+				t.Errorf("the note once there is room: %+v, %v; want committed, next action none", e, err)
+			}
+		})
 	}
 }

@@ -141,18 +141,56 @@ func (o *Operator) resolveEnvelope(id string, delivered bool, by string) error {
 }
 
 // envelopeDelivered records in the note of an operation that an earlier attempt
-// left unknown that a later attempt delivered it. A failure (a full disk) is
-// logged with what to do: the journal holds the truth.
+// left unknown that a later attempt delivered it. A note that could not be
+// written (a full disk) is owed: Reconcile writes it again, since a note left
+// saying not_committed invites a person to send it once more.
 func (o *Operator) envelopeDelivered(id string) {
 	if o.opts.Vault == nil {
 		return
 	}
 	o.resolving.Lock()
 	defer o.resolving.Unlock()
+	o.noteDelivered(id)
+}
+
+// noteDelivered is envelopeDelivered under the resolving lock: it records the
+// delivery in id's note, or keeps id owed when the note could not be written.
+func (o *Operator) noteDelivered(id string) {
 	_, err := o.opts.Vault.Delivered(id, "a later attempt", o.opts.Clock.Now())
-	if err != nil && !errors.Is(err, vault.ErrNotFound) {
-		o.opts.Logger.Error("the operation was delivered, and its envelope could not say so: set status: committed in it by hand", "op", id, "err", err)
+	if err == nil || errors.Is(err, vault.ErrNotFound) {
+		delete(o.notesOwed, id)
+		return
 	}
+	if !o.notesOwed[id] {
+		o.opts.Logger.Error("the operation was delivered, and its envelope could not say so yet; it is written again at the next reconcile", "op", id, "err", err)
+	}
+	if o.notesOwed == nil {
+		o.notesOwed = map[string]bool{}
+	}
+	o.notesOwed[id] = true
+}
+
+// settleDeliveredNotes writes the notes owed a delivery (see noteDelivered):
+// those this process could not write, and, once after it begins to lead, those
+// of every delivered operation that has a note, for a note a stop left owed.
+// Under the resolving lock.
+func (o *Operator) settleDeliveredNotes(ctx context.Context) error {
+	if !o.notesChecked {
+		ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport, States: []journal.State{journal.Committed}, WithEnvelope: true})
+		if err != nil {
+			return fmt.Errorf("operator: reconcile delivered notes: %w", err)
+		}
+		for _, op := range ops {
+			if e, _, err := o.opts.Vault.Get(op.ID); err == nil && e.Status != envelope.StatusCommitted {
+				o.noteDelivered(op.ID)
+			}
+		}
+		o.notesChecked = true
+	}
+	for id := range o.notesOwed {
+		o.noteDelivered(id)
+	}
+	return nil
 }
 
 // Reconcile makes the journal and the vault agree, both ways, for the operations of
@@ -169,7 +207,11 @@ func (o *Operator) Reconcile(ctx context.Context) ([]string, error) {
 	o.resolving.Lock()
 	defer o.resolving.Unlock()
 	if !o.leading() {
-		return nil, nil // the owner of sending (the leader of replicas) reconciles; a reader does not
+		o.notesChecked = false // checked again when it leads
+		return nil, nil        // the owner of sending (the leader of replicas) reconciles; a reader does not
+	}
+	if err := o.settleDeliveredNotes(ctx); err != nil {
+		return nil, err
 	}
 	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{Transport: o.opts.Transport, States: []journal.State{journal.Unknown}})
 	if err != nil {

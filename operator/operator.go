@@ -93,6 +93,12 @@ type Operator struct {
 	// resolving makes Resolve's two writes (the envelope, then the journal) one
 	// step, so two people answering at once cannot leave them disagreeing.
 	resolving sync.Mutex
+	// notesOwed holds, under resolving, the operations a later attempt delivered
+	// whose note could not say so (a full disk); Reconcile writes them again.
+	// notesChecked says Reconcile has looked at every delivered operation's note
+	// once since this process began to lead, for the ones a stop left owed.
+	notesOwed    map[string]bool
+	notesChecked bool
 
 	subs subscribers
 	// shown holds the approvals this operator published ApprovalNeeded for (id ->
