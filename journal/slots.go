@@ -140,10 +140,31 @@ func (j *Journal) slotHolder() string {
 }
 
 // slotNow is the CTE every slot statement starts with: the lease clock's now
-// (the database's on PostgreSQL), read once, as c.now.
-func (j *Journal) slotNow() (string, []any) {
-	now, args := j.leaseClockSQL()
-	return "WITH c AS (SELECT " + now + " AS now) ", args
+// (the database's on PostgreSQL), read once, as c.now, in whole milliseconds
+// rounded down: a slot is free for a take no sooner than it frees.
+func (j *Journal) slotNow() (string, []any) { return j.slotClock(false) }
+
+// slotNowUp is slotNow rounded up, for a statement that sets when a slot frees:
+// it frees no sooner than its span. With both, the clock's grain never lets a
+// send leave before its span, which rounding now either way at the free and
+// at the take would by up to a millisecond (and a service counting that
+// span would take the send as one too many).
+func (j *Journal) slotNowUp() (string, []any) { return j.slotClock(true) }
+
+func (j *Journal) slotClock(up bool) (string, []any) {
+	if j.pg != nil && j.leaseNow == nil {
+		round := "FLOOR"
+		if up {
+			round = "CEIL"
+		}
+		return "WITH c AS (SELECT CAST(" + round + "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT) AS now) ", nil
+	}
+	t := j.leaseTime()
+	now := t.UnixMilli()
+	if up && t.After(time.UnixMilli(now)) {
+		now++
+	}
+	return "WITH c AS (SELECT CAST(? AS BIGINT) AS now) ", []any{now}
 }
 
 // takeFree takes the slot of scope that frees first, free now or within lead,
@@ -311,7 +332,7 @@ func (j *Journal) FreeSlots(ctx context.Context, answered time.Time, frees ...Sl
 // freeSlots is FreeSlots' statement, as of now.
 func (j *Journal) freeSlots(answered time.Time, frees []SlotFree) (string, []any) {
 	since := j.now().Sub(answered)
-	with, args := j.slotNow()
+	with, args := j.slotNowUp()
 	var set, where strings.Builder
 	for i, f := range frees {
 		if i > 0 {
@@ -333,7 +354,7 @@ func (j *Journal) freeSlots(answered time.Time, frees []SlotFree) (string, []any
 // send that waited long for its other slots. It reports false when s was not
 // this process's any more (its hold passed, and another took it).
 func (j *Journal) HoldSlot(ctx context.Context, s Slot, hold time.Duration) (bool, error) {
-	with, args := j.slotNow()
+	with, args := j.slotNowUp()
 	res, err := j.exec(ctx, lazy, with+`UPDATE send_slots SET open = 1, free_at = (SELECT now FROM c) + ?
 		WHERE scope = ? AND k = ? AND grant_id = ?`, append(args, hold.Milliseconds(), s.Scope, s.K, s.Grant)...)
 	if err != nil {
@@ -354,7 +375,7 @@ func (j *Journal) OweSlots(ctx context.Context, scope string, n, count int, afte
 	if err := j.makeSlots(ctx, scope, n); err != nil {
 		return fmt.Errorf("journal: owe slots of %s: %w", scope, err)
 	}
-	with, args := j.slotNow()
+	with, args := j.slotNowUp()
 	skip := ""
 	if j.pg != nil {
 		skip = " FOR UPDATE SKIP LOCKED"

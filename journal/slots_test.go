@@ -476,3 +476,32 @@ func testAPlaceInLineKeepsItsFirstReckoning(t *testing.T, name string) {
 		t.Fatalf("r3, first in line, was refused")
 	}
 }
+
+// A slot frees no sooner than its span after the answer whatever the clock's
+// grain: now is kept in whole milliseconds, and a free rounded down with a take
+// rounded up let a send leave up to a millisecond inside the span, where the
+// service counts it as one too many (three replicas earned "11 messages within
+// 999.8 ms" from the fake Telegram's count under load).
+func TestASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain(t *testing.T) {
+	forEachBackend(t, testASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain)
+}
+
+func testASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	r1 := replica(t, name, "r1", c)
+	s, _ := takeSlot(t, r1, "bot", 1)
+	c.add(600 * time.Microsecond) // the answer comes inside a millisecond
+	answered := c.now()
+	if n, err := r1.FreeSlots(ctx, answered, journal.SlotFree{Slot: s, Span: time.Second}); err != nil || n != 1 {
+		t.Fatalf("FreeSlots = %d, %v", n, err)
+	}
+	c.add(time.Second - 100*time.Microsecond) // 0.1 ms before the span has passed
+	if got, wait := takeSlot(t, r1, "bot", 1); got.Grant != "" || wait <= 0 {
+		t.Fatalf("a take %v after the answer: %+v, wait %v; want none, and a wait", c.now().Sub(answered), got, wait)
+	}
+	c.add(time.Millisecond)
+	if got, _ := takeSlot(t, r1, "bot", 1); got.Grant == "" {
+		t.Fatalf("a take %v after the answer found no slot", c.now().Sub(answered))
+	}
+}
