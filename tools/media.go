@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
@@ -20,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"code.dny.dev/ssrf"
 
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/secret"
@@ -74,30 +77,63 @@ type Media struct {
 // fetchTimeout bounds the download of an address at prepare time.
 const fetchTimeout = 60 * time.Second
 
+// ErrPrivateAddress is the error of a fetch refused because the address it
+// would connect to is not public (files.fetch_private is off).
+var ErrPrivateAddress = errors.New("a private address")
+
+// publicOnly is the check of an address dialled: the IANA IPv4 and IPv6
+// Special-Purpose Address Registries as code.dny.dev/ssrf keeps them (its list
+// is generated from the registries, so it stays one list kept by others rather
+// than one written here), on any port. Every IPv6 address outside global
+// unicast (2000::/3) is refused, so the forms that carry an IPv4 address
+// (IPv4-mapped, IPv4-compatible, NAT64's 64:ff9b::/96) are refused whole, as is
+// 6to4 (2002::/16) and Teredo (in 2001::/23).
+var publicOnly = ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork())
+
+// PublicAddress reports whether a connection to ip reaches the public
+// internet: no loopback, private, shared (100.64.0.0/10, carrier-grade NAT
+// and Alibaba Cloud's metadata), link-local (the metadata services at
+// 169.254.169.254), benchmarking, documentation, multicast or reserved
+// address, in either family or inside an IPv6 form of an IPv4 address. Its
+// error wraps ErrPrivateAddress.
+func PublicAddress(ip netip.Addr) error {
+	if err := publicOnly.SafeAddr(ip.WithZone("")); err != nil {
+		return fmt.Errorf("%s is %w", ip, ErrPrivateAddress)
+	}
+	return nil
+}
+
 // FetchClient is the client the file tools fetch an address with: at most
-// three redirects, http and https only, and, unless private is set, no
-// connection to a loopback, private, link-local or unspecified address, checked
-// on the address dialled so that a name resolving to one is refused too.
-func FetchClient(private bool) *http.Client {
+// three redirects, http and https only, and, unless files.fetch_private is
+// set, no connection to an address that is not public (PublicAddress),
+// checked on the address dialled so that a name resolving to one is refused
+// too. It never takes a proxy from the environment (HTTP_PROXY, HTTPS_PROXY),
+// as a proxy would fetch for the bot what the check refuses; only one named by
+// files.fetch_proxy, which is then the one host the bot connects to.
+func FetchClient(files policy.Files) *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second}
-	if !private {
+	tr := &http.Transport{Proxy: nil, TLSHandshakeTimeout: 10 * time.Second}
+	if proxy, err := url.Parse(files.FetchProxy); files.FetchProxy != "" && err == nil {
+		tr.Proxy = http.ProxyURL(proxy) // policy.Parse checked it is an address
+	} else if !files.FetchPrivate {
 		d.Control = func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
+			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s is not an address: %w", address, ErrPrivateAddress)
 			}
-			if ip := net.ParseIP(host); ip == nil || !public(ip) {
-				return fmt.Errorf("%s is a private address: files.fetch_private allows it", host)
+			if err := PublicAddress(ap.Addr()); err != nil {
+				return fmt.Errorf("%w: files.fetch_private allows it", err)
 			}
 			return nil
 		}
 	}
+	tr.DialContext = d.DialContext
 	return &http.Client{
 		Timeout:   fetchTimeout,
-		Transport: &http.Transport{DialContext: d.DialContext, Proxy: http.ProxyFromEnvironment, TLSHandshakeTimeout: 10 * time.Second},
+		Transport: tr,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 3 {
-				return errors.New("more than 3 redirects")
+			if len(via) > maxFetchRedirects { // via holds the first request and each redirect followed
+				return fmt.Errorf("more than %d redirects", maxFetchRedirects)
 			}
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 				return fmt.Errorf("a redirect to %s: only http and https are fetched", req.URL.Scheme)
@@ -107,10 +143,8 @@ func FetchClient(private bool) *http.Client {
 	}
 }
 
-func public(ip net.IP) bool {
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
-}
+// maxFetchRedirects is how many redirects a fetch follows.
+const maxFetchRedirects = 3
 
 // maxRead is the most any file tool reads: a document's limit. A photo
 // larger than its own limit is read, so that the verifier can say so.
@@ -225,7 +259,7 @@ func (m Media) fetch(ctx context.Context, in args, source string) (io.ReadCloser
 		return nil, "", "", in.refuse("file %q is not a valid address", source)
 	}
 	shown := shownAddress(u)
-	client := FetchClient(m.Policy.FetchPrivate)
+	client := FetchClient(m.Policy)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, "", "", in.refuse("file %s: %v", shown, err)
