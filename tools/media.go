@@ -289,7 +289,10 @@ func unwrapURL(err error) error {
 }
 
 // local opens a path under one of the policy's roots, symbolic links resolved
-// on both sides, so that a link cannot lead out of a root.
+// on both sides, so that a link cannot lead out of a root. The file is then
+// opened through the root (os.Root), so that a folder swapped for a link
+// between the check and the open cannot lead out of it either; and without
+// blocking, so that a FIFO or a device is refused rather than waited on.
 func (m Media) local(in args, source string) (io.ReadCloser, string, string, error) {
 	if len(m.Policy.Roots) == 0 {
 		return nil, "", "", in.refuse("file %q: no folder is open to the file tools (files.roots in policies.yaml); give an http(s) address", source)
@@ -301,10 +304,14 @@ func (m Media) local(in args, source string) (io.ReadCloser, string, string, err
 	if err != nil {
 		return nil, "", "", in.refuse("file %q: no such file", source)
 	}
-	if !m.underRoot(abs) {
+	root, rel, ok := m.underRoot(abs)
+	if !ok {
 		return nil, "", "", in.refuse("file %q is outside the folders open to the file tools (files.roots: %s)", source, strings.Join(m.Policy.Roots, ", "))
 	}
-	f, err := os.Open(abs)
+	if beforeLocalOpen != nil {
+		beforeLocalOpen(abs)
+	}
+	f, err := openUnder(root, rel)
 	if err != nil {
 		return nil, "", "", in.refuse("file %q could not be opened: %v", source, errors.Unwrap(err))
 	}
@@ -315,7 +322,25 @@ func (m Media) local(in args, source string) (io.ReadCloser, string, string, err
 	return f, filepath.Base(abs), abs, nil
 }
 
-func (m Media) underRoot(abs string) bool {
+// beforeLocalOpen, when set (by a test only), runs between the check of a
+// path and its open: the moment a folder can be swapped for a link.
+var beforeLocalOpen func(abs string)
+
+// openUnder opens rel for reading, confined to root, without blocking on a
+// FIFO that has no writer (O_NONBLOCK changes nothing for a regular file).
+func openUnder(root, rel string) (*os.File, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close() // the file opened stays open
+	return r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// underRoot is the root abs lies under (symbolic links resolved) and its path
+// relative to that root. A sibling whose name starts with the root's
+// (/a/files2 beside /a/files) is not under it, nor is the root itself.
+func (m Media) underRoot(abs string) (root, rel string, ok bool) {
 	for _, r := range m.Policy.Roots {
 		root, err := filepath.Abs(r)
 		if err == nil {
@@ -325,10 +350,10 @@ func (m Media) underRoot(abs string) bool {
 			continue
 		}
 		if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "." {
-			return true
+			return root, rel, true
 		}
 	}
-	return false
+	return "", "", false
 }
 
 // attach reads the stored bytes of each file for an upload. A file missing
