@@ -64,7 +64,9 @@ func TestAFetchRefusesEveryAddressThatIsNotPublic(t *testing.T) {
 func TestPublicAddressTellsPublicFromSpecialPurpose(t *testing.T) {
 	for addr, public := range map[string]bool{
 		"8.8.8.8": true, "1.1.1.1": true, "2606:4700:4700::1111": true, "2a00:1450:4001::200e": true,
-		"100.100.100.200": false, "64:ff9b::808:808": false, "::ffff:10.0.0.1": false, "fe80::1%eth0": false,
+		"64:ff9b::808:808": true, "::ffff:8.8.8.8": true, // NAT64 and IPv4-mapped forms of 8.8.8.8
+		"100.100.100.200": false, "64:ff9b::a64:6464": false, "::ffff:10.0.0.1": false, "fe80::1%eth0": false,
+		"2002:808:808::1": false, "::808:808": false, // 6to4 and IPv4-compatible: deprecated, refused whole
 		"255.255.255.255": false, "224.0.0.1": false, "ff02::1": false, "::1": false, "::": false,
 	} {
 		err := tools.PublicAddress(netip.MustParseAddr(addr))

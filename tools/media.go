@@ -84,20 +84,30 @@ var ErrPrivateAddress = errors.New("a private address")
 // publicOnly is the check of an address dialled: the IANA IPv4 and IPv6
 // Special-Purpose Address Registries as code.dny.dev/ssrf keeps them (its list
 // is generated from the registries, so it stays one list kept by others rather
-// than one written here), on any port. Every IPv6 address outside global
-// unicast (2000::/3) is refused, so the forms that carry an IPv4 address
-// (IPv4-mapped, IPv4-compatible, NAT64's 64:ff9b::/96) are refused whole, as is
-// 6to4 (2002::/16) and Teredo (in 2001::/23).
+// than one written here), on any port. It refuses every IPv6 address outside
+// global unicast (2000::/3), so IPv4-compatible addresses, and 6to4
+// (2002::/16) and Teredo (in 2001::/23) are refused whole.
 var publicOnly = ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork())
+
+// nat64 is the NAT64 well-known prefix (RFC 6052): an address in it reaches
+// the IPv4 address in its last 32 bits, as a host on an IPv6-only network with
+// DNS64 reaches every IPv4-only site.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
 // PublicAddress reports whether a connection to ip reaches the public
 // internet: no loopback, private, shared (100.64.0.0/10, carrier-grade NAT
 // and Alibaba Cloud's metadata), link-local (the metadata services at
 // 169.254.169.254), benchmarking, documentation, multicast or reserved
-// address, in either family or inside an IPv6 form of an IPv4 address. Its
-// error wraps ErrPrivateAddress.
+// address, in either family. An IPv4-mapped address and one in NAT64's
+// prefix are judged by the IPv4 address they reach. Its error wraps
+// ErrPrivateAddress.
 func PublicAddress(ip netip.Addr) error {
-	if err := publicOnly.SafeAddr(ip.WithZone("")); err != nil {
+	a := ip.WithZone("").Unmap()
+	if nat64.Contains(a) {
+		b := a.As16()
+		a = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	if err := publicOnly.SafeAddr(a); err != nil {
 		return fmt.Errorf("%s is %w", ip, ErrPrivateAddress)
 	}
 	return nil
