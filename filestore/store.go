@@ -32,13 +32,39 @@ var ErrMissing = errors.New("filestore: no file is stored under this SHA-256")
 // written under a temporary name and renamed into place whole.
 type Store struct{ dir string }
 
-// Open returns the store in dir, creating the folder (mode 0700: the files
-// may be what only the bot should read).
+// Open returns the store in dir, creating the folder. Its folders are mode
+// 0700 whatever the umask (the files may be what only the bot should read):
+// a umask never widens a mode, but one such as 0277 would leave a folder the
+// bot cannot write, and a folder made by hand may be open to others.
 func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("filestore: %w", err)
 	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("filestore: %w", err)
+	}
 	return &Store{dir: dir}, nil
+}
+
+// The file's sync and its rename into place, in that order: a crash after
+// the rename must leave the whole file under its name, never a name over
+// bytes the disk has not kept. Variables only so that the package's test can
+// see the order.
+var (
+	syncFile = (*os.File).Sync
+	rename   = os.Rename
+)
+
+// mkdir makes one of the store's subfolders, mode 0700 whatever the umask.
+func mkdir(dir string) error {
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
 }
 
 func (s *Store) path(sum string) string { return filepath.Join(s.dir, sum[:2], sum) }
@@ -58,7 +84,7 @@ func (s *Store) Put(ctx context.Context, r io.Reader, limit int64) (string, int6
 		err = fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
 	}
 	if err == nil {
-		err = tmp.Sync()
+		err = syncFile(tmp)
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -67,10 +93,10 @@ func (s *Store) Put(ctx context.Context, r io.Reader, limit int64) (string, int6
 		return "", 0, fmt.Errorf("filestore: %w", err)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	if err := os.MkdirAll(filepath.Dir(s.path(sum)), 0o700); err != nil {
+	if err := mkdir(filepath.Dir(s.path(sum))); err != nil {
 		return "", 0, fmt.Errorf("filestore: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), s.path(sum)); err != nil {
+	if err := rename(tmp.Name(), s.path(sum)); err != nil {
 		return "", 0, fmt.Errorf("filestore: %w", err)
 	}
 	return sum, n, nil

@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -61,5 +64,60 @@ func TestOpenRefusesAFileChangedOnDisk(t *testing.T) {
 		if _, err := s.Open(ctx, bad); !errors.Is(err, ErrMissing) {
 			t.Errorf("Open(%q): %v, want ErrMissing", bad, err)
 		}
+	}
+}
+
+// Put syncs the file's bytes to disk before it renames the file into place:
+// after a crash a name never stands over bytes the disk did not keep.
+func TestPutSyncsTheFileBeforeItsRename(t *testing.T) {
+	var steps []string
+	sync0, rename0 := syncFile, rename
+	defer func() { syncFile, rename = sync0, rename0 }()
+	syncFile = func(f *os.File) error {
+		steps = append(steps, "sync "+filepath.Base(f.Name()))
+		return sync0(f)
+	}
+	rename = func(from, to string) error {
+		steps = append(steps, "rename "+filepath.Base(from))
+		return rename0(from, to)
+	}
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Put(context.Background(), strings.NewReader("photo A"), 100); err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 2 || !strings.HasPrefix(steps[0], "sync .put-") || steps[1] != "rename "+strings.TrimPrefix(steps[0], "sync ") {
+		t.Fatalf("steps = %q, want the temporary file synced, then renamed", steps)
+	}
+}
+
+// The store's folders are 0700 whatever the umask: a wide one (0) does not
+// open them to others, a narrow one (0277) does not leave them unwritable.
+func TestTheStoresFoldersAre0700WhateverTheUmask(t *testing.T) {
+	for _, umask := range []int{0, 0o022, 0o277} {
+		t.Run(fmt.Sprintf("umask %04o", umask), func(t *testing.T) {
+			old := syscall.Umask(umask)
+			defer syscall.Umask(old)
+			dir := filepath.Join(t.TempDir(), "files")
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, _, err := s.Put(context.Background(), strings.NewReader("photo A"), 100)
+			if err != nil {
+				t.Fatalf("Put under umask %04o: %v", umask, err)
+			}
+			for _, d := range []string{dir, filepath.Dir(s.path(sum))} {
+				st, err := os.Stat(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := st.Mode().Perm(); got != 0o700 {
+					t.Errorf("%s: mode %04o, want 0700", d, got)
+				}
+			}
+		})
 	}
 }

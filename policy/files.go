@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net/url"
 	"path/filepath"
 
 	"gopkg.in/yaml.v3"
@@ -18,6 +19,12 @@ type Files struct {
 	// (a cloud's metadata service is one). Off: such an address is refused, so
 	// that the bot never posts what only its own network can reach.
 	FetchPrivate bool `json:"fetch_private,omitempty"`
+	// FetchProxy is the http(s) proxy every fetch goes through (none: the bot
+	// connects itself, and never through a proxy named by the environment).
+	// With a proxy the bot connects only to it, whatever its address, and it
+	// is the proxy that reaches the address: FetchPrivate then guards nothing,
+	// and the proxy must refuse private and metadata addresses itself.
+	FetchProxy string `json:"fetch_proxy,omitempty"`
 }
 
 func (d *decoder) files(n *yaml.Node, path string, f *Files) {
@@ -32,5 +39,11 @@ func (d *decoder) files(n *yaml.Node, path string, f *Files) {
 			}
 		},
 		"fetch_private": func(n *yaml.Node, field string) { d.bool(n, field, &f.FetchPrivate) },
+		"fetch_proxy": func(n *yaml.Node, field string) {
+			f.FetchProxy = d.string(n, field)
+			if u, err := url.Parse(f.FetchProxy); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				d.errorf(n, field, "a proxy is an http or https address with a host (http://proxy.internal:3128)")
+			}
+		},
 	})
 }

@@ -65,6 +65,7 @@ func TestParseErrorsNameFieldAndLine(t *testing.T) {
 		{"empty key", "\"\": 1\n", `line 8: (file): want a key name, got ""`},
 		{"list as a key", "backoff:\n  ? [base]\n  : 1s\n", "line 9: backoff: want a key name, got a list"},
 		{"unknown provider", "model:\n  provider: claude\n", `line 9: model.provider: unknown provider "claude"`},
+		{"a proxy that is no address", "files:\n  fetch_proxy: proxy.internal:3128\n", "line 9: files.fetch_proxy: a proxy is an http or https address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -45,9 +45,9 @@ const maxPlaceholderValue = 256
 var templatePlaceholder = regexp.MustCompile(`\{([a-z][a-z0-9_]*)\}`)
 
 // ExpandURL fills a declaration's URL template with values: in the path, each
-// value is escaped as one segment ("/" and "?" included, so it can add no
-// segment and start no query), and "", "." and ".." are refused (a segment
-// that names another path); in the query, each is escaped as one value. keep
+// value is escaped as one segment ("?" included, so it can start no query),
+// and a value a server or a front may read as more than one segment is
+// refused (see oneSegment); in the query, each is escaped as one value. keep
 // names placeholders left as they are (a reconcile URL's {operation_id}). The
 // result must still name the template's host. The error says which value is
 // wrong, in words for the caller.
@@ -66,8 +66,8 @@ func ExpandURL(tmpl string, values map[string]string, keep ...string) (string, e
 			switch {
 			case !ok:
 				bad = fmt.Errorf("%s is missing", name)
-			case inPath && (v == "" || v == "." || v == ".."):
-				bad = fmt.Errorf("%s %q does not name one path segment", name, v)
+			case inPath && !oneSegment(v):
+				bad = fmt.Errorf(`%s %q does not name one path segment (no "/", "\", "." or "..", in any spelling)`, name, v)
 			case len(v) > maxPlaceholderValue:
 				bad = fmt.Errorf("%s is longer than %d bytes", name, maxPlaceholderValue)
 			case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
@@ -89,6 +89,31 @@ func ExpandURL(tmpl string, values map[string]string, keep ...string) (string, e
 		return "", fmt.Errorf("the values change the URL's host")
 	}
 	return out, nil
+}
+
+// oneSegment reports whether a path value stays one segment wherever it is
+// read: escaped, a "/" is still one segment to Go, but a front (nginx, a
+// CDN) may decode %2F and clean "../" before the service sees the path, and
+// land a request with the declared secret header on another endpoint. So no
+// "/" or "\", and no dot segment ("", ".", "..", or one before a ";"
+// parameter), in the value or in any of its percent-decodings (%2e%2e,
+// %252e%252e).
+func oneSegment(v string) bool {
+	for range 4 {
+		if strings.ContainsAny(v, `/\`) {
+			return false
+		}
+		seg, _, _ := strings.Cut(v, ";")
+		if seg == "" || strings.Trim(seg, ".") == "" && len(seg) <= 2 {
+			return false
+		}
+		d, err := url.PathUnescape(v)
+		if err != nil || d == v {
+			return true // a stray "%" decodes to nothing more
+		}
+		v = d
+	}
+	return false // more layers of escaping than any reader undoes: refused
 }
 
 // headersOf lists a declaration's headers, sorted by name.

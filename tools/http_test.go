@@ -77,12 +77,12 @@ func prepare(t *testing.T, tool tools.Tool, args string) tools.Payload {
 
 func TestHTTPToolPreparesTheExactRequest(t *testing.T) {
 	tool := ticketTool(t, ticketPolicy(t, "http://127.0.0.1:9", "header", ""))
-	p := prepare(t, tool, `{"project": "a b/c", "body": {"title": "Printer <on fire>", "z": 1.50, "a": [1]}}`)
+	p := prepare(t, tool, `{"project": "a b?c", "body": {"title": "Printer <on fire>", "z": 1.50, "a": [1]}}`)
 	r := p.Request
 	if p.Action != tools.ActionHTTPRequest || p.Target != "127.0.0.1" {
 		t.Errorf("action %q target %q, want http_request to the host", p.Action, p.Target)
 	}
-	if want := "http://127.0.0.1:9/v1/projects/a%20b%2Fc/tickets"; r.URL != want {
+	if want := "http://127.0.0.1:9/v1/projects/a%20b%3Fc/tickets"; r.URL != want {
 		t.Errorf("URL = %s, want %s", r.URL, want)
 	}
 	if want := `{"a":[1],"title":"Printer <on fire>","z":1.50}`; r.Body != want {
@@ -99,7 +99,7 @@ func TestHTTPToolPreparesTheExactRequest(t *testing.T) {
 		t.Error("the payload holds the secret")
 	}
 	// The same body, written otherwise, is the same payload.
-	same := prepare(t, tool, `{"body": {"z": 1.50, "a": [ 1 ], "title": "Printer <on fire>"}, "project": "a b/c"}`)
+	same := prepare(t, tool, `{"body": {"z": 1.50, "a": [ 1 ], "title": "Printer <on fire>"}, "project": "a b?c"}`)
 	if same.SHA256() != p.SHA256() {
 		t.Error("the same call, keys in another order, hashes differently")
 	}
@@ -292,6 +292,40 @@ func TestHTTPToolLanded(t *testing.T) {
 	}
 }
 
+// A path placeholder's value that a front could read as more than one
+// segment is refused at prepare, for the caller to repair: escaped as one
+// segment it reaches Go's server intact, but nginx-style fronts decode %2F
+// and clean "../", and the request, with the declared secret header, would
+// land on another endpoint. A query value may hold any of these.
+func TestAPathValueThatCouldWalkUpIsRefusedAtPrepare(t *testing.T) {
+	srv := fakeapi.New(t)
+	tool := ticketTool(t, ticketPolicy(t, srv.URL, "none", ""))
+	for _, v := range []string{
+		"../../admin/users?x=", "a/b", `a\b`, ".", "..", "", "%2e%2e", "%2E", ".%2e", "%252e%252e",
+		"%2fadmin", "%5cadmin", "%252Fadmin", "..;x", ".;", "%2e%2e;jsessionid=1",
+	} {
+		args, _ := json.Marshal(map[string]any{"project": v, "body": map[string]string{"title": "x"}})
+		_, err := tool.Prepare(args)
+		var ae *tools.ArgsError
+		if !errors.As(err, &ae) || !strings.Contains(ae.Reason, "does not name one path segment") {
+			t.Errorf("project %q: %v, want a refusal to repair", v, err)
+		}
+	}
+	for _, v := range []string{"p1", "a b", "...", "100%", "v1.2", "a;b", "%zz"} {
+		args, _ := json.Marshal(map[string]any{"project": v, "body": map[string]string{"title": "x"}})
+		if _, err := tool.Prepare(args); err != nil {
+			t.Errorf("project %q: %v, want it prepared", v, err)
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("the service got %d requests at prepare", n)
+	}
+	got, err := tools.ExpandURL("https://api.example/v1/p/{p}?q={q}", map[string]string{"p": "x", "q": "../../a/b"})
+	if err != nil || got != "https://api.example/v1/p/x?q=..%2F..%2Fa%2Fb" {
+		t.Errorf("a query value: %q, %v", got, err)
+	}
+}
+
 // FuzzHTTPArguments: whatever a caller puts in a placeholder, the URL keeps the
 // declared host, path segments and query keys.
 func FuzzHTTPArguments(f *testing.F) {
@@ -315,7 +349,7 @@ func FuzzHTTPArguments(f *testing.F) {
 		if len(segs) != 5 || segs[1] != "v1" || segs[2] != "projects" || segs[4] != "tickets" {
 			t.Fatalf("ExpandURL = %q: path %q", got, u.EscapedPath())
 		}
-		if seg, _ := url.PathUnescape(segs[3]); seg != project || seg == "." || seg == ".." {
+		if seg, _ := url.PathUnescape(segs[3]); seg != project || seg == "." || seg == ".." || strings.ContainsAny(seg, `/\`) {
 			t.Fatalf("ExpandURL = %q: segment %q, want %q", got, seg, project)
 		}
 		query := u.Query()

@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
@@ -20,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"code.dny.dev/ssrf"
 
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/secret"
@@ -74,30 +77,73 @@ type Media struct {
 // fetchTimeout bounds the download of an address at prepare time.
 const fetchTimeout = 60 * time.Second
 
+// ErrPrivateAddress is the error of a fetch refused because the address it
+// would connect to is not public (files.fetch_private is off).
+var ErrPrivateAddress = errors.New("a private address")
+
+// publicOnly is the check of an address dialled: the IANA IPv4 and IPv6
+// Special-Purpose Address Registries as code.dny.dev/ssrf keeps them (its list
+// is generated from the registries, so it stays one list kept by others rather
+// than one written here), on any port. It refuses every IPv6 address outside
+// global unicast (2000::/3), so IPv4-compatible addresses, and 6to4
+// (2002::/16) and Teredo (in 2001::/23) are refused whole.
+var publicOnly = ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork())
+
+// nat64 is the NAT64 well-known prefix (RFC 6052): an address in it reaches
+// the IPv4 address in its last 32 bits, as a host on an IPv6-only network with
+// DNS64 reaches every IPv4-only site.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// PublicAddress reports whether a connection to ip reaches the public
+// internet: no loopback, private, shared (100.64.0.0/10, carrier-grade NAT
+// and Alibaba Cloud's metadata), link-local (the metadata services at
+// 169.254.169.254), benchmarking, documentation, multicast or reserved
+// address, in either family. An IPv4-mapped address and one in NAT64's
+// prefix are judged by the IPv4 address they reach. Its error wraps
+// ErrPrivateAddress.
+func PublicAddress(ip netip.Addr) error {
+	a := ip.WithZone("").Unmap()
+	if nat64.Contains(a) {
+		b := a.As16()
+		a = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	if err := publicOnly.SafeAddr(a); err != nil {
+		return fmt.Errorf("%s is %w", ip, ErrPrivateAddress)
+	}
+	return nil
+}
+
 // FetchClient is the client the file tools fetch an address with: at most
-// three redirects, http and https only, and, unless private is set, no
-// connection to a loopback, private, link-local or unspecified address, checked
-// on the address dialled so that a name resolving to one is refused too.
-func FetchClient(private bool) *http.Client {
+// three redirects, http and https only, and, unless files.fetch_private is
+// set, no connection to an address that is not public (PublicAddress),
+// checked on the address dialled so that a name resolving to one is refused
+// too. It never takes a proxy from the environment (HTTP_PROXY, HTTPS_PROXY),
+// as a proxy would fetch for the bot what the check refuses; only one named by
+// files.fetch_proxy, which is then the one host the bot connects to.
+func FetchClient(files policy.Files) *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second}
-	if !private {
+	tr := &http.Transport{Proxy: nil, TLSHandshakeTimeout: 10 * time.Second}
+	if proxy, err := url.Parse(files.FetchProxy); files.FetchProxy != "" && err == nil {
+		tr.Proxy = http.ProxyURL(proxy) // policy.Parse checked it is an address
+	} else if !files.FetchPrivate {
 		d.Control = func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
+			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s is not an address: %w", address, ErrPrivateAddress)
 			}
-			if ip := net.ParseIP(host); ip == nil || !public(ip) {
-				return fmt.Errorf("%s is a private address: files.fetch_private allows it", host)
+			if err := PublicAddress(ap.Addr()); err != nil {
+				return fmt.Errorf("%w: files.fetch_private allows it", err)
 			}
 			return nil
 		}
 	}
+	tr.DialContext = d.DialContext
 	return &http.Client{
 		Timeout:   fetchTimeout,
-		Transport: &http.Transport{DialContext: d.DialContext, Proxy: http.ProxyFromEnvironment, TLSHandshakeTimeout: 10 * time.Second},
+		Transport: tr,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 3 {
-				return errors.New("more than 3 redirects")
+			if len(via) > maxFetchRedirects { // via holds the first request and each redirect followed
+				return fmt.Errorf("more than %d redirects", maxFetchRedirects)
 			}
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 				return fmt.Errorf("a redirect to %s: only http and https are fetched", req.URL.Scheme)
@@ -107,10 +153,8 @@ func FetchClient(private bool) *http.Client {
 	}
 }
 
-func public(ip net.IP) bool {
-	return !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast())
-}
+// maxFetchRedirects is how many redirects a fetch follows.
+const maxFetchRedirects = 3
 
 // maxRead is the most any file tool reads: a document's limit. A photo
 // larger than its own limit is read, so that the verifier can say so.
@@ -225,7 +269,7 @@ func (m Media) fetch(ctx context.Context, in args, source string) (io.ReadCloser
 		return nil, "", "", in.refuse("file %q is not a valid address", source)
 	}
 	shown := shownAddress(u)
-	client := FetchClient(m.Policy.FetchPrivate)
+	client := FetchClient(m.Policy)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, "", "", in.refuse("file %s: %v", shown, err)
@@ -255,7 +299,10 @@ func unwrapURL(err error) error {
 }
 
 // local opens a path under one of the policy's roots, symbolic links resolved
-// on both sides, so that a link cannot lead out of a root.
+// on both sides, so that a link cannot lead out of a root. The file is then
+// opened through the root (os.Root), so that a folder swapped for a link
+// between the check and the open cannot lead out of it either; and without
+// blocking, so that a FIFO or a device is refused rather than waited on.
 func (m Media) local(in args, source string) (io.ReadCloser, string, string, error) {
 	if len(m.Policy.Roots) == 0 {
 		return nil, "", "", in.refuse("file %q: no folder is open to the file tools (files.roots in policies.yaml); give an http(s) address", source)
@@ -267,10 +314,14 @@ func (m Media) local(in args, source string) (io.ReadCloser, string, string, err
 	if err != nil {
 		return nil, "", "", in.refuse("file %q: no such file", source)
 	}
-	if !m.underRoot(abs) {
+	root, rel, ok := m.underRoot(abs)
+	if !ok {
 		return nil, "", "", in.refuse("file %q is outside the folders open to the file tools (files.roots: %s)", source, strings.Join(m.Policy.Roots, ", "))
 	}
-	f, err := os.Open(abs)
+	if beforeLocalOpen != nil {
+		beforeLocalOpen(abs)
+	}
+	f, err := openUnder(root, rel)
 	if err != nil {
 		return nil, "", "", in.refuse("file %q could not be opened: %v", source, errors.Unwrap(err))
 	}
@@ -281,7 +332,25 @@ func (m Media) local(in args, source string) (io.ReadCloser, string, string, err
 	return f, filepath.Base(abs), abs, nil
 }
 
-func (m Media) underRoot(abs string) bool {
+// beforeLocalOpen, when set (by a test only), runs between the check of a
+// path and its open: the moment a folder can be swapped for a link.
+var beforeLocalOpen func(abs string)
+
+// openUnder opens rel for reading, confined to root, without blocking on a
+// FIFO that has no writer (O_NONBLOCK changes nothing for a regular file).
+func openUnder(root, rel string) (*os.File, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close() // the file opened stays open
+	return r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// underRoot is the root abs lies under (symbolic links resolved) and its path
+// relative to that root. A sibling whose name starts with the root's
+// (/a/files2 beside /a/files) is not under it, nor is the root itself.
+func (m Media) underRoot(abs string) (root, rel string, ok bool) {
 	for _, r := range m.Policy.Roots {
 		root, err := filepath.Abs(r)
 		if err == nil {
@@ -291,10 +360,10 @@ func (m Media) underRoot(abs string) bool {
 			continue
 		}
 		if rel, err := filepath.Rel(root, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "." {
-			return true
+			return root, rel, true
 		}
 	}
-	return false
+	return "", "", false
 }
 
 // attach reads the stored bytes of each file for an upload. A file missing
