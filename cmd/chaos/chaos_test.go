@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/internal/fakeapi"
 	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/internal/skips"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
@@ -21,9 +22,7 @@ import (
 // promise checked. The wind-down waits as long as work moves, so a loaded machine
 // makes it slower, never red.
 func TestChaosShortRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the bot binary for half a minute")
-	}
+	skips.Long(t, "a chaos run of the bot binary, about a minute")
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), Config{Seed: 11, Ops: 30, Kills: 2, Duration: 25 * time.Second, Chats: 12, ModelShare: 0.3, MCPShare: 0.3, FullDisk: true,
 		Actions: 0.4, Policies: "../../policies.yaml"}, &out)
@@ -58,9 +57,7 @@ func TestChaosShortRun(t *testing.T) {
 // webhook through the balancer (again after a refused connection, at times twice),
 // replicas killed one or two at a time, model turns, and every promise checked.
 func TestChaosReplicasOnPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs three bot processes for half a minute")
-	}
+	skips.Long(t, "a chaos run of three bot processes, about a minute")
 	cfg := Config{Seed: 13, Ops: 24, Kills: 3, Duration: 20 * time.Second, Chats: 10, ModelShare: 0.3, MCPShare: 0.3,
 		Policies: "../../policies.yaml", Replicas: 3, Journal: pgtest.Server(t)}
 	var out bytes.Buffer
@@ -88,9 +85,7 @@ func TestChaosReplicasOnPostgres(t *testing.T) {
 // a replica out of reach of the database, and what was on the wire then settled
 // by the replicas' rules, never sent again.
 func TestChaosPartitionsAndRestartsOnPostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs three bot processes and a PostgreSQL server for half a minute")
-	}
+	skips.Long(t, "a chaos run of three bot processes and a PostgreSQL server, about a minute")
 	needServerBinaries(t)
 	cfg := Config{Seed: 7, Ops: 24, Kills: 1, Duration: 25 * time.Second, Chats: 10, ModelShare: 0.3,
 		Policies: "../../policies.yaml", Replicas: 3, OwnPostgres: true, Partitions: 3, PGRestarts: 2}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/internal/skips"
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
@@ -19,9 +20,7 @@ import (
 // the mix for a few seconds; nothing delivered twice, nothing lost, and every
 // figure the README quotes measured and within reason.
 func TestLoadShortRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the bot and runs four processes under load")
-	}
+	skips.Long(t, "builds the bot and runs four processes under load, about a minute")
 	cfg := Config{Duration: 8 * time.Second, Rate: 30, Sends: 1, MCP: 2, Replicas: 3, Seed: 5,
 		Journal: pgtest.Server(t), Policies: "../../policies.yaml"}
 	var out bytes.Buffer

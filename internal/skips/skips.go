@@ -4,7 +4,10 @@
 // that skipped them must not read as a run that passed them.
 package skips
 
-import "strings"
+import (
+	"os"
+	"strings"
+)
 
 const prefix = "needs "
 
@@ -32,4 +35,19 @@ func Needed(line string) string {
 		return ""
 	}
 	return what
+}
+
+// LongEnv is the switch that runs the long suites: the chaos and load runs and
+// the other tests that take tens of seconds each. Without it the tests a
+// newcomer runs finish in minutes; CI sets it.
+const LongEnv = "COUNTERSIGN_LONG"
+
+// LongSuites is what Long's skips say they need, as the run's summary counts it.
+const LongSuites = "the long suites (" + LongEnv + "=1)"
+
+// Long skips t, saying why it is long, unless LongEnv is set to 1.
+func Long(t interface{ Skip(...any) }, why string) {
+	if os.Getenv(LongEnv) != "1" {
+		t.Skip(Need(LongSuites, why))
+	}
 }

@@ -22,3 +22,25 @@ func TestNeeded(t *testing.T) {
 		}
 	}
 }
+
+// skipper records what Long asked to skip with.
+type skipper struct{ said []any }
+
+func (s *skipper) Skip(args ...any) { s.said = args }
+
+func TestLongSkipsUnlessTheSwitchIsOn(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		skip bool
+	}{{"", true}, {"0", true}, {"1", false}} {
+		t.Setenv(skips.LongEnv, tt.env)
+		var s skipper
+		skips.Long(&s, "runs for a minute")
+		if got := s.said != nil; got != tt.skip {
+			t.Errorf("%s=%q: skipped %v, want %v", skips.LongEnv, tt.env, got, tt.skip)
+		}
+		if tt.skip && (len(s.said) != 1 || skips.Needed(s.said[0].(string)) != skips.LongSuites) {
+			t.Errorf("%s=%q: skipped with %v, want a need of %s", skips.LongEnv, tt.env, s.said, skips.LongSuites)
+		}
+	}
+}

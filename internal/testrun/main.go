@@ -3,9 +3,11 @@
 // test prints (a line per package, and the output of what failed), and ends
 // with one line counting the skipped tests by what they needed (PostgreSQL, an
 // agent CLI; see internal/skips), so that a run that left them out does not
-// pass for one that ran them. Its exit code is go test's.
+// pass for one that ran them. Its exit code is go test's. -long, before the
+// packages, runs the long suites too (see skips.Long).
 //
-//	go run ./internal/testrun ./...
+//	go run ./internal/testrun ./...         # the tests, in about two minutes
+//	go run ./internal/testrun -long ./...   # and the chaos and load runs
 package main
 
 import (
@@ -13,10 +15,18 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+
+	"github.com/countersign/countersign/internal/skips"
 )
 
 func main() {
-	cmd := exec.Command("go", append([]string{"test", "-json"}, os.Args[1:]...)...)
+	args := os.Args[1:]
+	cmd := exec.Command("go")
+	if len(args) > 0 && args[0] == "-long" {
+		args = args[1:]
+		cmd.Env = append(os.Environ(), skips.LongEnv+"=1")
+	}
+	cmd.Args = append([]string{"go", "test", "-json"}, args...)
 	cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
