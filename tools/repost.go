@@ -47,6 +47,14 @@ func (t repost) Params() Params {
 
 func (t repost) Idempotency() policy.Idempotency { return policy.Additive }
 
+// Reposts reports whether t puts a message from another chat into its target
+// (a forward or a copy): what it sends is that message, which a window grant,
+// made for a tool and a target, never saw.
+func Reposts(t Tool) bool {
+	_, ok := t.(repost)
+	return ok
+}
+
 func (t repost) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
 
 const repostShape = `{"chat_id": "@channel", "operation_id": "op-…"} or {"chat_id": "@channel", "from_chat_id": "222", "message_id": 101}`
