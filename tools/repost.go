@@ -37,12 +37,12 @@ func (t repost) Name() string        { return t.name }
 func (t repost) Description() string { return t.doc }
 
 func (t repost) Params() Params {
-	return Params{Properties: map[string]any{
+	return committing(Params{Properties: map[string]any{
 		"chat_id":      map[string]any{"type": "string", "description": "the chat id or @username to " + t.verb + " to"},
 		"operation_id": map[string]any{"type": "string", "description": "the operation that sent the message (op-…); or give from_chat_id and message_id"},
 		"from_chat_id": map[string]any{"type": "string", "description": "the chat the message is in"},
 		"message_id":   map[string]any{"type": "integer", "description": "the message's id in that chat"},
-	}, Required: []string{"chat_id"}}
+	}, Required: []string{"chat_id"}})
 }
 
 func (t repost) Idempotency() policy.Idempotency { return policy.Additive }
