@@ -79,3 +79,22 @@ func TestARejectedRequestIsNotAskedAgainUnchanged(t *testing.T) {
 		t.Errorf("payload = %+v, facts %q; want the change carried and shown", op.Payload, shown.Facts)
 	}
 }
+
+// TestAnApproversEditIsNotHeldBackByARejection: an approver who edits a
+// request to the text a person rejected writes it themselves: the edit is
+// verified and asked, not stopped as a request asked again.
+func TestAnApproversEditIsNotHeldBackByARejection(t *testing.T) {
+	h := newHarness(t)
+	h.verify = true
+	h.open()
+	ctx := context.Background()
+	_, first := h.send("222", "The launch is on Monday.")
+	if _, err := h.op.Decide(ctx, h.approval(first), approverID, false); err != nil {
+		t.Fatal(err)
+	}
+	_, second := h.send("222", "The launch is on Tuesday.")
+	ed, err := h.op.Edit(ctx, h.approval(second), approverID, "The launch is on Monday.")
+	if err != nil || ed.Approval.Decision != journal.Pending {
+		t.Fatalf("an approver's edit to the rejected text = %+v, %v; want a new card", ed, err)
+	}
+}
