@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 )
 
@@ -30,8 +31,7 @@ func (h *Handler) approverCommand(ctx context.Context, req Request, c Command) (
 			if err != nil {
 				return refused(err)
 			}
-			return Reply{Text: fmt.Sprintf("Grant %s: %s to %s is approved in your name, without a card, until %s. /revoke %s ends it; each commit under it names it.",
-				g.ID, g.Tool, g.Target, g.Until.UTC().Format("2006-01-02 15:04 UTC"), g.ID)}, nil
+			return Reply{Text: GrantText(g)}, nil
 		}
 		if c.Text == "" {
 			return h.offerTask(ctx, req.User, c.OpID)
@@ -89,6 +89,16 @@ func (h *Handler) Amend(ctx context.Context, id string, user int64, text string)
 	}
 	return Reply{Text: fmt.Sprintf("Amended %s: %s. The old card can no longer be approved; the new one follows.", ed.Operation.ID, operator.EditLine(ed.Edit)),
 		Approvals: []Approval{a}}, nil
+}
+
+// GrantText is the reply to a window grant: exactly what it approves without a
+// card, and what it does not, so that the granter knows what they consented to.
+func GrantText(g journal.Grant) string {
+	return fmt.Sprintf("Grant %s: until %s, every %s to %s is approved in your name without a card, "+
+		"whatever it says and whichever task asks (a person, a model or an MCP client), as long as one approver is enough for it. "+
+		"It covers no other tool and no other chat; forwards and copies are never granted (each asks); "+
+		"a lower grant_max ends it sooner. /revoke %s ends it; each commit under it names it.",
+		g.ID, g.Until.UTC().Format("2006-01-02 15:04 UTC"), g.Tool, g.Target, g.ID)
 }
 
 // OfferText is the list a task's grant approves, and how to approve it.

@@ -194,3 +194,30 @@ func testGrantsApproveOnlyWhatTheyName(t *testing.T, name string) {
 		t.Error("a revoked grant is still found")
 	}
 }
+
+// TestAnApprovalIsDueForEscalationAtItsShareOnly: with a share of 0.5 of an
+// hour's approval, none is due at its start or a second before half an hour,
+// and it is at half an hour; on each backend (PostgreSQL once took the share
+// for a whole number, 0, and made every approval due at once).
+func TestAnApprovalIsDueForEscalationAtItsShareOnly(t *testing.T) {
+	forEachBackend(t, testAnApprovalIsDueForEscalationAtItsShareOnly)
+}
+
+func testAnApprovalIsDueForEscalationAtItsShareOnly(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	j := open(t, name, c.now)
+	_, a := askedFor(t, j, 1)
+	for _, tt := range []struct {
+		at   time.Duration
+		want int
+	}{{0, 0}, {30*time.Minute - time.Second, 0}, {30 * time.Minute, 1}, {40 * time.Minute, 1}} {
+		due, err := j.Unescalated(ctx, "telegram", 0.5, a.Created.Add(tt.at))
+		if err != nil || len(due) != tt.want {
+			t.Errorf("due %s into the approval = %d, %v; want %d", tt.at, len(due), err, tt.want)
+		}
+	}
+	if due, err := j.Unescalated(ctx, "telegram", 0.25, a.Created.Add(15*time.Minute)); err != nil || len(due) != 1 {
+		t.Errorf("due at a quarter of it with a share of 0.25 = %d, %v; want 1", len(due), err)
+	}
+}

@@ -398,6 +398,11 @@ type Filter struct {
 	Target      string
 	Transport   string
 	Since       time.Time
+	// Chat selects the operations of the tasks that came from that chat.
+	Chat string
+	// ChangedSince selects the operations last changed (moved) at or after it:
+	// a rejection is dated by its decision, not by its request.
+	ChangedSince time.Time
 	// NoEnvelope selects the operations whose vault note is not recorded.
 	NoEnvelope bool
 	// WithEnvelope selects the operations whose vault note is recorded.
@@ -455,6 +460,12 @@ func (f Filter) where() (string, []any) {
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "created_at >= ?"), append(args, ms(f.Since))
+	}
+	if f.Chat != "" {
+		where, args = append(where, "task_id IN (SELECT id FROM tasks WHERE chat = ?)"), append(args, f.Chat)
+	}
+	if !f.ChangedSince.IsZero() {
+		where, args = append(where, "updated_at >= ?"), append(args, ms(f.ChangedSince))
 	}
 	if f.NoEnvelope {
 		where = append(where, "envelope = ''")

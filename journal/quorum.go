@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -107,10 +108,14 @@ func (j *Journal) Escalate(ctx context.Context, id string) (Approval, bool, erro
 // Unescalated returns the approvals still waiting, not escalated yet, whose
 // share of their time to live has passed at now (created + share × ttl), of
 // operations delivered by transport.
+//
+// The share goes to the database in millionths, a whole number, and the sum is
+// whole numbers only: PostgreSQL types a parameter multiplied by a BIGINT
+// column as a BIGINT, and would take 0.5 for 0 (every approval due at once).
 func (j *Journal) Unescalated(ctx context.Context, transport string, share float64, now time.Time) ([]Approval, error) {
 	return j.approvals(ctx, "approvals to escalate", `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
 		JOIN operations o ON o.id = a.operation_id
 		WHERE a.decision = '' AND a.escalated_at = 0 AND o.transport = ? AND a.expires_at > ?
-		AND a.created_at + CAST((a.expires_at - a.created_at) * ? AS BIGINT) <= ?
-		ORDER BY a.created_at`, transport, ms(now), share, ms(now))
+		AND a.created_at + (a.expires_at - a.created_at) * CAST(? AS BIGINT) / 1000000 <= ?
+		ORDER BY a.created_at`, transport, ms(now), int64(math.Round(share*1e6)), ms(now))
 }

@@ -122,9 +122,19 @@ func (o *Operator) grantFor(ctx context.Context, task journal.Task, op journal.O
 	if o.opts.Policy.GrantMax <= 0 || a.Required > 1 {
 		return false, nil
 	}
-	g, ok, err := o.opts.Journal.WindowGrantFor(ctx, op.Tool, grantTarget(op.Payload.Target), o.opts.Clock.Now())
+	if op.Payload.From != "" {
+		return false, nil // a forward or a copy brings another chat's message: never under a grant
+	}
+	now := o.opts.Clock.Now()
+	g, ok, err := o.opts.Journal.WindowGrantFor(ctx, op.Tool, grantTarget(op.Payload.Target), now)
 	if err != nil || !ok {
 		return false, err
+	}
+	// The newest grant is the last to reach the policy's grant_max: when it is
+	// past it, so is every older one.
+	if g = o.cut(g); !g.InForce(now) {
+		o.opts.Logger.Info("grant not used: it is older than the policy's grant_max", "grant", g.ID, "grant_max", o.opts.Policy.GrantMax, "op", op.ID)
+		return false, nil
 	}
 	if !o.mayApprove(task, g.By) {
 		o.opts.Logger.Warn("grant not used: its granter is no approver of this task under both policies", "grant", g.ID, "by", g.By, "op", op.ID)
@@ -140,6 +150,16 @@ func (o *Operator) grantFor(ctx context.Context, task journal.Task, op journal.O
 	o.opts.Logger.Info("approved under a grant", "op", op.ID, "grant", g.ID, "by", g.By)
 	o.publishDecided(ctx, d)
 	return true, nil
+}
+
+// cut is window grant g as the policy in force lets it stand: no longer than
+// grant_max from when it was made. A grant made under a longer grant_max ends
+// when the lowered one says; the journal keeps the time it was given for.
+func (o *Operator) cut(g journal.Grant) journal.Grant {
+	if end := g.Created.Add(o.opts.Policy.GrantMax); end.Before(g.Until) {
+		g.Until = end
+	}
+	return g
 }
 
 // grantTarget is a target as a grant names it: the chat it names (policy's
@@ -185,12 +205,19 @@ func (o *Operator) Edit(ctx context.Context, approvalID string, by int64, text s
 	if err != nil {
 		return Edited{}, refusal(ErrNotEditable, "%s (%s): %v", op.ID, op.Payload.Action, err)
 	}
+	p.Changed = op.Payload.Changed // the reason the request gave to ask again stays on its card
 	if p.SHA256() == op.Payload.SHA256() {
 		return Edited{}, refusal(ErrNotEditable, "the new text is the text the card shows")
 	}
 	next := op
 	next.Payload, next.PayloadSHA256 = p, p.SHA256()
-	if v := o.verify(ctx, task, next); v.Decision != verifier.Pass {
+	// An approver's edit is a person's own text, never a request asked again
+	// after a rejection: the rejected check does not hold it back.
+	checked := next
+	if checked.Payload.Changed == "" {
+		checked.Payload.Changed = fmt.Sprintf("edited by approver %d", by)
+	}
+	if v := o.verify(ctx, task, checked); v.Decision != verifier.Pass {
 		return Edited{}, refusal(ErrEditRefused, "the verifier did not pass the edit (%s); the card stands as it was", strings.Join(v.Reasons, "; "))
 	}
 	na := o.newApproval(task, next)
@@ -290,6 +317,8 @@ func (o *Operator) GrantWindow(ctx context.Context, user int64, tool, target str
 		return journal.Grant{}, refusal(ErrGrant, "a grant lasts more than 0 and at most grant_max (%s), not %s", p.GrantMax, d)
 	case !declared || t.SideEffect != policy.SideEffectCommitted:
 		return journal.Grant{}, refusal(ErrGrant, "%q is not a commit tool of the policy", tool)
+	case o.reposts(tool):
+		return journal.Grant{}, refusal(ErrGrant, "%s takes a message from another chat, which no card would show: it is never granted, each one asks", tool)
 	case p.Approvals(tool, target) > 1:
 		return journal.Grant{}, refusal(ErrGrant, "%s to %s needs %d approvers: a grant by one cannot stand for them", tool, target, p.Approvals(tool, target))
 	}
@@ -319,13 +348,28 @@ func (o *Operator) Revoke(ctx context.Context, user int64, id string) (journal.G
 	return g, nil
 }
 
-// Grants returns the window grants in force.
+// Grants returns the window grants in force, each ending when the policy's
+// grant_max ends it (cut) if that is sooner than it was given for.
 func (o *Operator) Grants(ctx context.Context) ([]journal.Grant, error) {
-	gs, err := o.opts.Journal.WindowGrants(ctx, o.opts.Clock.Now())
+	now := o.opts.Clock.Now()
+	gs, err := o.opts.Journal.WindowGrants(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("operator: %w", err)
 	}
-	return gs, nil
+	in := gs[:0]
+	for _, g := range gs {
+		if g = o.cut(g); g.InForce(now) {
+			in = append(in, g)
+		}
+	}
+	return in, nil
+}
+
+// reposts reports whether tool, as this operator's registry has it, puts a
+// message from another chat into its target (a forward, a copy).
+func (o *Operator) reposts(tool string) bool {
+	t, ok := o.opts.Tools.Get(tool)
+	return ok && tools.Reposts(t)
 }
 
 // TaskGrant is what one card offers to approve at once: the approvals of a

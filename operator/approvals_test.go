@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -276,5 +277,73 @@ func TestGrants(t *testing.T) {
 	h.pol.GrantMax = time.Hour
 	if _, err := h.op.GrantWindow(ctx, approverID, "commit_send_message", "222", time.Hour); !errors.Is(err, operator.ErrGrant) {
 		t.Errorf("a grant where two approvers are asked = %v, want ErrGrant", err)
+	}
+}
+
+// TestAGrantEndsWhenALoweredGrantMaxSays: a window grant given for 8h under
+// grant_max 8h is cut to a grant_max lowered to 1h: within the hour it still
+// approves, past it a card is asked and /grants no longer lists it; the
+// journal keeps the time it was given for.
+func TestAGrantEndsWhenALoweredGrantMaxSays(t *testing.T) {
+	h := newHarness(t)
+	h.pol.GrantMax = 8 * time.Hour
+	h.open()
+	ctx := context.Background()
+	g, err := h.op.GrantWindow(ctx, approverID, "commit_send_message", "222", 8*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.pol.GrantMax = time.Hour
+	h.open()
+	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(50 * time.Minute)
+	if r, err := h.op.Call(ctx, task.ID, callSend("222", "within the lowered maximum")); err != nil || r.Status != tools.StatusSucceeded {
+		t.Fatalf("a send 50 minutes into the grant = %+v, %v; want sent under it", r, err)
+	}
+	if gs, err := h.op.Grants(ctx); err != nil || len(gs) != 1 || !gs[0].Until.Equal(g.Created.Add(time.Hour)) {
+		t.Fatalf("Grants = %+v, %v; want the grant ending an hour after it was made", gs, err)
+	}
+	h.clock.Advance(20 * time.Minute)
+	if r, err := h.op.Call(ctx, task.ID, callSend("222", "past the lowered maximum")); err != nil || r.Status != tools.StatusPending {
+		t.Errorf("a send 70 minutes into the grant = %+v, %v; want a card: grant_max is now 1h", r, err)
+	}
+	if gs, err := h.op.Grants(ctx); err != nil || len(gs) != 0 {
+		t.Errorf("Grants = %+v, %v; want none in force", gs, err)
+	}
+	if kept, err := h.j.Grant(ctx, g.ID); err != nil || !kept.Until.Equal(g.Until) {
+		t.Errorf("journaled grant = %+v, %v; want it as it was given", kept, err)
+	}
+}
+
+// TestForwardsAndCopiesAreNeverGranted: a copy or a forward puts a message of
+// another chat into the grant's chat; no window grant is given for one, and a
+// grant journaled for one (by an older version) approves nothing: each asks.
+func TestForwardsAndCopiesAreNeverGranted(t *testing.T) {
+	h := newHarness(t)
+	h.pol.GrantMax = time.Hour
+	for _, name := range []string{"commit_copy_message", "commit_forward_message"} {
+		h.pol.Tools[name] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
+	}
+	h.open()
+	ctx := context.Background()
+	for _, name := range []string{"commit_copy_message", "commit_forward_message"} {
+		if _, err := h.op.GrantWindow(ctx, approverID, name, "222", time.Hour); !errors.Is(err, operator.ErrGrant) {
+			t.Errorf("a grant of %s = %v, want ErrGrant", name, err)
+		}
+	}
+	if _, err := h.j.GrantWindow(ctx, approverID, "commit_copy_message", "222", h.clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{"chat_id": "222", "from_chat_id": "-1009999", "message_id": 7}`)
+	r, err := h.op.Call(ctx, task.ID, operator.Call{Tool: "commit_copy_message", Args: args})
+	if err != nil || r.Status != tools.StatusPending {
+		t.Errorf("a copy under a journaled grant = %+v, %v; want a card", r, err)
 	}
 }

@@ -43,6 +43,26 @@ func (h History) Recent(ctx context.Context, target string, since time.Time) ([]
 	return sent, nil
 }
 
+// Rejected implements verifier.History: the operations a person rejected since
+// t (by the time of the rejection) of task, or of every task from chat when it
+// is set, which includes task's.
+func (h History) Rejected(ctx context.Context, task, chat string, since time.Time) ([]verifier.Sent, error) {
+	f := journal.Filter{TaskID: task, States: []journal.State{journal.Rejected}, ChangedSince: since}
+	if chat != "" {
+		f.TaskID, f.Chat = "", chat
+	}
+	ops, err := h.Journal.Operations(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]verifier.Sent, len(ops))
+	for i, op := range ops {
+		out[i] = verifier.Sent{OperationID: op.ID, Text: op.Payload.Text, ParseMode: op.Payload.ParseMode, State: string(op.State),
+			At: op.Updated, Content: tools.Content(op.Payload)}
+	}
+	return out, nil
+}
+
 var _ tools.Sent = History{}
 
 // sentStates are the states of an operation whose messages are in the world.

@@ -281,12 +281,21 @@ func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result,
 }
 
 // prepare turns a call's arguments into its payload, with no side effect: a tool
-// that acts on what was sent (an edit) reads it from the journal.
+// that acts on what was sent (an edit) reads it from the journal. A commit's
+// payload carries what the call says changed since a rejection (tools.StatedChange).
 func (o *Operator) prepare(ctx context.Context, tool tools.Tool, args json.RawMessage) (tools.Payload, error) {
+	var p tools.Payload
+	var err error
 	if r, ok := tool.(tools.Reader); ok {
-		return r.PrepareFrom(ctx, args, History{Journal: o.opts.Journal, Clock: o.opts.Clock, Transport: o.opts.Transport})
+		p, err = r.PrepareFrom(ctx, args, History{Journal: o.opts.Journal, Clock: o.opts.Clock, Transport: o.opts.Transport})
+	} else {
+		p, err = tool.Prepare(args)
 	}
-	return tool.Prepare(args)
+	if _, commits := tool.(tools.Committer); err != nil || !commits {
+		return p, err
+	}
+	p.Changed, err = tools.StatedChange(tool.Name(), args)
+	return p, err
 }
 
 // newOperation is an operation of task, made here and delivered by this
@@ -381,6 +390,7 @@ func (o *Operator) verify(ctx context.Context, task journal.Task, op journal.Ope
 	in := tools.CheckOf(tool, op.Payload)
 	m := task.Policy.Models()
 	in.Tool, in.Policy, in.Model = op.Tool, &task.Policy.Verify, &m
+	in.Task, in.Chat, in.Content, in.Changed = task.ID, task.Chat, tools.Content(op.Payload), op.Payload.Changed
 	return o.opts.Verifier.Check(ctx, in)
 }
 

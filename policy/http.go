@@ -90,6 +90,11 @@ const OperationIDPlaceholder = "operation_id"
 // take its name.
 const BodyArg = "body"
 
+// ChangedArg is the argument of every commit tool that says what changed since a
+// person rejected the same payload (verify.rejected_window); no placeholder may
+// take its name.
+const ChangedArg = "changed"
+
 var (
 	httpMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE"}
 	envName     = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
@@ -261,8 +266,8 @@ func (h *HTTP) validate(field string, add func(field, format string, args ...any
 		}
 	}
 	for _, n := range names {
-		if n == BodyArg || n == OperationIDPlaceholder {
-			add(field+".url", "placeholder {%s}: the name is reserved (%s is the body, %s the reconcile key)", n, BodyArg, OperationIDPlaceholder)
+		if n == BodyArg || n == OperationIDPlaceholder || n == ChangedArg {
+			add(field+".url", "placeholder {%s}: the name is reserved (%s is the body, %s the reconcile key, %s what changed since a rejection)", n, BodyArg, OperationIDPlaceholder, ChangedArg)
 		}
 	}
 	h.validateHeaders(field, add)

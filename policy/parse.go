@@ -54,7 +54,7 @@ func Parse(r io.Reader) (*Policy, error) {
 		LoopGuard:    DefaultLoopGuard(),
 		ApprovalTTL:  DefaultApprovalTTL,
 		EnvelopeTTL:  DefaultEnvelopeTTL,
-		Verify:       Verify{DuplicateWindow: DefaultDuplicateWindow},
+		Verify:       Verify{DuplicateWindow: DefaultDuplicateWindow, RejectedWindow: DefaultRejectedWindow},
 		Model:        DefaultModel(),
 	}
 	reminders := DefaultReminders()

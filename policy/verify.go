@@ -17,12 +17,21 @@ import (
 // same target when verify.duplicate_window is unset. An explicit 0s turns the check off.
 const DefaultDuplicateWindow = 24 * time.Hour
 
+// DefaultRejectedWindow is how far back a payload a person rejected stops the same
+// payload asked again, in the same task or from the same chat, when
+// verify.rejected_window is unset. An explicit 0s turns the check off.
+const DefaultRejectedWindow = 24 * time.Hour
+
 // Verify configures the verifier's checks. Zero fields check nothing beyond the
 // verifier's fixed rules: no length limit, no domain lists, no rules, no model.
 type Verify struct {
 	// DuplicateWindow is how far back the same text to the same target stops a
 	// payload; 0 turns the duplicate check off.
 	DuplicateWindow time.Duration `json:"duplicate_window"`
+	// RejectedWindow is how far back a payload a person rejected stops the same
+	// payload asked again in the same task or from the same chat, unless the
+	// request says what changed (tools' "changed" argument); 0 turns the check off.
+	RejectedWindow time.Duration `json:"rejected_window"`
 	// MaxLength, when positive, is the longest text (in UTF-16 code units, as
 	// Telegram counts) that passes without a repair.
 	MaxLength int    `json:"max_length"`
@@ -284,6 +293,7 @@ func (z *Timezone) UnmarshalText(b []byte) error {
 func (d *decoder) verify(n *yaml.Node, path string, v *Verify) {
 	d.mapping(n, path, map[string]func(*yaml.Node, string){
 		"duplicate_window": func(n *yaml.Node, f string) { d.duration(n, f, &v.DuplicateWindow) },
+		"rejected_window":  func(n *yaml.Node, f string) { d.duration(n, f, &v.RejectedWindow) },
 		"max_length":       func(n *yaml.Node, f string) { d.int(n, f, &v.MaxLength) },
 		"links": func(n *yaml.Node, f string) {
 			d.mapping(n, f, map[string]func(*yaml.Node, string){
@@ -354,6 +364,9 @@ type addFunc = func(field, format string, args ...any)
 func (v *Verify) validate(tools map[string]Tool, unread func(field string) bool, add addFunc) {
 	if v.DuplicateWindow < 0 {
 		add("verify.duplicate_window", "must not be negative, got %s", v.DuplicateWindow)
+	}
+	if v.RejectedWindow < 0 {
+		add("verify.rejected_window", "must not be negative, got %s", v.RejectedWindow)
 	}
 	if v.MaxLength < 0 {
 		add("verify.max_length", "must not be negative, got %d", v.MaxLength)

@@ -48,13 +48,13 @@ func (EditMessage) Description() string { return editMessageDoc }
 
 // Params implements Tool.
 func (EditMessage) Params() Params {
-	return Params{Properties: map[string]any{
+	return committing(Params{Properties: map[string]any{
 		"operation_id": map[string]any{"type": "string", "description": "the operation that sent the message (op-…); or give chat_id and message_id"},
 		"chat_id":      map[string]any{"type": "string", "description": "the chat the message is in, as it was sent to"},
 		"message_id":   map[string]any{"type": "integer", "description": "the message's id in that chat"},
 		"text":         map[string]any{"type": "string", "description": "the exact new text; it replaces the message's text as given"},
 		"parse_mode":   map[string]any{"type": "string", "enum": []string{"HTML", "MarkdownV2"}, "description": "omit for plain text"},
-	}, Required: []string{"text"}}
+	}, Required: []string{"text"}})
 }
 
 // Idempotency implements Classed.

@@ -45,12 +45,12 @@ func (SendAlbum) Params() Params {
 		"file":    map[string]any{"type": "string", "description": "a path under files.roots, an http(s) address, or telegram:<file_id>"},
 		"caption": map[string]any{"type": "string", "description": "this item's caption, at most 1024 characters"},
 	}, "required": []string{"file"}}
-	return Params{Properties: map[string]any{
+	return committing(Params{Properties: map[string]any{
 		"chat_id":    map[string]any{"type": "string", "description": "the chat id (\"-1001234567890\") or @username to send to"},
 		"files":      map[string]any{"type": "array", "items": item, "minItems": 2, "maxItems": 10, "description": "the album's items, in order; each is read once, now"},
 		"as":         map[string]any{"type": "string", "enum": []string{FilePhoto, FileDocument}, "description": "photo (default) or document: an album is all one or all the other"},
 		"parse_mode": map[string]any{"type": "string", "enum": []string{"HTML", "MarkdownV2"}, "description": "of the captions; omit for plain text"},
-	}, Required: []string{"chat_id", "files"}}
+	}, Required: []string{"chat_id", "files"}})
 }
 
 // Idempotency implements Classed: an album adds messages.

@@ -47,13 +47,13 @@ func (SendPoll) Description() string { return sendPollDoc }
 
 // Params implements Tool.
 func (SendPoll) Params() Params {
-	return Params{Properties: map[string]any{
+	return committing(Params{Properties: map[string]any{
 		"chat_id":  map[string]any{"type": "string", "description": "the chat id (\"-1001234567890\") or @username to send to"},
 		"question": map[string]any{"type": "string", "description": "the question, 1 to 300 characters"},
 		"options":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "minItems": 2, "maxItems": 12, "description": "the answers, in order, 1 to 100 characters each"},
 		"public":   map[string]any{"type": "boolean", "description": "show who voted (default: anonymous)"},
 		"multiple": map[string]any{"type": "boolean", "description": "allow several answers (default: one)"},
-	}, Required: []string{"chat_id", "question", "options"}}
+	}, Required: []string{"chat_id", "question", "options"}})
 }
 
 // Idempotency implements Classed: each call adds a poll.

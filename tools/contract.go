@@ -141,6 +141,10 @@ type Payload struct {
 	// From is the chat a copy or a forward takes message MessageID from;
 	// Target is where it goes.
 	From string `json:"from,omitempty"`
+	// Changed is what the call said changed since a person rejected the same
+	// payload ("changed", see changed.go): the card shows it, and the verifier
+	// lets the payload be asked again.
+	Changed string `json:"changed,omitempty"`
 }
 
 // Messages returns the texts to deliver, one per message.

@@ -105,7 +105,7 @@ func (t *HTTPTool) Params() Params {
 		p.Properties[policy.BodyArg] = s
 		p.Required = append(p.Required, policy.BodyArg)
 	}
-	return p
+	return committing(p)
 }
 
 // Idempotency implements Classed: the declaration's class.

@@ -37,15 +37,23 @@ func (t repost) Name() string        { return t.name }
 func (t repost) Description() string { return t.doc }
 
 func (t repost) Params() Params {
-	return Params{Properties: map[string]any{
+	return committing(Params{Properties: map[string]any{
 		"chat_id":      map[string]any{"type": "string", "description": "the chat id or @username to " + t.verb + " to"},
 		"operation_id": map[string]any{"type": "string", "description": "the operation that sent the message (op-…); or give from_chat_id and message_id"},
 		"from_chat_id": map[string]any{"type": "string", "description": "the chat the message is in"},
 		"message_id":   map[string]any{"type": "integer", "description": "the message's id in that chat"},
-	}, Required: []string{"chat_id"}}
+	}, Required: []string{"chat_id"}})
 }
 
 func (t repost) Idempotency() policy.Idempotency { return policy.Additive }
+
+// Reposts reports whether t puts a message from another chat into its target
+// (a forward or a copy): what it sends is that message, which a window grant,
+// made for a tool and a target, never saw.
+func Reposts(t Tool) bool {
+	_, ok := t.(repost)
+	return ok
+}
 
 func (t repost) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
 

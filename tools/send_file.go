@@ -29,12 +29,12 @@ func (t sendFile) Name() string        { return t.name }
 func (t sendFile) Description() string { return t.doc }
 
 func (t sendFile) Params() Params {
-	return Params{Properties: map[string]any{
+	return committing(Params{Properties: map[string]any{
 		"chat_id":    map[string]any{"type": "string", "description": "the chat id (\"-1001234567890\") or @username to send to"},
 		"file":       map[string]any{"type": "string", "description": "the " + t.kind + ": a path under a folder the policy opens (files.roots), an http(s) address, or telegram:<file_id> of a file attached in the chat; it is read once, now, and the bytes read are what is sent"},
 		"caption":    map[string]any{"type": "string", "description": "the exact caption, at most 1024 characters; omit for none"},
 		"parse_mode": map[string]any{"type": "string", "enum": []string{"HTML", "MarkdownV2"}, "description": "of the caption; omit for plain text"},
-	}, Required: []string{"chat_id", "file"}}
+	}, Required: []string{"chat_id", "file"}})
 }
 
 // Prepare implements Tool; the operator calls PrepareFrom, which reads the file.

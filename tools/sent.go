@@ -10,11 +10,11 @@ import (
 
 // messageParams are the arguments that name a message this bot sent.
 func messageParams() Params {
-	return Params{Properties: map[string]any{
+	return committing(Params{Properties: map[string]any{
 		"operation_id": map[string]any{"type": "string", "description": "the operation that sent the message (op-…); or give chat_id and message_id"},
 		"chat_id":      map[string]any{"type": "string", "description": "the chat the message is in, as it was sent to"},
 		"message_id":   map[string]any{"type": "integer", "description": "the message's id in that chat"},
-	}}
+	}})
 }
 
 // messageShape is what arguments that name a message look like, for a refusal.

@@ -46,6 +46,14 @@ type Presenter interface {
 // policy in force no longer offers) p's text is shown, and its facts read off
 // the payload's fields so that nothing it does goes unsaid.
 func ShowOf(t Tool, p Payload) Shown {
+	s := shownOf(t, p)
+	if p.Changed != "" {
+		s.Facts = append(s.Facts, "Asked again after a rejection. What changed, as the request says: "+p.Changed)
+	}
+	return s
+}
+
+func shownOf(t Tool, p Payload) Shown {
 	if pr, ok := t.(Presenter); ok && t != nil {
 		s := pr.Show(p)
 		if s.Audience == "" && p.Request == nil {

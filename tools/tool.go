@@ -29,11 +29,11 @@ type Params struct {
 
 // sendParams are the arguments of the message tools (SendArgs).
 func sendParams(what string) Params {
-	return Params{Properties: map[string]any{
+	return committing(Params{Properties: map[string]any{
 		"chat_id":    map[string]any{"type": "string", "description": "the chat id (\"-1001234567890\") or @username to " + what},
 		"text":       map[string]any{"type": "string", "description": "the exact text; it is delivered as given, nothing added"},
 		"parse_mode": map[string]any{"type": "string", "enum": []string{"HTML", "MarkdownV2"}, "description": "omit for plain text"},
-	}, Required: []string{"chat_id", "text"}}
+	}, Required: []string{"chat_id", "text"}})
 }
 
 // Committer is a tool that changes the world. Commit delivers exactly the payload

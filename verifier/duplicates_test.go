@@ -33,6 +33,15 @@ func (h history) Recent(ctx context.Context, target string, since time.Time) ([]
 	return out, nil
 }
 
+// Rejected implements verifier.History: this history holds no rejection (see
+// rejections).
+func (h history) Rejected(ctx context.Context, task, chat string, since time.Time) ([]verifier.Sent, error) {
+	if len(h) > 0 && h[0].target == "broken" {
+		return nil, errors.New("database is locked")
+	}
+	return nil, nil
+}
+
 var _ verifier.History = history{}
 
 func TestDuplicates(t *testing.T) {

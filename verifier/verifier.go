@@ -59,6 +59,17 @@ type Input struct {
 	// Options are a poll's answers, checked against Telegram's limits; Text
 	// is then its question.
 	Options []string
+	// Task and Chat are the task that asks and the chat it came from ("" for
+	// one that came from no chat, an MCP client's): a payload a person rejected
+	// in either, asked again, stops (see rejected.go).
+	Task, Chat string
+	// Content is everything of the payload but its text, as the caller's digest
+	// (the tools' Content): with the text as its recipient reads it, what tells
+	// the payload asked again from one rejected. "" leaves that check out.
+	Content string
+	// Changed is what the request says changed since a rejection of the same
+	// payload; when set, a rejection does not stop it.
+	Changed string
 }
 
 // File is one file an action sends, as the checks see it.
@@ -89,6 +100,9 @@ type History interface {
 	// Recent returns the payload texts sent (committed, unknown) or awaiting approval
 	// to target since t.
 	Recent(ctx context.Context, target string, since time.Time) ([]Sent, error)
+	// Rejected returns the payloads a person rejected since t in task, or in
+	// any task that came from chat (when chat is not ""), with their Content.
+	Rejected(ctx context.Context, task, chat string, since time.Time) ([]Sent, error)
 }
 
 // Sent is one earlier payload to a target: its operation, text (in its parse mode,
@@ -98,6 +112,9 @@ type Sent struct {
 	At                                  time.Time
 	// Files are the SHA-256 sums of the files it sent, in order.
 	Files []string
+	// Content is everything of the payload but its text (Input.Content), for
+	// a rejected one.
+	Content string
 }
 
 // Checker runs the checks on a payload: schema and links always, duplicates when it
@@ -168,6 +185,11 @@ func (c Checker) checks(in Input) []check {
 	// added before; what sets a state is not.
 	if c.history != nil && c.cfg.DuplicateWindow > 0 && !in.SetsState && (!in.NoText || len(in.Files) > 0) {
 		cs = append(cs, check{"duplicates", c.duplicates})
+	}
+	// A person's rejection stops the same payload asked again, unless the
+	// request says what changed.
+	if c.history != nil && c.cfg.RejectedWindow > 0 && in.Content != "" && in.Changed == "" {
+		cs = append(cs, check{"rejected", c.rejected})
 	}
 	if in.NoText {
 		return cs
