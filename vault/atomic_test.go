@@ -36,7 +36,7 @@ func entries(t *testing.T, dir string) []string {
 	t.Helper()
 	var names []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() != lockName {
+		if err == nil && !d.IsDir() && d.Name() != LockName {
 			names = append(names, path)
 		}
 		return err

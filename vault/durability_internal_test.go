@@ -111,7 +111,7 @@ func TestALinkNamedLikeTheLockFileIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	elsewhere := filepath.Join(t.TempDir(), "not-the-vaults")
-	if err := os.Symlink(elsewhere, filepath.Join(v.Dir(), lockName)); err != nil {
+	if err := os.Symlink(elsewhere, filepath.Join(v.Dir(), LockName)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.Write(testEnvelope(1)); err == nil {
@@ -132,7 +132,7 @@ func TestAWriterHoldsTheFolderLockExclusively(t *testing.T) {
 	}
 	var probed []error
 	rename = func(from, to string) error {
-		f, err := os.OpenFile(filepath.Join(v.Dir(), lockName), os.O_RDWR, 0)
+		f, err := os.OpenFile(filepath.Join(v.Dir(), LockName), os.O_RDWR, 0)
 		if err != nil {
 			probed = append(probed, err)
 		} else {

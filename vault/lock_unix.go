@@ -15,7 +15,7 @@ import (
 func (v *Vault) lock() (func(), error) {
 	v.mu.Lock()
 	// openFlags: a link named like the lock file is refused, not followed out of the vault.
-	f, err := os.OpenFile(filepath.Join(v.dir, lockName), os.O_RDWR|os.O_CREATE|openFlags, 0o600)
+	f, err := os.OpenFile(filepath.Join(v.dir, LockName), os.O_RDWR|os.O_CREATE|openFlags, 0o600)
 	if err != nil {
 		v.mu.Unlock()
 		return nil, fmt.Errorf("vault: lock: %w", err)
@@ -39,7 +39,7 @@ func (v *Vault) tryLock() (unlock func(), ok bool) {
 	if !v.mu.TryLock() {
 		return nil, false
 	}
-	f, err := os.OpenFile(filepath.Join(v.dir, lockName), os.O_RDWR|os.O_CREATE|openFlags, 0o600)
+	f, err := os.OpenFile(filepath.Join(v.dir, LockName), os.O_RDWR|os.O_CREATE|openFlags, 0o600)
 	if err != nil {
 		v.mu.Unlock()
 		return nil, false

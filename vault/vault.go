@@ -79,9 +79,11 @@ type Vault struct {
 	mu  sync.Mutex // with the folder's lock file (see lock), serialises Write, Resolve and GC
 }
 
-// lockName is the file whose lock serialises writers across processes (the running
+// LockName is the file whose lock serialises writers across processes (the running
 // bot and `countersign vault resolve`); the leading dot keeps it out of Obsidian's view.
-const lockName = ".countersign.lock"
+// LockName is the file in the vault folder its writers lock; a backup leaves
+// it out.
+const LockName = ".countersign.lock"
 
 // envelopesDir is the folder, under the vault's, that holds the notes.
 const envelopesDir = "envelopes"

@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/vault"
 )
 
 // runBackup is "countersign backup -to DIR": a copy of the data folder a stopped or a
@@ -48,7 +50,7 @@ func runBackup(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "countersign backup: %v; %s is incomplete: remove it\n", err, *to)
 		return exitError
 	}
-	fmt.Fprintf(env.Stdout, "backup in %s: the journal, the vault (%d file(s)) and %d stored file(s) to send.\n"+
+	fmt.Fprintf(env.Stdout, "backup in %s: the journal, the vault (%d note(s)), %d stored file(s) to send, and the bot's other files (access lists, paired operator).\n"+
 		"To restore: stop the bot, copy the contents of %s into an empty data folder, start it (countersign audit verify checks the journal).\n",
 		*to, n.notes, n.files, *to)
 	return exitOK
@@ -56,6 +58,13 @@ func runBackup(ctx context.Context, args []string, env Env) int {
 
 type copied struct{ notes, files int }
 
+// backup copies the data folder to the new folder to: the journal consistently
+// (journal.Backup), then every other file the bot keeps there, whatever its
+// name (the vault's notes, the stored files, the access record, the paired
+// operator, the agent CLIs' sessions), so that a file the bot begins to keep
+// is backed up without a change here. Left out: the journal's own files beside
+// it (its write-ahead log, its locks), which the consistent copy replaces, and
+// the vault's lock. A vault outside the data folder (-vault) goes to vault.
 func backup(ctx context.Context, cfg Config, to string) (copied, error) {
 	var n copied
 	j, err := openJournal(ctx, cfg)
@@ -67,23 +76,54 @@ func backup(ctx context.Context, cfg Config, to string) (copied, error) {
 	if err != nil {
 		return n, err
 	}
-	if n.notes, err = copyTree(cfg.vaultDir(), filepath.Join(to, "vault")); err != nil {
-		return n, fmt.Errorf("vault: %w", err)
+	journalFiles := filepath.Base(cfg.journalName())
+	count := func(rel string) {
+		switch {
+		case strings.HasPrefix(rel, "vault"+string(filepath.Separator)) && strings.HasSuffix(rel, ".md"):
+			n.notes++
+		case strings.HasPrefix(rel, "files"+string(filepath.Separator)):
+			n.files++
+		}
 	}
-	if n.files, err = copyTree(cfg.filesDir(), filepath.Join(to, "files")); err != nil {
-		return n, fmt.Errorf("files: %w", err)
+	vaultInside := filepath.Clean(cfg.vaultDir()) == filepath.Join(cfg.DataDir, "vault")
+	self := "" // the backup's own folder, when it is made inside the data folder
+	if abs, err := filepath.Abs(to); err == nil {
+		if data, err := filepath.Abs(cfg.DataDir); err == nil {
+			self, _ = filepath.Rel(data, abs)
+		}
 	}
-	if _, err := copyFile(filepath.Join(cfg.DataDir, "access.json"), filepath.Join(to, "access.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return n, fmt.Errorf("access lists: %w", err)
+	err = copyTree(cfg.DataDir, to, func(rel string) bool {
+		switch {
+		case rel == self:
+			return false
+		case filepath.Dir(rel) == "." && strings.HasPrefix(rel, journalFiles):
+			return false // the journal, copied above, and its side files
+		case filepath.Base(rel) == vault.LockName:
+			return false
+		case !vaultInside && (rel == "vault" || strings.HasPrefix(rel, "vault"+string(filepath.Separator))):
+			return false // not this bot's vault: -vault names another
+		}
+		return true
+	}, count)
+	if err != nil {
+		return n, fmt.Errorf("data folder: %w", err)
+	}
+	if !vaultInside {
+		err = copyTree(cfg.vaultDir(), filepath.Join(to, "vault"), func(rel string) bool {
+			return filepath.Base(rel) != vault.LockName
+		}, func(rel string) { count(filepath.Join("vault", rel)) })
+		if err != nil {
+			return n, fmt.Errorf("vault: %w", err)
+		}
 	}
 	return n, nil
 }
 
-// copyTree copies the regular files under src to dst (folders 0700, files
-// 0600, each synced), and returns how many; a missing src copies none.
-func copyTree(src, dst string) (int, error) {
-	n := 0
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+// copyTree copies the regular files under src that keep says to keep (by their
+// path relative to src) to dst, folders 0700, files 0600, each synced, and
+// calls copied with each file's path; a missing src copies none.
+func copyTree(src, dst string, keep func(rel string) bool, copied func(rel string)) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) && path == src {
 			return fs.SkipAll
 		}
@@ -96,6 +136,13 @@ func copyTree(src, dst string) (int, error) {
 		}
 		target := filepath.Join(dst, rel)
 		switch {
+		case rel == ".":
+			return os.MkdirAll(target, 0o700)
+		case !keep(rel):
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		case d.IsDir():
 			return os.MkdirAll(target, 0o700)
 		case !d.Type().IsRegular():
@@ -103,14 +150,13 @@ func copyTree(src, dst string) (int, error) {
 		}
 		ok, err := copyFile(path, target)
 		if ok {
-			n++
+			copied(rel)
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // removed meanwhile (a note collected)
 		}
 		return err
 	})
-	return n, err
 }
 
 // copyFile copies src to the new file dst, 0600 and synced.

@@ -20,7 +20,7 @@ func TestBackupRestoresTheUnknownAndItsEnvelope(t *testing.T) {
 	id := unknownIn(t, data)
 	to := filepath.Join(t.TempDir(), "backup")
 	r := runMain(t, "", nil, "backup", "-data", data, "-to", to)
-	if r.code != 0 || !strings.Contains(r.stdout, "the vault (2 file(s))") {
+	if r.code != 0 || !strings.Contains(r.stdout, "the vault (1 note(s))") {
 		t.Fatalf("backup = %d, %q, %q", r.code, r.stdout, r.stderr)
 	}
 	for path, mode := range map[string]os.FileMode{to: 0o700 | os.ModeDir, filepath.Join(to, "journal.db"): 0o600} {
