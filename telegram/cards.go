@@ -62,8 +62,9 @@ func keyboard(buttons ...button) inlineKeyboard {
 // hash, the verdict and the expiry. The text's control and invisible characters are
 // written as escapes (command.Visible); a text with a parse mode also shows what its
 // recipient will see and where each of its links really goes (command.Rendering).
-func cardText(a *command.Approval, inline bool, audience string) string {
+func cardText(a *command.Approval, previews int, audience string) string {
 	p := a.Operation.Payload
+	inline := previews == 0
 	var b strings.Builder
 	to := p.Target
 	if audience != "" {
@@ -93,8 +94,10 @@ func cardText(a *command.Approval, inline bool, audience string) string {
 		fmt.Fprintf(&b, "\n%s, exactly as it will be sent:\n%s", label, command.Visible(p.Text))
 	case inline:
 		fmt.Fprintf(&b, "\n%s, exactly as it will be sent (%d characters):\n%s", label, n, command.Visible(p.Text))
+	case p.Request != nil: // a body is sent whole; only its previews are cut
+		fmt.Fprintf(&b, "\n%s: the %d message(s) just above, starting with the one this card answers: all of it, indented, cut to fit (%d characters).", label, previews, n)
 	default:
-		fmt.Fprintf(&b, "\n%s: the %d message(s) just above, starting with the one this card answers, exactly as they will be sent (%d characters).", label, len(p.Messages()), n)
+		fmt.Fprintf(&b, "\n%s: the %d message(s) just above, starting with the one this card answers, exactly as they will be sent (%d characters).", label, previews, n)
 	}
 	if note := command.EscapesNote(p.Text, inline); note != "" {
 		b.WriteString("\n" + note)
@@ -113,7 +116,7 @@ func cardText(a *command.Approval, inline bool, audience string) string {
 // went. resent says the card is shown late, after a restart or for another
 // surface's request, and tells the requester so.
 func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int64, a *command.Approval, resent bool) {
-	inline, text := t.card(ctx, a)
+	previews, text := t.card(ctx, a)
 	kb := decisionKeyboard(a.ID, t.editable(a.Operation.Tool))
 	defer t.cards.lock(a.ID)()
 	shown, err := t.shownIn(ctx, a.ID)
@@ -126,7 +129,7 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 		if shown[chat] {
 			continue // shown before a restart: one card per approver
 		}
-		if err := t.showCard(ctx, chat, a, inline, text, kb); err != nil {
+		if err := t.showCard(ctx, chat, a, previews, text, kb); err != nil {
 			t.log.Warn("approval card not delivered", "approver", chat, "op", a.Operation.ID, "err", err)
 			continue
 		}
@@ -152,16 +155,19 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 	}
 }
 
-// card is the text of an approval's card, and whether the text it asks about
-// is inside it (inline) or in previews above it (too long for one message).
-func (t *Bot) card(ctx context.Context, a *command.Approval) (inline bool, text string) {
-	inline = len(a.Operation.Payload.Parts) == 0
+// card is the text of an approval's card, and the previews that go above it:
+// none when the text it asks about is inside it, else that text as the
+// messages it goes out as, or cut to fit (tools.Payload.Previews), so that a
+// card never holds more than one message can.
+func (t *Bot) card(ctx context.Context, a *command.Approval) (previews []string, text string) {
 	audience := t.audience(ctx, a.Shown.Audience)
-	text = cardText(a, true, audience)
-	if tools.Units(text) > tools.MaxMessageUnits || !inline {
-		inline, text = false, cardText(a, false, audience)
+	if len(a.Operation.Payload.Parts) == 0 {
+		if text = cardText(a, 0, audience); tools.Units(text) <= tools.MaxMessageUnits {
+			return nil, text
+		}
 	}
-	return inline, text
+	previews = a.Operation.Payload.Previews()
+	return previews, cardText(a, len(previews), audience)
 }
 
 // decisionKeyboard is the Approve and Reject buttons of approval id, and Edit
@@ -190,21 +196,19 @@ func (t *Bot) shownIn(ctx context.Context, apID string) (map[int64]bool, error) 
 // fit in it. The previews and their card go out as one block per chat, and the card
 // answers the first preview, so that two long texts at once never leave a card
 // under another operation's text.
-func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, inline bool, text string, kb models.ReplyMarkup) error {
+func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, previews []string, text string, kb models.ReplyMarkup) error {
 	defer t.cards.lock(chatKey(chat))()
 	first, err := t.showPhotos(ctx, chat, a.Shown.Files)
 	if err != nil {
 		return err
 	}
-	if !inline {
-		for i, part := range a.Operation.Payload.Messages() {
-			m, err := t.send(ctx, chat, part, nil, 0)
-			if err != nil {
-				return err
-			}
-			if first == 0 && i == 0 {
-				first = m.ID
-			}
+	for i, part := range previews {
+		m, err := t.send(ctx, chat, part, nil, 0)
+		if err != nil {
+			return err
+		}
+		if first == 0 && i == 0 {
+			first = m.ID
 		}
 	}
 	m, err := t.send(ctx, chat, text, kb, first)

@@ -271,8 +271,8 @@ func (t *Bot) decisionHere(ctx context.Context, chat, user int64, opID string) {
 		}
 		return
 	}
-	inline, text := t.card(ctx, &a)
-	if err := t.showCard(ctx, chat, &a, inline, text, decisionKeyboard(a.ID, t.editable(a.Operation.Tool))); err != nil {
+	previews, text := t.card(ctx, &a)
+	if err := t.showCard(ctx, chat, &a, previews, text, decisionKeyboard(a.ID, t.editable(a.Operation.Tool))); err != nil {
 		t.log.Warn("pending approval not shown", "op", opID, "err", err)
 	}
 }

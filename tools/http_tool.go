@@ -145,7 +145,11 @@ func (t *HTTPTool) Prepare(raw json.RawMessage) (Payload, error) {
 			return Payload{}, in.refuse("%v", err)
 		}
 	}
-	return Payload{Action: ActionHTTPRequest, Target: hostOf(u), Text: indent(body), Request: req}, nil
+	shown := indent(body)
+	if n := len(Split(shown, MaxMessageUnits)); n > MaxShownMessages {
+		return Payload{}, in.refuse("body, indented as the approver reads it, takes %d Telegram messages, more than %d: an approver could not read it whole; send a smaller body", n, MaxShownMessages)
+	}
+	return Payload{Action: ActionHTTPRequest, Target: hostOf(u), Text: shown, Request: req}, nil
 }
 
 // body reads the body argument: a JSON object the schema accepts, in its

@@ -10,6 +10,24 @@ import (
 // MaxMessageUnits is Telegram's limit on a message's text, in UTF-16 code units.
 const MaxMessageUnits = 4096
 
+// MaxShownMessages is the most messages an approval card's previews may take
+// for a text that is not itself sent as messages (an HTTP request's body, as
+// the card shows it indented): more cannot be read whole on a phone, so such
+// a payload is refused at prepare, before anyone is asked.
+const MaxShownMessages = 8
+
+// Previews is p's text as an approval card's previews show it, when it does not
+// fit in the card: each message it goes out as, and a text that does not go out
+// as messages (an HTTP body) cut to Telegram's limit, so that every byte reaches
+// the approver.
+func (p Payload) Previews() []string {
+	var out []string
+	for _, m := range p.Messages() {
+		out = append(out, Split(m, MaxMessageUnits)...)
+	}
+	return out
+}
+
 // Split cuts text into parts of at most limit UTF-16 code units (the unit Telegram
 // counts in), preferring a paragraph break, then a line break, then a space, and
 // cutting inside a word only when a word is longer than a part. Concatenated, the
