@@ -125,3 +125,49 @@ func TestAnotherTransportCannotActOnTheBotsMessages(t *testing.T) {
 		}
 	}
 }
+
+// An approver's correction is held to every limit its tool's prepare applies:
+// an edit is one message, and a text with a parse mode one message too. A
+// correction past them was verified as a message, tapped, and refused by
+// Telegram at commit, the approval spent; now it is refused at once, and the
+// card's approval stands as it was.
+func TestACorrectionIsHeldToEveryLimitOfItsTool(t *testing.T) {
+	long := strings.Repeat("x", tools.MaxMessageUnits+1)
+	for _, tt := range []struct {
+		name, tool string
+		args       func(h *harness) map[string]any
+		text, want string
+	}{
+		{"an edit past one message", "commit_edit_message",
+			func(h *harness) map[string]any { return map[string]any{"operation_id": h.delivered("v1"), "text": "v2"} },
+			long, "an edit is one message"},
+		{"a text with a parse mode past one message", "commit_send_message",
+			func(*harness) map[string]any {
+				return map[string]any{"chat_id": "222", "text": "<b>hi</b>", "parse_mode": "HTML"}
+			},
+			long, "sent as plain text"},
+		{"a secret", "commit_edit_message",
+			func(h *harness) map[string]any { return map[string]any{"operation_id": h.delivered("v1"), "text": "v2"} },
+			"token 123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0", "looks like a secret"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			withActsOnSent(h)
+			ctx := context.Background()
+			r := h.callOn(tt.tool, tt.args(h))
+			if r.Status != tools.StatusPending {
+				t.Fatalf("%s = %+v, want pending", tt.tool, r)
+			}
+			apID := h.approval(r.OperationID)
+			if _, err := h.op.Edit(ctx, apID, approverID, tt.text); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Edit = %v, want refused: %s", err, tt.want)
+			}
+			if got := h.approval(r.OperationID); got != apID {
+				t.Errorf("after the refused correction the approval is %s, want %s as it was", got, apID)
+			}
+			if op, _ := h.j.Operation(ctx, r.OperationID); op.Payload.Text == tt.text {
+				t.Errorf("the refused correction is in the payload")
+			}
+		})
+	}
+}

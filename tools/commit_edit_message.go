@@ -87,24 +87,38 @@ func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent 
 	if err := in.checkText(text); err != nil {
 		return Payload{}, err
 	}
-	if n := verifier.Length(text, mode); n > MaxMessageUnits {
-		return Payload{}, in.refuse("an edit is one message: at most %d characters, got %d", MaxMessageUnits, n)
-	}
 	m, err := sentMessage(ctx, in, sent, "edited")
 	if err != nil {
 		return Payload{}, err
 	}
-	caption := m.Kind == FilePhoto || m.Kind == FileDocument
-	switch {
-	case m.Kind == KindPoll || m.Kind == KindRepost:
+	if m.Kind == KindPoll || m.Kind == KindRepost {
 		return Payload{}, in.refuse("message %d in chat %s is a %s: its text cannot be edited", m.MessageID, m.Chat, m.Kind)
-	case caption && verifier.Length(text, mode) > 1024:
-		return Payload{}, in.refuse("message %d in chat %s holds a file: its caption is at most 1024 characters, got %d", m.MessageID, m.Chat, verifier.Length(text, mode))
 	}
 	if m.Text == text && m.ParseMode == mode {
 		return Payload{}, in.refuse("message %d in chat %s already reads so: nothing to change", m.MessageID, m.Chat)
 	}
-	return Payload{Action: ActionEditMessage, Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text, Caption: caption}, nil
+	p := Payload{Action: ActionEditMessage, Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text, Caption: m.Kind == FilePhoto || m.Kind == FileDocument}
+	if err := editText(in, text, mode, p); err != nil {
+		return Payload{}, err
+	}
+	return p, nil
+}
+
+// editText checks the new text of p, an edit, as Telegram takes it: no secret,
+// one message, and a file's caption at most 1024 characters. PrepareFrom and
+// Revise both check with it, so that an approver's correction is held to every
+// limit the request was.
+func editText(in args, text, mode string, p Payload) error {
+	if err := in.checkText(text); err != nil {
+		return err
+	}
+	switch n := verifier.Length(text, mode); {
+	case p.Caption && n > 1024:
+		return in.refuse("message %d in chat %s holds a file: its caption is at most 1024 characters, got %d", p.MessageID, p.Target, n)
+	case n > MaxMessageUnits:
+		return in.refuse("an edit is one message: at most %d characters, got %d", MaxMessageUnits, n)
+	}
+	return nil
 }
 
 // Show implements Presenter: the message, what it reads now, and the new text.

@@ -1,6 +1,9 @@
 package tools
 
-import "errors"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // ErrNotRevisable refuses an edit before approval of a payload that has no text
 // an approver could correct (a delete, a pin, a forward, an HTTP call), or of
@@ -27,25 +30,50 @@ func Revise(t Tool, p Payload, text string) (Payload, error) {
 	return r.Revise(p, text)
 }
 
-// reviseText is a message's payload with its text replaced, split anew.
-func reviseText(p Payload, text string) (Payload, error) {
-	return newPayload(p.Action, SendArgs{ChatID: p.Target, Text: text, ParseMode: p.ParseMode}), nil
+// A revision is checked as the tool's prepare checks its arguments, by the same
+// readers: a revised text passes every check a prepared one does (a secret, a
+// parse mode's one-message limit, an edit's or a caption's limit), so that an
+// approval is never spent on a payload Telegram refuses at commit.
+
+// reviseText is a message's payload with its text replaced, read again as the
+// tool's arguments would be and split anew.
+func reviseText(tool string, p Payload, text string) (Payload, error) {
+	raw, err := json.Marshal(SendArgs{ChatID: p.Target, Text: text, ParseMode: p.ParseMode})
+	if err != nil {
+		return Payload{}, err
+	}
+	a, err := decodeSendArgs(tool, raw)
+	if err != nil {
+		return Payload{}, err
+	}
+	return newPayload(p.Action, a), nil
 }
 
 // Revise implements Reviser.
-func (SendMessage) Revise(p Payload, text string) (Payload, error) { return reviseText(p, text) }
+func (t SendMessage) Revise(p Payload, text string) (Payload, error) {
+	return reviseText(t.Name(), p, text)
+}
 
 // Revise implements Reviser.
-func (PublishPost) Revise(p Payload, text string) (Payload, error) { return reviseText(p, text) }
+func (t PublishPost) Revise(p Payload, text string) (Payload, error) {
+	return reviseText(t.Name(), p, text)
+}
 
-// Revise implements Reviser: the new text (or caption) the edit sets.
-func (EditMessage) Revise(p Payload, text string) (Payload, error) {
+// Revise implements Reviser: the new text (or caption) the edit sets, checked
+// as PrepareFrom checks it.
+func (t EditMessage) Revise(p Payload, text string) (Payload, error) {
+	if err := editText(args{tool: t.Name()}, text, p.ParseMode, p); err != nil {
+		return Payload{}, err
+	}
 	p.Text = text
 	return p, nil
 }
 
-// Revise implements Reviser: the file's caption.
-func (sendFile) Revise(p Payload, text string) (Payload, error) {
+// Revise implements Reviser: the file's caption, checked as Prepare checks it.
+func (t sendFile) Revise(p Payload, text string) (Payload, error) {
+	if err := (args{tool: t.Name()}).checkText(text); err != nil {
+		return Payload{}, err
+	}
 	p.Text = text
 	return p, nil
 }
