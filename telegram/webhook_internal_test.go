@@ -1,11 +1,15 @@
 package telegram
 
 import (
+	"context"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/internal/httpserve"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
 // A webhook configured with no timeouts is served with the defaults, every one
@@ -30,5 +34,31 @@ func TestTheWebhookServerHasTheDefaultLimits(t *testing.T) {
 	}
 	if got := (Webhook{}.withDefaults()).Timeouts.Busy; got != time.Second {
 		t.Errorf("Busy = %s, want 1s", got)
+	}
+}
+
+// A bot made with a webhook whose timeouts are left zero, or some of them,
+// serves it with the defaults in their place: the defaults are filled where the
+// bot is made, not only where a test asks for them.
+func TestABotsWebhookTakesTheDefaultsForItsZeroTimeouts(t *testing.T) {
+	ctx := context.Background()
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: replicaToken})
+	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	set := WebhookTimeouts{Write: 7 * time.Second}
+	b, err := New(ctx, j, Options{Token: replicaToken, APIURL: srv.URL(), Webhook: &Webhook{URL: "https://bot.example.org/hook", Timeouts: set}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultWebhookTimeouts
+	want.Write = set.Write
+	if got := b.opts.Webhook.Timeouts; got != want {
+		t.Errorf("the bot's webhook timeouts = %+v, want %+v", got, want)
+	}
+	if got := b.opts.Webhook.MaxConnections; got != 40 {
+		t.Errorf("the bot's webhook MaxConnections = %d, want 40", got)
 	}
 }
