@@ -599,6 +599,36 @@ func TestCoordinatorEndsTheRunAtADoomLoop(t *testing.T) {
 	}
 }
 
+// A budget stop of the run's own tool calls ends the run as a doom loop does:
+// the second refused call spends the task's repair budget (1), the operator
+// stops it, and the coordinator kills the attempt and tells the chat why.
+func TestCoordinatorEndsTheRunWhenTheBudgetIsSpent(t *testing.T) {
+	h := newHarness(t, []turn{{out: answered, hold: true}}, nil, "", false)
+	sent := h.send("hello")
+	h.steps.wait(t, cli.ActionStart, 1)
+	var last tools.Result
+	for _, args := range []string{`{"text":""}`, `{}`} { // two calls, each refused in its own way
+		r, err := h.op.Call(context.Background(), h.taskID, operator.Call{Tool: "prepare_reply", Args: []byte(args)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r
+	}
+	if last.Cause != tools.CauseBudget {
+		t.Fatalf("the second refused call = %+v, want a budget stop", last)
+	}
+	reply := h.replied(t, sent)
+	if !strings.HasPrefix(reply, "Stopped: ") || !strings.Contains(reply, "budget") {
+		t.Errorf("reply %q, want the spent budget told", reply)
+	}
+	if got, want := strings.Join(h.steps.path(), " "), "start stop(budget_exhausted)"; got != want {
+		t.Errorf("steps %s, want %s", got, want)
+	}
+	if n := len(h.cli.asked()); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+}
+
 // A message's run is bounded in time by the policy (model.run_time): a run
 // past it is ended, however busy its tools, and the chat is told.
 func TestCoordinatorEndsARunPastItsTimeBound(t *testing.T) {
