@@ -264,6 +264,103 @@ func TestAPinIsSettledByReadingTheChat(t *testing.T) {
 	}
 }
 
+// A pin whose process stopped while it was committing is settled by the next
+// start by reading the chat, never by pinning again (a pin that notifies would
+// notify twice): whether the stopped process's pin had landed or not, and with
+// another message pinned before it or not, the operation ends as the chat
+// shows, its path in the journal, and pinChatMessage is never called by the
+// start.
+func TestAPinAStopLeftCommittingIsSettledByReadingTheChat(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		landed, other bool
+		wantState     journal.State
+		path          []string
+	}{
+		{"landed", true, false, journal.Committed,
+			[]string{journal.ReasonCrashRecovery, operator.ReasonSettleStopped, operator.ReasonSettledByReading}},
+		{"landed, another pinned", true, true, journal.Committed,
+			[]string{journal.ReasonCrashRecovery, operator.ReasonSettleStopped, operator.ReasonSettledByReading}},
+		{"not landed, another pinned", false, true, journal.NotDelivered,
+			[]string{operator.ReasonSettleStopped, "", operator.ReasonNotInEffect}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, withPins())
+			r.command(alice, "/send 222 pin me")
+			r.tap(alice, r.card(alice), "Approve")
+			sendOp := opIn(t, r.replyContaining(alice, "Sent op-").Text)
+			sent := r.srv.Messages(target)[0]
+			ctx := t.Context()
+			api, err := bot.New(token, bot.WithServerURL(r.srv.URL()), bot.WithSkipGetMe())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []int
+			if tc.other {
+				r.command(alice, "/send 222 pinned already")
+				r.tap(alice, r.card(alice), "Approve")
+				r.waitFor("the other message sent", func(s *telegramtest.Server) bool { return len(s.Messages(target)) == 2 })
+				other := r.srv.Messages(target)[1].MessageID
+				if _, err := api.PinChatMessage(ctx, &bot.PinChatMessageParams{ChatID: target, MessageID: other}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, other)
+			}
+			r.command(alice, "/pin "+sendOp)
+			card := r.replyContaining(alice, "Pins, silently, message")
+			pinOp := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+			r.shutdown()
+
+			// What the stopped process did: approved, wrote committing, and
+			// (or not) got its pin to Telegram before it died.
+			j, err := journal.Open(ctx, filepath.Join(r.dir, "journal.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := j.LatestApproval(ctx, pinOp)
+			if err == nil {
+				_, err = j.Decide(ctx, a.ID, journal.DecideApprove, alice)
+			}
+			if err == nil {
+				err = j.Move(ctx, pinOp, journal.Move{From: journal.Approved, To: journal.Committing, Reason: "attempt 1", StartAttempt: true})
+			}
+			j.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.landed {
+				if _, err := api.PinChatMessage(ctx, &bot.PinChatMessageParams{ChatID: target, MessageID: sent.MessageID, DisableNotification: true}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, sent.MessageID)
+			}
+			before := len(r.srv.CallsTo("pinChatMessage"))
+
+			r.start()
+			r.waitFor("the pin settled", func(*telegramtest.Server) bool { return r.operation(pinOp).State == tc.wantState })
+			if n := len(r.srv.CallsTo("pinChatMessage")) - before; n != 0 {
+				t.Errorf("pinChatMessage calls after the start = %d, want none: a pin is settled by reading the chat", n)
+			}
+			if got := r.srv.Pinned(target); !slices.Equal(got, want) {
+				t.Errorf("pinned = %v, want %v", got, want)
+			}
+			ts, _ := r.j.Transitions(ctx, pinOp)
+			var path []string
+			for _, tr := range ts[len(ts)-3:] {
+				path = append(path, tr.Reason)
+			}
+			// The move back to unknown on the way to not delivered carries the
+			// stop's reason, whatever its words: only its place is checked.
+			if tc.path[1] == "" && len(path) == 3 {
+				path[1] = ""
+			}
+			if !slices.Equal(path, tc.path) {
+				t.Errorf("last transitions %q, want %q", path, tc.path)
+			}
+		})
+	}
+}
+
 // An edit whose process stopped while it was committing is settled by the
 // next start, not left to a person: recovery makes it unknown, and the
 // operator repeats it under its own claim and reads Telegram's answer. Whether
