@@ -505,5 +505,38 @@ func testASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain(t *testing.T, name 
 	c.add(time.Millisecond)
 	if got, _ := takeSlot(t, r1, "bot", 1); got.Grant == "" {
 		t.Fatalf("a take %v after the answer found no slot", c.now().Sub(answered))
+
+// A slot still busy (taken, its send's answer not yet in, its hold or an
+// extended one not passed) is never pruned by the leader's prune, however
+// short the hold left: pruning it would remake the pool and let a second send
+// through beside the one still in flight.
+func TestTheLeadersPruneNeverDropsABusySlot(t *testing.T) {
+	forEachBackend(t, testTheLeadersPruneNeverDropsABusySlot)
+}
+
+func testTheLeadersPruneNeverDropsABusySlot(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	sender, leader := replica(t, name, "r1", c), replica(t, name, "r2", c)
+	held, _ := takeSlot(t, sender, "chat 7", 1) // held 30 s
+	prune := func(when string) {
+		t.Helper()
+		if n, err := leader.PruneSlots(ctx, time.Hour); err != nil || n != 0 {
+			t.Fatalf("PruneSlots %s = %d, %v; want 0: the only slot is busy", when, n, err)
+		}
+		if s, _ := takeSlot(t, leader, "chat 7", 1); s.Grant != "" {
+			t.Fatalf("a second send got a slot %s, beside the busy one: %+v", when, s)
+		}
+	}
+	c.add(10 * time.Second)
+	prune("10 s into a 30 s hold")
+	c.add(15 * time.Second)
+	if ok, err := sender.HoldSlot(ctx, held, time.Minute); err != nil || !ok {
+		t.Fatalf("HoldSlot = %v, %v; want true", ok, err)
+	}
+	c.add(20 * time.Second) // past the first hold, within the extended one
+	prune("within an extended hold")
+	if ok, err := sender.FreeSlot(ctx, held, 0); err != nil || !ok {
+		t.Fatalf("the sender's FreeSlot after the prunes = %v, %v; want true: the slot is still its own", ok, err)
 	}
 }

@@ -3,6 +3,7 @@ package telegram_test
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -181,16 +182,21 @@ func withPins() rigOption {
 // would notify again): when its answer is lost after Telegram pinned the
 // message, getChat's pinned message settles it committed; when the request was
 // lost before Telegram took it, the same reading settles it not delivered, for
-// a /retry. Pins are silent unless asked.
+// a /retry. Another message already pinned in the chat changes neither: only
+// our message being the pinned one settles the pin committed. Pins are silent
+// unless asked.
 func TestAPinIsSettledByReadingTheChat(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		fault     telegramtest.Fault
+		other     bool // another message is pinned in the chat before
 		wantState journal.State
 		reason    string
 	}{
-		{"answer lost after the pin", telegramtest.AcceptThenDrop(), journal.Committed, operator.ReasonSettledByReading},
-		{"request lost before it", telegramtest.BadGateway(), journal.NotDelivered, operator.ReasonNotInEffect},
+		{"answer lost after the pin", telegramtest.AcceptThenDrop(), false, journal.Committed, operator.ReasonSettledByReading},
+		{"request lost before it", telegramtest.BadGateway(), false, journal.NotDelivered, operator.ReasonNotInEffect},
+		{"answer lost after the pin, another pinned", telegramtest.AcceptThenDrop(), true, journal.Committed, operator.ReasonSettledByReading},
+		{"request lost before it, another pinned", telegramtest.BadGateway(), true, journal.NotDelivered, operator.ReasonNotInEffect},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, withPins())
@@ -198,6 +204,20 @@ func TestAPinIsSettledByReadingTheChat(t *testing.T) {
 			r.tap(alice, r.card(alice), "Approve")
 			sendOp := opIn(t, r.replyContaining(alice, "Sent op-").Text)
 			sent := r.srv.Messages(target)[0]
+			otherID := 0
+			if tc.other {
+				r.command(alice, "/send 222 pinned already")
+				r.tap(alice, r.card(alice), "Approve")
+				r.waitFor("the other message sent", func(s *telegramtest.Server) bool { return len(s.Messages(target)) == 2 })
+				otherID = r.srv.Messages(target)[1].MessageID
+				api, err := bot.New(token, bot.WithServerURL(r.srv.URL()), bot.WithSkipGetMe())
+				if err == nil {
+					_, err = api.PinChatMessage(t.Context(), &bot.PinChatMessageParams{ChatID: target, MessageID: otherID})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			r.srv.Inject(tc.fault.For("pinChatMessage").InChat(target))
 			r.command(alice, "/pin "+sendOp)
@@ -208,7 +228,7 @@ func TestAPinIsSettledByReadingTheChat(t *testing.T) {
 
 			pins, pinSeq := 0, 0
 			for _, c := range r.srv.CallsTo("pinChatMessage") {
-				if c.ChatID == target {
+				if c.ChatID == target && c.Params["message_id"] == strconv.Itoa(sent.MessageID) {
 					pins, pinSeq = pins+1, c.Seq
 					if c.Params["disable_notification"] != "true" {
 						t.Errorf("pin params %v, want a silent pin", c.Params)
@@ -230,8 +250,112 @@ func TestAPinIsSettledByReadingTheChat(t *testing.T) {
 				t.Errorf("last transition %+v, want %q", last, tc.reason)
 			}
 			pinned := r.srv.Pinned(target)
-			if got := len(pinned) == 1 && pinned[0] == sent.MessageID; got != (tc.wantState == journal.Committed) {
-				t.Errorf("pinned = %v, want message %d pinned: %v", pinned, sent.MessageID, tc.wantState == journal.Committed)
+			var want []int
+			if tc.other {
+				want = append(want, otherID)
+			}
+			if tc.wantState == journal.Committed {
+				want = append(want, sent.MessageID)
+			}
+			if !slices.Equal(pinned, want) {
+				t.Errorf("pinned = %v, want %v", pinned, want)
+			}
+		})
+	}
+}
+
+// A pin whose process stopped while it was committing is settled by the next
+// start by reading the chat, never by pinning again (a pin that notifies would
+// notify twice): whether the stopped process's pin had landed or not, and with
+// another message pinned before it or not, the operation ends as the chat
+// shows, its path in the journal, and pinChatMessage is never called by the
+// start.
+func TestAPinAStopLeftCommittingIsSettledByReadingTheChat(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		landed, other bool
+		wantState     journal.State
+		path          []string
+	}{
+		{"landed", true, false, journal.Committed,
+			[]string{journal.ReasonCrashRecovery, operator.ReasonSettleStopped, operator.ReasonSettledByReading}},
+		{"landed, another pinned", true, true, journal.Committed,
+			[]string{journal.ReasonCrashRecovery, operator.ReasonSettleStopped, operator.ReasonSettledByReading}},
+		{"not landed, another pinned", false, true, journal.NotDelivered,
+			[]string{operator.ReasonSettleStopped, "", operator.ReasonNotInEffect}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, withPins())
+			r.command(alice, "/send 222 pin me")
+			r.tap(alice, r.card(alice), "Approve")
+			sendOp := opIn(t, r.replyContaining(alice, "Sent op-").Text)
+			sent := r.srv.Messages(target)[0]
+			ctx := t.Context()
+			api, err := bot.New(token, bot.WithServerURL(r.srv.URL()), bot.WithSkipGetMe())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []int
+			if tc.other {
+				r.command(alice, "/send 222 pinned already")
+				r.tap(alice, r.card(alice), "Approve")
+				r.waitFor("the other message sent", func(s *telegramtest.Server) bool { return len(s.Messages(target)) == 2 })
+				other := r.srv.Messages(target)[1].MessageID
+				if _, err := api.PinChatMessage(ctx, &bot.PinChatMessageParams{ChatID: target, MessageID: other}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, other)
+			}
+			r.command(alice, "/pin "+sendOp)
+			card := r.replyContaining(alice, "Pins, silently, message")
+			pinOp := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+			r.shutdown()
+
+			// What the stopped process did: approved, wrote committing, and
+			// (or not) got its pin to Telegram before it died.
+			j, err := journal.Open(ctx, filepath.Join(r.dir, "journal.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := j.LatestApproval(ctx, pinOp)
+			if err == nil {
+				_, err = j.Decide(ctx, a.ID, journal.DecideApprove, alice)
+			}
+			if err == nil {
+				err = j.Move(ctx, pinOp, journal.Move{From: journal.Approved, To: journal.Committing, Reason: "attempt 1", StartAttempt: true})
+			}
+			j.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.landed {
+				if _, err := api.PinChatMessage(ctx, &bot.PinChatMessageParams{ChatID: target, MessageID: sent.MessageID, DisableNotification: true}); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, sent.MessageID)
+			}
+			before := len(r.srv.CallsTo("pinChatMessage"))
+
+			r.start()
+			r.waitFor("the pin settled", func(*telegramtest.Server) bool { return r.operation(pinOp).State == tc.wantState })
+			if n := len(r.srv.CallsTo("pinChatMessage")) - before; n != 0 {
+				t.Errorf("pinChatMessage calls after the start = %d, want none: a pin is settled by reading the chat", n)
+			}
+			if got := r.srv.Pinned(target); !slices.Equal(got, want) {
+				t.Errorf("pinned = %v, want %v", got, want)
+			}
+			ts, _ := r.j.Transitions(ctx, pinOp)
+			var path []string
+			for _, tr := range ts[len(ts)-3:] {
+				path = append(path, tr.Reason)
+			}
+			// The move back to unknown on the way to not delivered carries the
+			// stop's reason, whatever its words: only its place is checked.
+			if tc.path[1] == "" && len(path) == 3 {
+				path[1] = ""
+			}
+			if !slices.Equal(path, tc.path) {
+				t.Errorf("last transitions %q, want %q", path, tc.path)
 			}
 		})
 	}
