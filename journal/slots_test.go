@@ -505,6 +505,8 @@ func testASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain(t *testing.T, name 
 	c.add(time.Millisecond)
 	if got, _ := takeSlot(t, r1, "bot", 1); got.Grant == "" {
 		t.Fatalf("a take %v after the answer found no slot", c.now().Sub(answered))
+	}
+}
 
 // A slot still busy (taken, its send's answer not yet in, its hold or an
 // extended one not passed) is never pruned by the leader's prune, however
