@@ -401,7 +401,11 @@ func (s state) afterCollapse() (state, string) {
 		if m.Role == RoleTool && i != lastTool {
 			m.ToolResults = slices.Clone(m.ToolResults)
 			for k, r := range m.ToolResults {
-				m.ToolResults[k].Content = fmt.Sprintf("(result collapsed to fit the model's context: %d characters; call again only if you need it)", len(r.Content))
+				note := fmt.Sprintf("(result collapsed to fit the model's context: %d characters; call again only if you need it)", len(r.Content))
+				if len(note) >= len(r.Content) {
+					continue // the note would not make the prompt smaller: the result stays
+				}
+				m.ToolResults[k].Content = note
 				collapsed++
 			}
 		}

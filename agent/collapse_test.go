@@ -1,0 +1,28 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCollapsingNeverReplacesAResultWithALongerNote keeps the promise that
+// shortening makes the prompt smaller: a short tool result stays as it is.
+func TestCollapsingNeverReplacesAResultWithALongerNote(t *testing.T) {
+	long := strings.Repeat("x", 500)
+	s := state{messages: []Message{
+		{Role: RoleUser, Text: "go"},
+		{Role: RoleTool, ToolResults: []ToolResult{{Content: "ok"}, {Content: long}}},
+		{Role: RoleTool, ToolResults: []ToolResult{{Content: "last"}}},
+	}}
+	next, detail := s.afterCollapse()
+	got := next.messages[1].ToolResults
+	if got[0].Content != "ok" {
+		t.Fatalf("short result replaced by %q", got[0].Content)
+	}
+	if len(got[1].Content) >= len(long) {
+		t.Fatalf("long result not collapsed: %d characters", len(got[1].Content))
+	}
+	if !strings.Contains(detail, "1 tool results collapsed") {
+		t.Fatalf("detail = %q, want one result collapsed", detail)
+	}
+}
