@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/pairing"
 )
 
 // runBackup is "countersign backup -to DIR": a copy of the data folder a stopped or a
@@ -48,7 +49,7 @@ func runBackup(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "countersign backup: %v; %s is incomplete: remove it\n", err, *to)
 		return exitError
 	}
-	fmt.Fprintf(env.Stdout, "backup in %s: the journal, the vault (%d file(s)) and %d stored file(s) to send.\n"+
+	fmt.Fprintf(env.Stdout, "backup in %s: the journal, the pairing and access lists, the vault (%d file(s)) and %d stored file(s) to send.\n"+
 		"To restore: stop the bot, copy the contents of %s into an empty data folder, start it (countersign audit verify checks the journal).\n",
 		*to, n.notes, n.files, *to)
 	return exitOK
@@ -73,8 +74,12 @@ func backup(ctx context.Context, cfg Config, to string) (copied, error) {
 	if n.files, err = copyTree(cfg.filesDir(), filepath.Join(to, "files")); err != nil {
 		return n, fmt.Errorf("files: %w", err)
 	}
-	if _, err := copyFile(filepath.Join(cfg.DataDir, "access.json"), filepath.Join(to, "access.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return n, fmt.Errorf("access lists: %w", err)
+	// Who paired and the access lists: without them a restored bot has no
+	// approver, and pairing opens again to whoever writes first.
+	for _, name := range []string{pairing.PairedFile, accessFile} {
+		if _, err := copyFile(filepath.Join(cfg.DataDir, name), filepath.Join(to, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return n, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	return n, nil
 }
