@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +33,28 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// childEnv is the environment of a child bot: the test process's own without
+// any of the bot's settings (a journal URL, a token, operators, a model's key
+// in the shell must not reach a bot a test starts on its own data folder),
+// then COUNTERSIGN_CHILD=1 and what the test sets.
+func childEnv(set ...string) []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return botSetting(name)
+	})
+	return append(append(env, "COUNTERSIGN_CHILD=1"), set...)
+}
+
+// botSetting says whether the variable name is one the bot or its brains read.
+func botSetting(name string) bool {
+	for _, prefix := range []string{"COUNTERSIGN_", "BOT_", "TELEGRAM_", "ANTHROPIC_", "OPENAI_"} {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 const childToken = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 
 // startBot runs "countersign run" in a child process against srv, logging to a file.
@@ -44,7 +67,7 @@ func startBot(t *testing.T, srv *telegramtest.Server, data string) *exec.Cmd {
 func startBotWith(t testing.TB, srv *telegramtest.Server, data string, env []string, flags ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "run", "-data", data, "-policies", "../../policies.yaml"}, flags...)...)
-	cmd.Env = append(append(os.Environ(), "COUNTERSIGN_CHILD=1", "TELEGRAM_BOT_TOKEN="+childToken, "TELEGRAM_API_URL="+srv.URL(),
+	cmd.Env = append(childEnv("TELEGRAM_BOT_TOKEN="+childToken, "TELEGRAM_API_URL="+srv.URL(),
 		"COUNTERSIGN_POLL_TIMEOUT=1s", "BOT_OPERATORS=100", "BOT_APPROVERS=100"), env...)
 	log, err := os.OpenFile(filepath.Join(data, "..", "bot.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
