@@ -17,7 +17,7 @@ import (
 // checked in place, exported signed, an export checked offline, and a key made.
 func runAudit(ctx context.Context, args []string, env Env) int {
 	uses := map[string]string{
-		"verify": "countersign audit verify [-data DIR | -journal URL]\nbot audit verify -pub KEY FILE",
+		"verify": "countersign audit verify [-data DIR | -journal URL]\ncountersign audit verify -pub KEY FILE",
 		"export": "countersign audit export [-data DIR | -journal URL] [-since SEQ] [-o FILE]   (signs with $" + audit.KeyEnv + ")",
 		"keygen": "countersign audit keygen",
 	}
@@ -50,21 +50,21 @@ func runAudit(ctx context.Context, args []string, env Env) int {
 		return checkExport(*pub, fs.Arg(0), env)
 	}
 	if _, err := os.Stat(cfg.journalName()); err != nil && !journal.IsPostgres(cfg.journalName()) {
-		fmt.Fprintf(env.Stderr, "countersign audit: no journal in %s (set -data)\n", cfg.DataDir)
+		fmt.Fprintf(env.Stderr, env.program()+" audit: no journal in %s (set -data)\n", cfg.DataDir)
 		return exitError
 	}
 	var key ed25519.PrivateKey
 	if sub == "export" {
 		k, err := audit.ParseKey(env.Getenv(audit.KeyEnv)) // before anything is opened or written
 		if err != nil {
-			fmt.Fprintln(env.Stderr, "countersign audit export:", err)
+			fmt.Fprintln(env.Stderr, env.program()+" audit export:", err)
 			return exitError
 		}
 		key = k
 	}
 	j, err := openJournal(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit:", err)
 		return exitError
 	}
 	defer j.Close()
@@ -78,7 +78,7 @@ func runAudit(ctx context.Context, args []string, env Env) int {
 func verifyJournal(ctx context.Context, j *journal.Journal, env Env) int {
 	rep, err := j.VerifyAudit(ctx)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit verify:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify:", err)
 		return exitError
 	}
 	if rep.Fault != nil {
@@ -97,18 +97,18 @@ func verifyJournal(ctx context.Context, j *journal.Journal, env Env) int {
 func checkExport(pubArg, file string, env Env) int {
 	pub, err := audit.ParsePublicKey(pubArg)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit verify: -pub:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify: -pub:", err)
 		return exitError
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit verify:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify:", err)
 		return exitError
 	}
 	defer f.Close()
 	rep, err := audit.Check(f, pub)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit verify:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify:", err)
 		return exitError
 	}
 	if rep.Fault != nil {
@@ -127,7 +127,7 @@ func exportAudit(ctx context.Context, j *journal.Journal, key ed25519.PrivateKey
 	if out != "" {
 		f, err := os.CreateTemp(filepath.Dir(out), ".audit-export-*")
 		if err != nil {
-			fmt.Fprintln(env.Stderr, "countersign audit export:", err)
+			fmt.Fprintln(env.Stderr, env.program()+" audit export:", err)
 			return exitError
 		}
 		w = f
@@ -145,7 +145,7 @@ func exportAudit(ctx context.Context, j *journal.Journal, key ed25519.PrivateKey
 	}
 	sig, err := writeExport(ctx, j, w, key, since)
 	if err = done(err); err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit export:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit export:", err)
 		return exitError
 	}
 	if out != "" {
@@ -168,7 +168,7 @@ func writeExport(ctx context.Context, j *journal.Journal, w io.Writer, key ed255
 func keygen(env Env) int {
 	priv, pub, err := audit.NewKey()
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit keygen:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit keygen:", err)
 		return exitError
 	}
 	fmt.Fprintln(env.Stdout, priv)
