@@ -103,6 +103,8 @@ func TestAnExportIsCheckedOffline(t *testing.T) {
 		{"signed by another key", string(export(t, j, seed(2), 0)), pub, "signed by another key"},
 		{"the key field swapped for ours", strings.Replace(string(export(t, j, seed(2), 0)),
 			base64.StdEncoding.EncodeToString(seed(2).Public().(ed25519.PublicKey)), base64.StdEncoding.EncodeToString(pub), 1), pub, "the signature does not match"},
+		{"the signature line's count changed", sigLine(ls, func(s *audit.Signature) { s.Records++ }), pub, "the signature line says"},
+		{"the signature line's head changed", sigLine(ls, func(s *audit.Signature) { s.Head = strings.Repeat("0", 64) }), pub, "the signature line says"},
 		{"a line after the signature", string(good) + ls[1], pub, "after the signature"},
 		{"the last record edited, its hash and the head recomputed", forgeLast(t, ls), pub, "the signature does not match"},
 	}
@@ -189,5 +191,21 @@ func forgeLast(t *testing.T, ls []string) string {
 	out := append([]string{}, ls...)
 	out[n-1] = string(b) + "\n"
 	out[n] = strings.Replace(out[n], old, r.Hash, 1)
+	return strings.Join(out, "")
+}
+
+// sigLine changes the export's signature line with change and leaves the
+// records and the signature over them as they are: the signature does not
+// cover its own line, so only the count and head checks can tell.
+func sigLine(ls []string, change func(*audit.Signature)) string {
+	n := len(ls) - 1
+	var s audit.Signature
+	if err := json.Unmarshal([]byte(ls[n]), &s); err != nil {
+		panic(err)
+	}
+	change(&s)
+	b, _ := json.Marshal(s)
+	out := append([]string{}, ls...)
+	out[n] = string(b) + "\n"
 	return strings.Join(out, "")
 }

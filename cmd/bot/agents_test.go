@@ -35,8 +35,16 @@ func botMCP(t *testing.T, data string) string {
 		t.Fatal(err)
 	}
 	script := filepath.Join(t.TempDir(), "bot-mcp")
-	body := fmt.Sprintf("#!/bin/sh\nCOUNTERSIGN_CHILD=1 BOT_OPERATORS=100 BOT_APPROVERS=100 exec '%s' -test.run='^$' -- mcp -data '%s' -policies '%s'\n",
-		self, data, policies)
+	// The agent's own environment is the bot's settings' too: the script
+	// starts the server with the test's, as childEnv does.
+	var unset []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); botSetting(name) {
+			unset = append(unset, "-u "+name)
+		}
+	}
+	body := fmt.Sprintf("#!/bin/sh\nexec env %s COUNTERSIGN_CHILD=1 BOT_OPERATORS=100 BOT_APPROVERS=100 '%s' -test.run='^$' -- mcp -data '%s' -policies '%s'\n",
+		strings.Join(unset, " "), self, data, policies)
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}

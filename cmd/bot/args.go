@@ -22,7 +22,7 @@ import (
 // with fs.Args().
 func parseArgs(fs *flag.FlagSet, args []string, env Env, use string, operands ...string) int {
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), usageOf(use))
+		fmt.Fprintln(fs.Output(), usageOf(env.named(use)))
 		fs.PrintDefaults()
 	}
 	err := fs.Parse(args)
@@ -37,6 +37,7 @@ func parseArgs(fs *flag.FlagSet, args []string, env Env, use string, operands ..
 
 // checkOperands is parseArgs's check of the operands, for a command without flags.
 func checkOperands(env Env, name, use string, got []string, operands ...string) int {
+	name = env.named(name)
 	required := 0
 	for _, o := range operands {
 		if !strings.HasPrefix(o, "[") {
@@ -59,6 +60,7 @@ func checkOperands(env Env, name, use string, got []string, operands ...string) 
 // subcommand returns the subcommand args begin with, one of subs, or the exit
 // code of the usage error when there is none or it is not one of them.
 func subcommand(env Env, name, use string, args []string, subs ...string) (string, int) {
+	name = env.named(name)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") && args[0] != "-h" && args[0] != "-help" && args[0] != "--help" {
 		return "", usageError(env, use, "%s: missing subcommand (%s)", name, strings.Join(subs, ", "))
 	}
@@ -68,7 +70,7 @@ func subcommand(env Env, name, use string, args []string, subs ...string) (strin
 		}
 	}
 	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
-		fmt.Fprintln(env.Stdout, usageOf(use))
+		fmt.Fprintln(env.Stdout, usageOf(env.named(use)))
 		return "", exitOK
 	}
 	return "", usageError(env, use, "%s: unknown subcommand %q (%s)", name, args[0], strings.Join(subs, ", "))
@@ -78,7 +80,7 @@ func subcommand(env Env, name, use string, args []string, subs ...string) (strin
 // on stderr, and returns exitUsage.
 func usageError(env Env, use, format string, args ...any) int {
 	fmt.Fprintf(env.Stderr, format+"\n", args...)
-	fmt.Fprintln(env.Stderr, usageOf(use))
+	fmt.Fprintln(env.Stderr, usageOf(env.named(use)))
 	return exitUsage
 }
 

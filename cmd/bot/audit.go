@@ -17,7 +17,7 @@ import (
 // checked in place, exported signed, an export checked offline, and a key made.
 func runAudit(ctx context.Context, args []string, env Env) int {
 	uses := map[string]string{
-		"verify": "countersign audit verify [-data DIR | -journal URL]\nbot audit verify -pub KEY FILE",
+		"verify": "countersign audit verify [-data DIR | -journal URL] [-against EXPORT [-pub KEY]]\ncountersign audit verify -pub KEY FILE",
 		"export": "countersign audit export [-data DIR | -journal URL] [-since SEQ] [-o FILE]   (signs with $" + audit.KeyEnv + ")",
 		"keygen": "countersign audit keygen",
 	}
@@ -27,12 +27,13 @@ func runAudit(ctx context.Context, args []string, env Env) int {
 	}
 	var cfg Config
 	fs := dataFlags("audit "+sub, env, &cfg)
-	var pub, out *string
+	var pub, out, against *string
 	var since *int64
 	var operands []string
 	switch sub {
 	case "verify":
 		pub = fs.String("pub", "", "check the export FILE offline against this public key (base64, or a file holding it)")
+		against = fs.String("against", "", "compare the journal's trail with this export kept elsewhere (catches a journal rewritten whole); with -pub, check its signature first")
 		operands = []string{"[FILE]"}
 	case "export":
 		since = fs.Int64("since", 1, "the first record to export, by seq")
@@ -44,41 +45,77 @@ func runAudit(ctx context.Context, args []string, env Env) int {
 	switch {
 	case sub == "keygen":
 		return keygen(env)
-	case sub == "verify" && (*pub != "") != (fs.NArg() == 1):
+	case sub == "verify" && *against != "" && fs.NArg() > 0:
+		return usageError(env, uses[sub], env.program()+" audit verify: -against EXPORT takes no FILE (the export is EXPORT)")
+	case sub == "verify" && *against == "" && (*pub != "") != (fs.NArg() == 1):
 		return usageError(env, uses[sub], "countersign audit verify: -pub KEY and FILE go together (an export checked offline)")
-	case sub == "verify" && *pub != "":
+	case sub == "verify" && *pub != "" && *against == "":
 		return checkExport(*pub, fs.Arg(0), env)
 	}
 	if _, err := os.Stat(cfg.journalName()); err != nil && !journal.IsPostgres(cfg.journalName()) {
-		fmt.Fprintf(env.Stderr, "countersign audit: no journal in %s (set -data)\n", cfg.DataDir)
+		fmt.Fprintf(env.Stderr, env.program()+" audit: no journal in %s (set -data)\n", cfg.DataDir)
 		return exitError
 	}
 	var key ed25519.PrivateKey
 	if sub == "export" {
 		k, err := audit.ParseKey(env.Getenv(audit.KeyEnv)) // before anything is opened or written
 		if err != nil {
-			fmt.Fprintln(env.Stderr, "countersign audit export:", err)
+			fmt.Fprintln(env.Stderr, env.program()+" audit export:", err)
 			return exitError
 		}
 		key = k
 	}
 	j, err := openJournal(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit:", err)
 		return exitError
 	}
 	defer j.Close()
 	if sub == "export" {
 		return exportAudit(ctx, j, key, *since, *out, env)
 	}
+	if *against != "" {
+		return verifyAgainst(ctx, j, *against, *pub, env)
+	}
 	return verifyJournal(ctx, j, env)
+}
+
+// verifyAgainst is "countersign audit verify -against EXPORT [-pub KEY]": the
+// journal checked in place, then compared with an export kept elsewhere,
+// whose signature is checked first when -pub gives the key.
+func verifyAgainst(ctx context.Context, j *journal.Journal, export, pubArg string, env Env) int {
+	if pubArg != "" {
+		if code := checkExport(pubArg, export, env); code != exitOK {
+			return code
+		}
+	}
+	if code := verifyJournal(ctx, j, env); code != exitOK {
+		return code
+	}
+	f, err := os.Open(export)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify:", err)
+		return exitError
+	}
+	defer f.Close()
+	rep, err := audit.Against(ctx, f, j)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify:", err)
+		return exitError
+	}
+	if rep.Fault != nil {
+		fmt.Fprintf(env.Stdout, "bad: against %s: %s\n", export, rep.Fault)
+		return exitError
+	}
+	fmt.Fprintf(env.Stdout, "ok: the journal's chain extends %s (%d records, head %.16s)\n", export, rep.Records, rep.Head)
+	return exitOK
 }
 
 // verifyJournal is "countersign audit verify" of a journal.
 func verifyJournal(ctx context.Context, j *journal.Journal, env Env) int {
 	rep, err := j.VerifyAudit(ctx)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit verify:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify:", err)
 		return exitError
 	}
 	if rep.Fault != nil {
@@ -97,18 +134,18 @@ func verifyJournal(ctx context.Context, j *journal.Journal, env Env) int {
 func checkExport(pubArg, file string, env Env) int {
 	pub, err := audit.ParsePublicKey(pubArg)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit verify: -pub:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify: -pub:", err)
 		return exitError
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit verify:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify:", err)
 		return exitError
 	}
 	defer f.Close()
 	rep, err := audit.Check(f, pub)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit verify:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit verify:", err)
 		return exitError
 	}
 	if rep.Fault != nil {
@@ -127,7 +164,7 @@ func exportAudit(ctx context.Context, j *journal.Journal, key ed25519.PrivateKey
 	if out != "" {
 		f, err := os.CreateTemp(filepath.Dir(out), ".audit-export-*")
 		if err != nil {
-			fmt.Fprintln(env.Stderr, "countersign audit export:", err)
+			fmt.Fprintln(env.Stderr, env.program()+" audit export:", err)
 			return exitError
 		}
 		w = f
@@ -145,7 +182,7 @@ func exportAudit(ctx context.Context, j *journal.Journal, key ed25519.PrivateKey
 	}
 	sig, err := writeExport(ctx, j, w, key, since)
 	if err = done(err); err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit export:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit export:", err)
 		return exitError
 	}
 	if out != "" {
@@ -168,7 +205,7 @@ func writeExport(ctx context.Context, j *journal.Journal, w io.Writer, key ed255
 func keygen(env Env) int {
 	priv, pub, err := audit.NewKey()
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign audit keygen:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" audit keygen:", err)
 		return exitError
 	}
 	fmt.Fprintln(env.Stdout, priv)

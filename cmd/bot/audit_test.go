@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,5 +143,68 @@ func TestAuditKeygen(t *testing.T) {
 	pub := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(k).Public().(ed25519.PublicKey))
 	if !strings.Contains(r.stderr, pub) || strings.Contains(r.stderr, strings.TrimSpace(r.stdout)) {
 		t.Errorf("keygen's stderr %q; want the public key alone", r.stderr)
+	}
+}
+
+// A journal rewritten whole, every hash recomputed so that it verifies in
+// place, is caught by verify -against a signed export kept elsewhere; the
+// untouched journal, and one that went on after the export, pass.
+func TestAJournalRewrittenWholeIsCaughtAgainstAKeptExport(t *testing.T) {
+	data := auditedData(t)
+	seed := strings.Repeat("k", 32)
+	env := map[string]string{"COUNTERSIGN_AUDIT_KEY": base64.StdEncoding.EncodeToString([]byte(seed))}
+	pub := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed([]byte(seed)).Public().(ed25519.PublicKey))
+	kept := filepath.Join(t.TempDir(), "kept.jsonl")
+	if r := runMain(t, "", env, "audit", "export", "-data", data, "-o", kept); r.code != exitOK {
+		t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runMain(t, "", nil, "audit", "verify", "-data", data, "-against", kept, "-pub", pub); r.code != exitOK || !strings.Contains(r.stdout, "ok: the journal's chain extends") {
+		t.Errorf("verify -against of the untouched journal: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
+	db, err := sql.Open("sqlite3", filepath.Join(data, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT seq, at, kind, operation_id, ref, body, prev_hash, hash FROM audit ORDER BY seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []journal.AuditRecord
+	for rows.Next() {
+		var r journal.AuditRecord
+		var op, ref sql.NullString
+		var body string
+		if err := rows.Scan(&r.Seq, &r.At, &r.Kind, &op, &ref, &body, &r.PrevHash, &r.Hash); err != nil {
+			t.Fatal(err)
+		}
+		r.Operation, r.Ref, r.Body = op.String, ref.String, json.RawMessage(body)
+		recs = append(recs, r)
+	}
+	rows.Close()
+	if _, err := db.Exec("DROP TRIGGER audit_no_update"); err != nil { // as whoever holds the file may
+		t.Fatal(err)
+	}
+	prev := recs[0].PrevHash
+	for i := range recs { // the first record a millisecond later, and every hash after it recomputed
+		if i == 0 {
+			recs[i].At++
+		}
+		recs[i].PrevHash = prev
+		recs[i].Hash = recs[i].Sum()
+		prev = recs[i].Hash
+		if _, err := db.Exec("UPDATE audit SET at = ?, prev_hash = ?, hash = ? WHERE seq = ?", recs[i].At, recs[i].PrevHash, recs[i].Hash, recs[i].Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := runMain(t, "", nil, "audit", "verify", "-data", data); r.code != exitOK {
+		t.Fatalf("the rewrite should verify in place (else this test shows nothing): exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"-against", kept}, {"-against", kept, "-pub", pub}} {
+		r := runMain(t, "", nil, append([]string{"audit", "verify", "-data", data}, args...)...)
+		if r.code != exitError || !strings.Contains(r.stdout, "bad: against "+kept+": line 1: record 1 differs in the journal") {
+			t.Errorf("verify %v of the rewritten journal: exit %d\n%s%s; want record 1 named", args, r.code, r.stdout, r.stderr)
+		}
 	}
 }

@@ -29,25 +29,25 @@ func runBackup(ctx context.Context, args []string, env Env) int {
 		return code
 	}
 	if *to == "" {
-		fmt.Fprintln(env.Stderr, "countersign backup: -to DIR is required: the new folder to write the backup in")
+		fmt.Fprintln(env.Stderr, env.program()+" backup: -to DIR is required: the new folder to write the backup in")
 		return exitUsage
 	}
 	if journal.IsPostgres(cfg.journalName()) {
-		fmt.Fprintf(env.Stderr, "countersign backup: the journal is on PostgreSQL (%s): back it up with pg_dump or the server's backups, and copy the vault (%s) beside it\n",
+		fmt.Fprintf(env.Stderr, env.program()+" backup: the journal is on PostgreSQL (%s): back it up with pg_dump or the server's backups, and copy the vault (%s) beside it\n",
 			journal.Where(cfg.journalName()), cfg.vaultDir())
 		return exitError
 	}
 	if _, err := os.Stat(cfg.journalName()); err != nil {
-		fmt.Fprintf(env.Stderr, "countersign backup: no journal at %s: is -data the bot's data folder?\n", cfg.journalName())
+		fmt.Fprintf(env.Stderr, env.program()+" backup: no journal at %s: is -data the bot's data folder?\n", cfg.journalName())
 		return exitError
 	}
 	if err := os.Mkdir(*to, 0o700); err != nil {
-		fmt.Fprintf(env.Stderr, "countersign backup: %v (the backup goes in a new folder)\n", err)
+		fmt.Fprintf(env.Stderr, env.program()+" backup: %v (the backup goes in a new folder)\n", err)
 		return exitError
 	}
 	n, err := backup(ctx, cfg, *to)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "countersign backup: %v; %s is incomplete: remove it\n", err, *to)
+		fmt.Fprintf(env.Stderr, env.program()+" backup: %v; %s is incomplete: remove it\n", err, *to)
 		return exitError
 	}
 	fmt.Fprintf(env.Stdout, "backup in %s: the journal, the vault (%d note(s)), %d stored file(s) to send, and the bot's other files (access lists, paired operator).\n"+

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"github.com/countersign/countersign/pairing"
+	"github.com/countersign/countersign/telegram/telegramtest"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,5 +56,68 @@ func TestBackupRestoresTheUnknownAndItsEnvelope(t *testing.T) {
 	}
 	if r := runMain(t, "", nil, "backup", "-journal", "postgres://127.0.0.1:1/none", "-to", filepath.Join(t.TempDir(), "b")); r.code != exitError || !strings.Contains(r.stderr, "pg_dump") {
 		t.Errorf("a backup of PostgreSQL = %d, %q; want pg_dump named", r.code, r.stderr)
+	}
+}
+
+// notRestored are the data folder's files a restore does without, each with why.
+// Every other file a bot leaves in its data folder must be in the backup.
+var notRestored = map[string]string{
+	"journal.db-wal":          "the journal's write-ahead log: journal.Backup copies the journal consistently with it",
+	"journal.db-shm":          "the journal's shared memory index, rebuilt at each open",
+	pairing.CodesFile:         "pending pairing codes, valid minutes and given again on /start",
+	"journal.db-journal":      "SQLite's rollback journal, only while a write is under way",
+	"journal.db.*.owner":      "a transport owner's lock, taken again by the bot that starts",
+	"vault/" + vault.LockName: "the vault writers' lock, taken again by the next writer",
+}
+
+// A backup of a running, paired bot holds every file a bot leaves in its data
+// folder (but those notRestored names), and a bot restored from it serves its
+// paired operator: pairing stays closed to whoever sends /start first.
+func TestABackupHoldsEveryFileARestoreNeeds(t *testing.T) {
+	const owner = 111
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
+	data, pol := freshBot(t)
+	b := startRun(t, srv, data, pol, nil)
+	code := b.code(owner)
+	if r := runMain(t, "", nil, "pair", "-data", data, code); r.code != exitOK {
+		t.Fatalf("countersign pair: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	b.said(owner, "Paired: you are this bot's operator and approver now")
+	srv.PushMessage(owner, owner, "/send 222 before the backup")
+	card, data0 := cardFor(t, srv, owner, "before the backup")
+	srv.PushCallbackQuery(owner, owner, card.MessageID, data0)
+	b.said(222, "before the backup")
+	to := filepath.Join(t.TempDir(), "backup")
+	if r := runMain(t, "", nil, "backup", "-data", data, "-to", to); r.code != exitOK {
+		t.Fatalf("backup = %d, %q, %q", r.code, r.stdout, r.stderr)
+	}
+	b.stop()
+
+	err := filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(data, path)
+		for pattern := range notRestored {
+			if ok, _ := filepath.Match(pattern, rel); ok {
+				return nil
+			}
+		}
+		if _, err := os.Stat(filepath.Join(to, rel)); err != nil {
+			t.Errorf("the bot left %s in its data folder and the backup lacks it: %v", rel, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b = startRun(t, srv, to, pol, nil)
+	if log := b.log.String(); strings.Contains(log, "pairing open") || !strings.Contains(log, "operators=1 approvers=1") {
+		t.Errorf("a bot restored from the backup should serve its paired operator, pairing closed:\n%s", log)
+	}
+	srv.PushMessage(444, 444, "/start")
+	if m := b.said(444, "Your user id is 444"); strings.Contains(m.Text, "countersign pair") {
+		t.Errorf("a newcomer to the restored bot was offered a code: %q", m.Text)
 	}
 }

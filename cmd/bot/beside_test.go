@@ -21,7 +21,7 @@ import (
 func runChild(t *testing.T, env []string, stdin string, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "COUNTERSIGN_CHILD=1", "BOT_OPERATORS=100", "BOT_APPROVERS=100"), env...)
+	cmd.Env = append(childEnv("BOT_OPERATORS=100", "BOT_APPROVERS=100"), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
@@ -117,5 +117,19 @@ func TestCommandsBesideARunningBotChangeNothing(t *testing.T) {
 		journal.Committing, journal.RetryWait, journal.Committing, journal.Committed}
 	if !slices.Equal(path, want) {
 		t.Errorf("path = %v, want %v", path, want)
+	}
+}
+
+// A bot a test starts has the journal of the data folder the test gives it,
+// whatever the shell running the tests says: a journal URL, a token or
+// operators in the environment do not reach the child.
+func TestAChildBotKeepsToItsOwnDataFolderWhateverTheShellSays(t *testing.T) {
+	t.Setenv("COUNTERSIGN_DATABASE_URL", "postgres://postgres@127.0.0.1:1/elsewhere")
+	t.Setenv("TELEGRAM_BOT_TOKEN", "1:not-the-tests")
+	data := t.TempDir()
+	unknownIn(t, data)
+	code, out := runChild(t, nil, "", "ops", "list", "-data", data)
+	if code != exitOK || !strings.Contains(out, "unknown") || strings.Contains(out, "elsewhere") {
+		t.Errorf("countersign ops list on the test's data folder = %d\n%s", code, out)
 	}
 }

@@ -16,7 +16,7 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 	}
 	p, err := loadPolicy(cfg, env)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign console:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" console:", err)
 		return exitError
 	}
 	p.Access.Operators = append(p.Access.Operators, console.User)
@@ -24,28 +24,28 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 	logger := newLogger(env.Stderr)
 	j, err := openJournal(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign console:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" console:", err)
 		return exitError
 	}
 	defer j.Close()
 	// The console sends (prints) only its own operations; a bot running on the
 	// same data folder keeps sending its own.
 	if err := own(ctx, j, console.Transport, logger); err != nil {
-		fmt.Fprintln(env.Stderr, "countersign console:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" console:", err)
 		return exitError
 	}
 	a, err := newApp(cfg, j, p, edge{sender: console.NewPrinter(env.Stdout), transport: console.Transport}, env.Getenv, logger)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign console:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" console:", err)
 		return exitError
 	}
 	if err := useAgentCLI(ctx, cfg, a, env.Getenv, logger); err != nil {
-		fmt.Fprintln(env.Stderr, "countersign console:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" console:", err)
 		return exitError
 	}
 	warnOpenFolders(logger, cfg)
 	if err := a.operator.Resume(ctx); err != nil {
-		fmt.Fprintln(env.Stderr, "countersign console:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" console:", err)
 		return exitError
 	}
 	c := &console.Console{Handler: a.handler, In: env.Stdin, Out: env.Stdout}
@@ -59,7 +59,7 @@ func runConsole(ctx context.Context, args []string, env Env) int {
 	<-swept
 	a.operator.Wait()
 	if err != nil && ctx.Err() == nil {
-		fmt.Fprintln(env.Stderr, "countersign console:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" console:", err)
 		return exitError
 	}
 	return exitOK

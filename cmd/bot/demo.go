@@ -49,7 +49,7 @@ func runDemo(ctx context.Context, args []string, env Env) int {
 		return usageError(env, demoUse, "countersign demo: -listen: %v", err)
 	}
 	if err := playDemo(ctx, cfg, addr, env); err != nil {
-		fmt.Fprintln(env.Stderr, "countersign demo:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" demo:", err)
 		return exitError
 	}
 	return exitOK

@@ -40,7 +40,7 @@ func runInit(ctx context.Context, args []string, env Env) int {
 	}
 	out := env.Stdout
 	fail := func(err error) int {
-		fmt.Fprintln(env.Stderr, "countersign init:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" init:", err)
 		return exitError
 	}
 	created, err := writePolicy(cfg.Policies, *user)

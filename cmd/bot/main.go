@@ -24,6 +24,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	// The zone database in the binary: quiet hours in a policy's time zone work
@@ -34,7 +36,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(Main(ctx, os.Args[1:], Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}))
+	os.Exit(Main(ctx, os.Args[1:], Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Name: filepath.Base(os.Args[0])}))
 }
 
 // Env is what a command sees of its process, so that tests run Main in process.
@@ -42,6 +44,27 @@ type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// Name is the program as it was invoked (the base of os.Args[0]: "bot"
+	// after go install, "countersign" when built so), for usage lines and
+	// error prefixes; empty is "countersign".
+	Name string
+}
+
+// program is the name usage lines and errors give the program.
+func (e Env) program() string {
+	if e.Name == "" {
+		return "countersign"
+	}
+	return e.Name
+}
+
+// named is text written with the installed name "countersign", naming the
+// program as it was invoked instead.
+func (e Env) named(text string) string {
+	if e.program() == "countersign" {
+		return text
+	}
+	return strings.ReplaceAll(text, "countersign ", e.program()+" ")
 }
 
 const usage = `usage: countersign <command> [flags]
@@ -74,7 +97,7 @@ const (
 // Main runs one command line and returns the exit code.
 func Main(ctx context.Context, args []string, env Env) int {
 	if len(args) == 0 {
-		fmt.Fprintln(env.Stderr, usage)
+		fmt.Fprintln(env.Stderr, env.named(usage))
 		return exitUsage
 	}
 	cmds := map[string]func(context.Context, []string, Env) int{
@@ -96,12 +119,12 @@ func Main(ctx context.Context, args []string, env Env) int {
 		return cmd(ctx, args[1:], env)
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		if code := checkOperands(env, "countersign "+args[0], "countersign help", args[1:]); code >= 0 {
+		if code := checkOperands(env, env.program()+" "+args[0], "countersign help", args[1:]); code >= 0 {
 			return code
 		}
-		fmt.Fprintln(env.Stdout, usage)
+		fmt.Fprintln(env.Stdout, env.named(usage))
 		return exitOK
 	}
-	fmt.Fprintf(env.Stderr, "countersign: unknown command %q\n%s\n", args[0], usage)
+	fmt.Fprintf(env.Stderr, "%s: unknown command %q\n%s\n", env.program(), args[0], env.named(usage))
 	return exitUsage
 }

@@ -108,3 +108,31 @@ func TestConsoleNeverStoresAToken(t *testing.T) {
 		return nil
 	})
 }
+
+// The program names itself as it was invoked: go install of ./cmd/bot makes a
+// binary named bot, and its usage lines and errors say bot, not countersign.
+func TestUsageAndErrorsNameTheProgramAsInvoked(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"usage: bot <command>"}},
+		{[]string{"nonsense"}, []string{`bot: unknown command "nonsense"`, "usage: bot <command>"}},
+		{[]string{"audit"}, []string{"bot audit: missing subcommand", "usage: bot audit verify", "bot audit verify -pub KEY FILE"}},
+		{[]string{"backup"}, []string{"bot backup: -to DIR is required"}},
+		{[]string{"backup", "-to"}, []string{"usage: bot backup -to DIR"}},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		Main(context.Background(), tt.args, Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut,
+			Getenv: func(string) string { return "" }, Name: "bot"})
+		for _, w := range tt.want {
+			if !strings.Contains(errOut.String(), w) {
+				t.Errorf("bot %v said %q, want %q in it", tt.args, errOut.String(), w)
+			}
+		}
+		if strings.Contains(errOut.String(), "countersign") {
+			t.Errorf("bot %v names countersign: %q", tt.args, errOut.String())
+		}
+	}
+}

@@ -27,7 +27,7 @@ func runMCP(ctx context.Context, args []string, env Env) int {
 	}
 	logger := newLogger(env.Stderr)
 	if err := serveMCP(ctx, cfg, env, logger); err != nil {
-		fmt.Fprintln(env.Stderr, "countersign mcp:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" mcp:", err)
 		return exitError
 	}
 	return exitOK
@@ -67,7 +67,7 @@ func serveMCP(ctx context.Context, cfg Config, env Env, logger *slog.Logger) err
 		return err
 	}
 	if msg := srv.Check(); msg != "" {
-		fmt.Fprintln(env.Stderr, "countersign mcp:", msg)
+		fmt.Fprintln(env.Stderr, env.program()+" mcp:", msg)
 	}
 	logger.Info("countersign MCP server on stdio", "policy", cfg.Policies, "tools", a.tools.Names(), "data", cfg.DataDir)
 	t := &sdk.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}

@@ -27,7 +27,7 @@ import (
 func mcpChild(t *testing.T, data string, env ...string) (*sdk.ClientSession, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "mcp", "-data", data, "-policies", "../../policies.yaml")
-	cmd.Env = append(append(os.Environ(), "COUNTERSIGN_CHILD=1", "BOT_OPERATORS=100", "BOT_APPROVERS=100"), env...)
+	cmd.Env = append(childEnv("BOT_OPERATORS=100", "BOT_APPROVERS=100"), env...)
 	stderr := &bytes.Buffer{}
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

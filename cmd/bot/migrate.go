@@ -29,13 +29,13 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 	}
 	j, err := openJournal(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign migrate:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" migrate:", err)
 		return exitError
 	}
 	defer j.Close()
 	version, err := j.SchemaVersion(ctx)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign migrate:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" migrate:", err)
 		return exitError
 	}
 	if applied := j.Migrated(); len(applied) > 0 {
@@ -50,7 +50,7 @@ func runMigrate(ctx context.Context, args []string, env Env) int {
 func checkMigrations(ctx context.Context, name, where string, env Env) int {
 	pending, err := journal.PendingMigrations(ctx, name)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign migrate:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" migrate:", err)
 		return exitError
 	}
 	version := len(journal.Migrations(name)) - len(pending)

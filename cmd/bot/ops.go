@@ -32,12 +32,12 @@ func runOps(ctx context.Context, args []string, env Env) int {
 		return code
 	}
 	if _, err := os.Stat(cfg.journalName()); err != nil && !journal.IsPostgres(cfg.journalName()) {
-		fmt.Fprintf(env.Stderr, "countersign ops: no journal in %s (set -data)\n", cfg.DataDir)
+		fmt.Fprintf(env.Stderr, env.program()+" ops: no journal in %s (set -data)\n", cfg.DataDir)
 		return exitError
 	}
 	j, err := openJournal(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign ops:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" ops:", err)
 		return exitError
 	}
 	defer j.Close()
@@ -47,7 +47,7 @@ func runOps(ctx context.Context, args []string, env Env) int {
 		err = listOps(ctx, j, journal.Filter{Limit: *limit, States: states(*state)}, *asJSON, env.Stdout)
 	}
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign ops:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" ops:", err)
 		return exitError
 	}
 	return exitOK

@@ -30,7 +30,7 @@ func runPair(_ context.Context, args []string, env Env) int {
 	}
 	who, err := pairing.Confirm(cfg.DataDir, fs.Arg(0), time.Now())
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign pair:", pairError(err, cfg.DataDir))
+		fmt.Fprintln(env.Stderr, env.program()+" pair:", pairError(err, cfg.DataDir))
 		return exitError
 	}
 	fmt.Fprintf(env.Stdout, "paired: user %d%s is now an operator and approver of the bot on %s (remove %s to undo); "+

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
 	"maps"
 	"net"
 	"os"
@@ -17,7 +16,6 @@ import (
 	"github.com/countersign/countersign/pairing"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/vault"
 )
 
 // botRun is countersign run, in process, on a data folder against a fake Bot API.
@@ -176,44 +174,6 @@ func TestPairingFromAFreshPolicyToAnApprovedSend(t *testing.T) {
 		t.Errorf("countersign mcp on the paired data folder: exit %d\n%s", r.code, r.stderr)
 	}
 
-	// A backup restores the pairing with the rest: a bot restored from it serves
-	// its paired operator, and pairing stays closed to whoever writes first.
-	restored := filepath.Join(t.TempDir(), "restored")
-	if r := runMain(t, "", nil, "backup", "-data", data, "-to", restored); r.code != exitOK {
-		t.Fatalf("countersign backup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	assertBackedUp(t, data, restored)
-	b = startRun(t, srv, restored, pol, nil)
-	if log := b.log.String(); strings.Contains(log, "pairing open") || !strings.Contains(log, "operators=1 approvers=1") {
-		t.Errorf("a bot restored from a backup should serve its paired operator, pairing closed:\n%s", log)
-	}
-	srv.PushMessage(555, 555, "/start")
-	if m := b.said(555, "Your user id is 555"); strings.Contains(m.Text, "countersign pair") {
-		t.Errorf("a newcomer to the restored bot was offered a code: %q", m.Text)
-	}
-}
-
-// assertBackedUp checks that every file a bot left in its data folder is in the
-// backup, but for the journal's own files (its write-ahead log and locks,
-// replaced by the consistent copy journal.db) and the vault's lock.
-func assertBackedUp(t *testing.T, data, backup string) {
-	t.Helper()
-	err := filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(data, path)
-		if rel != "journal.db" && strings.HasPrefix(rel, "journal.db") || d.Name() == vault.LockName {
-			return nil
-		}
-		if _, err := os.Stat(filepath.Join(backup, rel)); err != nil {
-			t.Errorf("%s is not in the backup: %v", rel, err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // assertRecorded checks that the access record countersign mcp reads names user as

@@ -37,21 +37,21 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	}
 	switch {
 	case *lease < time.Second:
-		fmt.Fprintln(env.Stderr, "countersign run: -lease must be at least 1s (leases are renewed every second)")
+		fmt.Fprintln(env.Stderr, env.program()+" run: -lease must be at least 1s (leases are renewed every second)")
 		return exitUsage
 	case (*listen == "") != (*hookURL == ""):
-		fmt.Fprintln(env.Stderr, "countersign run: -webhook-listen and -webhook-url go together")
+		fmt.Fprintln(env.Stderr, env.program()+" run: -webhook-listen and -webhook-url go together")
 		return exitUsage
 	case (*certFile == "") != (*keyFile == ""):
-		fmt.Fprintln(env.Stderr, "countersign run: -webhook-cert and -webhook-key go together")
+		fmt.Fprintln(env.Stderr, env.program()+" run: -webhook-cert and -webhook-key go together")
 		return exitUsage
 	case *certFile != "" && *listen == "":
-		fmt.Fprintln(env.Stderr, "countersign run: -webhook-cert needs -webhook-listen and -webhook-url")
+		fmt.Fprintln(env.Stderr, env.program()+" run: -webhook-cert needs -webhook-listen and -webhook-url")
 		return exitUsage
 	}
 	token, err := botToken(env) // before anything else: every request and the webhook's secret use it
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign run:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" run:", err)
 		return exitError
 	}
 	hook := webhook(*listen, *hookURL, token, env)
@@ -60,7 +60,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	}
 	name, err := replicaName(*replica, cfg)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign run:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" run:", err)
 		return exitUsage
 	}
 	obs.replica = name
@@ -72,7 +72,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	// its own: on stderr, after the command's name. A log line as well put the
 	// same words twice on the same stream.
 	if err := serveTelegram(ctx, cfg, env, logger, token, hook, *mcpListen, replicaOf{name, *lease}, obs); err != nil {
-		fmt.Fprintln(env.Stderr, "countersign run:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" run:", err)
 		return exitError
 	}
 	return exitOK

@@ -52,7 +52,7 @@ func runVault(ctx context.Context, args []string, env Env) int {
 	}
 	v, err := vault.Open(cfg.vaultDir())
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign vault:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" vault:", err)
 		return exitError
 	}
 	switch sub {
@@ -66,7 +66,7 @@ func runVault(ctx context.Context, args []string, env Env) int {
 		err = gcNotes(v, *asJSON, env.Stdout)
 	}
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "countersign vault:", err)
+		fmt.Fprintln(env.Stderr, env.program()+" vault:", err)
 		return exitError
 	}
 	return exitOK
