@@ -171,17 +171,19 @@ func TestRejectedTokenAndSecondPollerEndTheBot(t *testing.T) {
 	if !errors.Is(err, telegram.ErrTokenRejected) {
 		t.Errorf("wrong token: %v, want ErrTokenRejected", err)
 	}
+	// A second process polling with the same token: Telegram ends the older
+	// poll with 409, and the bot that got it stops, saying why.
 	r := newRig(t)
 	r.waitFor("the first poller", func(s *telegramtest.Server) bool { return s.Polling() })
-	second := newRigOn(t, r.srv)
+	newRigOn(t, r.srv)
 	select {
-	case err := <-second.done:
+	case err := <-r.done:
 		if !errors.Is(err, telegram.ErrConflict) {
-			t.Errorf("second poller ended with %v, want ErrConflict", err)
+			t.Errorf("the first poller ended with %v, want ErrConflict", err)
 		}
-		second.stop = nil
+		r.stop = nil
 	case <-time.After(10 * time.Second):
-		t.Error("the second poller did not stop")
+		t.Error("the first poller did not stop when a second began")
 	}
 }
 

@@ -35,6 +35,9 @@ type updateQueue struct {
 	unread  []int64  // confirmed before any getUpdates returned them
 	allowed []string // nil until a getUpdates or setWebhook sets it
 	polling bool
+	// poll is closed to end the getUpdates held open now: a newer one
+	// terminates it, as Telegram does.
+	poll    chan struct{}
 	queries int
 	// handedOut is when a getUpdates response first carried each update.
 	handedOut map[int64]time.Time
@@ -280,51 +283,57 @@ func parsePoll(params map[string]string) (pollParams, *apiError) {
 }
 
 // getUpdates answers with pending updates, holding the call up to its
-// timeout while there are none. One poller at a time; another concurrent
-// one gets 409.
+// timeout while there are none. One poller at a time, as on Telegram: a newer
+// call terminates the one held open, which is answered 409 ("terminated by
+// other getUpdates request"), and goes on itself.
 func (s *Server) getUpdates(ctx context.Context, req *request) reply {
 	p, aerr := parsePoll(req.params)
 	if aerr != nil {
 		return aerr.reply()
 	}
-	if aerr := s.startPoll(p); aerr != nil {
+	kick, aerr := s.startPoll(p)
+	if aerr != nil {
 		return aerr.reply()
 	}
-	defer s.endPoll()
-	return okReply(s.waitUpdates(ctx, p))
+	defer s.endPoll(kick)
+	batch, terminated := s.waitUpdates(ctx, p, kick)
+	if terminated {
+		return errConflict.reply()
+	}
+	return okReply(batch)
 }
 
-func (s *Server) startPoll(p pollParams) *apiError {
+func (s *Server) startPoll(p pollParams) (chan struct{}, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.webhook.URL != "" {
-		return &errWebhookActive
+		return nil, &errWebhookActive
 	}
 	if s.queue.polling {
-		return &errConflict
+		close(s.queue.poll)
 	}
-	s.queue.polling = true
+	s.queue.polling, s.queue.poll = true, make(chan struct{})
 	s.queue.confirm(p.offset)
 	if p.allowed != nil {
 		s.queue.allowed = p.allowed
 	}
 	s.notifyLocked()
-	return nil
+	return s.queue.poll, nil
 }
 
-func (s *Server) endPoll() {
+// endPoll ends the poll kick belongs to, unless a newer one took its place.
+func (s *Server) endPoll(kick chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.queue.polling = false
+	if s.queue.poll == kick {
+		s.queue.polling, s.queue.poll = false, nil
+	}
 	s.notifyLocked()
 }
 
-// waitUpdates returns deliverable updates as soon as there are some, or
-// an empty list when the timeout passes, the client leaves or the server
-// closes. The offset is the first update to be returned, so while the call
-// is held it also confirms an update that arrives below it (only possible
-// after Renumber), as Telegram does.
-func (s *Server) waitUpdates(ctx context.Context, p pollParams) []json.RawMessage {
+// waitUpdates returns the updates p asks for, once there are some or its
+// timeout passed; terminated when a newer poll ended it (kick closed).
+func (s *Server) waitUpdates(ctx context.Context, p pollParams, kick <-chan struct{}) (batch []json.RawMessage, terminated bool) {
 	var expired <-chan time.Time
 	if p.timeout > 0 {
 		t := time.NewTimer(p.timeout)
@@ -333,6 +342,12 @@ func (s *Server) waitUpdates(ctx context.Context, p pollParams) []json.RawMessag
 	}
 	for {
 		s.mu.Lock()
+		select {
+		case <-kick:
+			s.mu.Unlock()
+			return nil, true
+		default:
+		}
 		if p.offset > 0 {
 			s.queue.confirm(p.offset)
 		}
@@ -340,16 +355,18 @@ func (s *Server) waitUpdates(ctx context.Context, p pollParams) []json.RawMessag
 		changed := s.changed
 		s.mu.Unlock()
 		if len(batch) > 0 || p.timeout == 0 {
-			return batch
+			return batch, false
 		}
 		select {
 		case <-changed:
+		case <-kick:
+			return nil, true
 		case <-expired:
-			return batch
+			return batch, false
 		case <-ctx.Done():
-			return batch
+			return batch, false
 		case <-s.done:
-			return batch
+			return batch, false
 		}
 	}
 }
