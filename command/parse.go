@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // Command is one parsed command line.
@@ -80,6 +82,7 @@ func Parse(line string) (Command, error) {
 		if c.Target == "" || strings.TrimSpace(c.Text) == "" {
 			return c, usageErr(c.Name)
 		}
+		return c, checkTarget(c)
 	case "photo", "document":
 		// What follows the chat is the file and its caption, or, with a file
 		// attached to the message, the caption alone: the handler knows which.
@@ -87,11 +90,13 @@ func Parse(line string) (Command, error) {
 		if c.Target == "" {
 			return c, usageErr(c.Name)
 		}
+		return c, checkTarget(c)
 	case "edit":
 		c.OpID, c.Text = cut(rest)
 		if c.OpID == "" || strings.TrimSpace(c.Text) == "" {
 			return c, usageErr(c.Name)
 		}
+		return c, checkOpID(c)
 	case "draft":
 		c.Text = rest
 		if strings.TrimSpace(c.Text) == "" {
@@ -109,6 +114,7 @@ func Parse(line string) (Command, error) {
 		if c.OpID == "" || strings.ContainsFunc(c.OpID, unicode.IsSpace) {
 			return c, usageErr(c.Name)
 		}
+		return c, checkOpID(c)
 	case "resolve":
 		return parseResolve(c, rest)
 	case "amend":
@@ -143,7 +149,7 @@ func parseResolve(c Command, rest string) (Command, error) {
 		return c, usageErr(c.Name)
 	}
 	c.OpID, c.Delivered = f[0], f[1] == "delivered"
-	return c, nil
+	return c, checkOpID(c)
 }
 
 // parseGrant reads "/grant <tool> <chat> <duration>" (a window grant) or
@@ -157,6 +163,7 @@ func parseGrant(c Command, rest string) (Command, error) {
 			return c, fmt.Errorf("%w: /grant %s %s <duration>: a duration such as 30m or 2h, got %q", ErrUsage, f[0], f[1], f[2])
 		}
 		c.Tool, c.Target, c.For = f[0], f[1], d
+		return c, checkTarget(c)
 	case len(f) == 1 || len(f) == 2:
 		c.OpID = f[0]
 		if len(f) == 2 {
@@ -166,6 +173,28 @@ func parseGrant(c Command, rest string) (Command, error) {
 		return c, usageErr(c.Name)
 	}
 	return c, nil
+}
+
+// checkTarget refuses, with the command's usage line, a target that names no
+// Telegram chat: caught here, before the handler journals a task and a call that
+// could only fail and wait for a repair.
+func checkTarget(c Command) error {
+	if _, err := policy.NormalizeTarget(c.Target); err != nil {
+		return fmt.Errorf("%w; %w", usageErr(c.Name), err)
+	}
+	return nil
+}
+
+// opIDPrefix begins every operation id the journal gives (journal.NewID("op")).
+const opIDPrefix = "op-"
+
+// checkOpID refuses, with the command's usage line, an id that cannot be an
+// operation's (a chat id, a typo): before anything is journaled or looked up.
+func checkOpID(c Command) error {
+	if !strings.HasPrefix(c.OpID, opIDPrefix) || len(c.OpID) == len(opIDPrefix) {
+		return fmt.Errorf("%w; %q is not an operation id (%s…, as /ops lists them)", usageErr(c.Name), c.OpID, opIDPrefix)
+	}
+	return nil
 }
 
 // ForApprovers reports whether the named command is an approver's (it decides

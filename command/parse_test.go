@@ -17,7 +17,7 @@ func TestParse(t *testing.T) {
 		{"/send 222  two  spaces kept ", command.Command{Name: "send", Target: "222", Text: " two  spaces kept "}, ""},
 		{"/send -100123 line one\nline two", command.Command{Name: "send", Target: "-100123", Text: "line one\nline two"}, ""},
 		{"/send 222\nnext line", command.Command{Name: "send", Target: "222", Text: "next line"}, ""},
-		{"/publish@countersign_bot @news Big news", command.Command{Name: "publish", Target: "@news", Text: "Big news"}, ""},
+		{"/publish@countersign_bot @news_desk Big news", command.Command{Name: "publish", Target: "@news_desk", Text: "Big news"}, ""},
 		{"/draft  hi", command.Command{Name: "draft", Text: " hi"}, ""},
 		{"/ops", command.Command{Name: "ops"}, ""},
 		{"/resolve op-7k2m9q delivered", command.Command{Name: "resolve", OpID: "op-7k2m9q", Delivered: true}, ""},
