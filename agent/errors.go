@@ -115,11 +115,12 @@ func redact(s, key string) string {
 	return strings.ReplaceAll(s, key, "[redacted]")
 }
 
-// retryAfter reads how long the service asked to wait: retry-after-ms (milliseconds,
-// may be fractional), else retry-after (seconds, or an HTTP date measured from now).
-// named is false when neither header is there or readable; a wait of 0 that
-// was named means now.
-func retryAfter(h http.Header, now time.Time) (wait time.Duration, named bool) {
+// WaitAsked reads how long the service asked to wait: retry-after-ms
+// (milliseconds, may be fractional), else retry-after (seconds, or an HTTP date
+// measured from now). named is false when neither header is there or readable;
+// a wait of 0 that was named means now. The SDK path reads it from an error's
+// answer; the agent-CLI path from the answers its relay passes on.
+func WaitAsked(h http.Header, now time.Time) (wait time.Duration, named bool) {
 	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms >= 0 {
 		return time.Duration(ms * float64(time.Millisecond)), true
 	}
@@ -135,7 +136,7 @@ func retryAfter(h http.Header, now time.Time) (wait time.Duration, named bool) {
 
 // retryAfterOf fills e's RetryAfter and RetryNow from h.
 func (e *APIError) retryAfterOf(h http.Header, now time.Time) *APIError {
-	wait, named := retryAfter(h, now)
+	wait, named := WaitAsked(h, now)
 	e.RetryAfter, e.RetryNow = wait, named && wait == 0
 	return e
 }

@@ -26,7 +26,7 @@ func TestRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, named := retryAfter(tt.header, now); got != tt.want || named != tt.named {
+			if got, named := WaitAsked(tt.header, now); got != tt.want || named != tt.named {
 				t.Errorf("got %s (named %v), want %s (named %v)", got, named, tt.want, tt.named)
 			}
 		})

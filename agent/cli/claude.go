@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -62,11 +63,30 @@ func (c ClaudeCode) Command(a Attempt) (Command, error) {
 	if path == "" {
 		path = "claude"
 	}
+	env := []string{"CLAUDE_CODE_MAX_RETRIES=0", "ENABLE_TOOL_SEARCH=false"}
+	if a.Service != "" {
+		env = append(env, "ANTHROPIC_BASE_URL="+a.Service)
+	}
 	// The prompt on stdin, which -p reads when no prompt argument is given.
-	return Command{Path: path, Args: args, Stdin: []byte(a.Prompt),
-		Env:   []string{"CLAUDE_CODE_MAX_RETRIES=0", "ENABLE_TOOL_SEARCH=false"},
+	return Command{Path: path, Args: args, Stdin: []byte(a.Prompt), Env: env,
 		Files: map[string][]byte{mcpConfigFile: config}}, nil
 }
+
+// anthropicAPI is the Anthropic API's base URL, Claude Code's when its
+// environment names no other.
+const anthropicAPI = "https://api.anthropic.com"
+
+// service implements relayed: ANTHROPIC_BASE_URL, or the Anthropic API; none
+// when the CLI goes to Bedrock or Vertex, whose base URLs it takes elsewhere.
+func (ClaudeCode) service(env []string) string {
+	if envValue(env, "CLAUDE_CODE_USE_BEDROCK") != "" || envValue(env, "CLAUDE_CODE_USE_VERTEX") != "" {
+		return ""
+	}
+	return cmp.Or(envValue(env, "ANTHROPIC_BASE_URL"), anthropicAPI)
+}
+
+// countsTurns implements relayed: --max-turns.
+func (ClaudeCode) countsTurns() bool { return true }
 
 // Reader implements Provider.
 func (ClaudeCode) Reader() Reader { return &claudeReader{calls: map[string]bool{}} }

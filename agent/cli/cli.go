@@ -83,6 +83,23 @@ type Attempt struct {
 	MaxTurns int
 	// Tools is Countersign's MCP server as this attempt reaches it.
 	Tools Tools
+	// Service is the base URL the CLI is to reach its model service at: the
+	// attempt's relay (see relay), "" to leave the CLI's own.
+	Service string
+}
+
+// relayed is a Provider whose CLI reaches its model service at a base URL the
+// coordinator can set (Attempt.Service), so that a relay can stand in front of
+// it and tell the wait a failed answer asked for.
+type relayed interface {
+	// service is the model service's base URL the CLI would use in env (the
+	// coordinator's base environment), "" for none the relay can stand in
+	// front of.
+	service(env []string) string
+	// countsTurns reports whether the CLI bounds its own model turns by
+	// Attempt.MaxTurns (Claude Code's --max-turns); when it does not (Codex
+	// has no such switch), the relay counts them.
+	countsTurns() bool
 }
 
 // Tools is Countersign's MCP server for one run: an endpoint on loopback whose

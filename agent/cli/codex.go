@@ -114,7 +114,7 @@ func (c Codex) Command(a Attempt) (Command, error) {
 		}
 		args = append(args, "-c", "model_provider="+strconv.Quote(p.ID), "-c", fmt.Sprintf(
 			"model_providers.%s={name=%q, base_url=%q, env_key=%q, wire_api=\"responses\", request_max_retries=0, stream_max_retries=0}",
-			p.ID, p.ID, p.BaseURL, p.EnvKey))
+			p.ID, p.ID, cmp.Or(a.Service, p.BaseURL), p.EnvKey))
 	}
 	if m := cmp.Or(a.Model, c.providerModel()); m != "" {
 		args = append(args, "-m", m)
@@ -131,6 +131,19 @@ func (c Codex) Command(a Attempt) (Command, error) {
 	return Command{Path: cmp.Or(c.Path, "codex"), Args: append(args, "-"), Env: env, Stdin: []byte(a.Prompt),
 		Files: map[string][]byte{codexCatalogFile: codexCatalog}}, nil
 }
+
+// service implements relayed: the model provider's base URL, where one is
+// set; Codex's built-in provider keeps its own retries, and no relay.
+func (c Codex) service([]string) string {
+	if c.ModelProvider == nil {
+		return ""
+	}
+	return c.ModelProvider.BaseURL
+}
+
+// countsTurns implements relayed: Codex has no switch that bounds its turns,
+// so the relay counts them.
+func (Codex) countsTurns() bool { return false }
 
 // codexServer is the inline TOML table of Countersign's MCP server, the only
 // one: over HTTP, the token read from codexTokenEnv, only the allowed tools,

@@ -100,6 +100,8 @@ type message struct {
 	attempt   Attempt
 	overloads int
 	runTime   time.Duration // the run's bound, the policy's run_time
+	// stop ends the run early, for the reason given (set by bound).
+	stop func(*runEnd)
 }
 
 // Chat runs text as a message to the CLI in chat, within task taskID, and
@@ -169,6 +171,13 @@ type runEnd struct{ cause, say string }
 
 func (e *runEnd) Error() string { return e.say }
 
+// turnsSpent is the end of a run that reached the policy's model.steps where
+// the CLI does not count its own turns.
+func turnsSpent(n int) *runEnd {
+	return &runEnd{cause: "max_turns", say: fmt.Sprintf("Stopped: the agent reached its bound of %d model turns (the policy's model.steps). "+
+		"A send already approved still goes out; /ops shows what was done.", n)}
+}
+
 // bound is ctx ended by the run's bounds: the policy's run_time, and a
 // doom-loop or budget stop of any call of the task while the run lasts (the
 // run's MCP calls go through the same operator). unbound releases them.
@@ -177,6 +186,7 @@ func (c *Coordinator) bound(ctx context.Context, m *message) (context.Context, f
 		m.runTime = policy.DefaultModel().RunTime
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
+	m.stop = func(e *runEnd) { cancel(e) }
 	timer := time.AfterFunc(m.runTime, func() {
 		cancel(&runEnd{cause: "run_time", say: fmt.Sprintf("Stopped: the agent ran past its time bound (%s). "+
 			"A send already approved still goes out; /ops shows what was done.", m.runTime)})

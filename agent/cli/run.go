@@ -29,6 +29,24 @@ const maxLine = 16 << 20
 // the policy's abort time kills the process group, and the attempt is an
 // interrupted one: retryable, in the session it had reached.
 func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
+	var rel *relay
+	if p, ok := c.opts.Provider.(relayed); ok {
+		if base := p.service(c.opts.Env); base != "" {
+			r, err := startRelay(base, c.opts.Env, c.opts.Now)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("cli: %s: %w", c.opts.Provider.Name(), err)
+			}
+			defer r.Close()
+			if !p.countsTurns() {
+				r.bound(m.attempt.MaxTurns, func() { m.stop(turnsSpent(m.attempt.MaxTurns)) })
+			}
+			rel = r
+		}
+	}
+	m.attempt.Service = ""
+	if rel != nil {
+		m.attempt.Service = rel.URL()
+	}
 	spec, err := c.opts.Provider.Command(m.attempt)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("cli: %s: %w", c.opts.Provider.Name(), err)
@@ -86,6 +104,9 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	out := w.reader.End(cmd.ProcessState.ExitCode())
 	if !out.OK && out.Text == "" {
 		out.Text = stderr.lastLine() // what a CLI that failed before its stream said
+	}
+	if wait, named := rel.asked(); !out.OK && out.RetryAfter <= 0 && named {
+		out.RetryAfter = wait // the service's, which the CLI did not pass on
 	}
 	select {
 	case s := <-stalled:

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,15 +47,17 @@ type brainCLI struct {
 	// authSaid and overloadSaid begin what the CLI says of a rejected key and
 	// of an overload.
 	authSaid, overloadSaid string
-	resumedHistory         int
-	ownTools               []string
+	// turnsSaid is what the chat hears of a run that reached model.steps.
+	turnsSaid      string
+	resumedHistory int
+	ownTools       []string
 	// env is the bot's environment for it, against the model server at url.
 	env func(t *testing.T, bin, url string) []string
 }
 
 var (
 	claudeBrain = brainCLI{name: "claude-code", tool: clitest.ClaudeCode, overloadCause: "529", resumedHistory: 5,
-		authSaid: "Invalid API key", overloadSaid: "API Error: 529 Overloaded",
+		authSaid: "Invalid API key", overloadSaid: "API Error: 529 Overloaded", turnsSaid: "Reached maximum number of turns (2)",
 		env: func(t *testing.T, bin, url string) []string {
 			return append(clitest.ClaudeEnv(url), "COUNTERSIGN_CLAUDE="+bin, "HOME="+t.TempDir())
 		}}
@@ -62,7 +65,8 @@ var (
 	// request_user_input (which exec answers itself): none touches the host.
 	codexBrain = brainCLI{name: "codex", tool: clitest.Codex, overloadCause: "server_overloaded", resumedHistory: 3,
 		authSaid: "unexpected status 401 Unauthorized", overloadSaid: "Selected model is at capacity",
-		ownTools: []string{"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource", "request_user_input"},
+		turnsSaid: "reached its bound of 2 model turns",
+		ownTools:  []string{"list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource", "request_user_input"},
 		env: func(t *testing.T, bin, url string) []string {
 			return []string{"COUNTERSIGN_CODEX=" + bin, "CODEX_HOME=" + t.TempDir(), "HOME=" + t.TempDir(),
 				"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=" + clitest.TestAPIKey,
@@ -352,6 +356,62 @@ func testOverloadIsRetried(t *testing.T, c brainCLI) {
 	logs := b.logs()
 	if !strings.Contains(logs, "retry("+c.overloadCause) || strings.Count(logs, `step="start(pid`) != 2 {
 		t.Errorf("the log does not show two attempts with a retry after %s:\n%s", c.overloadCause, logs)
+	}
+}
+
+// A rate limit's wait reaches the coordinator in the configuration the bot
+// runs the CLI in, with the CLI's own retries off, where the CLI says nothing
+// of it (agent/cli/testdata/ratelimit.jsonl, codex-ratelimit.jsonl): the
+// attempt's relay reads it from the answer, and the retry waits what the
+// service asked (1.25 s), not the policy's backoff (100 ms here).
+func TestAgentCLIRateLimitWaitsWhatTheServiceAsked(t *testing.T) {
+	eachBrain(t, testRateLimitWaitsWhatTheServiceAsked)
+}
+
+func testRateLimitWaitsWhatTheServiceAsked(t *testing.T, c brainCLI) {
+	script := func(req agenttest.Request) agenttest.Reply {
+		if req.N == 1 {
+			return agenttest.RateLimitedMs(1250 * time.Millisecond)
+		}
+		return agenttest.Message("end_turn", "Answered after the wait.")
+	}
+	b := startBrain(t, c, script, fastRetries...)
+	b.srv.PushMessage(100, 100, "Say hello")
+	b.said("Answered after the wait.")
+	b.stop(t)
+	if n := len(b.model.Requests()); n != 2 {
+		t.Errorf("%d model requests, want 2: the CLI's own retries are off", n)
+	}
+	if logs := b.logs(); !strings.Contains(logs, "wait 1.25s)") {
+		t.Errorf("the log shows no retry after the service's 1.25 s:\n%s", logs)
+	}
+}
+
+// The policy's model.steps bounds an agent CLI's model turns, the same for
+// both: Claude Code counts its own (--max-turns), and Codex, which has no such
+// switch, is counted by the attempt's relay, which passes no request past the
+// bound and ends the run. A model that keeps calling a tool makes two
+// requests under steps: 2, and the chat hears the run stopped; nothing is
+// retried.
+func TestAgentCLITurnsAreBoundedByTheSteps(t *testing.T) { eachBrain(t, testTurnsAreBounded) }
+
+func testTurnsAreBounded(t *testing.T, c brainCLI) {
+	script := func(req agenttest.Request) agenttest.Reply {
+		draft := agenttest.Call("mcp__countersign__prepare_reply", fmt.Sprintf(`{"text":"draft %d"}`, req.N))
+		return agenttest.Message("tool_use", "", draft)
+	}
+	b := startBrain(t, c, script, "  steps: 8 ", "  steps: 2 ")
+	b.srv.PushMessage(100, 100, "Draft something")
+	said := b.said("2")
+	b.stop(t)
+	if n := len(b.model.Requests()); n != 2 {
+		t.Errorf("%d model requests, want 2 under steps: 2", n)
+	}
+	if !strings.Contains(said.Text, c.turnsSaid) {
+		t.Errorf("the chat was told %q, want the turn bound (%q)", said.Text, c.turnsSaid)
+	}
+	if logs := b.logs(); strings.Contains(logs, "step=\"retry(") {
+		t.Errorf("a run ended at its turn bound was retried:\n%s", logs)
 	}
 }
 
