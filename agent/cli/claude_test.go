@@ -135,10 +135,13 @@ func TestClaudeCodeCommand(t *testing.T) {
 
 // The wait the CLI reported for a retry of its own (system/api_retry's
 // retry_delay_ms, which follows the service's Retry-After) reaches the
-// coordinator when the attempt fails after it.
+// coordinator when the attempt fails after it. With its retries off, as the
+// bot runs it, the CLI says nothing of the wait (ratelimit.jsonl, recorded
+// against a 429 asking 16 s): the attempt's relay reads it (relay_test.go, and
+// cmd/bot's TestAgentCLIRateLimitWaitsWhatTheServiceAsked).
 func TestClaudeCodePassesOnTheWaitItWasAsked(t *testing.T) {
 	for file, want := range map[string]time.Duration{"apiretry.jsonl": 590 * time.Millisecond,
-		"killed_after_retry.jsonl": 590 * time.Millisecond, "overload.jsonl": 0} {
+		"killed_after_retry.jsonl": 590 * time.Millisecond, "overload.jsonl": 0, "ratelimit.jsonl": 0} {
 		r, _ := read(t, cli.ClaudeCode{}, file)
 		if got := r.End(1).RetryAfter; got != want {
 			t.Errorf("%s: retry after %s, want %s", file, got, want)
