@@ -212,11 +212,11 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	// every goroutine that could publish has returned.
 	unsubscribe := t.ops.Subscribe(func(ev operator.Event) { t.onEvent(ctx, ev) })
 	defer unsubscribe()
-	var paired atomic.Bool
+	var paired atomic.Int64 // the person paired, 0 before
 	if d.Pairing != nil {
 		t.spawn(func() {
-			if t.awaitPairing(ctx, d.Pairing) {
-				paired.Store(true)
+			if who, ok := t.awaitPairing(ctx, d.Pairing); ok {
+				paired.Store(who)
 				cancel() // to be served again, with the person paired among the operators
 			}
 		})
@@ -245,7 +245,8 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	switch {
 	case parent.Err() != nil:
 		return nil // asked to stop: whatever failed, failed because of it
-	case paired.Load():
+	case paired.Load() != 0:
+		t.welcome(parent, paired.Load())
 		return ErrPaired
 	}
 	return err

@@ -32,20 +32,27 @@ var _ Pairing = (*pairing.Desk)(nil)
 // name the person paired.
 var ErrPaired = errors.New("telegram: a person paired with the bot: serve again with access lists that name them")
 
-// awaitPairing waits until a code of p is confirmed, welcomes the person in
-// their private chat (whose id is theirs), and reports whether that happened
-// before ctx ended.
-func (t *Bot) awaitPairing(ctx context.Context, p Pairing) bool {
-	who, err := p.Wait(ctx)
+// awaitPairing waits until a code of p is confirmed, and returns the person
+// paired; ok is false when ctx ended first (or the confirmation could not be
+// read).
+func (t *Bot) awaitPairing(ctx context.Context, p Pairing) (who int64, ok bool) {
+	paired, err := p.Wait(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			t.log.Error("pairing: a confirmation could not be read; restart the bot once it is fixed", "err", err)
 		}
-		return false
+		return 0, false
 	}
-	t.reply(ctx, who.User, fmt.Sprintf("Paired: you are this bot's operator and approver now (user id %d). "+
-		"/help lists the commands; /send <chat_id> <text> asks you to approve a message before it goes.", who.User))
-	return true
+	return paired.User, true
+}
+
+// welcome tells the person paired, in their private chat (whose id is
+// theirs), that they are the operator now. It is said once the round that
+// served them as a stranger has stopped: whatever they send after reading it
+// is served by the next round, which names them, never refused by this one.
+func (t *Bot) welcome(ctx context.Context, user int64) {
+	t.reply(ctx, user, fmt.Sprintf("Paired: you are this bot's operator and approver now (user id %d). "+
+		"/help lists the commands; /send <chat_id> <text> asks you to approve a message before it goes.", user))
 }
 
 // isWhoAmI reports whether line asks who its sender is (/whoami, /start).

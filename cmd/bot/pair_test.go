@@ -352,3 +352,30 @@ func TestPairingWithAnMCPServer(t *testing.T) {
 	conn.Close()
 	assertRecorded(t, data, owner)
 }
+
+// The person paired is welcomed once the round that served them as a stranger
+// has stopped: what they send on reading the welcome is served by the next
+// round, which names them operator, and is never refused as a stranger's. The
+// welcome is held a second on its way (a slow network), and /whoami is sent
+// as soon as it left the bot.
+func TestWhatThePairedSendOnTheWelcomeIsServed(t *testing.T) {
+	const owner = 111
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
+	data, pol := freshBot(t)
+	b := startRun(t, srv, data, pol, nil)
+	code := b.code(owner)
+	srv.Inject(telegramtest.Fault{Method: "sendMessage", ChatID: owner, Delay: time.Second})
+	if r := runMain(t, "", nil, "pair", "-data", data, code); r.code != exitOK {
+		t.Fatalf("countersign pair: exit %d\n%s", r.code, r.stderr)
+	}
+	b.wait("the welcome on its way", func(s *telegramtest.Server) bool {
+		for _, c := range s.CallsTo("sendMessage") {
+			if c.ChatID == owner && strings.Contains(c.Params["text"], "Paired") {
+				return true
+			}
+		}
+		return false
+	})
+	srv.PushMessage(owner, owner, "/whoami")
+	b.said(owner, "Your role here: operator and approver")
+}
