@@ -184,6 +184,11 @@ func writeTemp(dir, name string, b []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("pairing: %w", err)
 	}
+	if err := ownAsFolder(f, dir); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", err
+	}
 	if _, err := f.Write(append(b, '\n')); err != nil {
 		f.Close()
 		os.Remove(f.Name())

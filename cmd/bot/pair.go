@@ -5,8 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/countersign/countersign/pairing"
@@ -31,6 +34,9 @@ func runPair(_ context.Context, args []string, env Env) int {
 	who, err := pairing.Confirm(cfg.DataDir, fs.Arg(0), time.Now())
 	if err != nil {
 		fmt.Fprintln(env.Stderr, env.program()+" pair:", pairError(err, cfg.DataDir))
+		if errors.Is(err, iofs.ErrPermission) {
+			fmt.Fprintln(env.Stderr, asOwner(env.program(), cfg.DataDir, fs.Arg(0)))
+		}
 		return exitError
 	}
 	fmt.Fprintf(env.Stdout, "paired: user %d%s is now an operator and approver of the bot on %s (remove %s to undo); "+
@@ -52,6 +58,20 @@ func pairError(err error, dir string) string {
 		return fmt.Sprintf("this bot is paired already (%v); nothing changed: add anyone else to access.operators and access.approvers in its policy", err)
 	}
 	return err.Error()
+}
+
+// asOwner is the line that confirms code as the owner of the data folder dir,
+// for someone who may not write there: the service's own user, under the
+// shipped systemd unit.
+func asOwner(program, dir, code string) string {
+	who := "the data folder's owner"
+	if uid, ok := pairing.FolderOwner(dir); ok {
+		who = "#" + strconv.Itoa(uid)
+		if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+			who = u.Username
+		}
+	}
+	return fmt.Sprintf("run it as the user who owns %s:\n  sudo -u %s %s pair -data %s %s", dir, who, program, dir, code)
 }
 
 func nameOf(p pairing.Paired) string {

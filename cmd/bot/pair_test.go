@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -378,4 +379,28 @@ func TestWhatThePairedSendOnTheWelcomeIsServed(t *testing.T) {
 	})
 	srv.PushMessage(owner, owner, "/whoami")
 	b.said(owner, "Your role here: operator and approver")
+}
+
+// Someone who may not write in the data folder (the service's, 0700) is told
+// the exact line that confirms as its owner, the user the shipped systemd
+// unit runs as.
+func TestPairTellsWhoMayConfirm(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give a folder to another user (CI runs as root)")
+	}
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	who := "#65534"
+	if u, err := user.LookupId("65534"); err == nil {
+		who = u.Username
+	}
+	want := "sudo -u " + who + " countersign pair -data " + dir + " ABCD-EFGH"
+	if got := asOwner("countersign", dir, "ABCD-EFGH"); !strings.Contains(got, want) {
+		t.Errorf("asOwner = %q, want it to hold %q", got, want)
+	}
 }
