@@ -225,16 +225,7 @@ func TestMetricNames(t *testing.T) {
 // the hardening the README promises: a dedicated user, a private data folder,
 // restart on failure.
 func TestTheSystemdUnitRunsTheBotHardened(t *testing.T) {
-	b, err := os.ReadFile("../../deploy/systemd/countersign.service")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := map[string][]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
-			keys[k] = append(keys[k], v)
-		}
-	}
+	keys := unitSettings(t, unitFile)
 	for k, want := range map[string]string{"User": "countersign", "StateDirectory": "countersign", "StateDirectoryMode": "0700",
 		"Restart": "on-failure", "UMask": "0077", "NoNewPrivileges": "true", "ProtectSystem": "strict", "ProtectHome": "true",
 		"PrivateTmp": "true", "CapabilityBoundingSet": "", "ReadWritePaths": "/var/lib/countersign"} {
