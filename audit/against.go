@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/countersign/countersign/journal"
 )
+
+// Source reads a trail's records in order from seq since on, handing each to
+// fn until fn returns an error, which it returns.
+type Source func(ctx context.Context, since int64, fn func(Record) error) error
 
 // errStop ends the walk of the journal's records once the export's are matched.
 var errStop = errors.New("audit: every exported record matched")
@@ -22,9 +24,10 @@ var errStop = errors.New("audit: every exported record matched")
 // in place, is caught here: its records are no longer the ones exported.
 // Check the export itself first (Check, with the key that signed it); Against
 // reads only its records, and reports the first that differs or is missing.
-func Against(ctx context.Context, export io.Reader, j *journal.Journal) (Report, error) {
+// trail reads the journal's records (journal.Journal.AuditRecords).
+func Against(ctx context.Context, export io.Reader, trail Source) (Report, error) {
 	var rep Report
-	var want []journal.AuditRecord
+	var want []Record
 	br := bufio.NewReader(export)
 	for n := 1; ; n++ {
 		line, err := br.ReadBytes('\n')
@@ -35,7 +38,7 @@ func Against(ctx context.Context, export io.Reader, j *journal.Journal) (Report,
 				return rep, nil
 			}
 			if _, sig := probe["signature"]; !sig {
-				var r journal.AuditRecord
+				var r Record
 				if jerr := json.Unmarshal(line, &r); jerr != nil {
 					rep.Fault = &Fault{Line: n, Reason: fmt.Sprintf("not an audit record: %v", jerr)}
 					return rep, nil
@@ -55,7 +58,7 @@ func Against(ctx context.Context, export io.Reader, j *journal.Journal) (Report,
 		return rep, nil
 	}
 	i := 0
-	err := j.AuditRecords(ctx, want[0].Seq, func(got journal.AuditRecord) error {
+	err := trail(ctx, want[0].Seq, func(got Record) error {
 		w := want[i]
 		if !sameRecord(got, w) {
 			rep.Fault = &Fault{Line: i + 1, Reason: fmt.Sprintf("record %d differs in the journal (hash %.12s there, %.12s in the export): the journal was changed after the export", w.Seq, got.Hash, w.Hash)}
@@ -77,7 +80,7 @@ func Against(ctx context.Context, export io.Reader, j *journal.Journal) (Report,
 }
 
 // sameRecord says whether two records are the same, every field.
-func sameRecord(a, b journal.AuditRecord) bool {
+func sameRecord(a, b Record) bool {
 	return a.Seq == b.Seq && a.At == b.At && a.Kind == b.Kind && a.Operation == b.Operation && a.Ref == b.Ref &&
 		compactEqual(a.Body, b.Body) && a.PrevHash == b.PrevHash && a.Hash == b.Hash
 }

@@ -1,8 +1,10 @@
-// Package audit writes and checks exports of the journal's audit trail: JSON
-// Lines, one record a line as the journal stores it, and a last line that signs
-// everything before it with an Ed25519 key, so that a copy kept elsewhere proves
-// what the trail said when it was exported, and can be checked offline with the
-// public key alone.
+// Package audit owns the audit trail's form: the record, its hash chain and
+// the walk that checks it (record.go), which the journal writes and verifies
+// its tables against; and exports of the trail: JSON Lines, one record a line
+// as the journal stores it, and a last line that signs everything before it
+// with an Ed25519 key, so that a copy kept elsewhere proves what the trail said
+// when it was exported, and can be checked offline with the public key alone.
+// It imports nothing of the project's: the journal imports it.
 package audit
 
 import (
@@ -19,8 +21,6 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	"github.com/countersign/countersign/journal"
 )
 
 // KeyEnv is the environment variable that holds the private key exports are
@@ -115,7 +115,7 @@ func NewWriter(w io.Writer, key ed25519.PrivateKey) *Writer {
 }
 
 // Add writes r as one line.
-func (e *Writer) Add(r journal.AuditRecord) error {
+func (e *Writer) Add(r Record) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("audit: export record %d: %w", r.Seq, err)
@@ -154,8 +154,8 @@ type Report struct {
 
 // Fault is what is wrong with an export.
 type Fault struct {
-	Line   int                 // 1-based
-	Record *journal.AuditFault // the bad record, when the fault is one
+	Line   int          // 1-based
+	Record *RecordFault // the bad record, when the fault is one
 	Reason string
 }
 
@@ -174,7 +174,7 @@ func Check(r io.Reader, pub ed25519.PublicKey) (Report, error) {
 	var rep Report
 	br := bufio.NewReader(r)
 	sum := sha256.New()
-	chain := journal.NewAuditChain(false)
+	chain := NewChain(false)
 	fail := func(line int, format string, args ...any) (Report, error) {
 		rep.Fault = &Fault{Line: line, Reason: fmt.Sprintf(format, args...)}
 		return rep, nil
@@ -197,7 +197,7 @@ func Check(r io.Reader, pub ed25519.PublicKey) (Report, error) {
 		if _, ok := probe["signature"]; ok {
 			return checkSignature(rep, n, line, br, sum.Sum(nil), pub)
 		}
-		var rec journal.AuditRecord
+		var rec Record
 		if jerr := json.Unmarshal(line, &rec); jerr != nil {
 			return fail(n, "not an audit record: %v", jerr)
 		}

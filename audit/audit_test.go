@@ -131,7 +131,7 @@ func TestAnExportIsCheckedOffline(t *testing.T) {
 // forger who knows the format would: the next record's prev_hash gives it away.
 func rehash(t *testing.T, ls []string, i int) string {
 	t.Helper()
-	var r journal.AuditRecord
+	var r audit.Record
 	if err := json.Unmarshal([]byte(ls[i]), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestKeysAreParsedWithoutShowingThem(t *testing.T) {
 func forgeLast(t *testing.T, ls []string) string {
 	t.Helper()
 	n := len(ls) - 1
-	var r journal.AuditRecord
+	var r audit.Record
 	if err := json.Unmarshal([]byte(ls[n-1]), &r); err != nil {
 		t.Fatal(err)
 	}

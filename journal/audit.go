@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/countersign/countersign/audit"
 )
 
 // The audit trail is a chain of records, one per fact a person may have to
@@ -27,54 +29,6 @@ import (
 // SHA-256(prev_hash || canonical form), prev_hash and hash in lowercase hex,
 // the first record's prev_hash 64 zeros. VerifyAudit (auditverify.go) walks
 // the chain and checks the journal's own tables against it.
-
-// The kinds of audit records.
-const (
-	AuditGenesis    = "genesis"    // the first record: a digest of the history before the trail
-	AuditTransition = "transition" // a move of an operation from one state to another
-	AuditApproval   = "approval"   // an approval asked, bound to the payload's hash
-	AuditDecision   = "decision"   // what became of an approval, and who decided
-	AuditVote       = "vote"       // one approver's approval of an approval that needs several, or a grant's
-	AuditEscalation = "escalation" // an approval sent to the escalation list of approvers
-	AuditEdit       = "edit"       // a payload replaced by an approver before its approval
-	AuditGrant      = "grant"      // an approver's grant made
-	AuditRevoke     = "revoke"     // a grant ended before its time
-)
-
-// ZeroHash is the prev_hash of the first record of a trail.
-var ZeroHash = strings.Repeat("0", 64)
-
-// AuditRecord is one record of the audit trail, as stored and as exported (one
-// JSON line each).
-type AuditRecord struct {
-	Seq       int64           `json:"seq"`
-	At        int64           `json:"at"` // Unix milliseconds
-	Kind      string          `json:"kind"`
-	Operation string          `json:"operation,omitempty"`
-	Ref       string          `json:"ref,omitempty"` // the transition's seq, the approval's id
-	Body      json.RawMessage `json:"body"`
-	PrevHash  string          `json:"prev_hash"`
-	Hash      string          `json:"hash"`
-}
-
-// Sum returns the hash r must carry: the SHA-256, in hex, of its prev_hash (the
-// 64 hex characters) followed by its canonical form, the JSON object
-// {"seq","at","kind","operation","ref","body"} in that order with the body as a
-// string of its exact bytes.
-func (r AuditRecord) Sum() string {
-	canon, _ := json.Marshal(struct {
-		Seq       int64  `json:"seq"`
-		At        int64  `json:"at"`
-		Kind      string `json:"kind"`
-		Operation string `json:"operation"`
-		Ref       string `json:"ref"`
-		Body      string `json:"body"`
-	}{r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body)}) // plain strings always marshal
-	h := sha256.New()
-	h.Write([]byte(r.PrevHash))
-	h.Write(canon)
-	return hex.EncodeToString(h.Sum(nil))
-}
 
 // transitionFact is the body of a transition record: the row of transitions,
 // and what the move recorded with it that a person may ask about later.
@@ -157,7 +111,7 @@ type chain struct {
 	// queue, on PostgreSQL, says that the records go to audit_pending;
 	// queued says that some did, and a flush is due once they commit.
 	queue, queued bool
-	pending       []AuditRecord
+	pending       []audit.Record
 }
 
 // head is the last record this journal appended on SQLite: most often still
@@ -188,7 +142,7 @@ func (t txn) audit(kind, op, ref string, at time.Time, body any) {
 	if t.chain == nil || t.chain.off {
 		return
 	}
-	t.chain.pending = append(t.chain.pending, AuditRecord{At: ms(at), Kind: kind, Operation: op, Ref: ref, Body: json.RawMessage(mustJSON(body))})
+	t.chain.pending = append(t.chain.pending, audit.Record{At: ms(at), Kind: kind, Operation: op, Ref: ref, Body: json.RawMessage(mustJSON(body))})
 }
 
 // flushAudit writes the queued records inside the transaction of the facts.
@@ -266,13 +220,13 @@ type queryRower interface {
 }
 
 // auditHead returns the seq and hash of the trail's last record (0 and
-// ZeroHash when it has none).
+// audit.ZeroHash when it has none).
 func auditHead(ctx context.Context, q queryRower) (int64, string, error) {
 	var seq int64
 	var hash string
 	err := q.QueryRowContext(ctx, "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").Scan(&seq, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, ZeroHash, nil
+		return 0, audit.ZeroHash, nil
 	}
 	return seq, hash, err
 }
@@ -280,17 +234,17 @@ func auditHead(ctx context.Context, q queryRower) (int64, string, error) {
 // auditTransition queues the record of the transition row seq.
 func (t txn) auditTransition(id string, seq int64, f transitionFact) {
 	f.Transition = seq
-	t.audit(AuditTransition, id, strconv.FormatInt(seq, 10), fromMS(f.At), f)
+	t.audit(audit.Transition, id, strconv.FormatInt(seq, 10), fromMS(f.At), f)
 }
 
 // auditApproval queues the record of an approval asked.
 func (t txn) auditApproval(a *Approval) {
-	t.audit(AuditApproval, a.OperationID, a.ID, a.Created, approvalAsked(*a))
+	t.audit(audit.Approval, a.OperationID, a.ID, a.Created, approvalAsked(*a))
 }
 
 // auditDecision queues the record of a decision on approval a.
 func (t txn) auditDecision(a *Approval, d Decision, by int64, at time.Time) {
-	t.audit(AuditDecision, a.OperationID, a.ID, at, decisionFact(a.ID, d, by, at, a.Grant))
+	t.audit(audit.Decision, a.OperationID, a.ID, at, decisionFact(a.ID, d, by, at, a.Grant))
 }
 
 func decisionFact(id string, d Decision, by int64, at time.Time, grant string) approvalFact {
@@ -312,7 +266,7 @@ func writeGenesis(ctx context.Context, t txn, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("audit genesis: %w", err)
 	}
-	t.audit(AuditGenesis, "", "", now, g)
+	t.audit(audit.Genesis, "", "", now, g)
 	return nil
 }
 
@@ -390,7 +344,7 @@ func digestHistory(ctx context.Context, q queryer, through int64, chained map[st
 // (since 0 or 1: all of them), in order, and stops at fn's first error, which
 // it returns. On PostgreSQL it first chains the records still pending
 // (FlushAudit), so that an export holds every fact committed before the call.
-func (j *Journal) AuditRecords(ctx context.Context, since int64, fn func(AuditRecord) error) error {
+func (j *Journal) AuditRecords(ctx context.Context, since int64, fn func(audit.Record) error) error {
 	if err := j.FlushAudit(ctx); err != nil {
 		return err
 	}
@@ -398,14 +352,14 @@ func (j *Journal) AuditRecords(ctx context.Context, since int64, fn func(AuditRe
 }
 
 // auditRecords reads the chained records from seq since on, through q.
-func auditRecords(ctx context.Context, q queryer, since int64, fn func(AuditRecord) error) error {
+func auditRecords(ctx context.Context, q queryer, since int64, fn func(audit.Record) error) error {
 	rows, err := q.QueryContext(ctx, "SELECT seq, at, kind, operation_id, ref, body, prev_hash, hash FROM audit WHERE seq >= ? ORDER BY seq", since)
 	if err != nil {
 		return fmt.Errorf("journal: read the audit trail: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var r AuditRecord
+		var r audit.Record
 		var body string
 		if err := rows.Scan(&r.Seq, &r.At, &r.Kind, &r.Operation, &r.Ref, &body, &r.PrevHash, &r.Hash); err != nil {
 			return fmt.Errorf("journal: read the audit trail: %w", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
@@ -186,10 +187,10 @@ func testAnUntouchedJournalVerifies(t *testing.T, name string) {
 	// an edit, whose move asks again; two under one card's grant, two votes; one
 	// under a window grant, a vote, and the grant revoked).
 	kinds := map[string]int{}
-	j.AuditRecords(context.Background(), 0, func(r journal.AuditRecord) error { kinds[r.Kind]++; return nil })
-	want := map[string]int{journal.AuditGenesis: 1, journal.AuditTransition: 4*4 + 2 + 6 + 5*4 + 1, journal.AuditApproval: 4 + 5 + 1,
-		journal.AuditDecision: 4 + 5 + 1, journal.AuditVote: 2 + 2 + 1, journal.AuditEscalation: 1, journal.AuditEdit: 1,
-		journal.AuditGrant: 2, journal.AuditRevoke: 1}
+	j.AuditRecords(context.Background(), 0, func(r audit.Record) error { kinds[r.Kind]++; return nil })
+	want := map[string]int{audit.Genesis: 1, audit.Transition: 4*4 + 2 + 6 + 5*4 + 1, audit.Approval: 4 + 5 + 1,
+		audit.Decision: 4 + 5 + 1, audit.Vote: 2 + 2 + 1, audit.Escalation: 1, audit.Edit: 1,
+		audit.Grant: 2, audit.Revoke: 1}
 	total := 0
 	for k, n := range want {
 		total += n

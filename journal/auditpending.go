@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/countersign/countersign/audit"
 )
 
 // On PostgreSQL a write does not append to the audit trail itself: the trail
@@ -187,10 +189,10 @@ func (j *Journal) chainBatch(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("read pending records: %w", err)
 	}
 	var ids []int64
-	var recs []AuditRecord
+	var recs []audit.Record
 	for rows.Next() {
 		var id int64
-		var r AuditRecord
+		var r audit.Record
 		var body string
 		if err := rows.Scan(&id, &r.At, &r.Kind, &r.Operation, &r.Ref, &body); err != nil {
 			rows.Close()
@@ -293,14 +295,14 @@ func (t txn) logTransitionPG(ctx context.Context, id string, f transitionFact) e
 	return t.later(ctx, "log transition of "+id, `WITH tr AS (`+insert+` RETURNING seq)
 		INSERT INTO audit_pending(at, kind, operation_id, ref, body)
 		SELECT CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(seq AS TEXT), CAST(? AS TEXT) || CAST(seq AS TEXT) || CAST(? AS TEXT) FROM tr`,
-		append(args, f.At, AuditTransition, id, strings.TrimSuffix(transitionHead, "0"), body[len(transitionHead):])...)
+		append(args, f.At, audit.Transition, id, strings.TrimSuffix(transitionHead, "0"), body[len(transitionHead):])...)
 }
 
 // pendingRecord is an audit record not yet chained: its id in audit_pending,
 // and the record without seq and hashes.
 type pendingRecord struct {
 	id int64
-	AuditRecord
+	audit.Record
 }
 
 // readPending reads the records still pending, in id order (the order a

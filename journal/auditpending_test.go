@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -60,7 +61,7 @@ func onceEach(t *testing.T, name string, j *journal.Journal) {
 	t.Helper()
 	ctx := context.Background()
 	seen := map[string]int{}
-	if err := j.AuditRecords(ctx, 0, func(r journal.AuditRecord) error { seen[r.Kind+" "+r.Ref]++; return nil }); err != nil {
+	if err := j.AuditRecords(ctx, 0, func(r audit.Record) error { seen[r.Kind+" "+r.Ref]++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]int{"genesis ": 1}

@@ -8,39 +8,9 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/tools"
 )
-
-// AuditFault is the first thing wrong with an audit trail: the record it was
-// found at (Seq 0 for a fact of the journal that has no record), or the
-// pending record (Pending, its id in audit_pending, on PostgreSQL: not yet
-// chained, but checked against the facts all the same), its kind and
-// operation, and what is wrong.
-type AuditFault struct {
-	Seq       int64
-	Pending   int64
-	Kind      string
-	Operation string
-	Problem   string
-}
-
-func (f AuditFault) String() string {
-	where := "record " + strconv.FormatInt(f.Seq, 10)
-	switch {
-	case f.Pending != 0:
-		where = "pending record " + strconv.FormatInt(f.Pending, 10)
-	case f.Seq == 0:
-		where = "journal"
-	}
-	if f.Kind != "" {
-		where += " (" + f.Kind
-		if f.Operation != "" {
-			where += " of " + f.Operation
-		}
-		where += ")"
-	}
-	return where + ": " + f.Problem
-}
 
 // AuditReport is what VerifyAudit found.
 type AuditReport struct {
@@ -50,60 +20,8 @@ type AuditReport struct {
 	// committed while the check ran), checked against their facts but not
 	// yet protected by the chain.
 	Pending int64
-	Fault   *AuditFault // the first bad record; nil when the trail is intact
+	Fault   *audit.RecordFault // the first bad record; nil when the trail is intact
 }
-
-// AuditChain checks records one after another: each must follow the one before
-// (its seq the next, its prev_hash that record's hash) and carry its own hash.
-// VerifyAudit walks the journal's trail with one, and an export's check the
-// lines of the file.
-type AuditChain struct {
-	n    int64
-	next int64
-	prev string
-}
-
-// NewAuditChain returns a chain that expects the trail's first record (seq 1,
-// prev_hash ZeroHash), or, with fromStart false, takes the first record it is
-// given as where a part of the trail begins (an export from a seq on).
-func NewAuditChain(fromStart bool) *AuditChain {
-	c := &AuditChain{next: -1}
-	if fromStart {
-		c.next, c.prev = 1, ZeroHash
-	}
-	return c
-}
-
-// Add checks r against the records before it and returns what is wrong with
-// it, or nil.
-func (c *AuditChain) Add(r AuditRecord) *AuditFault {
-	fault := func(format string, args ...any) *AuditFault {
-		return &AuditFault{Seq: r.Seq, Kind: r.Kind, Operation: r.Operation, Problem: fmt.Sprintf(format, args...)}
-	}
-	if c.next < 0 {
-		c.next, c.prev = r.Seq, r.PrevHash
-	}
-	switch {
-	case r.Seq != c.next:
-		return fault("seq %d where %d was due: a record is missing or out of order", r.Seq, c.next)
-	case r.PrevHash != c.prev:
-		return fault("prev_hash is not the hash of the record before: a record before it was changed, removed or moved")
-	case r.Hash != r.Sum():
-		return fault("hash does not match the record's content: the record was changed")
-	case !json.Valid(r.Body):
-		return fault("body is not JSON")
-	}
-	c.n++
-	c.next, c.prev = r.Seq+1, r.Hash
-	return nil
-}
-
-// Records returns how many records were added intact, and Head the hash of the
-// last of them.
-func (c *AuditChain) Records() int64 { return c.n }
-
-// Head returns the hash of the last record added intact.
-func (c *AuditChain) Head() string { return c.prev }
 
 // VerifyAudit recomputes the audit trail from its first record and checks the
 // journal's own tables against it: every transition row since the trail began
@@ -141,9 +59,9 @@ func (j *Journal) verifySnapshot(ctx context.Context) (AuditReport, error) {
 
 func (j *Journal) verifyAudit(ctx context.Context, q queryer) (AuditReport, error) {
 	var rep AuditReport
-	c := NewAuditChain(true)
-	var recs []AuditRecord
-	err := auditRecords(ctx, q, 0, func(r AuditRecord) error {
+	c := audit.NewChain(true)
+	var recs []audit.Record
+	err := auditRecords(ctx, q, 0, func(r audit.Record) error {
 		if f := c.Add(r); f != nil {
 			rep.Fault = f
 			return errStop
@@ -207,23 +125,23 @@ type opRow struct {
 
 // crossCheck compares the intact trail recs, and after them the records
 // still pending, with the journal's tables, read through q.
-func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []AuditRecord, pending []pendingRecord) (*AuditFault, error) {
+func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []audit.Record, pending []pendingRecord) (*audit.RecordFault, error) {
 	if len(recs) == 0 {
-		return &AuditFault{Kind: AuditGenesis, Problem: "the trail is empty: its genesis record is gone"}, nil
+		return &audit.RecordFault{Kind: audit.Genesis, Problem: "the trail is empty: its genesis record is gone"}, nil
 	}
 	fs, err := j.readFacts(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	var g genesisFact
-	faults := []AuditFault{}
+	faults := []audit.RecordFault{}
 	all := slices.Clip(recs)
 	for _, p := range pending {
-		all = append(all, p.AuditRecord)
+		all = append(all, p.Record)
 	}
 	badAt := func(i int, format string, args ...any) {
 		r := all[i]
-		f := AuditFault{Seq: r.Seq, Kind: r.Kind, Operation: r.Operation, Problem: fmt.Sprintf(format, args...)}
+		f := audit.RecordFault{Seq: r.Seq, Kind: r.Kind, Operation: r.Operation, Problem: fmt.Sprintf(format, args...)}
 		if i >= len(recs) {
 			f.Pending = pending[i-len(recs)].id
 		}
@@ -236,13 +154,13 @@ func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []AuditRecord,
 	for i, r := range all {
 		bad := func(format string, args ...any) { badAt(i, format, args...) }
 		switch {
-		case i == 0 && r.Kind != AuditGenesis:
+		case i == 0 && r.Kind != audit.Genesis:
 			bad("the trail does not start with its genesis record")
 		case i == 0:
 			if err := json.Unmarshal(r.Body, &g); err != nil {
 				bad("genesis body: %v", err)
 			}
-		case r.Kind == AuditTransition:
+		case r.Kind == audit.Transition:
 			var f transitionFact
 			if err := json.Unmarshal(r.Body, &f); err != nil || strconv.FormatInt(f.Transition, 10) != r.Ref {
 				bad("body does not describe transition %s", r.Ref)
@@ -263,7 +181,7 @@ func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []AuditRecord,
 			if f.PayloadSHA256 != "" {
 				lastSHA[r.Operation] = f.PayloadSHA256
 			}
-		case r.Kind == AuditApproval || r.Kind == AuditDecision:
+		case r.Kind == audit.Approval || r.Kind == audit.Decision:
 			var f approvalFact
 			if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
 				bad("body does not describe approval %s", r.Ref)
@@ -273,9 +191,9 @@ func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []AuditRecord,
 			switch {
 			case !ok:
 				bad("approval %s is missing from the journal", f.Approval)
-			case r.Kind == AuditApproval && asked[a.ID], r.Kind == AuditDecision && decided[a.ID]:
+			case r.Kind == audit.Approval && asked[a.ID], r.Kind == audit.Decision && decided[a.ID]:
 				bad("approval %s has a %s record already: a fact has one record, and this one was added", a.ID, r.Kind)
-			case r.Kind == AuditApproval:
+			case r.Kind == audit.Approval:
 				asked[a.ID] = true
 				if got := approvalAsked(a); a.OperationID != r.Operation || got != f {
 					bad("approval %s in the journal is %s; the record says %s", a.ID, mustJSON(got), r.Body)
@@ -287,7 +205,7 @@ func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []AuditRecord,
 						a.ID, a.Decision, a.DecidedBy, ms(a.DecidedAt), f.Decision, f.By, f.At)
 				}
 			}
-		case r.Kind == AuditVote || r.Kind == AuditEscalation || r.Kind == AuditEdit || r.Kind == AuditGrant || r.Kind == AuditRevoke:
+		case r.Kind == audit.Vote || r.Kind == audit.Escalation || r.Kind == audit.Edit || r.Kind == audit.Grant || r.Kind == audit.Revoke:
 			if problem := more.check(fs, r); problem != "" {
 				bad("%s", problem)
 			}
@@ -313,13 +231,13 @@ func (j *Journal) transitionOf(fs facts, seq int64) (transitionRow, bool) {
 // checkUnrecorded looks for facts of the journal that have no record since the
 // trail began, checks the history before it against the genesis digest, and
 // each operation's state and payload against its last records.
-func (j *Journal) checkUnrecorded(ctx context.Context, q queryer, fs facts, recs []AuditRecord, g genesisFact,
-	seenT map[int64]bool, asked, decided map[string]bool, lastState map[string]State, lastSHA map[string]string) (*AuditFault, error) {
-	missing := func(kind, op, format string, args ...any) (*AuditFault, error) {
-		return &AuditFault{Kind: kind, Operation: op, Problem: fmt.Sprintf(format, args...)}, nil
+func (j *Journal) checkUnrecorded(ctx context.Context, q queryer, fs facts, recs []audit.Record, g genesisFact,
+	seenT map[int64]bool, asked, decided map[string]bool, lastState map[string]State, lastSHA map[string]string) (*audit.RecordFault, error) {
+	missing := func(kind, op, format string, args ...any) (*audit.RecordFault, error) {
+		return &audit.RecordFault{Kind: kind, Operation: op, Problem: fmt.Sprintf(format, args...)}, nil
 	}
 	if len(recs) == 0 {
-		return missing(AuditGenesis, "", "the trail is empty: its genesis record is gone")
+		return missing(audit.Genesis, "", "the trail is empty: its genesis record is gone")
 	}
 	seqs := make([]int64, 0, len(fs.transitions))
 	for seq := range fs.transitions {
@@ -328,7 +246,7 @@ func (j *Journal) checkUnrecorded(ctx context.Context, q queryer, fs facts, recs
 	slices.Sort(seqs)
 	for _, seq := range seqs {
 		if row := fs.transitions[seq]; seq > g.Transitions && !seenT[seq] {
-			return missing(AuditTransition, row.op, "transition %d (%s -> %s, %q) has no audit record", seq, row.f.From, row.f.To, row.f.Reason)
+			return missing(audit.Transition, row.op, "transition %d (%s -> %s, %q) has no audit record", seq, row.f.From, row.f.To, row.f.Reason)
 		}
 	}
 	ids := make([]string, 0, len(fs.approvals))
@@ -343,7 +261,7 @@ func (j *Journal) checkUnrecorded(ctx context.Context, q queryer, fs facts, recs
 	for _, id := range ids {
 		a := fs.approvals[id]
 		if a.Decision != Pending && !decided[id] && (asked[id] || pending[id]) {
-			return missing(AuditDecision, a.OperationID, "decision %s by %d on approval %s has no audit record", a.Decision, a.DecidedBy, id)
+			return missing(audit.Decision, a.OperationID, "decision %s by %d on approval %s has no audit record", a.Decision, a.DecidedBy, id)
 		}
 	}
 	h, err := digestHistory(ctx, q, g.Transitions, asked, pending)
@@ -351,7 +269,7 @@ func (j *Journal) checkUnrecorded(ctx context.Context, q queryer, fs facts, recs
 		return nil, fmt.Errorf("journal: verify the audit trail: %w", err)
 	}
 	if h.History != g.History || h.Approvals != g.Approvals {
-		return &AuditFault{Seq: recs[0].Seq, Kind: AuditGenesis, Problem: fmt.Sprintf(
+		return &audit.RecordFault{Seq: recs[0].Seq, Kind: audit.Genesis, Problem: fmt.Sprintf(
 			"the history before the trail (%d transitions, %d approvals) no longer matches its digest: a transition or an approval from before it was changed, removed or added", g.Transitions, g.Approvals)}, nil
 	}
 	opIDs := make([]string, 0, len(lastState))
@@ -368,9 +286,9 @@ func (j *Journal) checkUnrecorded(ctx context.Context, q queryer, fs facts, recs
 }
 
 // checkOperation compares an operation's row with what its last records say.
-func checkOperation(id string, o opRow, state State, sha string, ops map[string]opRow) *AuditFault {
-	bad := func(format string, args ...any) *AuditFault {
-		return &AuditFault{Kind: "operation", Operation: id, Problem: fmt.Sprintf(format, args...)}
+func checkOperation(id string, o opRow, state State, sha string, ops map[string]opRow) *audit.RecordFault {
+	bad := func(format string, args ...any) *audit.RecordFault {
+		return &audit.RecordFault{Kind: "operation", Operation: id, Problem: fmt.Sprintf(format, args...)}
 	}
 	if _, ok := ops[id]; !ok {
 		return bad("the operation is missing from the journal")

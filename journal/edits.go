@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -71,7 +72,7 @@ func (j *Journal) EditPayload(ctx context.Context, apID string, p tools.Payload,
 			VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, e.Operation, e.Seq, old, e.OldSHA256, e.NewSHA256, by, ms(now), a.ID); err != nil {
 			return fmt.Errorf("edit of %s: %w", e.Operation, err)
 		}
-		tx.audit(AuditEdit, e.Operation, a.ID, now, e.fact())
+		tx.audit(audit.Edit, e.Operation, a.ID, now, e.fact())
 		next.OperationID, next.PayloadSHA256 = e.Operation, e.NewSHA256
 		return j.move(ctx, tx, e.Operation, Move{From: AwaitingApproval, To: AwaitingApproval,
 			Reason: fmt.Sprintf("%s %d: sha256 %s -> %s", ReasonEdited, by, short(e.OldSHA256), short(e.NewSHA256)), Payload: &p, Approval: next})

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -116,7 +117,7 @@ func insertGrant(ctx context.Context, tx txn, g *Grant) error {
 	if err != nil {
 		return fmt.Errorf("grant %s: %w", g.ID, err)
 	}
-	tx.audit(AuditGrant, "", g.ID, g.Created, g.fact())
+	tx.audit(audit.Grant, "", g.ID, g.Created, g.fact())
 	return nil
 }
 
@@ -252,7 +253,7 @@ func (j *Journal) RevokeGrant(ctx context.Context, id string, by int64) (Grant, 
 			return ErrGrantEnded
 		}
 		g.RevokedBy, g.Revoked = by, now
-		tx.audit(AuditRevoke, "", g.ID, now, grantFact{Grant: g.ID, By: g.By, At: ms(now), RevokedBy: by})
+		tx.audit(audit.Revoke, "", g.ID, now, grantFact{Grant: g.ID, By: g.By, At: ms(now), RevokedBy: by})
 		return nil
 	})
 	if errors.Is(err, ErrGrantEnded) {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/audit"
 )
 
 // ErrVoted means the approver already approved this approval: a quorum counts
@@ -51,7 +53,7 @@ func (j *Journal) vote(ctx context.Context, tx txn, a *Approval, b Ballot, now t
 	}
 	v := Vote{By: b.By, At: now, Grant: b.Grant}
 	a.Votes = append(a.Votes, v)
-	tx.audit(AuditVote, a.OperationID, a.ID, now, voteFact{Approval: a.ID, By: v.By, At: ms(now), Grant: v.Grant, Of: len(a.Votes), Required: a.required()})
+	tx.audit(audit.Vote, a.OperationID, a.ID, now, voteFact{Approval: a.ID, By: v.By, At: ms(now), Grant: v.Grant, Of: len(a.Votes), Required: a.required()})
 	return nil
 }
 
@@ -96,7 +98,7 @@ func (j *Journal) Escalate(ctx context.Context, id string) (Approval, bool, erro
 			return err
 		}
 		done = true
-		tx.audit(AuditEscalation, a.OperationID, a.ID, now, escalationFact{Approval: a.ID, At: ms(now)})
+		tx.audit(audit.Escalation, a.OperationID, a.ID, now, escalationFact{Approval: a.ID, At: ms(now)})
 		return nil
 	})
 	if err != nil {

@@ -139,7 +139,9 @@ func TestACorrectionIsHeldToEveryLimitOfItsTool(t *testing.T) {
 		text, want string
 	}{
 		{"an edit past one message", "commit_edit_message",
-			func(h *harness) map[string]any { return map[string]any{"operation_id": h.delivered("v1"), "text": "v2"} },
+			func(h *harness) map[string]any {
+				return map[string]any{"operation_id": h.delivered("v1"), "text": "v2"}
+			},
 			long, "an edit is one message"},
 		{"a text with a parse mode past one message", "commit_send_message",
 			func(*harness) map[string]any {
@@ -147,7 +149,9 @@ func TestACorrectionIsHeldToEveryLimitOfItsTool(t *testing.T) {
 			},
 			long, "sent as plain text"},
 		{"a secret", "commit_edit_message",
-			func(h *harness) map[string]any { return map[string]any{"operation_id": h.delivered("v1"), "text": "v2"} },
+			func(h *harness) map[string]any {
+				return map[string]any{"operation_id": h.delivered("v1"), "text": "v2"}
+			},
 			"token 123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0", "looks like a secret"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

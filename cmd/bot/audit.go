@@ -98,7 +98,7 @@ func verifyAgainst(ctx context.Context, j *journal.Journal, export, pubArg strin
 		return exitError
 	}
 	defer f.Close()
-	rep, err := audit.Against(ctx, f, j)
+	rep, err := audit.Against(ctx, f, j.AuditRecords)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, env.program()+" audit verify:", err)
 		return exitError

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -171,9 +172,9 @@ func TestAJournalRewrittenWholeIsCaughtAgainstAKeptExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []journal.AuditRecord
+	var recs []audit.Record
 	for rows.Next() {
-		var r journal.AuditRecord
+		var r audit.Record
 		var op, ref sql.NullString
 		var body string
 		if err := rows.Scan(&r.Seq, &r.At, &r.Kind, &op, &ref, &body, &r.PrevHash, &r.Hash); err != nil {

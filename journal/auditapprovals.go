@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+
+	"github.com/countersign/countersign/audit"
 )
 
 // The cross-check of the audit records of approvals beyond one tap: votes,
@@ -28,9 +30,9 @@ func newBeyondTap() *beyondTap {
 
 // check compares record r with the journal's row, and returns what is wrong
 // ("" when nothing is).
-func (b *beyondTap) check(fs facts, r AuditRecord) string {
+func (b *beyondTap) check(fs facts, r audit.Record) string {
 	switch r.Kind {
-	case AuditVote:
+	case audit.Vote:
 		var f voteFact
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
 			return "body does not describe a vote on " + r.Ref
@@ -47,7 +49,7 @@ func (b *beyondTap) check(fs facts, r AuditRecord) string {
 		case ms(v.At) != f.At || v.Grant != f.Grant:
 			return fmt.Sprintf("the vote of %d on %s in the journal is at %d (grant %q); the record says %d (grant %q)", f.By, f.Approval, ms(v.At), v.Grant, f.At, f.Grant)
 		}
-	case AuditEscalation:
+	case audit.Escalation:
 		var f escalationFact
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
 			return "body does not describe an escalation of " + r.Ref
@@ -59,7 +61,7 @@ func (b *beyondTap) check(fs facts, r AuditRecord) string {
 		if a, ok := fs.approvals[f.Approval]; !ok || ms(a.Escalated) != f.At || a.OperationID != r.Operation {
 			return fmt.Sprintf("approval %s in the journal was not escalated at %d, as the record says", f.Approval, f.At)
 		}
-	case AuditEdit:
+	case audit.Edit:
 		var f editFact
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
 			return "body does not describe an edit voiding " + r.Ref
@@ -78,7 +80,7 @@ func (b *beyondTap) check(fs facts, r AuditRecord) string {
 		case e.Old.SHA256() != e.OldSHA256:
 			return fmt.Sprintf("edit %d of %s: the payload it replaced hashes to %s, not %s: it was changed", f.Seq, r.Operation, short(e.Old.SHA256()), short(e.OldSHA256))
 		}
-	case AuditGrant, AuditRevoke:
+	case audit.Grant, audit.Revoke:
 		var f grantFact
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Grant != r.Ref {
 			return "body does not describe grant " + r.Ref
@@ -87,10 +89,10 @@ func (b *beyondTap) check(fs facts, r AuditRecord) string {
 		if !ok {
 			return fmt.Sprintf("grant %s is missing from the journal", f.Grant)
 		}
-		if r.Kind == AuditRevoke && b.revoked[f.Grant] || r.Kind == AuditGrant && b.grants[f.Grant] {
+		if r.Kind == audit.Revoke && b.revoked[f.Grant] || r.Kind == audit.Grant && b.grants[f.Grant] {
 			return fmt.Sprintf("grant %s has a %s record already: a fact has one record, and this one was added", f.Grant, r.Kind)
 		}
-		if r.Kind == AuditRevoke {
+		if r.Kind == audit.Revoke {
 			b.revoked[f.Grant] = true
 			if g.RevokedBy != f.RevokedBy || ms(g.Revoked) != f.At {
 				return fmt.Sprintf("grant %s in the journal was revoked by %d at %d; the record says %d at %d", f.Grant, g.RevokedBy, ms(g.Revoked), f.RevokedBy, f.At)
@@ -106,32 +108,32 @@ func (b *beyondTap) check(fs facts, r AuditRecord) string {
 }
 
 // unrecorded returns the first row of these tables that has no record.
-func (b *beyondTap) unrecorded(fs facts) *AuditFault {
-	missing := func(kind, op, format string, args ...any) *AuditFault {
-		return &AuditFault{Kind: kind, Operation: op, Problem: fmt.Sprintf(format, args...)}
+func (b *beyondTap) unrecorded(fs facts) *audit.RecordFault {
+	missing := func(kind, op, format string, args ...any) *audit.RecordFault {
+		return &audit.RecordFault{Kind: kind, Operation: op, Problem: fmt.Sprintf(format, args...)}
 	}
 	for _, k := range sortedKeys(fs.votes, func(a, b voteKey) int { return compareKeys(a.approval, b.approval, a.by, b.by) }) {
 		if !b.votes[k] {
-			return missing(AuditVote, fs.approvals[k.approval].OperationID, "the vote of %d on %s has no audit record", k.by, k.approval)
+			return missing(audit.Vote, fs.approvals[k.approval].OperationID, "the vote of %d on %s has no audit record", k.by, k.approval)
 		}
 	}
 	for _, k := range sortedKeys(fs.edits, func(a, b editKey) int { return compareKeys(a.op, b.op, int64(a.seq), int64(b.seq)) }) {
 		if !b.edits[k] {
-			return missing(AuditEdit, k.op, "edit %d of %s has no audit record", k.seq, k.op)
+			return missing(audit.Edit, k.op, "edit %d of %s has no audit record", k.seq, k.op)
 		}
 	}
 	for _, id := range sortedKeys(fs.grants, func(a, b string) int { return compareKeys(a, b, 0, 0) }) {
 		g := fs.grants[id]
 		if !b.grants[id] {
-			return missing(AuditGrant, "", "grant %s by %d has no audit record", id, g.By)
+			return missing(audit.Grant, "", "grant %s by %d has no audit record", id, g.By)
 		}
 		if !g.Revoked.IsZero() && !b.revoked[id] {
-			return missing(AuditRevoke, "", "the revocation of grant %s by %d has no audit record", id, g.RevokedBy)
+			return missing(audit.Revoke, "", "the revocation of grant %s by %d has no audit record", id, g.RevokedBy)
 		}
 	}
 	for _, id := range sortedKeys(fs.approvals, func(a, b string) int { return compareKeys(a, b, 0, 0) }) {
 		if a := fs.approvals[id]; !a.Escalated.IsZero() && !b.escalated[id] {
-			return missing(AuditEscalation, a.OperationID, "the escalation of approval %s has no audit record", id)
+			return missing(audit.Escalation, a.OperationID, "the escalation of approval %s has no audit record", id)
 		}
 	}
 	return nil
