@@ -191,6 +191,12 @@ func (o *Operator) showLate(ctx context.Context, since time.Time) {
 		if o.shownElsewhere(op, a, now) {
 			continue
 		}
+		// The list was read before the checks above: a decision in between
+		// (an edit, a tap) forgot the approval's card there, and the approval
+		// is no longer waiting. Only one still waiting, as read now, is shown.
+		if cur, err := o.opts.Journal.LatestApproval(ctx, op.ID); err != nil || cur.ID != a.ID || cur.Decision != "" {
+			continue
+		}
 		o.publishAsked(ctx, op, a, true)
 	}
 }
