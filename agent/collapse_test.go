@@ -3,16 +3,18 @@ package agent
 import (
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/model"
 )
 
 // TestCollapsingNeverReplacesAResultWithALongerNote keeps the promise that
 // shortening makes the prompt smaller: a short tool result stays as it is.
 func TestCollapsingNeverReplacesAResultWithALongerNote(t *testing.T) {
 	long := strings.Repeat("x", 500)
-	s := state{messages: []Message{
-		{Role: RoleUser, Text: "go"},
-		{Role: RoleTool, ToolResults: []ToolResult{{Content: "ok"}, {Content: long}}},
-		{Role: RoleTool, ToolResults: []ToolResult{{Content: "last"}}},
+	s := state{messages: []model.Message{
+		{Role: model.RoleUser, Text: "go"},
+		{Role: model.RoleTool, ToolResults: []model.ToolResult{{Content: "ok"}, {Content: long}}},
+		{Role: model.RoleTool, ToolResults: []model.ToolResult{{Content: "last"}}},
 	}}
 	next, detail := s.afterCollapse()
 	got := next.messages[1].ToolResults

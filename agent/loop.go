@@ -1,3 +1,8 @@
+// Package agent is the agent loop and the verifier's reviewer: the state
+// machine that turns a chat's text into model turns and tool calls through the
+// operator, on the model layer (package model, which cannot reach a tool), and
+// the Reviewer that gives the verifier a model's second opinion with read-only
+// tools.
 package agent
 
 import (
@@ -11,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
 )
@@ -79,7 +85,7 @@ func (t Transition) String() string {
 }
 
 // Path joins transitions with arrows.
-func Path(ts []Transition) string { return arrows(ts) }
+func Path(ts []Transition) string { return model.Arrows(ts) }
 
 // LoopLimits bound one turn. A zero field takes the task's policy snapshot
 // (policy.Model: steps, continuations, max_tokens).
@@ -101,11 +107,11 @@ type LoopLimits struct {
 // because tools run here, between requests, exactly once per call.
 type Loop struct {
 	memory   memory
-	provider Provider
+	provider model.Provider
 	model    string
 	fallback string // the environment's fallback model; "" takes the task's policy
 	operator *operator.Operator
-	specs    []ToolSpec
+	specs    []model.ToolSpec
 	limits   LoopLimits
 	observe  func(Transition)
 	running  Running
@@ -116,16 +122,16 @@ type LoopOption func(*Loop)
 
 // WithFallback sets the fallback model, overriding the policy's (the
 // environment's ANTHROPIC_FALLBACK_MODEL / OPENAI_FALLBACK_MODEL).
-func WithFallback(model string) LoopOption { return func(l *Loop) { l.fallback = model } }
+func WithFallback(name string) LoopOption { return func(l *Loop) { l.fallback = name } }
 
 // NewLoop returns a Loop asking model through p, offering the tools of reg (the
 // policy's). observe, when not nil, hears every transition as it happens.
-func NewLoop(p Provider, model string, op *operator.Operator, reg *tools.Registry, limits LoopLimits, observe func(Transition), opts ...LoopOption) *Loop {
-	l := &Loop{provider: p, model: model, operator: op, limits: limits, observe: observe}
+func NewLoop(p model.Provider, modelName string, op *operator.Operator, reg *tools.Registry, limits LoopLimits, observe func(Transition), opts ...LoopOption) *Loop {
+	l := &Loop{provider: p, model: modelName, operator: op, limits: limits, observe: observe}
 	for _, name := range reg.Names() {
 		t, _ := reg.Get(name)
 		p := t.Params()
-		l.specs = append(l.specs, ToolSpec{Name: name, Description: t.Description(), Properties: p.Properties, Required: p.Required})
+		l.specs = append(l.specs, model.ToolSpec{Name: name, Description: t.Description(), Properties: p.Properties, Required: p.Required})
 	}
 	if l.observe == nil {
 		l.observe = func(Transition) {}
@@ -152,7 +158,7 @@ type Outcome struct {
 // nothing is carried over by accident: a fragment of a cut reply never outlives
 // the messages it belonged to.
 type state struct {
-	messages []Message
+	messages []model.Message
 	start    int // the index of this turn's first message, after earlier exchanges
 	steps    int // model replies acted on
 	// continuations counts continuation prompts in the turn; continuing marks
@@ -171,8 +177,8 @@ type state struct {
 // settings are a turn's bounds and recovery, from the task's policy snapshot.
 type settings struct {
 	limits LoopLimits
-	retry  Policy
-	budget *Budget
+	retry  model.Policy
+	budget *model.Budget
 }
 
 // Turn runs one turn within a task, with no memory of earlier turns: text is the
@@ -202,11 +208,11 @@ func (l *Loop) settingsOf(ctx context.Context, taskID string) (settings, error) 
 			*f.dst = f.v
 		}
 	}
-	return settings{limits: lim, retry: RetryPolicy(m), budget: NewBudget(m.TurnRequests, m.TurnWait)}, nil
+	return settings{limits: lim, retry: model.RetryPolicy(m), budget: model.NewBudget(m.TurnRequests, m.TurnWait)}, nil
 }
 
 // turn runs a turn after the earlier exchanges.
-func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message) (Outcome, error) {
+func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []model.Message) (Outcome, error) {
 	var out Outcome
 	record := func(s state, t Transition) {
 		t.Request = s.steps
@@ -223,7 +229,7 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 		return out, err
 	}
 	var did []string // what the turn's calls did in the world, for an end that would say nothing was
-	s := state{messages: append(slices.Clip(earlier), Message{Role: RoleUser, Text: text}), start: len(earlier)}
+	s := state{messages: append(slices.Clip(earlier), model.Message{Role: model.RoleUser, Text: text}), start: len(earlier)}
 	for {
 		if ctx.Err() != nil {
 			return end(s, EndCancelled, cancelCause(ctx), cancelledText(ctx))
@@ -235,7 +241,7 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 		s.steps++
 		res, err := l.provider.Complete(ctx, l.request(s, cfg))
 		switch {
-		case errors.Is(err, ErrPromptTooLong) && !s.collapsed:
+		case errors.Is(err, model.ErrPromptTooLong) && !s.collapsed:
 			next, detail := s.afterCollapse()
 			if detail != "" {
 				s = next
@@ -244,7 +250,7 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 			}
 			s = next // nothing to collapse: on to the summary
 			fallthrough
-		case errors.Is(err, ErrPromptTooLong) && !s.summarized:
+		case errors.Is(err, model.ErrPromptTooLong) && !s.summarized:
 			summary, serr := l.summarize(ctx, s, cfg)
 			if serr != nil {
 				return end(s, EndPromptTooLong, serr.Error(), tooLongSay(did))
@@ -252,25 +258,25 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 			s = s.afterSummary(summary)
 			record(s, Transition{Name: ContSummaryRetry, Detail: fmt.Sprintf("%d characters of summary", len(summary))})
 			continue
-		case errors.Is(err, ErrPromptTooLong):
+		case errors.Is(err, model.ErrPromptTooLong):
 			return end(s, EndPromptTooLong, err.Error(), tooLongSay(did))
 		case err != nil && ctx.Err() != nil:
 			return end(s, EndCancelled, cancelCause(ctx), cancelledText(ctx))
-		case errors.Is(err, ErrTurnBudget):
+		case errors.Is(err, model.ErrTurnBudget):
 			return end(s, EndBudgetExhausted, err.Error(), "Stopped: the model kept failing and this request used up its retries. "+doneSay(did, "Nothing else was done")+"; try again later.")
 		case err != nil:
 			return end(s, EndModelError, err.Error(), "The model could not be reached ("+modelTrouble(err)+"). "+doneSay(did, "Nothing was done")+"; try again later or use the commands (/help).")
 		}
 		switch {
-		case res.Stop == StopMaxTokens && s.continuations < cfg.limits.Continuations:
+		case res.Stop == model.StopMaxTokens && s.continuations < cfg.limits.Continuations:
 			// A cut reply's tool calls may be cut too: none of them runs.
 			s = s.afterCut(res)
 			record(s, Transition{Name: ContMaxTokensContinue, Detail: fmt.Sprintf("continuation %d", s.continuations)})
 			continue
-		case res.Stop == StopMaxTokens:
+		case res.Stop == model.StopMaxTokens:
 			return end(s, EndBudgetExhausted, fmt.Sprintf("still cut after %d continuations", s.continuations),
 				strings.TrimSpace(s.said+res.Text)+"\n\n(The reply was cut off. "+doneSay(did, "Nothing else was done")+".)")
-		case res.Stop == StopRefusal:
+		case res.Stop == model.StopRefusal:
 			return end(s, EndRefusal, "", orText(res.Text, "The model declined this request."))
 		case unsupported(res):
 			return end(s, EndUnsupported, fmt.Sprintf("stop reason %q, %d characters, %d tool calls", res.Stop, len(res.Text), len(res.ToolCalls)),
@@ -302,22 +308,22 @@ func (l *Loop) turn(ctx context.Context, taskID, text string, earlier []Message)
 
 // request is the model request state s makes, travelling with the task's recovery
 // and the turn's budget.
-func (l *Loop) request(s state, cfg settings) Request {
+func (l *Loop) request(s state, cfg settings) model.Request {
 	retry := cfg.retry
 	limit := cfg.limits.MaxTokens
 	if s.maxTokens > limit {
 		limit = s.maxTokens
 	}
-	return Request{Model: l.model, System: loopPrompt, Messages: s.messages, Tools: l.specs,
+	return model.Request{Model: l.model, System: loopPrompt, Messages: s.messages, Tools: l.specs,
 		MaxTokens: limit, Continues: s.continuing, Retry: &retry, Budget: cfg.budget}
 }
 
 // knownStops are the stop reasons the loop acts on.
-var knownStops = []StopReason{StopEndTurn, StopToolUse, StopMaxTokens, StopRefusal}
+var knownStops = []model.StopReason{model.StopEndTurn, model.StopToolUse, model.StopMaxTokens, model.StopRefusal}
 
 // unsupported reports a reply the loop cannot act on: a stop reason it does not
 // know, or a reply with neither text nor a tool call.
-func unsupported(res Response) bool {
+func unsupported(res model.Response) bool {
 	return !slices.Contains(knownStops, res.Stop) || (strings.TrimSpace(res.Text) == "" && len(res.ToolCalls) == 0)
 }
 
@@ -350,9 +356,9 @@ const recutPrompt = "Your reply was cut off at the output limit before it said a
 
 // afterTools is the state after a tool round: the model's reply and its results
 // appended. A continuation in progress ends with it.
-func (s state) afterTools(reply Response, results Message) state {
+func (s state) afterTools(reply model.Response, results model.Message) state {
 	return state{
-		messages:      append(slices.Clip(s.messages), Message{Role: RoleAssistant, Text: reply.Text, ToolCalls: reply.ToolCalls}, results),
+		messages:      append(slices.Clip(s.messages), model.Message{Role: model.RoleAssistant, Text: reply.Text, ToolCalls: reply.ToolCalls}, results),
 		start:         s.start,
 		steps:         s.steps,
 		continuations: s.continuations,
@@ -366,10 +372,10 @@ func (s state) afterTools(reply Response, results Message) state {
 
 // afterCut is the state after a reply cut at the output limit: its text kept, and
 // the model asked to continue (or, cut before any text, to answer again).
-func (s state) afterCut(cut Response) state {
-	msgs := []Message{{Role: RoleUser, Text: recutPrompt}}
+func (s state) afterCut(cut model.Response) state {
+	msgs := []model.Message{{Role: model.RoleUser, Text: recutPrompt}}
 	if cut.Text != "" {
-		msgs = []Message{{Role: RoleAssistant, Text: cut.Text}, {Role: RoleUser, Text: continuationPrompt}}
+		msgs = []model.Message{{Role: model.RoleAssistant, Text: cut.Text}, {Role: model.RoleUser, Text: continuationPrompt}}
 	}
 	return state{
 		messages:      append(slices.Clip(s.messages), msgs...),
@@ -392,13 +398,13 @@ func (s state) afterCollapse() (state, string) {
 	turn := s.messages[s.start:]
 	lastTool := -1
 	for i := range turn {
-		if turn[i].Role == RoleTool {
+		if turn[i].Role == model.RoleTool {
 			lastTool = i
 		}
 	}
-	msgs, collapsed := make([]Message, 0, len(turn)), 0
+	msgs, collapsed := make([]model.Message, 0, len(turn)), 0
 	for i, m := range turn {
-		if m.Role == RoleTool && i != lastTool {
+		if m.Role == model.RoleTool && i != lastTool {
 			m.ToolResults = slices.Clone(m.ToolResults)
 			for k, r := range m.ToolResults {
 				note := fmt.Sprintf("(result collapsed to fit the model's context: %d characters; call again only if you need it)", len(r.Content))
@@ -434,7 +440,7 @@ func (s state) afterCollapse() (state, string) {
 func (s state) afterSummary(summary string) state {
 	first := s.messages[s.start]
 	return state{
-		messages: []Message{{Role: RoleUser, Text: first.Text + "\n\n(The conversation so far was too long for your context. " +
+		messages: []model.Message{{Role: model.RoleUser, Text: first.Text + "\n\n(The conversation so far was too long for your context. " +
 			"Your own summary of it:)\n" + summary}},
 		start:         0,
 		steps:         s.steps,
@@ -453,12 +459,12 @@ const summaryPrompt = "Summarize this conversation for yourself, to continue it 
 // summarize asks the model, once and as a background request (it gives up on
 // overload), to summarize the turn so far; the conversation is collapsed first.
 func (l *Loop) summarize(ctx context.Context, s state, cfg settings) (string, error) {
-	msgs := append(slices.Clip(s.messages), Message{Role: RoleUser, Text: summaryPrompt})
-	if last := s.messages[len(s.messages)-1]; last.Role == RoleUser {
-		msgs = append(slices.Clip(s.messages[:len(s.messages)-1]), Message{Role: RoleUser, Text: last.Text + "\n\n" + summaryPrompt})
+	msgs := append(slices.Clip(s.messages), model.Message{Role: model.RoleUser, Text: summaryPrompt})
+	if last := s.messages[len(s.messages)-1]; last.Role == model.RoleUser {
+		msgs = append(slices.Clip(s.messages[:len(s.messages)-1]), model.Message{Role: model.RoleUser, Text: last.Text + "\n\n" + summaryPrompt})
 	}
 	retry := cfg.retry
-	res, err := l.provider.Complete(ctx, Request{Model: l.model, System: loopPrompt, Messages: msgs,
+	res, err := l.provider.Complete(ctx, model.Request{Model: l.model, System: loopPrompt, Messages: msgs,
 		MaxTokens: cfg.limits.MaxTokens, Background: true, Retry: &retry, Budget: cfg.budget})
 	if err != nil {
 		return "", fmt.Errorf("summary: %w", err)
@@ -557,13 +563,13 @@ func cancelledText(ctx context.Context) string {
 // "send that to the team" can follow "draft a note". It lives in the process only.
 type memory struct {
 	mu    sync.Mutex
-	chats map[string][]Message
+	chats map[string][]model.Message
 }
 
 // MemoryExchanges is how many exchanges of a chat a Loop remembers.
 const MemoryExchanges = 8
 
-func (m *memory) recall(chat string) []Message {
+func (m *memory) recall(chat string) []model.Message {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.chats[chat])
@@ -579,15 +585,15 @@ func (m *memory) keep(chat, said, answered string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.chats == nil {
-		m.chats = map[string][]Message{}
+		m.chats = map[string][]model.Message{}
 	}
-	h := append(m.chats[chat], Message{Role: RoleUser, Text: said}, Message{Role: RoleAssistant, Text: answered})
+	h := append(m.chats[chat], model.Message{Role: model.RoleUser, Text: said}, model.Message{Role: model.RoleAssistant, Text: answered})
 	m.chats[chat] = slices.Clone(h[max(0, len(h)-2*MemoryExchanges):])
 }
 
 // round is what came of the tool calls of one model reply.
 type round struct {
-	results  Message
+	results  model.Message
 	awaiting []string
 	did      []string // the calls that changed the world: "tool op-id"
 	doom     string   // the reason, when the operator's loop guard stopped a call
@@ -597,18 +603,18 @@ type round struct {
 // runTools runs each call through the operator, in order, and answers each with the
 // normalized result. A call the policy does not offer is an error result the model
 // sees. Calls after a stop are not run: they are answered as skipped.
-func (l *Loop) runTools(ctx context.Context, taskID string, calls []ToolCall) (round, error) {
-	r := round{results: Message{Role: RoleTool}}
+func (l *Loop) runTools(ctx context.Context, taskID string, calls []model.ToolCall) (round, error) {
+	r := round{results: model.Message{Role: model.RoleTool}}
 	for _, c := range calls {
 		if r.doom != "" || r.stop != "" {
-			r.results.ToolResults = append(r.results.ToolResults, ToolResult{CallID: c.ID, IsError: true,
+			r.results.ToolResults = append(r.results.ToolResults, model.ToolResult{CallID: c.ID, IsError: true,
 				Content: "not run: an earlier call in this turn stopped it"})
 			continue
 		}
 		res, err := l.operator.Call(ctx, taskID, operator.Call{Tool: c.Name, Args: c.Input})
 		switch {
 		case errors.Is(err, operator.ErrUnknownTool):
-			r.results.ToolResults = append(r.results.ToolResults, ToolResult{CallID: c.ID, IsError: true,
+			r.results.ToolResults = append(r.results.ToolResults, model.ToolResult{CallID: c.ID, IsError: true,
 				Content: fmt.Sprintf("no tool %q is offered", c.Name)})
 			continue
 		case err != nil:
@@ -619,7 +625,7 @@ func (l *Loop) runTools(ctx context.Context, taskID string, calls []ToolCall) (r
 			return round{}, fmt.Errorf("agent: %s: %w", c.Name, err)
 		}
 		ok := res.Status == tools.StatusSucceeded || res.Status == tools.StatusPending
-		r.results.ToolResults = append(r.results.ToolResults, ToolResult{CallID: c.ID, Content: string(data), IsError: !ok})
+		r.results.ToolResults = append(r.results.ToolResults, model.ToolResult{CallID: c.ID, Content: string(data), IsError: !ok})
 		if res.SideEffect == tools.SideEffectCommitted {
 			r.did = append(r.did, c.Name+" "+res.OperationID)
 		}
@@ -656,14 +662,14 @@ func orText(s, def string) string {
 // modelTrouble words a model failure for a person, without the detail of the error
 // (which is in the log).
 func modelTrouble(err error) string {
-	var api *APIError
+	var api *model.APIError
 	switch {
 	case errors.As(err, &api) && api.Status == http.StatusOK && api.Type != "":
 		return "it failed mid-reply: " + strings.ReplaceAll(api.Type, "_", " ")
 	case errors.As(err, &api):
 		return fmt.Sprintf("it answered %d", api.Status)
 	}
-	var conn *ConnectionError
+	var conn *model.ConnectionError
 	if errors.As(err, &conn) {
 		return "no answer"
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/console"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -70,13 +71,13 @@ func newLoopRigOver(t *testing.T, kind string, edit func(*policy.Policy), limits
 	if err != nil {
 		t.Fatal(err)
 	}
-	var streamer agent.Streamer = agent.NewAnthropic(key, r.model.URL)
+	var streamer model.Streamer = model.NewAnthropic(key, r.model.URL)
 	if kind == agenttest.OpenAI {
-		streamer = agent.NewOpenAI(key, r.model.URL+"/v1/")
+		streamer = model.NewOpenAI(key, r.model.URL+"/v1/")
 	}
-	watched := agent.NewWatch(streamer, 5*time.Second, 10*time.Second, nil)
-	rec := agent.NewRecovery(watched, agent.Policy{},
-		agent.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	watched := model.NewWatch(streamer, 5*time.Second, 10*time.Second, nil)
+	rec := model.NewRecovery(watched, model.Policy{},
+		model.WithSleep(func(context.Context, time.Duration) error { return nil }))
 	r.loop = agent.NewLoop(rec, "claude-test", r.op, reg, limits, func(tr agent.Transition) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -139,7 +140,7 @@ const (
 )
 
 func TestLoopPaths(t *testing.T) {
-	promptTooLong := agenttest.File(t, "testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
+	promptTooLong := agenttest.File(t, "../model/testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
 	tests := []struct {
 		name     string
 		limits   agent.LoopLimits
@@ -194,7 +195,7 @@ func TestLoopPaths(t *testing.T) {
 			[]agenttest.Reply{promptTooLong},
 			"end:prompt_too_long", 2, 0, "too long"},
 		{"a rejected key is a model error", agent.LoopLimits{},
-			[]agenttest.Reply{agenttest.File(t, "testdata/anthropic/error_401_authentication.json", http.StatusUnauthorized)},
+			[]agenttest.Reply{agenttest.File(t, "../model/testdata/anthropic/error_401_authentication.json", http.StatusUnauthorized)},
 			"end:model_error", 1, 0, "it answered 401"},
 		{"the model declines", agent.LoopLimits{},
 			[]agenttest.Reply{agenttest.Message("refusal", "I can't help with that.")},
@@ -381,7 +382,7 @@ func TestResetForgetsTheChatsExchanges(t *testing.T) {
 }
 
 func TestCollapseDropsEarlierExchangesFirst(t *testing.T) {
-	promptTooLong := agenttest.File(t, "testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
+	promptTooLong := agenttest.File(t, "../model/testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
 	r := newLoopRig(t, agent.LoopLimits{}, agenttest.Message("end_turn", "ok"), promptTooLong, agenttest.Message("end_turn", "ok again"))
 	r.chat("7", "first")
 	if say := r.chat("7", "second"); say != "ok again" {
@@ -401,7 +402,7 @@ func TestCollapseDropsEarlierExchangesFirst(t *testing.T) {
 // "input length and max_tokens exceed context limit" is such a prompt too
 // long, shortened like one, not a model error.
 func TestLoopShortenedRequestDropsTheRaisedLimit(t *testing.T) {
-	contextLimit := agenttest.File(t, "testdata/anthropic/error_400_context_limit_max_tokens.json", http.StatusBadRequest)
+	contextLimit := agenttest.File(t, "../model/testdata/anthropic/error_400_context_limit_max_tokens.json", http.StatusBadRequest)
 	r := newLoopRig(t, agent.LoopLimits{},
 		agenttest.Message("max_tokens", "Drafting"),
 		agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"v1"}`)),

@@ -139,7 +139,7 @@ func TestLoopReportsAnErrorInsideTheStream(t *testing.T) {
 // with the operation's id: never "Nothing was done" over a message already
 // delivered (the tool ran; the report failed).
 func TestLoopEndingSaysWhatWasAlreadyDone(t *testing.T) {
-	authFailed := agenttest.File(t, "testdata/anthropic/error_401_authentication.json", 401)
+	authFailed := agenttest.File(t, "../model/testdata/anthropic/error_401_authentication.json", 401)
 	tests := []struct {
 		name, path string
 		limits     agent.LoopLimits

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/vault"
 	"github.com/countersign/countersign/verifier"
@@ -77,7 +78,7 @@ type EnvelopeLister interface {
 // to send, letting it read (never write) the journal and the vault for the same
 // target. It is safe for concurrent use when its provider and readers are.
 type Reviewer struct {
-	provider Provider
+	provider model.Provider
 	model    string
 	ops      OperationReader
 	envs     EnvelopeLister
@@ -87,21 +88,21 @@ var _ verifier.Model = (*Reviewer)(nil)
 
 // NewReviewer returns a Reviewer asking model through p (usually a *Recovery). ops
 // and envs may be nil: the tool that reads them is then not offered.
-func NewReviewer(p Provider, model string, ops OperationReader, envs EnvelopeLister) *Reviewer {
+func NewReviewer(p model.Provider, model string, ops OperationReader, envs EnvelopeLister) *Reviewer {
 	return &Reviewer{provider: p, model: model, ops: ops, envs: envs}
 }
 
 // reviewBounds are the recovery and the budget one review runs under: the
 // task's model section (m, when known; else the defaults), its requests shared
 // by every round of the review, its waits at most ReviewMaxWait.
-func reviewBounds(m *policy.Model) (*Policy, *Budget) {
+func reviewBounds(m *policy.Model) (*model.Policy, *model.Budget) {
 	section := policy.DefaultModel()
 	if m != nil {
 		section = *m
 	}
-	p := RetryPolicy(section).WithDefaults()
+	p := model.RetryPolicy(section).WithDefaults()
 	p.MaxWait = min(p.MaxWait, ReviewMaxWait)
-	return &p, NewBudget(p.MaxAttempts, p.MaxWait)
+	return &p, model.NewBudget(p.MaxAttempts, p.MaxWait)
 }
 
 // Review asks the model about in. The model may call the read-only tools for at
@@ -110,15 +111,15 @@ func reviewBounds(m *policy.Model) (*Policy, *Budget) {
 // Stop joins the model's reasons with "; ". Review returns an error when the model
 // request fails (after its recovery) or a tool cannot read.
 func (r *Reviewer) Review(ctx context.Context, in verifier.Input) (verifier.Decision, string, error) {
-	msgs := []Message{{Role: RoleUser, Text: reviewRequest(in)}}
+	msgs := []model.Message{{Role: model.RoleUser, Text: reviewRequest(in)}}
 	retry, budget := reviewBounds(in.Model)
 	for round := 0; ; round++ {
-		res, err := r.provider.Complete(ctx, Request{Model: r.model, System: reviewerPrompt,
+		res, err := r.provider.Complete(ctx, model.Request{Model: r.model, System: reviewerPrompt,
 			Messages: msgs, Tools: r.tools(), MaxTokens: ReviewMaxTokens, Retry: retry, Budget: budget})
 		if err != nil {
 			return "", "", fmt.Errorf("agent: review: %w", err)
 		}
-		if res.Stop != StopToolUse || len(res.ToolCalls) == 0 {
+		if res.Stop != model.StopToolUse || len(res.ToolCalls) == 0 {
 			d, reason := parseVerdict(res.Text)
 			return d, reason, nil
 		}
@@ -129,7 +130,7 @@ func (r *Reviewer) Review(ctx context.Context, in verifier.Input) (verifier.Deci
 		if err != nil {
 			return "", "", fmt.Errorf("agent: review: %w", err)
 		}
-		msgs = append(msgs, Message{Role: RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls}, results)
+		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls}, results)
 		if round+1 == MaxToolRounds {
 			msgs[len(msgs)-1].Text = "No more tool calls: answer now with the JSON object."
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/vault"
@@ -21,15 +22,15 @@ import (
 var payload = verifier.Input{Tool: "commit_send_message", Action: "send_message", Target: "222", Text: "Digest for Monday"}
 
 func says(text string) answer {
-	return answer{res: agent.Response{Text: text, Stop: agent.StopEndTurn}}
+	return answer{res: model.Response{Text: text, Stop: model.StopEndTurn}}
 }
 
 func calls(names ...string) answer {
-	var cs []agent.ToolCall
+	var cs []model.ToolCall
 	for i, n := range names {
-		cs = append(cs, agent.ToolCall{ID: "call_" + string(rune('a'+i)), Name: n, Input: []byte(`{}`)})
+		cs = append(cs, model.ToolCall{ID: "call_" + string(rune('a'+i)), Name: n, Input: []byte(`{}`)})
 	}
-	return answer{res: agent.Response{ToolCalls: cs, Stop: agent.StopToolUse}}
+	return answer{res: model.Response{ToolCalls: cs, Stop: model.StopToolUse}}
 }
 
 func TestReviewerAnswers(t *testing.T) {
@@ -97,8 +98,8 @@ func TestReviewerToolRound(t *testing.T) {
 	}
 	msgs := p.requests[1].Messages
 	last := msgs[len(msgs)-1]
-	if len(msgs) != 3 || msgs[1].Role != agent.RoleAssistant || len(msgs[1].ToolCalls) != 1 ||
-		last.Role != agent.RoleTool || len(last.ToolResults) != 1 {
+	if len(msgs) != 3 || msgs[1].Role != model.RoleAssistant || len(msgs[1].ToolCalls) != 1 ||
+		last.Role != model.RoleTool || len(last.ToolResults) != 1 {
 		t.Fatalf("second request messages: got %+v", msgs)
 	}
 	if r := last.ToolResults[0]; r.CallID != "call_a" || r.IsError || !strings.Contains(r.Content, `"id":"op-earlier1"`) {
@@ -159,9 +160,9 @@ func TestReviewerBoundsToolRounds(t *testing.T) {
 
 func TestReviewerModelErrorStopsThePayload(t *testing.T) {
 	p := &script{answers: []answer{fail(401, "authentication_error", 0)}}
-	r := agent.NewReviewer(agent.NewRecovery(p, agent.Policy{}), "m", nil, nil)
+	r := agent.NewReviewer(model.NewRecovery(p, model.Policy{}), "m", nil, nil)
 	_, _, err := r.Review(context.Background(), payload)
-	var ae *agent.APIError
+	var ae *model.APIError
 	if !errors.As(err, &ae) || ae.Status != 401 {
 		t.Fatalf("got %v, want the 401", err)
 	}
@@ -251,7 +252,7 @@ func TestReviewerRunsUnderTheTasksPolicyAndWaitBound(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &script{answers: []answer{fail(500, "api_error", 0)}}
 			var rec recorder
-			rev := agent.NewReviewer(rec.recovery(p, agent.Policy{}, noJitter), "m", nil, nil)
+			rev := agent.NewReviewer(rec.recovery(p, model.Policy{}, noJitter), "m", nil, nil)
 			m := policy.DefaultModel()
 			m.Attempts = tt.attempts
 			in := payload
@@ -264,7 +265,7 @@ func TestReviewerRunsUnderTheTasksPolicyAndWaitBound(t *testing.T) {
 				waited += w
 			}
 			if len(p.requests) != tt.requests || waited > agent.ReviewMaxWait {
-				t.Errorf("%d requests, %s waited (%s); want %d, at most %s", len(p.requests), waited, agent.Trace(rec.steps), tt.requests, agent.ReviewMaxWait)
+				t.Errorf("%d requests, %s waited (%s); want %d, at most %s", len(p.requests), waited, model.Trace(rec.steps), tt.requests, agent.ReviewMaxWait)
 			}
 		})
 	}

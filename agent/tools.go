@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/vault"
 )
 
@@ -15,14 +16,14 @@ const (
 	ToolReadVault      = "read_vault"
 )
 
-func (r *Reviewer) tools() []ToolSpec {
-	var specs []ToolSpec
+func (r *Reviewer) tools() []model.ToolSpec {
+	var specs []model.ToolSpec
 	if r.ops != nil {
-		specs = append(specs, ToolSpec{Name: ToolReadOperations, Properties: map[string]any{},
+		specs = append(specs, model.ToolSpec{Name: ToolReadOperations, Properties: map[string]any{},
 			Description: "Recent operations to the same target, newest first: id, tool, state, time and a short masked excerpt of the text."})
 	}
 	if r.envs != nil {
-		specs = append(specs, ToolSpec{Name: ToolReadVault, Properties: map[string]any{},
+		specs = append(specs, model.ToolSpec{Name: ToolReadVault, Properties: map[string]any{},
 			Description: "Earlier sends to the same target whose outcome is still unknown: operation id, tool, time and a short masked excerpt."})
 	}
 	return specs
@@ -30,8 +31,8 @@ func (r *Reviewer) tools() []ToolSpec {
 
 // runTools answers every call in one tool message. An unknown tool is an error
 // result the model sees; a reader that fails is an error of the review.
-func (r *Reviewer) runTools(ctx context.Context, target string, calls []ToolCall) (Message, error) {
-	msg := Message{Role: RoleTool}
+func (r *Reviewer) runTools(ctx context.Context, target string, calls []model.ToolCall) (model.Message, error) {
+	msg := model.Message{Role: model.RoleTool}
 	for _, c := range calls {
 		var out any
 		var err error
@@ -41,18 +42,18 @@ func (r *Reviewer) runTools(ctx context.Context, target string, calls []ToolCall
 		case c.Name == ToolReadVault && r.envs != nil:
 			out, err = r.unresolved(target)
 		default:
-			msg.ToolResults = append(msg.ToolResults, ToolResult{CallID: c.ID, IsError: true,
+			msg.ToolResults = append(msg.ToolResults, model.ToolResult{CallID: c.ID, IsError: true,
 				Content: fmt.Sprintf("unknown tool %q", c.Name)})
 			continue
 		}
 		if err != nil {
-			return Message{}, fmt.Errorf("%s: %w", c.Name, err)
+			return model.Message{}, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		data, err := json.Marshal(out)
 		if err != nil {
-			return Message{}, fmt.Errorf("%s: %w", c.Name, err)
+			return model.Message{}, fmt.Errorf("%s: %w", c.Name, err)
 		}
-		msg.ToolResults = append(msg.ToolResults, ToolResult{CallID: c.ID, Content: string(data)})
+		msg.ToolResults = append(msg.ToolResults, model.ToolResult{CallID: c.ID, Content: string(data)})
 	}
 	return msg, nil
 }

@@ -28,11 +28,11 @@ func (r *loopRig) sent(n int) (model string, maxTokens int) {
 }
 
 func tooLongReply(t *testing.T) agenttest.Reply {
-	return agenttest.File(t, "testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
+	return agenttest.File(t, "../model/testdata/anthropic/error_400_prompt_too_long.json", http.StatusBadRequest)
 }
 
 func overloadedReply(t *testing.T) agenttest.Reply {
-	return agenttest.File(t, "testdata/anthropic/error_529_overloaded.json", 529)
+	return agenttest.File(t, "../model/testdata/anthropic/error_529_overloaded.json", 529)
 }
 
 // Every continue builds the whole next state: a test per pair of transitions where

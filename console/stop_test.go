@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/console"
 	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -44,8 +45,8 @@ func TestStopTypedWhileTheModelWorks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := agenttest.NewServer(t, agenttest.Message("end_turn", "too late").HangFor(time.Minute))
-	loop := agent.NewLoop(agent.NewRecovery(agent.NewAnthropic("sk-ant-test", model.URL), agent.Policy{}), "claude-test", op, reg, agent.LoopLimits{}, nil)
+	server := agenttest.NewServer(t, agenttest.Message("end_turn", "too late").HangFor(time.Minute))
+	loop := agent.NewLoop(model.NewRecovery(model.NewAnthropic("sk-ant-test", server.URL), model.Policy{}), "claude-test", op, reg, agent.LoopLimits{}, nil)
 	typed, keys := io.Pipe()
 	c := &console.Console{Handler: &command.Handler{Operator: op, Journal: j, Policy: p, Surface: console.Transport, Agent: loop}, In: typed, Out: out}
 	done := make(chan error, 1)
@@ -53,7 +54,7 @@ func TestStopTypedWhileTheModelWorks(t *testing.T) {
 
 	io.WriteString(keys, "write a very long report\n")
 	deadline := time.Now().Add(10 * time.Second)
-	for len(model.Requests()) == 0 {
+	for len(server.Requests()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the model request never arrived")
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/pairing"
 	"github.com/countersign/countersign/policy"
@@ -161,8 +162,8 @@ func (r *rig) start() {
 	}
 	h := &command.Handler{Operator: op, Journal: j, Policy: r.pol, Surface: telegram.Transport}
 	if r.model != "" {
-		watched := agent.NewWatch(agent.NewAnthropic("sk-ant-rig-key", r.model), 5*time.Second, 10*time.Second, nil)
-		h.Agent = agent.NewLoop(agent.NewRecovery(watched, agent.Policy{}), "claude-test", op, reg, agent.LoopLimits{}, nil)
+		watched := model.NewWatch(model.NewAnthropic("sk-ant-rig-key", r.model), 5*time.Second, 10*time.Second, nil)
+		h.Agent = agent.NewLoop(model.NewRecovery(watched, model.Policy{}), "claude-test", op, reg, agent.LoopLimits{}, nil)
 	}
 	ctx, r.stop = context.WithCancel(ctx)
 	r.done = make(chan error, 1)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -200,7 +200,7 @@ func (r *claudeReader) End(exit int) Outcome {
 		out.OK = true
 		return out
 	}
-	out.Retryable, out.Overload = agent.RetryableStatus(r.status)
+	out.Retryable, out.Overload = model.RetryableStatus(r.status)
 	out.RetryAfter = r.delay
 	switch {
 	case r.noAnswer():

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -322,7 +322,7 @@ func (e codexErrorInfo) retryable() (retryable, overload bool) {
 	case e.status == 0 && slices.Contains(codexConnection, e.name):
 		return true, false
 	}
-	return agent.RetryableStatus(e.status)
+	return model.RetryableStatus(e.status)
 }
 
 // cause labels the failure in a Step: the status when there is one, else the

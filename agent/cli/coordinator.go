@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -25,10 +26,10 @@ import (
 const (
 	// ActionStart: an attempt's process started; Detail is "pid N" (its process
 	// group has the same id).
-	ActionStart agent.Action = "start"
+	ActionStart model.Action = "start"
 	// ActionForget: a resumed session could not be opened; the chat's next
 	// message starts a new one.
-	ActionForget agent.Action = "forget_session"
+	ActionForget model.Action = "forget_session"
 )
 
 // Options are a Coordinator's dependencies; Provider, Gate, Sessions, Operator,
@@ -52,7 +53,7 @@ type Options struct {
 	// provider's variables are added to it.
 	Env []string
 	// Observe, when set, hears every Step as it happens.
-	Observe func(agent.Step)
+	Observe func(model.Step)
 	// Sleep replaces the wait between attempts (tests); it must return ctx's
 	// error when ctx ends first.
 	Sleep func(context.Context, time.Duration) error
@@ -79,10 +80,10 @@ func New(o Options) (*Coordinator, error) {
 		return nil, errors.New("cli: Provider, Gate, Sessions, Operator, Journal and Dir are required")
 	}
 	if o.Observe == nil {
-		o.Observe = func(agent.Step) {}
+		o.Observe = func(model.Step) {}
 	}
 	if o.Sleep == nil {
-		o.Sleep = agent.Sleep
+		o.Sleep = model.Sleep
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -95,8 +96,8 @@ type message struct {
 	taskID, chat string
 	// text is the operator's.
 	text      string
-	retry     agent.Policy
-	budget    *agent.Budget
+	retry     model.Policy
+	budget    *model.Budget
 	attempt   Attempt
 	overloads int
 	runTime   time.Duration // the run's bound, the policy's run_time
@@ -113,7 +114,7 @@ func (c *Coordinator) Chat(ctx context.Context, taskID, chat, text string) (stri
 	ctx, endTurn, err := c.turn(ctx, taskID, chat)
 	switch {
 	case errors.Is(err, errTurnGiven):
-		c.opts.Observe(agent.Step{Action: agent.ActionStop, Cause: "turn_lost", Detail: err.Error()})
+		c.opts.Observe(model.Step{Action: model.ActionStop, Cause: "turn_lost", Detail: err.Error()})
 		return "Stopped before it ran: this replica gave up its place in the chat's queue (it is stopping, or lost the journal). Nothing was done; send the message again.", nil, nil
 	case err != nil && ctx.Err() != nil:
 		return cancelledText(ctx), nil, nil
@@ -151,7 +152,7 @@ func (c *Coordinator) begin(ctx context.Context, taskID, chat, text string) (*me
 		return nil, fmt.Errorf("cli: %w", err)
 	}
 	settings := p.Models()
-	retry := agent.RetryPolicy(settings).WithDefaults()
+	retry := model.RetryPolicy(settings).WithDefaults()
 	session, err := c.opts.Sessions.Session(ctx, c.opts.Provider.Name(), chat)
 	if err != nil {
 		return nil, fmt.Errorf("cli: %w", err)
@@ -160,7 +161,7 @@ func (c *Coordinator) begin(ctx context.Context, taskID, chat, text string) (*me
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cli: the chat's folder: %w", err)
 	}
-	return &message{taskID: taskID, chat: chat, text: text, retry: retry, budget: agent.NewBudget(retry.MaxAttempts, retry.MaxWait),
+	return &message{taskID: taskID, chat: chat, text: text, retry: retry, budget: model.NewBudget(retry.MaxAttempts, retry.MaxWait),
 		runTime: settings.RunTime, attempt: Attempt{Prompt: text, Session: session, Model: settings.Name, Dir: dir, MaxTurns: settings.Steps}}, nil
 }
 
@@ -211,10 +212,10 @@ func (c *Coordinator) bound(ctx context.Context, m *message) (context.Context, f
 func (c *Coordinator) ended(ctx context.Context, m *message, detail string) string {
 	var end *runEnd
 	if errors.As(context.Cause(ctx), &end) {
-		c.step(m, agent.Step{Action: agent.ActionStop, Cause: end.cause, Detail: end.say})
+		c.step(m, model.Step{Action: model.ActionStop, Cause: end.cause, Detail: end.say})
 		return end.say
 	}
-	c.step(m, agent.Step{Action: agent.ActionStop, Cause: "cancelled", Detail: detail})
+	c.step(m, model.Step{Action: model.ActionStop, Cause: "cancelled", Detail: detail})
 	return cancelledText(ctx)
 }
 
@@ -252,7 +253,7 @@ func (c *Coordinator) attempts(ctx context.Context, m *message) (string, error) 
 		case ctx.Err() != nil:
 			return c.ended(ctx, m, context.Cause(ctx).Error()), nil
 		case out.OK:
-			c.step(m, agent.Step{Action: agent.ActionOK})
+			c.step(m, model.Step{Action: model.ActionOK})
 			return out.Text, nil
 		}
 		wait, reason := c.next(m, out, forgot)
@@ -284,7 +285,7 @@ func (c *Coordinator) keep(ctx context.Context, m *message, out Outcome) (forgot
 	case out.Session != "" && out.Session != m.attempt.Session:
 		return false, c.opts.Sessions.SetSession(ctx, name, m.chat, out.Session)
 	case out.Session == "" && m.attempt.Session != "" && !out.OK && !out.Retryable && !ended:
-		c.step(m, agent.Step{Action: ActionForget, Detail: m.attempt.Session})
+		c.step(m, model.Step{Action: ActionForget, Detail: m.attempt.Session})
 		return true, c.opts.Sessions.SetSession(ctx, name, m.chat, "")
 	}
 	return false, nil
@@ -304,7 +305,7 @@ func (c *Coordinator) next(m *message, out Outcome, forgot bool) (time.Duration,
 	case m.attempt.N >= m.retry.MaxAttempts:
 		return 0, "attempts spent"
 	case afresh:
-		c.step(m, agent.Step{Action: agent.ActionRetry, Cause: out.Cause, Detail: "in a new session"})
+		c.step(m, model.Step{Action: model.ActionRetry, Cause: out.Cause, Detail: "in a new session"})
 		return 0, ""
 	}
 	wait := out.RetryAfter
@@ -315,7 +316,7 @@ func (c *Coordinator) next(m *message, out Outcome, forgot bool) (time.Duration,
 		return 0, "wait budget spent"
 	}
 	m.budget.SpendWait(wait)
-	c.step(m, agent.Step{Action: agent.ActionRetry, Cause: out.Cause, Wait: wait})
+	c.step(m, model.Step{Action: model.ActionRetry, Cause: out.Cause, Wait: wait})
 	if !out.Overload {
 		m.overloads = 0
 		return wait, ""
@@ -323,7 +324,7 @@ func (c *Coordinator) next(m *message, out Outcome, forgot bool) (time.Duration,
 	m.overloads++
 	if fb := m.retry.Fallback(m.overloads, m.attempt.Model); fb != "" {
 		m.attempt.Model, m.overloads = fb, 0
-		c.step(m, agent.Step{Action: agent.ActionFallback, Detail: fb})
+		c.step(m, model.Step{Action: model.ActionFallback, Detail: fb})
 	}
 	return wait, ""
 }
@@ -332,7 +333,7 @@ func (c *Coordinator) next(m *message, out Outcome, forgot bool) (time.Duration,
 // the message's task already did in the world: a send that went out before
 // the failure is told, not hidden under "nothing was done".
 func (c *Coordinator) giveUp(ctx context.Context, m *message, out Outcome, reason string) string {
-	c.step(m, agent.Step{Action: agent.ActionStop, Cause: out.Cause, Detail: reason})
+	c.step(m, model.Step{Action: model.ActionStop, Cause: out.Cause, Detail: reason})
 	said := firstLine(out.Text)
 	if said == "" {
 		said = "it ended without an answer (" + out.Cause + ")"
@@ -370,7 +371,7 @@ func firstLine(s string) string {
 	return strings.TrimSpace(s)
 }
 
-func (c *Coordinator) step(m *message, s agent.Step) {
+func (c *Coordinator) step(m *message, s model.Step) {
 	s.Attempt, s.Model = m.attempt.N, m.attempt.Model
 	c.opts.Observe(s)
 }

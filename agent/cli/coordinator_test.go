@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/cli"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -159,11 +159,11 @@ func (c *fakeClock) waitReads(t *testing.T, n int) {
 // recorder keeps the coordinator's steps.
 type recorder struct {
 	mu      sync.Mutex
-	steps   []agent.Step
+	steps   []model.Step
 	changed chan struct{}
 }
 
-func (r *recorder) observe(s agent.Step) {
+func (r *recorder) observe(s model.Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.steps = append(r.steps, s)
@@ -187,7 +187,7 @@ func (r *recorder) path() []string {
 }
 
 // wait waits until a step of action has been taken by attempt n.
-func (r *recorder) wait(t *testing.T, action agent.Action, n int) {
+func (r *recorder) wait(t *testing.T, action model.Action, n int) {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for {
@@ -476,7 +476,7 @@ func TestCoordinatorStopDuringTheWaitEndsTheMessage(t *testing.T) {
 		m.Backoff = policy.Backoff{Base: time.Hour, Cap: time.Hour, Jitter: 0.01}
 	}, "", true)
 	sent := h.send("hello")
-	h.steps.wait(t, agent.ActionRetry, 1) // taken just before the wait
+	h.steps.wait(t, model.ActionRetry, 1) // taken just before the wait
 	if !h.coord.Stop(chat) {
 		t.Fatal("Stop found no run")
 	}

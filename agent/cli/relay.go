@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/model"
 )
 
 // relay stands between a CLI and its model service for one attempt, on
@@ -140,8 +140,8 @@ func (r *relay) observe(resp *http.Response) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wait, r.named = 0, false
-	if retryable, _ := agent.RetryableStatus(resp.StatusCode); retryable {
-		r.wait, r.named = agent.WaitAsked(resp.Header, r.now())
+	if retryable, _ := model.RetryableStatus(resp.StatusCode); retryable {
+		r.wait, r.named = model.WaitAsked(resp.Header, r.now())
 	}
 }
 

@@ -13,9 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/countersign/countersign/agent"
-
 	"github.com/countersign/countersign/agent/internal/procgroup"
+	"github.com/countersign/countersign/model"
 )
 
 // causeStall is the Cause of an attempt the stall watch ended.
@@ -84,7 +83,7 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	}
 	// The silence counts from the start, before anyone hears of it.
 	w := &watched{reader: c.opts.Provider.Reader(), now: c.opts.Now, last: c.opts.Now()}
-	c.step(m, agent.Step{Action: ActionStart, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)})
+	c.step(m, model.Step{Action: ActionStart, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)})
 	read := make(chan struct{})
 	go func() { defer close(read); w.read(outR) }()
 	stalled := make(chan time.Duration, 1)
@@ -110,7 +109,7 @@ func (c *Coordinator) run(ctx context.Context, m *message) (Outcome, error) {
 	}
 	select {
 	case s := <-stalled:
-		c.step(m, agent.Step{Action: agent.ActionStallAbort, Cause: "stream", Wait: s.Round(time.Millisecond)})
+		c.step(m, model.Step{Action: model.ActionStallAbort, Cause: "stream", Wait: s.Round(time.Millisecond)})
 		out = Outcome{Session: w.reader.Session(), Retryable: true, Cause: causeStall}
 	default:
 	}
@@ -153,9 +152,9 @@ func (w *watched) silence() time.Duration {
 // attempt after its stall abort, reporting the silence on stalled.
 func (c *Coordinator) watch(m *message, w *watched, stop <-chan struct{}, stalled chan<- time.Duration, kill func()) {
 	warned := func(s time.Duration) {
-		c.step(m, agent.Step{Action: agent.ActionStallWarning, Cause: "stream", Wait: s.Round(time.Millisecond)})
+		c.step(m, model.Step{Action: model.ActionStallWarning, Cause: "stream", Wait: s.Round(time.Millisecond)})
 	}
-	if s, ok := agent.WatchSilence(stop, w.silence, m.retry.StallWarning, m.retry.StallAbort, warned); ok {
+	if s, ok := model.WatchSilence(stop, w.silence, m.retry.StallWarning, m.retry.StallAbort, warned); ok {
 		stalled <- s
 		kill()
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 )
 
 // The coordinator's steps of a chat's turn, among replicas (recorded as
@@ -16,10 +16,10 @@ const (
 	// ActionWaitTurn: another message of the chat runs or goes first; Detail
 	// says which replica's message runs, or how many go first. Recorded when
 	// that changes.
-	ActionWaitTurn agent.Action = "wait_turn"
+	ActionWaitTurn model.Action = "wait_turn"
 	// ActionTakeTurn: the message took the chat's turn. Cause "lease_expired"
 	// when its tries dropped turns whose lease had run out (Detail names them).
-	ActionTakeTurn agent.Action = "take_turn"
+	ActionTakeTurn model.Action = "take_turn"
 )
 
 // The waits between two tries for a chat's turn: short at first (the run
@@ -53,7 +53,7 @@ func (c *Coordinator) turn(ctx context.Context, taskID, chat string) (context.Co
 	end := func() {
 		if err := j.EndChatTurn(context.WithoutCancel(ctx), t); err != nil {
 			// The turn runs out with its lease: the chat's next message waits that long.
-			c.opts.Observe(agent.Step{Action: agent.ActionStop, Cause: "turn_not_ended", Detail: err.Error()})
+			c.opts.Observe(model.Step{Action: model.ActionStop, Cause: "turn_not_ended", Detail: err.Error()})
 		}
 	}
 	if err := c.waitTurn(ctx, t); err != nil {
@@ -88,7 +88,7 @@ func (c *Coordinator) waitTurn(ctx context.Context, t journal.ChatTurn) error {
 		case err != nil:
 			return fmt.Errorf("cli: %w", err)
 		case try.Taken:
-			s := agent.Step{Action: ActionTakeTurn}
+			s := model.Step{Action: ActionTakeTurn}
 			if len(lapsed) > 0 {
 				s.Cause, s.Detail = "lease_expired", fmt.Sprintf("dropped the turn of %v, whose lease ran out", lapsed)
 			}
@@ -97,7 +97,7 @@ func (c *Coordinator) waitTurn(ctx context.Context, t journal.ChatTurn) error {
 		}
 		if say := waitingFor(try); say != said {
 			said = say
-			c.opts.Observe(agent.Step{Action: ActionWaitTurn, Detail: say})
+			c.opts.Observe(model.Step{Action: ActionWaitTurn, Detail: say})
 		}
 		timer := time.NewTimer(wait)
 		select {

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/cli"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -127,7 +127,7 @@ func newReplicaCLI(t *testing.T, url, name string, lease time.Duration, script [
 	dir := t.TempDir()
 	fifo, release := holdFifo(t, dir)
 	r := &replicaCLI{name: name, journal: j, op: op, cli: &fakeCLI{fifo: fifo, script: script}, stop: stop, release: release}
-	observe := func(s agent.Step) {
+	observe := func(s model.Step) {
 		e := name + " " + string(s.Action)
 		if s.Cause != "" {
 			e += "(" + s.Cause + ")"

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/cli"
 	"github.com/countersign/countersign/mcp"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -58,7 +58,7 @@ func useAgentCLI(ctx context.Context, cfg Config, a *app, getenv func(string) st
 		Sessions: a.journal, Operator: a.operator, Journal: a.journal,
 		Dir: filepath.Join(cfg.DataDir, "agents", name), Env: cliEnv(getenv),
 		Transport: a.handler.Surface, // the chats' transport: a replica's turns are keyed by it
-		Observe:   func(s agent.Step) { logger.Info("agent cli", "agent", name, "step", s.String(), "attempt", s.Attempt) }})
+		Observe:   func(s model.Step) { logger.Info("agent cli", "agent", name, "step", s.String(), "attempt", s.Attempt) }})
 	if err != nil {
 		return err
 	}

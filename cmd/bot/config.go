@@ -14,6 +14,7 @@ import (
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -197,9 +198,9 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 	return &app{policy: p, journal: j, vault: v, tools: reg, operator: op, handler: h, logger: logger}, nil
 }
 
-// model is the language model the environment configures, behind its recovery.
-type model struct {
-	provider agent.Provider
+// brainModel is the language model the environment configures, behind its recovery.
+type brainModel struct {
+	provider model.Provider
 	name     string
 	// fallback is the one in force for new tasks, from fallbackFrom; envFallback
 	// is the environment's, which overrides every task's snapshot.
@@ -209,7 +210,7 @@ type model struct {
 // newModel reads the model from the environment and the policy's model section;
 // nil when none is configured or the policy turns it off. The environment wins
 // where both name a model or a fallback.
-func newModel(env func(string) string, p *policy.Policy, logger *slog.Logger) (*model, error) {
+func newModel(env func(string) string, p *policy.Policy, logger *slog.Logger) (*brainModel, error) {
 	settings := p.Models()
 	getenv := func(k string) string {
 		if v := env(k); v != "" || (k != "ANTHROPIC_MODEL" && k != "OPENAI_MODEL") {
@@ -217,7 +218,7 @@ func newModel(env func(string) string, p *policy.Policy, logger *slog.Logger) (*
 		}
 		return settings.Name // the policy's model fills an unset variable
 	}
-	provider, name, ok, err := agent.FromEnv(getenv)
+	provider, name, ok, err := model.FromEnv(getenv)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -225,9 +226,9 @@ func newModel(env func(string) string, p *policy.Policy, logger *slog.Logger) (*
 		logger.Info("a model is configured, but model.enabled is false in the policy: plain text is not sent to it")
 		return nil, nil
 	}
-	m := &model{name: name, fallback: settings.Fallback, fallbackFrom: "policy"}
+	m := &brainModel{name: name, fallback: settings.Fallback, fallbackFrom: "policy"}
 	fallbackVar := "OPENAI_FALLBACK_MODEL"
-	if _, anthropic := provider.(*agent.Anthropic); anthropic {
+	if _, anthropic := provider.(*model.Anthropic); anthropic {
 		fallbackVar = "ANTHROPIC_FALLBACK_MODEL"
 	}
 	if m.envFallback = env(fallbackVar); m.envFallback != "" {
@@ -236,17 +237,17 @@ func newModel(env func(string) string, p *policy.Policy, logger *slog.Logger) (*
 	if m.fallback == "" {
 		m.fallbackFrom = "none"
 	}
-	logStep := func(s agent.Step) {
-		if s.Action != agent.ActionOK {
+	logStep := func(s model.Step) {
+		if s.Action != model.ActionOK {
 			logger.Info("model request", "step", s.String())
 		}
 	}
-	if s, ok := provider.(agent.Streamer); ok {
-		provider = agent.NewWatch(s, settings.StallWarning, settings.StallAbort, logStep)
+	if s, ok := provider.(model.Streamer); ok {
+		provider = model.NewWatch(s, settings.StallWarning, settings.StallAbort, logStep)
 	}
-	retry := agent.RetryPolicy(settings)
+	retry := model.RetryPolicy(settings)
 	retry.FallbackModel = m.fallback
-	m.provider = agent.NewRecovery(provider, retry, agent.WithObserver(logStep))
+	m.provider = model.NewRecovery(provider, retry, model.WithObserver(logStep))
 	return m, nil
 }
 
@@ -264,7 +265,7 @@ func newLogger(w io.Writer) *slog.Logger {
 // newChecker is the verifier over the journal; with verify.model_check set and a
 // model configured, it also asks the model, with read-only access to the journal
 // and the vault.
-func newChecker(p *policy.Policy, j *journal.Journal, v *vault.Vault, m *model, logger *slog.Logger) *verifier.Checker {
+func newChecker(p *policy.Policy, j *journal.Journal, v *vault.Vault, m *brainModel, logger *slog.Logger) *verifier.Checker {
 	check := verifier.New(p.Verify, operator.History{Journal: j}, time.Now)
 	switch {
 	case len(p.Verify.ModelCheck) == 0:

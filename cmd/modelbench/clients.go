@@ -16,6 +16,7 @@ import (
 	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/console"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -29,7 +30,7 @@ const (
 
 // The models asked, and the fallback of the burst.
 var (
-	models    = map[string]string{agenttest.Anthropic: agent.DefaultAnthropicModel, agenttest.OpenAI: "gpt-4o"}
+	models    = map[string]string{agenttest.Anthropic: model.DefaultAnthropicModel, agenttest.OpenAI: "gpt-4o"}
 	fallbacks = map[string]string{agenttest.Anthropic: "claude-haiku-4-5", agenttest.OpenAI: "gpt-4o-mini"}
 )
 
@@ -88,29 +89,29 @@ func (r *rig) toolRuns(ctx context.Context, taskID string) (int, error) {
 type client func(ctx context.Context, taskID string, n int) (done bool, how string, err error)
 
 // newProvider is the provider of kind asking the server at url.
-func newProvider(kind, url string, timeout time.Duration) agent.Streamer {
+func newProvider(kind, url string, timeout time.Duration) model.Streamer {
 	if kind == agenttest.OpenAI {
-		return agent.NewOpenAI(apiKey, url+"/v1/", agent.WithRequestTimeout(timeout))
+		return model.NewOpenAI(apiKey, url+"/v1/", model.WithRequestTimeout(timeout))
 	}
-	return agent.NewAnthropic(apiKey, url, agent.WithRequestTimeout(timeout))
+	return model.NewAnthropic(apiKey, url, model.WithRequestTimeout(timeout))
 }
 
 // steps keeps what the watch and the recovery did, for the report.
 type steps struct {
 	mu    sync.Mutex
-	count map[agent.Action]int
+	count map[model.Action]int
 }
 
-func (s *steps) observe(st agent.Step) {
+func (s *steps) observe(st model.Step) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.count == nil {
-		s.count = map[agent.Action]int{}
+		s.count = map[model.Action]int{}
 	}
 	s.count[st.Action]++
 }
 
-func (s *steps) of(a agent.Action) int {
+func (s *steps) of(a model.Action) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.count[a]
@@ -120,8 +121,8 @@ func (s *steps) of(a agent.Action) int {
 // provider streamed under a Watch, behind Recovery, the turn's recovery and
 // budgets from the task's policy snapshot.
 func countersign(r *rig, kind, url string, t timing, seen *steps) client {
-	watched := agent.NewWatch(newProvider(kind, url, t.requestTimeout()), agent.DefaultStallWarning, agent.DefaultStallAbort, seen.observe)
-	rec := agent.NewRecovery(watched, agent.DefaultPolicy(), agent.WithObserver(seen.observe))
+	watched := model.NewWatch(newProvider(kind, url, t.requestTimeout()), model.DefaultStallWarning, model.DefaultStallAbort, seen.observe)
+	rec := model.NewRecovery(watched, model.DefaultPolicy(), model.WithObserver(seen.observe))
 	loop := agent.NewLoop(rec, models[kind], r.op, r.reg, agent.LoopLimits{}, nil)
 	return func(ctx context.Context, taskID string, n int) (bool, string, error) {
 		out, err := loop.Turn(ctx, taskID, turnText(n))
@@ -148,9 +149,9 @@ const (
 // fails, the whole turn runs again, the tool included, up to naiveRuns times.
 type naiveLoop struct {
 	r     *rig
-	p     agent.Provider
+	p     model.Provider
 	model string
-	specs []agent.ToolSpec
+	specs []model.ToolSpec
 }
 
 func naive(r *rig, kind, url string, t timing) client {
@@ -158,7 +159,7 @@ func naive(r *rig, kind, url string, t timing) client {
 	for _, name := range r.reg.Names() {
 		tool, _ := r.reg.Get(name)
 		ps := tool.Params()
-		l.specs = append(l.specs, agent.ToolSpec{Name: name, Description: tool.Description(), Properties: ps.Properties, Required: ps.Required})
+		l.specs = append(l.specs, model.ToolSpec{Name: name, Description: tool.Description(), Properties: ps.Properties, Required: ps.Required})
 	}
 	return l.turn
 }
@@ -166,7 +167,7 @@ func naive(r *rig, kind, url string, t timing) client {
 func (l *naiveLoop) turn(ctx context.Context, taskID string, n int) (bool, string, error) {
 	how := ""
 	for run := 1; run <= naiveRuns; run++ {
-		msgs := []agent.Message{{Role: agent.RoleUser, Text: turnText(n)}}
+		msgs := []model.Message{{Role: model.RoleUser, Text: turnText(n)}}
 		res, err := l.ask(ctx, msgs)
 		if err != nil {
 			how = fmt.Sprintf("run %d, tool call: %v", run, err)
@@ -176,7 +177,7 @@ func (l *naiveLoop) turn(ctx context.Context, taskID string, n int) (bool, strin
 		if err != nil {
 			return false, "", err
 		}
-		msgs = append(msgs, agent.Message{Role: agent.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls}, results)
+		msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls}, results)
 		if _, err := l.ask(ctx, msgs); err != nil {
 			how = fmt.Sprintf("run %d, final answer: %v", run, err)
 			continue
@@ -187,35 +188,35 @@ func (l *naiveLoop) turn(ctx context.Context, taskID string, n int) (bool, strin
 }
 
 // ask makes the request, retrying at once what failed.
-func (l *naiveLoop) ask(ctx context.Context, msgs []agent.Message) (agent.Response, error) {
+func (l *naiveLoop) ask(ctx context.Context, msgs []model.Message) (model.Response, error) {
 	var err error
 	for try := 0; try <= naiveRetries; try++ {
-		var res agent.Response
-		res, err = l.p.Complete(ctx, agent.Request{Model: l.model, Messages: msgs, Tools: l.specs, MaxTokens: 8192})
+		var res model.Response
+		res, err = l.p.Complete(ctx, model.Request{Model: l.model, Messages: msgs, Tools: l.specs, MaxTokens: 8192})
 		switch {
-		case err == nil && (res.Stop == agent.StopToolUse || res.Stop == agent.StopEndTurn):
+		case err == nil && (res.Stop == model.StopToolUse || res.Stop == model.StopEndTurn):
 			return res, nil
 		case err == nil:
 			err = fmt.Errorf("stopped for %s", res.Stop)
 		}
 	}
-	return agent.Response{}, err
+	return model.Response{}, err
 }
 
 // runTools runs every call through the operator, as the tool runs for the agent
 // loop, and answers each with its result.
-func (l *naiveLoop) runTools(ctx context.Context, taskID string, calls []agent.ToolCall) (agent.Message, error) {
-	results := agent.Message{Role: agent.RoleTool}
+func (l *naiveLoop) runTools(ctx context.Context, taskID string, calls []model.ToolCall) (model.Message, error) {
+	results := model.Message{Role: model.RoleTool}
 	for _, c := range calls {
 		out, err := l.r.op.Call(ctx, taskID, operator.Call{Tool: c.Name, Args: c.Input})
 		if err != nil && !errors.Is(err, operator.ErrUnknownTool) {
-			return agent.Message{}, err
+			return model.Message{}, err
 		}
 		data, err := json.Marshal(out)
 		if err != nil {
-			return agent.Message{}, err
+			return model.Message{}, err
 		}
-		results.ToolResults = append(results.ToolResults, agent.ToolResult{CallID: c.ID, Content: string(data)})
+		results.ToolResults = append(results.ToolResults, model.ToolResult{CallID: c.ID, Content: string(data)})
 	}
 	return results, nil
 }

@@ -23,9 +23,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -63,7 +63,7 @@ func (t timing) model(m policy.Model) policy.Model {
 }
 
 func (t timing) requestTimeout() time.Duration {
-	return agent.DefaultRequestTimeout / time.Duration(t.watch)
+	return model.DefaultRequestTimeout / time.Duration(t.watch)
 }
 
 func (t timing) burst() time.Duration { return burstLength / time.Duration(t.backoff) }
@@ -74,7 +74,7 @@ func (t timing) describe(m policy.Model) string {
 	return fmt.Sprintf("backoff %s..%s -> %s..%s, turn wait %s -> %s and the burst %s -> %s (1/%d); "+
 		"stall warning/abort %s/%s -> %s/%s and request timeout %s -> %s (1/%d)",
 		m.Backoff.Base, m.Backoff.Cap, s.Backoff.Base, s.Backoff.Cap, m.TurnWait, s.TurnWait, burstLength, t.burst(), t.backoff,
-		m.StallWarning, m.StallAbort, s.StallWarning, s.StallAbort, agent.DefaultRequestTimeout, t.requestTimeout(), t.watch)
+		m.StallWarning, m.StallAbort, s.StallWarning, s.StallAbort, model.DefaultRequestTimeout, t.requestTimeout(), t.watch)
 }
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -105,7 +105,7 @@ func (r *report) addMix(cs, nv mixRun, sched *schedule, seen *steps) {
 	r.FormulaFloor = 2 / (1 - r.FailingShare)
 	r.Countersign, r.Naive = figuresOf(cs, sched), figuresOf(nv, sched)
 	r.Recovery = map[string]int{}
-	for _, a := range []agent.Action{agent.ActionRetry, agent.ActionRaise, agent.ActionStallWarning, agent.ActionStallAbort, agent.ActionFallback, agent.ActionStop} {
+	for _, a := range []model.Action{model.ActionRetry, model.ActionRaise, model.ActionStallWarning, model.ActionStallAbort, model.ActionFallback, model.ActionStop} {
 		r.Recovery[string(a)] = seen.of(a)
 	}
 }
@@ -247,8 +247,8 @@ func (r *report) printMix(w *errWriter) {
 		cs.PlainStalls.N, msText(cs.PlainStalls.MinMs), msText(cs.PlainStalls.MaxMs),
 		nv.PlainStalls.N, r.requestTimeout, msText(nv.PlainStalls.MinMs), msText(nv.PlainStalls.MaxMs))
 	w.printf("Countersign's recovery: %d retries, %d raised output limits, %d stall warnings, %d stall aborts, %d give-ups\n",
-		r.Recovery[string(agent.ActionRetry)], r.Recovery[string(agent.ActionRaise)], r.Recovery[string(agent.ActionStallWarning)],
-		r.Recovery[string(agent.ActionStallAbort)], r.Recovery[string(agent.ActionStop)])
+		r.Recovery[string(model.ActionRetry)], r.Recovery[string(model.ActionRaise)], r.Recovery[string(model.ActionStallWarning)],
+		r.Recovery[string(model.ActionStallAbort)], r.Recovery[string(model.ActionStop)])
 	for _, row := range []struct {
 		name string
 		f    runFigures

@@ -1,4 +1,4 @@
-package agent
+package model
 
 import (
 	"errors"
@@ -51,10 +51,10 @@ func (s Step) String() string {
 }
 
 // Trace joins steps with arrows.
-func Trace(steps []Step) string { return arrows(steps) }
+func Trace(steps []Step) string { return Arrows(steps) }
 
-// arrows joins the items' strings with arrows: a path through a state machine.
-func arrows[T fmt.Stringer](items []T) string {
+// Arrows joins the items' strings with arrows: a path through a state machine.
+func Arrows[T fmt.Stringer](items []T) string {
 	parts := make([]string, len(items))
 	for i, it := range items {
 		parts[i] = it.String()

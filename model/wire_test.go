@@ -1,4 +1,4 @@
-package agent_test
+package model_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/agenttest"
+	"github.com/countersign/countersign/model"
 )
 
 // The tests in this file run the same scenarios through both providers, against
@@ -20,22 +20,22 @@ var kinds = []string{agenttest.Anthropic, agenttest.OpenAI}
 
 // wireProvider is the provider of kind at s, with a short request timeout so that
 // a hung plain request fails within the test.
-func wireProvider(kind string, s *agenttest.Server) agent.Streamer {
+func wireProvider(kind string, s *agenttest.Server) model.Streamer {
 	if kind == agenttest.Anthropic {
-		return agent.NewAnthropic(key, s.URL, agent.WithRequestTimeout(500*time.Millisecond))
+		return model.NewAnthropic(key, s.URL, model.WithRequestTimeout(500*time.Millisecond))
 	}
-	return agent.NewOpenAI(key, s.URL+"/v1/", agent.WithRequestTimeout(500*time.Millisecond))
+	return model.NewOpenAI(key, s.URL+"/v1/", model.WithRequestTimeout(500*time.Millisecond))
 }
 
 // wireRun keeps the steps of a Recovery and of the Watch under it, in order, and
 // the waits Recovery asked for instead of sleeping.
 type wireRun struct {
 	mu    sync.Mutex
-	steps []agent.Step
+	steps []model.Step
 	waits []time.Duration
 }
 
-func (w *wireRun) observe(s agent.Step) {
+func (w *wireRun) observe(s model.Step) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.steps = append(w.steps, s)
@@ -54,19 +54,19 @@ func mostJitter(n int64) int64 { return n - 1 }
 // complete runs plainRequest through Recovery over the provider of kind at s:
 // streamed under a Watch with the warning and abort silences, or plain when they
 // are zero.
-func (w *wireRun) complete(kind string, s *agenttest.Server, silences [2]time.Duration, pol agent.Policy) (agent.Response, error) {
-	var p agent.Provider = wireProvider(kind, s)
+func (w *wireRun) complete(kind string, s *agenttest.Server, silences [2]time.Duration, pol model.Policy) (model.Response, error) {
+	var p model.Provider = wireProvider(kind, s)
 	if silences[0] > 0 {
-		p = agent.NewWatch(wireProvider(kind, s), silences[0], silences[1], w.observe)
+		p = model.NewWatch(wireProvider(kind, s), silences[0], silences[1], w.observe)
 	}
-	r := agent.NewRecovery(p, pol, agent.WithObserver(w.observe), agent.WithSleep(w.sleep), agent.WithJitter(mostJitter))
+	r := model.NewRecovery(p, pol, model.WithObserver(w.observe), model.WithSleep(w.sleep), model.WithJitter(mostJitter))
 	return r.Complete(context.Background(), plainRequest)
 }
 
 func (w *wireRun) trace() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return agent.Trace(w.steps)
+	return model.Trace(w.steps)
 }
 
 // retryWaits are the waits the retry steps name.
@@ -75,7 +75,7 @@ func (w *wireRun) retryWaits() []time.Duration {
 	defer w.mu.Unlock()
 	var out []time.Duration
 	for _, s := range w.steps {
-		if s.Action == agent.ActionRetry {
+		if s.Action == model.ActionRetry {
 			out = append(out, s.Wait)
 		}
 	}
@@ -95,22 +95,22 @@ func TestAnErrorEventInsideAStreamIsAnAPIError(t *testing.T) {
 	tests := []struct {
 		kind    string
 		failure agenttest.Failure
-		want    agent.APIError
+		want    model.APIError
 	}{
-		{"anthropic", agenttest.Overload, agent.APIError{Provider: "anthropic", Status: 200, Type: "overloaded_error", Message: "Overloaded"}},
-		{"anthropic", agenttest.ServerError, agent.APIError{Provider: "anthropic", Status: 200, Type: "api_error", Message: "Internal server error"}},
-		{"openai", agenttest.Overload, agent.APIError{Provider: "openai", Status: 200, Type: "service_unavailable_error", Code: "server_is_overloaded",
+		{"anthropic", agenttest.Overload, model.APIError{Provider: "anthropic", Status: 200, Type: "overloaded_error", Message: "Overloaded"}},
+		{"anthropic", agenttest.ServerError, model.APIError{Provider: "anthropic", Status: 200, Type: "api_error", Message: "Internal server error"}},
+		{"openai", agenttest.Overload, model.APIError{Provider: "openai", Status: 200, Type: "service_unavailable_error", Code: "server_is_overloaded",
 			Message: "Our servers are currently overloaded. Please try again later."}},
-		{"openai", agenttest.ServerError, agent.APIError{Provider: "openai", Status: 200, Type: "server_error",
+		{"openai", agenttest.ServerError, model.APIError{Provider: "openai", Status: 200, Type: "server_error",
 			Message: "The server had an error processing your request."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind+"/"+tt.want.Type, func(t *testing.T) {
 			s := agenttest.NewServer(t, toolAnswer.FailAfter(3, tt.failure))
 			_, err := wireProvider(tt.kind, s).Stream(context.Background(), plainRequest, nil)
-			var got *agent.APIError
+			var got *model.APIError
 			if !errors.As(err, &got) {
-				t.Fatalf("Stream = %v, want an *agent.APIError", err)
+				t.Fatalf("Stream = %v, want an *model.APIError", err)
 			}
 			if got.Provider != tt.want.Provider || got.Status != tt.want.Status || got.Type != tt.want.Type ||
 				got.Code != tt.want.Code || !strings.HasPrefix(got.Message, tt.want.Message) {
@@ -127,19 +127,19 @@ func TestOneScriptBothFormats(t *testing.T) {
 	tests := []struct {
 		name  string
 		reply agenttest.Reply
-		want  agent.Response
+		want  model.Response
 	}{
 		{"text", agenttest.Message("end_turn", "Grüße aus Oslo: sunny."),
-			agent.Response{Text: "Grüße aus Oslo: sunny.", Stop: agent.StopEndTurn, Model: "test-model"}},
+			model.Response{Text: "Grüße aus Oslo: sunny.", Stop: model.StopEndTurn, Model: "test-model"}},
 		{"text and two tool calls", agenttest.Message("tool_use", "Checking both.", agenttest.Call("get_weather", `{"city":"Oslo"}`), agenttest.Send("222", "hi")),
-			agent.Response{Text: "Checking both.", Stop: agent.StopToolUse, Model: "test-model", ToolCalls: []agent.ToolCall{
+			model.Response{Text: "Checking both.", Stop: model.StopToolUse, Model: "test-model", ToolCalls: []model.ToolCall{
 				{Name: "get_weather", Input: []byte(`{"city":"Oslo"}`)}, {Name: "commit_send_message", Input: []byte(`{"chat_id":"222","text":"hi"}`)}}}},
 		{"tool call only", agenttest.Message("tool_use", "", agenttest.Call("prepare_reply", `{"text":"Hi all"}`)),
-			agent.Response{Stop: agent.StopToolUse, Model: "test-model", ToolCalls: []agent.ToolCall{{Name: "prepare_reply", Input: []byte(`{"text":"Hi all"}`)}}}},
+			model.Response{Stop: model.StopToolUse, Model: "test-model", ToolCalls: []model.ToolCall{{Name: "prepare_reply", Input: []byte(`{"text":"Hi all"}`)}}}},
 		{"cut at the output limit", agenttest.Message("max_tokens", "It is sun"),
-			agent.Response{Text: "It is sun", Stop: agent.StopMaxTokens, Model: "test-model"}},
+			model.Response{Text: "It is sun", Stop: model.StopMaxTokens, Model: "test-model"}},
 		{"refusal", agenttest.Message("refusal", "I can't help with that."),
-			agent.Response{Text: "I can't help with that.", Stop: agent.StopRefusal, Model: "test-model"}},
+			model.Response{Text: "I can't help with that.", Stop: model.StopRefusal, Model: "test-model"}},
 	}
 	for _, tt := range tests {
 		for _, kind := range kinds {
@@ -154,7 +154,7 @@ func TestOneScriptBothFormats(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for name, got := range map[string]agent.Response{"Complete": plain, "Stream": streamed} {
+				for name, got := range map[string]model.Response{"Complete": plain, "Stream": streamed} {
 					if !sameExceptIDs(got, tt.want) {
 						t.Errorf("%s = %+v\nwant %+v", name, got, tt.want)
 					}
@@ -174,7 +174,7 @@ func TestOneScriptBothFormats(t *testing.T) {
 
 // sameExceptIDs compares replies with the tool calls' ids left out, which each
 // format numbers its own way; every call must have one.
-func sameExceptIDs(got, want agent.Response) bool {
+func sameExceptIDs(got, want model.Response) bool {
 	for i := range got.ToolCalls {
 		if got.ToolCalls[i].ID == "" {
 			return false
@@ -183,7 +183,7 @@ func sameExceptIDs(got, want agent.Response) bool {
 	g := got
 	g.ToolCalls = nil
 	for _, c := range got.ToolCalls {
-		g.ToolCalls = append(g.ToolCalls, agent.ToolCall{Name: c.Name, Input: c.Input})
+		g.ToolCalls = append(g.ToolCalls, model.ToolCall{Name: c.Name, Input: c.Input})
 	}
 	return sameResponse(g, want)
 }
@@ -204,7 +204,7 @@ func TestARecordedReplyIsTranslated(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, stream := range []bool{false, true} {
-				var got agent.Response
+				var got model.Response
 				if stream {
 					got, err = wireProvider(tt.kind, s).Stream(context.Background(), plainRequest, nil)
 				} else {

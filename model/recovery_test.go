@@ -1,4 +1,4 @@
-package agent_test
+package model_test
 
 import (
 	"context"
@@ -8,22 +8,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/model"
 )
 
 // script is a Provider that answers from a list and keeps every request.
 type script struct {
 	mu       sync.Mutex
 	answers  []answer
-	requests []agent.Request
+	requests []model.Request
 }
 
 type answer struct {
-	res agent.Response
+	res model.Response
 	err error
 }
 
-func (s *script) Complete(_ context.Context, req agent.Request) (agent.Response, error) {
+func (s *script) Complete(_ context.Context, req model.Request) (model.Response, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.answers[min(len(s.requests), len(s.answers)-1)]
@@ -32,33 +32,33 @@ func (s *script) Complete(_ context.Context, req agent.Request) (agent.Response,
 }
 
 func fail(status int, typ string, retryAfter time.Duration) answer {
-	return answer{err: &agent.APIError{Provider: "anthropic", Status: status, Type: typ, RetryAfter: retryAfter}}
+	return answer{err: &model.APIError{Provider: "anthropic", Status: status, Type: typ, RetryAfter: retryAfter}}
 }
 
 var (
-	ok          = answer{res: agent.Response{Text: "done", Stop: agent.StopEndTurn}}
-	cut         = answer{res: agent.Response{Text: "do", Stop: agent.StopMaxTokens}}
-	refused     = answer{err: &agent.ConnectionError{Provider: "openai", Detail: "connection refused"}}
-	noRetry529  = answer{err: &agent.APIError{Provider: "anthropic", Status: 529, Type: "overloaded_error", ShouldRetry: new(false)}}
-	tooLong     = answer{err: &agent.APIError{Provider: "anthropic", Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 219898 tokens > 200000 maximum"}}
+	ok          = answer{res: model.Response{Text: "done", Stop: model.StopEndTurn}}
+	cut         = answer{res: model.Response{Text: "do", Stop: model.StopMaxTokens}}
+	refused     = answer{err: &model.ConnectionError{Provider: "openai", Detail: "connection refused"}}
+	noRetry529  = answer{err: &model.APIError{Provider: "anthropic", Status: 529, Type: "overloaded_error", ShouldRetry: new(false)}}
+	tooLong     = answer{err: &model.APIError{Provider: "anthropic", Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 219898 tokens > 200000 maximum"}}
 	overloaded  = fail(529, "overloaded_error", 0)
 	streamError = fail(200, "overloaded_error", 0)
 )
 
 // recorder keeps the steps and the waits of one Recovery.
 type recorder struct {
-	steps []agent.Step
+	steps []model.Step
 	waits []time.Duration
 }
 
-func (rec *recorder) recovery(p agent.Provider, pol agent.Policy, jitter func(int64) int64) *agent.Recovery {
-	return agent.NewRecovery(p, pol,
-		agent.WithObserver(func(s agent.Step) { rec.steps = append(rec.steps, s) }),
-		agent.WithSleep(func(ctx context.Context, d time.Duration) error {
+func (rec *recorder) recovery(p model.Provider, pol model.Policy, jitter func(int64) int64) *model.Recovery {
+	return model.NewRecovery(p, pol,
+		model.WithObserver(func(s model.Step) { rec.steps = append(rec.steps, s) }),
+		model.WithSleep(func(ctx context.Context, d time.Duration) error {
 			rec.waits = append(rec.waits, d)
 			return ctx.Err()
 		}),
-		agent.WithJitter(jitter))
+		model.WithJitter(jitter))
 }
 
 func noJitter(int64) int64 { return 0 }
@@ -66,7 +66,7 @@ func noJitter(int64) int64 { return 0 }
 func TestRecoveryPaths(t *testing.T) {
 	tests := []struct {
 		name     string
-		policy   agent.Policy
+		policy   model.Policy
 		answers  []answer
 		bg       bool
 		jitter   func(int64) int64
@@ -74,53 +74,53 @@ func TestRecoveryPaths(t *testing.T) {
 		attempts int
 		wantErr  bool
 	}{
-		{"retry-after honoured", agent.Policy{}, []answer{fail(429, "rate_limit_error", 2*time.Second), ok}, false, nil,
+		{"retry-after honoured", model.Policy{}, []answer{fail(429, "rate_limit_error", 2*time.Second), ok}, false, nil,
 			"retry(429, wait 2s) -> ok", 2, false},
-		{"exponential backoff without retry-after", agent.Policy{}, []answer{fail(500, "api_error", 0), fail(502, "", 0), fail(504, "timeout_error", 0), ok}, false, nil,
+		{"exponential backoff without retry-after", model.Policy{}, []answer{fail(500, "api_error", 0), fail(502, "", 0), fail(504, "timeout_error", 0), ok}, false, nil,
 			"retry(500, wait 1s) -> retry(502, wait 2s) -> retry(504, wait 4s) -> ok", 4, false},
-		{"jitter takes up to a quarter", agent.Policy{BaseDelay: time.Second}, []answer{refused, ok}, false, func(n int64) int64 { return n - 1 },
+		{"jitter takes up to a quarter", model.Policy{BaseDelay: time.Second}, []answer{refused, ok}, false, func(n int64) int64 { return n - 1 },
 			"retry(connection, wait 750ms) -> ok", 2, false},
-		{"backoff capped", agent.Policy{MaxAttempts: 6, BaseDelay: time.Second, MaxDelay: 3 * time.Second},
+		{"backoff capped", model.Policy{MaxAttempts: 6, BaseDelay: time.Second, MaxDelay: 3 * time.Second},
 			[]answer{refused, refused, refused, ok}, false, nil,
 			"retry(connection, wait 1s) -> retry(connection, wait 2s) -> retry(connection, wait 3s) -> ok", 4, false},
-		{"request budget", agent.Policy{MaxAttempts: 3}, []answer{fail(500, "api_error", 0)}, false, nil,
+		{"request budget", model.Policy{MaxAttempts: 3}, []answer{fail(500, "api_error", 0)}, false, nil,
 			"retry(500, wait 1s) -> retry(500, wait 2s) -> stop(500: request budget spent)", 3, true},
-		{"retry-after beyond the wait budget", agent.Policy{MaxWait: 30 * time.Second}, []answer{fail(429, "rate_limit_error", time.Hour)}, false, nil,
+		{"retry-after beyond the wait budget", model.Policy{MaxWait: 30 * time.Second}, []answer{fail(429, "rate_limit_error", time.Hour)}, false, nil,
 			"stop(429: the service asked to wait 1h0m0s, more than the 30s left of the wait budget)", 1, true},
-		{"wait budget spent by backoff", agent.Policy{MaxWait: 2500 * time.Millisecond}, []answer{fail(503, "", 0)}, false, nil,
+		{"wait budget spent by backoff", model.Policy{MaxWait: 2500 * time.Millisecond}, []answer{fail(503, "", 0)}, false, nil,
 			"retry(503, wait 1s) -> stop(503: wait budget spent)", 2, true},
-		{"x-should-retry false", agent.Policy{}, []answer{noRetry529}, false, nil,
+		{"x-should-retry false", model.Policy{}, []answer{noRetry529}, false, nil,
 			"stop(529: the service said not to retry)", 1, true},
-		{"two overloads switch to the fallback", agent.Policy{FallbackModel: "small", OverloadsInARow: 2}, []answer{overloaded, streamError, ok}, false, nil,
+		{"two overloads switch to the fallback", model.Policy{FallbackModel: "small", OverloadsInARow: 2}, []answer{overloaded, streamError, ok}, false, nil,
 			"retry(529, wait 1s) -> retry(overloaded_error, wait 2s) -> fallback(small) -> ok", 3, false},
-		{"overloads not in a row keep the model", agent.Policy{FallbackModel: "small", OverloadsInARow: 2}, []answer{overloaded, fail(500, "", 0), overloaded, ok}, false, nil,
+		{"overloads not in a row keep the model", model.Policy{FallbackModel: "small", OverloadsInARow: 2}, []answer{overloaded, fail(500, "", 0), overloaded, ok}, false, nil,
 			"retry(529, wait 1s) -> retry(500, wait 2s) -> retry(529, wait 4s) -> ok", 4, false},
-		{"max_tokens raises the limit once, to the raised limit", agent.Policy{}, []answer{cut, cut}, false, nil,
+		{"max_tokens raises the limit once, to the raised limit", model.Policy{}, []answer{cut, cut}, false, nil,
 			"raise_max_tokens(65536) -> ok(max_tokens)", 2, false},
-		{"max_tokens raised limit from the policy", agent.Policy{MaxTokensCap: 150}, []answer{cut, ok}, false, nil,
+		{"max_tokens raised limit from the policy", model.Policy{MaxTokensCap: 150}, []answer{cut, ok}, false, nil,
 			"raise_max_tokens(150) -> ok", 2, false},
-		{"401 stops at once", agent.Policy{}, []answer{fail(401, "authentication_error", 0)}, false, nil,
+		{"401 stops at once", model.Policy{}, []answer{fail(401, "authentication_error", 0)}, false, nil,
 			"stop(401: status not retryable)", 1, true},
-		{"413 stops at once", agent.Policy{}, []answer{fail(413, "request_too_large", 0)}, false, nil,
+		{"413 stops at once", model.Policy{}, []answer{fail(413, "request_too_large", 0)}, false, nil,
 			"stop(413: status not retryable)", 1, true},
-		{"quota stops at once", agent.Policy{}, []answer{{err: &agent.APIError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota"}}}, false, nil,
+		{"quota stops at once", model.Policy{}, []answer{{err: &model.APIError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota"}}}, false, nil,
 			"stop(429: quota or spend limit reached)", 1, true},
-		{"prompt too long stops", agent.Policy{}, []answer{tooLong}, false, nil,
+		{"prompt too long stops", model.Policy{}, []answer{tooLong}, false, nil,
 			"stop(400: prompt too long)", 1, true},
-		{"background gives up on 529", agent.Policy{}, []answer{overloaded, ok}, true, nil,
+		{"background gives up on 529", model.Policy{}, []answer{overloaded, ok}, true, nil,
 			"stop(529: background request gives up on overload)", 1, true},
-		{"background gives up on 503", agent.Policy{}, []answer{fail(503, "", 0), ok}, true, nil,
+		{"background gives up on 503", model.Policy{}, []answer{fail(503, "", 0), ok}, true, nil,
 			"stop(503: background request gives up on overload)", 1, true},
-		{"background still retries 429", agent.Policy{}, []answer{fail(429, "rate_limit_error", time.Second), ok}, true, nil,
+		{"background still retries 429", model.Policy{}, []answer{fail(429, "rate_limit_error", time.Second), ok}, true, nil,
 			"retry(429, wait 1s) -> ok", 2, false},
 		// Errors inside a stream (status 200) are retried like their HTTP twins.
-		{"rate_limit_error inside a stream", agent.Policy{}, []answer{fail(200, "rate_limit_error", 0), ok}, false, nil,
+		{"rate_limit_error inside a stream", model.Policy{}, []answer{fail(200, "rate_limit_error", 0), ok}, false, nil,
 			"retry(rate_limit_error, wait 1s) -> ok", 2, false},
-		{"timeout_error inside a stream", agent.Policy{}, []answer{fail(200, "timeout_error", 0), ok}, false, nil,
+		{"timeout_error inside a stream", model.Policy{}, []answer{fail(200, "timeout_error", 0), ok}, false, nil,
 			"retry(timeout_error, wait 1s) -> ok", 2, false},
-		{"api_error inside a stream", agent.Policy{}, []answer{fail(200, "api_error", 0), ok}, false, nil,
+		{"api_error inside a stream", model.Policy{}, []answer{fail(200, "api_error", 0), ok}, false, nil,
 			"retry(api_error, wait 1s) -> ok", 2, false},
-		{"invalid_request_error inside a stream stops", agent.Policy{}, []answer{fail(200, "invalid_request_error", 0)}, false, nil,
+		{"invalid_request_error inside a stream stops", model.Policy{}, []answer{fail(200, "invalid_request_error", 0)}, false, nil,
 			"stop(invalid_request_error: status not retryable)", 1, true},
 	}
 	for _, tt := range tests {
@@ -131,9 +131,9 @@ func TestRecoveryPaths(t *testing.T) {
 			if jitter == nil {
 				jitter = noJitter
 			}
-			req := agent.Request{Model: "big", MaxTokens: 100, Background: tt.bg}
+			req := model.Request{Model: "big", MaxTokens: 100, Background: tt.bg}
 			_, err := rec.recovery(p, tt.policy, jitter).Complete(context.Background(), req)
-			if got := agent.Trace(rec.steps); got != tt.want {
+			if got := model.Trace(rec.steps); got != tt.want {
 				t.Errorf("path:\n got %s\nwant %s", got, tt.want)
 			}
 			if got := len(p.requests); got != tt.attempts {
@@ -160,20 +160,20 @@ func TestRecoveryPaths(t *testing.T) {
 func TestRecoveryGiveUpError(t *testing.T) {
 	p := &script{answers: []answer{fail(429, "rate_limit_error", time.Hour)}}
 	var rec recorder
-	_, err := rec.recovery(p, agent.Policy{MaxWait: time.Minute}, noJitter).Complete(context.Background(), agent.Request{})
-	var gu *agent.GiveUpError
+	_, err := rec.recovery(p, model.Policy{MaxWait: time.Minute}, noJitter).Complete(context.Background(), model.Request{})
+	var gu *model.GiveUpError
 	if !errors.As(err, &gu) {
 		t.Fatalf("got %v, want a *GiveUpError", err)
 	}
 	if gu.Attempts != 1 || gu.RetryAfter != time.Hour {
 		t.Errorf("got attempts %d, retry after %s; want 1, 1h", gu.Attempts, gu.RetryAfter)
 	}
-	var ae *agent.APIError
+	var ae *model.APIError
 	if !errors.As(err, &ae) || ae.Status != 429 {
 		t.Errorf("got %v, want the 429 *APIError wrapped", err)
 	}
-	_, err = agent.NewRecovery(&script{answers: []answer{tooLong}}, agent.Policy{}).Complete(context.Background(), agent.Request{})
-	if !errors.Is(err, agent.ErrPromptTooLong) {
+	_, err = model.NewRecovery(&script{answers: []answer{tooLong}}, model.Policy{}).Complete(context.Background(), model.Request{})
+	if !errors.Is(err, model.ErrPromptTooLong) {
 		t.Errorf("got %v, want ErrPromptTooLong", err)
 	}
 }
@@ -181,8 +181,8 @@ func TestRecoveryGiveUpError(t *testing.T) {
 func TestRecoveryRaisesTheLimitInTheNextRequest(t *testing.T) {
 	p := &script{answers: []answer{cut, ok}}
 	var rec recorder
-	res, err := rec.recovery(p, agent.Policy{MaxTokensCap: 4096}, noJitter).Complete(context.Background(), agent.Request{MaxTokens: 512})
-	if err != nil || res.Stop != agent.StopEndTurn {
+	res, err := rec.recovery(p, model.Policy{MaxTokensCap: 4096}, noJitter).Complete(context.Background(), model.Request{MaxTokens: 512})
+	if err != nil || res.Stop != model.StopEndTurn {
 		t.Fatalf("got %+v, %v; want the end_turn reply", res, err)
 	}
 	if got, want := p.requests[1].MaxTokens, 4096; got != want {
@@ -193,15 +193,15 @@ func TestRecoveryRaisesTheLimitInTheNextRequest(t *testing.T) {
 func TestRecoveryCancelledWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &script{answers: []answer{fail(500, "api_error", 0)}}
-	r := agent.NewRecovery(p, agent.Policy{}, agent.WithSleep(func(ctx context.Context, _ time.Duration) error {
+	r := model.NewRecovery(p, model.Policy{}, model.WithSleep(func(ctx context.Context, _ time.Duration) error {
 		cancel()
 		return ctx.Err()
 	}))
-	_, err := r.Complete(ctx, agent.Request{})
+	_, err := r.Complete(ctx, model.Request{})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
-	var ae *agent.APIError
+	var ae *model.APIError
 	if !errors.As(err, &ae) || ae.Status != 500 {
 		t.Errorf("got %v, want the last cause kept", err)
 	}
@@ -214,7 +214,7 @@ func TestRecoveryDefaultSleepHonoursContext(t *testing.T) {
 	p := &script{answers: []answer{fail(429, "rate_limit_error", 30*time.Second)}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := agent.NewRecovery(p, agent.Policy{}).Complete(ctx, agent.Request{})
+		_, err := model.NewRecovery(p, model.Policy{}).Complete(ctx, model.Request{})
 		done <- err
 	}()
 	select {
@@ -233,12 +233,12 @@ func TestRecoveryFallbackModelOnTheWire(t *testing.T) {
 	s := serve(t, fixture(t, "anthropic/http_529_overloaded.txt", 0), fixture(t, "anthropic/error_529_overloaded.json", 529),
 		fixture(t, "anthropic/message_end_turn.json", 200))
 	var rec recorder
-	r := rec.recovery(newProvider("anthropic", s.URL), agent.Policy{FallbackModel: "claude-haiku-4-5", OverloadsInARow: 2}, noJitter)
-	if _, err := r.Complete(context.Background(), agent.Request{Model: "claude-sonnet-4-5", MaxTokens: 64,
-		Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
+	r := rec.recovery(newProvider("anthropic", s.URL), model.Policy{FallbackModel: "claude-haiku-4-5", OverloadsInARow: 2}, noJitter)
+	if _, err := r.Complete(context.Background(), model.Request{Model: "claude-sonnet-4-5", MaxTokens: 64,
+		Messages: []model.Message{{Role: model.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := agent.Trace(rec.steps), "retry(529, wait 1s) -> retry(529, wait 2s) -> fallback(claude-haiku-4-5) -> ok"; got != want {
+	if got, want := model.Trace(rec.steps), "retry(529, wait 1s) -> retry(529, wait 2s) -> fallback(claude-haiku-4-5) -> ok"; got != want {
 		t.Errorf("path:\n got %s\nwant %s", got, want)
 	}
 	var models []string
@@ -257,12 +257,12 @@ func TestRecoveryRetryAfterOnTheWire(t *testing.T) {
 	limited := fixture(t, "anthropic/http_429_rate_limit_headers.txt", 0).with(fixture(t, "anthropic/error_429_rate_limit_short.json", 0))
 	s := serve(t, limited, fixture(t, "anthropic/message_end_turn.json", 200))
 	var rec recorder
-	r := rec.recovery(newProvider("anthropic", s.URL), agent.Policy{}, noJitter)
-	if _, err := r.Complete(context.Background(), agent.Request{Model: "m", MaxTokens: 64,
-		Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
+	r := rec.recovery(newProvider("anthropic", s.URL), model.Policy{}, noJitter)
+	if _, err := r.Complete(context.Background(), model.Request{Model: "m", MaxTokens: 64,
+		Messages: []model.Message{{Role: model.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := agent.Trace(rec.steps), "retry(429, wait 16s) -> ok"; got != want {
+	if got, want := model.Trace(rec.steps), "retry(429, wait 16s) -> ok"; got != want {
 		t.Errorf("path: got %s, want %s", got, want)
 	}
 	if got := len(s.got()); got != 2 {
@@ -275,8 +275,8 @@ func TestRecoveryRetryAfterOnTheWire(t *testing.T) {
 func TestDefaultPolicyRidesOutATenSecondBurst(t *testing.T) {
 	p := &script{answers: []answer{overloaded, overloaded, overloaded, overloaded, ok}}
 	var rec recorder
-	if _, err := rec.recovery(p, agent.DefaultPolicy(), noJitter).Complete(context.Background(), agent.Request{Model: "big"}); err != nil {
-		t.Fatalf("gave up: %v (path %s)", err, agent.Trace(rec.steps))
+	if _, err := rec.recovery(p, model.DefaultPolicy(), noJitter).Complete(context.Background(), model.Request{Model: "big"}); err != nil {
+		t.Fatalf("gave up: %v (path %s)", err, model.Trace(rec.steps))
 	}
 	var waited time.Duration
 	for _, s := range rec.steps {
@@ -295,12 +295,12 @@ func TestRecoveryRetryAfterZeroMeansNow(t *testing.T) {
 	limited.header.Set("Retry-After", "0")
 	s := serve(t, limited, fixture(t, "anthropic/message_end_turn.json", 200))
 	var rec recorder
-	r := rec.recovery(newProvider("anthropic", s.URL), agent.Policy{}, noJitter)
-	if _, err := r.Complete(context.Background(), agent.Request{Model: "m", MaxTokens: 64,
-		Messages: []agent.Message{{Role: agent.RoleUser, Text: "hi"}}}); err != nil {
+	r := rec.recovery(newProvider("anthropic", s.URL), model.Policy{}, noJitter)
+	if _, err := r.Complete(context.Background(), model.Request{Model: "m", MaxTokens: 64,
+		Messages: []model.Message{{Role: model.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := agent.Trace(rec.steps), "retry(429, wait 0s) -> ok"; got != want {
+	if got, want := model.Trace(rec.steps), "retry(429, wait 0s) -> ok"; got != want {
 		t.Errorf("path: got %s, want %s", got, want)
 	}
 }
@@ -310,12 +310,12 @@ func TestRecoveryRetryAfterZeroMeansNow(t *testing.T) {
 func TestRecoveryStopsAtOnceWhenTheTurnBudgetIsSpent(t *testing.T) {
 	p := &script{answers: []answer{fail(500, "api_error", 0)}}
 	var rec recorder
-	_, err := rec.recovery(p, agent.Policy{}, noJitter).Complete(context.Background(),
-		agent.Request{Budget: agent.NewBudget(2, time.Hour)})
-	if !errors.Is(err, agent.ErrTurnBudget) {
+	_, err := rec.recovery(p, model.Policy{}, noJitter).Complete(context.Background(),
+		model.Request{Budget: model.NewBudget(2, time.Hour)})
+	if !errors.Is(err, model.ErrTurnBudget) {
 		t.Errorf("got %v, want ErrTurnBudget", err)
 	}
-	if got, want := agent.Trace(rec.steps), "retry(500, wait 1s) -> stop(500: the turn's request budget is spent)"; got != want {
+	if got, want := model.Trace(rec.steps), "retry(500, wait 1s) -> stop(500: the turn's request budget is spent)"; got != want {
 		t.Errorf("path:\n got %s\nwant %s", got, want)
 	}
 	if len(rec.waits) != 1 || len(p.requests) != 2 {

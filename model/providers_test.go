@@ -1,4 +1,4 @@
-package agent_test
+package model_test
 
 import (
 	"context"
@@ -9,40 +9,40 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/model"
 )
 
-var plainRequest = agent.Request{Model: "test-model", System: "be brief", MaxTokens: 64,
-	Messages: []agent.Message{{Role: agent.RoleUser, Text: "weather?"}},
-	Tools: []agent.ToolSpec{{Name: "get_weather", Description: "weather", Properties: map[string]any{
+var plainRequest = model.Request{Model: "test-model", System: "be brief", MaxTokens: 64,
+	Messages: []model.Message{{Role: model.RoleUser, Text: "weather?"}},
+	Tools: []model.ToolSpec{{Name: "get_weather", Description: "weather", Properties: map[string]any{
 		"city": map[string]any{"type": "string"}}, Required: []string{"city"}}}}
 
-func newProvider(kind, url string) agent.Provider {
+func newProvider(kind, url string) model.Provider {
 	if kind == "anthropic" {
-		return agent.NewAnthropic(key, url, agent.WithRequestTimeout(5*time.Second))
+		return model.NewAnthropic(key, url, model.WithRequestTimeout(5*time.Second))
 	}
-	return agent.NewOpenAI(key, url+"/v1/", agent.WithRequestTimeout(5*time.Second))
+	return model.NewOpenAI(key, url+"/v1/", model.WithRequestTimeout(5*time.Second))
 }
 
 func TestProvidersReplies(t *testing.T) {
 	tests := []struct {
 		name, kind, file string
-		want             agent.Response
+		want             model.Response
 	}{
-		{"anthropic end_turn", "anthropic", "anthropic/message_end_turn.json", agent.Response{
-			Text: "The current temperature in San Francisco is 68 degrees Fahrenheit.", Stop: agent.StopEndTurn, Model: "claude-3-7-sonnet-20250219"}},
-		{"anthropic tool_use", "anthropic", "anthropic/message_tool_use.json", agent.Response{
-			Text: "I'll get the current weather in San Francisco for you in Fahrenheit.", Stop: agent.StopToolUse, Model: "claude-3-7-sonnet-20250219",
-			ToolCalls: []agent.ToolCall{{ID: "toolu_01TZR6ZrLHdpAWdmhVPuDfjQ", Name: "get_weather", Input: json.RawMessage(`{"city":"San Francisco","units":"fahrenheit"}`)}}}},
-		{"openai stop", "openai", "openai/chat_completion_stop.json", agent.Response{
+		{"anthropic end_turn", "anthropic", "anthropic/message_end_turn.json", model.Response{
+			Text: "The current temperature in San Francisco is 68 degrees Fahrenheit.", Stop: model.StopEndTurn, Model: "claude-3-7-sonnet-20250219"}},
+		{"anthropic tool_use", "anthropic", "anthropic/message_tool_use.json", model.Response{
+			Text: "I'll get the current weather in San Francisco for you in Fahrenheit.", Stop: model.StopToolUse, Model: "claude-3-7-sonnet-20250219",
+			ToolCalls: []model.ToolCall{{ID: "toolu_01TZR6ZrLHdpAWdmhVPuDfjQ", Name: "get_weather", Input: json.RawMessage(`{"city":"San Francisco","units":"fahrenheit"}`)}}}},
+		{"openai stop", "openai", "openai/chat_completion_stop.json", model.Response{
 			Text: "I'm unable to provide real-time weather updates. To get the current weather in San Francisco, I recommend checking a reliable weather website or app like the Weather Channel or a local news station.",
-			Stop: agent.StopEndTurn, Model: "gpt-4o-2024-08-06"}},
-		{"openai tool_calls", "openai", "openai/chat_completion_tool_calls.json", agent.Response{
-			Stop: agent.StopToolUse, Model: "gpt-4o-2024-08-06", ToolCalls: []agent.ToolCall{
+			Stop: model.StopEndTurn, Model: "gpt-4o-2024-08-06"}},
+		{"openai tool_calls", "openai", "openai/chat_completion_tool_calls.json", model.Response{
+			Stop: model.StopToolUse, Model: "gpt-4o-2024-08-06", ToolCalls: []model.ToolCall{
 				{ID: "call_fdNz3vOBKYgOIpMdWotB9MjY", Name: "GetWeatherArgs", Input: json.RawMessage(`{"city":"Edinburgh","country":"GB","units":"c"}`)},
 				{ID: "call_h1DWI1POMJLb0KwIyQHWXD4p", Name: "get_stock_price", Input: json.RawMessage(`{"ticker":"AAPL","exchange":"NASDAQ"}`)}}}},
-		{"openai length", "openai", "openai/chat_completion_finish_length.json", agent.Response{
-			Text: `{"`, Stop: agent.StopMaxTokens, Model: "gpt-4o-2024-08-06"}},
+		{"openai length", "openai", "openai/chat_completion_finish_length.json", model.Response{
+			Text: `{"`, Stop: model.StopMaxTokens, Model: "gpt-4o-2024-08-06"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestProvidersReplies(t *testing.T) {
 	}
 }
 
-func sameResponse(a, b agent.Response) bool {
+func sameResponse(a, b model.Response) bool {
 	if a.Text != b.Text || a.Stop != b.Stop || a.Model != b.Model || len(a.ToolCalls) != len(b.ToolCalls) {
 		return false
 	}
@@ -94,8 +94,8 @@ func TestAnthropicMaxTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Stop != agent.StopMaxTokens {
-		t.Errorf("stop: got %q, want %q", got.Stop, agent.StopMaxTokens)
+	if got.Stop != model.StopMaxTokens {
+		t.Errorf("stop: got %q, want %q", got.Stop, model.StopMaxTokens)
 	}
 }
 
@@ -104,48 +104,48 @@ func TestProvidersErrors(t *testing.T) {
 	tests := []struct {
 		name, kind string
 		rep        func(t *testing.T) reply
-		want       agent.APIError
+		want       model.APIError
 		tooLong    bool
 	}{
 		{"anthropic 429 retry-after", "anthropic", func(t *testing.T) reply {
 			return fixture(t, "anthropic/http_429_rate_limit_headers.txt", 0).with(fixture(t, "anthropic/error_429_rate_limit_short.json", 0))
-		}, agent.APIError{Status: 429, Type: "rate_limit_error", RetryAfter: 16 * time.Second, ShouldRetry: &yes}, false},
+		}, model.APIError{Status: 429, Type: "rate_limit_error", RetryAfter: 16 * time.Second, ShouldRetry: &yes}, false},
 		{"anthropic 529", "anthropic", func(t *testing.T) reply { return fixture(t, "anthropic/http_529_overloaded.txt", 0) },
-			agent.APIError{Status: 529, Type: "overloaded_error", ShouldRetry: &yes}, false},
+			model.APIError{Status: 529, Type: "overloaded_error", ShouldRetry: &yes}, false},
 		{"anthropic 529 details null", "anthropic", func(t *testing.T) reply {
 			return fixture(t, "anthropic/error_529_overloaded_with_details_null.json", 529)
-		}, agent.APIError{Status: 529, Type: "overloaded_error"}, false},
+		}, model.APIError{Status: 529, Type: "overloaded_error"}, false},
 		{"anthropic 500", "anthropic", func(t *testing.T) reply { return fixture(t, "anthropic/error_500_api_error.json", 500) },
-			agent.APIError{Status: 500, Type: "api_error"}, false},
+			model.APIError{Status: 500, Type: "api_error"}, false},
 		{"anthropic 401", "anthropic", func(t *testing.T) reply { return fixture(t, "anthropic/error_401_authentication.json", 401) },
-			agent.APIError{Status: 401, Type: "authentication_error"}, false},
+			model.APIError{Status: 401, Type: "authentication_error"}, false},
 		{"anthropic 403", "anthropic", func(t *testing.T) reply { return fixture(t, "anthropic/error_403_permission.json", 403) },
-			agent.APIError{Status: 403, Type: "permission_error"}, false},
+			model.APIError{Status: 403, Type: "permission_error"}, false},
 		{"anthropic 413 from the edge", "anthropic", func(t *testing.T) reply { return fixture(t, "anthropic/error_413_request_too_large.json", 413) },
-			agent.APIError{Status: 413, Type: "request_too_large"}, false},
+			model.APIError{Status: 413, Type: "request_too_large"}, false},
 		{"anthropic 400 prompt too long", "anthropic", func(t *testing.T) reply { return fixture(t, "anthropic/error_400_prompt_too_long.json", 400) },
-			agent.APIError{Status: 400, Type: "invalid_request_error"}, true},
+			model.APIError{Status: 400, Type: "invalid_request_error"}, true},
 		{"openai 429 rpm", "openai", func(t *testing.T) reply {
 			return fixture(t, "openai/http_429_headers_responses_api.txt", 0).with(fixture(t, "openai/error_429_rate_limit_exceeded_rpm.json", 0))
-		}, agent.APIError{Status: 429, Type: "requests", Code: "rate_limit_exceeded"}, false},
+		}, model.APIError{Status: 429, Type: "requests", Code: "rate_limit_exceeded"}, false},
 		{"openai 429 quota", "openai", func(t *testing.T) reply { return fixture(t, "openai/error_429_insufficient_quota.json", 429) },
-			agent.APIError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota"}, false},
+			model.APIError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota"}, false},
 		{"openai 500", "openai", func(t *testing.T) reply { return fixture(t, "openai/error_500_server_error.json", 500) },
-			agent.APIError{Status: 500, Type: "server_error"}, false},
+			model.APIError{Status: 500, Type: "server_error"}, false},
 		{"openai 503", "openai", func(t *testing.T) reply { return fixture(t, "openai/error_503_server_is_overloaded.json", 503) },
-			agent.APIError{Status: 503, Type: "service_unavailable_error", Code: "server_is_overloaded"}, false},
+			model.APIError{Status: 503, Type: "service_unavailable_error", Code: "server_is_overloaded"}, false},
 		{"openai 400 context length", "openai", func(t *testing.T) reply {
 			return fixture(t, "openai/error_400_context_length_exceeded.json", 400)
-		}, agent.APIError{Status: 400, Type: "invalid_request_error", Code: "context_length_exceeded"}, true},
+		}, model.APIError{Status: 400, Type: "invalid_request_error", Code: "context_length_exceeded"}, true},
 		{"llama.cpp 400 context size", "openai", func(t *testing.T) reply {
 			return fixture(t, "compatible/llamacpp_400_exceed_context_size.json", 400)
-		}, agent.APIError{Status: 400, Type: "exceed_context_size_error", Code: "400"}, true},
+		}, model.APIError{Status: 400, Type: "exceed_context_size_error", Code: "400"}, true},
 		{"llama.cpp 503 loading", "openai", func(t *testing.T) reply { return fixture(t, "compatible/llamacpp_503_loading_model.json", 503) },
-			agent.APIError{Status: 503, Type: "unavailable_error", Code: "503"}, false},
+			model.APIError{Status: 503, Type: "unavailable_error", Code: "503"}, false},
 		{"vLLM 400 context length", "openai", func(t *testing.T) reply { return fixture(t, "compatible/vllm_400_context_length.json", 400) },
-			agent.APIError{Status: 400, Type: "BadRequestError", Code: "400"}, true},
+			model.APIError{Status: 400, Type: "BadRequestError", Code: "400"}, true},
 		{"Ollama 503 busy", "openai", func(t *testing.T) reply { return fixture(t, "compatible/ollama_503_server_busy.json", 503) },
-			agent.APIError{Status: 503, Type: "api_error"}, false},
+			model.APIError{Status: 503, Type: "api_error"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,15 +154,15 @@ func TestProvidersErrors(t *testing.T) {
 			if n := len(s.got()); n != 1 {
 				t.Errorf("requests: got %d, want 1", n)
 			}
-			var got *agent.APIError
+			var got *model.APIError
 			if !errors.As(err, &got) {
-				t.Fatalf("got %v, want an *agent.APIError", err)
+				t.Fatalf("got %v, want an *model.APIError", err)
 			}
 			if got.Status != tt.want.Status || got.Type != tt.want.Type || got.Code != tt.want.Code ||
 				got.RetryAfter != tt.want.RetryAfter || !sameBool(got.ShouldRetry, tt.want.ShouldRetry) {
 				t.Errorf("got %+v, want %+v", *got, tt.want)
 			}
-			if errors.Is(err, agent.ErrPromptTooLong) != tt.tooLong {
+			if errors.Is(err, model.ErrPromptTooLong) != tt.tooLong {
 				t.Errorf("errors.Is(err, ErrPromptTooLong): got %v, want %v", !tt.tooLong, tt.tooLong)
 			}
 			if strings.Contains(err.Error(), key) {
@@ -181,10 +181,10 @@ func TestProvidersConnectionError(t *testing.T) {
 			url := s.URL
 			s.Close()
 			_, err := newProvider(kind, url).Complete(context.Background(), plainRequest)
-			if !errors.Is(err, agent.ErrConnection) {
+			if !errors.Is(err, model.ErrConnection) {
 				t.Fatalf("got %v, want ErrConnection", err)
 			}
-			var ce *agent.ConnectionError
+			var ce *model.ConnectionError
 			if !errors.As(err, &ce) || strings.Contains(err.Error(), key) {
 				t.Errorf("got %v, want a *ConnectionError without the key", err)
 			}
@@ -205,7 +205,7 @@ func TestProvidersNeverShowTheKey(t *testing.T) {
 			if err == nil || strings.Contains(err.Error(), key) {
 				t.Errorf("got %v, want an error without the key", err)
 			}
-			r := agent.NewRecovery(newProvider(kind, s.URL), agent.Policy{})
+			r := model.NewRecovery(newProvider(kind, s.URL), model.Policy{})
 			_, err = r.Complete(context.Background(), plainRequest)
 			if err == nil || strings.Contains(err.Error(), key) {
 				t.Errorf("recovery: got %v, want an error without the key", err)
@@ -220,7 +220,7 @@ func TestProvidersNeverShowTheKey(t *testing.T) {
 func TestOpenAIWithoutKeySendsNoAuthorization(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
 	s := serve(t, fixture(t, "openai/chat_completion_stop.json", 200))
-	if _, err := agent.NewOpenAI("", s.URL+"/v1/").Complete(context.Background(), plainRequest); err != nil {
+	if _, err := model.NewOpenAI("", s.URL+"/v1/").Complete(context.Background(), plainRequest); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.got()[0].header.Get("Authorization"); got != "" {
@@ -231,8 +231,8 @@ func TestOpenAIWithoutKeySendsNoAuthorization(t *testing.T) {
 func TestRequestBodies(t *testing.T) {
 	req := plainRequest
 	req.Messages = append(req.Messages,
-		agent.Message{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "c1", Name: "get_weather", Input: json.RawMessage(`{"city":"Oslo"}`)}}},
-		agent.Message{Role: agent.RoleTool, ToolResults: []agent.ToolResult{{CallID: "c1", Content: "sunny"}}, Text: "answer now"})
+		model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "get_weather", Input: json.RawMessage(`{"city":"Oslo"}`)}}},
+		model.Message{Role: model.RoleTool, ToolResults: []model.ToolResult{{CallID: "c1", Content: "sunny"}}, Text: "answer now"})
 	tests := []struct {
 		kind, file string
 		want       []string

@@ -1,10 +1,10 @@
-package agent_test
+package model_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/model"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -17,17 +17,17 @@ func TestFromEnv(t *testing.T) {
 		wantErr   string
 	}{
 		{"nothing", nil, "", "", false, ""},
-		{"anthropic default model", map[string]string{"ANTHROPIC_API_KEY": key}, "anthropic", agent.DefaultAnthropicModel, true, ""},
+		{"anthropic default model", map[string]string{"ANTHROPIC_API_KEY": key}, "anthropic", model.DefaultAnthropicModel, true, ""},
 		{"anthropic first", map[string]string{"ANTHROPIC_API_KEY": key, "ANTHROPIC_MODEL": "claude-opus-4-1", "OPENAI_API_KEY": "sk-x"}, "anthropic", "claude-opus-4-1", true, ""},
 		{"anthropic bad base url", map[string]string{"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": "localhost:8080"}, "", "", false, "ANTHROPIC_BASE_URL"},
-		{"openai default model", map[string]string{"OPENAI_API_KEY": key}, "openai", agent.DefaultOpenAIModel, true, ""},
+		{"openai default model", map[string]string{"OPENAI_API_KEY": key}, "openai", model.DefaultOpenAIModel, true, ""},
 		{"ollama without a key", map[string]string{"OPENAI_BASE_URL": "http://localhost:11434/v1/", "OPENAI_MODEL": "llama3.2"}, "openai", "llama3.2", true, ""},
 		{"base url without a model", map[string]string{"OPENAI_BASE_URL": "http://localhost:11434/v1/"}, "", "", false, "OPENAI_MODEL"},
 		{"model alone", map[string]string{"OPENAI_MODEL": "gpt-4o"}, "", "", false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, model, ok, err := agent.FromEnv(func(k string) string { return tt.env[k] })
+			p, name, ok, err := model.FromEnv(func(k string) string { return tt.env[k] })
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), key) {
 					t.Fatalf("err: got %v, want one naming %s", err, tt.wantErr)
@@ -37,14 +37,14 @@ func TestFromEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok != tt.wantOK || model != tt.wantModel {
-				t.Errorf("got %q ok=%v, want %q ok=%v", model, ok, tt.wantModel, tt.wantOK)
+			if ok != tt.wantOK || name != tt.wantModel {
+				t.Errorf("got %q ok=%v, want %q ok=%v", name, ok, tt.wantModel, tt.wantOK)
 			}
 			var kind string
 			switch p.(type) {
-			case *agent.Anthropic:
+			case *model.Anthropic:
 				kind = "anthropic"
-			case *agent.OpenAI:
+			case *model.OpenAI:
 				kind = "openai"
 			}
 			if kind != tt.wantKind {

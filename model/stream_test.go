@@ -1,4 +1,4 @@
-package agent_test
+package model_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/agenttest"
+	"github.com/countersign/countersign/model"
 )
 
 // recording is the reply whose body is testdata/<name>, a recorded message or
@@ -35,21 +35,21 @@ func streamed(s *agenttest.Server) []bool {
 func TestStreamReadsTheWholeReply(t *testing.T) {
 	tests := []struct {
 		name, kind, file string
-		want             agent.Response
+		want             model.Response
 	}{
 		{"anthropic text", "anthropic", "anthropic/stream_text_end_turn.sse",
-			agent.Response{Text: "Hello there!", Stop: agent.StopEndTurn, Model: "claude-3-opus-latest"}},
+			model.Response{Text: "Hello there!", Stop: model.StopEndTurn, Model: "claude-3-opus-latest"}},
 		{"anthropic tool use", "anthropic", "anthropic/stream_tool_use.sse",
-			agent.Response{Text: "I'll check the current weather in Paris for you.", Stop: agent.StopToolUse, Model: "claude-sonnet-4-20250514",
-				ToolCalls: []agent.ToolCall{{ID: "toolu_01NRLabsLyVHZPKxbKvkfSMn", Name: "get_weather", Input: json.RawMessage(`{"location": "Paris"}`)}}}},
+			model.Response{Text: "I'll check the current weather in Paris for you.", Stop: model.StopToolUse, Model: "claude-sonnet-4-20250514",
+				ToolCalls: []model.ToolCall{{ID: "toolu_01NRLabsLyVHZPKxbKvkfSMn", Name: "get_weather", Input: json.RawMessage(`{"location": "Paris"}`)}}}},
 		{"openai tool call", "openai", "openai/stream_single_tool_call.sse",
-			agent.Response{Stop: agent.StopToolUse, Model: "gpt-4o-2024-08-06",
-				ToolCalls: []agent.ToolCall{{ID: "call_c91SqDXlYFuETYv8mUHzz6pp", Name: "GetWeatherArgs", Input: json.RawMessage(`{"city":"Edinburgh","country":"UK","units":"c"}`)}}}},
+			model.Response{Stop: model.StopToolUse, Model: "gpt-4o-2024-08-06",
+				ToolCalls: []model.ToolCall{{ID: "call_c91SqDXlYFuETYv8mUHzz6pp", Name: "GetWeatherArgs", Input: json.RawMessage(`{"city":"Edinburgh","country":"UK","units":"c"}`)}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := agenttest.NewServer(t, recording(t, tt.file))
-			p := newProvider(tt.kind, s.URL).(agent.Streamer)
+			p := newProvider(tt.kind, s.URL).(model.Streamer)
 			alive := 0
 			got, err := p.Stream(context.Background(), plainRequest, func() { alive++ })
 			if err != nil {
@@ -70,8 +70,8 @@ func TestWatchAbortsAStalledStreamAndAsksWithoutStreaming(t *testing.T) {
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").StallAfter(3, 0),
 		recording(t, "anthropic/message_end_turn.json"))
 	var mu sync.Mutex
-	var steps []agent.Step
-	w := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), 20*time.Millisecond, 150*time.Millisecond, func(st agent.Step) {
+	var steps []model.Step
+	w := model.NewWatch(newProvider("anthropic", s.URL).(model.Streamer), 20*time.Millisecond, 150*time.Millisecond, func(st model.Step) {
 		mu.Lock()
 		defer mu.Unlock()
 		steps = append(steps, st)
@@ -85,11 +85,11 @@ func TestWatchAbortsAStalledStreamAndAsksWithoutStreaming(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	var path []agent.Action
+	var path []model.Action
 	for _, st := range steps {
 		path = append(path, st.Action)
 	}
-	if want := []agent.Action{agent.ActionStallWarning, agent.ActionStallAbort}; !reflect.DeepEqual(path, want) {
+	if want := []model.Action{model.ActionStallWarning, model.ActionStallAbort}; !reflect.DeepEqual(path, want) {
 		t.Errorf("steps = %v, want %v", path, want)
 	}
 	if got := streamed(s); !reflect.DeepEqual(got, []bool{true, false}) {
@@ -101,8 +101,8 @@ func TestWatchLetsASlowStreamFinish(t *testing.T) {
 	// Each event comes well within the abort time, but the whole stream takes longer.
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").Pace(40*time.Millisecond))
 	var aborted bool
-	w := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), 200*time.Millisecond, 250*time.Millisecond, func(st agent.Step) {
-		aborted = aborted || st.Action == agent.ActionStallAbort
+	w := model.NewWatch(newProvider("anthropic", s.URL).(model.Streamer), 200*time.Millisecond, 250*time.Millisecond, func(st model.Step) {
+		aborted = aborted || st.Action == model.ActionStallAbort
 	})
 	start := time.Now()
 	got, err := w.Complete(context.Background(), plainRequest)
@@ -120,15 +120,15 @@ func TestWatchLetsASlowStreamFinish(t *testing.T) {
 func TestAnErrorInsideTheStreamIsRetriedByRecovery(t *testing.T) {
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_midstream_overloaded_error.sse"),
 		recording(t, "anthropic/stream_text_end_turn.sse"))
-	var steps []agent.Step
-	rec := agent.NewRecovery(agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), time.Second, 5*time.Second, nil),
-		agent.Policy{}, agent.WithSleep(func(context.Context, time.Duration) error { return nil }),
-		agent.WithObserver(func(st agent.Step) { steps = append(steps, st) }))
+	var steps []model.Step
+	rec := model.NewRecovery(model.NewWatch(newProvider("anthropic", s.URL).(model.Streamer), time.Second, 5*time.Second, nil),
+		model.Policy{}, model.WithSleep(func(context.Context, time.Duration) error { return nil }),
+		model.WithObserver(func(st model.Step) { steps = append(steps, st) }))
 	got, err := rec.Complete(context.Background(), plainRequest)
 	if err != nil || got.Text != "Hello there!" {
 		t.Fatalf("Complete = %+v, %v", got, err)
 	}
-	if trace := agent.Trace(steps); !strings.HasPrefix(trace, "retry(overloaded_error") || !strings.HasSuffix(trace, "-> ok") {
+	if trace := model.Trace(steps); !strings.HasPrefix(trace, "retry(overloaded_error") || !strings.HasSuffix(trace, "-> ok") {
 		t.Errorf("trace = %s, want a retry of the overloaded stream, then ok", trace)
 	}
 }
@@ -139,7 +139,7 @@ func TestStreamAndCompleteAgree(t *testing.T) {
 	for _, file := range []string{"message_end_turn.json", "message_tool_use.json"} {
 		t.Run(file, func(t *testing.T) {
 			s := agenttest.NewServer(t, agenttest.File(t, filepath.Join("testdata", "anthropic", file), http.StatusOK))
-			p := agent.NewAnthropic(key, s.URL)
+			p := model.NewAnthropic(key, s.URL)
 			plain, err := p.Complete(context.Background(), plainRequest)
 			if err != nil {
 				t.Fatal(err)
@@ -161,13 +161,13 @@ func TestStreamAndCompleteAgree(t *testing.T) {
 func TestWatchAsksAgainWhenTheServiceDoesNotStream(t *testing.T) {
 	// A server that ignores "stream": true and answers with the plain message.
 	s := agenttest.NewServer(t, recording(t, "anthropic/message_end_turn.json").IgnoreStream())
-	var steps []agent.Step
-	got, err := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), time.Second, 5*time.Second,
-		func(st agent.Step) { steps = append(steps, st) }).Complete(context.Background(), plainRequest)
+	var steps []model.Step
+	got, err := model.NewWatch(newProvider("anthropic", s.URL).(model.Streamer), time.Second, 5*time.Second,
+		func(st model.Step) { steps = append(steps, st) }).Complete(context.Background(), plainRequest)
 	if err != nil || got.Text != "The current temperature in San Francisco is 68 degrees Fahrenheit." {
 		t.Fatalf("Complete = %+v, %v; want the plain reply, never an empty one", got, err)
 	}
-	if trace := agent.Trace(steps); trace != "no_stream" {
+	if trace := model.Trace(steps); trace != "no_stream" {
 		t.Errorf("trace = %q, want no_stream", trace)
 	}
 }
@@ -175,8 +175,8 @@ func TestWatchAsksAgainWhenTheServiceDoesNotStream(t *testing.T) {
 func TestAStreamCutBeforeItsEndIsAConnectionError(t *testing.T) {
 	// Every event up to message_delta: the blocks, never the end.
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").CutAfter(7))
-	_, err := newProvider("anthropic", s.URL).(agent.Streamer).Stream(context.Background(), plainRequest, nil)
-	if !errors.Is(err, agent.ErrConnection) {
+	_, err := newProvider("anthropic", s.URL).(model.Streamer).Stream(context.Background(), plainRequest, nil)
+	if !errors.Is(err, model.ErrConnection) {
 		t.Errorf("Stream of a cut stream = %v, want a connection error (retried, never an empty reply)", err)
 	}
 }
@@ -186,10 +186,10 @@ func TestAStreamCutBeforeItsEndIsAConnectionError(t *testing.T) {
 func TestWatchPaysTheRetryFromTheTurnsBudget(t *testing.T) {
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").StallAfter(3, 0),
 		recording(t, "anthropic/message_end_turn.json"))
-	w := agent.NewWatch(newProvider("anthropic", s.URL).(agent.Streamer), 20*time.Millisecond, 150*time.Millisecond, nil)
+	w := model.NewWatch(newProvider("anthropic", s.URL).(model.Streamer), 20*time.Millisecond, 150*time.Millisecond, nil)
 	req := plainRequest
-	req.Budget = agent.NewBudget(0, time.Minute) // the stream itself was the turn's last request
-	if _, err := w.Complete(context.Background(), req); !errors.Is(err, agent.ErrTurnBudget) {
+	req.Budget = model.NewBudget(0, time.Minute) // the stream itself was the turn's last request
+	if _, err := w.Complete(context.Background(), req); !errors.Is(err, model.ErrTurnBudget) {
 		t.Errorf("the retry after the stall = %v, want ErrTurnBudget", err)
 	}
 	if n := len(s.Requests()); n != 1 {

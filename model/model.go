@@ -1,13 +1,14 @@
-// Package agent is the model layer: providers that make exactly one request to a
+// Package model is the model layer: providers that make exactly one request to a
 // language model (Anthropic or any OpenAI-compatible server), the recovery that
 // wraps those requests (retry, fallback model, raised output limit, typed stops),
-// and the Reviewer that gives the verifier a model's second opinion with read-only
-// tools.
+// and the stream watch. It imports nothing of the project's but policy, so that
+// nothing here can reach a tool (TestTheModelLayerCannotReachATool); the agent
+// loop and the verifier's reviewer, which do, are package agent.
 //
 // Recovery wraps the model request only, never a tool: a retried request never runs
 // a tool twice. Every error a provider returns is an *APIError, a *ConnectionError or
 // a plain error for a request that could not be built; none of them holds an API key.
-package agent
+package model
 
 import (
 	"context"

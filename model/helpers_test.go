@@ -1,4 +1,4 @@
-package agent_test
+package model_test
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package agent_test
+package model_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/agenttest"
+	"github.com/countersign/countersign/model"
 )
 
 // wireCase is a fault scripted once and run through both providers, plain and
@@ -18,14 +18,14 @@ import (
 type wireCase struct {
 	name     string
 	replies  []agenttest.Reply
-	policy   agent.Policy
+	policy   model.Policy
 	watched  bool             // only streamed: the trouble needs a stream
 	silences [2]time.Duration // the Watch's warning and abort times, when not the usual 20ms and 150ms
 	want     string
 	byRun    map[string]string
 	requests int
 	ok       bool
-	check    func(t *testing.T, kind string, s *agenttest.Server, res agent.Response, err error)
+	check    func(t *testing.T, kind string, s *agenttest.Server, res model.Response, err error)
 }
 
 // lookup is the value of m for the run of kind in mode.
@@ -46,7 +46,7 @@ func TestRecoveryOverBothProviders(t *testing.T) {
 			want: "retry(429, wait 300ms) -> ok", requests: 2, ok: true},
 		{name: "429 naming no wait backs off", replies: []agenttest.Reply{agenttest.RateLimited(0), finalAnswer},
 			want: "retry(429, wait 375ms) -> ok", requests: 2, ok: true},
-		{name: "overloads switch to the fallback model", policy: agent.Policy{FallbackModel: "small-model"},
+		{name: "overloads switch to the fallback model", policy: model.Policy{FallbackModel: "small-model"},
 			replies:  []agenttest.Reply{agenttest.Fail(agenttest.Overload), agenttest.Fail(agenttest.Overload), finalAnswer},
 			want:     "retry(529, wait 375ms) -> retry(529, wait 750ms) -> fallback(small-model) -> ok",
 			byRun:    map[string]string{"openai": "retry(503, wait 375ms) -> retry(503, wait 750ms) -> fallback(small-model) -> ok"},
@@ -57,7 +57,7 @@ func TestRecoveryOverBothProviders(t *testing.T) {
 			want: "stop(401: status not retryable)", requests: 1},
 		{name: "prompt too long stops", replies: []agenttest.Reply{agenttest.Fail(agenttest.PromptTooLong)},
 			want: "stop(400: prompt too long)", requests: 1, check: checkPromptTooLong},
-		{name: "max_tokens raises the output limit", policy: agent.Policy{MaxTokensCap: 128}, replies: []agenttest.Reply{agenttest.Message("max_tokens", "It is sun"), finalAnswer},
+		{name: "max_tokens raises the output limit", policy: model.Policy{MaxTokensCap: 128}, replies: []agenttest.Reply{agenttest.Message("max_tokens", "It is sun"), finalAnswer},
 			want: "raise_max_tokens(128) -> ok", requests: 2, ok: true, check: checkRaised},
 		{name: "dropped connection is retried", replies: []agenttest.Reply{toolAnswer.DropAfter(3), finalAnswer},
 			want: "retry(connection, wait 375ms) -> ok", requests: 2, ok: true},
@@ -131,7 +131,7 @@ func (tt wireCase) run(t *testing.T, kind, mode string, watched bool) {
 	if slept, named := w.waits, w.retryWaits(); !reflect.DeepEqual(slept, named) {
 		t.Errorf("slept %v, want the waits the steps name, %v", slept, named)
 	}
-	var gu *agent.GiveUpError
+	var gu *model.GiveUpError
 	switch {
 	case tt.ok && err != nil:
 		t.Errorf("err = %v, want a reply", err)
@@ -149,7 +149,7 @@ func (tt wireCase) run(t *testing.T, kind, mode string, watched bool) {
 }
 
 // checkFallback: the third request, and the reply, name the fallback model.
-func checkFallback(t *testing.T, _ string, s *agenttest.Server, res agent.Response, _ error) {
+func checkFallback(t *testing.T, _ string, s *agenttest.Server, res model.Response, _ error) {
 	var models []string
 	for _, r := range s.Requests() {
 		models = append(models, r.Model)
@@ -162,14 +162,14 @@ func checkFallback(t *testing.T, _ string, s *agenttest.Server, res agent.Respon
 	}
 }
 
-func checkPromptTooLong(t *testing.T, _ string, _ *agenttest.Server, _ agent.Response, err error) {
-	if !errors.Is(err, agent.ErrPromptTooLong) {
+func checkPromptTooLong(t *testing.T, _ string, _ *agenttest.Server, _ model.Response, err error) {
+	if !errors.Is(err, model.ErrPromptTooLong) {
 		t.Errorf("err = %v, want ErrPromptTooLong", err)
 	}
 }
 
 // checkRaised: the second request asks for twice the output limit.
-func checkRaised(t *testing.T, _ string, s *agenttest.Server, _ agent.Response, _ error) {
+func checkRaised(t *testing.T, _ string, s *agenttest.Server, _ model.Response, _ error) {
 	var limits []int
 	for _, r := range s.Requests() {
 		limits = append(limits, r.MaxTokens)
@@ -180,7 +180,7 @@ func checkRaised(t *testing.T, _ string, s *agenttest.Server, _ agent.Response, 
 }
 
 // checkStreamedThenPlain: a watched request that stalled is asked again plain.
-func checkStreamedThenPlain(t *testing.T, _ string, s *agenttest.Server, _ agent.Response, _ error) {
+func checkStreamedThenPlain(t *testing.T, _ string, s *agenttest.Server, _ model.Response, _ error) {
 	got := streamed(s)
 	if got[0] && !reflect.DeepEqual(got, []bool{true, false}) {
 		t.Errorf("requests streamed = %v, want a stream, then one plain request", got)
@@ -193,7 +193,7 @@ func TestRecoveryWaitsOnTheWire(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			s := agenttest.NewServer(t, agenttest.RateLimitedMs(150*time.Millisecond), finalAnswer)
-			r := agent.NewRecovery(wireProvider(kind, s), agent.Policy{})
+			r := model.NewRecovery(wireProvider(kind, s), model.Policy{})
 			if _, err := r.Complete(context.Background(), plainRequest); err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +212,7 @@ func TestRecoveryBackoffJitterStaysInBounds(t *testing.T) {
 			fail := agenttest.Fail(agenttest.ServerError)
 			s := agenttest.NewServer(t, fail, fail, fail, finalAnswer)
 			var w wireRun
-			r := agent.NewRecovery(wireProvider(kind, s), agent.Policy{}, agent.WithObserver(w.observe), agent.WithSleep(w.sleep))
+			r := model.NewRecovery(wireProvider(kind, s), model.Policy{}, model.WithObserver(w.observe), model.WithSleep(w.sleep))
 			if _, err := r.Complete(context.Background(), plainRequest); err != nil {
 				t.Fatal(err)
 			}
