@@ -22,7 +22,7 @@ import (
 var payload = verifier.Input{Tool: "commit_send_message", Action: "send_message", Target: "222", Text: "Digest for Monday"}
 
 func says(text string) answer {
-	return answer{res: model.Response{Text: text, Stop: model.StopEndTurn}}
+	return answer{Res: model.Response{Text: text, Stop: model.StopEndTurn}}
 }
 
 func calls(names ...string) answer {
@@ -30,7 +30,7 @@ func calls(names ...string) answer {
 	for i, n := range names {
 		cs = append(cs, model.ToolCall{ID: "call_" + string(rune('a'+i)), Name: n, Input: []byte(`{}`)})
 	}
-	return answer{res: model.Response{ToolCalls: cs, Stop: model.StopToolUse}}
+	return answer{Res: model.Response{ToolCalls: cs, Stop: model.StopToolUse}}
 }
 
 func TestReviewerAnswers(t *testing.T) {
@@ -57,7 +57,7 @@ func TestReviewerAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &script{answers: []answer{says(tt.answer)}}
+			p := &script{Answers: []answer{says(tt.answer)}}
 			d, reason, err := agent.NewReviewer(p, "m", nil, nil).Review(context.Background(), payload)
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +82,7 @@ func (f *fakeOps) RecentOperations(_ context.Context, target string, _ int) ([]a
 
 func TestReviewerToolRound(t *testing.T) {
 	ops := &fakeOps{ops: []agent.OperationInfo{{ID: "op-earlier1", Tool: "commit_send_message", State: "committed", Excerpt: "Digest for Monday"}}}
-	p := &script{answers: []answer{calls(agent.ToolReadOperations), says(`{"decision":"stop","reasons":["already sent as op-earlier1"]}`)}}
+	p := &script{Answers: []answer{calls(agent.ToolReadOperations), says(`{"decision":"stop","reasons":["already sent as op-earlier1"]}`)}}
 	d, reason, err := agent.NewReviewer(p, "m", ops, nil).Review(context.Background(), payload)
 	if err != nil {
 		t.Fatal(err)
@@ -93,10 +93,10 @@ func TestReviewerToolRound(t *testing.T) {
 	if !slices.Equal(ops.targets, []string{"222"}) {
 		t.Errorf("read targets: got %v, want [222]", ops.targets)
 	}
-	if len(p.requests) != 2 {
-		t.Fatalf("requests: got %d, want 2", len(p.requests))
+	if len(p.Requests) != 2 {
+		t.Fatalf("requests: got %d, want 2", len(p.Requests))
 	}
-	msgs := p.requests[1].Messages
+	msgs := p.Requests[1].Messages
 	last := msgs[len(msgs)-1]
 	if len(msgs) != 3 || msgs[1].Role != model.RoleAssistant || len(msgs[1].ToolCalls) != 1 ||
 		last.Role != model.RoleTool || len(last.ToolResults) != 1 {
@@ -108,7 +108,7 @@ func TestReviewerToolRound(t *testing.T) {
 }
 
 func TestReviewerOffersOnlyTheReadTools(t *testing.T) {
-	p := &script{answers: []answer{says(`{"decision":"pass","reasons":[]}`)}}
+	p := &script{Answers: []answer{says(`{"decision":"pass","reasons":[]}`)}}
 	v, err := vault.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -117,31 +117,31 @@ func TestReviewerOffersOnlyTheReadTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, tool := range p.requests[0].Tools {
+	for _, tool := range p.Requests[0].Tools {
 		names = append(names, tool.Name)
 	}
 	if want := []string{"read_operations", "read_vault"}; !slices.Equal(names, want) {
 		t.Errorf("tools: got %v, want %v", names, want)
 	}
-	if req := p.requests[0]; req.Model != "m" || req.System == "" || req.MaxTokens <= 0 ||
+	if req := p.Requests[0]; req.Model != "m" || req.System == "" || req.MaxTokens <= 0 ||
 		!strings.Contains(req.Messages[0].Text, "Digest for Monday") || !strings.Contains(req.Messages[0].Text, "Target: 222") {
 		t.Errorf("request: got %+v", req)
 	}
 }
 
 func TestReviewerUnknownToolIsAnErrorResult(t *testing.T) {
-	p := &script{answers: []answer{calls("commit_send_message"), says(`{"decision":"pass","reasons":[]}`)}}
+	p := &script{Answers: []answer{calls("commit_send_message"), says(`{"decision":"pass","reasons":[]}`)}}
 	if _, _, err := agent.NewReviewer(p, "m", &fakeOps{}, nil).Review(context.Background(), payload); err != nil {
 		t.Fatal(err)
 	}
-	msgs := p.requests[1].Messages
+	msgs := p.Requests[1].Messages
 	if r := msgs[len(msgs)-1].ToolResults[0]; !r.IsError {
 		t.Errorf("got %+v, want an error result", r)
 	}
 }
 
 func TestReviewerBoundsToolRounds(t *testing.T) {
-	p := &script{answers: []answer{calls(agent.ToolReadOperations)}}
+	p := &script{Answers: []answer{calls(agent.ToolReadOperations)}}
 	d, reason, err := agent.NewReviewer(p, "m", &fakeOps{}, nil).Review(context.Background(), payload)
 	if err != nil {
 		t.Fatal(err)
@@ -149,17 +149,17 @@ func TestReviewerBoundsToolRounds(t *testing.T) {
 	if d != verifier.Stop || reason != agent.NotUnderstood {
 		t.Errorf("got %s %q, want stop %q", d, reason, agent.NotUnderstood)
 	}
-	if got, want := len(p.requests), agent.MaxToolRounds+1; got != want {
+	if got, want := len(p.Requests), agent.MaxToolRounds+1; got != want {
 		t.Errorf("requests: got %d, want %d", got, want)
 	}
-	msgs := p.requests[len(p.requests)-1].Messages
+	msgs := p.Requests[len(p.Requests)-1].Messages
 	if !strings.Contains(msgs[len(msgs)-1].Text, "No more tool calls") {
 		t.Errorf("final request does not ask for the answer: %+v", msgs[len(msgs)-1])
 	}
 }
 
 func TestReviewerModelErrorStopsThePayload(t *testing.T) {
-	p := &script{answers: []answer{fail(401, "authentication_error", 0)}}
+	p := &script{Answers: []answer{fail(401, "authentication_error", 0)}}
 	r := agent.NewReviewer(model.NewRecovery(p, model.Policy{}), "m", nil, nil)
 	_, _, err := r.Review(context.Background(), payload)
 	var ae *model.APIError
@@ -173,7 +173,7 @@ func TestReviewerModelErrorStopsThePayload(t *testing.T) {
 }
 
 func TestReviewerInTheVerifier(t *testing.T) {
-	p := &script{answers: []answer{says(`{"decision":"repair","reasons":["name the day"]}`)}}
+	p := &script{Answers: []answer{says(`{"decision":"repair","reasons":["name the day"]}`)}}
 	c := verifier.New(policy.Verify{ModelCheck: []string{"commit_send_message"}}, nil, nil).WithModel(agent.NewReviewer(p, "m", nil, nil))
 	v := c.Check(context.Background(), payload)
 	if v.Decision != verifier.Repair || !slices.Contains(v.Reasons, "model: name the day") {
@@ -218,11 +218,11 @@ func TestReviewerReadsJournalAndVault(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := &script{answers: []answer{calls(agent.ToolReadOperations, agent.ToolReadVault), says(`{"decision":"pass","reasons":[]}`)}}
+	p := &script{Answers: []answer{calls(agent.ToolReadOperations, agent.ToolReadVault), says(`{"decision":"pass","reasons":[]}`)}}
 	if _, _, err := agent.NewReviewer(p, "m", agent.JournalReader(j), v).Review(ctx, payload); err != nil {
 		t.Fatal(err)
 	}
-	msgs := p.requests[1].Messages
+	msgs := p.Requests[1].Messages
 	results := msgs[len(msgs)-1].ToolResults
 	if len(results) != 2 {
 		t.Fatalf("tool results: got %+v", results)
@@ -250,9 +250,9 @@ func TestReviewerRunsUnderTheTasksPolicyAndWaitBound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &script{answers: []answer{fail(500, "api_error", 0)}}
+			p := &script{Answers: []answer{fail(500, "api_error", 0)}}
 			var rec recorder
-			rev := agent.NewReviewer(rec.recovery(p, model.Policy{}, noJitter), "m", nil, nil)
+			rev := agent.NewReviewer(rec.Recovery(p, model.Policy{}, noJitter), "m", nil, nil)
 			m := policy.DefaultModel()
 			m.Attempts = tt.attempts
 			in := payload
@@ -261,11 +261,11 @@ func TestReviewerRunsUnderTheTasksPolicyAndWaitBound(t *testing.T) {
 				t.Fatalf("got %s, want the model's failure", d)
 			}
 			var waited time.Duration
-			for _, w := range rec.waits {
+			for _, w := range rec.Waits {
 				waited += w
 			}
-			if len(p.requests) != tt.requests || waited > agent.ReviewMaxWait {
-				t.Errorf("%d requests, %s waited (%s); want %d, at most %s", len(p.requests), waited, model.Trace(rec.steps), tt.requests, agent.ReviewMaxWait)
+			if len(p.Requests) != tt.requests || waited > agent.ReviewMaxWait {
+				t.Errorf("%d requests, %s waited (%s); want %d, at most %s", len(p.Requests), waited, model.Trace(rec.Steps), tt.requests, agent.ReviewMaxWait)
 			}
 		})
 	}

@@ -4,64 +4,34 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/model"
+	"github.com/countersign/countersign/model/modeltest"
 )
 
-// script is a Provider that answers from a list and keeps every request.
-type script struct {
-	mu       sync.Mutex
-	answers  []answer
-	requests []model.Request
-}
-
-type answer struct {
-	res model.Response
-	err error
-}
-
-func (s *script) Complete(_ context.Context, req model.Request) (model.Response, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.answers[min(len(s.requests), len(s.answers)-1)]
-	s.requests = append(s.requests, req)
-	return a.res, a.err
-}
-
-func fail(status int, typ string, retryAfter time.Duration) answer {
-	return answer{err: &model.APIError{Provider: "anthropic", Status: status, Type: typ, RetryAfter: retryAfter}}
-}
+// The in-process stand-ins of package modeltest, under the names the tests use.
+type (
+	script   = modeltest.Script
+	answer   = modeltest.Answer
+	recorder = modeltest.Recorder
+)
 
 var (
-	ok          = answer{res: model.Response{Text: "done", Stop: model.StopEndTurn}}
-	cut         = answer{res: model.Response{Text: "do", Stop: model.StopMaxTokens}}
-	refused     = answer{err: &model.ConnectionError{Provider: "openai", Detail: "connection refused"}}
-	noRetry529  = answer{err: &model.APIError{Provider: "anthropic", Status: 529, Type: "overloaded_error", ShouldRetry: new(false)}}
-	tooLong     = answer{err: &model.APIError{Provider: "anthropic", Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 219898 tokens > 200000 maximum"}}
+	fail     = modeltest.Fail
+	noJitter = modeltest.NoJitter
+)
+
+var (
+	ok          = answer{Res: model.Response{Text: "done", Stop: model.StopEndTurn}}
+	cut         = answer{Res: model.Response{Text: "do", Stop: model.StopMaxTokens}}
+	refused     = answer{Err: &model.ConnectionError{Provider: "openai", Detail: "connection refused"}}
+	noRetry529  = answer{Err: &model.APIError{Provider: "anthropic", Status: 529, Type: "overloaded_error", ShouldRetry: new(false)}}
+	tooLong     = answer{Err: &model.APIError{Provider: "anthropic", Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 219898 tokens > 200000 maximum"}}
 	overloaded  = fail(529, "overloaded_error", 0)
 	streamError = fail(200, "overloaded_error", 0)
 )
-
-// recorder keeps the steps and the waits of one Recovery.
-type recorder struct {
-	steps []model.Step
-	waits []time.Duration
-}
-
-func (rec *recorder) recovery(p model.Provider, pol model.Policy, jitter func(int64) int64) *model.Recovery {
-	return model.NewRecovery(p, pol,
-		model.WithObserver(func(s model.Step) { rec.steps = append(rec.steps, s) }),
-		model.WithSleep(func(ctx context.Context, d time.Duration) error {
-			rec.waits = append(rec.waits, d)
-			return ctx.Err()
-		}),
-		model.WithJitter(jitter))
-}
-
-func noJitter(int64) int64 { return 0 }
 
 func TestRecoveryPaths(t *testing.T) {
 	tests := []struct {
@@ -103,7 +73,7 @@ func TestRecoveryPaths(t *testing.T) {
 			"stop(401: status not retryable)", 1, true},
 		{"413 stops at once", model.Policy{}, []answer{fail(413, "request_too_large", 0)}, false, nil,
 			"stop(413: status not retryable)", 1, true},
-		{"quota stops at once", model.Policy{}, []answer{{err: &model.APIError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota"}}}, false, nil,
+		{"quota stops at once", model.Policy{}, []answer{{Err: &model.APIError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota"}}}, false, nil,
 			"stop(429: quota or spend limit reached)", 1, true},
 		{"prompt too long stops", model.Policy{}, []answer{tooLong}, false, nil,
 			"stop(400: prompt too long)", 1, true},
@@ -125,29 +95,29 @@ func TestRecoveryPaths(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &script{answers: tt.answers}
+			p := &script{Answers: tt.answers}
 			var rec recorder
 			jitter := tt.jitter
 			if jitter == nil {
 				jitter = noJitter
 			}
 			req := model.Request{Model: "big", MaxTokens: 100, Background: tt.bg}
-			_, err := rec.recovery(p, tt.policy, jitter).Complete(context.Background(), req)
-			if got := model.Trace(rec.steps); got != tt.want {
+			_, err := rec.Recovery(p, tt.policy, jitter).Complete(context.Background(), req)
+			if got := model.Trace(rec.Steps); got != tt.want {
 				t.Errorf("path:\n got %s\nwant %s", got, tt.want)
 			}
-			if got := len(p.requests); got != tt.attempts {
+			if got := len(p.Requests); got != tt.attempts {
 				t.Errorf("requests: got %d, want %d", got, tt.attempts)
 			}
 			if (err != nil) != tt.wantErr {
 				t.Errorf("err: got %v, want error %v", err, tt.wantErr)
 			}
 			var total time.Duration
-			for _, s := range rec.steps {
+			for _, s := range rec.Steps {
 				total += s.Wait
 			}
 			var slept time.Duration
-			for _, w := range rec.waits {
+			for _, w := range rec.Waits {
 				slept += w
 			}
 			if slept != total {
@@ -158,9 +128,9 @@ func TestRecoveryPaths(t *testing.T) {
 }
 
 func TestRecoveryGiveUpError(t *testing.T) {
-	p := &script{answers: []answer{fail(429, "rate_limit_error", time.Hour)}}
+	p := &script{Answers: []answer{fail(429, "rate_limit_error", time.Hour)}}
 	var rec recorder
-	_, err := rec.recovery(p, model.Policy{MaxWait: time.Minute}, noJitter).Complete(context.Background(), model.Request{})
+	_, err := rec.Recovery(p, model.Policy{MaxWait: time.Minute}, noJitter).Complete(context.Background(), model.Request{})
 	var gu *model.GiveUpError
 	if !errors.As(err, &gu) {
 		t.Fatalf("got %v, want a *GiveUpError", err)
@@ -172,27 +142,27 @@ func TestRecoveryGiveUpError(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Status != 429 {
 		t.Errorf("got %v, want the 429 *APIError wrapped", err)
 	}
-	_, err = model.NewRecovery(&script{answers: []answer{tooLong}}, model.Policy{}).Complete(context.Background(), model.Request{})
+	_, err = model.NewRecovery(&script{Answers: []answer{tooLong}}, model.Policy{}).Complete(context.Background(), model.Request{})
 	if !errors.Is(err, model.ErrPromptTooLong) {
 		t.Errorf("got %v, want ErrPromptTooLong", err)
 	}
 }
 
 func TestRecoveryRaisesTheLimitInTheNextRequest(t *testing.T) {
-	p := &script{answers: []answer{cut, ok}}
+	p := &script{Answers: []answer{cut, ok}}
 	var rec recorder
-	res, err := rec.recovery(p, model.Policy{MaxTokensCap: 4096}, noJitter).Complete(context.Background(), model.Request{MaxTokens: 512})
+	res, err := rec.Recovery(p, model.Policy{MaxTokensCap: 4096}, noJitter).Complete(context.Background(), model.Request{MaxTokens: 512})
 	if err != nil || res.Stop != model.StopEndTurn {
 		t.Fatalf("got %+v, %v; want the end_turn reply", res, err)
 	}
-	if got, want := p.requests[1].MaxTokens, 4096; got != want {
+	if got, want := p.Requests[1].MaxTokens, 4096; got != want {
 		t.Errorf("second max_tokens: got %d, want %d", got, want)
 	}
 }
 
 func TestRecoveryCancelledWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &script{answers: []answer{fail(500, "api_error", 0)}}
+	p := &script{Answers: []answer{fail(500, "api_error", 0)}}
 	r := model.NewRecovery(p, model.Policy{}, model.WithSleep(func(ctx context.Context, _ time.Duration) error {
 		cancel()
 		return ctx.Err()
@@ -211,7 +181,7 @@ func TestRecoveryCancelledWhileWaiting(t *testing.T) {
 func TestRecoveryDefaultSleepHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	p := &script{answers: []answer{fail(429, "rate_limit_error", 30*time.Second)}}
+	p := &script{Answers: []answer{fail(429, "rate_limit_error", 30*time.Second)}}
 	done := make(chan error, 1)
 	go func() {
 		_, err := model.NewRecovery(p, model.Policy{}).Complete(ctx, model.Request{})
@@ -233,12 +203,12 @@ func TestRecoveryFallbackModelOnTheWire(t *testing.T) {
 	s := serve(t, fixture(t, "anthropic/http_529_overloaded.txt", 0), fixture(t, "anthropic/error_529_overloaded.json", 529),
 		fixture(t, "anthropic/message_end_turn.json", 200))
 	var rec recorder
-	r := rec.recovery(newProvider("anthropic", s.URL), model.Policy{FallbackModel: "claude-haiku-4-5", OverloadsInARow: 2}, noJitter)
+	r := rec.Recovery(newProvider("anthropic", s.URL), model.Policy{FallbackModel: "claude-haiku-4-5", OverloadsInARow: 2}, noJitter)
 	if _, err := r.Complete(context.Background(), model.Request{Model: "claude-sonnet-4-5", MaxTokens: 64,
 		Messages: []model.Message{{Role: model.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := model.Trace(rec.steps), "retry(529, wait 1s) -> retry(529, wait 2s) -> fallback(claude-haiku-4-5) -> ok"; got != want {
+	if got, want := model.Trace(rec.Steps), "retry(529, wait 1s) -> retry(529, wait 2s) -> fallback(claude-haiku-4-5) -> ok"; got != want {
 		t.Errorf("path:\n got %s\nwant %s", got, want)
 	}
 	var models []string
@@ -257,12 +227,12 @@ func TestRecoveryRetryAfterOnTheWire(t *testing.T) {
 	limited := fixture(t, "anthropic/http_429_rate_limit_headers.txt", 0).with(fixture(t, "anthropic/error_429_rate_limit_short.json", 0))
 	s := serve(t, limited, fixture(t, "anthropic/message_end_turn.json", 200))
 	var rec recorder
-	r := rec.recovery(newProvider("anthropic", s.URL), model.Policy{}, noJitter)
+	r := rec.Recovery(newProvider("anthropic", s.URL), model.Policy{}, noJitter)
 	if _, err := r.Complete(context.Background(), model.Request{Model: "m", MaxTokens: 64,
 		Messages: []model.Message{{Role: model.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := model.Trace(rec.steps), "retry(429, wait 16s) -> ok"; got != want {
+	if got, want := model.Trace(rec.Steps), "retry(429, wait 16s) -> ok"; got != want {
 		t.Errorf("path: got %s, want %s", got, want)
 	}
 	if got := len(s.got()); got != 2 {
@@ -273,13 +243,13 @@ func TestRecoveryRetryAfterOnTheWire(t *testing.T) {
 // The default schedule rides out ten seconds of overloads without a fallback
 // model: four attempts half a second apart gave up after three and a half.
 func TestDefaultPolicyRidesOutATenSecondBurst(t *testing.T) {
-	p := &script{answers: []answer{overloaded, overloaded, overloaded, overloaded, ok}}
+	p := &script{Answers: []answer{overloaded, overloaded, overloaded, overloaded, ok}}
 	var rec recorder
-	if _, err := rec.recovery(p, model.DefaultPolicy(), noJitter).Complete(context.Background(), model.Request{Model: "big"}); err != nil {
-		t.Fatalf("gave up: %v (path %s)", err, model.Trace(rec.steps))
+	if _, err := rec.Recovery(p, model.DefaultPolicy(), noJitter).Complete(context.Background(), model.Request{Model: "big"}); err != nil {
+		t.Fatalf("gave up: %v (path %s)", err, model.Trace(rec.Steps))
 	}
 	var waited time.Duration
-	for _, s := range rec.steps {
+	for _, s := range rec.Steps {
 		waited += s.Wait
 	}
 	if waited < 10*time.Second {
@@ -295,12 +265,12 @@ func TestRecoveryRetryAfterZeroMeansNow(t *testing.T) {
 	limited.header.Set("Retry-After", "0")
 	s := serve(t, limited, fixture(t, "anthropic/message_end_turn.json", 200))
 	var rec recorder
-	r := rec.recovery(newProvider("anthropic", s.URL), model.Policy{}, noJitter)
+	r := rec.Recovery(newProvider("anthropic", s.URL), model.Policy{}, noJitter)
 	if _, err := r.Complete(context.Background(), model.Request{Model: "m", MaxTokens: 64,
 		Messages: []model.Message{{Role: model.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := model.Trace(rec.steps), "retry(429, wait 0s) -> ok"; got != want {
+	if got, want := model.Trace(rec.Steps), "retry(429, wait 0s) -> ok"; got != want {
 		t.Errorf("path: got %s, want %s", got, want)
 	}
 }
@@ -308,17 +278,17 @@ func TestRecoveryRetryAfterZeroMeansNow(t *testing.T) {
 // A turn's request budget spent stops at once: the failure that spent the last
 // request is not followed by a wait that no request can use.
 func TestRecoveryStopsAtOnceWhenTheTurnBudgetIsSpent(t *testing.T) {
-	p := &script{answers: []answer{fail(500, "api_error", 0)}}
+	p := &script{Answers: []answer{fail(500, "api_error", 0)}}
 	var rec recorder
-	_, err := rec.recovery(p, model.Policy{}, noJitter).Complete(context.Background(),
+	_, err := rec.Recovery(p, model.Policy{}, noJitter).Complete(context.Background(),
 		model.Request{Budget: model.NewBudget(2, time.Hour)})
 	if !errors.Is(err, model.ErrTurnBudget) {
 		t.Errorf("got %v, want ErrTurnBudget", err)
 	}
-	if got, want := model.Trace(rec.steps), "retry(500, wait 1s) -> stop(500: the turn's request budget is spent)"; got != want {
+	if got, want := model.Trace(rec.Steps), "retry(500, wait 1s) -> stop(500: the turn's request budget is spent)"; got != want {
 		t.Errorf("path:\n got %s\nwant %s", got, want)
 	}
-	if len(rec.waits) != 1 || len(p.requests) != 2 {
-		t.Errorf("waits %v, %d requests; want one wait, 2 requests", rec.waits, len(p.requests))
+	if len(rec.Waits) != 1 || len(p.Requests) != 2 {
+		t.Errorf("waits %v, %d requests; want one wait, 2 requests", rec.Waits, len(p.Requests))
 	}
 }
