@@ -1,12 +1,14 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,12 +40,17 @@ func Load(path string) (*Policy, error) {
 // per problem with its line. Keys left unset take the Default* values; an explicit
 // zero is kept as zero.
 func Parse(r io.Reader) (*Policy, error) {
+	src, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
 	var root yaml.Node
-	if err := yaml.NewDecoder(r).Decode(&root); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, Errors{{Field: "tools", Msg: "missing: the policy is empty"}}
-		}
-		return nil, Errors{{Field: "(file)", Msg: "not valid YAML: " + err.Error()}}
+	if err := yaml.Unmarshal(src, &root); err != nil {
+		line, problem := syntaxError(src, err)
+		return nil, Errors{{Line: line, Field: "(file)", Msg: "not valid YAML: " + problem}}
+	}
+	if root.Kind == 0 {
+		return nil, Errors{{Field: "tools", Msg: "missing: the policy is empty"}}
 	}
 	d := &decoder{lines: map[string]int{}}
 	p := &Policy{
@@ -442,4 +449,26 @@ func orRoot(path string) string {
 		return "(file)"
 	}
 	return path
+}
+
+// yamlLine is the "line N: " yaml.v3 puts before a syntax error's problem.
+var yamlLine = regexp.MustCompile(`^yaml: (?:line \d+: )?`)
+
+// syntaxError is the line of a YAML syntax error, and its problem without
+// yaml.v3's own line. yaml.v3 names the line where the construct around the
+// problem began, counted from 0 (a key indented one space too few on line 6
+// is "line 1"), so the line is found here: the first whose inclusion makes
+// the text fail with the same problem. 0 when none does (a problem that
+// needs the whole text).
+func syntaxError(src []byte, err error) (line int, problem string) {
+	problem = yamlLine.ReplaceAllString(err.Error(), "")
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	var n yaml.Node
+	for i := range lines {
+		perr := yaml.Unmarshal(bytes.Join(lines[:i+1], nil), &n)
+		if perr != nil && yamlLine.ReplaceAllString(perr.Error(), "") == problem {
+			return i + 1, problem
+		}
+	}
+	return 0, problem
 }

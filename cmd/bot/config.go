@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -87,10 +88,16 @@ type app struct {
 // adds the person paired on the data folder (see withPaired).
 func loadPolicy(cfg Config, env Env) (*policy.Policy, error) {
 	p, err := policy.Load(cfg.Policies)
+	if errors.Is(err, policy.ErrNoFile) {
+		return nil, fmt.Errorf("%w (%s init -policies %s writes one)", err, env.program(), cfg.Policies)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if err := p.ApplyEnv(env.Getenv); err != nil {
+		return nil, err
+	}
+	if err := checkDataDir(cfg); err != nil {
 		return nil, err
 	}
 	if err := withPaired(cfg, p); err != nil {
@@ -99,12 +106,25 @@ func loadPolicy(cfg Config, env Env) (*policy.Policy, error) {
 	return p, nil
 }
 
+// checkDataDir refuses a data folder that is something else: a file given to
+// -data would otherwise surface as whichever file of the folder is read
+// first (paired.json: "not a directory").
+func checkDataDir(cfg Config) error {
+	if fi, err := os.Stat(cfg.DataDir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("the data folder %s is a file, not a folder: give -data a folder (it is made if it does not exist)", cfg.DataDir)
+	}
+	return nil
+}
+
 // openJournal opens the journal in the data folder, creating the folder; a
 // journal on PostgreSQL needs no folder (countersign migrate may run where none can be
 // written).
 func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
 	if journal.IsPostgres(cfg.journalName()) {
 		return journal.Open(ctx, cfg.journalName())
+	}
+	if err := checkDataDir(cfg); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data folder: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,5 +43,34 @@ func TestBotRunSaysItsErrorOnce(t *testing.T) {
 				t.Errorf("stderr does not name the command:\n%s", r.stderr)
 			}
 		})
+	}
+}
+
+// A first mistake says what to do: a policy file that is not there names the
+// init line that writes one, and a -data that is a file says so, for every
+// command that takes the folder, rather than failing on whichever of its files
+// is read first ("pairing: … not a directory").
+func TestAWrongPlaceSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "none.yaml")
+	env := map[string]string{"TELEGRAM_BOT_TOKEN": childToken}
+	tests := []struct {
+		args []string
+		say  string
+	}{
+		{[]string{"console", "-data", dir, "-policies", missing}, "countersign init -policies " + missing + " writes one"},
+		{[]string{"run", "-data", dir, "-policies", missing}, "countersign init -policies " + missing + " writes one"},
+		{[]string{"console", "-data", file, "-policies", "../../policies.yaml"}, "the data folder " + file + " is a file, not a folder"},
+		{[]string{"mcp", "-data", file, "-policies", "../../policies.yaml"}, "the data folder " + file + " is a file, not a folder"},
+	}
+	for _, tt := range tests {
+		r := runMain(t, "", env, tt.args...)
+		if r.code == exitOK || !strings.Contains(r.stderr, tt.say) || strings.Contains(r.stderr, "not a directory") {
+			t.Errorf("countersign %s: exit %d, %q; want it to say %q", strings.Join(tt.args, " "), r.code, r.stderr, tt.say)
+		}
 	}
 }
