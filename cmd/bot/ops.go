@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/command"
@@ -31,6 +33,13 @@ func runOps(ctx context.Context, args []string, env Env) int {
 	if code := parseArgs(fs, args[1:], env, uses[sub], operands...); code >= 0 {
 		return code
 	}
+	if *state != "" && !slices.Contains(journal.States(), journal.State(*state)) {
+		return usageError(env, uses[sub], fmt.Sprintf("%s ops list: no state %q; the states are %s", env.program(), *state, stateNames()))
+	}
+	if err := checkDataDir(cfg); err != nil {
+		fmt.Fprintln(env.Stderr, env.program()+" ops:", err)
+		return exitError
+	}
 	if _, err := os.Stat(cfg.journalName()); err != nil && !journal.IsPostgres(cfg.journalName()) {
 		fmt.Fprintf(env.Stderr, env.program()+" ops: no journal in %s (set -data)\n", cfg.DataDir)
 		return exitError
@@ -53,6 +62,16 @@ func runOps(ctx context.Context, args []string, env Env) int {
 	return exitOK
 }
 
+// stateNames are the states, comma-separated, for a usage error.
+func stateNames() string {
+	all := journal.States()
+	names := make([]string, len(all))
+	for i, s := range all {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
 func states(s string) []journal.State {
 	if s == "" {
 		return nil
@@ -64,6 +83,10 @@ func listOps(ctx context.Context, j *journal.Journal, f journal.Filter, asJSON b
 	ops, err := j.Operations(ctx, f)
 	if err != nil {
 		return err
+	}
+	if len(ops) == 0 && !asJSON {
+		fmt.Fprintln(w, "no operations"+map[bool]string{true: " in that state", false: ""}[len(f.States) > 0])
+		return nil
 	}
 	enc := json.NewEncoder(w)
 	for _, op := range ops {

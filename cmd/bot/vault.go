@@ -80,6 +80,10 @@ func listNotes(v *vault.Vault, f vault.Filter, asJSON bool, env Env) error {
 	for _, b := range broken {
 		fmt.Fprintf(env.Stderr, "broken note, skipped: %s: %v\n", b.Path, b.Err)
 	}
+	if len(notes) == 0 && !asJSON {
+		fmt.Fprintln(env.Stdout, "no notes"+map[bool]string{true: " that match", false: " in the vault"}[f.Unresolved || f.Target != "" || f.OlderThan > 0])
+		return nil
+	}
 	enc := json.NewEncoder(env.Stdout)
 	for _, n := range notes {
 		if asJSON {
@@ -136,6 +140,9 @@ func resolveNote(ctx context.Context, cfg Config, env Env, id, answer, by string
 
 func gcNotes(v *vault.Vault, asJSON bool, w io.Writer) error {
 	removed, err := v.GC(time.Now())
+	if err == nil && len(removed) == 0 && !asJSON {
+		fmt.Fprintln(w, "no notes removed: none is resolved and past its time")
+	}
 	for _, p := range removed {
 		if asJSON {
 			json.NewEncoder(w).Encode(map[string]string{"removed": p})

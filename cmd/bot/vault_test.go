@@ -102,3 +102,34 @@ func TestVaultListTargetAliases(t *testing.T) {
 		t.Errorf("vault list -target news desk: exit %d %q, want 2 naming -target", r.code, r.stderr)
 	}
 }
+
+// A list with nothing in it, and a gc that removes nothing, say so rather than
+// print nothing; a state that does not exist is refused with the ones that do.
+func TestEmptyListsSaySoAndAStateMustExist(t *testing.T) {
+	data := t.TempDir()
+	if j, err := openJournal(context.Background(), Config{DataDir: data}); err != nil {
+		t.Fatal(err)
+	} else {
+		j.Close()
+	}
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"ops", "list", "-data", data}, exitOK, "no operations\n", ""},
+		{[]string{"ops", "list", "-data", data, "-state", "committed"}, exitOK, "no operations in that state\n", ""},
+		{[]string{"ops", "list", "-data", data, "-state", "bogus"}, exitUsage, "", `no state "bogus"; the states are approved, awaiting_approval,`},
+		{[]string{"vault", "list", "-data", data}, exitOK, "no notes in the vault\n", ""},
+		{[]string{"vault", "list", "-data", data, "-unresolved"}, exitOK, "no notes that match\n", ""},
+		{[]string{"vault", "gc", "-data", data}, exitOK, "no notes removed: none is resolved and past its time\n", ""},
+	}
+	for _, tt := range tests {
+		r := runMain(t, "", nil, tt.args...)
+		if r.code != tt.code || r.stdout != tt.stdout || !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("countersign %s: exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr with %q",
+				strings.Join(tt.args, " "), r.code, r.stdout, r.stderr, tt.code, tt.stdout, tt.stderr)
+		}
+	}
+}
