@@ -80,10 +80,10 @@ func TestVaultCommands(t *testing.T) {
 	if r = runMain(t, "", nil, "ops", "show", "-json", "-data", data, id); !strings.Contains(r.stdout, `"state": "not_delivered"`) {
 		t.Errorf("the journal did not follow the vault resolve:\n%s", r.stdout)
 	}
-	if r = runMain(t, "", nil, "vault", "list", "-unresolved", "-data", data); r.stdout != "" {
+	if r = runMain(t, "", nil, "vault", "list", "-unresolved", "-data", data); r.stdout != "no notes that match\n" {
 		t.Errorf("unresolved after resolve: %q, want none", r.stdout)
 	}
-	if r = runMain(t, "", nil, "vault", "gc", "-data", data); r.code != 0 || r.stdout != "" {
+	if r = runMain(t, "", nil, "vault", "gc", "-data", data); r.code != 0 || r.stdout != "no notes removed: none is resolved and past its time\n" {
 		t.Errorf("gc before the TTL: exit %d removed %q, want nothing", r.code, r.stdout)
 	}
 }
