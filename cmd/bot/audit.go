@@ -48,7 +48,7 @@ func runAudit(ctx context.Context, args []string, env Env) int {
 	case sub == "verify" && *against != "" && fs.NArg() > 0:
 		return usageError(env, uses[sub], env.program()+" audit verify: -against EXPORT takes no FILE (the export is EXPORT)")
 	case sub == "verify" && *against == "" && (*pub != "") != (fs.NArg() == 1):
-		return usageError(env, uses[sub], "countersign audit verify: -pub KEY and FILE go together (an export checked offline)")
+		return usageError(env, uses[sub], env.program()+" audit verify: -pub KEY and FILE go together (an export checked offline)")
 	case sub == "verify" && *pub != "" && *against == "":
 		return checkExport(*pub, fs.Arg(0), env)
 	}

@@ -118,6 +118,9 @@ func Main(ctx context.Context, args []string, env Env) int {
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(ctx, args[1:], env)
 	}
+	if args[0] == "--version" || args[0] == "-version" { // as most programs answer it
+		return runVersion(ctx, args[1:], env)
+	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if code := checkOperands(env, env.program()+" "+args[0], "countersign help", args[1:]); code >= 0 {
 			return code

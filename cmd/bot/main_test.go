@@ -121,18 +121,28 @@ func TestUsageAndErrorsNameTheProgramAsInvoked(t *testing.T) {
 		{[]string{"audit"}, []string{"bot audit: missing subcommand", "usage: bot audit verify", "bot audit verify -pub KEY FILE"}},
 		{[]string{"backup"}, []string{"bot backup: -to DIR is required"}},
 		{[]string{"backup", "-to"}, []string{"usage: bot backup -to DIR"}},
+		{[]string{"audit", "verify", "-pub", "K"}, []string{"bot audit verify: -pub KEY and FILE go together"}},
+		{[]string{"version", "-h"}, []string{"usage: bot version"}},
+	}
+	for _, sub := range []string{"init", "run", "pair", "console", "demo", "ops", "ops list", "ops show", "policies", "vault", "vault list",
+		"mcp", "migrate", "audit", "audit verify", "audit export", "audit keygen", "backup"} {
+		tests = append(tests, struct {
+			args []string
+			want []string
+		}{append(strings.Fields(sub), "-h"), []string{"usage: bot " + sub}})
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
 		Main(context.Background(), tt.args, Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut,
 			Getenv: func(string) string { return "" }, Name: "bot"})
+		said := out.String() + errOut.String()
 		for _, w := range tt.want {
-			if !strings.Contains(errOut.String(), w) {
-				t.Errorf("bot %v said %q, want %q in it", tt.args, errOut.String(), w)
+			if !strings.Contains(said, w) {
+				t.Errorf("bot %v said %q, want %q in it", tt.args, said, w)
 			}
 		}
-		if strings.Contains(errOut.String(), "countersign") {
-			t.Errorf("bot %v names countersign: %q", tt.args, errOut.String())
+		if strings.Contains(said, "countersign ") {
+			t.Errorf("bot %v names countersign: %q", tt.args, said)
 		}
 	}
 }

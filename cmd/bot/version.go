@@ -10,6 +10,10 @@ import (
 // runVersion is "countersign version": the module version and the commit the binary was
 // built from, for a bug report or to tell two deployed binaries apart.
 func runVersion(ctx context.Context, args []string, env Env) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintln(env.Stdout, "usage: "+env.named("countersign version")+"\n\nPrints the module version and the commit the binary was built from.")
+		return exitOK
+	}
 	if code := checkOperands(env, "countersign version", "countersign version", args); code >= 0 {
 		return code
 	}

@@ -53,3 +53,16 @@ func TestBotVersion(t *testing.T) {
 		t.Errorf("countersign version extra: exit %d, want %d", r.code, exitUsage)
 	}
 }
+
+// version answers -h with its usage, and --version (or -version), as most
+// programs do, with the version line.
+func TestVersionIsAskedTheUsualWays(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		if r := runMain(t, "", nil, args...); r.code != exitOK || !strings.HasPrefix(r.stdout, "countersign ") {
+			t.Errorf("countersign %s: exit %d, %q; want the version line", strings.Join(args, " "), r.code, r.stdout)
+		}
+	}
+	if r := runMain(t, "", nil, "version", "-h"); r.code != exitOK || !strings.Contains(r.stdout, "usage: countersign version") {
+		t.Errorf("countersign version -h: exit %d, %q %q; want its usage, exit 0", r.code, r.stdout, r.stderr)
+	}
+}
