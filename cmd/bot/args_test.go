@@ -95,3 +95,28 @@ func TestPoliciesCheckTakesTheFileAsAnArgument(t *testing.T) {
 		}
 	}
 }
+
+// Each subcommand takes exactly its own flags: one that belongs to a sibling,
+// and that it would ignore, is refused with its usage.
+func TestASubcommandRefusesAFlagItWouldIgnore(t *testing.T) {
+	for _, args := range [][]string{
+		{"ops", "show", "-n", "3", "op-x"},
+		{"ops", "show", "-state", "committed", "op-x"},
+		{"ops", "list", "-vault", "v"},
+		{"vault", "show", "-unresolved", "op-x"},
+		{"vault", "gc", "-target", "222"},
+		{"vault", "list", "-by", "me"},
+		{"vault", "list", "-policies", "p.yaml"},
+		{"vault", "resolve", "-json", "op-x", "delivered"},
+		{"audit", "keygen", "-data", "d"},
+		{"audit", "verify", "-vault", "v"},
+		{"audit", "export", "-pub", "k"},
+		{"policies", "check", "-data", "d"},
+		{"migrate", "-vault", "v"},
+	} {
+		r := runMain(t, "", nil, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "flag provided but not defined") || !strings.Contains(r.stderr, "usage: countersign "+args[0]) {
+			t.Errorf("countersign %s: exit %d, %q; want the flag refused with the usage", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +27,11 @@ func runAudit(ctx context.Context, args []string, env Env) int {
 		return code
 	}
 	var cfg Config
-	fs := dataFlags("audit "+sub, env, &cfg)
+	fs := folderFlags("audit "+sub, env, &cfg, "journal")
+	if sub == "keygen" { // it reads no folder
+		fs = flag.NewFlagSet("countersign audit keygen", flag.ContinueOnError)
+		fs.SetOutput(env.Stderr)
+	}
 	var pub, out, against *string
 	var since *int64
 	var operands []string

@@ -60,16 +60,32 @@ func flags(name string, env Env, cfg *Config) *flag.FlagSet {
 	return fs
 }
 
-// dataFlags returns a flag set with only the -data flag.
+// dataFlags returns a flag set with the data folder's flags: -data, -journal
+// and -vault.
 func dataFlags(name string, env Env, cfg *Config) *flag.FlagSet {
+	return folderFlags(name, env, cfg, "journal", "vault")
+}
+
+// folderFlags returns a flag set with -data and those of "journal", "vault"
+// and "policies" that the command uses: a command takes exactly its own
+// flags, and refuses one it would ignore.
+func folderFlags(name string, env Env, cfg *Config, which ...string) *flag.FlagSet {
 	fs := flag.NewFlagSet("countersign "+name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.StringVar(&cfg.DataDir, "data", "./data", "data folder: the journal (journal.db) and the vault")
-	fs.StringVar(&cfg.Journal, "journal", "", "journal on PostgreSQL: a postgres:// URL (default $COUNTERSIGN_DATABASE_URL, else DATA/journal.db)")
 	if cfg.Journal == "" && env.Getenv != nil {
 		cfg.Journal = env.Getenv("COUNTERSIGN_DATABASE_URL") // the flag, when given, wins
 	}
-	fs.StringVar(&cfg.VaultDir, "vault", "", "vault folder for unknown-outcome envelopes, e.g. an Obsidian vault (default DATA/vault)")
+	for _, w := range which {
+		switch w {
+		case "journal":
+			fs.StringVar(&cfg.Journal, "journal", cfg.Journal, "journal on PostgreSQL: a postgres:// URL (default $COUNTERSIGN_DATABASE_URL, else DATA/journal.db)")
+		case "vault":
+			fs.StringVar(&cfg.VaultDir, "vault", "", "vault folder for unknown-outcome envelopes, e.g. an Obsidian vault (default DATA/vault)")
+		case "policies":
+			fs.StringVar(&cfg.Policies, "policies", "./policies.yaml", "policy file")
+		}
+	}
 	return fs
 }
 

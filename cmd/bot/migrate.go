@@ -14,7 +14,7 @@ import (
 // names a PostgreSQL journal by host and database, never by its URL.
 func runMigrate(ctx context.Context, args []string, env Env) int {
 	var cfg Config
-	fs := dataFlags("migrate", env, &cfg)
+	fs := folderFlags("migrate", env, &cfg, "journal")
 	check := fs.Bool("check", false, "only report whether migrations are pending (exit 1 if any); apply nothing")
 	if code := parseArgs(fs, args, env, "countersign migrate [-data DIR | -journal URL] [-check]"); code >= 0 {
 		return code

@@ -17,18 +17,22 @@ import (
 // runOps is "countersign ops list|show": the journal for people and scripts.
 func runOps(ctx context.Context, args []string, env Env) int {
 	uses := map[string]string{
-		"list": "countersign ops list [-data DIR] [-json] [-n N] [-state S]",
-		"show": "countersign ops show [-data DIR] [-json] <op_id>",
+		"list": "countersign ops list [-data DIR | -journal URL] [-json] [-n N] [-state S]",
+		"show": "countersign ops show [-data DIR | -journal URL] [-json] <op_id>",
 	}
 	sub, code := subcommand(env, "countersign ops", uses["list"]+"\n"+uses["show"], args, "list", "show")
 	if code >= 0 {
 		return code
 	}
 	var cfg Config
-	fs := dataFlags("ops "+sub, env, &cfg)
+	fs := folderFlags("ops "+sub, env, &cfg, "journal")
 	asJSON := fs.Bool("json", false, "one JSON object per operation")
-	limit := fs.Int("n", 50, "list: at most this many operations, newest first")
-	state := fs.String("state", "", "list: only operations in this state")
+	limit, state := new(int), new(string)
+	*limit = 50
+	if sub == "list" {
+		fs.IntVar(limit, "n", 50, "at most this many operations, newest first")
+		fs.StringVar(state, "state", "", "only operations in this state")
+	}
 	operands := map[string][]string{"show": {"<op_id>"}}[sub]
 	if code := parseArgs(fs, args[1:], env, uses[sub], operands...); code >= 0 {
 		return code

@@ -18,7 +18,9 @@ func runPolicies(ctx context.Context, args []string, env Env) int {
 		return code
 	}
 	var cfg Config
-	fs := flags("policies check", env, &cfg)
+	fs := flag.NewFlagSet("countersign policies check", flag.ContinueOnError) // it reads the policy file alone
+	fs.SetOutput(env.Stderr)
+	fs.StringVar(&cfg.Policies, "policies", "./policies.yaml", "policy file")
 	if code := parseArgs(fs, args[1:], env, use, "[FILE]"); code >= 0 {
 		return code
 	}
@@ -26,7 +28,7 @@ func runPolicies(ctx context.Context, args []string, env Env) int {
 		given := false
 		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "policies" })
 		if given {
-			return usageError(env, use, "countersign policies check: -policies and FILE both name the file to check; give one")
+			return usageError(env, use, env.program()+" policies check: -policies and FILE both name the file to check; give one")
 		}
 		cfg.Policies = fs.Arg(0)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -20,7 +21,7 @@ func runVault(ctx context.Context, args []string, env Env) int {
 	uses := map[string]string{
 		"list":    "countersign vault list    [-data DIR] [-vault DIR] [-json] [-unresolved] [-target CHAT] [-older-than 24h]",
 		"show":    "countersign vault show    [-data DIR] [-vault DIR] [-json] <op_id>",
-		"resolve": "countersign vault resolve [-data DIR] [-vault DIR] [-policies FILE] [-by NAME] <op_id> delivered|not_delivered",
+		"resolve": "countersign vault resolve [-data DIR | -journal URL] [-vault DIR] [-policies FILE] [-by NAME] <op_id> delivered|not_delivered",
 		"gc":      "countersign vault gc      [-data DIR] [-vault DIR] [-json]",
 	}
 	sub, code := subcommand(env, "countersign vault", strings.Join([]string{uses["list"], uses["show"], uses["resolve"], uses["gc"]}, "\n"),
@@ -29,12 +30,23 @@ func runVault(ctx context.Context, args []string, env Env) int {
 		return code
 	}
 	var cfg Config
-	fs := flags("vault "+sub, env, &cfg)
-	asJSON := fs.Bool("json", false, "JSON output, one object per line")
-	unresolved := fs.Bool("unresolved", false, "list: only envelopes still unknown")
-	target := fs.String("target", "", "list: only envelopes for this chat")
-	older := fs.Duration("older-than", 0, "list: only envelopes created longer ago than this")
-	by := fs.String("by", "cli", "resolve: who verified")
+	// Each subcommand takes its own flags, those of its usage line.
+	asJSON, unresolved, target, older, by := new(bool), new(bool), new(string), new(time.Duration), new(string)
+	*by = "cli"
+	var fs *flag.FlagSet
+	switch sub {
+	case "resolve":
+		fs = folderFlags("vault "+sub, env, &cfg, "journal", "vault", "policies")
+		fs.StringVar(by, "by", "cli", "who verified")
+	default:
+		fs = folderFlags("vault "+sub, env, &cfg, "vault")
+		fs.BoolVar(asJSON, "json", false, "JSON output, one object per line")
+	}
+	if sub == "list" {
+		fs.BoolVar(unresolved, "unresolved", false, "only envelopes still unknown")
+		fs.StringVar(target, "target", "", "only envelopes for this chat")
+		fs.DurationVar(older, "older-than", 0, "only envelopes created longer ago than this")
+	}
 	operands := map[string][]string{"show": {"<op_id>"}, "resolve": {"<op_id>", "delivered|not_delivered"}}[sub]
 	if code := parseArgs(fs, args[1:], env, uses[sub], operands...); code >= 0 {
 		return code
