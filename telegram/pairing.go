@@ -79,9 +79,9 @@ func (t *Bot) whoami(ctx context.Context, m *models.Message) {
 }
 
 // offerPairing gives the sender of m a code to become the bot's operator, or
-// says why not now. A fresh code is sent at once, whatever the stranger
-// silence; being shown the same code again, or the bot being busy, is answered
-// as seldom as a refusal.
+// says why not now. The code is sent at once, whatever the stranger silence,
+// each time its holder asks; the bot being busy is answered as seldom as a
+// refusal.
 func (t *Bot) offerPairing(ctx context.Context, m *models.Message) {
 	user := m.From.ID
 	o, err := t.pairing.Offer(user, displayName(m.From))
@@ -100,11 +100,13 @@ func (t *Bot) offerPairing(ctx context.Context, m *models.Message) {
 	text := fmt.Sprintf("%s This bot has no operator yet. To become its operator and approver, run this on the machine where the bot runs, before %s:\n\n"+
 		"countersign pair %s\n\n(with the bot's -data folder, as its log shows). The code works once.",
 		command.WhoAmI(t.policy.Access, user), o.Expires.UTC().Format("15:04 UTC"), o.Code)
-	if o.Fresh {
-		t.reply(ctx, m.Chat.ID, text)
-		return
+	if !o.Fresh {
+		text = "You asked before: your code is still the one below, until " + o.Expires.UTC().Format("15:04 UTC") + ".\n\n" + text
 	}
-	t.tellStranger(ctx, m.Chat.ID, user, text)
+	// Every ask is answered: a person holding a code is one of at most
+	// pairing.MaxPending, not one of the strangers whose answers are rationed,
+	// and the chat's own pacing bounds how often.
+	t.reply(ctx, m.Chat.ID, text)
 }
 
 // displayName is how Telegram shows a person: @username, else their name.

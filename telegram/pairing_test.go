@@ -171,3 +171,27 @@ func TestWhoAmIForEachRole(t *testing.T) {
 		t.Errorf("the stranger got %d answers, want 1", got)
 	}
 }
+
+// A person who asks for a code again, and again, is answered each time with
+// the code they hold and until when it works: never left to wait in silence
+// for it to expire, as a stranger's repeated messages are.
+func TestAskingForTheCodeAgainIsAnsweredEachTime(t *testing.T) {
+	r := newRig(t, withPolicy(noAccess), withPairing())
+	r.command(newcomer, "/start")
+	code := r.code(newcomer)
+	for i := 2; i <= 4; i++ {
+		r.command(newcomer, "/start")
+		r.waitFor(fmt.Sprintf("answer %d", i), func(s *telegramtest.Server) bool {
+			n := 0
+			for _, m := range s.Messages(newcomer) {
+				if strings.Contains(m.Text, code) {
+					n++
+				}
+			}
+			return n == i
+		})
+	}
+	if last := r.srv.Messages(newcomer); !strings.Contains(last[len(last)-1].Text, "You asked before") {
+		t.Errorf("a repeated ask was answered %q, want it to say the code is the one already given", last[len(last)-1].Text)
+	}
+}
