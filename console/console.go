@@ -422,6 +422,10 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 	if label := command.TextLabel(a.Shown, p); label != "" {
 		fmt.Fprintln(c.Out, indent(label+":\n"+command.Visible(p.Text)))
 	}
+	if n := len(p.Previews()); p.Request == nil && n > 1 {
+		// As the Telegram card says it: a text past one message goes as several.
+		fmt.Fprintf(c.Out, "  It goes out as %d messages, in this order (Telegram takes at most %d characters a message).\n", n, tools.MaxMessageUnits)
+	}
 	if note := command.EscapesNote(p.Text, true); note != "" {
 		fmt.Fprintln(c.Out, "  "+note)
 	}

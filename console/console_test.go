@@ -173,3 +173,16 @@ func TestDecisionsAreExplained(t *testing.T) {
 		})
 	}
 }
+
+// A text past one message is said, before the answer, to go out as the
+// messages it will be, as the Telegram card says; one that fits is not.
+func TestALongTextIsSaidToGoAsSeveralMessages(t *testing.T) {
+	long := strings.Repeat("word ", 1051) // 5,255 characters: two messages
+	out, _ := run(t, "/send 222 "+long+"\nn\n")
+	if !strings.Contains(out, "It goes out as 2 messages") {
+		t.Errorf("the prompt does not say the text goes as two messages:\n%.400s", out)
+	}
+	if out, _ := run(t, "/send 222 short\nn\n"); strings.Contains(out, "It goes out as") {
+		t.Errorf("a one-message text is said to go as several:\n%s", out)
+	}
+}
