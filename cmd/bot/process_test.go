@@ -182,3 +182,44 @@ func assertRecovered(t *testing.T, path string) {
 		t.Errorf("state %s, last transition %+v; want unknown by crash_recovery", ops[0].State, last)
 	}
 }
+
+// Whoever tails the service's log sees what happened: the approval decided
+// (the operation, the decision, who), the commit's outcome, and the stop, in
+// that order, and never a word of the message.
+func TestTheLogSaysWhatHappened(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
+	data, logs, wait := childData(t, srv)
+	bot := startBot(t, srv, data)
+	wait("the first poll", func(s *telegramtest.Server) bool { return s.Polling() })
+	const text = "Quarterly numbers are in"
+	srv.PushMessage(100, 100, "/send 222 "+text)
+	approveCard(srv, wait)
+	wait("the delivery", func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 })
+	bot.Process.Signal(syscall.SIGTERM)
+	if err := bot.Wait(); err != nil {
+		t.Fatalf("bot after SIGTERM: %v\n%s", err, logs())
+	}
+	log := logs()
+	// The stop may come before the outcome's line (the delivery seen, the
+	// answer's record under way), never before the decision, nor after "stopped".
+	for _, order := range [][]string{
+		{`msg="approval decided"`, `decision=approved by=100`, `msg=outcome`, `status=succeeded side_effect=committed`, `msg=stopped`},
+		{`msg="approval decided"`, `msg="stopping: the sends under way finish and are journaled first"`, `msg=stopped`},
+	} {
+		at := -1
+		for _, want := range order {
+			i := strings.Index(log, want)
+			if i < at {
+				t.Errorf("the log lacks %q after %q:\n%s", want, order[0], log)
+				break
+			}
+			at = i
+		}
+	}
+	if strings.Contains(log, text) {
+		t.Errorf("the log holds the message's text:\n%s", log)
+	}
+}

@@ -201,6 +201,14 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 	served, quit := make(chan error, 1), make(chan struct{})
 	defer close(quit)
 	go func() { served <- s.rounds(ctx, p) }()
+	go func() {
+		select {
+		case <-ctx.Done():
+			logger.Info("stopping: the sends under way finish and are journaled first")
+		case <-quit:
+		}
+	}()
+	defer logger.Info("stopped")
 	select {
 	case err = <-served:
 	case <-stuckAfterLoss(j, replica.lease, quit):
@@ -301,6 +309,7 @@ func (s *serving) serve(ctx context.Context, p *policy.Policy, first bool) error
 	}
 	s.m.follow(a.operator)
 	defer logUnknown(a.operator, s.logger, s.j.Recovered())()
+	defer logDecisions(a.operator, s.logger)()
 	deps := telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p}
 	if deps.Pairing, err = s.pairing(p); err != nil {
 		return err

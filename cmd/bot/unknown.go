@@ -26,3 +26,19 @@ func logUnknown(op *operator.Operator, logger *slog.Logger, logged []string) fun
 		logger.Error("outcome unknown: nothing is resent until someone verifies and resolves it", attrs...)
 	})
 }
+
+// logDecisions logs, for whoever tails the service's log, each approval decided
+// (who, which operation, what) and each outcome of a commit (its tool, status
+// and side effect): what happened, without a word of the payload, which the
+// journal keeps. An unknown outcome has its own line (logUnknown).
+func logDecisions(op *operator.Operator, logger *slog.Logger) func() {
+	return op.Subscribe(func(ev operator.Event) {
+		o := ev.Operation
+		switch {
+		case ev.Kind == operator.Decided && ev.Approval != nil:
+			logger.Info("approval decided", "op", o.ID, "tool", o.Tool, "decision", ev.Approval.Decision, "by", ev.Approval.DecidedBy)
+		case ev.Kind == operator.Outcome && ev.Result.SideEffect != tools.SideEffectUnknown:
+			logger.Info("outcome", "op", o.ID, "tool", o.Tool, "status", ev.Result.Status, "side_effect", ev.Result.SideEffect)
+		}
+	})
+}
