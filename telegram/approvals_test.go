@@ -174,3 +174,41 @@ func TestApproveAllOfATaskFromPending(t *testing.T) {
 		t.Errorf("sent %d, want 2", n)
 	}
 }
+
+// One decision is one notice: a requester who approves on their own card reads
+// the outcome on the card as it is edited, and gets no message beside it; a
+// requester who is no approver, with no card to read, is told in a message.
+func TestADecisionIsSaidOnceToARequesterWithACard(t *testing.T) {
+	tests := []struct {
+		name      string
+		approvers []int64
+		told      bool
+	}{
+		{"the requester approves on their own card", []int64{alice, bob}, false},
+		{"the requester is no approver", []int64{bob}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Approvers = tt.approvers }))
+			r.command(alice, "/send 222 one notice")
+			card := r.card(bob)
+			if tt.told {
+				r.replyContaining(alice, "waits for approval") // where the card went, before any tap
+			}
+			before := len(sendCalls(r.srv, alice))
+			r.tap(bob, card, "Approve")
+			r.waitFor("the delivery", atLeast(1, delivered(target)))
+			r.waitFor("the card edited", func(s *telegramtest.Server) bool {
+				m, _ := s.Message(bob, card.MessageID)
+				return strings.Contains(m.Text, "Approved by")
+			})
+			if tt.told {
+				r.replyContaining(alice, "Sent")
+			}
+			r.shutdown() // Serve waits for the work it started: nothing comes after the count
+			if got := len(sendCalls(r.srv, alice)) - before; got != map[bool]int{true: 1, false: 0}[tt.told] {
+				t.Errorf("the requester got %d message(s) after the tap, want %v", got, map[bool]int{true: 1, false: 0}[tt.told])
+			}
+		})
+	}
+}

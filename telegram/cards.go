@@ -356,7 +356,17 @@ func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID 
 		return
 	}
 	t.closeCards(ctx, apID, decisionLine(&r, who(cq.From), approve))
-	t.tellRequester(ctx, d.Approval.OperationID, command.Reply{Text: command.Describe(r), Result: &r})
+	// A requester whose chat holds a card has read a plain decision there (sent,
+	// or rejected and nothing sent), as the card was edited: one notice for one
+	// decision. A requester without a card (no approver) is told apart, and so
+	// is every requester of an outcome that asks something of them (unknown,
+	// failed): that one is worth a notification of its own.
+	if chat, ok := t.taskChat(ctx, d.Approval.OperationID); ok {
+		plain := r.Status == tools.StatusSucceeded || !approve
+		if shown, err := t.shownIn(ctx, apID); err != nil || !plain || !shown[chat] {
+			t.report(ctx, chat, command.Reply{Text: command.Describe(r), Result: &r})
+		}
+	}
 }
 
 // tapAnswer is what a recorded tap is answered with.

@@ -93,7 +93,14 @@ func listNotes(v *vault.Vault, f vault.Filter, asJSON bool, env Env) error {
 		fmt.Fprintf(env.Stderr, "broken note, skipped: %s: %v\n", b.Path, b.Err)
 	}
 	if len(notes) == 0 && !asJSON {
-		fmt.Fprintln(env.Stdout, "no notes"+map[bool]string{true: " that match", false: " in the vault"}[f.Unresolved || f.Target != "" || f.OlderThan > 0])
+		switch {
+		case len(broken) > 0:
+			fmt.Fprintf(env.Stdout, "no notes listed: the %d above could not be read\n", len(broken))
+		case f.Unresolved || f.Target != "" || f.OlderThan > 0:
+			fmt.Fprintln(env.Stdout, "no notes that match")
+		default:
+			fmt.Fprintln(env.Stdout, "no notes in the vault")
+		}
 		return nil
 	}
 	enc := json.NewEncoder(env.Stdout)
