@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -101,7 +103,11 @@ func playDemo(ctx context.Context, cfg Config, addr string, env Env) error {
 	if err != nil {
 		return err
 	}
-	tg := telegramtest.New(telegramtest.Options{Token: demoToken,
+	first, err := reserveDemoIDs(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	tg := telegramtest.New(telegramtest.Options{Token: demoToken, FirstUpdateID: first, FirstMessageID: int(first),
 		Bot: telegramtest.User{FirstName: "Countersign Demo", Username: "countersign_demo_bot"},
 		Chats: []telegramtest.Chat{{ID: demoYou, Type: "private", FirstName: "You"},
 			{ID: demoTarget, Type: "private", FirstName: demoTargetName}}})
@@ -180,4 +186,45 @@ func demoPage(ctx context.Context, scene *demo.Scene, addr string, out, log io.W
 		err = nil
 	}
 	return err
+}
+
+// demoIDsFile, in the data folder, says where the next demo's Telegram numbers
+// its updates, messages and taps from.
+const demoIDsFile = "demo-ids.json"
+
+// demoIDBlock is how many ids a demo run takes for itself.
+const demoIDBlock = 1_000_000
+
+// reserveDemoIDs takes the next block of ids for this run of the demo on dir
+// and returns its first. The demo's Telegram lives in the process and starts
+// afresh each run, but the journal in dir remembers what it was told: numbered
+// from 1 again, a message typed in a second run would be taken for one the bot
+// already had, and dropped. The block is written before it is used, so that a
+// run that was killed never hands its ids to the next.
+func reserveDemoIDs(dir string) (int64, error) {
+	path := filepath.Join(dir, demoIDsFile)
+	var ids struct {
+		Next int64 `json:"next"`
+	}
+	switch b, err := os.ReadFile(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		ids.Next = 1
+	case err != nil:
+		return 0, fmt.Errorf("demo: %w", err)
+	default:
+		if err := json.Unmarshal(b, &ids); err != nil || ids.Next < 1 {
+			return 0, fmt.Errorf("demo: %s is not what the demo wrote (remove it to number from 1 again): %v", path, err)
+		}
+	}
+	first := ids.Next
+	ids.Next += demoIDBlock
+	b, _ := json.Marshal(ids) // a number always marshals
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return 0, fmt.Errorf("demo: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return 0, fmt.Errorf("demo: %w", err)
+	}
+	return first, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,27 @@ func TestDemoAddress(t *testing.T) {
 		if got, err := demoAddress(tt.listen); err != nil || got != tt.want {
 			t.Errorf("demoAddress(%q) = %q, %v; want %q", tt.listen, got, err, tt.want)
 		}
+	}
+}
+
+// The demo run again on the same folder hears what is typed: its Telegram,
+// new each run, numbers on from where the last run's left off, so the journal
+// takes no message or tap of the second run for one it already had.
+func TestTheDemoAgainOnItsFolderHearsWhatIsTyped(t *testing.T) {
+	data := t.TempDir()
+	for run := 1; run <= 2; run++ {
+		d := startDemo(t, "-data", data)
+		d.seeAfter(0, `Ctrl-D ends the demo\.`)
+		at := d.typeLine("/send 222 hello from run " + strconv.Itoa(run))
+		d.seeAfter(at, `\[\d+\] ✅ Approve  \[\d+\] ❌ Reject`)
+		at = d.typeLine("a")
+		d.seeAfter(at, `Sent op-[a-z0-9]+ to 222`)
+		d.keys.Close()
+		if code := d.exit(); code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", run, code, d.screen.String())
+		}
+	}
+	if r := runMain(t, "", nil, "ops", "list", "-data", data); strings.Count(r.stdout, "committed") != 2 {
+		t.Errorf("ops list after two runs:\n%s\nwant both sends committed", r.stdout)
 	}
 }

@@ -24,10 +24,11 @@ type chatBook struct {
 	knownOnly bool
 	chats     map[int64]*chatState
 	sent      []msgRef // the bot's messages in send order
+	firstID   int      // the message_id every chat counts on from (Options.FirstMessageID - 1)
 }
 
 func newChatBook(opts Options) chatBook {
-	b := chatBook{knownOnly: len(opts.Chats) > 0, chats: map[int64]*chatState{}}
+	b := chatBook{knownOnly: len(opts.Chats) > 0, chats: map[int64]*chatState{}, firstID: max(opts.FirstMessageID-1, 0)}
 	for _, c := range opts.Chats {
 		b.add(c)
 	}
@@ -57,7 +58,7 @@ func defaultChat(id int64) Chat {
 func (b *chatBook) get(id int64) *chatState {
 	c, ok := b.chats[id]
 	if !ok {
-		c = &chatState{info: defaultChat(id)}
+		c = &chatState{info: defaultChat(id), lastID: b.firstID}
 		b.chats[id] = c
 	}
 	return c

@@ -74,6 +74,11 @@ type Options struct {
 	Now func() time.Time
 	// FirstUpdateID is the update_id of the first pushed update; 0 means 1.
 	FirstUpdateID int64
+	// FirstMessageID, when positive, is where every chat's message_ids start,
+	// and callback query ids are numbered from it too: a fake started again
+	// over a bot's journal (the demo on the same folder) then says nothing the
+	// journal takes for a replay of what it already had.
+	FirstMessageID int
 	// CallbackQueryTTL, when positive, makes answerCallbackQuery fail with
 	// "query is too old" for queries older than this.
 	CallbackQueryTTL time.Duration
@@ -171,6 +176,7 @@ func newServer(opts Options) *Server {
 	s.bot = botUser(opts.Bot, s.token)
 	s.chats = newChatBook(opts)
 	s.queue.init(opts.FirstUpdateID)
+	s.queue.queries = max(opts.FirstMessageID-1, 0)
 	if opts.Flood != nil {
 		s.limiter = newLimiter(*opts.Flood)
 	}
