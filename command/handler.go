@@ -73,6 +73,10 @@ type Approval struct {
 	// Shown is what the tool says an approver must see of the payload
 	// (tools.ShowOf).
 	Shown tools.Shown
+	// AskedBy names the agent that asked, for a task no person started (an
+	// MCP session: its client and session, the task's summary); "" for a
+	// person's request, whose chat the card answers.
+	AskedBy string
 }
 
 // ErrNotOperator is returned, with no other effect, for a user who may not operate.
@@ -316,8 +320,12 @@ func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
 	if !a.Escalated.IsZero() {
 		approvers = append(approvers, h.Operator.Escalation(task)...)
 	}
+	var askedBy string
+	if task.Requester == 0 {
+		askedBy = task.Summary
+	}
 	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: approvers,
-		Shown: tools.ShowOf(tool, op.Payload)}, nil
+		Shown: tools.ShowOf(tool, op.Payload), AskedBy: askedBy}, nil
 }
 
 // outcome turns a result into a reply, with the approval to ask for when pending.

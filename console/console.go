@@ -416,6 +416,9 @@ func (c *Console) answer(ctx context.Context, in *input, reply command.Reply) er
 func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error {
 	p := a.Operation.Payload
 	fmt.Fprintf(c.Out, "Approve %s to %s? (%d characters)\n", p.Action, p.Target, command.Characters(p))
+	if a.AskedBy != "" {
+		fmt.Fprintf(c.Out, "  asked by %s\n", command.Visible(a.AskedBy))
+	}
 	if facts := command.Facts(a.Shown); facts != "" {
 		fmt.Fprintln(c.Out, indent(facts))
 	}

@@ -154,6 +154,11 @@ func (s *Server) session(req *sdk.CallToolRequest) *session {
 	if c := req.ClientInfo(); c != nil && c.Name != "" {
 		se.client = c.Name
 	}
+	// The session's id, short, tells two sessions of one client apart on a
+	// card (stdio has one session and no id).
+	if id := ss.ID(); id != "" {
+		se.client += " (session " + id[:min(len(id), 8)] + ")"
+	}
 	s.sessions[ss] = se
 	go func() {
 		ss.Wait()

@@ -71,6 +71,9 @@ func cardText(a *command.Approval, previews int, audience string) string {
 		to += " (" + audience + ")"
 	}
 	fmt.Fprintf(&b, "Approval needed: %s\nTo: %s\nOperation: %s\nPayload: sha256 %s\n", p.Action, command.Visible(to), a.Operation.ID, a.PayloadSHA256[:12])
+	if a.AskedBy != "" {
+		fmt.Fprintf(&b, "Asked by: %s\n", command.Visible(a.AskedBy))
+	}
 	if a.Verdict != "" {
 		fmt.Fprintf(&b, "Verified: %s\n", a.Verdict)
 	}

@@ -131,6 +131,9 @@ func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
 	if !strings.Contains(card.Text, text) {
 		t.Errorf("card %q does not show the text", card.Text)
 	}
+	if !strings.Contains(card.Text, "\nAsked by: MCP session of claude-code") {
+		t.Errorf("card %q does not say which agent asked", card.Text)
+	}
 	if init, _ := r.Init(); !slices.Contains(init.Tools, "mcp__countersign__commit_send_message") ||
 		len(init.MCPServers) != 1 || init.MCPServers[0].Status != "connected" {
 		t.Errorf("init: tools %v, servers %+v; want countersign connected with its tools", init.Tools, init.MCPServers)

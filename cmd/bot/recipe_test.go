@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -136,7 +137,8 @@ func TestTheAgentRecipeRunsAgainstTheService(t *testing.T) {
 			go func() { done <- agent.run(t, home, model.URL, token) }()
 			card := approveCard(srv, wait)
 			opID := <-done
-			if !strings.Contains(card.Text, text) || opID == "" || !strings.Contains(card.Text, opID) {
+			if !strings.Contains(card.Text, text) || opID == "" || !strings.Contains(card.Text, opID) ||
+				!regexp.MustCompile(`\nAsked by: MCP session of \S+ \(session \w+\)\n`).MatchString(card.Text) {
 				t.Fatalf("card %q, operation %q: want the card of the agent's send\nbot log:\n%s", card.Text, opID, logs())
 			}
 			deliveredOnce(t, srv, bot, data, logs, wait, opID, text)
