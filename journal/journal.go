@@ -49,6 +49,7 @@ type Journal struct {
 	rep       *rep          // set by Join: this journal is one of several replicas
 	leads     leads         // the leaderships Lead took
 	auditOff  bool          // WithoutAudit
+	readOnly  bool          // ReadOnlySnapshot
 	head      head          // SQLite: the last record this journal appended to the audit trail
 	idleInTx  time.Duration // the server's idle_in_transaction_session_timeout (idleInTransaction)
 	// PostgreSQL: the flusher that chains pending audit records
@@ -76,6 +77,16 @@ func WithLeaseClock(now func() time.Time) Option { return func(j *Journal) { j.l
 // measure what the trail costs (BenchmarkLifecycle): the facts it writes have no
 // audit record, and VerifyAudit names the first of them. Never in production.
 func WithoutAudit() Option { return func(j *Journal) { j.auditOff = true } }
+
+// ReadOnlySnapshot opens a SQLite journal the process may only read (a copy
+// on read-only media, a file of another user's that is readable but not
+// writable, in a folder it cannot write): immutable, so that SQLite makes no
+// write-ahead log or shared-memory file beside it, and every write fails. It
+// is for commands that only read (countersign ops), and only for a journal no
+// process is writing: a live journal changes under an immutable reader. One
+// whose schema is older than this binary is refused: its migrations need a
+// writer.
+func ReadOnlySnapshot() Option { return func(j *Journal) { j.readOnly = true } }
 
 // WithSizeLimit caps the journal file at about n bytes (never below its size when
 // opened). SQLite only: a journal on PostgreSQL ignores it (the server's disk is the
@@ -117,12 +128,15 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 		}
 		return j, nil
 	}
-	if err := createPrivate(file); err != nil {
-		return nil, fmt.Errorf("journal: open %s: %w", file, err)
-	}
 	j := &Journal{now: time.Now, file: file, busy: 5 * time.Second}
 	for _, o := range opts {
 		o(j)
+	}
+	if j.readOnly {
+		return j.openSnapshot(ctx)
+	}
+	if err := createPrivate(file); err != nil {
+		return nil, fmt.Errorf("journal: open %s: %w", file, err)
 	}
 	if j.w.gate == nil {
 		j.w.gate = gateFor(file)
@@ -145,6 +159,28 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	q.Set("_synchronous", "NORMAL") // lazy: the write-ahead log is synced by the next durable commit
 	j.w.lazy = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: j.driver(false)})
 	j.w.lazy.SetMaxOpenConns(1)
+	return j, nil
+}
+
+// openSnapshot opens j.file immutable and read-only (ReadOnlySnapshot).
+func (j *Journal) openSnapshot(ctx context.Context) (*Journal, error) {
+	if _, err := os.Stat(j.file); err != nil {
+		return nil, fmt.Errorf("journal: open %s: %w", j.file, err)
+	}
+	j.w.gate = newGate(1)
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Set("immutable", "1")
+	j.w.durable = sql.OpenDB(connector{dsn: "file:" + j.file + "?" + q.Encode(), driver: j.driver(false)})
+	j.db = reader{db: j.w.durable}
+	version, err := j.schemaVersion(ctx)
+	if err == nil && version != len(migrationFiles(false)) {
+		err = fmt.Errorf("its schema is version %d, this binary's %d: open it once writable (countersign migrate) first", version, len(migrationFiles(false)))
+	}
+	if err != nil {
+		j.w.durable.Close()
+		return nil, fmt.Errorf("journal: open %s read-only: %w", j.file, err)
+	}
 	return j, nil
 }
 

@@ -48,7 +48,7 @@ func runOps(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, env.program()+" ops: no journal in %s (set -data)\n", cfg.DataDir)
 		return exitError
 	}
-	j, err := openJournal(ctx, cfg)
+	j, err := openToRead(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, env.program()+" ops:", err)
 		return exitError
@@ -142,4 +142,19 @@ func showOp(ctx context.Context, j *journal.Journal, id string, asJSON bool, w i
 		fmt.Fprintf(w, "  %s  %s -> %s  %s\n", t.At.Format(time.RFC3339), from, t.To, t.Reason)
 	}
 	return nil
+}
+
+// openToRead opens the journal for a command that only reads it: as every
+// command does, else, when this user may read the file but not write it or its
+// folder (a copy on read-only media, another user's journal), as a read-only
+// snapshot (journal.ReadOnlySnapshot).
+func openToRead(ctx context.Context, cfg Config) (*journal.Journal, error) {
+	j, err := openJournal(ctx, cfg)
+	if err == nil || journal.IsPostgres(cfg.journalName()) {
+		return j, err
+	}
+	if ro, rerr := journal.Open(ctx, cfg.journalName(), journal.ReadOnlySnapshot()); rerr == nil {
+		return ro, nil
+	}
+	return nil, err
 }

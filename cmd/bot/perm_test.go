@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -123,4 +124,45 @@ func TestStartWarnsOfAnOpenDataFolder(t *testing.T) {
 			t.Errorf("log:\n%s\nwant a warning naming %s and its chmod", out, data)
 		}
 	})
+}
+
+// ops list, a command that only reads, reads a journal its user may read but
+// not write, in a folder it cannot write (another user's journal, a copy on
+// read-only media): it opens it as a read-only snapshot rather than failing
+// on the write-ahead log it cannot make.
+func TestOpsListReadsAJournalItCannotWrite(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv, to run as another user (CI has both)")
+	}
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	if r := runMain(t, "/send 222 read me\ny\n", map[string]string{"BOT_OPERATORS": "1"}, "console", "-data", data, "-policies", "../../policies.yaml"); r.code != exitOK {
+		t.Fatalf("console: exit %d %s", r.code, r.stderr)
+	}
+	// The journal readable by all and writable by none but root; the test
+	// binary where another user may run it.
+	bin := filepath.Join(root, "countersign.test")
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, mode := range map[string]os.FileMode{filepath.Dir(root): 0o755, root: 0o755, data: 0o555} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.Chmod(data, 0o755) })
+	if err := os.WriteFile(bin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(data, "journal.db"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^$", "--", "ops", "list", "-data", data)
+	cmd.Env = childEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `committed send_message to 222 "read me"`) {
+		t.Errorf("ops list as another user: %v\n%s", err, out)
+	}
 }
