@@ -23,7 +23,7 @@ func FuzzParse(f *testing.F) {
 		"/send 222\u2028line separator", "/resolve  op-1   not_delivered ", "/cancel op-1\n",
 		"/send send send", "/send @x\xff\xfe", "/draft\n\nhello", "/stop@countersign_bot",
 		"/retry op-7k2m9q", "/send 222 " + strings.Repeat("é", 100),
-		// Lines as Telegram delivers them (telegram/telegramtest/testdata).
+		// Lines as Telegram delivers them (telegram/standin/testdata).
 		"test", "/ops", "/help",
 	} {
 		f.Add(seed)

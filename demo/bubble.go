@@ -3,7 +3,7 @@ package demo
 import (
 	"encoding/json"
 
-	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/telegram/standin"
 )
 
 // markup is the part of a reply_markup a phone draws: an inline keyboard.
@@ -17,7 +17,7 @@ type markup struct {
 
 // bubble is m as a phone draws it. A reply markup that does not parse is
 // drawn as none: the fake server accepted it, and the text still shows.
-func bubble(m telegramtest.Message) Bubble {
+func bubble(m standin.Message) Bubble {
 	b := Bubble{ID: m.MessageID, Mine: m.Incoming, Text: m.Text, Edited: m.Edits > 0, ReplyTo: m.ReplyTo, AsksReply: m.AsksReply, Lost: m.ReplyLost}
 	switch {
 	case len(m.Photo) > 0:

@@ -14,7 +14,7 @@ import (
 	"github.com/countersign/countersign/demo"
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/internal/syncbuf"
-	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/telegram/standin"
 	"github.com/countersign/countersign/vault"
 )
 
@@ -34,7 +34,7 @@ func newScene(t *testing.T) *demo.Scene {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &demo.Scene{Server: telegramtest.NewServer(t, telegramtest.Options{}), You: you, Target: target, TargetName: "Alex", Vault: v}
+	return &demo.Scene{Server: newStandin(t), You: you, Target: target, TargetName: "Alex", Vault: v}
 }
 
 // call makes one Bot API call as the bot and returns its result; a dropped
@@ -105,7 +105,7 @@ type update struct {
 // and takes it off the queue as the bot's getUpdates would.
 func nextUpdate(t *testing.T, s *demo.Scene) update {
 	t.Helper()
-	if err := s.Server.WaitTimeout(waitLimit, func(srv *telegramtest.Server) bool { return len(srv.PendingUpdates()) > 0 }); err != nil {
+	if err := s.Server.WaitTimeout(waitLimit, func(srv *standin.Server) bool { return len(srv.PendingUpdates()) > 0 }); err != nil {
 		t.Fatalf("no update: %v", err)
 	}
 	id := s.Server.PendingUpdates()[0]
@@ -197,4 +197,11 @@ func keyboard(buttons ...string) string {
 	}
 	b, _ := json.Marshal(map[string]any{"inline_keyboard": [][]map[string]string{row}})
 	return string(b)
+}
+
+// newStandin starts a stand-in Bot API that is closed when the test ends.
+func newStandin(t *testing.T) *standin.Server {
+	s := standin.New(standin.Options{})
+	t.Cleanup(s.Close)
+	return s
 }

@@ -1,6 +1,6 @@
 // Package demo shows the card flow without a Telegram token. A person's
 // private chat with the bot, and the chat the bot sends to, live on the fake
-// Bot API (telegramtest); demo draws them in a terminal (cards as text with
+// Bot API (telegram/standin); demo draws them in a terminal (cards as text with
 // numbered buttons) or on a local web page drawn like a phone, and turns what
 // the person types and taps into the updates Telegram would deliver. It can
 // make the next send's answer get lost, so that its outcome is unknown, and
@@ -17,7 +17,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/telegram/standin"
 	"github.com/countersign/countersign/vault"
 )
 
@@ -25,7 +25,7 @@ import (
 // chat the bot's sends go to, and the vault that holds unknown outcomes'
 // envelopes. All fields but TargetName are required. Its methods are safe for concurrent use.
 type Scene struct {
-	Server *telegramtest.Server
+	Server *standin.Server
 	// You is the person's user id: operator and approver in the demo's
 	// policy. Their private chat with the bot has the same id.
 	You int64
@@ -37,7 +37,7 @@ type Scene struct {
 	Vault *vault.Vault
 
 	mu   sync.Mutex
-	lose *telegramtest.Injection // the armed fault of LoseNextAnswer, nil when none
+	lose *standin.Injection // the armed fault of LoseNextAnswer, nil when none
 }
 
 // Say sends text as the person in their private chat, as a reply to the bot's
@@ -66,7 +66,7 @@ func (s *Scene) LoseNextAnswer() bool {
 	if s.armedLocked() {
 		return false
 	}
-	s.lose = s.Server.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(s.Target))
+	s.lose = s.Server.Inject(standin.AcceptThenDrop().For("sendMessage").InChat(s.Target))
 	return true
 }
 

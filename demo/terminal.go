@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/telegram/standin"
 )
 
 // LoseCommand is the line that arms LoseNextAnswer in the terminal; the bot
@@ -65,7 +65,7 @@ func (s *Scene) Terminal(ctx context.Context, in io.Reader, out io.Writer) error
 // quiet is err, except the end of the demo's context or server, which is how
 // the demo ends.
 func quiet(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, telegramtest.ErrClosed) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, standin.ErrClosed) {
 		return nil
 	}
 	return err
@@ -132,7 +132,7 @@ func (t *terminal) follow(ctx context.Context) error {
 		}
 		t.draw(v)
 		drawn := fingerprint(v)
-		err = t.s.Server.WaitFor(ctx, func(*telegramtest.Server) bool {
+		err = t.s.Server.WaitFor(ctx, func(*standin.Server) bool {
 			now, err := t.s.View()
 			return err != nil || fingerprint(now) != drawn
 		})

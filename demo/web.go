@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/telegram/standin"
 )
 
 // page is the web page: HTML, script and style, with no asset from elsewhere,
@@ -129,7 +129,7 @@ func (s *Scene) serveView(w http.ResponseWriter, r *http.Request) {
 	if err == nil && key == after {
 		ctx, cancel := context.WithTimeout(r.Context(), ViewWait)
 		defer cancel()
-		err = s.Server.WaitFor(ctx, func(*telegramtest.Server) bool {
+		err = s.Server.WaitFor(ctx, func(*standin.Server) bool {
 			_, now, err := s.keyed()
 			return err != nil || now != after
 		})

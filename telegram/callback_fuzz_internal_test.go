@@ -16,7 +16,7 @@ func FuzzParseCallback(f *testing.F) {
 		"ap1:ap-7k2m9q:y", "ap1:ap-7k2m9q:n", "rs1:op-7k2m9q:d", "rs1:op-7k2m9q:n",
 		"ap1::y", "ap1:x:y:z", ":x:", "::", "", "ap2:ap-1:y", "ap1:ap-1:maybe",
 		`{"text":"send money"}`, "ap1:ap-1:y\x00", "ap1:" + strings.Repeat("x", 70) + ":y",
-		// Callback data of the recorded updates (telegram/telegramtest/testdata and
+		// Callback data of the recorded updates (telegram/standin/testdata and
 		// ../shared/fixtures/telegram).
 		"order:Espresso", "query-data",
 	} {

@@ -21,7 +21,7 @@ const fuzzToken = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 // no secret in any JSON string however it is escaped, stays an update if it was
 // one, and still shows a handler that a secret was withheld.
 func FuzzUpdate(f *testing.F) {
-	paths, err := filepath.Glob(filepath.Join("telegramtest", "testdata", "update_*.json"))
+	paths, err := filepath.Glob(filepath.Join("standin", "testdata", "update_*.json"))
 	if err != nil || len(paths) == 0 {
 		f.Fatalf("no recorded updates: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/countersign/countersign/demo"
 	"github.com/countersign/countersign/internal/httpserve"
-	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/telegram/standin"
 	"github.com/countersign/countersign/vault"
 )
 
@@ -33,7 +33,7 @@ const (
 )
 
 // runDemo is "countersign demo": the real bot, wired as countersign run wires it, against a
-// Telegram of its own in this process (telegramtest), so that a person sees
+// Telegram of its own in this process (telegram/standin), so that a person sees
 // the card flow without a token. The chat is drawn in this terminal, or with
 // -listen on a local web page drawn like a phone. The data folder is a
 // temporary one, removed at the end, unless -data names one.
@@ -107,9 +107,9 @@ func playDemo(ctx context.Context, cfg Config, addr string, env Env) error {
 	if err != nil {
 		return err
 	}
-	tg := telegramtest.New(telegramtest.Options{Token: demoToken, FirstUpdateID: first, FirstMessageID: int(first),
-		Bot: telegramtest.User{FirstName: "Countersign Demo", Username: "countersign_demo_bot"},
-		Chats: []telegramtest.Chat{{ID: demoYou, Type: "private", FirstName: "You"},
+	tg := standin.New(standin.Options{Token: demoToken, FirstUpdateID: first, FirstMessageID: int(first),
+		Bot: standin.User{FirstName: "Countersign Demo", Username: "countersign_demo_bot"},
+		Chats: []standin.Chat{{ID: demoYou, Type: "private", FirstName: "You"},
 			{ID: demoTarget, Type: "private", FirstName: demoTargetName}}})
 	defer tg.Close()
 	scene := &demo.Scene{Server: tg, You: demoYou, Target: demoTarget, TargetName: demoTargetName, Vault: v}
@@ -137,7 +137,7 @@ func playDemo(ctx context.Context, cfg Config, addr string, env Env) error {
 // fake's address for the Bot API and a process environment of its own, so
 // that nothing of the person's (a model's key, BOT_OPERATORS) changes what
 // the demo shows.
-func demoBot(ctx context.Context, cfg Config, tg *telegramtest.Server, log io.Writer) error {
+func demoBot(ctx context.Context, cfg Config, tg *standin.Server, log io.Writer) error {
 	vars := map[string]string{"TELEGRAM_API_URL": tg.URL(), "COUNTERSIGN_POLL_TIMEOUT": "10s"}
 	env := Env{Stdin: strings.NewReader(""), Stdout: log, Stderr: log, Getenv: func(k string) string { return vars[k] }}
 	logger := newLogger(log).With("replica", "demo")
@@ -146,11 +146,11 @@ func demoBot(ctx context.Context, cfg Config, tg *telegramtest.Server, log io.Wr
 
 // demoReady waits until the bot asks the fake Telegram for updates, or ends
 // before it does; an interrupt meanwhile is no error: the demo just ends.
-func demoReady(ctx context.Context, tg *telegramtest.Server, served <-chan error) error {
+func demoReady(ctx context.Context, tg *standin.Server, served <-chan error) error {
 	polling := make(chan error, 1)
 	wait, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { polling <- tg.WaitFor(wait, (*telegramtest.Server).Polling) }()
+	go func() { polling <- tg.WaitFor(wait, (*standin.Server).Polling) }()
 	select {
 	case err := <-polling:
 		if ctx.Err() != nil {
