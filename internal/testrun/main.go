@@ -6,7 +6,7 @@
 // pass for one that ran them. Its exit code is go test's. -long, before the
 // packages, runs the long suites too (see skips.Long).
 //
-//	go run ./internal/testrun ./...         # the tests, in about two minutes
+//	go run ./internal/testrun ./...         # the tests, in about three minutes
 //	go run ./internal/testrun -long ./...   # and the chaos and load runs
 package main
 
