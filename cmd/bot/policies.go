@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -33,6 +34,9 @@ func runPolicies(ctx context.Context, args []string, env Env) int {
 		cfg.Policies = fs.Arg(0)
 	}
 	p, err := policy.Load(cfg.Policies)
+	if errors.Is(err, policy.ErrNoFile) {
+		err = fmt.Errorf("%w (%s init -policies %s writes one)", err, env.program(), cfg.Policies)
+	}
 	if err == nil {
 		err = p.ApplyEnv(env.Getenv)
 	}

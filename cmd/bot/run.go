@@ -84,7 +84,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 func botToken(env Env) (string, error) {
 	raw := env.Getenv("TELEGRAM_BOT_TOKEN")
 	if strings.TrimSpace(raw) == "" {
-		return "", errors.New("TELEGRAM_BOT_TOKEN is not set (ask @BotFather for a token, or try countersign console)")
+		return "", errors.New(env.named("TELEGRAM_BOT_TOKEN is not set (ask @BotFather for a token, or try countersign console)"))
 	}
 	token, err := telegram.ParseToken(raw)
 	if te := (*telegram.TokenError)(nil); errors.As(err, &te) {
