@@ -16,6 +16,7 @@ import (
 // and then does nothing for anyone but offer a code: a command gets one, a tap
 // is refused, and no card or other message goes out.
 func TestAPolicyThatGrantsNothingOpensPairingAndDoesNothingElse(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

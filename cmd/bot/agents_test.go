@@ -103,6 +103,7 @@ func sendThenAwait(chatID, text string) func(agenttest.Request) agenttest.Reply 
 // Telegram, a tap approves it, the bot delivers it once, and the agent's
 // await_outcome sees it committed; the CLI's final result reports it.
 func TestClaudeCodeSendsThroughBotMCP(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
@@ -189,6 +190,7 @@ func deliveredOnce(t *testing.T, srv *telegramtest.Server, bot *exec.Cmd, data s
 // The MCP Inspector's command-line client lists countersign mcp's tools, its envelope
 // template, and an unknown outcome's envelope as a resource, and reads it.
 func TestTheInspectorListsBotMCP(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}

@@ -74,6 +74,7 @@ var notRestored = map[string]string{
 // folder (but those notRestored names), and a bot restored from it serves its
 // paired operator: pairing stays closed to whoever sends /start first.
 func TestABackupHoldsEveryFileARestoreNeeds(t *testing.T) {
+	t.Parallel()
 	const owner = 111
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
 	data, pol := freshBot(t)

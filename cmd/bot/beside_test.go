@@ -40,6 +40,7 @@ func runChild(t *testing.T, env []string, stdin string, args ...string) (int, st
 // countersign run on the same data is refused with a clear message. The bot's own send
 // then lands, once, along the path it took.
 func TestCommandsBesideARunningBotChangeNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}

@@ -221,7 +221,10 @@ var opIDPattern = regexp.MustCompile(`op-[0-9a-z-]+`)
 // text in the chat, and one delivery for one tap. The next message resumes the
 // same session, its request carrying the first message's history; /new starts
 // another.
-func TestAgentCLIIsTheBrain(t *testing.T) { eachBrain(t, testIsTheBrain) }
+func TestAgentCLIIsTheBrain(t *testing.T) {
+	t.Parallel()
+	eachBrain(t, testIsTheBrain)
+}
 
 func testIsTheBrain(t *testing.T, c brainCLI) {
 	const text = "hello from the brain"
@@ -312,7 +315,10 @@ var fastRetries = []string{"    base: 1s\n", "    base: 100ms\n"}
 // not the CLI: the second attempt resumes the same session with the
 // continuation prompt, its request carries the call that already returned, and
 // the tool does not run twice; the chat never sees the overload.
-func TestAgentCLIOverloadIsRetriedInTheSession(t *testing.T) { eachBrain(t, testOverloadIsRetried) }
+func TestAgentCLIOverloadIsRetriedInTheSession(t *testing.T) {
+	t.Parallel()
+	eachBrain(t, testOverloadIsRetried)
+}
 
 func testOverloadIsRetried(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
@@ -365,6 +371,7 @@ func testOverloadIsRetried(t *testing.T, c brainCLI) {
 // attempt's relay reads it from the answer, and the retry waits what the
 // service asked (1.25 s), not the policy's backoff (100 ms here).
 func TestAgentCLIRateLimitWaitsWhatTheServiceAsked(t *testing.T) {
+	t.Parallel()
 	eachBrain(t, testRateLimitWaitsWhatTheServiceAsked)
 }
 
@@ -393,7 +400,10 @@ func testRateLimitWaitsWhatTheServiceAsked(t *testing.T, c brainCLI) {
 // bound and ends the run. A model that keeps calling a tool makes two
 // requests under steps: 2, and the chat hears the run stopped; nothing is
 // retried.
-func TestAgentCLITurnsAreBoundedByTheSteps(t *testing.T) { eachBrain(t, testTurnsAreBounded) }
+func TestAgentCLITurnsAreBoundedByTheSteps(t *testing.T) {
+	t.Parallel()
+	eachBrain(t, testTurnsAreBounded)
+}
 
 func testTurnsAreBounded(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
@@ -422,7 +432,10 @@ func testTurnsAreBounded(t *testing.T, c brainCLI) {
 // busy machine's slow start of the second attempt is not taken for a stall.
 // (The watchdog's timing is tested exactly, on an injected clock, in
 // agent/cli.)
-func TestAgentCLIStallIsCutByTheWatchdog(t *testing.T) { eachBrain(t, testStallIsCut) }
+func TestAgentCLIStallIsCutByTheWatchdog(t *testing.T) {
+	t.Parallel()
+	eachBrain(t, testStallIsCut)
+}
 
 func testStallIsCut(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
@@ -454,7 +467,10 @@ var pidPattern = regexp.MustCompile(`step="start\(pid (\d+)\)"`)
 
 // /stop ends the CLI's run: its whole process group is gone, and the chat is
 // told.
-func TestAgentCLIStopKillsTheRun(t *testing.T) { eachBrain(t, testStopKillsTheRun) }
+func TestAgentCLIStopKillsTheRun(t *testing.T) {
+	t.Parallel()
+	eachBrain(t, testStopKillsTheRun)
+}
 
 func testStopKillsTheRun(t *testing.T, c brainCLI) {
 	script := func(agenttest.Request) agenttest.Reply {
@@ -505,7 +521,10 @@ func groupGone(pgid int, d time.Duration) error {
 
 // Failures the coordinator gives up on are told once, in one line: an auth
 // error at once (not retryable), overloads after the policy's attempts.
-func TestAgentCLIFailuresAreToldOnce(t *testing.T) { eachBrain(t, testFailuresAreToldOnce) }
+func TestAgentCLIFailuresAreToldOnce(t *testing.T) {
+	t.Parallel()
+	eachBrain(t, testFailuresAreToldOnce)
+}
 
 func testFailuresAreToldOnce(t *testing.T, c brainCLI) {
 	tests := []struct {
@@ -540,7 +559,10 @@ func testFailuresAreToldOnce(t *testing.T, c brainCLI) {
 
 // Two messages sent at once in a chat run one after the other, the second
 // resuming the first's session: two runs never share a session at once.
-func TestAgentCLIRunsAChatsMessagesInTurn(t *testing.T) { eachBrain(t, testRunsInTurn) }
+func TestAgentCLIRunsAChatsMessagesInTurn(t *testing.T) {
+	t.Parallel()
+	eachBrain(t, testRunsInTurn)
+}
 
 func testRunsInTurn(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {
@@ -566,7 +588,10 @@ func testRunsInTurn(t *testing.T, c brainCLI) {
 
 // After the policy's overloads in a row, the coordinator's next attempt asks
 // for the policy's fallback model (--model), in the same session.
-func TestAgentCLIFallsBackAfterOverloads(t *testing.T) { eachBrain(t, testFallsBack) }
+func TestAgentCLIFallsBackAfterOverloads(t *testing.T) {
+	t.Parallel()
+	eachBrain(t, testFallsBack)
+}
 
 func testFallsBack(t *testing.T, c brainCLI) {
 	script := func(req agenttest.Request) agenttest.Reply {

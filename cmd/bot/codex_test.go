@@ -21,6 +21,7 @@ import (
 // send again: it awaits the outcome of the send it made, which the tap
 // approved. The next message resumes the same thread. One delivery.
 func TestCodexSendsThroughBotMCPAndResumesAfterAnOverload(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}

@@ -88,6 +88,7 @@ func (d *demoRun) exit() int {
 // outcome, whose notice and envelope appear, and whose It arrived tap resolves
 // the envelope. End of input ends the demo with exit 0.
 func TestDemoInTheTerminal(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	d := startDemo(t, "-data", data)
 	d.seeAfter(0, `Ctrl-D ends the demo\.`)

@@ -18,6 +18,7 @@ import (
 // arrived / It did not arrive and whose envelope appears in the vault panel,
 // rewritten once It did not arrive is clicked.
 func TestDemoWebPageInChromium(t *testing.T) {
+	t.Parallel()
 	browser := chromium.ForTest(t)
 	d := startDemo(t, "-listen", "127.0.0.1:0")
 	url := d.seeAfter(0, `Open (http://127\.0\.0\.1:\d+/) in a browser`)[1]

@@ -134,6 +134,7 @@ func waitLog(t testing.TB, logs func() string, re *regexp.Regexp) string {
 // approver's card in Telegram, is delivered once along the recorded path, and
 // await_outcome reports it; the token is in no log line.
 func TestMCPListenInTheBot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
@@ -212,6 +213,7 @@ func assertPath(t *testing.T, journalPath, opID string, want ...journal.State) {
 // answer was lost is unknown, its envelope a resource of countersign mcp, and
 // request_verification has the bot ask the approver, resolving nothing.
 func TestMCPBesideARunningBot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}

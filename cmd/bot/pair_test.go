@@ -122,6 +122,7 @@ func freshBot(t *testing.T) (data, pol string) {
 // else can pair after that, a restart keeps the pairing, and countersign mcp and the
 // access record agree.
 func TestPairingFromAFreshPolicyToAnApprovedSend(t *testing.T) {
+	t.Parallel()
 	const owner, stranger = 111, 333
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
 	data, pol := freshBot(t)
@@ -326,6 +327,7 @@ func testPolicyWith(t *testing.T, operators, approvers []int64) *policy.Policy {
 // over the access lists, is served again on the same address once the person
 // paired: the bot goes on serving both.
 func TestPairingWithAnMCPServer(t *testing.T) {
+	t.Parallel()
 	const owner = 111
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -360,6 +362,7 @@ func TestPairingWithAnMCPServer(t *testing.T) {
 // welcome is held a second on its way (a slow network), and /whoami is sent
 // as soon as it left the bot.
 func TestWhatThePairedSendOnTheWelcomeIsServed(t *testing.T) {
+	t.Parallel()
 	const owner = 111
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
 	data, pol := freshBot(t)

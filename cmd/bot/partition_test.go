@@ -22,6 +22,7 @@ import (
 // database never answered to the replicas' rules for a dead replica, so that
 // its supervisor starts it again: it does not wait for the link to come back.
 func TestAReplicaCutOffSilentlyExits(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.New(telegramtest.Options{Token: childToken})
 	defer srv.Close()
 	name := pgtest.Fresh(t)

@@ -85,6 +85,7 @@ func unitSettings(t *testing.T, path string) map[string][]string {
 // docs. The agent, with nothing else configured, sends through the bot; the
 // card reaches the approver, a tap sends it once.
 func TestTheAgentRecipeRunsAgainstTheService(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}

@@ -144,6 +144,7 @@ func operationWithText(t *testing.T, j *journal.Journal, text string) journal.Op
 // makes it unknown once the lease is past, writes the note and tells the
 // requester: never a resend.
 func TestReplicasBehindALoadBalancer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
@@ -252,6 +253,7 @@ func inboxKeys(items []journal.InboxItem) []string {
 // In polling mode one replica polls; when it dies, another takes over and the
 // next update is taken.
 func TestAPollingLeaderIsReplaced(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}

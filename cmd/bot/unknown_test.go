@@ -13,6 +13,7 @@ import (
 // error level, with the operation and what to do, so that it stands out from
 // the warnings a running bot logs in passing.
 func TestBotRunLogsAnUnknownOutcomeAsAnError(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
 	srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(222))
 	ctx, cancel := context.WithCancel(context.Background())
