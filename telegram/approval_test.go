@@ -1,6 +1,7 @@
 package telegram_test
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 )
 
 func TestApproveDeliversExactlyTheText(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	text := "Hello  from\nCountersign — ünïcode ✓ "
 	r.command(alice, "/send 222 "+text)
@@ -45,6 +47,7 @@ func TestApproveDeliversExactlyTheText(t *testing.T) {
 }
 
 func TestRejectDeliversNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 not this one")
 	card := r.card(alice)
@@ -59,6 +62,7 @@ func TestRejectDeliversNothing(t *testing.T) {
 }
 
 func TestNoDecisionDeliversNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 waiting")
 	r.card(alice)
@@ -71,6 +75,7 @@ func TestNoDecisionDeliversNothing(t *testing.T) {
 }
 
 func TestStrangerGetsOneRefusalAndNothingElse(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(mallory, "/send 222 hi")
 	r.replyContaining(mallory, "only answers its operators")
@@ -85,6 +90,7 @@ func TestStrangerGetsOneRefusalAndNothingElse(t *testing.T) {
 }
 
 func TestStrangersTapChangesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 hi")
 	card := r.card(alice)
@@ -108,6 +114,7 @@ func TestStrangersTapChangesNothing(t *testing.T) {
 }
 
 func TestDoubleTapAndTwoApproversCommitOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 once")
 	aliceCard, bobCard := r.card(alice), r.card(bob)
@@ -133,6 +140,7 @@ func TestDoubleTapAndTwoApproversCommitOnce(t *testing.T) {
 }
 
 func TestExpiredCardSaysSoAndDeliversNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) { p.ApprovalTTL = time.Millisecond }))
 	r.command(alice, "/send 222 too late")
 	card := r.card(alice)
@@ -150,7 +158,39 @@ func TestExpiredCardSaysSoAndDeliversNothing(t *testing.T) {
 	}
 }
 
+// An approval that expires while its cards are on their way has every card
+// closed, whichever comes first: the expiry before any card is out (the card
+// waits on the chat's name, getChat), or between two approvers' cards (the
+// second one slow). A card left with its buttons would ask for a tap that
+// can no longer send anything.
+func TestAnApprovalExpiredOnItsCardsWayClosesEveryCard(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		ttl  time.Duration
+		slow telegramtest.Fault
+	}{
+		{"before the first card", time.Millisecond, telegramtest.Delay(600 * time.Millisecond).For("getChat")},
+		{"between two cards", 300 * time.Millisecond, telegramtest.Delay(time.Second).For("sendMessage").InChat(bob)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, withPolicy(func(p *policy.Policy) { p.ApprovalTTL = tt.ttl }))
+			r.srv.Inject(tt.slow)
+			r.command(alice, "/send 222 expires on the way")
+			for _, chat := range []int64{alice, bob} {
+				card := r.card(chat)
+				r.waitFor(fmt.Sprintf("the card in chat %d marked expired", chat), func(s *telegramtest.Server) bool {
+					m, _ := s.Message(chat, card.MessageID)
+					return strings.Contains(m.Text, "Expired") && !strings.Contains(string(m.ReplyMarkup), "ap1:")
+				})
+			}
+		})
+	}
+}
+
 func TestPendingCardWorksAfterRestart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 survives a restart")
 	card := r.card(alice)
@@ -163,6 +203,7 @@ func TestPendingCardWorksAfterRestart(t *testing.T) {
 }
 
 func TestForgedCallbackDataChangesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 guarded")
 	card := r.card(alice)
@@ -199,6 +240,7 @@ func TestForgedCallbackDataChangesNothing(t *testing.T) {
 // TestSendDoesNotWaitForTheTapsAnswer: the tap is answered with what was recorded
 // while the commit goes on, so a slow answer does not hold up the send.
 func TestSendDoesNotWaitForTheTapsAnswer(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 sent at once")
 	card := r.card(alice)

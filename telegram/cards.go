@@ -138,6 +138,7 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 		}
 		reached, sent = reached+1, sent+1
 	}
+	t.closeDecided(ctx, a.ID)
 	if requesterChat != 0 {
 		// What the requester is told goes between blocks of previews and their
 		// card in that chat, never inside one (showCard).
@@ -428,6 +429,24 @@ func (t *Bot) closeCards(ctx context.Context, ref, line string) {
 	}
 }
 
+// closeDecided closes the cards of approval apID if it was decided before they
+// were all recorded: its decision's closeCards, run before them, found none or
+// some of them to close. The caller holds t.cards.lock(apID), so a decision
+// after this read closes them all. A tap deciding it now closes them itself.
+func (t *Bot) closeDecided(ctx context.Context, apID string) {
+	if t.tapping.has(apID) {
+		return
+	}
+	a, err := t.journal.Approval(ctx, apID)
+	if err != nil {
+		t.log.Warn("approval not read after its cards; a decision made before them leaves them open", "approval", apID, "err", err)
+		return
+	}
+	if line := closedLine(a); a.Decision != journal.Pending && line != "" {
+		t.editCardsHeld(ctx, apID, line)
+	}
+}
+
 // makeCardEdits makes, while this replica leads and until ctx ends, the card
 // edits any replica recorded, in the order they were recorded: at once when this
 // replica asked for one, else within a second.
@@ -459,7 +478,16 @@ func (t *Bot) makeCardEdits(ctx context.Context) {
 
 // editCards edits every copy of the cards about ref: line is appended and the
 // buttons removed.
+//
+// It waits for the cards of ref on their way (t.cards), so that a card sent
+// while it runs is not left with its buttons.
 func (t *Bot) editCards(ctx context.Context, ref, line string) {
+	defer t.cards.lock(ref)()
+	t.editCardsHeld(ctx, ref, line)
+}
+
+// editCardsHeld is editCards for a caller that holds t.cards.lock(ref).
+func (t *Bot) editCardsHeld(ctx context.Context, ref, line string) {
 	cards, err := t.journal.Cards(ctx, ref)
 	if err != nil {
 		t.log.Warn("cards not found", "ref", ref, "err", err)

@@ -182,6 +182,7 @@ func (t *Bot) remind(ctx context.Context, ev operator.Event) {
 // approval, so the decision (or the expiry) closes them with the card.
 func (t *Bot) remindApproval(ctx context.Context, a journal.Approval) {
 	defer t.cards.lock(a.ID)()
+	defer t.closeDecided(ctx, a.ID) // decided while these went out
 	cards, err := t.journal.Cards(ctx, a.ID)
 	if err != nil {
 		t.log.Warn("approval reminder not sent", "approval", a.ID, "err", err)
@@ -252,6 +253,7 @@ func (t *Bot) decisionHere(ctx context.Context, chat, user int64, opID string) {
 		return
 	}
 	defer t.cards.lock(a.ID)()
+	defer t.closeDecided(ctx, a.ID) // decided while these went out
 	cards, err := t.journal.Cards(ctx, a.ID)
 	if err != nil {
 		t.log.Warn("pending approval not shown", "op", opID, "err", err)
