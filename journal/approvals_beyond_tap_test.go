@@ -38,6 +38,7 @@ func stateOf(t *testing.T, j *journal.Journal, id string) journal.State {
 // stays waiting after the first, refuses the same approver twice, and is
 // decided by the second, naming both; a rejection after one approval ends it.
 func TestAQuorumNeedsThatManyDifferentApprovers(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAQuorumNeedsThatManyDifferentApprovers)
 }
 
@@ -86,6 +87,7 @@ func testAQuorumNeedsThatManyDifferentApprovers(t *testing.T, name string) {
 // operation's, the old one is kept with who edited, the old approval is closed
 // as edited (a tap on it is refused) and the new one is bound to the new hash.
 func TestAnEditKeepsBothPayloadsAndVoidsTheApproval(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAnEditKeepsBothPayloadsAndVoidsTheApproval)
 }
 
@@ -130,6 +132,7 @@ func testAnEditKeepsBothPayloadsAndVoidsTheApproval(t *testing.T, name string) {
 // approvals at once, and none when one of them changed since the card; a
 // window grant approves its tool to its target until revoked, nothing else.
 func TestGrantsApproveOnlyWhatTheyName(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testGrantsApproveOnlyWhatTheyName)
 }
 
@@ -200,6 +203,7 @@ func testGrantsApproveOnlyWhatTheyName(t *testing.T, name string) {
 // and it is at half an hour; on each backend (PostgreSQL once took the share
 // for a whole number, 0, and made every approval due at once).
 func TestAnApprovalIsDueForEscalationAtItsShareOnly(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAnApprovalIsDueForEscalationAtItsShareOnly)
 }
 

@@ -167,7 +167,10 @@ func unprotect(t *testing.T, db *sql.DB, name string) {
 	}
 }
 
-func TestAnUntouchedJournalVerifies(t *testing.T) { forEachBackend(t, testAnUntouchedJournalVerifies) }
+func TestAnUntouchedJournalVerifies(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testAnUntouchedJournalVerifies)
+}
 
 func testAnUntouchedJournalVerifies(t *testing.T, name string) {
 	c := newClock()
@@ -206,7 +209,10 @@ func testAnUntouchedJournalVerifies(t *testing.T, name string) {
 	}
 }
 
-func TestEveryTamperIsFoundAndNamed(t *testing.T) { forEachBackend(t, testEveryTamperIsFoundAndNamed) }
+func TestEveryTamperIsFoundAndNamed(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testEveryTamperIsFoundAndNamed)
+}
 
 func testEveryTamperIsFoundAndNamed(t *testing.T, name string) {
 	lastT := "(SELECT max(seq) FROM transitions)"
@@ -304,6 +310,7 @@ func testEveryTamperIsFoundAndNamed(t *testing.T, name string) {
 }
 
 func TestAFailedWriteLeavesNoAuditRecord(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAFailedWriteLeavesNoAuditRecord)
 }
 
@@ -334,6 +341,7 @@ func testAFailedWriteLeavesNoAuditRecord(t *testing.T, name string) {
 }
 
 func TestConcurrentWritersChainOneAfterAnother(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testConcurrentWritersChainOneAfterAnother)
 }
 
@@ -371,6 +379,7 @@ func testConcurrentWritersChainOneAfterAnother(t *testing.T, name string) {
 }
 
 func TestTheTrailCommitsToTheHistoryBeforeIt(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testTheTrailCommitsToTheHistoryBeforeIt)
 }
 
@@ -429,6 +438,7 @@ func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
 }
 
 func TestTheTrailCostsNoCommitOfItsOwn(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testTheTrailCostsNoCommitOfItsOwn)
 }
 

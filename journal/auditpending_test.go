@@ -94,6 +94,7 @@ func onceEach(t *testing.T, name string, j *journal.Journal) {
 }
 
 func TestRacingWritersOfTwoJournalsFormOneChain(t *testing.T) {
+	t.Parallel()
 	name, js := twoProcesses(t)
 	ctx := context.Background()
 	const sends = 4
@@ -114,6 +115,7 @@ func TestRacingWritersOfTwoJournalsFormOneChain(t *testing.T) {
 // pending, and another journal's flusher chains them on its own (its periodic
 // flush, nobody asking), after its own.
 func TestAPendingRecordOfADeadProcessIsChainedByAnother(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	ctx := context.Background()
 	dead, err := journal.Open(ctx, name, journal.WithoutAuditFlush())
@@ -153,6 +155,7 @@ func TestAPendingRecordOfADeadProcessIsChainedByAnother(t *testing.T) {
 // again: facts whose records are pending, or chained by a flush of another
 // journal meanwhile, are never reported as breaks.
 func TestVerifyOnALiveClusterFindsNoBreak(t *testing.T) {
+	t.Parallel()
 	name, js := twoProcesses(t)
 	checker := open(t, name, time.Now)
 	ctx, stop := context.WithCancel(context.Background())
@@ -204,6 +207,7 @@ func TestVerifyOnALiveClusterFindsNoBreak(t *testing.T) {
 // be without the genesis: what the chain protects is what it holds. Once
 // chained, that same change is found.
 func TestTamperingWithPendingRecords(t *testing.T) {
+	t.Parallel()
 	lastT := "(SELECT max(seq) FROM transitions)"
 	pendingOf := func(kind, ref string) string {
 		return "SELECT id FROM audit_pending WHERE kind = '" + kind + "' AND ref = CAST(" + ref + " AS TEXT)"

@@ -13,6 +13,7 @@ import (
 // A backup taken while the journal is in use holds what it held, its audit
 // trail verifies, it is private to its owner, and it never overwrites a file.
 func TestABackupIsTheJournalAsItWas(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := newClock()
 	j := open(t, filepath.Join(dir, "j.db"), c.now)

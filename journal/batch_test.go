@@ -11,7 +11,10 @@ import (
 	"github.com/countersign/countersign/tools"
 )
 
-func TestCountMatchesOperations(t *testing.T) { forEachBackend(t, testCountMatchesOperations) }
+func TestCountMatchesOperations(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testCountMatchesOperations)
+}
 
 func testCountMatchesOperations(t *testing.T, name string) {
 	j := open(t, name, time.Now)
@@ -43,6 +46,7 @@ func testCountMatchesOperations(t *testing.T, name string) {
 // TestFirstOperationIsOneTransaction checks that a task, its first operation and
 // the moves made with it are stored together or not at all.
 func TestFirstOperationIsOneTransaction(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testFirstOperationIsOneTransaction)
 }
 
@@ -100,6 +104,7 @@ func testFirstOperationIsOneTransaction(t *testing.T, name string) {
 // TestHandledNeedsNoFsyncAndSurvivesTheProcess checks that marking an update
 // handled costs no durable commit, and is still there for the next process.
 func TestHandledNeedsNoFsyncAndSurvivesTheProcess(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testHandledNeedsNoFsyncAndSurvivesTheProcess)
 }
 

@@ -10,6 +10,7 @@ import (
 // Built where there is no C compiler (Go turns cgo off), the journal stops the
 // build with an error that says what is missing, before the driver's own.
 func TestABuildWithoutCgoSaysItNeedsACCompiler(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the package again without cgo")
 	}

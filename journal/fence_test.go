@@ -16,6 +16,7 @@ import (
 // another replica made the commit unknown after the lease, a person resolved
 // it, and the retry was moved to committing again.
 func TestHoldProvesTheAttemptAndTheClaim(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testHoldProvesTheAttemptAndTheClaim)
 }
 
@@ -78,6 +79,7 @@ func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
 // a replica cannot send what another live replica approved or scheduled, and can
 // once that replica's lease is past.
 func TestTheMoveToCommittingChecksTheClaim(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testTheMoveToCommittingChecksTheClaim)
 }
 
@@ -104,6 +106,7 @@ func testTheMoveToCommittingChecksTheClaim(t *testing.T, name string) {
 // replica whose own clock is 15 s behind keeps its commit, where by its own
 // clock the lease it wrote would be past already for every other replica.
 func TestLeasesFollowTheDatabasesClock(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	ctx := context.Background()
 	behind := func() time.Time { return time.Now().Add(-15 * time.Second) }
@@ -134,6 +137,7 @@ func TestLeasesFollowTheDatabasesClock(t *testing.T) {
 // recovered its commits: it notices at its next renewal, closes Lost, and moves
 // nothing more to committing; Hold fails on the dead session at once.
 func TestAReplicaThatLostItsNameStopsCommitting(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	ctx := context.Background()
 	c := newClock()

@@ -52,6 +52,7 @@ func newOp(t testing.TB, j *journal.Journal) (journal.Task, journal.Operation) {
 }
 
 func TestMoveEnforcesTheStateMachine(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testMoveEnforcesTheStateMachine)
 }
 
@@ -105,6 +106,7 @@ func approved(t *testing.T, j *journal.Journal, op journal.Operation) {
 }
 
 func TestOwnerMovesCommittingToUnknownOnStart(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testOwnerMovesCommittingToUnknownOnStart)
 }
 
@@ -142,6 +144,7 @@ func testOwnerMovesCommittingToUnknownOnStart(t *testing.T, path string) {
 // (countersign ops list, countersign vault resolve, countersign console) must not take the live commit for
 // a dead one, and a second owner of the same transport is refused.
 func TestSecondProcessNeverStealsALiveCommit(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testSecondProcessNeverStealsALiveCommit)
 }
 
@@ -185,7 +188,10 @@ func testSecondProcessNeverStealsALiveCommit(t *testing.T, path string) {
 	}
 }
 
-func TestDecideFirstWinsAndExpiry(t *testing.T) { forEachBackend(t, testDecideFirstWinsAndExpiry) }
+func TestDecideFirstWinsAndExpiry(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testDecideFirstWinsAndExpiry)
+}
 
 func testDecideFirstWinsAndExpiry(t *testing.T, name string) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -226,6 +232,7 @@ func testDecideFirstWinsAndExpiry(t *testing.T, name string) {
 }
 
 func TestBudgetsArePaidByTheMoveTheyBuy(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testBudgetsArePaidByTheMoveTheyBuy)
 }
 
@@ -282,7 +289,10 @@ func testBudgetsArePaidByTheMoveTheyBuy(t *testing.T, name string) {
 	}
 }
 
-func TestInbox(t *testing.T) { forEachBackend(t, testInbox) }
+func TestInbox(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testInbox)
+}
 
 func testInbox(t *testing.T, name string) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -308,6 +318,7 @@ func testInbox(t *testing.T, name string) {
 }
 
 func TestInboxTellsARenumberedUpdateFromAReplay(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testInboxTellsARenumberedUpdateFromAReplay)
 }
 
@@ -338,6 +349,7 @@ func testInboxTellsARenumberedUpdateFromAReplay(t *testing.T, name string) {
 // SQLite only: it upgrades a SQLite file of schema version 2; PostgreSQL starts at
 // the schema as it stands (migrations/postgres/0001_init.sql).
 func TestInboxKeysUpdatesStoredBeforeKeysByWhatTheyCarry(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "j.db")
 	ctx := context.Background()
 	// A journal at schema version 2, as the last release left it, with updates in
@@ -394,6 +406,7 @@ func TestInboxKeysUpdatesStoredBeforeKeysByWhatTheyCarry(t *testing.T) {
 
 // SQLite only: the size limit (WithSizeLimit) is SQLite's max_page_count.
 func TestAFullDiskRefusesTheWriteAndKeepsWhatWasThere(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "j.db")
 	ctx := context.Background()
 	j := open(t, path, time.Now)
@@ -428,6 +441,7 @@ func TestAFullDiskRefusesTheWriteAndKeepsWhatWasThere(t *testing.T) {
 // Uncarded returns the pending approvals without a card that are older than the
 // cut-off: a younger one is still on its way to its card.
 func TestUncardedLeavesYoungApprovalsToTheirRequest(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testUncardedLeavesYoungApprovalsToTheirRequest)
 }
 
@@ -457,7 +471,10 @@ func testUncardedLeavesYoungApprovalsToTheirRequest(t *testing.T, name string) {
 // Owner tells a process beside the journal (a stdio countersign mcp) whether a bot sends,
 // and which, without becoming or hindering the owner: a look does not turn away an
 // owner that starts at that moment, and ownership ends with its owner.
-func TestOwnerSaysWhoSends(t *testing.T) { forEachBackend(t, testOwnerSaysWhoSends) }
+func TestOwnerSaysWhoSends(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testOwnerSaysWhoSends)
+}
 
 func testOwnerSaysWhoSends(t *testing.T, path string) {
 	ctx := context.Background()
@@ -498,6 +515,7 @@ func testOwnerSaysWhoSends(t *testing.T, path string) {
 // and an owner expires only its own transport's approvals (ExpireDueOf): the
 // surfaces that show another transport's hear of their expiry from its owner.
 func TestTheOwnersLooksAreItsOwnAndRecent(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testTheOwnersLooksAreItsOwnAndRecent)
 }
 

@@ -36,6 +36,7 @@ func through(t testing.TB, name string) (string, *partition.Proxy) {
 // session (as it would until its TCP keepalive, hours by default): the new
 // process joins once the lease has passed.
 func TestANameCutOffSilentlyIsFreedByTheServer(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	ctx := context.Background()
 	cut, p := through(t, name)
@@ -78,6 +79,7 @@ func TestANameCutOffSilentlyIsFreedByTheServer(t *testing.T) {
 // write, its transaction holding the audit trail's lock, must not keep the
 // other replicas' writes waiting behind its session at the server for good.
 func TestAWriteCutOffSilentlyHoldsNobodyUp(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	ctx := context.Background()
 	cut, p := through(t, name)
@@ -109,6 +111,7 @@ func TestAWriteCutOffSilentlyHoldsNobodyUp(t *testing.T) {
 // server ended, a connection reset, a server that refuses connections. A write
 // the database refused does not.
 func TestTheDatabaseOutOfReachIsToldApart(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	ctx := context.Background()
 	cut, p := through(t, name)

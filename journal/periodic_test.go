@@ -10,6 +10,7 @@ import (
 )
 
 func TestATurnIsTakenOncePerInterval(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testATurnIsTakenOncePerInterval)
 }
 
@@ -60,6 +61,7 @@ func testATurnIsTakenOncePerInterval(t *testing.T, name string) {
 }
 
 func TestExpiringListsTheApprovalsNearTheirExpiry(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testExpiringListsTheApprovalsNearTheirExpiry)
 }
 

@@ -21,6 +21,7 @@ import (
 // and are chained once the lock is let go, by the journal's flusher, without
 // anyone asking.
 func TestAWriterDoesNotWaitForAnotherProcesssAuditLock(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	ctx := context.Background()
 	j := openWith(t, name, journal.WithFlushEvery(20*time.Millisecond))
@@ -67,7 +68,10 @@ func TestAWriterDoesNotWaitForAnotherProcesssAuditLock(t *testing.T) {
 
 // Operations are filtered by target on both backends (the payload's target is
 // read from its JSON: json_extract on SQLite, ->> on PostgreSQL).
-func TestOperationsFilterByTarget(t *testing.T) { forEachBackend(t, testOperationsFilterByTarget) }
+func TestOperationsFilterByTarget(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testOperationsFilterByTarget)
+}
 
 func testOperationsFilterByTarget(t *testing.T, name string) {
 	ctx := context.Background()
@@ -102,6 +106,7 @@ func testOperationsFilterByTarget(t *testing.T, name string) {
 // A renewal covers the updates a replica received and has not handled yet, as
 // well as its operations: within the renewed lease no other replica takes them.
 func TestRenewalsCoverReceivedUpdates(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testRenewalsCoverReceivedUpdates)
 }
 
@@ -131,6 +136,7 @@ func testRenewalsCoverReceivedUpdates(t *testing.T, name string) {
 // where it is. (The renewal is written from another connection right before the
 // check, as another replica's would be.)
 func TestTheLeaseIsCheckedAgainInsideTheMove(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	ctx := context.Background()
 	c := newClock()
@@ -171,6 +177,7 @@ func TestTheLeaseIsCheckedAgainInsideTheMove(t *testing.T) {
 // per statement: a cluster under load must not reach the server's
 // max_connections, past which every statement of every replica fails.
 func TestABurstStaysWithinTheConnectionBound(t *testing.T) {
+	t.Parallel()
 	name := pgtest.Fresh(t)
 	app := fmt.Sprintf("cs_bound_%d", time.Now().UnixNano())
 	j := openWith(t, name+"&application_name="+app)

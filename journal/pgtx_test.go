@@ -25,6 +25,7 @@ func openPG(t *testing.T) *Journal {
 // the connection it ran on goes back to the pool clean, and the next
 // transaction on it commits.
 func TestAFailedQueuedWriteRollsBackItsTransaction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	j := openPG(t)
 	j.w.durable.SetMaxOpenConns(1) // the next write gets the same connection
@@ -67,6 +68,7 @@ func TestAFailedQueuedWriteRollsBackItsTransaction(t *testing.T) {
 // A statement sent after a queued write failed fails with it, and the caller's
 // error is the write's, not a later one's.
 func TestAStatementAfterAFailedQueuedWriteFailsWithIt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	j := openPG(t)
 	insert := `INSERT INTO inbox(key, update_id, body, received_at) VALUES(?, ?, '{}', 0)`

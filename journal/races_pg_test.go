@@ -80,6 +80,7 @@ func winners(t *testing.T, what string, errs []error, want ...error) int {
 }
 
 func TestRacingWritersOnPostgreSQLKeepThePromises(t *testing.T) {
+	t.Parallel()
 	_, js := twoProcesses(t)
 	ctx := context.Background()
 	j := js[0]
@@ -197,6 +198,7 @@ func TestRacingWritersOnPostgreSQLKeepThePromises(t *testing.T) {
 // trail; every write goes through and the chain has every record, in one
 // line.
 func TestRacingAppendsOnPostgreSQLKeepOneChain(t *testing.T) {
+	t.Parallel()
 	name, js := twoProcesses(t)
 	ctx := context.Background()
 	p, err := policy.Load("../policies.yaml")
@@ -246,6 +248,7 @@ func TestRacingAppendsOnPostgreSQLKeepOneChain(t *testing.T) {
 // backslashes and what looks like SQL are stored as they were hashed, through
 // audit_pending and the flush's arrays.
 func TestAGuessedAppendKeepsItsRecordsExact(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	j := open(t, name, time.Now)
 	ctx := context.Background()

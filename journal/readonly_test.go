@@ -12,6 +12,7 @@ import (
 // A journal opened as a read-only snapshot reads what was written, makes no
 // file beside it, and refuses every write.
 func TestAReadOnlySnapshotReadsAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "journal.db")

@@ -55,6 +55,7 @@ func lastTransition(t *testing.T, j *journal.Journal, id string) journal.Transit
 // its lease is past, and not before, another replica moves it to unknown with
 // the reason lease_expired. A renewal in time keeps the commit where it is.
 func TestALeaseRunsOutBeforeAnotherReplicaRecovers(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testALeaseRunsOutBeforeAnotherReplicaRecovers)
 }
 
@@ -107,7 +108,10 @@ func testALeaseRunsOutBeforeAnotherReplicaRecovers(t *testing.T, name string) {
 // A replica name is one process at a time; a process that comes back under the
 // name of a dead one recovers that one's commits at once, without waiting out
 // the lease (nothing of a dead process can still be on the wire).
-func TestAReplicaNameIsOneProcess(t *testing.T) { forEachBackend(t, testAReplicaNameIsOneProcess) }
+func TestAReplicaNameIsOneProcess(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testAReplicaNameIsOneProcess)
+}
 
 func testAReplicaNameIsOneProcess(t *testing.T, name string) {
 	ctx := context.Background()
@@ -148,6 +152,7 @@ func testAReplicaNameIsOneProcess(t *testing.T, name string) {
 // its lease is past, in the order they were received; handled ones never are,
 // and a process that comes back under the dead one's name takes its own at once.
 func TestUpdatesOfADeadReplicaAreClaimedOnce(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testUpdatesOfADeadReplicaAreClaimedOnce)
 }
 
@@ -217,7 +222,10 @@ func inboxKeys(items []journal.InboxItem) []string {
 }
 
 // One replica at a time leads; another leads once it is gone.
-func TestOneReplicaLeads(t *testing.T) { forEachBackend(t, testOneReplicaLeads) }
+func TestOneReplicaLeads(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testOneReplicaLeads)
+}
 
 func testOneReplicaLeads(t *testing.T, name string) {
 	ctx := context.Background()
@@ -250,6 +258,7 @@ func testOneReplicaLeads(t *testing.T, name string) {
 // On PostgreSQL a leader whose session the server ended (a network cut, a
 // restart) learns that it leads no more, and another replica takes the lead.
 func TestALeaderWhoseSessionEndedStepsDown(t *testing.T) {
+	t.Parallel()
 	name := backends[1].fresh(t)
 	ctx := context.Background()
 	c := newClock()
@@ -274,7 +283,10 @@ func TestALeaderWhoseSessionEndedStepsDown(t *testing.T) {
 
 // Card edits any replica asks for are kept in the order asked until the leader
 // makes them.
-func TestCardEditsWaitInOrder(t *testing.T) { forEachBackend(t, testCardEditsWaitInOrder) }
+func TestCardEditsWaitInOrder(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testCardEditsWaitInOrder)
+}
 
 func testCardEditsWaitInOrder(t *testing.T, name string) {
 	ctx := context.Background()
@@ -299,7 +311,10 @@ func testCardEditsWaitInOrder(t *testing.T, name string) {
 
 // A replica that stops frees its approved work and unhandled updates at once;
 // its commits stay claimed, to be recovered as any other.
-func TestReleaseFreesAllButCommits(t *testing.T) { forEachBackend(t, testReleaseFreesAllButCommits) }
+func TestReleaseFreesAllButCommits(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testReleaseFreesAllButCommits)
+}
 
 func testReleaseFreesAllButCommits(t *testing.T, name string) {
 	ctx := context.Background()

@@ -20,6 +20,7 @@ const sendRoundTrips = 10
 // A send on PostgreSQL takes sendRoundTrips round trips, not one per
 // statement: the test fails when a step gains one.
 func TestASendTakesTenRoundTripsOnPostgreSQL(t *testing.T) {
+	t.Parallel()
 	p, err := policy.Load("../policies.yaml")
 	if err != nil {
 		t.Fatal(err)

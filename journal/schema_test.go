@@ -18,6 +18,7 @@ import (
 // applies them and says which; after it nothing is pending, and a second Open
 // applies nothing.
 func TestMigrationsSayWhatOpenApplied(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, name string) {
 		ctx := context.Background()
 		all := journal.Migrations(name)
@@ -52,6 +53,7 @@ func TestMigrationsSayWhatOpenApplied(t *testing.T) {
 // SQLite only (PostgreSQL has one migration): a journal left at schema version 4
 // has the later ones pending, and Open applies exactly those.
 func TestMigrationsPendingOnAnOlderJournal(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "j.db")
 	ctx := context.Background()
 	db, err := sql.Open("sqlite3", path)
@@ -83,6 +85,7 @@ func TestMigrationsPendingOnAnOlderJournal(t *testing.T) {
 
 // SQLite only: a schema newer than the binary is refused by the look as by Open.
 func TestPendingMigrationsRefusesANewerSchema(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "j.db")
 	open(t, path, time.Now).Close()
 	db, err := sql.Open("sqlite3", path)
@@ -99,6 +102,7 @@ func TestPendingMigrationsRefusesANewerSchema(t *testing.T) {
 }
 
 func TestCountByState(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, name string) {
 		ctx := context.Background()
 		j := open(t, name, time.Now)
@@ -125,6 +129,7 @@ func TestCountByState(t *testing.T) {
 }
 
 func TestPing(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, name string) {
 		j := open(t, name, time.Now)
 		if err := j.Ping(context.Background()); err != nil {
@@ -138,6 +143,7 @@ func TestPing(t *testing.T) {
 }
 
 func TestStatesAreEveryState(t *testing.T) {
+	t.Parallel()
 	got := journal.States()
 	for _, s := range []journal.State{journal.Prepared, journal.AwaitingApproval, journal.Committing, journal.Unknown, journal.Committed,
 		journal.Rejected, journal.Expired, journal.NotDelivered, journal.Cancelled, journal.Failed} {

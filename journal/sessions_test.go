@@ -8,7 +8,10 @@ import (
 
 // A chat's session is kept per provider, replaced by a new one, forgotten by "",
 // and still there after the journal is opened again.
-func TestSessionsPerChatAndProvider(t *testing.T) { forEachBackend(t, testSessionsPerChatAndProvider) }
+func TestSessionsPerChatAndProvider(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testSessionsPerChatAndProvider)
+}
 
 func testSessionsPerChatAndProvider(t *testing.T, name string) {
 	ctx := context.Background()

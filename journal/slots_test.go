@@ -35,6 +35,7 @@ func slotOrFail(t *testing.T, what, scope string) func(journal.Slot, time.Durati
 // send is still out keeps the next taker waiting at least a span, one that was
 // answered exactly until its span has passed, and then it is taken again.
 func TestAPoolOfSlotsAdmitsNSendsAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAPoolOfSlotsAdmitsNSendsAcrossReplicas)
 }
 
@@ -73,6 +74,7 @@ func testAPoolOfSlotsAdmitsNSendsAcrossReplicas(t *testing.T, name string) {
 // free once its hold has passed, and not before; the late taker's FreeSlot then
 // frees nothing of the new holder's.
 func TestASlotIsFreeWhenItsHoldPasses(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testASlotIsFreeWhenItsHoldPasses)
 }
 
@@ -111,6 +113,7 @@ func testASlotIsFreeWhenItsHoldPasses(t *testing.T, name string) {
 // A send of low priority takes a slot only while more than spare are free;
 // slots owed by an album stay busy for their span; idle pools are pruned.
 func TestSpareOwedAndPrunedSlots(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testSpareOwedAndPrunedSlots)
 }
 
@@ -170,6 +173,7 @@ func testSpareOwedAndPrunedSlots(t *testing.T, name string) {
 // of many takers at once, exactly as many as the pool has slots get one, and
 // every other is told to wait.
 func TestRacingTakersNeverOverfillAPoolOnPostgreSQL(t *testing.T) {
+	t.Parallel()
 	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	var js []*journal.Journal
@@ -219,6 +223,7 @@ func TestRacingTakersNeverOverfillAPoolOnPostgreSQL(t *testing.T) {
 // living replica keeps the slot of a request still out however long it takes,
 // and a dead one's slot frees a lease after its last renewal.
 func TestSlotsAreRenewedWithTheReplicasLease(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testSlotsAreRenewedWithTheReplicasLease)
 }
 
@@ -260,6 +265,7 @@ func testSlotsAreRenewedWithTheReplicasLease(t *testing.T, name string) {
 // its death: the next process of its name, which renews its own claims, does
 // not renew them (it would hold the chat for as long as it lives).
 func TestTheNextProcessOfANameDoesNotRenewTheDeadOnesSlots(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testTheNextProcessOfANameDoesNotRenewTheDeadOnesSlots)
 }
 
@@ -288,6 +294,7 @@ func testTheNextProcessOfANameDoesNotRenewTheDeadOnesSlots(t *testing.T, name st
 // held for as long as its process lives: renewals stop once it has been out
 // far longer than any request, and it frees a lease later.
 func TestALostFreeDoesNotHoldASlotForEver(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testALostFreeDoesNotHoldASlotForEver)
 }
 
@@ -320,6 +327,7 @@ func testALostFreeDoesNotHoldASlotForEver(t *testing.T, name string) {
 // a connection, under a burst) leaves 600 ms of a 1 s span, and 2.8 s of a
 // group's 3.2 s.
 func TestASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testASendsSlotsFreeTheirSpanAfterTheAnswer)
 }
 
@@ -364,6 +372,7 @@ func queueSlot(t *testing.T, j *journal.Journal, scope string, n int, waited tim
 // line defers to both, and a sender that left the line, or stopped asking for
 // two spans and a second, holds nobody back.
 func TestASlotGoesToTheSenderThatWaitedLongest(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testASlotGoesToTheSenderThatWaitedLongest)
 }
 
@@ -425,6 +434,7 @@ func testASlotGoesToTheSenderThatWaitedLongest(t *testing.T, name string) {
 // how long until it is free, so that the round trip of its take is not spent
 // with the slot idle; a take out of line waits for the slot to be free.
 func TestASenderInLineTakesASlotJustBeforeItFrees(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testASenderInLineTakesASlotJustBeforeItFrees)
 }
 
@@ -454,6 +464,7 @@ func testASenderInLineTakesASlotJustBeforeItFrees(t *testing.T, name string) {
 // later ask that reckons it later (the statement ran late behind the sender's
 // clock) does not let a sender that began after it pass it.
 func TestAPlaceInLineKeepsItsFirstReckoning(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAPlaceInLineKeepsItsFirstReckoning)
 }
 
@@ -485,6 +496,7 @@ func testAPlaceInLineKeepsItsFirstReckoning(t *testing.T, name string) {
 // service counts it as one too many (three replicas earned "11 messages within
 // 999.8 ms" from the fake Telegram's count under load).
 func TestASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain)
 }
 
@@ -513,6 +525,7 @@ func testASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain(t *testing.T, name 
 // short the hold left: pruning it would remake the pool and let a second send
 // through beside the one still in flight.
 func TestTheLeadersPruneNeverDropsABusySlot(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testTheLeadersPruneNeverDropsABusySlot)
 }
 

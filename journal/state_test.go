@@ -55,6 +55,7 @@ func pathTo(s journal.State) []journal.State {
 // ErrIllegalTransition, and stays where it was with nothing logged; every drawn
 // move is one the journal allows.
 func TestTheJournalRefusesEveryMoveNotDrawn(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testTheJournalRefusesEveryMoveNotDrawn)
 }
 

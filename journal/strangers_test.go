@@ -23,6 +23,7 @@ func markStranger(t *testing.T, j *journal.Journal, user int64) (journal.Strange
 // them tells them, the others not, until the silence has passed. A mark whose
 // notice did not go is given back by its holder only.
 func TestAStrangerIsMarkedOncePerSilenceAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAStrangerIsMarkedOncePerSilenceAcrossReplicas)
 }
 
@@ -67,6 +68,7 @@ func testAStrangerIsMarkedOncePerSilenceAcrossReplicas(t *testing.T, name string
 
 // Of replicas that mark one stranger at once, exactly one wins.
 func TestRacingReplicasMarkAStrangerOnce(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, name string) {
 		c := newClock()
 		js := []*journal.Journal{replica(t, name, "r1", c), replica(t, name, "r2", c), replica(t, name, "r3", c)}
@@ -99,6 +101,7 @@ func TestRacingReplicasMarkAStrangerOnce(t *testing.T) {
 
 // Pruning forgets the marks older than its age, and only those.
 func TestStrangersArePruned(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, name string) {
 		ctx := context.Background()
 		c := newClock()

@@ -56,6 +56,7 @@ func try(t *testing.T, j *journal.Journal, turn journal.ChatTurn, want journal.C
 // one runs only once the first's turn ended. Another chat's message is not held
 // up by them.
 func TestAChatsTurnsGoInTheInboxsOrder(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAChatsTurnsGoInTheInboxsOrder)
 }
 
@@ -99,6 +100,7 @@ func testAChatsTurnsGoInTheInboxsOrder(t *testing.T, name string) {
 // nobody handled for at most a lease: one that never queues (its replica died
 // with it, or it is a command) cannot hold the chat longer.
 func TestAMessageWaitsForAnUnqueuedEarlierOneAtMostALease(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAMessageWaitsForAnUnqueuedEarlierOneAtMostALease)
 }
 
@@ -124,6 +126,7 @@ func testAMessageWaitsForAnUnqueuedEarlierOneAtMostALease(t *testing.T, name str
 // another replica may start one; a renewal after the lease ran out brings
 // nothing back.
 func TestADeadHoldersChatTurnIsTakenAfterItsLease(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testADeadHoldersChatTurnIsTakenAfterItsLease)
 }
 
@@ -178,6 +181,7 @@ func testADeadHoldersChatTurnIsTakenAfterItsLease(t *testing.T, name string) {
 // once (Release), but not a turn a run of it holds; a process that joins under
 // a dead replica's name drops the turns that name held (nothing of it runs).
 func TestAStoppingReplicaGivesUpItsPlacesNotItsRuns(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAStoppingReplicaGivesUpItsPlacesNotItsRuns)
 }
 

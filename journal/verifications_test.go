@@ -15,6 +15,7 @@ import (
 // and gives the owner nothing more to show; once the interval is past, a request
 // is recorded again.
 func TestAVerificationIsAskedOncePerInterval(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAVerificationIsAskedOncePerInterval)
 }
 

@@ -150,7 +150,10 @@ func operation(transport string) journal.Operation {
 // journals open on one new file (their migrations included), with no busy
 // timeout: a write that met another of this process inside SQLite, rather than
 // queueing on the writer lock, would fail with "database is locked".
-func TestWritersOfOneProcessQueue(t *testing.T) { forEachBackend(t, testWritersOfOneProcessQueue) }
+func TestWritersOfOneProcessQueue(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testWritersOfOneProcessQueue)
+}
 
 func testWritersOfOneProcessQueue(t *testing.T, path string) {
 	ctx := context.Background()
@@ -206,6 +209,7 @@ func testWritersOfOneProcessQueue(t *testing.T, path string) {
 // the context's error and changes nothing, and once the lock is free it goes
 // through.
 func TestAWriterWaitsForTheLockUntilItsContextEnds(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, testAWriterWaitsForTheLockUntilItsContextEnds)
 }
 

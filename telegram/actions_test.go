@@ -47,6 +47,7 @@ func (r *rig) committed(opID string) journal.Operation {
 // A poll's card shows the question and every option, and who will see the
 // votes; the poll that goes out is exactly that one.
 func TestAPollIsShownWholeAndSentAsApproved(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withTools("commit_send_poll"))
 	res := r.remoteCall("commit_send_poll", map[string]any{"chat_id": "222", "question": "Lunch on Friday?", "options": []string{"Pizza", "Sushi"}, "public": true})
 	card := r.cardFor(alice, res.OperationID)
@@ -68,6 +69,7 @@ func TestAPollIsShownWholeAndSentAsApproved(t *testing.T) {
 
 // Telegram's poll limits are checked before any card.
 func TestAPollOverTelegramsLimitsIsSentBackForRepair(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withTools("commit_send_poll"))
 	op := r.remote()
 	task, _ := op.StartTask(t.Context(), journal.Task{Surface: "mcp", Summary: "mcp session"})
@@ -82,6 +84,7 @@ func TestAPollOverTelegramsLimitsIsSentBackForRepair(t *testing.T) {
 // the card; a message a person wrote is forwarded by its chat and id, and the
 // card says it cannot show what it reads.
 func TestForwardsAndCopiesSayWhatTheyTake(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withTools("commit_forward_message", "commit_copy_message"))
 	r.command(alice, "/send 222 the agenda for Monday")
 	r.tap(alice, r.card(alice), "Approve")

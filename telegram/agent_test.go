@@ -19,6 +19,7 @@ func modelServer(t *testing.T, chatID, text string) *agenttest.Server {
 }
 
 func TestPlainTextBecomesACardAndOneDelivery(t *testing.T) {
+	t.Parallel()
 	model := modelServer(t, "222", "Standup moves to 10:30")
 	r := newRig(t, withModel(model.URL))
 	r.command(alice, "tell the team in 222 that standup moves to 10:30")
@@ -45,6 +46,7 @@ func TestPlainTextBecomesACardAndOneDelivery(t *testing.T) {
 }
 
 func TestAStrangersPlainTextNeverReachesTheModel(t *testing.T) {
+	t.Parallel()
 	model := modelServer(t, "222", "anything")
 	r := newRig(t, withModel(model.URL))
 	r.command(mallory, "send something to 222")
@@ -59,6 +61,7 @@ func TestAStrangersPlainTextNeverReachesTheModel(t *testing.T) {
 }
 
 func TestAModelsAutoApprovedSendWithAnUnknownOutcomeOffersToResolveIt(t *testing.T) {
+	t.Parallel()
 	model := modelServer(t, "222", "Deploy finished")
 	r := newRig(t, withModel(model.URL), withPolicy(func(p *policy.Policy) {
 		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
@@ -83,6 +86,7 @@ func TestAModelsAutoApprovedSendWithAnUnknownOutcomeOffersToResolveIt(t *testing
 // /stop ends the model's running turn in the chat, which says so; nothing is
 // sent and no card appears.
 func TestStopEndsTheModelsTurn(t *testing.T) {
+	t.Parallel()
 	model := agenttest.NewServer(t, agenttest.Message("end_turn", "too late").HangFor(time.Minute))
 	r := newRig(t, withModel(model.URL))
 	r.command(alice, "write a very long report")
@@ -106,6 +110,7 @@ func TestStopEndsTheModelsTurn(t *testing.T) {
 // refused at prepare time (a split could cut an entity in two), the model is told
 // how to fix it, and nothing is shown to an approver or sent.
 func TestALongTextWithAParseModeIsRefusedBeforeAnyCard(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	for i := 0; b.Len() < 5000; i++ {
 		fmt.Fprintf(&b, "<b>Item %d</b> of the long weekly report, in bold where it matters.\n\n", i)

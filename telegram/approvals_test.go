@@ -30,6 +30,7 @@ func texts(s *telegramtest.Server, chat int64) []string {
 // card says it was edited and can no longer be approved, and the person who
 // asked is told what the request reads now.
 func TestAnApproverEditsTheTextFromThePhone(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 helo wrld")
 	old := r.card(bob)
@@ -74,6 +75,7 @@ func TestAnApproverEditsTheTextFromThePhone(t *testing.T) {
 // With approvals: 2, the first tap is noted on the cards and sends nothing;
 // the second approver's tap sends once.
 func TestAQuorumOnThePhone(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) {
 		tp := p.Tools["commit_send_message"]
 		tp.Approvals = 2
@@ -108,6 +110,7 @@ func TestAQuorumOnThePhone(t *testing.T) {
 // Nobody decides within escalate_after of the time to live: the card goes to
 // the escalation list, whose tap then decides.
 func TestNobodyDecidedSoTheCardGoesToTheEscalationList(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) {
 		p.EscalateAfter, p.Access.Escalation = 0.5, []int64{dave}
 	}))
@@ -127,6 +130,7 @@ func TestNobodyDecidedSoTheCardGoesToTheEscalationList(t *testing.T) {
 // An approver grants a tool to a chat for an hour: a send there needs no
 // card and names the grant; after /revoke it needs a card again.
 func TestAWindowGrantFromThePhone(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) { p.GrantMax = 2 * time.Hour }))
 	r.command(bob, "/grant commit_send_message 222 1h") // bob approves, and is no operator
 	m := r.replyContaining(bob, "Grant gr-")
@@ -149,6 +153,7 @@ func TestAWindowGrantFromThePhone(t *testing.T) {
 // /pending offers, for a task that waits on two approvals, one card listing
 // both with their hashes; its button approves and sends exactly those.
 func TestApproveAllOfATaskFromPending(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
 	task, err := r.op.StartTask(ctx, journal.Task{Requester: alice, Chat: "100", Summary: "two posts", Surface: "telegram"})
@@ -179,6 +184,7 @@ func TestApproveAllOfATaskFromPending(t *testing.T) {
 // the outcome on the card as it is edited, and gets no message beside it; a
 // requester who is no approver, with no card to read, is told in a message.
 func TestADecisionIsSaidOnceToARequesterWithACard(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		approvers []int64

@@ -8,6 +8,7 @@ import (
 
 // A card names the kind of chat a send reaches in words an approver reads.
 func TestChatKind(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[models.ChatType]string{
 		models.ChatTypePrivate: "a private chat", models.ChatTypeGroup: "a group",
 		models.ChatTypeSupergroup: "a supergroup", models.ChatTypeChannel: "a channel", "forum": "a chat of type forum",

@@ -49,6 +49,7 @@ func FuzzParseCallback(f *testing.F) {
 
 // The bot's own buttons fit in the 64 bytes Telegram allows callback data.
 func TestCallbackDataFitsTelegramsLimit(t *testing.T) {
+	t.Parallel()
 	for _, d := range []string{
 		callbackData(approveKind, journal.NewID("ap"), "y"),
 		callbackData(resolveKind, journal.NewID("op"), "n"),

@@ -12,6 +12,7 @@ import (
 // recipient sees: a Cyrillic letter is one, an emoji beyond the Basic Multilingual
 // Plane two; not bytes.
 func TestTheCardCountsCharactersAsTelegramDoes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, text, want string
 	}{
@@ -44,6 +45,7 @@ func excerpt(s string) string {
 // address: the source alone, "<a href="&#104;ttps://…">https://bank.com/login</a>",
 // shows an approver the bank.
 func TestTheCardNamesEveryLinksRealTarget(t *testing.T) {
+	t.Parallel()
 	text := `Please <b>confirm</b> at <a href="&#104;ttps://evil-login.net/login">https://bank.com/login</a> or ask <a href="tg://user?id=42">support</a>.`
 	in, _ := json.Marshal(map[string]string{"chat_id": "222", "text": text, "parse_mode": "HTML"})
 	model := agenttest.NewServer(t, agenttest.Message("tool_use", "Asking them to confirm.", agenttest.Call("commit_send_message", string(in))))
@@ -64,6 +66,7 @@ func TestTheCardNamesEveryLinksRealTarget(t *testing.T) {
 // The card writes the characters that could hide part of a text as visible
 // escapes: a carriage return, ESC and a right-to-left override.
 func TestTheCardShowsControlCharacters(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 Pay invoice 42\rPay invoice 666 \x1b[8mhidden\x1b[0m \u202egnp.exe")
 	card := r.card(alice)

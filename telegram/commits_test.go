@@ -17,6 +17,7 @@ import (
 // committed. Marking an update handled waits for no fsync of its own (a replay of
 // it is a no-op). A step that gains a durable write fails here.
 func TestTelegramSendDurableCommits(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Approvers = []int64{alice} }))
 	quiet := func(what string) {
 		t.Helper()

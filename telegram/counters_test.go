@@ -18,6 +18,7 @@ func newCounter(name string) prometheus.Counter {
 
 // A polling bot counts the updates it takes, once each, and the Bot API's 429s.
 func TestCountersCountUpdatesAndTooManyRequests(t *testing.T) {
+	t.Parallel()
 	taken, throttled := newCounter("taken_total"), newCounter("throttled_total")
 	counters := telegram.Counters{UpdatesTaken: taken, TooManyRequests: throttled}
 	r := newRig(t, withOptions(func(o *telegram.Options) { o.Counters = counters }))
@@ -36,6 +37,7 @@ func TestCountersCountUpdatesAndTooManyRequests(t *testing.T) {
 // The webhook's public paths answer without the secret; every other path still
 // refuses a request without it; an update delivered twice is taken once.
 func TestWebhookServesPublicPathsWithoutTheSecret(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ func sendCalls(s *telegramtest.Server, chat int64) []telegramtest.Call {
 }
 
 func TestTooManyRequestsWaitsRetryAfterThenDeliversOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.srv.Inject(telegramtest.TooManyRequests(1).For("sendMessage").InChat(target))
 	r.approveSend("after the flood")
@@ -47,6 +48,7 @@ func TestTooManyRequestsWaitsRetryAfterThenDeliversOnce(t *testing.T) {
 }
 
 func TestForbiddenStopsAfterOneAttemptWithAReport(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.srv.Inject(telegramtest.BotBlocked().For("sendMessage").InChat(target))
 	r.approveSend("to a chat that refuses us")
@@ -57,6 +59,7 @@ func TestForbiddenStopsAfterOneAttemptWithAReport(t *testing.T) {
 }
 
 func TestTooManyRequestsForeverStopsAtTheBudget(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.srv.Inject(telegramtest.TooManyRequests(1).For("sendMessage").InChat(target).Always())
 	r.approveSend("never gets through")
@@ -67,6 +70,7 @@ func TestTooManyRequestsForeverStopsAtTheBudget(t *testing.T) {
 }
 
 func TestUnknownOutcomesAreNeverResent(t *testing.T) {
+	t.Parallel()
 	for name, fault := range map[string]telegramtest.Fault{
 		"502 after acceptance":              telegramtest.BadGateway().AcceptedThen(),
 		"HTML 502 after acceptance":         telegramtest.BadGatewayHTML().AcceptedThen(),
@@ -104,6 +108,7 @@ func TestUnknownOutcomesAreNeverResent(t *testing.T) {
 }
 
 func TestArrivedMakesRetryRefuse(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target))
 	r.approveSend("it did arrive")
@@ -119,6 +124,7 @@ func TestArrivedMakesRetryRefuse(t *testing.T) {
 }
 
 func TestLongTextArrivesInPartsAndNoPartTwice(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var b strings.Builder
 	for i := 0; b.Len() < 9000; i++ {
@@ -150,6 +156,7 @@ func TestLongTextArrivesInPartsAndNoPartTwice(t *testing.T) {
 }
 
 func TestTokenNeverLeaks(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target))
 	r.approveSend("a send that fails after acceptance, so errors get written everywhere")
@@ -161,6 +168,7 @@ func TestTokenNeverLeaks(t *testing.T) {
 }
 
 func TestRejectedTokenAndSecondPollerEndTheBot(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: token})
 	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
 	if err != nil {
@@ -188,6 +196,7 @@ func TestRejectedTokenAndSecondPollerEndTheBot(t *testing.T) {
 }
 
 func TestShutdownLetsASendInFlightFinish(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.srv.Inject(telegramtest.Delay(700 * time.Millisecond).For("sendMessage").InChat(target))
 	r.approveSend("slow but sure")
@@ -214,6 +223,7 @@ func TestShutdownLetsASendInFlightFinish(t *testing.T) {
 // 2, verifies it did not arrive and retries: the retry resumes at part 2, so part 1, known delivered, is
 // not sent again, and the text arrives whole, each part once.
 func TestAResolvedLongTextResumesAtTheFirstPartNotDelivered(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var b strings.Builder
 	for i := 0; b.Len() < 9000; i++ {
@@ -256,6 +266,7 @@ func TestAResolvedLongTextResumesAtTheFirstPartNotDelivered(t *testing.T) {
 // scrubbed from the error before it reaches the journal, the vault, a log line or
 // a reply.
 func TestAProxyPageThatEchoesTheTokenLeavesItNowhere(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	page := "<html><body><h1>502 Bad Gateway</h1><p>The proxy could not complete POST /bot" + token + "/sendMessage</p></body></html>"
 	r.srv.Inject(telegramtest.Fault{Action: telegramtest.ActionAcceptThenReply, Code: http.StatusBadGateway, Body: page}.For("sendMessage").InChat(target))

@@ -15,6 +15,7 @@ import (
 )
 
 func TestAFullDiskLosesNoUpdate(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	// The journal is frozen at its size: storing an update needs pages it cannot have.
 	r.jopts = []journal.Option{journal.WithSizeLimit(1)}
@@ -55,6 +56,7 @@ func TestAFullDiskLosesNoUpdate(t *testing.T) {
 // room the disk has not) is answered with what happened, the bot's disk is full,
 // and nothing leaves.
 func TestACommandThatCannotBeJournaledIsAnsweredTheDiskIsFull(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	var b strings.Builder
 	for i := 0; b.Len() < 30000; i++ {
@@ -81,6 +83,7 @@ func TestACommandThatCannotBeJournaledIsAnsweredTheDiskIsFull(t *testing.T) {
 // journal is taken again, without a restart, once there is room: the person is
 // told once that it waits, it gets its one card, and it is delivered once.
 func TestACommandAFullDiskStoppedGoesOnWhenSpaceReturns(t *testing.T) {
+	t.Parallel()
 	// A task keeps its policy: a long house rule makes that more than a page, while
 	// the update fits in the room the inbox's page has left.
 	r := newRig(t, withPolicy(func(p *policy.Policy) {

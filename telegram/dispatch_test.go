@@ -10,6 +10,7 @@ import (
 )
 
 func TestUpdateHandlingIsBoundedAndTapsGoAhead(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withOptions(func(o *telegram.Options) { o.MessageWorkers = 1 }))
 	r.command(alice, "/send 222 approved while a message is busy")
 	card := r.card(alice)

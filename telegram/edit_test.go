@@ -29,6 +29,7 @@ func withEdits(class policy.Idempotency) rigOption {
 // message as evidence, both attempts are in the journal, and no envelope asks a
 // person to verify.
 func TestAnEditWhoseAnswerWasLostIsSettledByRepeatingIt(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withEdits(""))
 	r.command(alice, "/send 222 the meeting is at 10")
 	r.tap(alice, r.card(alice), "Approve")
@@ -74,6 +75,7 @@ func TestAnEditWhoseAnswerWasLostIsSettledByRepeatingIt(t *testing.T) {
 // A policy that declares the edit additive keeps its unknown outcomes for a
 // person: nothing is repeated, and an envelope is written.
 func TestAnEditDeclaredAdditiveIsLeftToAPerson(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withEdits(policy.Additive))
 	r.command(alice, "/send 222 the meeting is at 10")
 	r.tap(alice, r.card(alice), "Approve")
@@ -97,6 +99,7 @@ func TestAnEditDeclaredAdditiveIsLeftToAPerson(t *testing.T) {
 // Only a message this bot sent can be edited: an operation that delivered
 // nothing is refused before any card, and so is an edit to the same text.
 func TestOnlyAMessageThisBotSentIsEdited(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withEdits(""))
 	r.command(alice, "/edit op-nosuch1 new words")
 	r.replyContaining(alice, "no message this bot sent")
@@ -133,6 +136,7 @@ func withDeletes() rigOption {
 // the message, the repeat's "message to delete not found" settles it. The card
 // quotes the message it removes, and the message is gone once.
 func TestADeleteWhoseAnswerWasLostIsSettledByRepeatingIt(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withDeletes(), withEdits(""))
 	r.command(alice, "/send 222 a message sent by mistake")
 	r.tap(alice, r.card(alice), "Approve")
@@ -186,6 +190,7 @@ func withPins() rigOption {
 // our message being the pinned one settles the pin committed. Pins are silent
 // unless asked.
 func TestAPinIsSettledByReadingTheChat(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		fault     telegramtest.Fault
@@ -271,6 +276,7 @@ func TestAPinIsSettledByReadingTheChat(t *testing.T) {
 // shows, its path in the journal, and pinChatMessage is never called by the
 // start.
 func TestAPinAStopLeftCommittingIsSettledByReadingTheChat(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		landed, other bool
@@ -367,6 +373,7 @@ func TestAPinAStopLeftCommittingIsSettledByReadingTheChat(t *testing.T) {
 // the stopped process's request had landed or not, the message ends edited
 // once, the operation committed, its path in the journal, and no envelope.
 func TestAnEditAStopLeftUnknownIsSettledByTheNextStart(t *testing.T) {
+	t.Parallel()
 	for _, landed := range []bool{true, false} {
 		t.Run(map[bool]string{true: "landed", false: "not landed"}[landed], func(t *testing.T) {
 			r := newRig(t, withEdits(""))

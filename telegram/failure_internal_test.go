@@ -15,6 +15,7 @@ import (
 // disk, and what to do; any other failure is not blamed on the disk. The error is a
 // real one, from a journal at its size limit.
 func TestAFailureFromAFullDiskSaysSo(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "journal.db")
 	j, err := journal.Open(ctx, file) // the schema, with room

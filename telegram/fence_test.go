@@ -15,6 +15,7 @@ import (
 // write. A replica that lost the operation while it waited for the chat's next
 // slot writes nothing, and says so with tools.ErrFenced.
 func TestASendChecksItsFenceAfterTheLimitersWait(t *testing.T) {
+	t.Parallel()
 	srv, tg := flooded(t) // one message per second per chat
 	srv.Inject(telegramtest.Delay(300 * time.Millisecond).For("sendMessage").OnCall(1))
 	ctx := context.Background()

@@ -39,6 +39,7 @@ func withTickets(t *testing.T, srv *fakeapi.Server) rigOption {
 // too long", and no approver ever saw a card. Its previews carry the whole body,
 // cut to fit, above a card that says so, and the tap sends it.
 func TestALongHTTPBodyReachesTheApproverWhole(t *testing.T) {
+	t.Parallel()
 	srv := fakeapi.New(t)
 	r := newRig(t, withTickets(t, srv))
 	var notes []string
@@ -75,6 +76,7 @@ func TestALongHTTPBodyReachesTheApproverWhole(t *testing.T) {
 // phone can be asked to read is refused at prepare: no card, nothing journaled
 // as waiting.
 func TestAnHTTPBodyTooLongToShowIsRefusedBeforeAnyCard(t *testing.T) {
+	t.Parallel()
 	srv := fakeapi.New(t)
 	r := newRig(t, withTickets(t, srv))
 	// Nested arrays: a few kilobytes of JSON, far more once indented.

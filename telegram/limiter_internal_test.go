@@ -14,6 +14,7 @@ func (c *clockAt) now() time.Time          { return c.t }
 func (c *clockAt) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func TestLimiterForgetsIdleChatsOnly(t *testing.T) {
+	t.Parallel()
 	clock := &clockAt{t: time.Now()}
 	l := NewLimiter(DefaultLimits)
 	l.now = clock.now
@@ -45,6 +46,7 @@ func TestLimiterForgetsIdleChatsOnly(t *testing.T) {
 // one before and then a whole second, so a late answer (a slow network, a request
 // that reached Telegram late) moves it on.
 func TestChatSpacedFromTheAnswer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		answered time.Duration // after the send left; negative: not yet
@@ -80,6 +82,7 @@ func TestChatSpacedFromTheAnswer(t *testing.T) {
 // TestOverallCountsFromAnswers: the 31st send within a second waits until one of
 // the 30 before it has been answered for a second, however early they were sent.
 func TestOverallCountsFromAnswers(t *testing.T) {
+	t.Parallel()
 	clock := &clockAt{t: time.Now()}
 	l := NewLimiter(Limits{Overall: 1000, InSecond: 30, PerChat: 1, PerGroup: 1, ChatBurst: 1})
 	l.now = clock.now
@@ -104,6 +107,7 @@ func TestOverallCountsFromAnswers(t *testing.T) {
 }
 
 func TestSpareSendsLeaveHalfTheBurst(t *testing.T) {
+	t.Parallel()
 	clock := &clockAt{t: time.Now()}
 	l := NewLimiter(Limits{Overall: 4, PerChat: 1000, PerGroup: 1000, ChatBurst: 10})
 	l.now = clock.now

@@ -21,6 +21,7 @@ import (
 // server that enforces Telegram's flood limits: the limiter spaces them so that
 // none is refused.
 func TestDefaultLimitsEarnNo429(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes a few seconds of real time")
 	}
@@ -47,6 +48,7 @@ func TestDefaultLimitsEarnNo429(t *testing.T) {
 // must not let the chat's next message arrive within a second of it. Spacing
 // sends from when they leave, by any margin smaller than the delay, earns a 429.
 func TestLateArrivalEarnsNo429(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes a few seconds of real time")
 	}
@@ -66,6 +68,7 @@ func TestLateArrivalEarnsNo429(t *testing.T) {
 // connections the first wave opened, instead of opening (against Telegram:
 // a TLS handshake) one for nearly every send.
 func TestSendsReuseConnections(t *testing.T) {
+	t.Parallel()
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: token})
 	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
 	if err != nil {
@@ -91,8 +94,11 @@ func TestSendsReuseConnections(t *testing.T) {
 			}
 		}
 	}
-	if n := srv.Connections(); n > chats+1 {
-		t.Errorf("%d connections for %d waves of %d sends, want at most %d: the first wave's and getMe's", n, waves, chats, chats+1)
+	// A connection goes back to the pool just after its answer is read, so a
+	// send of the next wave may find it not back yet and open one more: one a
+	// wave is allowed for that. Without reuse it is one a send or so (80).
+	if n, most := srv.Connections(), chats+1+(waves-1); n > most {
+		t.Errorf("%d connections for %d waves of %d sends, want at most %d: the first wave's, getMe's and one a later wave", n, waves, chats, most)
 	}
 }
 
@@ -121,6 +127,7 @@ func flooded(t *testing.T) (*telegramtest.Server, *telegram.Bot) {
 // chat's messages arrive a second apart whichever replica sent them, and no
 // second holds more than the overall limit.
 func TestReplicasShareOneBudget(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes a few seconds of real time")
 	}

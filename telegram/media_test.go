@@ -64,6 +64,7 @@ func sumOf(b []byte) string {
 // exactly the bytes approved, uploaded (not re-sent by file_id), with the
 // caption as typed.
 func TestAnAttachedPhotoIsApprovedAndSentAsItsBytes(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withFiles())
 	img := pngOf(t, 40, 30, 1)
 	r.srv.PushFile(alice, "photo", "chart.png", img, "/photo 222 Weekly numbers")
@@ -105,6 +106,7 @@ func TestAnAttachedPhotoIsApprovedAndSentAsItsBytes(t *testing.T) {
 // another image by the time it is approved still sends the one approved, and
 // a document changed on the bot's disk after approval is never sent.
 func TestAnApprovalBindsToTheFilesBytes(t *testing.T) {
+	t.Parallel()
 	a, b := pngOf(t, 20, 20, 1), pngOf(t, 20, 20, 2)
 	var mu sync.Mutex
 	serving := a
@@ -153,6 +155,7 @@ func TestAnApprovalBindsToTheFilesBytes(t *testing.T) {
 // outcome is unknown, an envelope asks a person, and it is never uploaded
 // again.
 func TestAPhotoWhoseAnswerWasLostIsNeverSentAgain(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withFiles())
 	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendPhoto").InChat(target))
 	r.srv.PushFile(alice, "photo", "a.png", pngOf(t, 10, 10, 3), "/photo 222")
@@ -178,6 +181,7 @@ func TestAPhotoWhoseAnswerWasLostIsNeverSentAgain(t *testing.T) {
 // Telegram's limits are the verifier's checks, before any card: a caption
 // longer than 1024 characters is sent back for repair.
 func TestACaptionOverTelegramsLimitIsRefusedBeforeAnyCard(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withFiles())
 	r.srv.PushFile(alice, "photo", "a.png", pngOf(t, 10, 10, 4), "/photo 222 "+strings.Repeat("x", 1025))
 	reply := r.replyContaining(alice, "caption is 1025 characters")
@@ -227,6 +231,7 @@ func photoServer(t *testing.T) (*httptest.Server, map[string][]byte) {
 // the approver photo by photo, and sent as one group of exactly the stored
 // bytes, in order, with each item's caption.
 func TestAnAlbumIsShownAndSentItemByItem(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withAlbums())
 	web, photos := photoServer(t)
 	res := r.remoteAlbum(web.URL, "/a.png", "/b.png", "/c.png")
@@ -263,6 +268,7 @@ func TestAnAlbumIsShownAndSentItemByItem(t *testing.T) {
 // An album whose answer was lost may be in the chat or not: it is never sent
 // again, and its envelope names every item for a person to look for.
 func TestAnAlbumWhoseAnswerWasLostNamesEachItem(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withAlbums())
 	web, photos := photoServer(t)
 	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMediaGroup").InChat(target))
@@ -287,6 +293,7 @@ func TestAnAlbumWhoseAnswerWasLostNamesEachItem(t *testing.T) {
 // says so; a poll's question cannot be edited, and the refusal comes before
 // any card.
 func TestEditingAFileMessageChangesItsCaption(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withFiles(), withEdits(""), withTools("commit_send_poll"))
 	r.srv.PushFile(alice, "photo", "a.png", pngOf(t, 10, 10, 5), "/photo 222 old caption")
 	r.tap(alice, r.replyContaining(alice, "Approval needed: send_photo"), "Approve")
@@ -318,6 +325,7 @@ func TestEditingAFileMessageChangesItsCaption(t *testing.T) {
 // three, a text to the same chat waits as if the items had gone one by one,
 // and Telegram's flood limits (enforced by the fake) never answer 429.
 func TestAnAlbumCountsAsItsItemsAgainstTheLimits(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withAlbums(), withLimits(&telegram.DefaultLimits), withServer(func(o *telegramtest.Options) {
 		o.Flood = &telegramtest.FloodLimits{PerSecond: 30, PerChatPerSecond: 1, ChatBurst: 1, GroupPerMinute: 20}
 	}), withPolicy(func(p *policy.Policy) {

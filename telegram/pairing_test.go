@@ -54,6 +54,7 @@ func (r *rig) served() error {
 // carried out, its card comes to them and their tap sends it. Anyone else is
 // refused from then on.
 func TestPairingMakesTheFirstPersonOperator(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(noAccess), withPairing())
 	r.command(newcomer, "/start")
 	code := r.code(newcomer)
@@ -91,6 +92,7 @@ func TestPairingMakesTheFirstPersonOperator(t *testing.T) {
 // when they ask again; a few at most hold one at once. A wrong code pairs
 // nobody, and the bot goes on offering.
 func TestPairingCodesPerPerson(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(noAccess), withPairing())
 	codes := map[int64]string{}
 	for u := int64(301); u < 301+pairing.MaxPending; u++ {
@@ -130,6 +132,7 @@ func TestPairingCodesPerPerson(t *testing.T) {
 // learns how to be let in, as seldom as any refusal, and so does a stranger's
 // command.
 func TestWhoAmIForEachRole(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Escalation = []int64{dave} }))
 	tests := []struct {
 		name string
@@ -176,6 +179,7 @@ func TestWhoAmIForEachRole(t *testing.T) {
 // the code they hold and until when it works: never left to wait in silence
 // for it to expire, as a stranger's repeated messages are.
 func TestAskingForTheCodeAgainIsAnsweredEachTime(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(noAccess), withPairing())
 	r.command(newcomer, "/start")
 	code := r.code(newcomer)

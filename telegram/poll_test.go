@@ -24,6 +24,7 @@ func (r *rig) quietWeek() {
 }
 
 func TestPollAfterRenumberingLosesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withServer(func(o *telegramtest.Options) { o.FirstUpdateID = 5000 }))
 	r.command(alice, "/ops")
 	r.replyContaining(alice, "No operations yet")
@@ -61,6 +62,7 @@ func draftUpdate(messageID int, text string) string {
 }
 
 func TestRenumberedUpdateIsNotTakenForAReplay(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	first := r.srv.PushUpdate(draftUpdate(1, "last week"))
 	r.replyContaining(alice, "last week")

@@ -27,6 +27,7 @@ func cards(s *telegramtest.Server, chat int64) int {
 // refused with the rejection named and no card; asked with what changed, it
 // gets a card that shows the change.
 func TestARejectedRequestAskedAgainFromTheChat(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 The launch is on Monday.")
 	card := r.card(bob)

@@ -74,6 +74,7 @@ func cardsIn(s *telegramtest.Server, chat int64) []telegramtest.Message {
 // must not lose the command: the card is shown on the next start, once per
 // approver, and a tap on it delivers once.
 func TestAStopBeforeTheCardStillShowsItOnce(t *testing.T) {
+	t.Parallel()
 	const update = 900
 	origin := fmt.Sprintf("telegram:message:%d:%d", alice, update) // as the bot names the update's task
 	tests := []struct {
@@ -127,6 +128,7 @@ func TestAStopBeforeTheCardStillShowsItOnce(t *testing.T) {
 // with, and answered with what was recorded: someone made an approver later is
 // told so, and is never answered "Approved. Sending…".
 func TestATapBySomeoneAddedAfterTheTaskStartedIsRefused(t *testing.T) {
+	t.Parallel()
 	const carol = 300
 	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Approvers = []int64{alice} }))
 	r.command(alice, "/send 222 before carol")
@@ -161,6 +163,7 @@ func TestATapBySomeoneAddedAfterTheTaskStartedIsRefused(t *testing.T) {
 // operation's previews: in every approver's chat a card comes right after its own
 // previews and answers the first of them.
 func TestLongTextPreviewsStayWithTheirCard(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	long := func(tag string) string {
 		var b strings.Builder
@@ -204,6 +207,7 @@ func TestLongTextPreviewsStayWithTheirCard(t *testing.T) {
 // one loop, so a card waiting on a slow approver chat held every expiry back.
 // Expiry keeps its time while a card is on its way.
 func TestExpiryDoesNotWaitBehindACardOnItsWay(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) { p.ApprovalTTL = time.Hour }))
 	r.aProcessThatStopped(func(h *command.Handler) {
 		if _, err := h.Handle(context.Background(), command.Request{User: alice, Chat: fmt.Sprint(alice),
@@ -239,6 +243,7 @@ func TestExpiryDoesNotWaitBehindACardOnItsWay(t *testing.T) {
 // second task, no second operation, one card per approver. The verifier's duplicate
 // check is off here, so that nothing but the task's origin can tell the replay.
 func TestAReplayedCommandStartsNoSecondTask(t *testing.T) {
+	t.Parallel()
 	const update = 901
 	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Verify.DuplicateWindow = 0 }))
 	r.aProcessThatStopped(func(h *command.Handler) {

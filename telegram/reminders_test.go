@@ -51,6 +51,7 @@ func (r *rig) lostSend(text string) string {
 // sweep collects the resolved note whose envelope_ttl passed, and keeps the
 // unresolved one.
 func TestDigestRemindsTheApproversOncePerInterval(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) {
 		p.EnvelopeTTL = 3 * time.Hour // the tasks' snapshots take it
 		p.Reminders = &policy.Reminders{Every: 24 * time.Hour, CollectNotes: true}
@@ -136,6 +137,7 @@ func approvalReminders(s *telegramtest.Server, chat int64, opID string) []telegr
 // second one, and a tap on the reminder decides as a tap on the card does,
 // closing both.
 func TestAnApprovalNearItsExpiryIsRemindedOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 waiting for a tap")
 	card := r.card(alice)
@@ -172,6 +174,7 @@ func TestAnApprovalNearItsExpiryIsRemindedOnce(t *testing.T) {
 // approval is answered on its card, and a tap there decides it; an unknown
 // outcome gets the resolve buttons.
 func TestPendingOnThePhoneHasTheButtons(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	lost := r.lostSend("did this one arrive?")
 	r.command(alice, "/send 222 still to decide")

@@ -34,6 +34,7 @@ func (r *rig) answered(text string) {
 // the tapper may, and the card it came under is left as it was; from someone who is
 // not an approver it decides nothing, whatever chat it comes from.
 func TestATapWithAnotherCardsDataDecidesOnlyTheApprovalItNames(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 first")
 	first := r.cardFor(alice, opIn(t, r.card(alice).Text))
@@ -67,6 +68,7 @@ func TestATapWithAnotherCardsDataDecidesOnlyTheApprovalItNames(t *testing.T) {
 // before a restart, or was numbered afresh): the second is the same tap, not
 // another one, and is not handled at all.
 func TestTheSameCallbackQueryDeliveredTwiceIsHandledOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 once")
 	card := r.card(alice)
@@ -89,6 +91,7 @@ func TestTheSameCallbackQueryDeliveredTwiceIsHandledOnce(t *testing.T) {
 // A card decided before a restart is tapped again afterwards: the tap is answered
 // with the decision already made, and nothing is sent again.
 func TestATapOnADecidedCardAfterARestartChangesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 decided")
 	card := r.card(alice)
@@ -119,6 +122,7 @@ func TestATapOnADecidedCardAfterARestartChangesNothing(t *testing.T) {
 // only, the operator is told where it went, and their tap (with the approver's
 // button data) is refused.
 func TestAnOperatorWhoIsNotAnApproverCommandsButCannotApprove(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) {
 		p.Access = policy.Access{Operators: []int64{alice, carol}, Approvers: []int64{bob}}
 	}))
@@ -148,6 +152,7 @@ func TestAnOperatorWhoIsNotAnApproverCommandsButCannotApprove(t *testing.T) {
 // unknown-outcome notice (forwarded to them, or with its data copied): the tap is
 // refused, the operation stays unknown, its note unresolved, and the notice as it was.
 func TestAStrangersTapOnTheResolveButtonsChangesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target))
 	r.approveSend("did it arrive?")
@@ -185,6 +190,7 @@ const githubToken = "ghp_aB3dE5gH7jK9mN1pQ2sT4vW6xY8zC0aB3dE5"
 // no file the bot writes: the inbox stores the update with the key withheld, so
 // neither the inbox, the journal nor the vault ever holds it.
 func TestAnAPIKeyInACommandIsWithheldFromTheInbox(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	id := r.srv.PushMessage(alice, alice, "/send 222 the deploy key is "+githubToken+" for today")
 	r.replyContaining(alice, "looks like a secret")

@@ -17,6 +17,7 @@ import (
 // second, one a second in a chat and one per 3.2 s in a group or channel (each
 // counted from the answer to the send before).
 func TestDefaultLimitsKeepTheirMargin(t *testing.T) {
+	t.Parallel()
 	want := Limits{Overall: 28, InSecond: 30, PerChat: 1, PerGroup: rate.Every(3200 * time.Millisecond), ChatBurst: 1}
 	if DefaultLimits != want {
 		t.Errorf("DefaultLimits = %+v, want %+v", DefaultLimits, want)
@@ -26,6 +27,7 @@ func TestDefaultLimitsKeepTheirMargin(t *testing.T) {
 // Wait spaces two sends to one chat by the chat's limit, from the answer to the
 // first: a private chat's, or the slower one of a group (-100…) or a channel (@name).
 func TestWaitSpacesSendsPerChatAndSlowerPerGroup(t *testing.T) {
+	t.Parallel()
 	limits := Limits{Overall: 1000, PerChat: rate.Every(100 * time.Millisecond), PerGroup: rate.Every(400 * time.Millisecond), ChatBurst: 1}
 	for _, tt := range []struct {
 		target string
@@ -55,6 +57,7 @@ func TestWaitSpacesSendsPerChatAndSlowerPerGroup(t *testing.T) {
 // traceWrite tells a request that was written whole from one whose write failed:
 // only the first may have reached Telegram, so only it can have an unknown outcome.
 func TestTraceWriteTellsAWrittenRequestFromAFailedWrite(t *testing.T) {
+	t.Parallel()
 	written := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusBadGateway)

@@ -18,6 +18,7 @@ import (
 // with one slot a second for the bot, the send r1 began first goes first,
 // though r2 asked for the slot too before it freed.
 func TestAmongReplicasASendWaitsInThePoolsLine(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	name := filepath.Join(t.TempDir(), "journal.db")
 	limits := Limits{Overall: 100, InSecond: 1, PerChat: 1, ChatBurst: 1}

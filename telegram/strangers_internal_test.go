@@ -6,6 +6,7 @@ import (
 )
 
 func TestStrangersAreRememberedBoundedly(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	var s strangers
 	if !s.first(1, now) || s.first(1, now.Add(59*time.Minute)) {

@@ -19,6 +19,7 @@ const replicaToken = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 // A stranger whose messages a load balancer spreads over every replica is told
 // once, not once per replica: the replicas agree in the journal whom they told.
 func TestAStrangerWhoWritesToEveryReplicaIsToldOnce(t *testing.T) {
+	t.Parallel()
 	for _, b := range []struct {
 		name  string
 		fresh func(t *testing.T) string

@@ -67,6 +67,7 @@ func (r *rig) settled() {
 var markers atomic.Int64
 
 func TestStrangersAreRefusedOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	strangers := strangerIDs(5)
 	for range 4 {
@@ -92,6 +93,7 @@ func TestStrangersAreRefusedOnce(t *testing.T) {
 }
 
 func TestCardsDoNotWaitBehindStrangers(t *testing.T) {
+	t.Parallel()
 	// An overall budget of 4 a second: a flood of refusals spends it for seconds.
 	r := newRig(t, withLimits(&telegram.Limits{Overall: 4, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}))
 	strangers := strangerIDs(12)

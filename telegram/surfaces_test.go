@@ -84,6 +84,7 @@ func (r *rig) noRequesterTold() {
 // An approval asked by another process gets its cards within the watch's
 // interval, not after a grace of minutes, and its tap delivers once.
 func TestAnotherProcesssApprovalIsShownAtOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	rop := r.remote()
 	asked := time.Now()
@@ -110,6 +111,7 @@ func TestAnotherProcesssApprovalIsShownAtOnce(t *testing.T) {
 // A commit another process auto-approved is left approved, and the owner's
 // watch delivers it exactly once.
 func TestARemotelyAutoApprovedCommitIsDeliveredOnceByTheOwner(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) {
 		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
 	}))
@@ -137,6 +139,7 @@ func TestARemotelyAutoApprovedCommitIsDeliveredOnceByTheOwner(t *testing.T) {
 
 // The owner's sweep expires another surface's approval and says so on its cards.
 func TestExpiryOfAnotherSurfacesApprovalEditsItsCard(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.pol.ApprovalTTL = 1500 * time.Millisecond // the remote's task takes this snapshot
 	res := r.remoteSend(r.remote(), "nobody answers")
@@ -154,6 +157,7 @@ func TestExpiryOfAnotherSurfacesApprovalEditsItsCard(t *testing.T) {
 // RequestVerification from another process puts the It arrived / It did not
 // arrive question to every approver of the task; a known outcome is refused.
 func TestRequestVerificationAsksTheApprovers(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) {
 		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
 	}))
@@ -191,6 +195,7 @@ func TestRequestVerificationAsksTheApprovers(t *testing.T) {
 // it answers: the card of the cancelled approval, the notices of the resolved
 // outcome.
 func TestCommandsCloseTheCardsTheyAnswer(t *testing.T) {
+	t.Parallel()
 	t.Run("cancel", func(t *testing.T) {
 		r := newRig(t)
 		r.command(alice, "/send 222 never mind")

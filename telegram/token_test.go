@@ -16,6 +16,7 @@ import (
 // it, and refuses one of the wrong shape before any request carries it in a URL,
 // with an error that names the problem and holds no part of the token.
 func TestNewTakesTheTokenOutOfItsPaddingAndRefusesAMalformedOne(t *testing.T) {
+	t.Parallel()
 	_, key, _ := strings.Cut(token, ":")
 	tests := []struct {
 		name, token string

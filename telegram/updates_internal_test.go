@@ -5,6 +5,7 @@ import "testing"
 // The keys must be those journal/migrations/0003_inbox_key.sql gives the rows
 // stored before keys, or a redelivery across the upgrade would be taken as new.
 func TestUpdateKeysMatchTheInboxMigration(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		id   int64

@@ -11,6 +11,7 @@ import (
 )
 
 func TestVerifierBeforeAnyCard(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.command(alice, "/send 222 Read it at https://example.com/launch")
 	r.replyContaining(alice, "placeholder host example.com")
@@ -30,6 +31,7 @@ func TestVerifierBeforeAnyCard(t *testing.T) {
 }
 
 func TestMigratedGroupIsRepairedOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.srv.Inject(telegramtest.MigrateTo(-1001234567890).For("sendMessage").InChat(target))
 	r.approveSend("to a group that became a supergroup")
@@ -40,6 +42,7 @@ func TestMigratedGroupIsRepairedOnce(t *testing.T) {
 }
 
 func TestRejectedEntitiesAreARepairByPlainText(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	_, err := r.bot.Sender().Send(context.Background(), tools.Message{Target: "222", Text: "<b>unclosed", ParseMode: "HTML"})
 	var rep *tools.RepairError

@@ -15,6 +15,7 @@ import (
 // A webhook configured with no timeouts is served with the defaults, every one
 // of them set: a zero would let a client hold a connection forever.
 func TestTheWebhookServerHasTheDefaultLimits(t *testing.T) {
+	t.Parallel()
 	srv := webhookServer(Webhook{}.withDefaults(), http.NotFoundHandler(), nil, nil)
 	for _, tt := range []struct {
 		name      string
@@ -41,6 +42,7 @@ func TestTheWebhookServerHasTheDefaultLimits(t *testing.T) {
 // serves it with the defaults in their place: the defaults are filled where the
 // bot is made, not only where a test asks for them.
 func TestABotsWebhookTakesTheDefaultsForItsZeroTimeouts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: replicaToken})
 	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))

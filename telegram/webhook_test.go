@@ -27,6 +27,7 @@ import (
 )
 
 func TestWebhookChecksTheSecretAndHandlesUpdates(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +84,7 @@ func postUpdate(t *testing.T, c *http.Client, url, secretHeader, body string) in
 }
 
 func TestWebhookServesTLSAndUploadsASelfSignedCertificate(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +193,7 @@ func closedWithin(t *testing.T, c net.Conn, d time.Duration) string {
 }
 
 func TestWebhookTimesOutSlowClients(t *testing.T) {
+	t.Parallel()
 	r, addr := webhookRig(t, 40)
 	if got := r.srv.Webhook().MaxConnections; got != 40 {
 		t.Errorf("setWebhook max_connections = %d, want 40", got)
@@ -217,6 +220,7 @@ func TestWebhookTimesOutSlowClients(t *testing.T) {
 }
 
 func TestWebhookRefusesAnOversizedBody(t *testing.T) {
+	t.Parallel()
 	_, addr := webhookRig(t, 40)
 	big := `{"update_id":7002,"message":{"text":"` + strings.Repeat("a", 1<<20) + `"}}`
 	if got := postUpdate(t, http.DefaultClient, "http://"+addr+"/", hookSecret, big); got != http.StatusRequestEntityTooLarge {
@@ -225,6 +229,7 @@ func TestWebhookRefusesAnOversizedBody(t *testing.T) {
 }
 
 func TestWebhookCapsRequestsAtOnce(t *testing.T) {
+	t.Parallel()
 	const max = 2
 	r, addr := webhookRig(t, max)
 	if got := r.srv.Webhook().MaxConnections; got != max {
@@ -268,6 +273,7 @@ func TestWebhookCapsRequestsAtOnce(t *testing.T) {
 // another case, or a GET) are refused before their body is read, however large,
 // and nothing they carry is stored or handled.
 func TestWebhookWithoutTheRightSecretReadsAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	r, addr := webhookRig(t, 40)
 	url := "http://" + addr + "/"
 	sendUpdate := func(id int) string {
@@ -304,6 +310,7 @@ func TestWebhookWithoutTheRightSecretReadsAndStoresNothing(t *testing.T) {
 // body may) is refused like one written plainly: the command is answered with a
 // refusal, and the token is in no file the bot writes and in nothing it sends.
 func TestATokenWrittenWithJSONEscapesIsRefusedAndNeverStored(t *testing.T) {
+	t.Parallel()
 	r, addr := webhookRig(t, 40)
 	escaped := strings.Replace(token, ":", `\u003a`, 1)
 	body := fmt.Sprintf(`{"update_id":9001,"message":{"message_id":1,"date":1,"from":{"id":%d,"is_bot":false,"first_name":"Alice"},"chat":{"id":%d,"type":"private"},"text":"/send 222 the token %s"}}`,
@@ -344,6 +351,7 @@ func noTokenLeft(t *testing.T, r *rig) {
 // 200, which would tell Telegram it arrived: Telegram delivers it again, and once
 // there is room the same update is taken, once.
 func TestAWebhookUpdateThatCannotBeStoredIsAnsweredSoThatTelegramSendsItAgain(t *testing.T) {
+	t.Parallel()
 	listen := func(r *rig) string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -390,6 +398,7 @@ func TestAWebhookUpdateThatCannotBeStoredIsAnsweredSoThatTelegramSendsItAgain(t 
 // Headers over the cap are refused (431) before they reach the secret check,
 // however much a client sends.
 func TestWebhookRefusesOversizedHeaders(t *testing.T) {
+	t.Parallel()
 	_, addr := webhookRig(t, 40)
 	c := dial(t, addr, "POST / HTTP/1.1\r\nHost: bot.example.org\r\nX-Pad: "+strings.Repeat("a", 128<<10)+"\r\n\r\n")
 	if got := closedWithin(t, c, 5*time.Second); !strings.HasPrefix(got, "HTTP/1.1 431 ") {
