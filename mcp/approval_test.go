@@ -45,6 +45,7 @@ func (r *rig) tap(t *testing.T, opID string, approve bool) {
 // reports the delivery with progress on the way; the message is sent once, along
 // the path the journal records.
 func TestACommitWaitsForATap(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
@@ -93,6 +94,7 @@ func TestACommitWaitsForATap(t *testing.T) {
 
 // A rejection on the phone ends the wait: terminal, rejected, nothing sent.
 func TestARejectionEndsTheWait(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
@@ -114,6 +116,7 @@ func TestARejectionEndsTheWait(t *testing.T) {
 // A caller reading a commit that waits on a quorum learns which approvals are
 // still missing, and, once an approver edited it, what it now reads.
 func TestTheStatusSaysWhichApprovalsAreMissing(t *testing.T) {
+	t.Parallel()
 	const bob = 200
 	r := newRig(t, func(p *policy.Policy) {
 		p.Access.Approvers = []int64{alice, bob}

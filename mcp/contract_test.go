@@ -19,6 +19,7 @@ import (
 // The server offers exactly the policy's tools and the follow-up tools, each
 // with its JSON Schema, and says what pending, unknown and verify mean.
 func TestToolsAndInstructions(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
@@ -63,6 +64,7 @@ func TestToolsAndInstructions(t *testing.T) {
 // pending with its operation id at once, and the follow-up tools see it. One
 // session is one task, with Surface mcp and no chat; another session is another.
 func TestEveryResultIsTheContract(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
@@ -140,6 +142,7 @@ func decode(t *testing.T, res *sdk.CallToolResult, v any) {
 // With nobody to approve, the server does not start: every commit would wait
 // for a tap that cannot come.
 func TestNoApproverNoServer(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil)
 	p := testPolicy(t, func(p *policy.Policy) { p.Access.Approvers = nil })
 	reg, err := tools.NewRegistry(p, nil)
@@ -156,6 +159,7 @@ func TestNoApproverNoServer(t *testing.T) {
 // protocol error carrying the journal's words: retryable, nothing sent, with
 // what to do; and nothing reaches Telegram.
 func TestAFullDiskIsAnsweredAsTheContract(t *testing.T) {
+	t.Parallel()
 	r := newRigWith(t, nil, journal.WithSizeLimit(1)) // the journal frozen at its size
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {

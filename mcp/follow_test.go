@@ -25,6 +25,7 @@ func autoApprove(p *policy.Policy) {
 // is reported pending when the cap (shortened here from 50 s) runs out, not
 // when the asked 120 s do.
 func TestAwaitIsCapped(t *testing.T) {
+	t.Parallel()
 	r := newRigOpts(t, nil, func(o *mcp.Options) { o.MaxAwait = 300 * time.Millisecond })
 	cs := r.connect(t, "in-memory", nil)
 	_, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "left waiting for a tap"})
@@ -40,6 +41,7 @@ func TestAwaitIsCapped(t *testing.T) {
 
 // MaxAwait is the 50 s the tool promises, under the 60 s clients allow a call.
 func TestMaxAwaitIsUnderAClientsCallTimeout(t *testing.T) {
+	t.Parallel()
 	if mcp.MaxAwait != 50*time.Second {
 		t.Errorf("MaxAwait = %s, want 50s", mcp.MaxAwait)
 	}
@@ -49,6 +51,7 @@ func TestMaxAwaitIsUnderAClientsCallTimeout(t *testing.T) {
 // yet: await_outcome reports it pending, the system retrying it, never an
 // outcome that asks the agent to call again; list_pending shows it.
 func TestAScheduledRetryStaysPending(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, autoApprove)
 	r.tg.Inject(telegramtest.TooManyRequests(30).For("sendMessage").InChat(target).Times(1))
 	// The commit's own call lasts until its retry: another session follows it.
@@ -92,6 +95,7 @@ func TestAScheduledRetryStaysPending(t *testing.T) {
 // A resolved envelope leaves the resource list, with a list-changed
 // notification: a person said whether it arrived, nothing is left to verify.
 func TestAResolvedEnvelopeLeavesTheResources(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, autoApprove)
 	r.tg.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target).Times(1))
 	changed := make(chan struct{}, 8)

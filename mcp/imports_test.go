@@ -10,6 +10,7 @@ import (
 // it imports nothing above the core and no other surface, and of our packages only
 // cmd/bot imports it.
 func TestOnlyTheBinaryImportsMCP(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not on PATH")
 	}

@@ -11,6 +11,7 @@ import (
 // from its class: a state-setting commit changes what is there and repeats
 // harmlessly (destructive, idempotent), an additive one adds (neither).
 func TestEveryKindIsOfferedWithItsClassesHints(t *testing.T) {
+	t.Parallel()
 	kinds := map[string]struct {
 		sets     bool
 		required []string

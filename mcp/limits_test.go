@@ -76,6 +76,7 @@ func post(auth, body string, length int) string {
 // no token, or says nothing: the limits the webhook has, from one place.
 // A client with the token is not cut in a wait longer than the write limit.
 func TestTheMCPListenerCutsSlowAndUnknownClients(t *testing.T) {
+	t.Parallel()
 	r := newRigOpts(t, nil, func(o *mcp.Options) { o.HTTP = shortLimits })
 	addr := serveListener(t, r)
 	auth := "Authorization: Bearer " + bearer + "\r\n"

@@ -19,6 +19,7 @@ import (
 // A call refused for repair and made again unchanged is the loop guard's stop,
 // a tool error the agent sees, and nothing is sent.
 func TestARepeatedRefusedCallIsADoomLoop(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil)
 	for _, how := range transports {
 		t.Run(how, func(t *testing.T) {
@@ -45,6 +46,7 @@ func TestARepeatedRefusedCallIsADoomLoop(t *testing.T) {
 // nothing sent, the cause named, with a progress notification for the change
 // to a client that sent a progress token.
 func TestAnExpiryEndsTheWait(t *testing.T) {
+	t.Parallel()
 	// Long enough that the wait starts before the expiry, short enough to wait for.
 	r := newRig(t, func(p *policy.Policy) { p.ApprovalTTL = 1500 * time.Millisecond })
 	for _, how := range transports {
@@ -87,6 +89,7 @@ func TestAnExpiryEndsTheWait(t *testing.T) {
 // resolves nothing, and the same call again is the loop guard's stop, never a
 // resend.
 func TestAnUnknownOutcomeReadsBackAsAnEnvelope(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(p *policy.Policy) {
 		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
 	})
@@ -191,6 +194,7 @@ func sendsTo(tg *telegramtest.Server, chat int64) int {
 // and a wait on an operation made earlier ends at once saying that nothing moves
 // it, instead of running out its bound.
 func TestWithNoBotNothingWaitsForNobody(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil)
 	_, sent := call(t, r.connect(t, "in-memory", nil), "commit_send_message", map[string]any{"chat_id": "222", "text": "made while the bot ran"})
 	alone, err := mcp.New(mcp.Options{Operator: r.op, Journal: r.j, Vault: r.v, Tools: r.tools, Policy: r.pol,
@@ -226,6 +230,7 @@ func TestWithNoBotNothingWaitsForNobody(t *testing.T) {
 // twelve calls from two sessions send one notice, and every repeat answers that
 // the approvers were already asked, when, and that nothing was sent again.
 func TestRequestVerificationAsksOncePerInterval(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, func(p *policy.Policy) {
 		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
 	})

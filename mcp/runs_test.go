@@ -17,6 +17,7 @@ import (
 // made over it is an operation of that task (the chat's requester and chat),
 // not of a task of its own; a released token, or none, opens nothing.
 func TestRunsBindASessionToItsTask(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 // A session nobody uses is closed after the idle limit (shortened here): the
 // server holds it no more, and a call on it is refused.
 func TestAnIdleSessionIsClosed(t *testing.T) {
+	t.Parallel()
 	r := newRigOpts(t, nil, func(o *mcp.Options) { o.SessionIdle = 300 * time.Millisecond })
 	cs := r.connect(t, "http", nil)
 	call(t, cs, "list_pending", nil)
@@ -29,6 +30,7 @@ func TestAnIdleSessionIsClosed(t *testing.T) {
 // When a run is over (its token released), the sessions it opened are closed at
 // once: an agent CLI that leaves its session open after each run leaks nothing.
 func TestARunsSessionsCloseWithIt(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

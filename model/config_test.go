@@ -8,6 +8,7 @@ import (
 )
 
 func TestFromEnv(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		env       map[string]string

@@ -7,6 +7,7 @@ import (
 )
 
 func TestRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 6, 2, 15, 14, 0, 0, time.UTC)
 	tests := []struct {
 		name   string

@@ -10,6 +10,7 @@ import (
 // only policy, so a retried request can never run a tool, send, or write the
 // journal (the loop that calls tools is package agent, above it).
 func TestTheModelLayerCannotReachATool(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go tool not on PATH")
 	}

@@ -25,6 +25,7 @@ func newProvider(kind, url string) model.Provider {
 }
 
 func TestProvidersReplies(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, kind, file string
 		want             model.Response
@@ -87,6 +88,7 @@ func sameJSON(a, b []byte) bool {
 // The Anthropic fixtures hold no non-streamed max_tokens reply: this is the
 // end_turn message with only its stop_reason changed.
 func TestAnthropicMaxTokens(t *testing.T) {
+	t.Parallel()
 	rep := fixture(t, "anthropic/message_end_turn.json", 200)
 	rep.body = []byte(strings.Replace(string(rep.body), `"end_turn"`, `"max_tokens"`, 1))
 	s := serve(t, rep)
@@ -100,6 +102,7 @@ func TestAnthropicMaxTokens(t *testing.T) {
 }
 
 func TestProvidersErrors(t *testing.T) {
+	t.Parallel()
 	yes := true
 	tests := []struct {
 		name, kind string
@@ -175,6 +178,7 @@ func TestProvidersErrors(t *testing.T) {
 func sameBool(a, b *bool) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 
 func TestProvidersConnectionError(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"anthropic", "openai"} {
 		t.Run(kind, func(t *testing.T) {
 			s := serve(t, reply{status: 200})
@@ -194,6 +198,7 @@ func TestProvidersConnectionError(t *testing.T) {
 
 // A service that echoes the key back must not put it in the error.
 func TestProvidersNeverShowTheKey(t *testing.T) {
+	t.Parallel()
 	echo := reply{status: 401, header: http.Header{"Content-Type": {"application/json"}},
 		body: []byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + key + `"}}`)}
 	echoOpenAI := reply{status: 401, header: http.Header{"Content-Type": {"application/json"}},
@@ -229,6 +234,7 @@ func TestOpenAIWithoutKeySendsNoAuthorization(t *testing.T) {
 }
 
 func TestRequestBodies(t *testing.T) {
+	t.Parallel()
 	req := plainRequest
 	req.Messages = append(req.Messages,
 		model.Message{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "get_weather", Input: json.RawMessage(`{"city":"Oslo"}`)}}},

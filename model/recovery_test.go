@@ -34,6 +34,7 @@ var (
 )
 
 func TestRecoveryPaths(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		policy   model.Policy
@@ -128,6 +129,7 @@ func TestRecoveryPaths(t *testing.T) {
 }
 
 func TestRecoveryGiveUpError(t *testing.T) {
+	t.Parallel()
 	p := &script{Answers: []answer{fail(429, "rate_limit_error", time.Hour)}}
 	var rec recorder
 	_, err := rec.Recovery(p, model.Policy{MaxWait: time.Minute}, noJitter).Complete(context.Background(), model.Request{})
@@ -149,6 +151,7 @@ func TestRecoveryGiveUpError(t *testing.T) {
 }
 
 func TestRecoveryRaisesTheLimitInTheNextRequest(t *testing.T) {
+	t.Parallel()
 	p := &script{Answers: []answer{cut, ok}}
 	var rec recorder
 	res, err := rec.Recovery(p, model.Policy{MaxTokensCap: 4096}, noJitter).Complete(context.Background(), model.Request{MaxTokens: 512})
@@ -161,6 +164,7 @@ func TestRecoveryRaisesTheLimitInTheNextRequest(t *testing.T) {
 }
 
 func TestRecoveryCancelledWhileWaiting(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &script{Answers: []answer{fail(500, "api_error", 0)}}
 	r := model.NewRecovery(p, model.Policy{}, model.WithSleep(func(ctx context.Context, _ time.Duration) error {
@@ -179,6 +183,7 @@ func TestRecoveryCancelledWhileWaiting(t *testing.T) {
 
 // The default wait selects on ctx and a timer: a cancelled ctx ends it at once.
 func TestRecoveryDefaultSleepHonoursContext(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p := &script{Answers: []answer{fail(429, "rate_limit_error", 30*time.Second)}}
@@ -200,6 +205,7 @@ func TestRecoveryDefaultSleepHonoursContext(t *testing.T) {
 // Over the real provider: two 529s from the recorded fixture switch the next
 // request's body to the fallback model.
 func TestRecoveryFallbackModelOnTheWire(t *testing.T) {
+	t.Parallel()
 	s := serve(t, fixture(t, "anthropic/http_529_overloaded.txt", 0), fixture(t, "anthropic/error_529_overloaded.json", 529),
 		fixture(t, "anthropic/message_end_turn.json", 200))
 	var rec recorder
@@ -224,6 +230,7 @@ func TestRecoveryFallbackModelOnTheWire(t *testing.T) {
 
 // Over the real provider: the recorded 429 asks for 16s, which is waited.
 func TestRecoveryRetryAfterOnTheWire(t *testing.T) {
+	t.Parallel()
 	limited := fixture(t, "anthropic/http_429_rate_limit_headers.txt", 0).with(fixture(t, "anthropic/error_429_rate_limit_short.json", 0))
 	s := serve(t, limited, fixture(t, "anthropic/message_end_turn.json", 200))
 	var rec recorder
@@ -243,6 +250,7 @@ func TestRecoveryRetryAfterOnTheWire(t *testing.T) {
 // The default schedule rides out ten seconds of overloads without a fallback
 // model: four attempts half a second apart gave up after three and a half.
 func TestDefaultPolicyRidesOutATenSecondBurst(t *testing.T) {
+	t.Parallel()
 	p := &script{Answers: []answer{overloaded, overloaded, overloaded, overloaded, ok}}
 	var rec recorder
 	if _, err := rec.Recovery(p, model.DefaultPolicy(), noJitter).Complete(context.Background(), model.Request{Model: "big"}); err != nil {
@@ -260,6 +268,7 @@ func TestDefaultPolicyRidesOutATenSecondBurst(t *testing.T) {
 // Over the real provider: the recorded 429 with its retry-after set to 0 asks
 // for a retry now, which is made at once, not after a backoff.
 func TestRecoveryRetryAfterZeroMeansNow(t *testing.T) {
+	t.Parallel()
 	limited := fixture(t, "anthropic/http_429_rate_limit_headers.txt", 0).with(fixture(t, "anthropic/error_429_rate_limit_short.json", 0))
 	limited.header = limited.header.Clone()
 	limited.header.Set("Retry-After", "0")
@@ -278,6 +287,7 @@ func TestRecoveryRetryAfterZeroMeansNow(t *testing.T) {
 // A turn's request budget spent stops at once: the failure that spent the last
 // request is not followed by a wait that no request can use.
 func TestRecoveryStopsAtOnceWhenTheTurnBudgetIsSpent(t *testing.T) {
+	t.Parallel()
 	p := &script{Answers: []answer{fail(500, "api_error", 0)}}
 	var rec recorder
 	_, err := rec.Recovery(p, model.Policy{}, noJitter).Complete(context.Background(),

@@ -39,6 +39,7 @@ func lookup(m map[string]string, kind, mode string) (string, bool) {
 }
 
 func TestRecoveryOverBothProviders(t *testing.T) {
+	t.Parallel()
 	tests := []wireCase{
 		{name: "429 retry-after is waited", replies: []agenttest.Reply{agenttest.RateLimited(2 * time.Second), finalAnswer},
 			want: "retry(429, wait 2s) -> ok", requests: 2, ok: true},
@@ -190,6 +191,7 @@ func checkStreamedThenPlain(t *testing.T, _ string, s *agenttest.Server, _ model
 // Without WithSleep, Recovery really waits what the service asked: the server sees
 // the next request no sooner.
 func TestRecoveryWaitsOnTheWire(t *testing.T) {
+	t.Parallel()
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			s := agenttest.NewServer(t, agenttest.RateLimitedMs(150*time.Millisecond), finalAnswer)
@@ -207,6 +209,7 @@ func TestRecoveryWaitsOnTheWire(t *testing.T) {
 // With the default policy (1s base, a quarter of jitter), each backoff waits
 // between three quarters and the whole of BaseDelay·2^n.
 func TestRecoveryBackoffJitterStaysInBounds(t *testing.T) {
+	t.Parallel()
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			fail := agenttest.Fail(agenttest.ServerError)

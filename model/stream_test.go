@@ -33,6 +33,7 @@ func streamed(s *agenttest.Server) []bool {
 }
 
 func TestStreamReadsTheWholeReply(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, kind, file string
 		want             model.Response
@@ -66,6 +67,7 @@ func TestStreamReadsTheWholeReply(t *testing.T) {
 }
 
 func TestWatchAbortsAStalledStreamAndAsksWithoutStreaming(t *testing.T) {
+	t.Parallel()
 	// message_start, content_block_start, ping; then silence, until the client gives up.
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").StallAfter(3, 0),
 		recording(t, "anthropic/message_end_turn.json"))
@@ -98,6 +100,7 @@ func TestWatchAbortsAStalledStreamAndAsksWithoutStreaming(t *testing.T) {
 }
 
 func TestWatchLetsASlowStreamFinish(t *testing.T) {
+	t.Parallel()
 	// Each event comes well within the abort time, but the whole stream takes longer.
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").Pace(40*time.Millisecond))
 	var aborted bool
@@ -118,6 +121,7 @@ func TestWatchLetsASlowStreamFinish(t *testing.T) {
 }
 
 func TestAnErrorInsideTheStreamIsRetriedByRecovery(t *testing.T) {
+	t.Parallel()
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_midstream_overloaded_error.sse"),
 		recording(t, "anthropic/stream_text_end_turn.sse"))
 	var steps []model.Step
@@ -136,6 +140,7 @@ func TestAnErrorInsideTheStreamIsRetriedByRecovery(t *testing.T) {
 // TestStreamAndCompleteAgree serves each recorded message both ways, as JSON and as
 // the event stream agenttest builds from it: the two replies are the same.
 func TestStreamAndCompleteAgree(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{"message_end_turn.json", "message_tool_use.json"} {
 		t.Run(file, func(t *testing.T) {
 			s := agenttest.NewServer(t, agenttest.File(t, filepath.Join("testdata", "anthropic", file), http.StatusOK))
@@ -159,6 +164,7 @@ func TestStreamAndCompleteAgree(t *testing.T) {
 }
 
 func TestWatchAsksAgainWhenTheServiceDoesNotStream(t *testing.T) {
+	t.Parallel()
 	// A server that ignores "stream": true and answers with the plain message.
 	s := agenttest.NewServer(t, recording(t, "anthropic/message_end_turn.json").IgnoreStream())
 	var steps []model.Step
@@ -173,6 +179,7 @@ func TestWatchAsksAgainWhenTheServiceDoesNotStream(t *testing.T) {
 }
 
 func TestAStreamCutBeforeItsEndIsAConnectionError(t *testing.T) {
+	t.Parallel()
 	// Every event up to message_delta: the blocks, never the end.
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").CutAfter(7))
 	_, err := newProvider("anthropic", s.URL).(model.Streamer).Stream(context.Background(), plainRequest, nil)
@@ -184,6 +191,7 @@ func TestAStreamCutBeforeItsEndIsAConnectionError(t *testing.T) {
 // The plain request after a stall is a request of the turn: it is paid from the
 // turn's budget, and refused when the budget is spent.
 func TestWatchPaysTheRetryFromTheTurnsBudget(t *testing.T) {
+	t.Parallel()
 	s := agenttest.NewServer(t, recording(t, "anthropic/stream_text_end_turn.sse").StallAfter(3, 0),
 		recording(t, "anthropic/message_end_turn.json"))
 	w := model.NewWatch(newProvider("anthropic", s.URL).(model.Streamer), 20*time.Millisecond, 150*time.Millisecond, nil)

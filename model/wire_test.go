@@ -92,6 +92,7 @@ var (
 // the service's own type and code, whichever the provider: what classification
 // reads, never the message text.
 func TestAnErrorEventInsideAStreamIsAnAPIError(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		kind    string
 		failure agenttest.Failure
@@ -124,6 +125,7 @@ func TestAnErrorEventInsideAStreamIsAnAPIError(t *testing.T) {
 // streamed: the server renders it in each wire format, and each provider reads it
 // back.
 func TestOneScriptBothFormats(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		reply agenttest.Reply
@@ -191,6 +193,7 @@ func sameExceptIDs(got, want model.Response) bool {
 // A recorded reply of one API, served to the other, is translated: the fixture is
 // written once too.
 func TestARecordedReplyIsTranslated(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ file, kind string }{
 		{"anthropic/message_tool_use.json", "openai"},
 		{"openai/chat_completion_tool_calls.json", "anthropic"},

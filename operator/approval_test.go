@@ -16,6 +16,7 @@ import (
 )
 
 func TestFiftyApproversAtOnceCommitOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	_, opID := h.send("222", "hello")
 	apID := h.approval(opID)
@@ -57,6 +58,7 @@ func TestFiftyApproversAtOnceCommitOnce(t *testing.T) {
 }
 
 func TestRejectAfterApproveIsNoOp(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, opID := h.send("222", "hello")
@@ -77,6 +79,7 @@ func TestRejectAfterApproveIsNoOp(t *testing.T) {
 }
 
 func TestRejectCommitsNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	_, opID := h.send("222", "hello")
 	r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, false)
@@ -92,6 +95,7 @@ func TestRejectCommitsNothing(t *testing.T) {
 }
 
 func TestExpiredApprovalCommitsNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	_, opID := h.send("222", "hello")
 	apID := h.approval(opID)
@@ -109,6 +113,7 @@ func TestExpiredApprovalCommitsNothing(t *testing.T) {
 }
 
 func TestNonApproverChangesNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, opID := h.send("222", "hello")
@@ -127,6 +132,7 @@ func TestNonApproverChangesNothing(t *testing.T) {
 }
 
 func TestPayloadChangedAfterApprovalIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, opID := h.send("222", "hello")
@@ -157,6 +163,7 @@ func TestPayloadChangedAfterApprovalIsRefused(t *testing.T) {
 }
 
 func TestAutoApproveRuleSkipsTheTap(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "555"))
 	h.open()
@@ -180,6 +187,7 @@ func TestAutoApproveRuleSkipsTheTap(t *testing.T) {
 // added since does not skip its tap, and an approver removed since may no longer
 // decide; an approver of both policies may.
 func TestAPolicyEditNeverWidensATask(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "before the edit"})
@@ -203,6 +211,7 @@ func TestAPolicyEditNeverWidensATask(t *testing.T) {
 }
 
 func TestCrashMidCommitNeverResends(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, opID := h.send("222", "hello")
@@ -254,6 +263,7 @@ func TestCrashMidCommitNeverResends(t *testing.T) {
 }
 
 func TestResolvedDeliveredRefusesRetry(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown)
 	ctx := context.Background()
 	_, opID := h.send("222", "hello")
@@ -270,6 +280,7 @@ func TestResolvedDeliveredRefusesRetry(t *testing.T) {
 }
 
 func TestRestartResumesTheScheduledWait(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rateLimited(40*time.Second), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	_, opID := h.send("222", "hello")

@@ -43,6 +43,7 @@ func reasons(t *testing.T, h *harness, opID string) []string {
 // counted and sends nothing, the same approver again is refused, and the second
 // approver's tap commits once, the move naming both.
 func TestAQuorumCommitsOnTheLastApproverOnly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	quorumOf(h, 2)
 	ctx := context.Background()
@@ -72,6 +73,7 @@ func TestAQuorumCommitsOnTheLastApproverOnly(t *testing.T) {
 
 // TestAQuorumEndsAtTheFirstRejection and is never waived by auto_approve.
 func TestAQuorumEndsAtTheFirstRejection(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.pol.AutoApprove = []policy.AutoApprove{policyRule("commit_send_message", "222")}
 	quorumOf(h, 2)
@@ -97,6 +99,7 @@ func TestAQuorumEndsAtTheFirstRejection(t *testing.T) {
 // approved by one, but the policy in force where it is sent asks two: it goes
 // back to awaiting approval with an approval for two, and nothing is sent.
 func TestTheSendersQuorumIsAskedForAgain(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, opID := h.send("222", "hello")
@@ -122,6 +125,7 @@ func TestTheSendersQuorumIsAskedForAgain(t *testing.T) {
 // card, keeps the old payload, tells the surfaces, and the commit sends the new
 // text; the old card's tap is refused; a stranger's edit changes nothing.
 func TestAnEditBeforeApprovalSendsTheEditedTextOnly(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.verify = true
 	h.open()
@@ -172,6 +176,7 @@ func TestAnEditBeforeApprovalSendsTheEditedTextOnly(t *testing.T) {
 // sweep sends the approval to the escalation list once, and from then on its
 // members may decide it; before that they may not.
 func TestAnApprovalNobodyDecidedIsEscalated(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.pol.EscalateAfter, h.pol.Access.Escalation = 0.5, []int64{strangerID}
 	h.edit = fastSweep
@@ -205,6 +210,7 @@ func TestAnApprovalNobodyDecidedIsEscalated(t *testing.T) {
 // ends when revoked; a task's card grant approves exactly the listed
 // approvals, and none once the list changed.
 func TestGrants(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.pol.GrantMax = time.Hour
 	h.open()
@@ -285,6 +291,7 @@ func TestGrants(t *testing.T) {
 // approves, past it a card is asked and /grants no longer lists it; the
 // journal keeps the time it was given for.
 func TestAGrantEndsWhenALoweredGrantMaxSays(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.pol.GrantMax = 8 * time.Hour
 	h.open()
@@ -322,6 +329,7 @@ func TestAGrantEndsWhenALoweredGrantMaxSays(t *testing.T) {
 // another chat into the grant's chat; no window grant is given for one, and a
 // grant journaled for one (by an older version) approves nothing: each asks.
 func TestForwardsAndCopiesAreNeverGranted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.pol.GrantMax = time.Hour
 	for _, name := range []string{"commit_copy_message", "commit_forward_message"} {

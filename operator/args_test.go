@@ -27,6 +27,7 @@ func rawCall(tool, args string) operator.Call {
 // TestArgumentsAsModelsSendThemReachTheCard: a numeric chat_id, a null parse_mode and
 // a key of the model's own make the same card as the call written by the book.
 func TestArgumentsAsModelsSendThemReachTheCard(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	for _, c := range []operator.Call{
@@ -51,6 +52,7 @@ func TestArgumentsAsModelsSendThemReachTheCard(t *testing.T) {
 // TestRefusedArgumentsSpendTheRepairBudget: refused arguments are a repair like any
 // other, paid in the move that records the refusal; past the budget the call stops.
 func TestRefusedArgumentsSpendTheRepairBudget(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t) // repair_budget: 1
 	ctx := context.Background()
 	taskID := newTask(t, h)

@@ -17,6 +17,7 @@ import (
 // a commit approved by that rule; the bot, whose policy has no such rule, asks
 // its approvers for a tap instead of sending, and sends once one of them taps.
 func TestACallersPolicyNeverWidensTheSenders(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.edit = func(o *operator.Options) { o.WatchEvery = 5 * time.Millisecond }
 	h.open()
@@ -76,6 +77,7 @@ func TestACallersPolicyNeverWidensTheSenders(t *testing.T) {
 // and was resolved not delivered after the rule was removed (and an approver
 // with it), needs a tap on its retry, and the removed approver's tap is refused.
 func TestARetryIsJudgedByThePolicyInForce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, fmt.Errorf("timeout after the request was written: %w", tools.ErrOutcomeUnknown), nil)
 	h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "555"))
 	h.open()

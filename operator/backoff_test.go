@@ -9,6 +9,7 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	b := policy.Backoff{Base: time.Second, Cap: 30 * time.Second, Jitter: 0.2}
 	tests := []struct {
 		name       string
@@ -34,6 +35,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		err  error

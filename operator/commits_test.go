@@ -32,6 +32,7 @@ func (s *commitSpy) Send(ctx context.Context, m tools.Message) (tools.Delivery, 
 // committing, committed) and none more, with every transition still journaled. A
 // step that gains a transaction of its own fails here.
 func TestSendCostsFourDurableCommits(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.verify = true // the real verifier reads the journal; it must write nothing
 	h.open()
@@ -100,6 +101,7 @@ func TestSendCostsFourDurableCommits(t *testing.T) {
 // TestBeginStoresNothingTwice checks that Begin refuses an origin seen before
 // without storing a task or an operation, and that a refused tool stores nothing.
 func TestBeginStoresNothingTwice(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	first, r, err := h.op.Begin(ctx, journal.Task{Requester: operatorID, Chat: "1", Origin: "test:7"}, callSend("222", "once"))

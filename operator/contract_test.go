@@ -13,6 +13,7 @@ import (
 // retry_after_ms 40000 in the result, the one journaled for the wait (what `countersign ops
 // show` prints) and the one returned when the wait is cut short.
 func TestAScheduledRetryCarriesTheWaitTheServiceAskedFor(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rateLimited(40*time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -38,6 +38,7 @@ const (
 // TestDecisionTable walks every row of the decision table through an approved send
 // and asserts the recorded path, the sends, the waits and the normalized result.
 func TestDecisionTable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		script    []error
@@ -142,6 +143,7 @@ func TestDecisionTable(t *testing.T) {
 }
 
 func TestSuccessEvidenceAndRepairTarget(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, migrated, nil)
 	_, opID := h.send("222", "hello")
 	r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true)
@@ -158,6 +160,7 @@ func TestSuccessEvidenceAndRepairTarget(t *testing.T) {
 }
 
 func TestDoomLoop(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, blocked)
 	ctx := context.Background()
 	taskID, opID := h.send("222", "hello")

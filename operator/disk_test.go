@@ -55,6 +55,7 @@ func fill(t *testing.T, file string) {
 // operation ends committed without a restart, sent once, instead of staying
 // retry_wait or committing, unseen by /pending, until the next start.
 func TestAnAttemptAFullDiskRefusedGoesOnWhenSpaceReturns(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fills string // "delivered": as Telegram accepts; "wait": during the retry's wait
@@ -109,6 +110,7 @@ func TestAnAttemptAFullDiskRefusedGoesOnWhenSpaceReturns(t *testing.T) {
 // session's) does not run its later calls in a task that does not exist, each
 // failing "task not found" long after space returned.
 func TestABeginAFullDiskRefusedLeavesNoTask(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	dir := smallDisk(t)
 	h.file = filepath.Join(dir, "journal.db")
@@ -141,6 +143,7 @@ func TestABeginAFullDiskRefusedLeavesNoTask(t *testing.T) {
 // owed: Reconcile writes it once there is room, in the process that could not
 // and, after a restart, in the next one.
 func TestANoteAFullDiskKeptFromSayingDeliveredIsWrittenWhenSpaceReturns(t *testing.T) {
+	t.Parallel()
 	for _, restart := range []bool{false, true} {
 		t.Run(fmt.Sprint("restart=", restart), func(t *testing.T) {
 			h := newHarness(t, unknown, nil)

@@ -106,6 +106,7 @@ func ev(k operator.EventKind, from, to journal.State, late bool) heard {
 // after the journal write each one reports, and Late exactly for the work that ran
 // outside a caller's request.
 func TestEventsOfEveryPath(t *testing.T) {
+	t.Parallel()
 	const (
 		need    = operator.ApprovalNeeded
 		decided = operator.Decided
@@ -257,6 +258,7 @@ func remote(t *testing.T, h *harness) (*operator.Operator, *scriptSender) {
 // A commit a Remote operator auto-approved is left approved, and the owner's
 // watch delivers it once; the remote never sends, resumes or sweeps.
 func TestTheOwnerDeliversWhatARemoteOperatorApproved(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.edit = fastSweep
 	h.pol.AutoApprove = []policy.AutoApprove{policyRule("commit_send_message", "333")}
@@ -297,6 +299,7 @@ func TestTheOwnerDeliversWhatARemoteOperatorApproved(t *testing.T) {
 // An approval a Remote operator asked for is published late by the owner's watch,
 // once, and one the owner asked itself is not published again.
 func TestTheWatchPublishesAnotherProcesssApprovalOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.edit = fastSweep
 	h.open()
@@ -325,6 +328,7 @@ func TestTheWatchPublishesAnotherProcesssApprovalOnce(t *testing.T) {
 // process starts, before Telegram listens) was heard by nobody: the watch
 // publishes it late at once, not after showAgain.
 func TestAnApprovalNobodyHeardIsPublishedByTheWatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.edit = fastSweep
 	h.open()
@@ -342,6 +346,7 @@ func TestAnApprovalNobodyHeardIsPublishedByTheWatch(t *testing.T) {
 // asked again, by that process or the owner, within VerificationEvery, it answers
 // with the first request and publishes nothing more.
 func TestVerificationRequests(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown)
 	h.edit = fastSweep
 	h.open()
@@ -386,6 +391,7 @@ func TestVerificationRequests(t *testing.T) {
 // edit publishes the voided approval's decision before it asks the new one:
 // ten watch periods pass there while a listener holds the event.
 func TestTheWatchLeavesAnApprovalToTheRequestAskingIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.edit = fastSweep
 	h.open()

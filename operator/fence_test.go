@@ -39,6 +39,7 @@ func (s *stallSender) Send(ctx context.Context, m tools.Message) (tools.Delivery
 // r2. When r1 resumes, its request is fenced: nothing is written, nothing is
 // recorded over r2's delivery, and the message arrived once.
 func TestAReplicaPastItsLeaseNeverSends(t *testing.T) {
+	t.Parallel()
 	rs := newReplicas(t)
 	ctx := context.Background()
 	stall := newStallSender()

@@ -15,6 +15,7 @@ import (
 // comes first ends the request: no vote is left waiting for a second, a later
 // approval is refused, and nothing is sent.
 func TestAQuorumsFirstTapThatRejectsEndsIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	quorumOf(h, 2)
 	ctx := context.Background()
@@ -39,6 +40,7 @@ func TestAQuorumsFirstTapThatRejectsEndsIt(t *testing.T) {
 // force, and a second approver completes the count: the sender counts one vote
 // that holds, asks again, and sends nothing.
 func TestAVoteOfAnApproverRemovedBeforeTheQuorumDoesNotCount(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	quorumOf(h, 2)
 	ctx := context.Background()
@@ -69,6 +71,7 @@ func TestAVoteOfAnApproverRemovedBeforeTheQuorumDoesNotCount(t *testing.T) {
 // approvals, deciding the second or the last, editing the last, or adding a
 // fourth refuses the code the card carried, and nothing is approved.
 func TestATaskGrantRefusesTheOldCodeWhenAnyItemChanged(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		change func(t *testing.T, h *harness, task string, items []journal.GrantItem)
@@ -135,6 +138,7 @@ func TestATaskGrantRefusesTheOldCodeWhenAnyItemChanged(t *testing.T) {
 // escalation list may not decide it; the first sweep past it escalates once,
 // and a later sweep not again.
 func TestEscalationWaitsForEscalateAfter(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.pol.EscalateAfter, h.pol.Access.Escalation = 0.5, []int64{strangerID}
 	h.open()

@@ -14,6 +14,7 @@ import (
 // operation and handed to the console's operator to carry out is refused there;
 // the console's printer sends nothing and the operation waits for its own process.
 func TestProceedRefusesAnotherTransportsOperation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, opID := h.send("222", "approved in Telegram")
@@ -44,6 +45,7 @@ func TestProceedRefusesAnotherTransportsOperation(t *testing.T) {
 // TestApproverAddedLaterIsNotAnApproverOfAnOlderTask: someone added to the
 // approver list after a task started may not decide that task's requests.
 func TestApproverAddedLaterIsNotAnApproverOfAnOlderTask(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, opID := h.send("222", "hello")

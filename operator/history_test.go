@@ -15,6 +15,7 @@ import (
 // markup the recipient never sees does not make a resend new: "<b>Weekly</b>
 // digest" in HTML and "Weekly digest" in plain text read the same.
 func TestVerifierReadsAnEarlierTextInItsParseMode(t *testing.T) {
+	t.Parallel()
 	h := verifying(t)
 	ctx := context.Background()
 	html, _ := json.Marshal(tools.SendArgs{ChatID: "222", Text: "<b>Weekly</b> digest is out", ParseMode: "HTML"})

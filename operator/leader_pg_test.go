@@ -16,6 +16,7 @@ import (
 // (another, or itself on a new session) leads again, on PostgreSQL, where the
 // lock is the session's.
 func TestALeaderWhoseSessionWasKilledStepsDown(t *testing.T) {
+	t.Parallel()
 	rs := newReplicas(t)
 	if u, _ := url.Parse(rs.file); u == nil || u.Scheme != "postgres" {
 		rs.file = pgtest.Fresh(t)

@@ -59,6 +59,7 @@ func wantDoomLoop(t *testing.T, r tools.Result, err error, names ...string) {
 // another way (keys reordered, a null option, a key the tool ignores), are the
 // same call; the stop names it.
 func TestLoopGuardReadsTheCallAsTheToolDoes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	taskID := newTask(t, h)
@@ -74,6 +75,7 @@ func TestLoopGuardReadsTheCallAsTheToolDoes(t *testing.T) {
 // repair, sent again with chat_id as a number, is the same call: a loop, not a
 // second repair.
 func TestLoopGuardStopsARepeatedVerifierRepair(t *testing.T) {
+	t.Parallel()
 	h := verifying(t)
 	ctx := context.Background()
 	taskID := newTask(t, h)
@@ -88,6 +90,7 @@ func TestLoopGuardStopsARepeatedVerifierRepair(t *testing.T) {
 // TestLoopGuardStopsARepeatWhileTheOutcomeIsUnknown: never a second send while the
 // first may have arrived; the stop says how to find out.
 func TestLoopGuardStopsARepeatWhileTheOutcomeIsUnknown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown)
 	withLoopGuard(t, h, "loop_guard: {failures: 3}", "222")
 	ctx := context.Background()
@@ -106,6 +109,7 @@ func TestLoopGuardStopsARepeatWhileTheOutcomeIsUnknown(t *testing.T) {
 // TestLoopGuardCountsFailures: with failures: 2, the same failed call may run once
 // more; the third is a loop.
 func TestLoopGuardCountsFailures(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, blocked)
 	withLoopGuard(t, h, "loop_guard: {failures: 2}", "222")
 	ctx := context.Background()
@@ -125,6 +129,7 @@ func TestLoopGuardCountsFailures(t *testing.T) {
 // TestLoopGuardStopsARepairIdenticalToTheCall: a repair that sends the very
 // arguments it was asked to repair stops, whatever failures allows.
 func TestLoopGuardStopsARepairIdenticalToTheCall(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	withLoopGuard(t, h, "loop_guard: {failures: 5}")
 	ctx := context.Background()
@@ -141,6 +146,7 @@ func TestLoopGuardStopsARepairIdenticalToTheCall(t *testing.T) {
 // stop on the call that would complete ping_pong rounds, even where failures
 // alone would let each run again.
 func TestLoopGuardStopsAPingPong(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, blocked)
 	withLoopGuard(t, h, "loop_guard:\n  failures: 3\n  ping_pong: 2", "222", "333")
 	ctx := context.Background()
@@ -167,6 +173,7 @@ func TestLoopGuardStopsAPingPong(t *testing.T) {
 // TestLoopGuardOffRunsEveryCall: loop_guard: false, kept from before the mapping,
 // still turns the guard off.
 func TestLoopGuardOffRunsEveryCall(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	withLoopGuard(t, h, "loop_guard: false")
 	ctx := context.Background()
@@ -181,6 +188,7 @@ func TestLoopGuardOffRunsEveryCall(t *testing.T) {
 
 // TestLoopGuardNeverQuotesASecret: the stop names the call, never a token in it.
 func TestLoopGuardNeverQuotesASecret(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	taskID := newTask(t, h)
@@ -203,6 +211,7 @@ func TestLoopGuardNeverQuotesASecret(t *testing.T) {
 // it failed: the repeat stops, naming the call and the earlier operation, and
 // nothing more is sent.
 func TestLoopGuardStopsARepeatedSuccessfulCall(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, tool, args, names string }{
 		{"a draft", "prepare_reply", `{"text":"Hi all"}`, `prepare_reply(text: "Hi all")`},
 		{"an auto-approved send", "commit_send_message", `{"chat_id":"222","text":"hello"}`, `commit_send_message(chat_id: "222", text: "hello")`},

@@ -20,6 +20,7 @@ import (
 // (which holds the resolving lock) or a resolution: it is reported with its path and
 // left alone, and the operation is resolved in the journal.
 func TestFIFOInVaultDoesNotBlockReconcile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown).withVault()
 	opID := unknownOp(t, h, "the note became a FIFO")
 	_, path, _ := h.vault.Get(opID)

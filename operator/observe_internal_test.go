@@ -10,6 +10,7 @@ import (
 // An approval is near its expiry within a quarter of its time to live, at most
 // an hour before it: when its reminder comes.
 func TestNearExpiry(t *testing.T) {
+	t.Parallel()
 	created := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		name     string

@@ -15,6 +15,7 @@ import (
 // moved the operation to and the time from the move to committing: a repair, a
 // delivery that took 2 s on the operator's clock, and an unknown outcome.
 func TestObserveHearsEveryAttempt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, migrated, nil, unknown)
 	h.sender.delivered = func() { h.clock.Advance(2 * time.Second) }
 	var mu sync.Mutex
@@ -51,6 +52,7 @@ func TestObserveHearsEveryAttempt(t *testing.T) {
 // ApprovalsNearExpiry counts the approvals nobody decided within the last hour
 // of a day's time to live, and not one that expired or was decided.
 func TestApprovalsNearExpiry(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	count := func(when string, want int) {

@@ -22,6 +22,7 @@ func texts(ms []tools.Message) []string {
 }
 
 func TestPartsResumeAfterARetryWithoutResending(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil, rateLimited(time.Second), nil, nil)
 	_, opID := h.send("222", long)
 	r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true)
@@ -49,6 +50,7 @@ func TestPartsResumeAfterARetryWithoutResending(t *testing.T) {
 }
 
 func TestPartUnknownThenResolvedResumesAtThatPart(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil, unknown, nil, nil)
 	ctx := context.Background()
 	_, opID := h.send("222", long)
@@ -71,6 +73,7 @@ func TestPartUnknownThenResolvedResumesAtThatPart(t *testing.T) {
 }
 
 func TestPartResolvedDeliveredSendsOnlyTheRest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil, unknown, nil)
 	ctx := context.Background()
 	_, opID := h.send("222", long)

@@ -16,6 +16,7 @@ import (
 // the rejection named and no card; from another chat it is asked; with what
 // changed stated, it gets a card that shows the change.
 func TestARejectedRequestIsNotAskedAgainUnchanged(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.verify = true
 	h.open()
@@ -84,6 +85,7 @@ func TestARejectedRequestIsNotAskedAgainUnchanged(t *testing.T) {
 // request to the text a person rejected writes it themselves: the edit is
 // verified and asked, not stopped as a request asked again.
 func TestAnApproversEditIsNotHeldBackByARejection(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.verify = true
 	h.open()

@@ -151,6 +151,7 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 // and tells whoever asked; nothing is sent again. When the stalled replica's
 // answer comes after all, it records the delivery over the unknown.
 func TestAnotherReplicaMakesAStalledCommitUnknown(t *testing.T) {
+	t.Parallel()
 	rs := newReplicas(t)
 	ctx := context.Background()
 	hang := newHangSender()
@@ -220,6 +221,7 @@ func TestAnotherReplicaMakesAStalledCommitUnknown(t *testing.T) {
 // free to every replica: both watches go for it, the journal's compare-and-set
 // lets one commit, and it is sent once.
 func TestTwoReplicasRunAFreeOperationOnce(t *testing.T) {
+	t.Parallel()
 	rs := newReplicas(t)
 	ctx := context.Background()
 	s1, s2 := &scriptSender{}, &scriptSender{}
@@ -257,6 +259,7 @@ func TestTwoReplicasRunAFreeOperationOnce(t *testing.T) {
 // not publish it late within a lease, and does after one (the replica that asked
 // may have died before it showed the cards).
 func TestTheLeaderShowsAnotherReplicasApprovalOnlyAfterALease(t *testing.T) {
+	t.Parallel()
 	rs := newReplicas(t)
 	ctx := context.Background()
 	leader, lj := rs.start("r1", nil, false)
@@ -319,6 +322,7 @@ func approvedBeside(t *testing.T, remote *operator.Operator, text string) string
 // resolved by hand while the old leader was gone resolves its operation now,
 // not a sweep period later.
 func TestANewLeaderReconcilesAtOnce(t *testing.T) {
+	t.Parallel()
 	rs := newReplicas(t)
 	ctx := context.Background()
 	r1, j1 := rs.start("r1", &scriptSender{script: []error{unknown}}, false)
@@ -350,6 +354,7 @@ func TestANewLeaderReconcilesAtOnce(t *testing.T) {
 // A live replica's work is its own: an operation it approved is not run by
 // another replica's watch while it holds it, and the commit is its own.
 func TestAReplicaLeavesALiveReplicasWorkAlone(t *testing.T) {
+	t.Parallel()
 	rs := newReplicas(t)
 	ctx := context.Background()
 	s1, s2 := &scriptSender{}, &scriptSender{}
@@ -381,6 +386,7 @@ func TestAReplicaLeavesALiveReplicasWorkAlone(t *testing.T) {
 // Only the leader writes the vault: a replica that does not lead leaves the note
 // of its unknown outcome to the leader, which writes it in its own folder.
 func TestOnlyTheLeaderWritesNotes(t *testing.T) {
+	t.Parallel()
 	rs := newReplicas(t)
 	ctx := context.Background()
 	own, err := vault.Open(filepath.Join(t.TempDir(), "r2-vault"))
@@ -447,6 +453,7 @@ func wholeWatch(t *testing.T, remote *operator.Operator, j *journal.Journal) {
 // the operation itself first, leaving nothing to hand over: such a run starts
 // again, on a fresh journal, up to five times.
 func TestAStoppingReplicaHandsItsWorkOver(t *testing.T) {
+	t.Parallel()
 	for try := 1; ; try++ {
 		if handedOver(t) {
 			return

@@ -50,6 +50,7 @@ func (h *harness) callOn(tool string, args map[string]any) tools.Result {
 // sending it: a delete past that is refused before any card, by the journal's
 // clock; one within it waits for its tap.
 func TestADeleteIsRefusedPastTelegramsWindow(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	withActsOnSent(h)
 	old := h.delivered("sent two days ago")
@@ -72,6 +73,7 @@ func TestADeleteIsRefusedPastTelegramsWindow(t *testing.T) {
 // payload (so the approval binds to the change), and the newest edit is what
 // the next one starts from.
 func TestAnEditStartsFromWhatTheMessageReadsNow(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	withActsOnSent(h)
 	ctx := context.Background()
@@ -105,6 +107,7 @@ func TestAnEditStartsFromWhatTheMessageReadsNow(t *testing.T) {
 // (the console beside the bot) finds no message of the bot's to act on: it
 // would print an "edit" and journal a Telegram message as edited.
 func TestAnotherTransportCannotActOnTheBotsMessages(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	withActsOnSent(h)
 	sent := h.delivered("sent through Telegram")
@@ -132,6 +135,7 @@ func TestAnotherTransportCannotActOnTheBotsMessages(t *testing.T) {
 // Telegram at commit, the approval spent; now it is refused at once, and the
 // card's approval stands as it was.
 func TestACorrectionIsHeldToEveryLimitOfItsTool(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", tools.MaxMessageUnits+1)
 	for _, tt := range []struct {
 		name, tool string

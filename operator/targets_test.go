@@ -14,6 +14,7 @@ import (
 // @News_Desk is @news_desk; the duplicate check, the house rules, auto_approve and
 // the loop guard see one chat too.
 func TestTargetAliasesAreOneTarget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	newTask := func(h *harness) string {
 		task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "alias"})

@@ -20,6 +20,7 @@ import (
 // must not make the journal say "committed" for a message that never reached
 // Telegram.
 func TestAnotherTransportNeverCommitsAnOperation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	ctx := context.Background()
 	_, approved := h.send("222", "approved in Telegram")
@@ -74,6 +75,7 @@ func TestAnotherTransportNeverCommitsAnOperation(t *testing.T) {
 // budget is paid in the move that schedules each retry, so neither loses a race
 // it cannot see, and neither is left in committing.
 func TestRacingRetriesOfOneTaskNeverStrandACommit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "222"))
 	gate := &barrierSender{n: 2, first: rateLimited(0)}
@@ -142,6 +144,7 @@ func (b *barrierSender) Send(ctx context.Context, m tools.Message) (tools.Delive
 // A retry is a send: another transport may not ask for one, even of an operation
 // a person verified was not delivered.
 func TestAnotherTransportCannotRetry(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown).withVault()
 	ctx := context.Background()
 	opID := unknownOp(t, h, "verified not delivered")
@@ -167,6 +170,7 @@ func TestAnotherTransportCannotRetry(t *testing.T) {
 // A call refused before it was prepared and cut off between its record and its
 // refusal has no payload: continuing it must not put an empty text before anyone.
 func TestContinueLeavesAnEmptyRecordAlone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "send"})
@@ -194,6 +198,7 @@ func TestContinueLeavesAnEmptyRecordAlone(t *testing.T) {
 // ends: the replayed update continues the task's operations, and the draft among
 // them is finished, not an operation waiting on an approval it never had.
 func TestContinueFindsADraftFinished(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "chat"})
@@ -218,6 +223,7 @@ func TestContinueFindsADraftFinished(t *testing.T) {
 // approval past its expiry is the console's to expire (and to tell its person
 // about), not the bot's, and stays pending after the bot's sweep.
 func TestAnOwnerExpiresOnlyItsOwnTransportsApprovals(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	ctx := context.Background()
 	_, ours := h.send("222", "the bot's, to expire")

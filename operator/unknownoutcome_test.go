@@ -16,6 +16,7 @@ import (
 // is refused, A again is stopped (its first may have arrived), and B again would
 // complete two rounds of the bounce: it stops too, and is not sent.
 func TestPingPongCountsAnUnknownOutcome(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown, blocked)
 	withLoopGuard(t, h, "loop_guard:\n  failures: 3\n  ping_pong: 2", "222", "333")
 	ctx := context.Background()
@@ -40,6 +41,7 @@ func TestPingPongCountsAnUnknownOutcome(t *testing.T) {
 // the real journal, sees a text whose outcome is unknown as one that may have
 // arrived: the same text to the same chat in another task stops before any card.
 func TestVerifierCountsAnUnknownOutcomeAsSent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown)
 	h.verify = true
 	h.open()
@@ -69,6 +71,7 @@ func TestVerifierCountsAnUnknownOutcomeAsSent(t *testing.T) {
 // way to resolve it; an operation that was unknown before the crash is not
 // reported again at every start.
 func TestRecoveredCommitIsReportedToItsRequester(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown)
 	ctx := context.Background()
 	before := unknownOp(t, h, "unknown before the crash")

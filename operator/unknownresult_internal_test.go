@@ -12,6 +12,7 @@ import (
 // was asked: a message, a part, each item of an album, an action on a message
 // already sent, or an HTTP call's effect; never "the message" for what sent none.
 func TestAnUnknownSaysWhatToLookFor(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		p    tools.Payload

@@ -27,6 +27,7 @@ func unknownOp(t *testing.T, h *harness, text string) string {
 }
 
 func TestUnknownOutcomeWritesAnEnvelope(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown).withVault()
 	opID := unknownOp(t, h, "Call me at +1 415 555 0100 or alice@example.com")
 	op, _ := h.j.Operation(context.Background(), opID)
@@ -56,6 +57,7 @@ func TestUnknownOutcomeWritesAnEnvelope(t *testing.T) {
 }
 
 func TestReconcileWritesAMissingEnvelope(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown).withVault()
 	opID := unknownOp(t, h, "lost note")
 	_, path, _ := h.vault.Get(opID)
@@ -71,6 +73,7 @@ func TestReconcileWritesAMissingEnvelope(t *testing.T) {
 }
 
 func TestReconcileTakesAResolutionMadeInAnEditor(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		status string
 		want   journal.State
@@ -96,6 +99,7 @@ func TestReconcileTakesAResolutionMadeInAnEditor(t *testing.T) {
 }
 
 func TestReconcileReportsABrokenNoteAndLeavesIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown).withVault()
 	opID := unknownOp(t, h, "broken by hand")
 	_, path, _ := h.vault.Get(opID)
@@ -116,6 +120,7 @@ func TestReconcileReportsABrokenNoteAndLeavesIt(t *testing.T) {
 }
 
 func TestResolveRefusesAnAnswerTheVaultContradicts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown).withVault()
 	opID := unknownOp(t, h, "answered in the editor first")
 	_, path, _ := h.vault.Get(opID)
@@ -138,6 +143,7 @@ func TestResolveRefusesAnAnswerTheVaultContradicts(t *testing.T) {
 // a delivery kept a note saying "not_committed, retry-allowed", and the next
 // session reading the vault would have sent it a second time.
 func TestARetryThatDeliversSaysSoInTheNote(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, unknown, nil).withVault()
 	ctx := context.Background()
 	opID := unknownOp(t, h, "the retried one")
@@ -167,6 +173,7 @@ func TestARetryThatDeliversSaysSoInTheNote(t *testing.T) {
 // later one: the later unknown stays unknown, with a note of its own, and a
 // person's "it arrived" is taken, not refused as contradicting the old note.
 func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		again func(t *testing.T, h *harness, opID string, old []byte)
@@ -275,6 +282,7 @@ func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
 // the journal has resolved. Whichever comes second brings the note up to the
 // journal.
 func TestANoteWrittenAsAResolutionCameSaysWhatTheJournalSays(t *testing.T) {
+	t.Parallel()
 	for _, delivered := range []bool{true, false} {
 		t.Run(fmt.Sprint("delivered=", delivered), func(t *testing.T) {
 			h := newHarness(t, unknown).withVault()

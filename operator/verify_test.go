@@ -18,6 +18,7 @@ func verifying(t *testing.T) *harness {
 }
 
 func TestVerifierStopsADuplicateBeforeAnyCard(t *testing.T) {
+	t.Parallel()
 	h := verifying(t)
 	ctx := context.Background()
 	_, first := h.send("222", "Weekly digest is out")
@@ -38,6 +39,7 @@ func TestVerifierStopsADuplicateBeforeAnyCard(t *testing.T) {
 }
 
 func TestVerifierRepairThenSecondRepairStops(t *testing.T) {
+	t.Parallel()
 	h := verifying(t)
 	ctx := context.Background()
 	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "links"})
@@ -55,6 +57,7 @@ func TestVerifierRepairThenSecondRepairStops(t *testing.T) {
 }
 
 func TestVerifiedPayloadCarriesItsVerdict(t *testing.T) {
+	t.Parallel()
 	h := verifying(t)
 	_, opID := h.send("222", "All clear at https://countersign.dev/status")
 	ts, _ := h.j.Transitions(context.Background(), opID)
@@ -64,6 +67,7 @@ func TestVerifiedPayloadCarriesItsVerdict(t *testing.T) {
 }
 
 func TestVerifierKeepsTheRulesTheTaskStartedWith(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.verify = true
 	free, err := policy.ParsePattern("free")

@@ -52,6 +52,7 @@ func (p *peekingSender) Send(ctx context.Context, m tools.Message) (tools.Delive
 // request leaves the process. A process killed mid-send therefore always comes back
 // to a commit it cannot know, never to an approved one it would send again.
 func TestCommittingIsDurableBeforeTheRequestLeaves(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("word ", tools.MaxMessageUnits/5+10)
 	tests := []struct {
 		name   string
@@ -127,6 +128,7 @@ func (s *shutdownSender) Send(ctx context.Context, m tools.Message) (tools.Deliv
 // outcome is journaled (committing -> committed), not cut into an unknown outcome,
 // nor left in committing for the next start to call unknown.
 func TestARequestThatStartedLeavingFinishesAtShutdown(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, rateLimited(40*time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	_, opID := h.send("222", "hello")

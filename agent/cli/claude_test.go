@@ -39,6 +39,7 @@ func read(t *testing.T, p cli.Provider, name string) (cli.Reader, []bool) {
 // retryable; an auth error is not; a session exists once init named it, and a
 // resume that found none has none.
 func TestClaudeCodeReadsItsStream(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file                string
 		exit                int
@@ -82,6 +83,7 @@ func TestClaudeCodeReadsItsStream(t *testing.T) {
 // A tool call is in flight from the assistant's tool_use to the user's
 // tool_result, and only then: the stall watch lets a waiting tool be.
 func TestClaudeCodeKnowsWhenAToolRuns(t *testing.T) {
+	t.Parallel()
 	_, inTool := read(t, cli.ClaudeCode{}, "tooluse.jsonl")
 	if want := []bool{false, true, false, false, false}; !slices.Equal(inTool, want) {
 		t.Errorf("in a tool after each line: %v, want %v", inTool, want)
@@ -94,6 +96,7 @@ func TestClaudeCodeKnowsWhenAToolRuns(t *testing.T) {
 // prompt on standard input, never in the arguments (any local user reads those
 // in /proc/PID/cmdline while the run lasts).
 func TestClaudeCodeCommand(t *testing.T) {
+	t.Parallel()
 	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "s-1", Model: "claude-fallback", Dir: t.TempDir(), MaxTurns: 8,
 		Tools: cli.Tools{Server: "countersign", URL: "http://127.0.0.1:1/mcp", Token: "secret-token", Names: []string{"commit_send_message", "await_outcome"}}}
 	c, err := cli.ClaudeCode{Path: "/bin/claude"}.Command(a)
@@ -140,6 +143,7 @@ func TestClaudeCodeCommand(t *testing.T) {
 // against a 429 asking 16 s): the attempt's relay reads it (relay_test.go, and
 // cmd/bot's TestAgentCLIRateLimitWaitsWhatTheServiceAsked).
 func TestClaudeCodePassesOnTheWaitItWasAsked(t *testing.T) {
+	t.Parallel()
 	for file, want := range map[string]time.Duration{"apiretry.jsonl": 590 * time.Millisecond,
 		"killed_after_retry.jsonl": 590 * time.Millisecond, "overload.jsonl": 0, "ratelimit.jsonl": 0} {
 		r, _ := read(t, cli.ClaudeCode{}, file)

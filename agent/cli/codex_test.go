@@ -124,6 +124,7 @@ func attemptOf(t *testing.T, p cli.Codex, a cli.Attempt) (cli.Outcome, cli.Comma
 // the user's config, none of Codex's own), and succeeds in a session that the
 // next attempt resumes with its history, the tool not called again.
 func TestCodexRunsWithCountersignsToolsOnlyAndResumes(t *testing.T) {
+	t.Parallel()
 	tools, calls := toolsServer(t, "run-token-0042")
 	model := agenttest.NewServerFunc(t, func(r agenttest.Request) agenttest.Reply {
 		last, _ := r.LastResult()
@@ -175,11 +176,13 @@ func TestCodexRunsWithCountersignsToolsOnlyAndResumes(t *testing.T) {
 // Countersign's server, the only one) and request_user_input, which exec
 // answers itself.
 func TestCodexOffersNoToolOfItsOwnWhateverTheModel(t *testing.T) {
+	t.Parallel()
 	allowed := []string{"namespace mcp__countersign", "function list_mcp_resources", "function list_mcp_resource_templates",
 		"function read_mcp_resource", "function request_user_input"}
 	tools, _ := toolsServer(t, "run-token-0042")
 	for _, name := range []string{"agenttest-model", "gpt-5.5", "gpt-5-codex", "o3"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			model := agenttest.NewServer(t, agenttest.Message("end_turn", "done"))
 			p := codexOf(t, model, clitest.CodexHome(t, model.URL))
 			p.ModelProvider.Model = name
@@ -214,6 +217,7 @@ func TestCodexOffersNoToolOfItsOwnWhateverTheModel(t *testing.T) {
 // stream) is retryable, and the session it ran in can continue; a rejected key
 // or a context too long is not retryable.
 func TestCodexSaysWhichFailuresAreRetryable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name                string
 		reply               agenttest.Reply
@@ -231,6 +235,7 @@ func TestCodexSaysWhichFailuresAreRetryable(t *testing.T) {
 	tools, _ := toolsServer(t, "run-token-0042")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			model := agenttest.NewServer(t, tt.reply)
 			out, _ := attempt(t, model, clitest.CodexHome(t, model.URL), cli.Attempt{N: 1, Prompt: "say done", Tools: tools})
 			if out.OK || out.Retryable != tt.retryable || out.Overload != tt.overload || out.Cause != tt.cause ||
@@ -246,6 +251,7 @@ func TestCodexSaysWhichFailuresAreRetryable(t *testing.T) {
 // cannot be resumed: the run fails before any session, so the coordinator
 // forgets it and the next message starts afresh; nothing was asked of the model.
 func TestCodexWithoutTheSessionCannotContinue(t *testing.T) {
+	t.Parallel()
 	model := agenttest.NewServer(t, agenttest.Message("end_turn", "never asked"))
 	tools, _ := toolsServer(t, "run-token-0042")
 	out, _ := attempt(t, model, t.TempDir(), cli.Attempt{N: 1, Prompt: "say done", Session: "01a233fb-0000-7000-8000-000000000000", Tools: tools})
@@ -265,6 +271,7 @@ var recorded = cli.Codex{Home: "testdata/codex-home", ModelProvider: &cli.CodexM
 // stacked on top. An overload ("Selected model is at capacity. Please try a
 // different model.") is still the bot's, for its fallback model.
 func TestCodexBuiltInProviderRetriesAreNotStacked(t *testing.T) {
+	t.Parallel()
 	builtin := cli.Codex{Home: "testdata/codex-home"}
 	for _, tt := range []struct {
 		file, cause string
@@ -288,6 +295,7 @@ func TestCodexBuiltInProviderRetriesAreNotStacked(t *testing.T) {
 // stream, are retryable, as the session's record types them; an auth error is
 // not; the session is the thread the run started.
 func TestCodexReadsItsStream(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file                string
 		exit                int
@@ -324,6 +332,7 @@ func TestCodexReadsItsStream(t *testing.T) {
 // A tool call is in flight from its item.started to its item.completed, and
 // only then: the stall watch lets a waiting tool be.
 func TestCodexKnowsWhenAToolRuns(t *testing.T) {
+	t.Parallel()
 	_, inTool := read(t, recorded, "codex-tooluse.jsonl")
 	if want := []bool{false, false, false, true, false, false, false}; !slices.Equal(inTool, want) {
 		t.Errorf("in a tool after each line: %v, want %v", inTool, want)
@@ -339,6 +348,7 @@ func TestCodexKnowsWhenAToolRuns(t *testing.T) {
 // service's retries off, the prompt on standard input (read from there by the
 // prompt "-"), never in the arguments.
 func TestCodexCommand(t *testing.T) {
+	t.Parallel()
 	a := cli.Attempt{N: 2, Prompt: "-rf everything", Session: "thread-1", Model: "gpt-fallback", Dir: t.TempDir(),
 		Tools: cli.Tools{Server: "countersign", URL: "http://127.0.0.1:1/mcp", Token: "secret-token", Names: []string{"commit_send_message", "await_outcome"}}}
 	p := cli.Codex{Path: "/bin/codex", Home: "/srv/codex", ModelProvider: &cli.CodexModelProvider{ID: "mine", BaseURL: "http://m/v1", EnvKey: "K"}}

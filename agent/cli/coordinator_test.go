@@ -354,6 +354,7 @@ var (
 // Overloads count toward the fallback model only in a row: another failure
 // between two overloads starts the count again.
 func TestCoordinatorFallsBackAfterOverloadsInARowOnly(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		script []cli.Outcome
@@ -389,6 +390,7 @@ func TestCoordinatorFallsBackAfterOverloadsInARowOnly(t *testing.T) {
 // one, never resuming a session that does not exist nor sending the
 // continuation prompt to a session that never heard the text.
 func TestCoordinatorRetriesWithoutASessionAskingTheTextAgain(t *testing.T) {
+	t.Parallel()
 	early := cli.Outcome{Text: "API Error: 529 Overloaded", Retryable: true, Overload: true, Cause: "529"}
 	tests := []struct {
 		name, before string
@@ -419,6 +421,7 @@ func TestCoordinatorRetriesWithoutASessionAskingTheTextAgain(t *testing.T) {
 // forgotten, and the message is asked again at once in a new session; a run
 // that fails that way again is not asked a third time.
 func TestCoordinatorForgetsASessionTheCLINoLongerHas(t *testing.T) {
+	t.Parallel()
 	gone := cli.Outcome{Text: "No conversation found with session ID: gone-1", Cause: "exit 1"}
 	tests := []struct {
 		name    string
@@ -452,6 +455,7 @@ func TestCoordinatorForgetsASessionTheCLINoLongerHas(t *testing.T) {
 // The wait budget (turn_wait) ends the retries: a wait that would overrun
 // it is not waited, and the message gives up.
 func TestCoordinatorStopsWhenTheWaitBudgetIsSpent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []turn{{out: overload}, {out: overload}, {out: overload}, {out: answered}}, func(m *policy.Model) {
 		m.TurnWait = 3 * time.Second
 		m.Backoff = policy.Backoff{Base: 2 * time.Second, Cap: 2 * time.Second, Jitter: 0.01}
@@ -471,6 +475,7 @@ func TestCoordinatorStopsWhenTheWaitBudgetIsSpent(t *testing.T) {
 // /stop during the wait before a retry ends the message at once: the wait is
 // cut short and no further attempt starts.
 func TestCoordinatorStopDuringTheWaitEndsTheMessage(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []turn{{out: overload}, {out: answered}}, func(m *policy.Model) {
 		m.TurnWait = 2 * time.Hour
 		m.Backoff = policy.Backoff{Base: time.Hour, Cap: time.Hour, Jitter: 0.01}
@@ -498,6 +503,7 @@ func TestCoordinatorStopDuringTheWaitEndsTheMessage(t *testing.T) {
 // the test's clock's: it lasts as long as the test says, however busy the
 // machine.
 func TestCoordinatorCutsAStalledAttemptAndContinues(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []turn{{out: cli.Outcome{Session: "s-1"}, hold: true}, {out: answered}}, func(m *policy.Model) {
 		m.StallWarning, m.StallAbort = time.Second, 2*time.Second
 	}, "", false)
@@ -519,6 +525,7 @@ func TestCoordinatorCutsAStalledAttemptAndContinues(t *testing.T) {
 // A tool call in flight is not silence: an attempt waiting on one (an
 // await_outcome waiting for a tap) far past the stall limit is let be.
 func TestCoordinatorLetsAToolCallOutlastTheStallLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []turn{{out: answered, inTool: true, hold: true}}, func(m *policy.Model) {
 		m.StallWarning, m.StallAbort = time.Second, 2*time.Second
 	}, "", false)
@@ -539,6 +546,7 @@ func TestCoordinatorLetsAToolCallOutlastTheStallLimit(t *testing.T) {
 // loaded machine starts processes late) still ends at once: the tests that
 // hold an attempt must not stall on when the process happened to start.
 func TestAHeldAttemptReleasedBeforeItStartsEnds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []turn{{out: answered, hold: true}}, nil, "", false)
 	h.release()
 	if reply := h.replied(t, h.send("hello")); reply != "answered" {
@@ -578,6 +586,7 @@ func TestCoordinatorKeepsWhatTheCLIWritesPrivate(t *testing.T) {
 // attempt and tells the chat which call looped. The calls are made through
 // the operator, as the run's MCP server makes them.
 func TestCoordinatorEndsTheRunAtADoomLoop(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []turn{{out: answered, hold: true}}, nil, "", false)
 	sent := h.send("hello")
 	h.steps.wait(t, cli.ActionStart, 1)
@@ -603,6 +612,7 @@ func TestCoordinatorEndsTheRunAtADoomLoop(t *testing.T) {
 // the second refused call spends the task's repair budget (1), the operator
 // stops it, and the coordinator kills the attempt and tells the chat why.
 func TestCoordinatorEndsTheRunWhenTheBudgetIsSpent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []turn{{out: answered, hold: true}}, nil, "", false)
 	sent := h.send("hello")
 	h.steps.wait(t, cli.ActionStart, 1)
@@ -632,6 +642,7 @@ func TestCoordinatorEndsTheRunWhenTheBudgetIsSpent(t *testing.T) {
 // A message's run is bounded in time by the policy (model.run_time): a run
 // past it is ended, however busy its tools, and the chat is told.
 func TestCoordinatorEndsARunPastItsTimeBound(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []turn{{out: answered, inTool: true, hold: true}}, func(m *policy.Model) {
 		m.RunTime = 200 * time.Millisecond
 	}, "", true)
@@ -648,6 +659,7 @@ func TestCoordinatorEndsARunPastItsTimeBound(t *testing.T) {
 // operation, instead of "nothing else was done" (the tool ran, the report
 // failed).
 func TestCoordinatorGivingUpSaysWhatWasAlreadyDone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []turn{{out: overload}, {out: overload}, {out: overload}, {out: answered}}, func(m *policy.Model) {
 		m.TurnWait = 3 * time.Second
 		m.Backoff = policy.Backoff{Base: 2 * time.Second, Cap: 2 * time.Second, Jitter: 0.01}

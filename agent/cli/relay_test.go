@@ -16,6 +16,7 @@ import (
 // coordinator reads after an attempt is the wait of the answer the CLI failed
 // on.
 func TestTheRelayKeepsTheWaitOfTheLastFailedAnswer(t *testing.T) {
+	t.Parallel()
 	type answer struct {
 		status int
 		header map[string]string
@@ -88,6 +89,7 @@ func TestTheRelayKeepsTheWaitOfTheLastFailedAnswer(t *testing.T) {
 // service still holds the stream open, so the stall watch sees a live stream
 // as live.
 func TestTheRelayPassesAStreamAsItComes(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -117,6 +119,7 @@ func TestTheRelayPassesAStreamAsItComes(t *testing.T) {
 // A service that cannot be reached leaves the CLI with no answer, as it would
 // without the relay: a connection error, never an answer the relay made up.
 func TestTheRelayGivesNoAnswerWhenTheServiceGaveNone(t *testing.T) {
+	t.Parallel()
 	upstream := httptest.NewServer(http.NotFoundHandler())
 	base := upstream.URL
 	upstream.Close()
@@ -136,6 +139,7 @@ func TestTheRelayGivesNoAnswerWhenTheServiceGaveNone(t *testing.T) {
 }
 
 func TestTheRelayRefusesAServiceThatIsNoURL(t *testing.T) {
+	t.Parallel()
 	for _, base := range []string{"", "api.anthropic.com", "ftp://x/", "http://"} {
 		if r, err := startRelay(base, nil, time.Now); err == nil {
 			r.Close()
@@ -152,6 +156,7 @@ func TestTheRelayRefusesAServiceThatIsNoURL(t *testing.T) {
 // answer and ends the run, once however many follow. Other requests are no
 // model turns.
 func TestTheRelayPassesNoModelRequestPastTheBound(t *testing.T) {
+	t.Parallel()
 	var served atomic.Int32
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served.Add(1) }))
 	defer upstream.Close()

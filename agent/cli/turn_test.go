@@ -198,6 +198,7 @@ func reply(t *testing.T, sent <-chan result, ev *events) string {
 // the inbox stored first), then for its run, and starts only after that run's
 // process ended.
 func TestTwoReplicasRunOneChatsMessagesOneAtATime(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Fresh(t)
 	ev := newEvents()
 	held := turn{out: answered, hold: true}
@@ -240,6 +241,7 @@ func TestTwoReplicasRunOneChatsMessagesOneAtATime(t *testing.T) {
 // A replica that died holding a chat's turn holds it no longer than its lease:
 // the next message, on another replica, waits for it, then drops it and runs.
 func TestADeadReplicasChatTurnIsTakenAfterItsLease(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Fresh(t)
 	ev := newEvents()
 	r1 := newReplicaCLI(t, url, "r1", time.Second, nil, ev)
@@ -278,6 +280,7 @@ func TestADeadReplicasChatTurnIsTakenAfterItsLease(t *testing.T) {
 // its own run before its lease runs out, so that the run never overlaps the
 // run another replica may start after the lease; the chat is told why.
 func TestAReplicaThatCannotKeepItsTurnEndsItsRun(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Fresh(t)
 	ev := newEvents()
 	r1 := newReplicaCLI(t, url, "r1", time.Second, []turn{{out: answered, hold: true}}, ev)

@@ -34,6 +34,7 @@ func claude(t *testing.T, srv *agenttest.Server, prompt string, args ...string) 
 // Claude Code, offline against the model test server, gets the scripted answer
 // in one streamed request carrying the test key, and nothing else is asked.
 func TestClaudeCodeGetsTheScriptedAnswer(t *testing.T) {
+	t.Parallel()
 	srv := agenttest.NewServer(t, agenttest.Message("end_turn", "FAKE-DONE"))
 	r := claude(t, srv, "say done")
 	final, _ := r.Final()
@@ -51,6 +52,7 @@ func TestClaudeCodeGetsTheScriptedAnswer(t *testing.T) {
 
 // A script reads the tool result Claude Code sends back and answers from it.
 func TestClaudeCodeSendsTheToolResultBack(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "note.txt")
 	if err := os.WriteFile(file, []byte("the word is heron\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -77,6 +79,7 @@ func TestClaudeCodeSendsTheToolResultBack(t *testing.T) {
 // is_error and exit code 1 (under the subtype "success" in 2.1.328): Succeeded
 // goes by those two.
 func TestAnOverloadIsAFailureWhateverTheSubtype(t *testing.T) {
+	t.Parallel()
 	srv := agenttest.NewServer(t, agenttest.Fail(agenttest.Overload))
 	r := claude(t, srv, "say done")
 	final, ok := r.Final()
@@ -91,6 +94,7 @@ func TestAnOverloadIsAFailureWhateverTheSubtype(t *testing.T) {
 // Stop ends a run that waits on a model that never answers: the events so far
 // are there to watch, and the process group goes at once.
 func TestStopEndsAHungRun(t *testing.T) {
+	t.Parallel()
 	srv := agenttest.NewServer(t, agenttest.Message("end_turn", "never").HangFor(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

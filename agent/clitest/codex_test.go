@@ -79,6 +79,7 @@ func codex(t *testing.T, home, thread, prompt string) clitest.CodexRun {
 // one streamed Responses request carrying the test key, with none of the
 // host's tools (no shell, no files, no web) on offer.
 func TestCodexGetsTheScriptedAnswer(t *testing.T) {
+	t.Parallel()
 	srv := agenttest.NewServer(t, agenttest.Message("end_turn", "FAKE-DONE"))
 	r := codex(t, clitest.CodexHome(t, srv.URL), "", "say done")
 	if !r.Succeeded() || r.Text() != "FAKE-DONE" || r.ThreadID() == "" {
@@ -104,6 +105,7 @@ func TestCodexGetsTheScriptedAnswer(t *testing.T) {
 // (mcp__echo__echo), sends its result back, and answers; resumed, the thread
 // is the same, its history comes along, and the tool is not called again.
 func TestCodexCallsAnMCPToolAndResumesTheThread(t *testing.T) {
+	t.Parallel()
 	srv := agenttest.NewServerFunc(t, func(req agenttest.Request) agenttest.Reply {
 		last, _ := req.LastResult()
 		switch req.N {
@@ -147,6 +149,7 @@ func TestCodexCallsAnMCPToolAndResumesTheThread(t *testing.T) {
 // an error event, and turn.failed with a message (no status: a provider reads
 // the kind of failure from the session's record, see agent/cli).
 func TestCodexFailsOnceWithItsRetriesOff(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		reply agenttest.Reply
@@ -158,6 +161,7 @@ func TestCodexFailsOnceWithItsRetriesOff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			srv := agenttest.NewServer(t, tt.reply)
 			r := codex(t, clitest.CodexHome(t, srv.URL), "", "say done")
 			failure, failed := r.Failure()
@@ -173,6 +177,7 @@ func TestCodexFailsOnceWithItsRetriesOff(t *testing.T) {
 
 // Stop ends a Codex run that waits on a model that never answers, at once.
 func TestStopEndsAHungCodexRun(t *testing.T) {
+	t.Parallel()
 	bin := clitest.Find(t, clitest.Codex)
 	srv := agenttest.NewServer(t, agenttest.Message("end_turn", "never").HangFor(0))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -47,6 +47,7 @@ func TestARunGetsOnlyItsOwnEnvironment(t *testing.T) {
 // Stop, a deadline and the end of the run each kill the whole process group:
 // what the CLI started (here a sleep standing for an MCP server) goes with it.
 func TestTheProcessGroupGoesWithTheRun(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		end  func(*clitest.Process, context.CancelFunc)
