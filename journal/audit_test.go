@@ -274,6 +274,7 @@ func testEveryTamperIsFoundAndNamed(t *testing.T, name string) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			fresh := t.TempDir() + "/j.db"
 			if journal.IsPostgres(name) {
 				fresh = pgtest.Fresh(t)

@@ -236,6 +236,7 @@ func TestTamperingWithPendingRecords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			name := backends[1].fresh(t)
 			c := newClock()
 			j := openWith(t, name, journal.WithClock(c.now), journal.WithLeaseClock(c.now), journal.WithoutAuditFlush())
