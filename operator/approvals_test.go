@@ -189,7 +189,7 @@ func TestAnApprovalNobodyDecidedIsEscalated(t *testing.T) {
 		t.Fatalf("the escalation list before the escalation = %v, want ErrNotApprover", err)
 	}
 	h.clock.Advance(h.pol.ApprovalTTL/2 + time.Second)
-	sweepFor(t, h, rec, 2, 50*time.Millisecond)
+	sweepUntil(t, h, rec, operator.ApprovalEscalated, 50*time.Millisecond) // five more sweeps: none escalates again
 	var escalated int
 	for _, e := range rec.events() {
 		if e.Kind == operator.ApprovalEscalated {

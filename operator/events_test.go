@@ -94,6 +94,27 @@ func sweepFor(t *testing.T, h *harness, r *recorder, n int, settle time.Duration
 	return r.heardList()
 }
 
+// sweepUntil runs the operator's Sweep until the recorder has heard an event of
+// kind, and then for settle more; it fails after 10 s without one. Counting
+// events is not enough where the sweep publishes others first (a late
+// ApprovalNeeded before an escalation).
+func sweepUntil(t *testing.T, h *harness, r *recorder, kind operator.EventKind, settle time.Duration) []heard {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.op.Sweep(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.ContainsFunc(r.heardList(), func(e heard) bool { return e.Kind == kind }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in 10 s of sweeps; heard %v", kind, r.heardList())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(settle)
+	return r.heardList()
+}
+
 func fastSweep(o *operator.Options) {
 	o.SweepEvery, o.WatchEvery = 10*time.Millisecond, 10*time.Millisecond
 }
