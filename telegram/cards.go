@@ -429,10 +429,10 @@ func (t *Bot) closeCards(ctx context.Context, ref, line string) {
 	}
 }
 
-// closeDecided closes the cards of approval apID if it was decided before they
-// were all recorded: its decision's closeCards, run before them, found none or
-// some of them to close. The caller holds t.cards.lock(apID), so a decision
-// after this read closes them all. A tap deciding it now closes them itself.
+// closeDecided closes the cards of approval apID, once they are all recorded, if
+// it was decided before: its decision's closeCards, run before them, found none
+// or some of them to close. A decision after this read finds them all. A tap
+// deciding it now closes them itself.
 func (t *Bot) closeDecided(ctx context.Context, apID string) {
 	if t.tapping.has(apID) {
 		return
@@ -442,8 +442,8 @@ func (t *Bot) closeDecided(ctx context.Context, apID string) {
 		t.log.Warn("approval not read after its cards; a decision made before them leaves them open", "approval", apID, "err", err)
 		return
 	}
-	if line := closedLine(a); a.Decision != journal.Pending && line != "" {
-		t.editCardsHeld(ctx, apID, line)
+	if line := closedLine(a); line != "" { // "" while it waits
+		t.editCards(ctx, apID, line)
 	}
 }
 
@@ -478,16 +478,7 @@ func (t *Bot) makeCardEdits(ctx context.Context) {
 
 // editCards edits every copy of the cards about ref: line is appended and the
 // buttons removed.
-//
-// It waits for the cards of ref on their way (t.cards), so that a card sent
-// while it runs is not left with its buttons.
 func (t *Bot) editCards(ctx context.Context, ref, line string) {
-	defer t.cards.lock(ref)()
-	t.editCardsHeld(ctx, ref, line)
-}
-
-// editCardsHeld is editCards for a caller that holds t.cards.lock(ref).
-func (t *Bot) editCardsHeld(ctx context.Context, ref, line string) {
 	cards, err := t.journal.Cards(ctx, ref)
 	if err != nil {
 		t.log.Warn("cards not found", "ref", ref, "err", err)

@@ -60,8 +60,8 @@ func main() {
 // testArgs are go test's arguments for args on a machine of cpus cores: args,
 // after -parallel 2×cpus when they set no -parallel. Most tests wait (on child
 // bots, agent CLIs, the database, a stand-in's delay) rather than compute, and
-// go test's default, one at a time a core, leaves the cores idle while they do:
-// twice that takes the quick run from about 3 to about 2 minutes on 2 cores.
+// go test's default, one at a time a core, leaves the cores idle while they do
+// (cmd/bot: about 90 s with it, 60 s with twice that, on 2 cores).
 func testArgs(args []string, cpus int) []string {
 	for _, a := range args {
 		if a == "--" {
