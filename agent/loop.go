@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -624,17 +625,17 @@ func (l *Loop) runTools(ctx context.Context, taskID string, calls []model.ToolCa
 		if err != nil {
 			return round{}, fmt.Errorf("agent: %s: %w", c.Name, err)
 		}
-		ok := res.Status == tools.StatusSucceeded || res.Status == tools.StatusPending
+		ok := res.Status == action.StatusSucceeded || res.Status == action.StatusPending
 		r.results.ToolResults = append(r.results.ToolResults, model.ToolResult{CallID: c.ID, Content: string(data), IsError: !ok})
-		if res.SideEffect == tools.SideEffectCommitted {
+		if res.SideEffect == action.SideEffectCommitted {
 			r.did = append(r.did, c.Name+" "+res.OperationID)
 		}
 		switch {
-		case res.Status == tools.StatusPending:
+		case res.Status == action.StatusPending:
 			r.awaiting = append(r.awaiting, res.OperationID)
-		case res.Cause == tools.CauseDoomLoop:
+		case res.Cause == action.CauseDoomLoop:
 			r.doom = res.Reason
-		case res.NextAction == tools.NextStop || res.NextAction == tools.NextVerify:
+		case res.NextAction == action.NextStop || res.NextAction == action.NextVerify:
 			r.stop = res.Reason
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/console"
@@ -262,14 +263,14 @@ func TestLoopResultsFollowTheContract(t *testing.T) {
 	if len(results) != 2 {
 		t.Fatalf("tool results = %v, want one per call", results)
 	}
-	var repair, draft tools.Result
+	var repair, draft action.Result
 	json.Unmarshal([]byte(contentText(results[0])), &repair)
 	json.Unmarshal([]byte(contentText(results[1])), &draft)
-	if results[0]["is_error"] != true || repair.Status != tools.StatusRepairable || repair.NextAction != tools.NextRepair ||
+	if results[0]["is_error"] != true || repair.Status != action.StatusRepairable || repair.NextAction != action.NextRepair ||
 		!strings.Contains(repair.Reason, "not a chat id") || repair.OperationID == "" {
 		t.Errorf("the failed call's result = %v / %+v, want an error result with status repairable and the reason", results[0], repair)
 	}
-	if results[1]["is_error"] == true || draft.Status != tools.StatusSucceeded || draft.SideEffect != tools.SideEffectNone {
+	if results[1]["is_error"] == true || draft.Status != action.StatusSucceeded || draft.SideEffect != action.SideEffectNone {
 		t.Errorf("the draft's result = %v / %+v, want succeeded with no side effect", results[1], draft)
 	}
 }

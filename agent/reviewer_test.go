@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/vault"
 	"github.com/countersign/countersign/verifier"
 )
@@ -197,7 +197,7 @@ func TestReviewerReadsJournalAndVault(t *testing.T) {
 	var mine journal.Operation
 	for _, target := range []string{"222", "333"} {
 		op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp" + target,
-			Payload: tools.Payload{Action: "send_message", Target: target, Text: "Digest, call +49 1512 3456789"}}, "prepared")
+			Payload: action.Payload{Action: "send_message", Target: target, Text: "Digest, call +49 1512 3456789"}}, "prepared")
 		if err != nil {
 			t.Fatal(err)
 		}

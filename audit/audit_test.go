@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // trail returns a journal with a little history: two operations asked for
@@ -38,7 +38,7 @@ func trail(t *testing.T) *journal.Journal {
 			t.Fatal(err)
 		}
 		op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
-			Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi <b>" + string(rune('a'+i))}}, "prepared")
+			Payload: action.Payload{Action: "send_message", Target: "222", Text: "hi <b>" + string(rune('a'+i))}}, "prepared")
 		if err != nil {
 			t.Fatal(err)
 		}

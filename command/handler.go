@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -54,7 +55,7 @@ type Reply struct {
 	// Approvals are the decisions to ask an approver for, in order.
 	Approvals []Approval
 	// Result is the tool result behind the reply, when there is one.
-	Result *tools.Result
+	Result *action.Result
 	// Listed are the operations a list names, in its order; Pending marks the
 	// list of what waits for a person (/pending), whose surface may put a
 	// decision's buttons beside each.
@@ -201,7 +202,7 @@ func (h *Handler) callIn(ctx context.Context, task journal.Task, tool string, ar
 	return h.answer(ctx, tool, r, err)
 }
 
-func (h *Handler) answer(ctx context.Context, tool string, r tools.Result, err error) (Reply, error) {
+func (h *Handler) answer(ctx context.Context, tool string, r action.Result, err error) (Reply, error) {
 	if errors.Is(err, operator.ErrUnknownTool) {
 		return Reply{Text: fmt.Sprintf("The policy does not offer %s.", tool)}, nil
 	}
@@ -272,17 +273,17 @@ func (h *Handler) continueTask(ctx context.Context, ops []journal.Operation, err
 	}
 	var reply Reply
 	for _, op := range ops {
-		var r tools.Result
+		var r action.Result
 		switch op.State {
 		case journal.Prepared, journal.Verified:
 			if r, err = h.Operator.Continue(ctx, op.ID); err != nil {
 				return Reply{}, err
 			}
-			if r.Status == tools.StatusSucceeded && r.SideEffect == tools.SideEffectNone {
+			if r.Status == action.StatusSucceeded && r.SideEffect == action.SideEffectNone {
 				continue // a draft of the turn: finished when it was made
 			}
 		case journal.AwaitingApproval:
-			r = tools.Result{Status: tools.StatusPending, OperationID: op.ID}
+			r = action.Result{Status: action.StatusPending, OperationID: op.ID}
 		default:
 			continue
 		}
@@ -329,7 +330,7 @@ func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
 }
 
 // outcome turns a result into a reply, with the approval to ask for when pending.
-func (h *Handler) outcome(ctx context.Context, opID string, r tools.Result, err error) (Reply, error) {
+func (h *Handler) outcome(ctx context.Context, opID string, r action.Result, err error) (Reply, error) {
 	if errors.Is(err, journal.ErrNotFound) && opID != "" {
 		return Reply{Text: fmt.Sprintf("No operation %s.", opID)}, nil
 	}
@@ -340,7 +341,7 @@ func (h *Handler) outcome(ctx context.Context, opID string, r tools.Result, err 
 		return Reply{}, err
 	}
 	reply := Reply{Text: Describe(r), Result: &r}
-	if r.Status != tools.StatusPending {
+	if r.Status != action.StatusPending {
 		return reply, nil
 	}
 	a, err := h.Approval(ctx, opID)
@@ -376,35 +377,35 @@ func refusal(err error) (string, bool) {
 }
 
 // Describe is a result in a sentence or two for the person who asked.
-func Describe(r tools.Result) string {
+func Describe(r action.Result) string {
 	switch {
-	case r.Status == tools.StatusPending && r.Cause == tools.CauseQuorum:
+	case r.Status == action.StatusPending && r.Cause == action.CauseQuorum:
 		return fmt.Sprintf("%s is waiting for approval: %s.", r.OperationID, r.Reason)
-	case r.Status == tools.StatusPending:
+	case r.Status == action.StatusPending:
 		return fmt.Sprintf("%s is waiting for approval.", r.OperationID)
-	case r.Status == tools.StatusSucceeded && r.Draft != "":
+	case r.Status == action.StatusSucceeded && r.Draft != "":
 		return fmt.Sprintf("Draft %s (nothing sent):\n%s", r.OperationID, r.Draft)
-	case r.Status == tools.StatusSucceeded && r.Evidence != nil && changed[r.Action] != "":
+	case r.Status == action.StatusSucceeded && r.Evidence != nil && changed[r.Action] != "":
 		return fmt.Sprintf("%s message %s in %s (%s).", changed[r.Action], ids(r.Evidence.MessageIDs), r.Evidence.ChatID, r.OperationID)
-	case r.Status == tools.StatusSucceeded && r.Evidence != nil && r.Evidence.HTTPStatus != 0:
+	case r.Status == action.StatusSucceeded && r.Evidence != nil && r.Evidence.HTTPStatus != 0:
 		return strings.TrimSuffix(fmt.Sprintf("%s done: HTTP %d, ref %s", r.OperationID, r.Evidence.HTTPStatus, r.Evidence.Ref), ", ref ") + "."
-	case r.Status == tools.StatusSucceeded && r.Evidence != nil:
+	case r.Status == action.StatusSucceeded && r.Evidence != nil:
 		return fmt.Sprintf("Sent %s to %s (message %s).", r.OperationID, r.Evidence.ChatID, ids(r.Evidence.MessageIDs))
-	case r.Status == tools.StatusSucceeded:
+	case r.Status == action.StatusSucceeded:
 		return fmt.Sprintf("%s done. %s", r.OperationID, capitalize(r.Reason))
-	case r.NextAction == tools.NextVerify:
+	case r.NextAction == action.NextVerify:
 		return fmt.Sprintf("Outcome unknown for %s: it will not be resent. %s", r.OperationID, capitalize(r.Reason))
-	case r.NextAction == tools.NextRepair:
+	case r.NextAction == action.NextRepair:
 		return fmt.Sprintf("%s needs a repair. %s", r.OperationID, capitalize(r.Reason))
-	case r.NextAction == tools.NextRetry:
+	case r.NextAction == action.NextRetry:
 		return fmt.Sprintf("%s can be sent again. %s", r.OperationID, capitalize(r.Reason))
 	}
 	return fmt.Sprintf("%s stopped. %s", r.OperationID, capitalize(r.Reason))
 }
 
 // changed is what a success did to a message already sent, by the action.
-var changed = map[string]string{tools.ActionEditMessage: "Edited", tools.ActionDeleteMessage: "Deleted",
-	tools.ActionPinMessage: "Pinned", tools.ActionUnpinMessage: "Unpinned"}
+var changed = map[string]string{action.EditMessage: "Edited", action.DeleteMessage: "Deleted",
+	action.PinMessage: "Pinned", action.UnpinMessage: "Unpinned"}
 
 func ids(v []int64) string {
 	s := make([]string, len(v))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -166,7 +167,7 @@ func TestTheCardNamesTheApproversOfTheTask(t *testing.T) {
 			t.Errorf("the tap of %d = %+v, %v with %d sends; want a refusal and no send", who, d, err, w.sender.count())
 		}
 	}
-	if d, err := h.Decide(ctx, a.ID, operatorID, true); err != nil || d.Result == nil || d.Result.Status != tools.StatusSucceeded {
+	if d, err := h.Decide(ctx, a.ID, operatorID, true); err != nil || d.Result == nil || d.Result.Status != action.StatusSucceeded {
 		t.Errorf("the tap of an approver of both = %+v, %v; want it sent", d, err)
 	}
 }
@@ -181,7 +182,7 @@ func TestNewWithoutAModel(t *testing.T) {
 }
 
 func TestDescribeAnHTTPSuccess(t *testing.T) {
-	r := tools.Result{Status: tools.StatusSucceeded, OperationID: "op-1", Evidence: &tools.Evidence{HTTPStatus: 201, Ref: "T-1"}}
+	r := action.Result{Status: action.StatusSucceeded, OperationID: "op-1", Evidence: &action.Evidence{HTTPStatus: 201, Ref: "T-1"}}
 	if got, want := command.Describe(r), "op-1 done: HTTP 201, ref T-1."; got != want {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}

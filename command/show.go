@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/verifier"
 )
@@ -78,7 +79,7 @@ func EscapesNote(s string, escaped bool) string {
 
 // Characters is the length of a payload's text as Telegram counts it: UTF-16 code
 // units of what its recipient sees (verifier.Length).
-func Characters(p tools.Payload) int { return verifier.Length(p.Text, p.ParseMode) }
+func Characters(p action.Payload) int { return verifier.Length(p.Text, p.ParseMode) }
 
 // Rendering is what an approver is shown of a text with a parse mode beyond its
 // source, which hides what it does: the text its recipient will see, and every link
@@ -135,7 +136,7 @@ func Facts(s tools.Shown) string {
 
 // TextLabel is what a card calls the payload's text: the tool's word for it,
 // "" when the payload sends none.
-func TextLabel(s tools.Shown, p tools.Payload) string {
+func TextLabel(s tools.Shown, p action.Payload) string {
 	if p.Text == "" {
 		return ""
 	}

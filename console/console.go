@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -86,7 +87,7 @@ var (
 
 // SendPoll implements tools.Poller: the console prints the question and the
 // options.
-func (p *Printer) SendPoll(ctx context.Context, target, question string, poll tools.Poll) (tools.Delivery, error) {
+func (p *Printer) SendPoll(ctx context.Context, target, question string, poll action.Poll) (tools.Delivery, error) {
 	var b strings.Builder
 	for i, o := range poll.Options {
 		fmt.Fprintf(&b, "\n  %d. %s", i+1, command.Visible(o))
@@ -425,7 +426,7 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 	if label := command.TextLabel(a.Shown, p); label != "" {
 		fmt.Fprintln(c.Out, indent(label+":\n"+command.Visible(p.Text)))
 	}
-	if n := len(p.Previews()); p.Request == nil && n > 1 {
+	if n := len(tools.Previews(p)); p.Request == nil && n > 1 {
 		// As the Telegram card says it: a text past one message goes as several.
 		fmt.Fprintf(c.Out, "  It goes out as %d messages, in this order (Telegram takes at most %d characters a message).\n", n, tools.MaxMessageUnits)
 	}

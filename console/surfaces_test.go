@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/console"
 	"github.com/countersign/countersign/journal"
@@ -68,7 +69,7 @@ func TestAnotherSurfacesApprovalIsAnnouncedAndAnswerable(t *testing.T) {
 	}
 	args, _ := json.Marshal(tools.SendArgs{ChatID: "222", Text: "from an agent"})
 	r, err := agent.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: args})
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("agent's call = %+v, %v; want pending", r, err)
 	}
 	want := "mcp asks to send_message to 222: \"from an agent\". Answer with /approve " + r.OperationID + " or /reject " + r.OperationID + "."

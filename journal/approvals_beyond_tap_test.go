@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // askedFor moves a new operation to awaiting_approval with an approval that
@@ -96,7 +96,7 @@ func testAnEditKeepsBothPayloadsAndVoidsTheApproval(t *testing.T, name string) {
 	c := newClock()
 	j := open(t, name, c.now)
 	op, a := askedFor(t, j, 1)
-	p := tools.Payload{Action: "send_message", Target: "222", Text: "hi, corrected"}
+	p := action.Payload{Action: "send_message", Target: "222", Text: "hi, corrected"}
 	next := j.NewApproval(op, 7, time.Hour)
 	e, err := j.EditPayload(ctx, a.ID, p, 42, next)
 	if err != nil {
@@ -146,7 +146,7 @@ func testGrantsApproveOnlyWhatTheyName(t *testing.T, name string) {
 	op1, a1 := askedFor(t, j, 1)
 	op2, a2 := askedFor(t, j, 1)
 	stale := item(op2, a2)
-	stale.PayloadSHA256 = tools.Payload{Text: "what the card showed"}.SHA256()
+	stale.PayloadSHA256 = action.Payload{Text: "what the card showed"}.SHA256()
 	if _, _, err := j.GrantApprovals(ctx, 42, "t", []journal.GrantItem{item(op1, a1), stale}); !errors.Is(err, journal.ErrNotCovered) {
 		t.Fatalf("a grant over a changed payload = %v, want ErrNotCovered", err)
 	}
@@ -170,7 +170,7 @@ func testGrantsApproveOnlyWhatTheyName(t *testing.T, name string) {
 	}
 	other, aOther := askedFor(t, j, 1)
 	if err := j.Move(ctx, other.ID, journal.Move{From: journal.AwaitingApproval, To: journal.AwaitingApproval, Reason: "to 333",
-		Payload: &tools.Payload{Action: "send_message", Target: "333", Text: "hi"}}); err != nil {
+		Payload: &action.Payload{Action: "send_message", Target: "333", Text: "hi"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := j.DecideBallot(ctx, aOther.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Grant: w.ID}); !errors.Is(err, journal.ErrNotCovered) {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // asked moves a new operation on to awaiting_approval with an approval that
@@ -48,8 +48,8 @@ func lifecycle(t *testing.T, j *journal.Journal, c *clock) {
 		t.Fatal(err)
 	}
 	move(sent.ID, journal.Move{From: journal.Approved, To: journal.Committing, Reason: "sending", StartAttempt: true})
-	r := tools.Result{Status: tools.StatusSucceeded, OperationID: sent.ID, SideEffect: tools.SideEffectCommitted,
-		Evidence: &tools.Evidence{ChatID: "222", MessageIDs: []int64{9}}}
+	r := action.Result{Status: action.StatusSucceeded, OperationID: sent.ID, SideEffect: action.SideEffectCommitted,
+		Evidence: &action.Evidence{ChatID: "222", MessageIDs: []int64{9}}}
 	move(sent.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "sent", Result: &r, AttemptOutcome: "committed"})
 
 	_, rejected := newOp(t, j)
@@ -100,7 +100,7 @@ func beyondOneTap(t *testing.T, j *journal.Journal, c *clock) {
 	_, edited := newOp(t, j)
 	first := asked(t, j, edited, time.Hour)
 	next := j.NewApproval(edited, 7, time.Hour)
-	if _, err := j.EditPayload(ctx, first.ID, tools.Payload{Action: "send_message", Target: "222", Text: "hi, corrected"}, 42, next); err != nil {
+	if _, err := j.EditPayload(ctx, first.ID, action.Payload{Action: "send_message", Target: "222", Text: "hi, corrected"}, 42, next); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := j.Decide(ctx, next.ID, journal.DecideApprove, 44); err != nil {

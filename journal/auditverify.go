@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
-	"github.com/countersign/countersign/tools"
 )
 
 // AuditReport is what VerifyAudit found.
@@ -299,7 +299,7 @@ func checkOperation(id string, o opRow, state State, sha string, ops map[string]
 	if sha == "" {
 		return nil // created before the trail began, its payload never changed since
 	}
-	var p tools.Payload
+	var p action.Payload
 	if err := json.Unmarshal([]byte(o.payload), &p); err != nil {
 		return bad("payload is not JSON: %v", err)
 	}

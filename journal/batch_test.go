@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 func TestCountMatchesOperations(t *testing.T) {
@@ -58,7 +58,7 @@ func testFirstOperationIsOneTransaction(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	op := journal.Operation{Tool: "commit_send_message", Fingerprint: "fp", Surface: "telegram", Transport: "telegram",
-		Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}
+		Payload: action.Payload{Action: "send_message", Target: "222", Text: "hi"}}
 	task := journal.Task{Requester: 7, Policy: p, Origin: "test:1"}
 	// An illegal move among them undoes the task and the operation too.
 	_, _, err = j.CreateFirstOperation(ctx, task, op, "prepared", journal.Move{From: journal.Prepared, To: journal.Committing})

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
-	"github.com/countersign/countersign/tools"
 )
 
 // Edit is a payload an approver replaced before anyone approved it: the payload
@@ -18,7 +18,7 @@ import (
 type Edit struct {
 	Operation string
 	Seq       int // 1 for an operation's first edit
-	Old       tools.Payload
+	Old       action.Payload
 	OldSHA256 string
 	NewSHA256 string
 	By        int64
@@ -35,7 +35,7 @@ const ReasonEdited = "payload edited by"
 // awaiting_approval to awaiting_approval with p, and next, an approval of p, is
 // asked. ErrDecided when the approval was decided first; ErrExpired, with
 // nothing changed, when its time is over (the sweep records the expiry).
-func (j *Journal) EditPayload(ctx context.Context, apID string, p tools.Payload, by int64, next *Approval) (Edit, error) {
+func (j *Journal) EditPayload(ctx context.Context, apID string, p action.Payload, by int64, next *Approval) (Edit, error) {
 	var e Edit
 	err := j.tx(ctx, func(tx txn) error {
 		// Locked, like a decision's: the payload read next is the one the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/action"
 )
 
 // A replica holds an operation it moved to committing for as long as its lease
@@ -17,7 +17,7 @@ import (
 // resolve it and approve a retry, and that retry may be sent: the first
 // replica, resuming late (a stalled process, a lost database), must then not
 // write its request. Hold is the proof it asks for right before the write
-// (tools.Fence); Lost tells a replica whose name lock went with its database
+// (action.Fence); Lost tells a replica whose name lock went with its database
 // session, which stops committing at once.
 
 // ErrReplicaLost means this replica's name lock is gone (its database session
@@ -179,7 +179,7 @@ func (r *rep) holdMargin() time.Duration { return r.lease / 5 }
 // replica, claimed by it with more than a fifth of its lease left by the lease
 // clock, and (on PostgreSQL) read on the session that holds its name lock, so
 // that the lock is proven alive too. Otherwise it returns an error wrapping
-// tools.ErrFenced: the request must not be written, and the operation is not
+// action.ErrFenced: the request must not be written, and the operation is not
 // this process's to record anything about.
 func (j *Journal) Hold(ctx context.Context, f Fence) error {
 	var (
@@ -189,7 +189,7 @@ func (j *Journal) Hold(ctx context.Context, f Fence) error {
 		until, now int64
 	)
 	if j.lost() {
-		return fmt.Errorf("journal: hold %s: %w: %w", f.Operation, tools.ErrFenced, ErrReplicaLost)
+		return fmt.Errorf("journal: hold %s: %w: %w", f.Operation, action.ErrFenced, ErrReplicaLost)
 	}
 	var err error
 	if j.rep != nil && j.rep.conn != nil {
@@ -200,7 +200,7 @@ func (j *Journal) Hold(ctx context.Context, f Fence) error {
 			Scan(&state, &attempts, &by, &until)
 	}
 	if err != nil {
-		return fmt.Errorf("journal: hold %s: %w: %w", f.Operation, tools.ErrFenced, err)
+		return fmt.Errorf("journal: hold %s: %w: %w", f.Operation, action.ErrFenced, err)
 	}
 	why := ""
 	switch {
@@ -215,7 +215,7 @@ func (j *Journal) Hold(ctx context.Context, f Fence) error {
 		why = fmt.Sprintf("the lease has %d ms left", max(0, until-now))
 	}
 	if why != "" {
-		return fmt.Errorf("journal: hold %s: %w: %s", f.Operation, tools.ErrFenced, why)
+		return fmt.Errorf("journal: hold %s: %w: %s", f.Operation, action.ErrFenced, why)
 	}
 	return nil
 }

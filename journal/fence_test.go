@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // A replica holds the commit it moved to committing only while it is that
 // attempt, claimed by it, with lease to spare: Hold, the sender's last check
-// before the write, proves exactly that, and refuses with tools.ErrFenced once
+// before the write, proves exactly that, and refuses with action.ErrFenced once
 // another replica made the commit unknown after the lease, a person resolved
 // it, and the retry was moved to committing again.
 func TestHoldProvesTheAttemptAndTheClaim(t *testing.T) {
@@ -38,12 +38,12 @@ func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
 		{"another replica", r2, first},
 		{"another attempt", r1, journal.Fence{Operation: op.ID, Attempt: 2}},
 	} {
-		if err := tc.j.Hold(ctx, tc.f); !errors.Is(err, tools.ErrFenced) {
+		if err := tc.j.Hold(ctx, tc.f); !errors.Is(err, action.ErrFenced) {
 			t.Errorf("%s: Hold = %v, want ErrFenced", tc.what, err)
 		}
 	}
 	c.add(9 * time.Second) // a second of a 10 s lease left: too little to write in
-	if err := r1.Hold(ctx, first); !errors.Is(err, tools.ErrFenced) {
+	if err := r1.Hold(ctx, first); !errors.Is(err, action.ErrFenced) {
 		t.Errorf("with 1 s of lease left: Hold = %v, want ErrFenced", err)
 	}
 	if err := r1.Renew(ctx); err != nil {
@@ -67,7 +67,7 @@ func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
 			t.Fatal(err)
 		}
 	}
-	if err := r1.Hold(ctx, first); !errors.Is(err, tools.ErrFenced) {
+	if err := r1.Hold(ctx, first); !errors.Is(err, action.ErrFenced) {
 		t.Errorf("r1 resuming after the retry was taken: Hold = %v, want ErrFenced", err)
 	}
 	if err := r2.Hold(ctx, journal.Fence{Operation: op.ID, Attempt: 2}); err != nil {
@@ -148,7 +148,7 @@ func TestAReplicaThatLostItsNameStopsCommitting(t *testing.T) {
 	approved(t, r1, next)
 	classid, objid := r1.NameLock("r1")
 	endSession(t, name, classid, objid)
-	if err := r1.Hold(ctx, journal.Fence{Operation: held.ID, Attempt: 1}); !errors.Is(err, tools.ErrFenced) {
+	if err := r1.Hold(ctx, journal.Fence{Operation: held.ID, Attempt: 1}); !errors.Is(err, action.ErrFenced) {
 		t.Errorf("Hold on a dead name lock = %v, want ErrFenced", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

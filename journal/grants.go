@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
-	"github.com/countersign/countersign/tools"
 )
 
 // A grant is an approver's explicit, journaled consent to more than one tap's
@@ -215,7 +215,7 @@ func (j *Journal) grantCovers(ctx context.Context, tx txn, id string, a Approval
 		if err := tx.QueryRowContext(ctx, "SELECT tool, payload FROM operations WHERE id = ?", a.OperationID).Scan(&tool, &payload); err != nil {
 			return fmt.Errorf("grant %s, operation %s: %w", id, a.OperationID, err)
 		}
-		var p tools.Payload
+		var p action.Payload
 		if err := json.Unmarshal([]byte(payload), &p); err != nil {
 			return fmt.Errorf("grant %s, operation %s: %w", id, a.OperationID, err)
 		}

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 func open(t *testing.T, path string, now func() time.Time) *journal.Journal {
@@ -44,7 +44,7 @@ func newOp(t testing.TB, j *journal.Journal) (journal.Task, journal.Operation) {
 		t.Fatal(err)
 	}
 	op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
-		Surface: "telegram", Transport: "telegram", Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
+		Surface: "telegram", Transport: "telegram", Payload: action.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/action"
 )
 
 // Operation is one tool call: its payload, where it stands, and what came of it.
@@ -21,10 +21,10 @@ type Operation struct {
 	// Surface is where the request came from (telegram, console, ...); Transport is
 	// what delivers it. Only the process that owns Transport ever commits it.
 	Surface, Transport string
-	Payload            tools.Payload
+	Payload            action.Payload
 	PayloadSHA256      string
 	// Fix is the repair by schema applied to deliveries of this payload, if any.
-	Fix *tools.Fix
+	Fix *action.Fix
 	// Verdict is the verifier's summary of the payload ("pass (3 checks)").
 	Verdict  string
 	State    State
@@ -33,10 +33,10 @@ type Operation struct {
 	// resumes at the next one, so a part is never sent twice.
 	PartsDone int
 	// Evidence is what the service confirmed so far (one message id per part).
-	Evidence *tools.Evidence
+	Evidence *action.Evidence
 	// RetryAt is when a scheduled retry is due, while State is RetryWait.
 	RetryAt  time.Time
-	Result   *tools.Result
+	Result   *action.Result
 	Envelope string
 	Created  time.Time
 	Updated  time.Time
@@ -149,15 +149,15 @@ type Move struct {
 	From, To State
 	Reason   string
 	// Result, when set, replaces the operation's last result.
-	Result *tools.Result
+	Result *action.Result
 	// RetryAt is stored with a move to RetryWait: a restart resumes the wait.
 	RetryAt time.Time
 	// Envelope, when set, records the vault note of the operation.
 	Envelope string
 	// Fix, when set, records a repair by schema.
-	Fix *tools.Fix
+	Fix *action.Fix
 	// Payload, when set, replaces the payload (a re-prepare); its hash changes.
-	Payload *tools.Payload
+	Payload *action.Payload
 	// PartsDone, when set, records how many parts are known to be delivered.
 	PartsDone *int
 	// StartAttempt opens a new attempt row: set it on every move to Committing,
@@ -357,19 +357,19 @@ func scanOperation(row interface{ Scan(...any) error }) (Operation, error) {
 		return o, fmt.Errorf("payload of %s: %w", o.ID, err)
 	}
 	if fix != "" {
-		o.Fix = new(tools.Fix)
+		o.Fix = new(action.Fix)
 		if err := json.Unmarshal([]byte(fix), o.Fix); err != nil {
 			return o, fmt.Errorf("fix of %s: %w", o.ID, err)
 		}
 	}
 	if evidence != "" {
-		o.Evidence = new(tools.Evidence)
+		o.Evidence = new(action.Evidence)
 		if err := json.Unmarshal([]byte(evidence), o.Evidence); err != nil {
 			return o, fmt.Errorf("evidence of %s: %w", o.ID, err)
 		}
 	}
 	if result != "" {
-		o.Result = new(tools.Result)
+		o.Result = new(action.Result)
 		if err := json.Unmarshal([]byte(result), o.Result); err != nil {
 			return o, fmt.Errorf("result of %s: %w", o.ID, err)
 		}
@@ -535,7 +535,7 @@ func (j *Journal) Attempts(ctx context.Context, id string) ([]Attempt, error) {
 
 // SetResult records the last result of an operation without changing its state, for
 // outcomes whose state moved with another record (an approval's decision).
-func (j *Journal) SetResult(ctx context.Context, id string, r tools.Result) error {
+func (j *Journal) SetResult(ctx context.Context, id string, r action.Result) error {
 	return j.set(ctx, id, "result", mustJSON(r))
 }
 
@@ -598,7 +598,7 @@ func (j *Journal) startAttempt(ctx context.Context, tx txn, id, detail string) e
 
 // PartDelivered records that one more part of a committing operation was delivered,
 // with the evidence so far, and closes the open attempt as committed.
-func (j *Journal) PartDelivered(ctx context.Context, id string, partsDone int, ev tools.Evidence) error {
+func (j *Journal) PartDelivered(ctx context.Context, id string, partsDone int, ev action.Evidence) error {
 	return j.tx(ctx, func(tx txn) error {
 		now := ms(j.now())
 		res, err := tx.ExecContext(ctx, "UPDATE operations SET parts_done = ?, evidence = ?, updated_at = ? WHERE id = ? AND state = ?",

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/partition"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // through returns name's URL with its host and port those of a proxy that can
@@ -99,7 +99,7 @@ func TestAWriteCutOffSilentlyHoldsNobodyUp(t *testing.T) {
 	}
 	start := time.Now()
 	_, err = r2.CreateOperation(wctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
-		Surface: "telegram", Transport: "telegram", Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
+		Surface: "telegram", Transport: "telegram", Payload: action.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
 	if err != nil {
 		t.Fatalf("an audited write of another replica %s into the cut: %v", time.Since(start).Round(time.Second), err)
 	}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // A flush of another process holds PostgreSQL's audit lock (an advisory lock
@@ -80,7 +80,7 @@ func testOperationsFilterByTarget(t *testing.T, name string) {
 	var want []string
 	for _, target := range []string{"333", "@channel", "333"} {
 		op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Transport: "telegram",
-			Payload: tools.Payload{Action: "send_message", Target: target, Text: "to " + target}}, "prepared")
+			Payload: action.Payload{Action: "send_message", Target: target, Text: "to " + target}}, "prepared")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // On PostgreSQL writes run side by side, each guarded by the rows it changes
@@ -213,7 +213,7 @@ func TestRacingAppendsOnPostgreSQLKeepOneChain(t *testing.T) {
 				return err
 			}
 			op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
-				Surface: "telegram", Transport: "telegram", Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
+				Surface: "telegram", Transport: "telegram", Payload: action.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
 			if err != nil {
 				return err
 			}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // drawn are the moves of docs/how-it-works.md "How a call runs", and the cancels of /cancel:
@@ -72,7 +72,7 @@ func testTheJournalRefusesEveryMoveNotDrawn(t *testing.T, name string) {
 	}
 	for _, s := range allStates {
 		op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
-			Surface: "telegram", Transport: "telegram", Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
+			Surface: "telegram", Transport: "telegram", Payload: action.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
 		if err != nil {
 			t.Fatal(err)
 		}

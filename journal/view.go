@@ -3,24 +3,24 @@ package journal
 import (
 	"time"
 
-	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/action"
 )
 
 // View is an operation as scripts and agents read it (countersign ops -json, the MCP
 // tools): the payload flattened, and the audit log when the caller adds it.
 type View struct {
-	ID            string        `json:"id"`
-	TaskID        string        `json:"task_id"`
-	Tool          string        `json:"tool"`
-	State         State         `json:"state"`
-	Action        string        `json:"action,omitempty"`
-	Target        string        `json:"target,omitempty"`
-	Text          string        `json:"text,omitempty"`
-	PayloadSHA256 string        `json:"payload_sha256"`
-	Attempts      int           `json:"attempts"`
-	RetryAt       *time.Time    `json:"retry_at,omitempty"`
-	Result        *tools.Result `json:"result,omitempty"`
-	Envelope      string        `json:"envelope,omitempty"`
+	ID            string         `json:"id"`
+	TaskID        string         `json:"task_id"`
+	Tool          string         `json:"tool"`
+	State         State          `json:"state"`
+	Action        string         `json:"action,omitempty"`
+	Target        string         `json:"target,omitempty"`
+	Text          string         `json:"text,omitempty"`
+	PayloadSHA256 string         `json:"payload_sha256"`
+	Attempts      int            `json:"attempts"`
+	RetryAt       *time.Time     `json:"retry_at,omitempty"`
+	Result        *action.Result `json:"result,omitempty"`
+	Envelope      string         `json:"envelope,omitempty"`
 	// ClaimedBy is the replica that moved the operation last (among replicas).
 	ClaimedBy   string       `json:"claimed_by,omitempty"`
 	Created     time.Time    `json:"created"`

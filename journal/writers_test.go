@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // writerKinds is one iteration of each kind of write the journal makes, each on
@@ -66,9 +66,9 @@ var writerKinds = []struct {
 			return err
 		}
 		for _, step := range []func() error{
-			func() error { return f.j.PartDelivered(ctx, o.ID, 1, tools.Evidence{MessageIDs: []int64{1}}) },
+			func() error { return f.j.PartDelivered(ctx, o.ID, 1, action.Evidence{MessageIDs: []int64{1}}) },
 			func() error { return f.j.StartAttempt(ctx, o.ID, "part 2") },
-			func() error { return f.j.SetResult(ctx, o.ID, tools.Result{Status: tools.StatusSucceeded}) },
+			func() error { return f.j.SetResult(ctx, o.ID, action.Result{Status: action.StatusSucceeded}) },
 			func() error { return f.j.SetEnvelope(ctx, o.ID, "envelope.md") },
 			func() error {
 				return f.j.Move(ctx, o.ID, journal.Move{From: journal.Committing, To: journal.Committed, AttemptOutcome: "committed"})
@@ -143,7 +143,7 @@ func (f writerFixture) committing(ctx context.Context, transport string, w, i in
 
 func operation(transport string) journal.Operation {
 	return journal.Operation{Tool: "commit_send_message", Fingerprint: "fp", Surface: "telegram", Transport: transport,
-		Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}
+		Payload: action.Payload{Action: "send_message", Target: "222", Text: "hi"}}
 }
 
 // TestWritersOfOneProcessQueue runs every kind of write at once, from several

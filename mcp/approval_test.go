@@ -11,10 +11,10 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // tap waits for the approval card of opID in the approver's chat and taps
@@ -59,10 +59,10 @@ func TestACommitWaitsForATap(t *testing.T) {
 			before := sendsTo(r.tg, target)
 			res, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "tapped on the phone, over " + how})
 			assertContract(t, "commit", res, sent)
-			if sent.Status != tools.StatusPending {
+			if sent.Status != action.StatusPending {
 				t.Fatalf("commit = %+v, want pending", sent)
 			}
-			done := make(chan tools.Result, 1)
+			done := make(chan action.Result, 1)
 			go func() {
 				p := &sdk.CallToolParams{Name: "await_outcome", Arguments: map[string]any{"operation_id": sent.OperationID, "timeout_s": 20}}
 				p.SetProgressToken("tap-" + how)
@@ -72,7 +72,7 @@ func TestACommitWaitsForATap(t *testing.T) {
 			}()
 			r.tap(t, sent.OperationID, true)
 			got := <-done
-			if got.Status != tools.StatusSucceeded || got.SideEffect != tools.SideEffectCommitted || got.Evidence == nil || len(got.Evidence.MessageIDs) != 1 {
+			if got.Status != action.StatusSucceeded || got.SideEffect != action.SideEffectCommitted || got.Evidence == nil || len(got.Evidence.MessageIDs) != 1 {
 				t.Errorf("await = %+v, want committed with one message id", got)
 			}
 			if n := sendsTo(r.tg, target) - before; n != 1 {
@@ -103,7 +103,7 @@ func TestARejectionEndsTheWait(t *testing.T) {
 			r.tap(t, sent.OperationID, false)
 			res, got := call(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
 			assertContract(t, "await_outcome", res, got)
-			if got.Status != tools.StatusTerminal || got.Cause != tools.CauseRejected || got.SideEffect != tools.SideEffectNone {
+			if got.Status != action.StatusTerminal || got.Cause != action.CauseRejected || got.SideEffect != action.SideEffectNone {
 				t.Errorf("await = %+v, want terminal, rejected, nothing sent", got)
 			}
 		})
@@ -126,7 +126,7 @@ func TestTheStatusSaysWhichApprovalsAreMissing(t *testing.T) {
 	})
 	cs := r.connect(t, "in-memory", nil)
 	_, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "two keys"})
-	if sent.Status != tools.StatusPending || !strings.Contains(sent.Reason, "from 2 different approvers") {
+	if sent.Status != action.StatusPending || !strings.Contains(sent.Reason, "from 2 different approvers") {
 		t.Fatalf("commit = %+v, want pending on two approvers", sent)
 	}
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/policy"
@@ -71,19 +72,19 @@ func TestEveryResultIsTheContract(t *testing.T) {
 			cs := r.connect(t, how, nil)
 			res, draft := call(t, cs, "prepare_reply", map[string]any{"text": "a draft over " + how})
 			assertContract(t, "prepare_reply", res, draft)
-			if draft.Status != tools.StatusSucceeded || draft.SideEffect != tools.SideEffectNone || draft.Draft == "" {
+			if draft.Status != action.StatusSucceeded || draft.SideEffect != action.SideEffectNone || draft.Draft == "" {
 				t.Errorf("prepare_reply = %+v, want a succeeded draft", draft)
 			}
 			res, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "held for a tap over " + how})
 			assertContract(t, "commit_send_message", res, sent)
-			if sent.Status != tools.StatusPending || sent.NextAction != tools.NextAwaitApproval || res.IsError {
+			if sent.Status != action.StatusPending || sent.NextAction != action.NextAwaitApproval || res.IsError {
 				t.Fatalf("commit = %+v, want pending at once", sent)
 			}
 			for tool, args := range map[string]map[string]any{"get_operation": {"operation_id": sent.OperationID},
 				"await_outcome": {"operation_id": sent.OperationID, "timeout_s": 1}} {
 				res, got := call(t, cs, tool, args)
 				assertContract(t, tool, res, got)
-				if got.Status != tools.StatusPending || got.OperationID != sent.OperationID {
+				if got.Status != action.StatusPending || got.OperationID != sent.OperationID {
 					t.Errorf("%s = %+v, want it pending", tool, got)
 				}
 				if tool == "await_outcome" && !strings.Contains(got.Reason, "still awaiting_approval after 1s; call await_outcome again") {
@@ -166,8 +167,8 @@ func TestAFullDiskIsAnsweredAsTheContract(t *testing.T) {
 			cs := r.connect(t, how, nil)
 			res, got := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222",
 				"text": strings.Repeat("Квартальные цифры готовы. ", 120)}) // over a page; no operation id: none was stored
-			if !res.IsError || got.Status != tools.StatusRetryable || got.SideEffect != tools.SideEffectNone ||
-				got.NextAction != tools.NextRetry || got.RetryAfterMS <= 0 || got.Cause != tools.CauseDiskFull {
+			if !res.IsError || got.Status != action.StatusRetryable || got.SideEffect != action.SideEffectNone ||
+				got.NextAction != action.NextRetry || got.RetryAfterMS <= 0 || got.Cause != action.CauseDiskFull {
 				t.Errorf("commit on a full disk = %+v (isError %v), want retryable, nothing sent, with a wait", got, res.IsError)
 			}
 			if strings.Contains(text(res), "database or disk is full") || strings.Contains(text(res), "journal:") {

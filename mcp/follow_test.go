@@ -9,11 +9,11 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // autoApprove lets commits to the target go without a tap.
@@ -34,7 +34,7 @@ func TestAwaitIsCapped(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("await of 120 s took %s, want it ended at the cap", took)
 	}
-	if got.Status != tools.StatusPending || got.NextAction != tools.NextAwaitApproval || !strings.Contains(got.Reason, "after 300ms") {
+	if got.Status != action.StatusPending || got.NextAction != action.NextAwaitApproval || !strings.Contains(got.Reason, "after 300ms") {
 		t.Errorf("await = %+v, want pending, waiting for approval, after the 300ms cap", got)
 	}
 }
@@ -75,7 +75,7 @@ func TestAScheduledRetryStaysPending(t *testing.T) {
 	} {
 		res, got := call(t, cs, tool, args)
 		assertContract(t, tool, res, got)
-		if got.Status != tools.StatusPending || got.NextAction != tools.NextNone || got.SideEffect != tools.SideEffectNone || res.IsError {
+		if got.Status != action.StatusPending || got.NextAction != action.NextNone || got.SideEffect != action.SideEffectNone || res.IsError {
 			t.Errorf("%s = %+v, want pending, nothing sent, nothing for the agent to do", tool, got)
 		}
 		if got.RetryAfterMS <= 0 {

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -105,10 +106,10 @@ func (s *Server) operation(ctx context.Context, id string) (journal.Operation, e
 	return op, err
 }
 
-func (s *Server) getOperation(ctx context.Context, _ *sdk.CallToolRequest, in OperationIn) (*sdk.CallToolResult, tools.Result, error) {
+func (s *Server) getOperation(ctx context.Context, _ *sdk.CallToolRequest, in OperationIn) (*sdk.CallToolResult, action.Result, error) {
 	op, err := s.operation(ctx, in.OperationID)
 	if err != nil {
-		return nil, tools.Result{}, err
+		return nil, action.Result{}, err
 	}
 	r := s.outcomeOf(ctx, op)
 	return contract(r), r, nil
@@ -116,7 +117,7 @@ func (s *Server) getOperation(ctx context.Context, _ *sdk.CallToolRequest, in Op
 
 // await waits for an operation's outcome, reading the journal, which the process
 // that delivers it writes: this one, or a bot beside a stdio server.
-func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, in AwaitIn) (*sdk.CallToolResult, tools.Result, error) {
+func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, in AwaitIn) (*sdk.CallToolResult, action.Result, error) {
 	wait := min(defaultAwait, s.opts.MaxAwait)
 	if in.TimeoutS > 0 {
 		wait = min(time.Duration(in.TimeoutS)*time.Second, s.opts.MaxAwait)
@@ -129,7 +130,7 @@ func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, in AwaitIn
 		// Read even when the wait is over, to say where the operation stands.
 		op, err := s.operation(context.WithoutCancel(ctx), in.OperationID)
 		if err != nil {
-			return nil, tools.Result{}, err
+			return nil, action.Result{}, err
 		}
 		if token := req.Params.GetProgressToken(); token != nil && last != "" && op.State != last {
 			changes++
@@ -150,7 +151,7 @@ func (s *Server) await(ctx context.Context, req *sdk.CallToolRequest, in AwaitIn
 // waited is the result of a wait for op as it stands, and whether the wait is
 // over: op reached an outcome, nothing will move it (no bot runs), or the wait
 // ran out.
-func (s *Server) waited(ctx context.Context, op journal.Operation, wait time.Duration) (tools.Result, bool) {
+func (s *Server) waited(ctx context.Context, op journal.Operation, wait time.Duration) (action.Result, bool) {
 	r := s.outcomeOf(ctx, op)
 	if settled(op.State) {
 		if op.State == journal.Unknown {
@@ -160,7 +161,7 @@ func (s *Server) waited(ctx context.Context, op journal.Operation, wait time.Dur
 	}
 	if why := s.delivering(); why != "" {
 		r.Reason = fmt.Sprintf("%s is %s, and %s: nothing moves it until `countersign run` starts on this data folder", op.ID, op.State, why)
-		r.Cause = tools.CauseNoSender
+		r.Cause = action.CauseNoSender
 		return r, true
 	}
 	if ctx.Err() != nil {
@@ -184,10 +185,10 @@ func settled(st journal.State) bool {
 // with its last outcome, or, where none is (a wait, an approval expired by the
 // sweep), one read off its state. A state still moving is pending, whatever
 // an earlier attempt's result said.
-func (s *Server) outcomeOf(ctx context.Context, op journal.Operation) tools.Result {
+func (s *Server) outcomeOf(ctx context.Context, op journal.Operation) action.Result {
 	if t, ok := s.opts.Tools.Get(op.Tool); ok && op.State == journal.Prepared {
 		if _, commits := t.(tools.Committer); !commits {
-			return tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone, Draft: op.Payload.Text}
+			return action.Result{Status: action.StatusSucceeded, OperationID: op.ID, SideEffect: action.SideEffectNone, NextAction: action.NextNone, Draft: op.Payload.Text}
 		}
 	}
 	if settled(op.State) && op.Result != nil {
@@ -197,33 +198,33 @@ func (s *Server) outcomeOf(ctx context.Context, op journal.Operation) tools.Resu
 	}
 	if op.State == journal.RetryWait {
 		// The attempt's result said "retry"; the system does, so the agent waits.
-		r := tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextNone,
+		r := action.Result{Status: action.StatusPending, OperationID: op.ID, SideEffect: action.SideEffectNone, NextAction: action.NextNone,
 			Reason: fmt.Sprintf("%s is retry_wait: nothing was sent yet, and the system retries it at %s", op.ID, op.RetryAt.UTC().Format(time.RFC3339))}
 		if left := time.Until(op.RetryAt); left > 0 {
 			r.RetryAfterMS = max(left.Milliseconds(), 1)
 		}
 		return r
 	}
-	stop := func(cause tools.Cause, why string) tools.Result {
-		return tools.Result{Status: tools.StatusTerminal, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop, Cause: cause, Reason: why}
+	stop := func(cause action.Cause, why string) action.Result {
+		return action.Result{Status: action.StatusTerminal, OperationID: op.ID, SideEffect: action.SideEffectNone, NextAction: action.NextStop, Cause: cause, Reason: why}
 	}
 	switch op.State {
 	case journal.Expired:
-		return stop(tools.CauseApprovalExpired, "the approval expired; nothing was sent")
+		return stop(action.CauseApprovalExpired, "the approval expired; nothing was sent")
 	case journal.Rejected:
-		return stop(tools.CauseRejected, "rejected; nothing was sent")
+		return stop(action.CauseRejected, "rejected; nothing was sent")
 	case journal.Cancelled, journal.Failed:
 		return stop("", string(op.State)+"; nothing was sent")
 	case journal.Committed:
-		return tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: op.Evidence}
+		return action.Result{Status: action.StatusSucceeded, OperationID: op.ID, SideEffect: action.SideEffectCommitted, NextAction: action.NextNone, Evidence: op.Evidence}
 	case journal.Unknown:
-		return tools.Result{Status: tools.StatusTerminal, OperationID: op.ID, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify, Evidence: op.Evidence,
+		return action.Result{Status: action.StatusTerminal, OperationID: op.ID, SideEffect: action.SideEffectUnknown, NextAction: action.NextVerify, Evidence: op.Evidence,
 			Reason: "the outcome is unknown: verify before any retry"}
 	case journal.AwaitingApproval:
-		return tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared, NextAction: tools.NextAwaitApproval,
+		return action.Result{Status: action.StatusPending, OperationID: op.ID, SideEffect: action.SideEffectPrepared, NextAction: action.NextAwaitApproval,
 			Reason: operator.WaitingReason(ctx, s.opts.Journal, op)}
 	}
-	return tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared, NextAction: tools.NextNone,
+	return action.Result{Status: action.StatusPending, OperationID: op.ID, SideEffect: action.SideEffectPrepared, NextAction: action.NextNone,
 		Reason: fmt.Sprintf("%s is %s: approved, on its way", op.ID, op.State)}
 }
 
@@ -279,18 +280,18 @@ func (s *Server) readEnvelopeTool(_ context.Context, _ *sdk.CallToolRequest, in 
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: out.Note}}}, out, nil
 }
 
-func (s *Server) requestVerification(ctx context.Context, req *sdk.CallToolRequest, in OperationIn) (*sdk.CallToolResult, tools.Result, error) {
+func (s *Server) requestVerification(ctx context.Context, req *sdk.CallToolRequest, in OperationIn) (*sdk.CallToolResult, action.Result, error) {
 	op, err := s.operation(ctx, in.OperationID)
 	if err != nil {
-		return nil, tools.Result{}, err
+		return nil, action.Result{}, err
 	}
 	asked, err := s.opts.Operator.RequestVerification(ctx, op.ID, "mcp:"+s.session(req).client)
 	var refusal *operator.Refusal
 	if errors.As(err, &refusal) {
-		return nil, tools.Result{}, errors.New(refusal.Words)
+		return nil, action.Result{}, errors.New(refusal.Words)
 	}
 	if err != nil {
-		return nil, tools.Result{}, err
+		return nil, action.Result{}, err
 	}
 	r := s.outcomeOf(ctx, op)
 	r.Reason = "the approvers were asked to verify " + op.ID + " in Telegram; a person resolves it, and await_outcome follows the answer"

@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/internal/depstest"
 )
 
 // TestOnlyTheBinaryImportsMCP keeps the surface a surface (DESIGN "Packages"):
@@ -11,22 +13,15 @@ import (
 // cmd/bot imports it.
 func TestOnlyTheBinaryImportsMCP(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go tool not on PATH")
-	}
-	const module = "github.com/countersign/countersign"
-	out, err := exec.Command("go", "list", "-deps", module+"/mcp").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
+	const module = depstest.Module
+	for _, dep := range depstest.Deps(t, module+"/mcp") {
 		for _, above := range []string{"/cmd/", "/telegram", "/console", "/agent"} {
 			if strings.HasPrefix(dep, module+above) {
 				t.Errorf("mcp depends on %s", dep)
 			}
 		}
 	}
-	out, err = exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").Output()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

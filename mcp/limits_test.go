@@ -14,9 +14,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/httpserve"
 	"github.com/countersign/countersign/mcp"
-	"github.com/countersign/countersign/tools"
 )
 
 // shortLimits let a test watch connections being cut within its deadline; Write
@@ -107,7 +107,7 @@ func TestTheMCPListenerCutsSlowAndUnknownClients(t *testing.T) {
 	_, sent := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "left waiting"})
 	start := time.Now()
 	res, got := call(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 1})
-	if took := time.Since(start); res.IsError || got.Status != tools.StatusPending || took < time.Second {
+	if took := time.Since(start); res.IsError || got.Status != action.StatusPending || took < time.Second {
 		t.Errorf("a 1 s wait over a %s write limit = %+v after %s, want pending after 1 s", shortLimits.Write, got, took)
 	}
 }

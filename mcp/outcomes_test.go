@@ -9,11 +9,11 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // A call refused for repair and made again unchanged is the loop guard's stop,
@@ -27,12 +27,12 @@ func TestARepeatedRefusedCallIsADoomLoop(t *testing.T) {
 			args := map[string]any{"chat_id": "not a chat!", "text": "to nowhere over " + how}
 			res, first := call(t, cs, "commit_send_message", args)
 			assertContract(t, "the first call", res, first)
-			if first.Status != tools.StatusRepairable || res.IsError {
+			if first.Status != action.StatusRepairable || res.IsError {
 				t.Fatalf("first call = %+v, want a repair that is no tool error", first)
 			}
 			res, again := call(t, cs, "commit_send_message", args)
 			assertContract(t, "the repeat", res, again)
-			if !res.IsError || again.Cause != tools.CauseDoomLoop || !strings.Contains(strings.ToLower(text(res)), "possible doom loop") {
+			if !res.IsError || again.Cause != action.CauseDoomLoop || !strings.Contains(strings.ToLower(text(res)), "possible doom loop") {
 				t.Errorf("repeat = %+v (isError %v, %q), want the doom-loop stop as a tool error", again, res.IsError, text(res))
 			}
 		})
@@ -69,7 +69,7 @@ func TestAnExpiryEndsTheWait(t *testing.T) {
 			}
 			mu.Unlock()
 			assertContract(t, "await_outcome", res, got)
-			if got.Status != tools.StatusTerminal || got.Cause != tools.CauseApprovalExpired || got.SideEffect != tools.SideEffectNone {
+			if got.Status != action.StatusTerminal || got.Cause != action.CauseApprovalExpired || got.SideEffect != action.SideEffectNone {
 				t.Errorf("await = %+v, want terminal, expired, nothing sent", got)
 			}
 			if op, _ := r.j.Operation(context.Background(), sent.OperationID); op.State != journal.Expired {
@@ -103,7 +103,7 @@ func TestAnUnknownOutcomeReadsBackAsAnEnvelope(t *testing.T) {
 			args := map[string]any{"chat_id": "222", "text": "accepted, answer lost, over " + how}
 			res, got := call(t, cs, "commit_send_message", args)
 			assertContract(t, "commit", res, got)
-			if got.SideEffect != tools.SideEffectUnknown || got.NextAction != tools.NextVerify || res.IsError {
+			if got.SideEffect != action.SideEffectUnknown || got.NextAction != action.NextVerify || res.IsError {
 				t.Fatalf("commit = %+v, want unknown, verify", got)
 			}
 			uri := "countersign://envelopes/" + got.OperationID
@@ -152,7 +152,7 @@ func TestAnUnknownOutcomeReadsBackAsAnEnvelope(t *testing.T) {
 			}
 			res, asked := call(t, cs, "request_verification", map[string]any{"operation_id": got.OperationID})
 			assertContract(t, "request_verification", res, asked)
-			if asked.SideEffect != tools.SideEffectUnknown || asked.NextAction != tools.NextVerify || res.IsError {
+			if asked.SideEffect != action.SideEffectUnknown || asked.NextAction != action.NextVerify || res.IsError {
 				t.Errorf("request_verification = %+v, want it still unknown, to verify", asked)
 			}
 			if err := r.tg.WaitTimeout(10*time.Second, func(s *telegramtest.Server) bool {
@@ -169,7 +169,7 @@ func TestAnUnknownOutcomeReadsBackAsAnEnvelope(t *testing.T) {
 				t.Errorf("after request_verification %s is %s, want still unknown: only a person resolves", got.OperationID, op.State)
 			}
 			res, again := call(t, cs, "commit_send_message", args)
-			if !res.IsError || again.Cause != tools.CauseDoomLoop {
+			if !res.IsError || again.Cause != action.CauseDoomLoop {
 				t.Errorf("the same send again = %+v, want the doom-loop stop as a tool error", again)
 			}
 		})
@@ -216,12 +216,12 @@ func TestWithNoBotNothingWaitsForNobody(t *testing.T) {
 	defer cs.Close()
 	before, _ := r.j.Count(context.Background(), journal.Filter{})
 	_, refused := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "nobody would send this"})
-	if after, _ := r.j.Count(context.Background(), journal.Filter{}); refused.Status != tools.StatusTerminal || refused.OperationID != "" || after != before {
+	if after, _ := r.j.Count(context.Background(), journal.Filter{}); refused.Status != action.StatusTerminal || refused.OperationID != "" || after != before {
 		t.Errorf("commit = %+v, %d operations journaled; want a terminal stop and none", refused, after-before)
 	}
 	start := time.Now()
 	_, got := call(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
-	if got.Status != tools.StatusPending || got.Cause != tools.CauseNoSender || time.Since(start) > 5*time.Second {
+	if got.Status != action.StatusPending || got.Cause != action.CauseNoSender || time.Since(start) > 5*time.Second {
 		t.Errorf("await = %+v after %s, want it at once, pending, saying no bot runs", got, time.Since(start))
 	}
 }
@@ -238,7 +238,7 @@ func TestRequestVerificationAsksOncePerInterval(t *testing.T) {
 	sessions := []*sdk.ClientSession{r.connect(t, "in-memory", nil), r.connect(t, "http", nil)}
 	_, lost := call(t, sessions[0], "commit_send_message", map[string]any{"chat_id": "222", "text": "its answer lost"})
 	_, other := call(t, sessions[0], "commit_send_message", map[string]any{"chat_id": "222", "text": "another lost"})
-	if lost.SideEffect != tools.SideEffectUnknown || other.SideEffect != tools.SideEffectUnknown {
+	if lost.SideEffect != action.SideEffectUnknown || other.SideEffect != action.SideEffectUnknown {
 		t.Fatalf("commits = %+v, %+v; want both unknown", lost, other)
 	}
 	var first string

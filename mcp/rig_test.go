@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
@@ -198,12 +199,12 @@ func (b bearerAuth) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // call calls a tool and returns the result and its structured content decoded
 // as the contract, failing the test on a protocol error.
-func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (*sdk.CallToolResult, tools.Result) {
+func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (*sdk.CallToolResult, action.Result) {
 	t.Helper()
 	return callWith(t, cs, &sdk.CallToolParams{Name: tool, Arguments: args})
 }
 
-func callWith(t *testing.T, cs *sdk.ClientSession, p *sdk.CallToolParams) (*sdk.CallToolResult, tools.Result) {
+func callWith(t *testing.T, cs *sdk.ClientSession, p *sdk.CallToolParams) (*sdk.CallToolResult, action.Result) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -211,7 +212,7 @@ func callWith(t *testing.T, cs *sdk.ClientSession, p *sdk.CallToolParams) (*sdk.
 	if err != nil {
 		t.Fatalf("%s: %v", p.Name, err)
 	}
-	var r tools.Result
+	var r action.Result
 	if res.StructuredContent != nil {
 		b, _ := json.Marshal(res.StructuredContent)
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -234,11 +235,11 @@ func text(res *sdk.CallToolResult) string {
 
 // assertContract checks what every contract result must hold: its fields from
 // their closed sets, and one readable line that names the operation.
-func assertContract(t *testing.T, what string, res *sdk.CallToolResult, r tools.Result) {
+func assertContract(t *testing.T, what string, res *sdk.CallToolResult, r action.Result) {
 	t.Helper()
-	statuses := []tools.Status{tools.StatusSucceeded, tools.StatusRetryable, tools.StatusRepairable, tools.StatusTerminal, tools.StatusPending}
-	effects := []tools.SideEffect{tools.SideEffectNone, tools.SideEffectPrepared, tools.SideEffectCommitted, tools.SideEffectUnknown}
-	nexts := []tools.NextAction{tools.NextNone, tools.NextRetry, tools.NextRepair, tools.NextStop, tools.NextVerify, tools.NextAwaitApproval}
+	statuses := []action.Status{action.StatusSucceeded, action.StatusRetryable, action.StatusRepairable, action.StatusTerminal, action.StatusPending}
+	effects := []action.SideEffect{action.SideEffectNone, action.SideEffectPrepared, action.SideEffectCommitted, action.SideEffectUnknown}
+	nexts := []action.NextAction{action.NextNone, action.NextRetry, action.NextRepair, action.NextStop, action.NextVerify, action.NextAwaitApproval}
 	in := func(v any, set any) bool {
 		b, _ := json.Marshal(set)
 		return strings.Contains(string(b), `"`+v.(string)+`"`)

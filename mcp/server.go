@@ -20,6 +20,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/httpserve"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -172,7 +173,7 @@ func (s *Server) session(req *sdk.CallToolRequest) *session {
 // call runs one tool call in the session's task, starting the task with it when
 // it is the session's first. A session whose bearer token is bound to a task
 // (Runs.Bind) runs in that one.
-func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, c operator.Call) (tools.Result, error) {
+func (s *Server) call(ctx context.Context, req *sdk.CallToolRequest, c operator.Call) (action.Result, error) {
 	se := s.session(req)
 	se.mu.Lock()
 	if se.task == "" {

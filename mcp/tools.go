@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -19,14 +20,14 @@ import (
 // resultSchema is the output schema of every tool that answers with the contract,
 // its closed sets spelled out for the agent.
 var resultSchema = func() *jsonschema.Schema {
-	s, err := jsonschema.For[tools.Result](nil)
+	s, err := jsonschema.For[action.Result](nil)
 	if err != nil {
 		panic("mcp: the contract has no schema: " + err.Error()) // a programming error, caught by any test
 	}
 	for field, values := range map[string][]any{
-		"status":      {tools.StatusSucceeded, tools.StatusRetryable, tools.StatusRepairable, tools.StatusTerminal, tools.StatusPending},
-		"side_effect": {tools.SideEffectNone, tools.SideEffectPrepared, tools.SideEffectCommitted, tools.SideEffectUnknown},
-		"next_action": {tools.NextNone, tools.NextRetry, tools.NextRepair, tools.NextStop, tools.NextVerify, tools.NextAwaitApproval},
+		"status":      {action.StatusSucceeded, action.StatusRetryable, action.StatusRepairable, action.StatusTerminal, action.StatusPending},
+		"side_effect": {action.SideEffectNone, action.SideEffectPrepared, action.SideEffectCommitted, action.SideEffectUnknown},
+		"next_action": {action.NextNone, action.NextRetry, action.NextRepair, action.NextStop, action.NextVerify, action.NextAwaitApproval},
 	} {
 		s.Properties[field].Enum = values
 	}
@@ -65,8 +66,8 @@ func ptr[T any](v T) *T { return &v }
 func (s *Server) runTool(ctx context.Context, req *sdk.CallToolRequest, name string, commits bool) (*sdk.CallToolResult, error) {
 	if commits {
 		if why := s.delivering(); why != "" {
-			r := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop,
-				Cause: tools.CauseNoSender, Reason: noBot(why)}
+			r := action.Result{Status: action.StatusTerminal, SideEffect: action.SideEffectNone, NextAction: action.NextStop,
+				Cause: action.CauseNoSender, Reason: noBot(why)}
 			return contract(r), nil
 		}
 	}
@@ -98,8 +99,8 @@ const diskFullWait = 30 * time.Second
 // may be called again once there is room. Whether a first record of it was kept
 // is not known: list_pending tells, before the agent calls again.
 func diskFull() *sdk.CallToolResult {
-	r := tools.Result{Status: tools.StatusRetryable, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
-		RetryAfterMS: diskFullWait.Milliseconds(), Cause: tools.CauseDiskFull,
+	r := action.Result{Status: action.StatusRetryable, SideEffect: action.SideEffectNone, NextAction: action.NextRetry,
+		RetryAfterMS: diskFullWait.Milliseconds(), Cause: action.CauseDiskFull,
 		Reason: "Known: the bot's disk is full, so the call could not be journaled; nothing was sent. " +
 			"Not known: whether a record of it was kept. To do: call list_pending, and call again once there is room if it is not there."}
 	res := contract(r)
@@ -110,13 +111,13 @@ func diskFull() *sdk.CallToolResult {
 // contract is a result as MCP carries it: the contract as structured content and
 // one readable line. The loop guard's stop is a tool error, so that an agent that
 // looks only at isError stops too.
-func contract(r tools.Result) *sdk.CallToolResult {
+func contract(r action.Result) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: line(r)}},
-		StructuredContent: r, IsError: r.Cause == tools.CauseDoomLoop}
+		StructuredContent: r, IsError: r.Cause == action.CauseDoomLoop}
 }
 
 // line is a result in one line of words, with the operation id and what to do.
-func line(r tools.Result) string {
+func line(r action.Result) string {
 	if r.OperationID == "" {
 		return r.Reason
 	}

@@ -10,9 +10,9 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/tools"
 )
 
 func TestFiftyApproversAtOnceCommitOnce(t *testing.T) {
@@ -25,7 +25,7 @@ func TestFiftyApproversAtOnceCommitOnce(t *testing.T) {
 		wg      sync.WaitGroup
 		start   = make(chan struct{})
 		errs    = make([]error, n)
-		results = make([]tools.Result, n)
+		results = make([]action.Result, n)
 	)
 	for i := range n {
 		wg.Add(1)
@@ -42,7 +42,7 @@ func TestFiftyApproversAtOnceCommitOnce(t *testing.T) {
 		switch {
 		case err == nil:
 			won++
-			if results[i].Status != tools.StatusSucceeded {
+			if results[i].Status != action.StatusSucceeded {
 				t.Errorf("winner's result = %+v, want succeeded", results[i])
 			}
 		case !errors.Is(err, operator.ErrDecided):
@@ -86,7 +86,7 @@ func TestRejectCommitsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.NextAction != tools.NextStop || len(h.sender.Sent()) != 0 {
+	if r.NextAction != action.NextStop || len(h.sender.Sent()) != 0 {
 		t.Errorf("reject = %+v with %d sends, want a stop and no send", r, len(h.sender.Sent()))
 	}
 	if p := h.states(opID); fmtStates(p) != fmtStates([]journal.State{P, V, AA, journal.Rejected}) {
@@ -104,7 +104,7 @@ func TestExpiredApprovalCommitsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.NextAction != tools.NextStop || len(h.sender.Sent()) != 0 {
+	if r.NextAction != action.NextStop || len(h.sender.Sent()) != 0 {
 		t.Errorf("expired approve = %+v with %d sends, want a stop and no send", r, len(h.sender.Sent()))
 	}
 	if p := h.states(opID); fmtStates(p) != fmtStates([]journal.State{P, V, AA, journal.Expired}) {
@@ -154,7 +154,7 @@ func TestPayloadChangedAfterApprovalIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.sender.Sent()) != 0 || r.NextAction != tools.NextStop {
+	if len(h.sender.Sent()) != 0 || r.NextAction != action.NextStop {
 		t.Errorf("changed payload: %+v with %d sends, want a stop and no send", r, len(h.sender.Sent()))
 	}
 	if p := h.states(opID); fmtStates(p) != fmtStates([]journal.State{P, V, AA, A, F}) {
@@ -170,7 +170,7 @@ func TestAutoApproveRuleSkipsTheTap(t *testing.T) {
 	ctx := context.Background()
 	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "auto"})
 	r, err := h.op.Call(ctx, task.ID, callSend("555", "daily digest"))
-	if err != nil || r.Status != tools.StatusSucceeded {
+	if err != nil || r.Status != action.StatusSucceeded {
 		t.Fatalf("auto-approved call = %+v, %v; want succeeded", r, err)
 	}
 	if p := h.states(r.OperationID); fmtStates(p) != fmtStates([]journal.State{P, V, AA, A, C, OK}) {
@@ -178,7 +178,7 @@ func TestAutoApproveRuleSkipsTheTap(t *testing.T) {
 	}
 	// Another chat still needs a tap.
 	r, _ = h.op.Call(ctx, task.ID, callSend("556", "daily digest"))
-	if r.Status != tools.StatusPending {
+	if r.Status != action.StatusPending {
 		t.Errorf("other chat = %+v, want pending", r)
 	}
 }
@@ -198,14 +198,14 @@ func TestAPolicyEditNeverWidensATask(t *testing.T) {
 	h.pol.Access.Approvers = []int64{operatorID}
 	h.open()
 	r, err := h.op.Call(ctx, task.ID, callSend("555", "hi"))
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("call in the old task = %+v, %v; want pending under the old policy", r, err)
 	}
 	apID := h.approval(r.OperationID)
 	if _, err := h.op.Decide(ctx, apID, approverID, true); !errors.Is(err, operator.ErrNotApprover) {
 		t.Errorf("approver removed since: Decide = %v, want ErrNotApprover", err)
 	}
-	if r, err := h.op.Decide(ctx, apID, operatorID, true); err != nil || r.Status != tools.StatusSucceeded {
+	if r, err := h.op.Decide(ctx, apID, operatorID, true); err != nil || r.Status != action.StatusSucceeded {
 		t.Errorf("approver of both policies: Decide = %+v, %v; want succeeded", r, err)
 	}
 }
@@ -251,7 +251,7 @@ func TestCrashMidCommitNeverResends(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := h.op.Retry(ctx, opID)
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("Retry after not_delivered = %+v, %v; want pending a new approval", r, err)
 	}
 	if _, err := h.op.Decide(ctx, h.approval(opID), approverID, true); err != nil {
@@ -297,15 +297,15 @@ func TestRestartResumesTheScheduledWait(t *testing.T) {
 	h.clock.onSleep = nil
 	h.clock.Advance(15 * time.Second) // the restart took 15 s
 	h.open()
-	got := make(chan tools.Result, 1)
+	got := make(chan action.Result, 1)
 	h.op, _ = operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: transport})
-	onOutcome(h.op, func(_ string, r tools.Result) { got <- r })
+	onOutcome(h.op, func(_ string, r action.Result) { got <- r })
 	if err := h.op.Resume(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case r := <-got:
-		if r.Status != tools.StatusSucceeded {
+		if r.Status != action.StatusSucceeded {
 			t.Errorf("resumed result = %+v, want succeeded", r)
 		}
 	case <-time.After(10 * time.Second):

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -93,9 +94,9 @@ func (o *Operator) approvedEnough(task journal.Task, op journal.Operation, a jou
 }
 
 // votedResult is the result of an operation whose quorum is not reached yet.
-func votedResult(a journal.Approval) tools.Result {
-	return tools.Result{Status: tools.StatusPending, OperationID: a.OperationID, SideEffect: tools.SideEffectPrepared,
-		NextAction: tools.NextAwaitApproval, Cause: tools.CauseQuorum, Reason: QuorumLine(a)}
+func votedResult(a journal.Approval) action.Result {
+	return action.Result{Status: action.StatusPending, OperationID: a.OperationID, SideEffect: action.SideEffectPrepared,
+		NextAction: action.NextAwaitApproval, Cause: action.CauseQuorum, Reason: QuorumLine(a)}
 }
 
 // QuorumLine says where a quorum stands: "approved by 42 (1 of 2); 1 more
@@ -235,7 +236,7 @@ func (o *Operator) Edit(ctx context.Context, approvalID string, by int64, text s
 	old, _ := o.opts.Journal.Approval(ctx, a.ID)
 	o.publishDecided(ctx, old)
 	next = o.current(ctx, op.ID)
-	r := tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared, NextAction: tools.NextAwaitApproval,
+	r := action.Result{Status: action.StatusPending, OperationID: op.ID, SideEffect: action.SideEffectPrepared, NextAction: action.NextAwaitApproval,
 		Reason: EditLine(e) + "; awaiting approval " + na.ID}
 	if err := o.opts.Journal.SetResult(ctx, op.ID, r); err != nil {
 		o.opts.Logger.Warn("edit's result not stored", "op", op.ID, "err", err)
@@ -417,7 +418,7 @@ func grantDigest(items []journal.GrantItem) string {
 	for _, it := range items {
 		fmt.Fprintf(&b, "%s %s %s\n", it.Approval, it.Operation, it.PayloadSHA256)
 	}
-	return tools.Payload{Text: b.String()}.SHA256()[:16]
+	return action.Payload{Text: b.String()}.SHA256()[:16]
 }
 
 // GrantTask approves, in user's name and under one grant, every approval the

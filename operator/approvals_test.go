@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 const thirdApprover = 4
@@ -50,7 +50,7 @@ func TestAQuorumCommitsOnTheLastApproverOnly(t *testing.T) {
 	_, opID := h.send("222", "hello")
 	apID := h.approval(opID)
 	r, err := h.op.Decide(ctx, apID, operatorID, true)
-	if err != nil || r.Status != tools.StatusPending || r.Cause != tools.CauseQuorum || !strings.Contains(r.Reason, "(1 of 2)") {
+	if err != nil || r.Status != action.StatusPending || r.Cause != action.CauseQuorum || !strings.Contains(r.Reason, "(1 of 2)") {
 		t.Fatalf("first approval = %+v, %v; want pending, 1 of 2", r, err)
 	}
 	if len(h.sender.Sent()) != 0 || h.state(opID) != journal.AwaitingApproval {
@@ -60,7 +60,7 @@ func TestAQuorumCommitsOnTheLastApproverOnly(t *testing.T) {
 		t.Fatalf("the same approver twice = %v, want ErrVoted", err)
 	}
 	r, err = h.op.Decide(ctx, apID, approverID, true)
-	if err != nil || r.Status != tools.StatusSucceeded {
+	if err != nil || r.Status != action.StatusSucceeded {
 		t.Fatalf("second approval = %+v, %v; want sent", r, err)
 	}
 	if n := len(h.sender.Sent()); n != 1 {
@@ -84,7 +84,7 @@ func TestAQuorumEndsAtTheFirstRejection(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := h.op.Decide(ctx, apID, approverID, false)
-	if err != nil || r.Cause != tools.CauseRejected {
+	if err != nil || r.Cause != action.CauseRejected {
 		t.Fatalf("rejection = %+v, %v", r, err)
 	}
 	if _, err := h.op.Decide(ctx, apID, thirdApprover, true); !errors.Is(err, operator.ErrDecided) {
@@ -106,7 +106,7 @@ func TestTheSendersQuorumIsAskedForAgain(t *testing.T) {
 	apID := h.approval(opID)
 	quorumOf(h, 2)
 	r, err := h.op.Decide(ctx, apID, approverID, true)
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("Decide = %+v, %v; want pending again", r, err)
 	}
 	if len(h.sender.Sent()) != 0 {
@@ -153,7 +153,7 @@ func TestAnEditBeforeApprovalSendsTheEditedTextOnly(t *testing.T) {
 		t.Fatalf("the old card's tap = %v, want ErrDecided", err)
 	}
 	r, err := h.op.Decide(ctx, ed.Approval.ID, operatorID, true)
-	if err != nil || r.Status != tools.StatusSucceeded {
+	if err != nil || r.Status != action.StatusSucceeded {
 		t.Fatalf("Decide = %+v, %v", r, err)
 	}
 	if sent := h.sender.Sent(); len(sent) != 1 || sent[0].Text != "hello world" {
@@ -200,7 +200,7 @@ func TestAnApprovalNobodyDecidedIsEscalated(t *testing.T) {
 		t.Fatalf("escalations published = %d, want 1", escalated)
 	}
 	r, err := h.op.Decide(ctx, apID, strangerID, true)
-	if err != nil || r.Status != tools.StatusSucceeded {
+	if err != nil || r.Status != action.StatusSucceeded {
 		t.Fatalf("the escalation list after = %+v, %v; want sent", r, err)
 	}
 }
@@ -230,19 +230,19 @@ func TestGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := h.op.Call(ctx, task.ID, callSend("222", "under the grant"))
-	if err != nil || r.Status != tools.StatusSucceeded || r.Reason != "approved under grant "+g.ID {
+	if err != nil || r.Status != action.StatusSucceeded || r.Reason != "approved under grant "+g.ID {
 		t.Fatalf("a send under the grant = %+v, %v; want sent without a card, naming the grant", r, err)
 	}
 	if rs := reasons(t, h, r.OperationID); !slices.ContainsFunc(rs, func(s string) bool { return strings.Contains(s, "under grant "+g.ID) }) {
 		t.Errorf("reasons = %q, want the grant named", rs)
 	}
-	if r, _ := h.op.Call(ctx, task.ID, callSend("333", "another chat")); r.Status != tools.StatusPending {
+	if r, _ := h.op.Call(ctx, task.ID, callSend("333", "another chat")); r.Status != action.StatusPending {
 		t.Errorf("a send to another chat = %+v, want a card", r)
 	}
 	if _, err := h.op.Revoke(ctx, operatorID, g.ID); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := h.op.Call(ctx, task.ID, callSend("222", "after the revocation")); r.Status != tools.StatusPending {
+	if r, _ := h.op.Call(ctx, task.ID, callSend("222", "after the revocation")); r.Status != action.StatusPending {
 		t.Errorf("a send after the revocation = %+v, want a card", r)
 	}
 
@@ -251,7 +251,7 @@ func TestGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"one", "two"} {
-		if r, _ := h.op.Call(ctx, other.ID, callSend("444", text)); r.Status != tools.StatusPending {
+		if r, _ := h.op.Call(ctx, other.ID, callSend("444", text)); r.Status != action.StatusPending {
 			t.Fatalf("Call = %+v", r)
 		}
 	}
@@ -268,7 +268,7 @@ func TestGrants(t *testing.T) {
 		t.Fatalf("GrantTask = %v, %v", ds, err)
 	}
 	for _, d := range ds {
-		if r, err := h.op.Proceed(ctx, d); err != nil || r.Status != tools.StatusSucceeded {
+		if r, err := h.op.Proceed(ctx, d); err != nil || r.Status != action.StatusSucceeded {
 			t.Errorf("Proceed = %+v, %v", r, err)
 		}
 	}
@@ -307,14 +307,14 @@ func TestAGrantEndsWhenALoweredGrantMaxSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.clock.Advance(50 * time.Minute)
-	if r, err := h.op.Call(ctx, task.ID, callSend("222", "within the lowered maximum")); err != nil || r.Status != tools.StatusSucceeded {
+	if r, err := h.op.Call(ctx, task.ID, callSend("222", "within the lowered maximum")); err != nil || r.Status != action.StatusSucceeded {
 		t.Fatalf("a send 50 minutes into the grant = %+v, %v; want sent under it", r, err)
 	}
 	if gs, err := h.op.Grants(ctx); err != nil || len(gs) != 1 || !gs[0].Until.Equal(g.Created.Add(time.Hour)) {
 		t.Fatalf("Grants = %+v, %v; want the grant ending an hour after it was made", gs, err)
 	}
 	h.clock.Advance(20 * time.Minute)
-	if r, err := h.op.Call(ctx, task.ID, callSend("222", "past the lowered maximum")); err != nil || r.Status != tools.StatusPending {
+	if r, err := h.op.Call(ctx, task.ID, callSend("222", "past the lowered maximum")); err != nil || r.Status != action.StatusPending {
 		t.Errorf("a send 70 minutes into the grant = %+v, %v; want a card: grant_max is now 1h", r, err)
 	}
 	if gs, err := h.op.Grants(ctx); err != nil || len(gs) != 0 {
@@ -351,7 +351,7 @@ func TestForwardsAndCopiesAreNeverGranted(t *testing.T) {
 	}
 	args := json.RawMessage(`{"chat_id": "222", "from_chat_id": "-1009999", "message_id": 7}`)
 	r, err := h.op.Call(ctx, task.ID, operator.Call{Tool: "commit_copy_message", Args: args})
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Errorf("a copy under a journaled grant = %+v, %v; want a card", r, err)
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/tools"
 )
 
 func newTask(t *testing.T, h *harness) string {
@@ -35,7 +35,7 @@ func TestArgumentsAsModelsSendThemReachTheCard(t *testing.T) {
 		rawCall("commit_publish_post", `{"chat_id":-1001234567890,"text":"post"}`),
 	} {
 		r, err := h.op.Call(ctx, newTask(t, h), c)
-		if err != nil || r.Status != tools.StatusPending {
+		if err != nil || r.Status != action.StatusPending {
 			t.Fatalf("%s %s = %+v, %v; want pending", c.Tool, c.Args, r, err)
 		}
 		op, err := h.j.Operation(ctx, r.OperationID)
@@ -57,7 +57,7 @@ func TestRefusedArgumentsSpendTheRepairBudget(t *testing.T) {
 	ctx := context.Background()
 	taskID := newTask(t, h)
 	r, err := h.op.Call(ctx, taskID, rawCall("commit_send_message", `{"chat_id":1.5,"text":"hello"}`))
-	if err != nil || r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "chat_id") {
+	if err != nil || r.Status != action.StatusRepairable || !strings.Contains(r.Reason, "chat_id") {
 		t.Fatalf("first refusal = %+v, %v; want repairable naming chat_id", r, err)
 	}
 	task, _ := h.j.Task(ctx, taskID)
@@ -68,7 +68,7 @@ func TestRefusedArgumentsSpendTheRepairBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != tools.StatusTerminal || r.Cause != tools.CauseBudget || !strings.Contains(r.Reason, "repair budget spent") ||
+	if r.Status != action.StatusTerminal || r.Cause != action.CauseBudget || !strings.Contains(r.Reason, "repair budget spent") ||
 		!strings.Contains(r.Reason, "the team") {
 		t.Errorf("second refusal = %+v, want a budget stop that says what was refused", r)
 	}

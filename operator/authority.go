@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // A commit is authorised by two policies at once: the snapshot its task started
@@ -41,7 +41,7 @@ const ReasonAskedAgain = "approval requested again: the sender's policy does not
 // When it does not hold, the operation goes back to awaiting approval with a new
 // approval for the approvers (asked is true, r the pending result): nothing is
 // sent until a person allowed here taps.
-func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op journal.Operation) (r *tools.Result, asked bool, err error) {
+func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op journal.Operation) (r *action.Result, asked bool, err error) {
 	a, err := o.opts.Journal.LatestApproval(ctx, op.ID)
 	if err != nil {
 		return nil, true, fmt.Errorf("operator: %w", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -64,7 +65,7 @@ func TestACallersPolicyNeverWidensTheSenders(t *testing.T) {
 	if _, err := h.op.Decide(ctx, a.ID, strangerID, true); !errors.Is(err, operator.ErrNotApprover) {
 		t.Errorf("an approver of the caller's policy only: Decide = %v, want ErrNotApprover", err)
 	}
-	if r, err := h.op.Decide(ctx, a.ID, approverID, true); err != nil || r.Status != tools.StatusSucceeded {
+	if r, err := h.op.Decide(ctx, a.ID, approverID, true); err != nil || r.Status != action.StatusSucceeded {
 		t.Fatalf("the bot's approver taps: %+v, %v; want succeeded", r, err)
 	}
 	if n := len(h.sender.Sent()); n != 1 {
@@ -87,7 +88,7 @@ func TestARetryIsJudgedByThePolicyInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := h.op.Call(ctx, task.ID, callSend("555", "digest"))
-	if err != nil || r.SideEffect != tools.SideEffectUnknown {
+	if err != nil || r.SideEffect != action.SideEffectUnknown {
 		t.Fatalf("first attempt = %+v, %v; want unknown", r, err)
 	}
 	id := r.OperationID
@@ -99,7 +100,7 @@ func TestARetryIsJudgedByThePolicyInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err = h.op.Retry(ctx, id)
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("Retry = %+v, %v; want pending: the rule that skipped the tap is gone", r, err)
 	}
 	if n := len(h.sender.Sent()); n != 1 {
@@ -112,7 +113,7 @@ func TestARetryIsJudgedByThePolicyInForce(t *testing.T) {
 	if _, err := h.op.Decide(ctx, a.ID, approverID, true); !errors.Is(err, operator.ErrNotApprover) {
 		t.Errorf("an approver removed since: Decide = %v, want ErrNotApprover", err)
 	}
-	if r, err := h.op.Decide(ctx, a.ID, operatorID, true); err != nil || r.Status != tools.StatusSucceeded {
+	if r, err := h.op.Decide(ctx, a.ID, operatorID, true); err != nil || r.Status != action.StatusSucceeded {
 		t.Errorf("an approver of both: Decide = %+v, %v; want succeeded", r, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -61,7 +62,7 @@ func benchmarkLifecycle(b *testing.B, name string, opts ...journal.Option) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if r, err = op.Decide(ctx, a.ID, approverID, true); err != nil || r.Status != tools.StatusSucceeded {
+		if r, err = op.Decide(ctx, a.ID, approverID, true); err != nil || r.Status != action.StatusSucceeded {
 			b.Fatalf("Decide = %+v, %v", r, err)
 		}
 	}

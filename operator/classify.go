@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
@@ -22,7 +23,7 @@ const (
 type verdict struct {
 	class      class
 	retryAfter time.Duration
-	fix        *tools.Fix
+	fix        *action.Fix
 	reason     string
 }
 

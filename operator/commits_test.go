@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -66,7 +67,7 @@ func TestSendCostsFourDurableCommits(t *testing.T) {
 		}, []journal.State{journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved}},
 		{"committing, then committed with its attempt and result", 2, func() error {
 			r, err := op.Proceed(ctx, d)
-			if err == nil && r.Status != tools.StatusSucceeded {
+			if err == nil && r.Status != action.StatusSucceeded {
 				t.Errorf("Proceed = %+v, want succeeded", r)
 			}
 			return err
@@ -105,7 +106,7 @@ func TestBeginStoresNothingTwice(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	first, r, err := h.op.Begin(ctx, journal.Task{Requester: operatorID, Chat: "1", Origin: "test:7"}, callSend("222", "once"))
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("Begin = %+v, %v; want pending", r, err)
 	}
 	if got, err := h.j.TaskByOrigin(ctx, "test:7"); err != nil || got.ID != first.ID {

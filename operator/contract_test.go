@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/action"
 )
 
 // TestAScheduledRetryCarriesTheWaitTheServiceAskedFor: a 429 asking for 40 s puts
@@ -23,12 +23,12 @@ func TestAScheduledRetryCarriesTheWaitTheServiceAskedFor(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Decide = %v, want it cut short in the wait", err)
 	}
-	want := tools.Result{Status: tools.StatusRetryable, OperationID: opID, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry, RetryAfterMS: 40000}
+	want := action.Result{Status: action.StatusRetryable, OperationID: opID, SideEffect: action.SideEffectNone, NextAction: action.NextRetry, RetryAfterMS: 40000}
 	if r.Status != want.Status || r.OperationID != want.OperationID || r.SideEffect != want.SideEffect || r.NextAction != want.NextAction || r.RetryAfterMS != want.RetryAfterMS {
 		t.Errorf("returned = %+v, want %+v", r, want)
 	}
 	op, _ := h.j.Operation(context.Background(), opID)
-	if op.State != RW || op.Result == nil || op.Result.RetryAfterMS != 40000 || op.Result.NextAction != tools.NextRetry {
+	if op.State != RW || op.Result == nil || op.Result.RetryAfterMS != 40000 || op.Result.NextAction != action.NextRetry {
 		t.Errorf("journaled: %s with %+v, want retry_wait with retry_after_ms 40000", op.State, op.Result)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
 )
@@ -18,7 +19,7 @@ var (
 	}
 	notSent  = fmt.Errorf("dial tcp: connection refused: %w", tools.ErrNotSent)
 	unknown  = fmt.Errorf("read: connection reset after write: %w", tools.ErrOutcomeUnknown)
-	migrated = &tools.RepairError{Fix: &tools.Fix{Target: "-1009"}, Reason: "the group moved to a supergroup", Err: errors.New("Bad Request: group chat was upgraded")}
+	migrated = &tools.RepairError{Fix: &action.Fix{Target: "-1009"}, Reason: "the group moved to a supergroup", Err: errors.New("Bad Request: group chat was upgraded")}
 	badArgs  = &tools.RepairError{Reason: "message text is empty", Err: errors.New("Bad Request")}
 	blocked  = &tools.RefusedError{Reason: "the user blocked the bot", Err: errors.New("Forbidden: bot was blocked by the user")}
 )
@@ -45,69 +46,69 @@ func TestDecisionTable(t *testing.T) {
 		wantPath  []journal.State
 		wantSends int
 		wantWaits []time.Duration
-		want      tools.Result // Status, SideEffect, NextAction
-		reason    string       // a fragment of the result's reason
+		want      action.Result // Status, SideEffect, NextAction
+		reason    string        // a fragment of the result's reason
 	}{
 		{
 			name: "success records evidence", script: nil,
 			wantPath: []journal.State{P, V, AA, A, C, OK}, wantSends: 1,
-			want: tools.Result{Status: tools.StatusSucceeded, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone},
+			want: action.Result{Status: action.StatusSucceeded, SideEffect: action.SideEffectCommitted, NextAction: action.NextNone},
 		},
 		{
 			name: "429 honours retry_after", script: []error{rateLimited(7 * time.Second), nil},
 			wantPath: []journal.State{P, V, AA, A, C, RW, C, OK}, wantSends: 2, wantWaits: []time.Duration{7 * time.Second},
-			want: tools.Result{Status: tools.StatusSucceeded, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone},
+			want: action.Result{Status: action.StatusSucceeded, SideEffect: action.SideEffectCommitted, NextAction: action.NextNone},
 		},
 		{
 			name: "never sent retries with jittered backoff", script: []error{notSent, notSent, nil},
 			// base 1s, then 2s; rand 0.5 * jitter 0.2 takes 10% off each
 			wantPath: []journal.State{P, V, AA, A, C, RW, C, RW, C, OK}, wantSends: 3,
 			wantWaits: []time.Duration{900 * time.Millisecond, 1800 * time.Millisecond},
-			want:      tools.Result{Status: tools.StatusSucceeded, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone},
+			want:      action.Result{Status: action.StatusSucceeded, SideEffect: action.SideEffectCommitted, NextAction: action.NextNone},
 		},
 		{
 			name: "every 429 stops after 1 + retry_budget attempts", script: []error{rateLimited(time.Second)},
 			wantPath: []journal.State{P, V, AA, A, C, RW, C, RW, C, F}, wantSends: 3, wantWaits: []time.Duration{time.Second, time.Second},
-			want:   tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop},
+			want:   action.Result{Status: action.StatusTerminal, SideEffect: action.SideEffectNone, NextAction: action.NextStop},
 			reason: "retry budget spent",
 		},
 		{
 			name: "retry_after beyond the wait budget stops at once", script: []error{rateLimited(5 * time.Hour)},
 			wantPath: []journal.State{P, V, AA, A, C, F}, wantSends: 1,
-			want:   tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop},
+			want:   action.Result{Status: action.StatusTerminal, SideEffect: action.SideEffectNone, NextAction: action.NextStop},
 			reason: "asked to wait 5h0m0s",
 		},
 		{
 			name: "migrated chat is repaired once", script: []error{migrated, nil},
 			wantPath: []journal.State{P, V, AA, A, C, A, C, OK}, wantSends: 2,
-			want: tools.Result{Status: tools.StatusSucceeded, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone},
+			want: action.Result{Status: action.StatusSucceeded, SideEffect: action.SideEffectCommitted, NextAction: action.NextNone},
 		},
 		{
 			name: "a second repair is over budget", script: []error{migrated, migrated},
 			wantPath: []journal.State{P, V, AA, A, C, A, C, F}, wantSends: 2,
-			want:   tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop},
+			want:   action.Result{Status: action.StatusTerminal, SideEffect: action.SideEffectNone, NextAction: action.NextStop},
 			reason: "repair budget spent",
 		},
 		{
 			name: "fixable without a known fix goes back to the caller", script: []error{badArgs},
 			wantPath: []journal.State{P, V, AA, A, C, F}, wantSends: 1,
-			want: tools.Result{Status: tools.StatusRepairable, SideEffect: tools.SideEffectNone, NextAction: tools.NextRepair},
+			want: action.Result{Status: action.StatusRepairable, SideEffect: action.SideEffectNone, NextAction: action.NextRepair},
 		},
 		{
 			name: "unknown outcome is verified, never resent", script: []error{unknown},
 			wantPath: []journal.State{P, V, AA, A, C, U}, wantSends: 1,
-			want:   tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify},
+			want:   action.Result{Status: action.StatusTerminal, SideEffect: action.SideEffectUnknown, NextAction: action.NextVerify},
 			reason: "/resolve",
 		},
 		{
 			name: "an unrecognised error is an unknown outcome", script: []error{errors.New("something odd")},
 			wantPath: []journal.State{P, V, AA, A, C, U}, wantSends: 1,
-			want: tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify},
+			want: action.Result{Status: action.StatusTerminal, SideEffect: action.SideEffectUnknown, NextAction: action.NextVerify},
 		},
 		{
 			name: "permission denied stops", script: []error{blocked},
 			wantPath: []journal.State{P, V, AA, A, C, F}, wantSends: 1,
-			want:   tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop},
+			want:   action.Result{Status: action.StatusTerminal, SideEffect: action.SideEffectNone, NextAction: action.NextStop},
 			reason: "blocked the bot",
 		},
 	}
@@ -164,7 +165,7 @@ func TestDoomLoop(t *testing.T) {
 	h := newHarness(t, blocked)
 	ctx := context.Background()
 	taskID, opID := h.send("222", "hello")
-	if r, _ := h.op.Decide(ctx, h.approval(opID), approverID, true); r.NextAction != tools.NextStop {
+	if r, _ := h.op.Decide(ctx, h.approval(opID), approverID, true); r.NextAction != action.NextStop {
 		t.Fatalf("first call = %+v, want a stop", r)
 	}
 	// The caller issues the very same call again in the same task.
@@ -172,7 +173,7 @@ func TestDoomLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(r.Reason, "possible doom loop") || r.Status != tools.StatusTerminal {
+	if !strings.Contains(r.Reason, "possible doom loop") || r.Status != action.StatusTerminal {
 		t.Errorf("repeat = %+v, want a terminal possible doom loop", r)
 	}
 	if p := h.states(r.OperationID); fmtStates(p) != fmtStates([]journal.State{P, F}) {
@@ -183,7 +184,7 @@ func TestDoomLoop(t *testing.T) {
 	}
 	// A different call is not a loop.
 	r, err = h.op.Call(ctx, taskID, callSend("222", "hello again"))
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Errorf("different call = %+v, %v, want pending", r, err)
 	}
 }

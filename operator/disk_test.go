@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/tools"
 )
 
 // smallDisk mounts a tmpfs of 16 MiB for the test and returns its folder; the
@@ -129,7 +129,7 @@ func TestABeginAFullDiskRefusedLeavesNoTask(t *testing.T) {
 	}
 	os.Remove(filler)
 	task, r, err := h.op.Begin(ctx, journal.Task{Surface: "mcp", Summary: "a session"}, operator.Call{Tool: "commit_send_message", Args: sendArgs("222", "asked again with room")})
-	if err != nil || r.Status != tools.StatusPending || task.ID == "" {
+	if err != nil || r.Status != action.StatusPending || task.ID == "" {
 		t.Fatalf("Begin with room = %v, %+v, %v; want a stored task and a pending commit", task, r, err)
 	}
 	if _, err := h.j.Task(ctx, task.ID); err != nil {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // EventKind names what happened to an operation. The operator knows no surface:
@@ -75,7 +75,7 @@ type Event struct {
 	// Surface, Transport and TaskID say who asked and who delivers.
 	Operation journal.Operation
 	Approval  *journal.Approval // ApprovalNeeded, Decided, Voted, PayloadEdited, ApprovalEscalated
-	Result    tools.Result      // Outcome
+	Result    action.Result     // Outcome
 	Edit      *journal.Edit     // PayloadEdited
 	// Late: published by the sweep (or a start's resumed work), not by the request
 	// that made it: another process asked (a stdio `countersign mcp`), a process stopped
@@ -187,7 +187,7 @@ func (o *Operator) publishVoted(ctx context.Context, a journal.Approval) {
 }
 
 // publishOutcome publishes the outcome r of operation id.
-func (o *Operator) publishOutcome(ctx context.Context, id string, r tools.Result) {
+func (o *Operator) publishOutcome(ctx context.Context, id string, r action.Result) {
 	if len(o.listeners()) == 0 {
 		return
 	}

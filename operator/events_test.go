@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -291,7 +292,7 @@ func TestTheOwnerDeliversWhatARemoteOperatorApproved(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := rop.Call(ctx, task.ID, callSend("333", "from afar"))
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("remote Call = %+v, %v; want pending, handed to the owner", r, err)
 	}
 	if got := h.state(r.OperationID); got != A {
@@ -333,7 +334,7 @@ func TestTheWatchPublishesAnotherProcesssApprovalOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := rop.Call(ctx, task.ID, callSend("222", "asked afar"))
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("remote Call = %+v, %v", r, err)
 	}
 	sweepFor(t, h, rec, 2, 100*time.Millisecond) // ten more watches: none may publish again

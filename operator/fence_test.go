@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
 )
@@ -26,7 +27,7 @@ func newStallSender() *stallSender {
 func (s *stallSender) Send(ctx context.Context, m tools.Message) (tools.Delivery, error) {
 	s.arrived <- struct{}{}
 	<-s.release
-	if err := tools.CheckFence(ctx); err != nil {
+	if err := action.CheckFence(ctx); err != nil {
 		return tools.Delivery{}, err
 	}
 	s.written <- m
@@ -48,7 +49,7 @@ func TestAReplicaPastItsLeaseNeverSends(t *testing.T) {
 	r2, j2 := rs.start("r2", s2, false)
 
 	id, apID := askAt(t, r1, "sent once, whoever resumes")
-	outcome := make(chan tools.Result, 1)
+	outcome := make(chan action.Result, 1)
 	go func() {
 		r, err := r1.Decide(ctx, apID, approverID, true)
 		if err != nil {
@@ -65,19 +66,19 @@ func TestAReplicaPastItsLeaseNeverSends(t *testing.T) {
 	if _, err := r2.Resolve(ctx, id, false, "someone who looked"); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := r2.Retry(ctx, id); err != nil || r.Status != tools.StatusPending {
+	if r, err := r2.Retry(ctx, id); err != nil || r.Status != action.StatusPending {
 		t.Fatalf("Retry = %+v, %v; want pending", r, err)
 	}
 	a, err := r2.PendingApproval(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := r2.Decide(ctx, a.ID, approverID, true); err != nil || r.Status != tools.StatusSucceeded {
+	if r, err := r2.Decide(ctx, a.ID, approverID, true); err != nil || r.Status != action.StatusSucceeded {
 		t.Fatalf("r2's commit of the retry = %+v, %v; want succeeded", r, err)
 	}
 
 	close(stall.release) // r1 resumes
-	var got tools.Result
+	var got action.Result
 	select {
 	case got = <-outcome:
 	case <-time.After(10 * time.Second):
@@ -91,7 +92,7 @@ func TestAReplicaPastItsLeaseNeverSends(t *testing.T) {
 	if n := len(s2.Sent()); n != 1 {
 		t.Errorf("r2 sends = %d, want 1", n)
 	}
-	if got.Status != tools.StatusSucceeded || got.Evidence == nil || got.Evidence.MessageIDs[0] != 101 {
+	if got.Status != action.StatusSucceeded || got.Evidence == nil || got.Evidence.MessageIDs[0] != 101 {
 		t.Errorf("r1's result = %+v, want r2's delivery (message 101) as the journal has it", got)
 	}
 	ts, _ := j2.Transitions(ctx, id)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
 )
@@ -133,56 +134,56 @@ func (o *Operator) PendingApproval(ctx context.Context, opID string) (journal.Ap
 // nothing changes. The note of an earlier attempt (a retry's outcome is unknown
 // again) is first replaced by the envelope of the last attempt: its answer was
 // about the earlier one.
-func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by string) (tools.Result, error) {
+func (o *Operator) Resolve(ctx context.Context, opID string, delivered bool, by string) (action.Result, error) {
 	o.resolving.Lock()
 	defer o.resolving.Unlock()
 	op, err := o.opts.Journal.Operation(ctx, opID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	if op.State != journal.Unknown {
-		return tools.Result{}, refusal(ErrNotResolvable, "%s is %s, not unknown", opID, op.State)
+		return action.Result{}, refusal(ErrNotResolvable, "%s is %s, not unknown", opID, op.State)
 	}
 	if err := o.currentEnvelope(ctx, op); err != nil {
-		return tools.Result{}, err
+		return action.Result{}, err
 	}
 	if err := o.resolveEnvelope(opID, delivered, by); err != nil {
-		return tools.Result{}, err
+		return action.Result{}, err
 	}
 	return o.resolve(ctx, opID, delivered, by, "resolved by "+by)
 }
 
-func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by, reason string) (tools.Result, error) {
+func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by, reason string) (action.Result, error) {
 	op, err := o.opts.Journal.Operation(ctx, opID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	if op.State != journal.Unknown {
-		return tools.Result{}, refusal(ErrNotResolvable, "%s is %s, not unknown", opID, op.State)
+		return action.Result{}, refusal(ErrNotResolvable, "%s is %s, not unknown", opID, op.State)
 	}
 	done, total := op.PartsDone, len(op.Payload.Messages())
 	if delivered {
 		done++
 	}
 	m := journal.Move{From: journal.Unknown, To: journal.NotDelivered, Reason: reason + ": not delivered", PartsDone: &done}
-	r := tools.Result{Status: tools.StatusRetryable, OperationID: opID, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
+	r := action.Result{Status: action.StatusRetryable, OperationID: opID, SideEffect: action.SideEffectNone, NextAction: action.NextRetry,
 		Reason: "resolved not delivered by " + by + "; /retry " + opID + " sends it again"}
 	switch {
 	case delivered && done < total:
 		m.Reason = fmt.Sprintf("%s: part %d delivered", reason, done)
-		r.SideEffect, r.Reason = tools.SideEffectCommitted, fmt.Sprintf("part %d of %d resolved delivered by %s; /retry %s sends the rest", done, total, by, opID)
+		r.SideEffect, r.Reason = action.SideEffectCommitted, fmt.Sprintf("part %d of %d resolved delivered by %s; /retry %s sends the rest", done, total, by, opID)
 	case delivered:
 		m.To, m.Reason = journal.Committed, reason+": delivered"
-		r = tools.Result{Status: tools.StatusSucceeded, OperationID: opID, SideEffect: tools.SideEffectCommitted,
-			NextAction: tools.NextNone, Evidence: op.Evidence, Reason: "resolved delivered by " + by, Action: op.Payload.Action}
+		r = action.Result{Status: action.StatusSucceeded, OperationID: opID, SideEffect: action.SideEffectCommitted,
+			NextAction: action.NextNone, Evidence: op.Evidence, Reason: "resolved delivered by " + by, Action: op.Payload.Action}
 	}
 	m.Result = &r
 	err = o.opts.Journal.Move(ctx, opID, m)
 	if errors.Is(err, journal.ErrStateChanged) {
-		return tools.Result{}, refusal(ErrNotResolvable, "%s was resolved by someone else first", opID)
+		return action.Result{}, refusal(ErrNotResolvable, "%s was resolved by someone else first", opID)
 	}
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	// A note written while this resolution was on its way (by the leader, which
 	// read the operation unknown) was not there to resolve before the move: it
@@ -198,35 +199,35 @@ func (o *Operator) resolve(ctx context.Context, opID string, delivered bool, by,
 // was not delivered, asking for approval again when the task's policy says so. An
 // unknown outcome, a delivered one, or any other state returns ErrNotRetryable with
 // the reason: nothing is resent on a guess.
-func (o *Operator) Retry(ctx context.Context, opID string) (tools.Result, error) {
+func (o *Operator) Retry(ctx context.Context, opID string) (action.Result, error) {
 	op, err := o.opts.Journal.Operation(ctx, opID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	switch {
 	case op.Transport != o.opts.Transport:
-		return tools.Result{}, refusal(ErrOtherTransport, "%s is delivered by %s; retry it there", opID, orNobody(op.Transport))
+		return action.Result{}, refusal(ErrOtherTransport, "%s is delivered by %s; retry it there", opID, orNobody(op.Transport))
 	case op.State == journal.NotDelivered:
 	case op.State == journal.Unknown:
-		return tools.Result{}, refusal(ErrNotRetryable, "%s has an unknown outcome; verify and /resolve it first", opID)
+		return action.Result{}, refusal(ErrNotRetryable, "%s has an unknown outcome; verify and /resolve it first", opID)
 	case op.State == journal.Committed:
-		return tools.Result{}, refusal(ErrNotRetryable, "%s was delivered", opID)
+		return action.Result{}, refusal(ErrNotRetryable, "%s was delivered", opID)
 	default:
-		return tools.Result{}, refusal(ErrNotRetryable, "%s is %s", opID, op.State)
+		return action.Result{}, refusal(ErrNotRetryable, "%s is %s", opID, op.State)
 	}
 	task, err := o.opts.Journal.Task(ctx, op.TaskID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	return o.gate(ctx, task, op, journal.NotDelivered)
 }
 
 // Cancel stops an operation that has not reached the world: one waiting for
 // approval, approved but not attempted, waiting to retry, or resolved not delivered.
-func (o *Operator) Cancel(ctx context.Context, opID string, by string) (tools.Result, error) {
+func (o *Operator) Cancel(ctx context.Context, opID string, by string) (action.Result, error) {
 	op, err := o.opts.Journal.Operation(ctx, opID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	reason := "cancelled by " + by
 	switch op.State {
@@ -235,16 +236,16 @@ func (o *Operator) Cancel(ctx context.Context, opID string, by string) (tools.Re
 	case journal.Prepared, journal.Verified, journal.Approved, journal.RetryWait, journal.NotDelivered:
 		err = o.opts.Journal.Move(ctx, opID, journal.Move{From: op.State, To: journal.Cancelled, Reason: reason})
 	default:
-		return tools.Result{}, refusal(ErrNotCancelable, "%s is %s", opID, op.State)
+		return action.Result{}, refusal(ErrNotCancelable, "%s is %s", opID, op.State)
 	}
 	if errors.Is(err, journal.ErrStateChanged) || errors.Is(err, journal.ErrDecided) {
-		return tools.Result{}, refusal(ErrNotCancelable, "%s moved on before the cancel", opID)
+		return action.Result{}, refusal(ErrNotCancelable, "%s moved on before the cancel", opID)
 	}
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	r := stopResult(report(reason+"; nothing was sent", "", ""))
-	r.Status = tools.StatusTerminal
+	r.Status = action.StatusTerminal
 	return o.finish(ctx, opID, r)
 }
 
@@ -253,17 +254,17 @@ func (o *Operator) Cancel(ctx context.Context, opID string, by string) (tools.Re
 // prepared commit is verified and gated, a verified one gated; anything further
 // along is returned as it stands, and an empty record (a refusal cut short) ends
 // failed. It refuses another transport's operations.
-func (o *Operator) Continue(ctx context.Context, opID string) (tools.Result, error) {
+func (o *Operator) Continue(ctx context.Context, opID string) (action.Result, error) {
 	op, err := o.opts.Journal.Operation(ctx, opID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	if op.Transport != o.opts.Transport {
-		return tools.Result{}, refusal(ErrOtherTransport, "%s is delivered by %s", opID, orNobody(op.Transport))
+		return action.Result{}, refusal(ErrOtherTransport, "%s is delivered by %s", opID, orNobody(op.Transport))
 	}
 	task, err := o.opts.Journal.Task(ctx, op.TaskID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	tool, ok := o.opts.Tools.Get(op.Tool)
 	_, commits := tool.(tools.Committer)

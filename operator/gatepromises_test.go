@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/tools"
 )
 
 // TestAQuorumsFirstTapThatRejectsEndsIt: of a quorum of two, a rejection that
@@ -22,7 +22,7 @@ func TestAQuorumsFirstTapThatRejectsEndsIt(t *testing.T) {
 	_, opID := h.send("222", "hello")
 	apID := h.approval(opID)
 	r, err := h.op.Decide(ctx, apID, operatorID, false)
-	if err != nil || r.Cause != tools.CauseRejected || h.state(opID) != journal.Rejected {
+	if err != nil || r.Cause != action.CauseRejected || h.state(opID) != journal.Rejected {
 		t.Fatalf("a first tap that rejects = %+v, %v, state %s; want rejected", r, err, h.state(opID))
 	}
 	for _, by := range []int64{approverID, thirdApprover} {
@@ -46,13 +46,13 @@ func TestAVoteOfAnApproverRemovedBeforeTheQuorumDoesNotCount(t *testing.T) {
 	ctx := context.Background()
 	_, opID := h.send("222", "hello")
 	apID := h.approval(opID)
-	if r, err := h.op.Decide(ctx, apID, operatorID, true); err != nil || r.Cause != tools.CauseQuorum {
+	if r, err := h.op.Decide(ctx, apID, operatorID, true); err != nil || r.Cause != action.CauseQuorum {
 		t.Fatalf("first vote = %+v, %v", r, err)
 	}
 	h.pol.Access.Approvers = []int64{approverID, thirdApprover} // operatorID removed
 	h.open()
 	r, err := h.op.Decide(ctx, apID, approverID, true)
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("the vote that completes the count = %+v, %v; want pending again", r, err)
 	}
 	if n := len(h.sender.Sent()); n != 0 {
@@ -92,7 +92,7 @@ func TestATaskGrantRefusesTheOldCodeWhenAnyItemChanged(t *testing.T) {
 			}
 		}},
 		{"a fourth added", func(t *testing.T, h *harness, task string, _ []journal.GrantItem) {
-			if r, err := h.op.Call(context.Background(), task, callSend("444", "four")); err != nil || r.Status != tools.StatusPending {
+			if r, err := h.op.Call(context.Background(), task, callSend("444", "four")); err != nil || r.Status != action.StatusPending {
 				t.Fatalf("Call = %+v, %v", r, err)
 			}
 		}},
@@ -105,7 +105,7 @@ func TestATaskGrantRefusesTheOldCodeWhenAnyItemChanged(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, text := range []string{"one", "two", "three"} {
-				if r, err := h.op.Call(ctx, task.ID, callSend("444", text)); err != nil || r.Status != tools.StatusPending {
+				if r, err := h.op.Call(ctx, task.ID, callSend("444", text)); err != nil || r.Status != action.StatusPending {
 					t.Fatalf("Call = %+v, %v", r, err)
 				}
 			}
@@ -176,7 +176,7 @@ func TestEscalationWaitsForEscalateAfter(t *testing.T) {
 	if n := escalated(); n != 1 {
 		t.Fatalf("escalations past escalate_after = %d, want 1", n)
 	}
-	if r, err := h.op.Decide(ctx, apID, strangerID, true); err != nil || r.Status != tools.StatusSucceeded {
+	if r, err := h.op.Decide(ctx, apID, strangerID, true); err != nil || r.Status != action.StatusSucceeded {
 		t.Errorf("the escalation list after the escalation = %+v, %v; want sent", r, err)
 	}
 }

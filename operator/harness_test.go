@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
@@ -224,7 +225,7 @@ func (h *harness) send(chat, text string) (taskID, opID string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if r.Status != tools.StatusPending {
+	if r.Status != action.StatusPending {
 		h.t.Fatalf("Call = %+v, want pending", r)
 	}
 	return task.ID, r.OperationID
@@ -298,7 +299,7 @@ func (h *harness) withVault() *harness {
 
 // onOutcome calls fn with every late Outcome event op publishes: the work it
 // finished on its own (Resume, the sweep), as a surface hears it.
-func onOutcome(op *operator.Operator, fn func(id string, r tools.Result)) {
+func onOutcome(op *operator.Operator, fn func(id string, r action.Result)) {
 	op.Subscribe(func(ev operator.Event) {
 		if ev.Kind == operator.Outcome && ev.Late {
 			fn(ev.Operation.ID, ev.Result)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/verifier"
@@ -126,7 +127,7 @@ func sentBy(op journal.Operation) []tools.SentMessage {
 		}
 		m.MessageID, m.Text, m.Deleted = p.MessageID, p.Text, p.Removes
 		if p.Caption {
-			m.Kind = tools.FileDocument // a caption's edit: the message holds a file
+			m.Kind = action.FileDocument // a caption's edit: the message holds a file
 		}
 		return []tools.SentMessage{m}
 	}
@@ -165,7 +166,7 @@ func (h History) delivered(op journal.Operation) bool {
 
 // evidenceOf is what the service confirmed of a committed operation: its
 // result's evidence, else what its parts recorded on the way.
-func evidenceOf(op journal.Operation) *tools.Evidence {
+func evidenceOf(op journal.Operation) *action.Evidence {
 	if op.Result != nil && op.Result.Evidence != nil {
 		return op.Result.Evidence
 	}

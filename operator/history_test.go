@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -21,7 +22,7 @@ func TestVerifierReadsAnEarlierTextInItsParseMode(t *testing.T) {
 	html, _ := json.Marshal(tools.SendArgs{ChatID: "222", Text: "<b>Weekly</b> digest is out", ParseMode: "HTML"})
 	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "in bold"})
 	first, err := h.op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: html})
-	if err != nil || first.Status != tools.StatusPending {
+	if err != nil || first.Status != action.StatusPending {
 		t.Fatalf("first = %+v, %v; want pending", first, err)
 	}
 	again, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "plain"})
@@ -29,7 +30,7 @@ func TestVerifierReadsAnEarlierTextInItsParseMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.NextAction != tools.NextStop || !strings.Contains(r.Reason, first.OperationID) {
+	if r.NextAction != action.NextStop || !strings.Contains(r.Reason, first.OperationID) {
 		t.Errorf("the same words in plain text = %+v, want a stop naming %s", r, first.OperationID)
 	}
 }

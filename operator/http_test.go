@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/internal/fakeapi"
 	"github.com/countersign/countersign/journal"
@@ -72,13 +73,13 @@ func (h *harness) ticket(title string) string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if r.Status != tools.StatusPending {
+	if r.Status != action.StatusPending {
 		h.t.Fatalf("Call = %+v, want pending: an HTTP commit needs a tap", r)
 	}
 	return r.OperationID
 }
 
-func (h *harness) approve(opID string) tools.Result {
+func (h *harness) approve(opID string) action.Result {
 	h.t.Helper()
 	r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true)
 	if err != nil {
@@ -124,7 +125,7 @@ func TestHTTPToolThroughTheGate(t *testing.T) {
 		}
 	}
 	r := h.approve(opID)
-	if r.Status != tools.StatusSucceeded || r.Evidence == nil || r.Evidence.Ref != "T-1" || r.Evidence.HTTPStatus != 201 {
+	if r.Status != action.StatusSucceeded || r.Evidence == nil || r.Evidence.Ref != "T-1" || r.Evidence.HTTPStatus != 201 {
 		t.Fatalf("Decide = %+v, want succeeded with ref T-1", r)
 	}
 	reqs := srv.Requests()
@@ -170,7 +171,7 @@ func TestHTTPLostAnswerWithKeyIsSettledByRepeating(t *testing.T) {
 	srv.Script(ticketPath, fakeapi.Step{Mode: fakeapi.LoseAnswer})
 	opID := h.ticket("Printer on fire")
 	r := h.approve(opID)
-	if r.Status != tools.StatusSucceeded || r.Reason != operator.ReasonSettled || r.Evidence == nil || r.Evidence.Ref != "T-1" {
+	if r.Status != action.StatusSucceeded || r.Reason != operator.ReasonSettled || r.Evidence == nil || r.Evidence.Ref != "T-1" {
 		t.Fatalf("Decide = %+v, want settled with the first effect's id", r)
 	}
 	if !slices.Contains(h.reasons(opID), operator.ReasonSettled) {
@@ -236,7 +237,7 @@ func TestHTTPLostAnswerWithoutKeyIsUnknown(t *testing.T) {
 	srv.Script(ticketPath, fakeapi.Step{Mode: fakeapi.LoseAnswer})
 	opID := h.ticket("Printer on fire")
 	r := h.approve(opID)
-	if r.SideEffect != tools.SideEffectUnknown || r.NextAction != tools.NextVerify || h.state(opID) != journal.Unknown {
+	if r.SideEffect != action.SideEffectUnknown || r.NextAction != action.NextVerify || h.state(opID) != journal.Unknown {
 		t.Fatalf("Decide = %+v (state %s), want unknown, to verify", r, h.state(opID))
 	}
 	if n := len(srv.Requests()); n != 1 {
@@ -257,7 +258,7 @@ func TestHTTPTooManyRequestsIsRetriedAfterTheWait(t *testing.T) {
 	srv.Script(ticketPath, fakeapi.Step{Mode: fakeapi.TooMany, RetryAfter: "3"})
 	opID := h.ticket("Printer on fire")
 	r := h.approve(opID)
-	if r.Status != tools.StatusSucceeded {
+	if r.Status != action.StatusSucceeded {
 		t.Fatalf("Decide = %+v, want succeeded after the wait", r)
 	}
 	if !slices.Contains(h.clock.Waits(), 3*time.Second) {
@@ -277,7 +278,7 @@ func TestHTTPRedirectElsewhereIsNotFollowed(t *testing.T) {
 	srv.Script(ticketPath, fakeapi.Step{Mode: fakeapi.Redirect, Location: strings.Replace(other.URL, "127.0.0.1", "localhost", 1) + "/x"})
 	opID := h.ticket("Printer on fire")
 	r := h.approve(opID)
-	if r.Status != tools.StatusTerminal || h.state(opID) != journal.Failed {
+	if r.Status != action.StatusTerminal || h.state(opID) != journal.Failed {
 		t.Fatalf("Decide = %+v, want a stop", r)
 	}
 	if n := len(other.Requests()); n != 0 {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // doomLoop begins the reason of a call the loop guard stopped (its Cause is
-// tools.CauseDoomLoop).
+// action.CauseDoomLoop).
 const doomLoop = "possible doom loop"
 
 // unsuccessful are the states of a call that went wrong: failed (its arguments
@@ -20,14 +20,14 @@ var unsuccessful = []journal.State{journal.Failed, journal.Unknown}
 // guard applies the loop guard of the task's policy (policy.LoopGuard) to a call
 // about to run, known by its fingerprint fp and named by call (tools.Brief). It
 // reports whether the call stops, with the result that says why.
-func (o *Operator) guard(ctx context.Context, task journal.Task, call, fp string) (tools.Result, bool, error) {
+func (o *Operator) guard(ctx context.Context, task journal.Task, call, fp string) (action.Result, bool, error) {
 	g := task.Policy.LoopGuard
 	if !g.Enabled {
-		return tools.Result{}, false, nil
+		return action.Result{}, false, nil
 	}
 	all, err := o.opts.Journal.Operations(ctx, journal.Filter{TaskID: task.ID, Fingerprint: fp})
 	if err != nil {
-		return tools.Result{}, false, fmt.Errorf("operator: loop guard: %w", err)
+		return action.Result{}, false, fmt.Errorf("operator: loop guard: %w", err)
 	}
 	var same, through []journal.Operation
 	for _, op := range all {
@@ -44,22 +44,22 @@ func (o *Operator) guard(ctx context.Context, task journal.Task, call, fp string
 		return r, true, nil
 	}
 	if g.PingPong < 2 {
-		return tools.Result{}, false, nil
+		return action.Result{}, false, nil
 	}
 	recent, err := o.opts.Journal.Operations(ctx, journal.Filter{TaskID: task.ID, Limit: 2*g.PingPong - 1})
 	if err != nil {
-		return tools.Result{}, false, fmt.Errorf("operator: loop guard: %w", err)
+		return action.Result{}, false, fmt.Errorf("operator: loop guard: %w", err)
 	}
 	if r, stop := pingPong(call, fp, recent, g.PingPong); stop {
 		return r, true, nil
 	}
-	return tools.Result{}, false, nil
+	return action.Result{}, false, nil
 }
 
 // repeated stops a call issued again after it went wrong (same lists those times,
 // newest first): at once while an earlier one's outcome is unknown, or when it was
 // sent back for repair and comes back unchanged; else once it failed failures times.
-func repeated(call string, same []journal.Operation, failures int) (tools.Result, bool) {
+func repeated(call string, same []journal.Operation, failures int) (action.Result, bool) {
 	for _, op := range same {
 		if op.State == journal.Unknown {
 			return doomStop(fmt.Sprintf("%s again while the outcome of %s is unknown", call, op.ID),
@@ -68,14 +68,14 @@ func repeated(call string, same []journal.Operation, failures int) (tools.Result
 		}
 	}
 	for _, op := range same {
-		if op.Result != nil && op.Result.NextAction == tools.NextRepair {
+		if op.Result != nil && op.Result.NextAction == action.NextRepair {
 			return doomStop(fmt.Sprintf("%s is the repair of %s, unchanged: the same arguments were sent back for repair (%s)", call, op.ID, op.Result.Reason),
 				report("this call was not run; nothing was sent", "", "change what the repair asks for, or do it by hand")), true
 		}
 	}
 	switch n := len(same); {
 	case n == 0 || n < max(1, failures):
-		return tools.Result{}, false
+		return action.Result{}, false
 	case n == 1:
 		return doomStop(fmt.Sprintf("%s again after it failed as %s", call, same[0].ID),
 			report("this call was not run again; nothing was sent for it", "", "change the request")), true
@@ -88,9 +88,9 @@ func repeated(call string, same []journal.Operation, failures int) (tools.Result
 // again stops a call issued once more after it went through successes times
 // (through lists those times, newest first): a repeat that succeeds is a loop
 // too (a model drafting the same reply every step), and never a second send.
-func again(call string, through []journal.Operation, successes int) (tools.Result, bool) {
+func again(call string, through []journal.Operation, successes int) (action.Result, bool) {
 	if len(through) == 0 || len(through) < max(1, successes) {
-		return tools.Result{}, false
+		return action.Result{}, false
 	}
 	what := fmt.Sprintf("%s again after it went through as %s", call, through[0].ID)
 	if n := len(through); n > 1 {
@@ -103,9 +103,9 @@ func again(call string, through []journal.Operation, successes int) (tools.Resul
 // pingPong stops the call that would complete rounds of two different calls
 // alternating (A B A B for 2 rounds), every earlier one of them gone wrong. recent
 // are the task's latest calls, newest first.
-func pingPong(call, fp string, recent []journal.Operation, rounds int) (tools.Result, bool) {
+func pingPong(call, fp string, recent []journal.Operation, rounds int) (action.Result, bool) {
 	if len(recent) < 2*rounds-1 || recent[0].Fingerprint == fp {
-		return tools.Result{}, false
+		return action.Result{}, false
 	}
 	other := recent[0]
 	for i, op := range recent[:2*rounds-1] {
@@ -114,7 +114,7 @@ func pingPong(call, fp string, recent []journal.Operation, rounds int) (tools.Re
 			want = fp
 		}
 		if op.Fingerprint != want || (op.State != journal.Failed && op.State != journal.Unknown) {
-			return tools.Result{}, false
+			return action.Result{}, false
 		}
 	}
 	return doomStop(fmt.Sprintf("%s alternating with a %s call, last as %s: %d rounds, every call without success", call, other.Tool, other.ID, rounds),
@@ -122,8 +122,8 @@ func pingPong(call, fp string, recent []journal.Operation, rounds int) (tools.Re
 }
 
 // doomStop is the guard's stop: what repeated, then the short report for a human.
-func doomStop(what, report string) tools.Result {
+func doomStop(what, report string) action.Result {
 	r := stopResult(doomLoop + ": " + what + ". " + report)
-	r.Cause = tools.CauseDoomLoop
+	r.Cause = action.CauseDoomLoop
 	return r
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // loopGuardBlock is the loop_guard key of policies.yaml with its indented lines.
@@ -40,12 +40,12 @@ func withLoopGuard(t *testing.T, h *harness, yaml string, autoApprove ...string)
 }
 
 // wantDoomLoop fails the test unless r is the guard's stop naming the call.
-func wantDoomLoop(t *testing.T, r tools.Result, err error, names ...string) {
+func wantDoomLoop(t *testing.T, r action.Result, err error, names ...string) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Cause != tools.CauseDoomLoop || r.Status != tools.StatusTerminal || !strings.HasPrefix(r.Reason, "possible doom loop: ") {
+	if r.Cause != action.CauseDoomLoop || r.Status != action.StatusTerminal || !strings.HasPrefix(r.Reason, "possible doom loop: ") {
 		t.Fatalf("result = %+v, want a terminal stop beginning %q", r, "possible doom loop: ")
 	}
 	for _, n := range names {
@@ -64,7 +64,7 @@ func TestLoopGuardReadsTheCallAsTheToolDoes(t *testing.T) {
 	ctx := context.Background()
 	taskID := newTask(t, h)
 	r, _ := h.op.Call(ctx, taskID, rawCall("commit_send_message", `{"chat_id":"the team","text":"hello"}`))
-	if r.Status != tools.StatusRepairable {
+	if r.Status != action.StatusRepairable {
 		t.Fatalf("first = %+v, want repairable", r)
 	}
 	r, err := h.op.Call(ctx, taskID, rawCall("commit_send_message", `{"text":"hello","chat_id":"the team","parse_mode":null,"silent":true}`))
@@ -80,7 +80,7 @@ func TestLoopGuardStopsARepeatedVerifierRepair(t *testing.T) {
 	ctx := context.Background()
 	taskID := newTask(t, h)
 	first, _ := h.op.Call(ctx, taskID, rawCall("commit_send_message", `{"chat_id":"222","text":"Read more at https://example.com/post"}`))
-	if first.Status != tools.StatusRepairable {
+	if first.Status != action.StatusRepairable {
 		t.Fatalf("first = %+v, want repairable", first)
 	}
 	r, err := h.op.Call(ctx, taskID, rawCall("commit_send_message", `{"chat_id":222,"text":"Read more at https://example.com/post"}`))
@@ -96,7 +96,7 @@ func TestLoopGuardStopsARepeatWhileTheOutcomeIsUnknown(t *testing.T) {
 	ctx := context.Background()
 	taskID := newTask(t, h)
 	first, _ := h.op.Call(ctx, taskID, callSend("222", "hello"))
-	if first.SideEffect != tools.SideEffectUnknown {
+	if first.SideEffect != action.SideEffectUnknown {
 		t.Fatalf("first = %+v, want an unknown outcome", first)
 	}
 	r, err := h.op.Call(ctx, taskID, rawCall("commit_send_message", `{"chat_id":222,"text":"hello"}`))
@@ -115,7 +115,7 @@ func TestLoopGuardCountsFailures(t *testing.T) {
 	ctx := context.Background()
 	taskID := newTask(t, h)
 	for i := range 2 {
-		if r, _ := h.op.Call(ctx, taskID, callSend("222", "hello")); r.NextAction != tools.NextStop || r.Cause == tools.CauseDoomLoop {
+		if r, _ := h.op.Call(ctx, taskID, callSend("222", "hello")); r.NextAction != action.NextStop || r.Cause == action.CauseDoomLoop {
 			t.Fatalf("call %d = %+v, want the sender's refusal", i+1, r)
 		}
 	}
@@ -135,7 +135,7 @@ func TestLoopGuardStopsARepairIdenticalToTheCall(t *testing.T) {
 	ctx := context.Background()
 	taskID := newTask(t, h)
 	first, _ := h.op.Call(ctx, taskID, rawCall("prepare_reply", `{"text":"  "}`))
-	if first.Status != tools.StatusRepairable {
+	if first.Status != action.StatusRepairable {
 		t.Fatalf("first = %+v, want repairable", first)
 	}
 	r, err := h.op.Call(ctx, taskID, rawCall("prepare_reply", `{"text":"  ","tone":"warm"}`))
@@ -154,7 +154,7 @@ func TestLoopGuardStopsAPingPong(t *testing.T) {
 	var ids []string
 	for _, chat := range []string{"222", "333", "222"} {
 		r, _ := h.op.Call(ctx, taskID, callSend(chat, "hello"))
-		if r.NextAction != tools.NextStop || r.Cause == tools.CauseDoomLoop {
+		if r.NextAction != action.NextStop || r.Cause == action.CauseDoomLoop {
 			t.Fatalf("call to %s = %+v, want the sender's refusal", chat, r)
 		}
 		ids = append(ids, r.OperationID)
@@ -165,7 +165,7 @@ func TestLoopGuardStopsAPingPong(t *testing.T) {
 		t.Errorf("sends = %d, want 3", n)
 	}
 	// A call that breaks the pattern is not a ping-pong.
-	if r, _ := h.op.Call(ctx, taskID, callSend("222", "hello again")); r.Cause == tools.CauseDoomLoop {
+	if r, _ := h.op.Call(ctx, taskID, callSend("222", "hello again")); r.Cause == action.CauseDoomLoop {
 		t.Errorf("a new call = %+v, want it run", r)
 	}
 }
@@ -180,7 +180,7 @@ func TestLoopGuardOffRunsEveryCall(t *testing.T) {
 	taskID := newTask(t, h)
 	for i := range 2 {
 		r, _ := h.op.Call(ctx, taskID, rawCall("commit_send_message", `{"chat_id":"the team","text":"hello"}`))
-		if r.Cause == tools.CauseDoomLoop {
+		if r.Cause == action.CauseDoomLoop {
 			t.Fatalf("call %d = %+v, want no loop guard", i+1, r)
 		}
 	}
@@ -222,7 +222,7 @@ func TestLoopGuardStopsARepeatedSuccessfulCall(t *testing.T) {
 			ctx := context.Background()
 			taskID := newTask(t, h)
 			first, err := h.op.Call(ctx, taskID, rawCall(tt.tool, tt.args))
-			if err != nil || first.Status != tools.StatusSucceeded {
+			if err != nil || first.Status != action.StatusSucceeded {
 				t.Fatalf("first = %+v (%v), want it succeeded", first, err)
 			}
 			r, err := h.op.Call(ctx, taskID, rawCall(tt.tool, tt.args))

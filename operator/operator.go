@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -190,10 +191,10 @@ type Call struct {
 // call that needs approval ends pending, and Decide continues it; an auto-approved
 // commit runs to its outcome. Failures of the call are in the result; the error is
 // for a broken operator or an unknown tool.
-func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Result, error) {
+func (o *Operator) Call(ctx context.Context, taskID string, c Call) (action.Result, error) {
 	task, err := o.opts.Journal.Task(ctx, taskID)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	return o.call(ctx, &newTask{Task: task, stored: true}, c)
 }
@@ -207,13 +208,13 @@ func (o *Operator) Call(ctx context.Context, taskID string, c Call) (tools.Resul
 // an unknown tool with ErrUnknownTool; neither stores anything. It returns the task
 // as stored, or with no ID when nothing was (the write refused, by a full disk):
 // a later call begins a task afresh instead of running in one that does not exist.
-func (o *Operator) Begin(ctx context.Context, t journal.Task, c Call) (journal.Task, tools.Result, error) {
+func (o *Operator) Begin(ctx context.Context, t journal.Task, c Call) (journal.Task, action.Result, error) {
 	t.Policy = o.opts.Policy
 	if t.Origin != "" {
 		if _, err := o.opts.Journal.TaskByOrigin(ctx, t.Origin); err == nil {
-			return t, tools.Result{}, fmt.Errorf("operator: task from %s: %w", t.Origin, journal.ErrDuplicate)
+			return t, action.Result{}, fmt.Errorf("operator: task from %s: %w", t.Origin, journal.ErrDuplicate)
 		} else if !errors.Is(err, journal.ErrNotFound) {
-			return t, tools.Result{}, fmt.Errorf("operator: %w", err)
+			return t, action.Result{}, fmt.Errorf("operator: %w", err)
 		}
 	}
 	nt := &newTask{Task: t}
@@ -247,11 +248,11 @@ func (o *Operator) create(ctx context.Context, nt *newTask, op journal.Operation
 	return op, nil
 }
 
-func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result, error) {
+func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (action.Result, error) {
 	task := nt.Task
 	tool, ok := o.opts.Tools.Get(c.Tool)
 	if !ok || !hasTool(task.Policy, c.Tool) {
-		return tools.Result{}, fmt.Errorf("operator: %q: %w", c.Tool, ErrUnknownTool)
+		return action.Result{}, fmt.Errorf("operator: %q: %w", c.Tool, ErrUnknownTool)
 	}
 	fp := tools.Fingerprint(tool, c.Args)
 	if nt.stored { // a task not stored yet has no earlier calls for the guard to weigh
@@ -268,12 +269,12 @@ func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result,
 		return o.refuse(ctx, nt, c.Tool, fp, repairable(argsErr.Reason), "the arguments were refused again: "+argsErr.Reason)
 	}
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: prepare %s: %w", c.Tool, err)
+		return action.Result{}, fmt.Errorf("operator: prepare %s: %w", c.Tool, err)
 	}
 	if _, commits := tool.(tools.Committer); !commits {
 		op, err := o.create(ctx, nt, o.newOperation(task, c.Tool, fp, payload), "prepared")
 		if err != nil {
-			return tools.Result{}, err
+			return action.Result{}, err
 		}
 		return draftResult(op), nil
 	}
@@ -283,8 +284,8 @@ func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (tools.Result,
 // prepare turns a call's arguments into its payload, with no side effect: a tool
 // that acts on what was sent (an edit) reads it from the journal. A commit's
 // payload carries what the call says changed since a rejection (tools.StatedChange).
-func (o *Operator) prepare(ctx context.Context, tool tools.Tool, args json.RawMessage) (tools.Payload, error) {
-	var p tools.Payload
+func (o *Operator) prepare(ctx context.Context, tool tools.Tool, args json.RawMessage) (action.Payload, error) {
+	var p action.Payload
 	var err error
 	if r, ok := tool.(tools.Reader); ok {
 		p, err = r.PrepareFrom(ctx, args, History{Journal: o.opts.Journal, Clock: o.opts.Clock, Transport: o.opts.Transport})
@@ -300,7 +301,7 @@ func (o *Operator) prepare(ctx context.Context, tool tools.Tool, args json.RawMe
 
 // newOperation is an operation of task, made here and delivered by this
 // operator's transport.
-func (o *Operator) newOperation(task journal.Task, tool, fp string, payload tools.Payload) journal.Operation {
+func (o *Operator) newOperation(task journal.Task, tool, fp string, payload action.Payload) journal.Operation {
 	return journal.Operation{TaskID: task.ID, Tool: tool, Fingerprint: fp, Payload: payload,
 		Surface: task.Surface, Transport: o.opts.Transport}
 }
@@ -313,8 +314,8 @@ func hasTool(p *policy.Policy, name string) bool {
 // refuse journals a call that was stopped before it was prepared, so that the audit
 // log shows every call (and the loop guard sees it), and returns the result with the
 // operation's id. A repair is paid as fail says; again words it, if the budget is spent.
-func (o *Operator) refuse(ctx context.Context, nt *newTask, tool, fp string, r tools.Result, again string) (tools.Result, error) {
-	op, err := o.create(ctx, nt, o.newOperation(nt.Task, tool, fp, tools.Payload{}), "call received")
+func (o *Operator) refuse(ctx context.Context, nt *newTask, tool, fp string, r action.Result, again string) (action.Result, error) {
+	op, err := o.create(ctx, nt, o.newOperation(nt.Task, tool, fp, action.Payload{}), "call received")
 	if err != nil {
 		return r, err
 	}
@@ -325,9 +326,9 @@ func (o *Operator) refuse(ctx context.Context, nt *newTask, tool, fp string, r t
 // and is paid from the task's repair budget in the same move, whatever asked for it
 // (refused arguments, the verifier); past the budget the call stops instead, and
 // again says what was asked for once more.
-func (o *Operator) fail(ctx context.Context, opID string, m journal.Move, r tools.Result, again string) (tools.Result, error) {
+func (o *Operator) fail(ctx context.Context, opID string, m journal.Move, r action.Result, again string) (action.Result, error) {
 	r.OperationID = opID
-	if r.NextAction == tools.NextRepair {
+	if r.NextAction == action.NextRepair {
 		m.Spend = &journal.Spend{Repair: true}
 	}
 	m.Reason, m.Result = r.Reason, &r
@@ -335,12 +336,12 @@ func (o *Operator) fail(ctx context.Context, opID string, m journal.Move, r tool
 	var budget *journal.BudgetError
 	if errors.As(err, &budget) {
 		r = stopResult(report(again+"; nothing was sent", "", "fix the request by hand"))
-		r.OperationID, r.Cause, r.Reason = opID, tools.CauseBudget, budget.Error()+": "+r.Reason
+		r.OperationID, r.Cause, r.Reason = opID, action.CauseBudget, budget.Error()+": "+r.Reason
 		m.Spend, m.Reason, m.Result = nil, r.Reason, &r
 		err = o.opts.Journal.Move(ctx, opID, m)
 	}
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	o.publishOutcome(ctx, opID, r)
 	return r, nil
@@ -348,13 +349,13 @@ func (o *Operator) fail(ctx context.Context, opID string, m journal.Move, r tool
 
 // verifyAndGate runs the verifier on a journaled operation (one a crash left
 // prepared) and then asks for approval, or auto-approves.
-func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op journal.Operation) (tools.Result, error) {
+func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op journal.Operation) (action.Result, error) {
 	v := o.verify(ctx, task, op)
 	if v.Decision != verifier.Pass {
 		return o.refuseVerdict(ctx, op, v)
 	}
 	if err := o.move(ctx, op.ID, verified(v)); err != nil {
-		return tools.Result{}, err
+		return action.Result{}, err
 	}
 	return o.gate(ctx, task, op, journal.Verified)
 }
@@ -364,12 +365,12 @@ func (o *Operator) verifyAndGate(ctx context.Context, task journal.Task, op jour
 // before any card can show it; or prepared and refused, when the verifier does not
 // pass it. The verifier reads only the payload and the policy, so nothing it sees
 // is missing from the journal yet.
-func (o *Operator) verifyAndAsk(ctx context.Context, nt *newTask, op journal.Operation) (tools.Result, error) {
+func (o *Operator) verifyAndAsk(ctx context.Context, nt *newTask, op journal.Operation) (action.Result, error) {
 	v := o.verify(ctx, nt.Task, op)
 	if v.Decision != verifier.Pass {
 		op, err := o.create(ctx, nt, op, "prepared")
 		if err != nil {
-			return tools.Result{}, err
+			return action.Result{}, err
 		}
 		return o.refuseVerdict(ctx, op, v)
 	}
@@ -377,7 +378,7 @@ func (o *Operator) verifyAndAsk(ctx context.Context, nt *newTask, op journal.Ope
 	defer o.ask(a.ID)()
 	op, err := o.create(ctx, nt, op, "prepared", verified(v), askApproval(journal.Verified, a))
 	if err != nil {
-		return tools.Result{}, err
+		return action.Result{}, err
 	}
 	return o.asked(ctx, nt.Task, op, a)
 }
@@ -401,7 +402,7 @@ func verified(v verifier.Verdict) journal.Move {
 
 // refuseVerdict ends an operation the verifier did not pass. A repair goes back to
 // the caller within the task's repair budget (see fail); a stop stops.
-func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v verifier.Verdict) (tools.Result, error) {
+func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v verifier.Verdict) (action.Result, error) {
 	reasons := strings.Join(v.Reasons, "; ")
 	r := stopResult(report("the verifier stopped it: "+reasons+"; nothing was sent", "", "change the request"))
 	if v.Decision == verifier.Repair {
@@ -413,11 +414,11 @@ func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v ve
 
 // gate moves a verified (or not-delivered) operation to awaiting approval, or
 // straight to approved and on to the commit when a rule auto-approves it.
-func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (tools.Result, error) {
+func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (action.Result, error) {
 	a := o.newApproval(task, op)
 	defer o.ask(a.ID)()
 	if err := o.move(ctx, op.ID, askApproval(from, a)); err != nil {
-		return tools.Result{}, err
+		return action.Result{}, err
 	}
 	op.State = journal.AwaitingApproval
 	return o.asked(ctx, task, op, a)
@@ -430,12 +431,12 @@ func askApproval(from journal.State, a *journal.Approval) journal.Move {
 
 // asked goes on from an approval just asked for: an auto_approve rule decides it at
 // once and the commit runs; otherwise the call ends pending, waiting for a tap.
-func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Operation, a *journal.Approval) (tools.Result, error) {
+func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Operation, a *journal.Approval) (action.Result, error) {
 	if !o.needsApproval(task, op) {
 		defer o.hold(op.ID)() // approved, and run here next: not the watch's
 		d, err := o.opts.Journal.Decide(ctx, a.ID, journal.DecideApprove, journal.ByPolicy)
 		if err != nil && !errors.Is(err, journal.ErrDecided) {
-			return tools.Result{}, fmt.Errorf("operator: auto-approve %s: %w", op.ID, err)
+			return action.Result{}, fmt.Errorf("operator: auto-approve %s: %w", op.ID, err)
 		}
 		if err == nil {
 			o.publishDecided(ctx, d)
@@ -446,7 +447,7 @@ func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Oper
 	if granted, err := o.grantFor(ctx, task, op, a); granted || err != nil {
 		defer release()
 		if err != nil {
-			return tools.Result{}, err
+			return action.Result{}, err
 		}
 		return o.run(ctx, op.ID)
 	}
@@ -456,8 +457,8 @@ func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Oper
 	if a.Required > 1 {
 		reason += fmt.Sprintf(" from %d different approvers", a.Required)
 	}
-	return tools.Result{Status: tools.StatusPending, OperationID: op.ID, SideEffect: tools.SideEffectPrepared,
-		NextAction: tools.NextAwaitApproval, Reason: reason}, nil
+	return action.Result{Status: action.StatusPending, OperationID: op.ID, SideEffect: action.SideEffectPrepared,
+		NextAction: action.NextAwaitApproval, Reason: reason}, nil
 }
 
 func (o *Operator) move(ctx context.Context, id string, m journal.Move) error {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
 )
@@ -26,7 +27,7 @@ func TestPartsResumeAfterARetryWithoutResending(t *testing.T) {
 	h := newHarness(t, nil, rateLimited(time.Second), nil, nil)
 	_, opID := h.send("222", long)
 	r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true)
-	if err != nil || r.Status != tools.StatusSucceeded {
+	if err != nil || r.Status != action.StatusSucceeded {
 		t.Fatalf("Decide = %+v, %v", r, err)
 	}
 	sent := h.sender.Sent()
@@ -55,7 +56,7 @@ func TestPartUnknownThenResolvedResumesAtThatPart(t *testing.T) {
 	ctx := context.Background()
 	_, opID := h.send("222", long)
 	r, _ := h.op.Decide(ctx, h.approval(opID), approverID, true)
-	if r.SideEffect != tools.SideEffectUnknown || !strings.Contains(r.Reason, "parts 1-1 of 3 were delivered") {
+	if r.SideEffect != action.SideEffectUnknown || !strings.Contains(r.Reason, "parts 1-1 of 3 were delivered") {
 		t.Fatalf("result = %+v, want unknown naming the delivered part", r)
 	}
 	if _, err := h.op.Resolve(ctx, opID, false, "tester"); err != nil {
@@ -64,7 +65,7 @@ func TestPartUnknownThenResolvedResumesAtThatPart(t *testing.T) {
 	if _, err := h.op.Retry(ctx, opID); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := h.op.Decide(ctx, h.approval(opID), approverID, true); err != nil || r.Status != tools.StatusSucceeded {
+	if r, err := h.op.Decide(ctx, h.approval(opID), approverID, true); err != nil || r.Status != action.StatusSucceeded {
 		t.Fatalf("after retry = %+v, %v", r, err)
 	}
 	if got := strings.Join(texts(h.sender.Sent()), ""); got != "abbc" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -23,10 +24,10 @@ func TestARejectedRequestIsNotAskedAgainUnchanged(t *testing.T) {
 	rec := record(t, h.op, h.j)
 	ctx := context.Background()
 	_, first := h.send("222", "The launch is on Monday.")
-	if r, err := h.op.Decide(ctx, h.approval(first), approverID, false); err != nil || r.Cause != tools.CauseRejected {
+	if r, err := h.op.Decide(ctx, h.approval(first), approverID, false); err != nil || r.Cause != action.CauseRejected {
 		t.Fatalf("rejection = %+v, %v", r, err)
 	}
-	call := func(chat string, args string) tools.Result {
+	call := func(chat string, args string) action.Result {
 		t.Helper()
 		task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: chat, Summary: "send"})
 		if err != nil {
@@ -48,7 +49,7 @@ func TestARejectedRequestIsNotAskedAgainUnchanged(t *testing.T) {
 	}
 
 	again := call("1", `{"chat_id": "222", "text": "the launch is on\u200b Monday."}`)
-	if again.Status != tools.StatusTerminal || again.NextAction != tools.NextStop ||
+	if again.Status != action.StatusTerminal || again.NextAction != action.NextStop ||
 		!strings.Contains(again.Reason, "a person rejected this same request as operation "+first) || !strings.Contains(again.Reason, `"changed"`) {
 		t.Fatalf("asked again unchanged = %+v; want stopped, naming the rejection of %s and the way to ask again", again, first)
 	}
@@ -57,7 +58,7 @@ func TestARejectedRequestIsNotAskedAgainUnchanged(t *testing.T) {
 	}
 
 	other := call("5", `{"chat_id": "222", "text": "The launch is on Monday."}`)
-	if other.Status != tools.StatusPending || !asked(other.OperationID) {
+	if other.Status != action.StatusPending || !asked(other.OperationID) {
 		t.Fatalf("the same from another chat = %+v; want a card", other)
 	}
 	if _, err := h.op.Decide(ctx, h.approval(other.OperationID), approverID, false); err != nil { // else a duplicate below
@@ -65,7 +66,7 @@ func TestARejectedRequestIsNotAskedAgainUnchanged(t *testing.T) {
 	}
 
 	changed := call("1", `{"chat_id": "222", "text": "The launch is on Monday.", "changed": "the person asked to post it after all"}`)
-	if changed.Status != tools.StatusPending || !asked(changed.OperationID) {
+	if changed.Status != action.StatusPending || !asked(changed.OperationID) {
 		t.Fatalf("asked again with what changed = %+v; want a card", changed)
 	}
 	op, err := h.j.Operation(ctx, changed.OperationID)

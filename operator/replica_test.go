@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -157,11 +158,11 @@ func TestAnotherReplicaMakesAStalledCommitUnknown(t *testing.T) {
 	hang := newHangSender()
 	r1, j1 := rs.start("r1", hang, false)
 	r2, j2 := rs.start("r2", nil, false)
-	told := make(chan tools.Result, 4)
-	onOutcome(r2, func(id string, r tools.Result) { told <- r })
+	told := make(chan action.Result, 4)
+	onOutcome(r2, func(id string, r action.Result) { told <- r })
 
 	id, apID := askAt(t, r1, "on the wire when r1 stalls")
-	outcome := make(chan tools.Result, 1)
+	outcome := make(chan action.Result, 1)
 	go func() {
 		r, err := r1.Decide(ctx, apID, approverID, true)
 		if err != nil {
@@ -177,13 +178,13 @@ func TestAnotherReplicaMakesAStalledCommitUnknown(t *testing.T) {
 		t.Fatalf("within the lease the commit is %s, want committing: r2 took a live commit", op.State)
 	}
 	rs.clock.Advance(11 * time.Second)
-	var r tools.Result
+	var r action.Result
 	select {
 	case r = <-told:
 	case <-time.After(10 * time.Second):
 		t.Fatal("r2 told nobody of the commit r1 left on the wire")
 	}
-	if r.SideEffect != tools.SideEffectUnknown || r.NextAction != tools.NextVerify {
+	if r.SideEffect != action.SideEffectUnknown || r.NextAction != action.NextVerify {
 		t.Errorf("told %+v, want unknown / verify", r)
 	}
 	ts, _ := j2.Transitions(ctx, id)
@@ -204,7 +205,7 @@ func TestAnotherReplicaMakesAStalledCommitUnknown(t *testing.T) {
 	// r1's answer comes after all: the delivery is recorded over the unknown.
 	close(hang.release)
 	got := <-outcome
-	if got.Status != tools.StatusSucceeded || got.Evidence == nil {
+	if got.Status != action.StatusSucceeded || got.Evidence == nil {
 		t.Errorf("r1's late outcome = %+v, want succeeded with evidence", got)
 	}
 	op, _ := j1.Operation(ctx, id)
@@ -332,7 +333,7 @@ func TestANewLeaderReconcilesAtOnce(t *testing.T) {
 	go func() { defer close(ended); r1.Sweep(stop1) }()
 	waitUntil(t, "r1 leads", func() bool { ok, _ := r1.Leading(); return ok })
 	id, apID := askAt(t, r1, "unknown, then resolved in an editor")
-	if got, err := r1.Decide(ctx, apID, approverID, true); err != nil || got.SideEffect != tools.SideEffectUnknown {
+	if got, err := r1.Decide(ctx, apID, approverID, true); err != nil || got.SideEffect != action.SideEffectUnknown {
 		t.Fatalf("Decide = %+v, %v; want an unknown outcome", got, err)
 	}
 	done1()
@@ -375,7 +376,7 @@ func TestAReplicaLeavesALiveReplicasWorkAlone(t *testing.T) {
 	if strings.Contains(rs.logs.String(), "another replica holds the operation") {
 		t.Errorf("r2 tried r1's live work:\n%s", rs.logs.String())
 	}
-	if got, err := r1.Proceed(ctx, d); err != nil || got.Status != tools.StatusSucceeded {
+	if got, err := r1.Proceed(ctx, d); err != nil || got.Status != action.StatusSucceeded {
 		t.Fatalf("Proceed = %+v, %v", got, err)
 	}
 	if len(s1.Sent()) != 1 || len(s2.Sent()) != 2 {
@@ -399,7 +400,7 @@ func TestOnlyTheLeaderWritesNotes(t *testing.T) {
 	waitUntil(t, "r1 leads", func() bool { ok, _ := leader.Leading(); return ok })
 	sweep(t, r2)
 	id, apID := askAt(t, r2, "unknown at a replica that does not lead")
-	if got, err := r2.Decide(ctx, apID, approverID, true); err != nil || got.SideEffect != tools.SideEffectUnknown {
+	if got, err := r2.Decide(ctx, apID, approverID, true); err != nil || got.SideEffect != action.SideEffectUnknown {
 		t.Fatalf("Decide = %+v, %v; want unknown", got, err)
 	}
 	waitUntil(t, "the leader wrote the note", func() bool {
@@ -422,7 +423,7 @@ func askAt(t *testing.T, o *operator.Operator, text string) (opID, apID string) 
 		t.Fatal(err)
 	}
 	r, err := o.Call(ctx, task.ID, callSend("222", text))
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("Call = %+v, %v; want pending", r, err)
 	}
 	a, err := o.PendingApproval(ctx, r.OperationID)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/tools"
 )
@@ -15,7 +16,7 @@ type Decision struct {
 	Approval journal.Approval // as decided
 	// Result is the operation's final result when it will not be committed
 	// (rejected, or expired before the tap); zero when approved: Proceed commits it.
-	Result tools.Result
+	Result action.Result
 	// release lets the sweep's watch take the approved operation again, once
 	// Proceed has run it.
 	release func()
@@ -91,20 +92,20 @@ func (o *Operator) Record(ctx context.Context, approvalID string, by int64, appr
 	}
 	o.publishDecided(ctx, a)
 	r := stopResult(report(fmt.Sprintf("rejected by user %d; nothing was sent", by), "", ""))
-	r.Cause = tools.CauseRejected
+	r.Cause = action.CauseRejected
 	r, err = o.finish(ctx, op.ID, r)
 	return Decision{Approval: a, Result: r}, err
 }
 
 // expiredResult is the result of an operation whose approval a expired.
-func expiredResult(a journal.Approval) tools.Result {
+func expiredResult(a journal.Approval) action.Result {
 	r := stopResult(report("the approval expired at "+a.Expires.Format(time.RFC3339)+"; nothing was sent", "", "issue the command again if it is still wanted"))
-	r.Cause = tools.CauseApprovalExpired
+	r.Cause = action.CauseApprovalExpired
 	return r
 }
 
 // Proceed commits an operation Record approved, to its outcome.
-func (o *Operator) Proceed(ctx context.Context, d Decision) (tools.Result, error) {
+func (o *Operator) Proceed(ctx context.Context, d Decision) (action.Result, error) {
 	if !d.Approved() {
 		return d.Result, nil
 	}
@@ -116,10 +117,10 @@ func (o *Operator) Proceed(ctx context.Context, d Decision) (tools.Result, error
 
 // Decide is Record and then Proceed: it records an approver's decision and, when
 // approved, runs the commit to its outcome. Its refusals are Record's.
-func (o *Operator) Decide(ctx context.Context, approvalID string, by int64, approve bool) (tools.Result, error) {
+func (o *Operator) Decide(ctx context.Context, approvalID string, by int64, approve bool) (action.Result, error) {
 	d, err := o.Record(ctx, approvalID, by, approve)
 	if err != nil {
-		return tools.Result{}, err
+		return action.Result{}, err
 	}
 	return o.Proceed(ctx, d)
 }
@@ -133,7 +134,7 @@ func orNobody(transport string) string {
 
 // finish stores the result of an operation that the journal already moved to its
 // final state (a decision moves it in the same transaction as the approval).
-func (o *Operator) finish(ctx context.Context, id string, r tools.Result) (tools.Result, error) {
+func (o *Operator) finish(ctx context.Context, id string, r action.Result) (action.Result, error) {
 	r.OperationID = id
 	if err := o.opts.Journal.SetResult(ctx, id, r); err != nil {
 		return r, fmt.Errorf("operator: %w", err)
@@ -144,7 +145,7 @@ func (o *Operator) finish(ctx context.Context, id string, r tools.Result) (tools
 
 // run drives an approved operation through commit attempts until it reaches an
 // outcome: committed, unknown, failed, or a wait the context cut short.
-func (o *Operator) run(ctx context.Context, id string) (tools.Result, error) {
+func (o *Operator) run(ctx context.Context, id string) (action.Result, error) {
 	defer o.hold(id)()
 	if o.opts.Remote {
 		return o.handedOver(ctx, id)
@@ -152,13 +153,13 @@ func (o *Operator) run(ctx context.Context, id string) (tools.Result, error) {
 	for {
 		op, err := o.opts.Journal.Operation(ctx, id)
 		if err != nil {
-			return tools.Result{}, fmt.Errorf("operator: %w", err)
+			return action.Result{}, fmt.Errorf("operator: %w", err)
 		}
 		task, err := o.opts.Journal.Task(ctx, op.TaskID)
 		if err != nil {
-			return tools.Result{}, fmt.Errorf("operator: %w", err)
+			return action.Result{}, fmt.Errorf("operator: %w", err)
 		}
-		var r *tools.Result
+		var r *action.Result
 		switch op.State {
 		case journal.Approved:
 			r, err = o.attempt(ctx, task, op, journal.Approved)
@@ -173,20 +174,20 @@ func (o *Operator) run(ctx context.Context, id string) (tools.Result, error) {
 		if errors.Is(err, journal.ErrStateChanged) {
 			continue // cancelled or moved by someone else: look again
 		}
-		if errors.Is(err, journal.ErrHeld) || errors.Is(err, tools.ErrFenced) {
+		if errors.Is(err, journal.ErrHeld) || errors.Is(err, action.ErrFenced) {
 			// Another replica holds it, or took it over while this one was on
 			// its way to the wire: nothing was sent here, and what becomes of it
 			// is the holder's to record.
 			o.opts.Logger.Warn("not sent here: another replica holds the operation", "op", id, "err", err)
 			op, rerr := o.opts.Journal.Operation(ctx, id)
 			if rerr != nil {
-				return tools.Result{}, fmt.Errorf("operator: %w", rerr)
+				return action.Result{}, fmt.Errorf("operator: %w", rerr)
 			}
 			return resultOf(op), nil
 		}
 		if err != nil || r != nil {
 			if r == nil {
-				return tools.Result{}, err
+				return action.Result{}, err
 			}
 			return *r, err
 		}
@@ -196,7 +197,7 @@ func (o *Operator) run(ctx context.Context, id string) (tools.Result, error) {
 // attempt makes one write-ahead commit attempt and applies the decision table to its
 // outcome. It returns a result when the operation reached an outcome, or nil when it
 // should go round again (after a repair or into a retry wait).
-func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (*tools.Result, error) {
+func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (*action.Result, error) {
 	tool, ok := o.opts.Tools.Get(op.Tool)
 	committer, commits := tool.(tools.Committer)
 	if !ok || !commits {
@@ -228,12 +229,12 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	// a commit left committing is one at the next start). The sender bounds it.
 	ctx = tools.WithOperation(ctx, op.ID) // a request may name it (an HTTP tool's Idempotency-Key)
 	// Each request carries its fence: the sender proves that this process still
-	// holds the attempt right before it writes (tools.CheckFence).
+	// holds the attempt right before it writes (action.CheckFence).
 	fence := &journal.Fence{Operation: op.ID, Attempt: op.Attempts + 1}
-	ctx = tools.WithFence(context.WithoutCancel(ctx), func(ctx context.Context) error {
+	ctx = action.WithFence(context.WithoutCancel(ctx), func(ctx context.Context) error {
 		return o.opts.Journal.Hold(ctx, *fence)
 	})
-	ev := tools.Evidence{}
+	ev := action.Evidence{}
 	if op.Evidence != nil {
 		ev = *op.Evidence
 	}
@@ -244,12 +245,12 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 			}
 			fence.Attempt++
 		}
-		err := tools.CheckFence(ctx)
+		err := action.CheckFence(ctx)
 		if err != nil {
 			return nil, err
 		}
 		got, err := committer.Commit(ctx, partPayload(op, msgs[k]))
-		if errors.Is(err, tools.ErrFenced) {
+		if errors.Is(err, action.ErrFenced) {
 			return nil, err
 		}
 		ev.HTTPStatus, ev.Ref = got.HTTPStatus, got.Ref
@@ -274,7 +275,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 			}
 		}
 	}
-	r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: &ev,
+	r := action.Result{Status: action.StatusSucceeded, OperationID: op.ID, SideEffect: action.SideEffectCommitted, NextAction: action.NextNone, Evidence: &ev,
 		Action: op.Payload.Action}
 	if bound.Grant != "" {
 		r.Reason = "approved under grant " + bound.Grant // every commit under a grant names it
@@ -305,7 +306,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 const ReasonLateAnswer = "delivered: the service answered after the sending replica's lease ran out"
 
 // partPayload is the payload of one message of an operation, repairs applied.
-func partPayload(op journal.Operation, text string) tools.Payload {
+func partPayload(op journal.Operation, text string) action.Payload {
 	p := op.Payload
 	p.Text, p.Parts = text, nil
 	if op.Fix != nil {
@@ -323,7 +324,7 @@ func attemptReason(op journal.Operation, parts int) string {
 
 // checkBinding refuses to commit a payload that is not the one approved.
 // It returns the approval the commit goes out under.
-func (o *Operator) checkBinding(ctx context.Context, op journal.Operation, from journal.State) (journal.Approval, *tools.Result, bool, error) {
+func (o *Operator) checkBinding(ctx context.Context, op journal.Operation, from journal.State) (journal.Approval, *action.Result, bool, error) {
 	a, err := o.opts.Journal.LatestApproval(ctx, op.ID)
 	if err != nil && !errors.Is(err, journal.ErrNotFound) {
 		return a, nil, true, fmt.Errorf("operator: %w", err)
@@ -337,7 +338,7 @@ func (o *Operator) checkBinding(ctx context.Context, op journal.Operation, from 
 }
 
 // decide applies the decision table to a failed attempt.
-func (o *Operator) decide(ctx context.Context, task journal.Task, op journal.Operation, v verdict, cause error) (*tools.Result, error) {
+func (o *Operator) decide(ctx context.Context, task journal.Task, op journal.Operation, v verdict, cause error) (*action.Result, error) {
 	detail := cause.Error()
 	switch v.class {
 	case classRetry:
@@ -351,11 +352,11 @@ func (o *Operator) decide(ctx context.Context, task journal.Task, op journal.Ope
 	return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
 }
 
-func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*tools.Result, error) {
+func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*action.Result, error) {
 	wait := backoff(task.Policy.Backoff, task.RetriesUsed, v.retryAfter, o.opts.Rand())
 	at := o.opts.Clock.Now().Add(wait)
-	r := tools.Result{Status: tools.StatusRetryable, OperationID: op.ID, SideEffect: tools.SideEffectNone,
-		NextAction: tools.NextRetry, RetryAfterMS: wait.Milliseconds(), Reason: v.reason}
+	r := action.Result{Status: action.StatusRetryable, OperationID: op.ID, SideEffect: action.SideEffectNone,
+		NextAction: action.NextRetry, RetryAfterMS: wait.Milliseconds(), Reason: v.reason}
 	// The retry is paid in the move that schedules it: two commits of one task
 	// racing for the last retry cannot both have it, and neither is left committing.
 	err := o.record(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.RetryWait,
@@ -373,12 +374,12 @@ func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op jour
 		known = fmt.Sprintf("the service asked to wait %s, more than the wait budget allows; nothing was sent", v.retryAfter)
 	}
 	r = stopResult(report(known, "", "send again later"))
-	r.RetryAfterMS, r.Cause = v.retryAfter.Milliseconds(), tools.CauseBudget
+	r.RetryAfterMS, r.Cause = v.retryAfter.Milliseconds(), action.CauseBudget
 	r.Reason = budget.Error() + ": " + r.Reason
 	return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
 }
 
-func (o *Operator) repair(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*tools.Result, error) {
+func (o *Operator) repair(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*action.Result, error) {
 	if v.fix == nil {
 		r := repairable(report("the service refused the request as malformed: "+v.reason+"; nothing was sent", "", "repair the request and call again"))
 		return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
@@ -397,11 +398,11 @@ func (o *Operator) repair(ctx context.Context, task journal.Task, op journal.Ope
 		return nil, nil
 	}
 	r := stopResult(report("the service refused the request again after a repair: "+v.reason+"; nothing was sent", "", "fix the request by hand"))
-	r.Cause, r.Reason = tools.CauseBudget, budget.Error()+": "+r.Reason
+	r.Cause, r.Reason = action.CauseBudget, budget.Error()+": "+r.Reason
 	return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
 }
 
-func mergeFix(a, b tools.Fix) tools.Fix {
+func mergeFix(a, b action.Fix) action.Fix {
 	if b.Target == "" {
 		b.Target = a.Target
 	}
@@ -410,7 +411,7 @@ func mergeFix(a, b tools.Fix) tools.Fix {
 }
 
 // unknown records an outcome nobody can know: no resend until someone verifies.
-func (o *Operator) unknown(ctx context.Context, op journal.Operation, why, detail string) (*tools.Result, error) {
+func (o *Operator) unknown(ctx context.Context, op journal.Operation, why, detail string) (*action.Result, error) {
 	r := unknownResult(op, why)
 	if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Unknown, Reason: why, Result: &r, AttemptOutcome: "unknown", AttemptDetail: detail}); err != nil {
 		return nil, err
@@ -422,7 +423,7 @@ func (o *Operator) unknown(ctx context.Context, op journal.Operation, why, detai
 
 // unknownResult says what is known and not known of an operation whose last send
 // may or may not have arrived, and how to resolve it.
-func unknownResult(op journal.Operation, why string) tools.Result {
+func unknownResult(op journal.Operation, why string) action.Result {
 	p := op.Payload
 	known, which := "the request was sent ("+why+")", "the message"
 	unknown, look := "whether "+which+" was delivered", ""
@@ -444,12 +445,12 @@ func unknownResult(op journal.Operation, why string) tools.Result {
 	if look == "" {
 		look = fmt.Sprintf("look for %s in chat %s", which, p.Target)
 	}
-	return tools.Result{Status: tools.StatusTerminal, OperationID: op.ID, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify,
+	return action.Result{Status: action.StatusTerminal, OperationID: op.ID, SideEffect: action.SideEffectUnknown, NextAction: action.NextVerify,
 		Evidence: op.Evidence, Reason: report(known, unknown, fmt.Sprintf("%s, then /resolve %s delivered|not_delivered", look, op.ID))}
 }
 
 // end moves an operation to a final state with its result.
-func (o *Operator) end(ctx context.Context, op journal.Operation, from, to journal.State, r tools.Result, detail string) (*tools.Result, error) {
+func (o *Operator) end(ctx context.Context, op journal.Operation, from, to journal.State, r action.Result, detail string) (*action.Result, error) {
 	r.OperationID = op.ID
 	m := journal.Move{From: from, To: to, Reason: r.Reason, Result: &r}
 	if from == journal.Committing {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -25,13 +26,13 @@ func withActsOnSent(h *harness) {
 func (h *harness) delivered(text string) string {
 	h.t.Helper()
 	_, opID := h.send("222", text)
-	if r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true); err != nil || r.Status != tools.StatusSucceeded {
+	if r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true); err != nil || r.Status != action.StatusSucceeded {
 		h.t.Fatalf("Decide = %+v, %v; want delivered", r, err)
 	}
 	return opID
 }
 
-func (h *harness) callOn(tool string, args map[string]any) tools.Result {
+func (h *harness) callOn(tool string, args map[string]any) action.Result {
 	h.t.Helper()
 	ctx := context.Background()
 	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: tool})
@@ -58,10 +59,10 @@ func TestADeleteIsRefusedPastTelegramsWindow(t *testing.T) {
 	recent := h.delivered("sent an hour ago")
 	h.clock.Advance(time.Hour + time.Minute) // old is 48h01m old, recent 1h01m
 	r := h.callOn("commit_delete_message", map[string]any{"operation_id": old})
-	if r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "within 48h0m0s") {
+	if r.Status != action.StatusRepairable || !strings.Contains(r.Reason, "within 48h0m0s") {
 		t.Errorf("delete past the window = %+v, want a repair naming the 48 hours", r)
 	}
-	if r := h.callOn("commit_delete_message", map[string]any{"operation_id": recent}); r.Status != tools.StatusPending {
+	if r := h.callOn("commit_delete_message", map[string]any{"operation_id": recent}); r.Status != action.StatusPending {
 		t.Errorf("delete within the window = %+v, want pending", r)
 	}
 	if n := len(h.sender.Sent()); n != 2 {
@@ -79,7 +80,7 @@ func TestAnEditStartsFromWhatTheMessageReadsNow(t *testing.T) {
 	ctx := context.Background()
 	sent := h.delivered("v1")
 	r := h.callOn("commit_edit_message", map[string]any{"operation_id": sent, "text": "v2"})
-	if r.Status != tools.StatusPending {
+	if r.Status != action.StatusPending {
 		t.Fatalf("edit = %+v, want pending", r)
 	}
 	h.clock.Advance(time.Minute)
@@ -97,7 +98,7 @@ func TestAnEditStartsFromWhatTheMessageReadsNow(t *testing.T) {
 		"no message named":  {"text": "x"},
 		"the same text":     {"chat_id": 222, "message_id": 101, "text": "v2"},
 	} {
-		if r := h.callOn("commit_edit_message", args); r.Status != tools.StatusRepairable {
+		if r := h.callOn("commit_edit_message", args); r.Status != action.StatusRepairable {
 			t.Errorf("%s: %+v, want a repair", name, r)
 		}
 	}
@@ -123,7 +124,7 @@ func TestAnotherTransportCannotActOnTheBotsMessages(t *testing.T) {
 		}
 		raw, _ := json.Marshal(args)
 		r, err := console.Call(ctx, task.ID, operator.Call{Tool: "commit_edit_message", Args: raw})
-		if err != nil || r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "no message this bot sent") {
+		if err != nil || r.Status != action.StatusRepairable || !strings.Contains(r.Reason, "no message this bot sent") {
 			t.Errorf("console edit %v = %+v, %v; want refused: not a message it delivered", args, r, err)
 		}
 	}
@@ -163,7 +164,7 @@ func TestACorrectionIsHeldToEveryLimitOfItsTool(t *testing.T) {
 			withActsOnSent(h)
 			ctx := context.Background()
 			r := h.callOn(tt.tool, tt.args(h))
-			if r.Status != tools.StatusPending {
+			if r.Status != action.StatusPending {
 				t.Fatalf("%s = %+v, want pending", tt.tool, r)
 			}
 			apID := h.approval(r.OperationID)

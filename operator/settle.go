@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -34,22 +35,22 @@ func (o *Operator) settles(task journal.Task, tool tools.Tool) bool {
 
 // settle repeats the commit of op, a single message whose attempt ended with an
 // unknown outcome (v, cause), and records what the repeat's answer says.
-func (o *Operator) settle(ctx context.Context, op journal.Operation, committer tools.Committer, fence *journal.Fence, v verdict, cause error) (*tools.Result, error) {
+func (o *Operator) settle(ctx context.Context, op journal.Operation, committer tools.Committer, fence *journal.Fence, v verdict, cause error) (*action.Result, error) {
 	err := o.opts.Journal.Reattempt(ctx, op.ID, "unknown", cause.Error(), "settle: the same state-setting call again ("+v.reason+")")
 	if err != nil {
 		return nil, fmt.Errorf("operator: %w", err)
 	}
 	fence.Attempt++
 	op.Attempts++
-	if err := tools.CheckFence(ctx); err != nil {
+	if err := action.CheckFence(ctx); err != nil {
 		return nil, err
 	}
 	got, err := committer.Commit(ctx, partPayload(op, op.Payload.Text))
 	switch {
-	case errors.Is(err, tools.ErrFenced):
+	case errors.Is(err, action.ErrFenced):
 		return nil, err
 	case err == nil || errors.Is(err, tools.ErrAlreadyDone):
-		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone,
+		r := action.Result{Status: action.StatusSucceeded, OperationID: op.ID, SideEffect: action.SideEffectCommitted, NextAction: action.NextNone,
 			Evidence: &got, Reason: ReasonSettled, Action: op.Payload.Action}
 		outcome := "committed"
 		if err != nil {
@@ -80,13 +81,13 @@ const ReasonNotInEffect = "settled: the state was read, and shows the change not
 // its state rather than repeat itself: the change in the world is committed,
 // the change not there is not delivered (a person may /retry it), and a state
 // that cannot be read leaves the outcome unknown for a person.
-func (o *Operator) settleByReading(ctx context.Context, op journal.Operation, reader tools.StateReader, v verdict, cause error) (*tools.Result, error) {
+func (o *Operator) settleByReading(ctx context.Context, op journal.Operation, reader tools.StateReader, v verdict, cause error) (*action.Result, error) {
 	ev, landed, err := reader.Landed(ctx, partPayload(op, op.Payload.Text))
 	if err != nil {
 		return o.unknown(ctx, op, v.reason+"; reading the state did not settle it ("+classify(err).reason+")", cause.Error())
 	}
 	if landed {
-		r := tools.Result{Status: tools.StatusSucceeded, OperationID: op.ID, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone,
+		r := action.Result{Status: action.StatusSucceeded, OperationID: op.ID, SideEffect: action.SideEffectCommitted, NextAction: action.NextNone,
 			Evidence: &ev, Reason: ReasonSettledByReading, Action: op.Payload.Action}
 		if err := o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: ReasonSettledByReading, Result: &r,
 			AttemptOutcome: "committed", AttemptDetail: "read after: " + cause.Error()}); err != nil {
@@ -100,7 +101,7 @@ func (o *Operator) settleByReading(ctx context.Context, op journal.Operation, re
 		AttemptOutcome: "unknown", AttemptDetail: cause.Error()}); err != nil {
 		return nil, err
 	}
-	r := tools.Result{Status: tools.StatusRetryable, OperationID: op.ID, SideEffect: tools.SideEffectNone, NextAction: tools.NextRetry,
+	r := action.Result{Status: action.StatusRetryable, OperationID: op.ID, SideEffect: action.SideEffectNone, NextAction: action.NextRetry,
 		Reason: "the state was read and shows the change not made; /retry " + op.ID + " makes it again"}
 	if err := o.move(ctx, op.ID, journal.Move{From: journal.Unknown, To: journal.NotDelivered, Reason: ReasonNotInEffect, Result: &r}); err != nil {
 		return nil, err
@@ -139,7 +140,7 @@ func (o *Operator) settleStopped(ctx context.Context, op journal.Operation, why 
 	op.State = journal.Committing
 	ctx = tools.WithOperation(ctx, op.ID)
 	fence := &journal.Fence{Operation: op.ID, Attempt: op.Attempts}
-	ctx = tools.WithFence(context.WithoutCancel(ctx), func(ctx context.Context) error { return o.opts.Journal.Hold(ctx, *fence) })
+	ctx = action.WithFence(context.WithoutCancel(ctx), func(ctx context.Context) error { return o.opts.Journal.Hold(ctx, *fence) })
 	v, cause := verdict{class: classVerify, reason: why}, errors.New(why)
 	if reader, ok := tool.(tools.StateReader); ok {
 		_, err = o.settleByReading(ctx, op, reader, v, cause)

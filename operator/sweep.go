@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // inboxKeep is how long handled updates stay in the inbox: long enough for any
@@ -314,14 +314,14 @@ func (o *Operator) held(id string) bool {
 
 // handedOver is what a Remote operator answers for an approved operation: it is
 // left, approved, to the owner of its transport, whose Sweep commits it.
-func (o *Operator) handedOver(ctx context.Context, id string) (tools.Result, error) {
+func (o *Operator) handedOver(ctx context.Context, id string) (action.Result, error) {
 	op, err := o.opts.Journal.Operation(ctx, id)
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("operator: %w", err)
+		return action.Result{}, fmt.Errorf("operator: %w", err)
 	}
 	if op.State != journal.Approved && op.State != journal.RetryWait {
 		return resultOf(op), nil
 	}
-	return tools.Result{Status: tools.StatusPending, OperationID: id, SideEffect: tools.SideEffectPrepared, NextAction: tools.NextNone,
+	return action.Result{Status: action.StatusPending, OperationID: id, SideEffect: action.SideEffectPrepared, NextAction: action.NextNone,
 		Reason: fmt.Sprintf("approved; the process that owns %s delivers it", orNobody(op.Transport))}, nil
 }

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // TestTargetAliasesAreOneTarget: +222, 0222 and 222 are one chat to Telegram, and
@@ -31,7 +31,7 @@ func TestTargetAliasesAreOneTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.NextAction != tools.NextStop || !strings.Contains(r.Reason, first) {
+			if r.NextAction != action.NextStop || !strings.Contains(r.Reason, first) {
 				t.Errorf("duplicate = %+v, want a stop naming %s", r, first)
 			}
 		})
@@ -50,7 +50,7 @@ func TestTargetAliasesAreOneTarget(t *testing.T) {
 		h.open()
 		for _, target := range []string{"@News_Desk", "+222", "0222"} {
 			r, _ := h.op.Call(ctx, newTask(h), callSend(target, "Free coffee today"))
-			if r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "style") {
+			if r.Status != action.StatusRepairable || !strings.Contains(r.Reason, "style") {
 				t.Errorf("send to %s = %+v, want a repair from the rule", target, r)
 			}
 		}
@@ -60,7 +60,7 @@ func TestTargetAliasesAreOneTarget(t *testing.T) {
 		h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "222"))
 		h.open()
 		r, err := h.op.Call(ctx, newTask(h), callSend("0222", "daily digest"))
-		if err != nil || r.Status != tools.StatusSucceeded {
+		if err != nil || r.Status != action.StatusSucceeded {
 			t.Fatalf("auto-approved call to 0222 = %+v, %v; want succeeded", r, err)
 		}
 		if sent := h.sender.Sent(); len(sent) != 1 || sent[0].Target != "222" {
@@ -70,7 +70,7 @@ func TestTargetAliasesAreOneTarget(t *testing.T) {
 	t.Run("loop guard", func(t *testing.T) {
 		h := newHarness(t, blocked)
 		taskID, opID := h.send("222", "hello")
-		if r, _ := h.op.Decide(ctx, h.approval(opID), approverID, true); r.NextAction != tools.NextStop {
+		if r, _ := h.op.Decide(ctx, h.approval(opID), approverID, true); r.NextAction != action.NextStop {
 			t.Fatalf("first call = %+v, want a stop", r)
 		}
 		r, err := h.op.Call(ctx, taskID, callSend("+222", "hello"))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -85,7 +86,7 @@ func TestRacingRetriesOfOneTaskNeverStrandACommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := make(chan tools.Result, 2)
+	results := make(chan action.Result, 2)
 	for _, text := range []string{"first of two", "second of two"} {
 		go func() {
 			r, err := op.Call(ctx, task.ID, callSend("222", text))
@@ -183,7 +184,7 @@ func TestContinueLeavesAnEmptyRecordAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := h.op.Continue(ctx, op.ID)
-	if err != nil || r.Status != tools.StatusTerminal || r.NextAction != tools.NextStop {
+	if err != nil || r.Status != action.StatusTerminal || r.NextAction != action.NextStop {
 		t.Errorf("Continue = %+v, %v; want a stop, no approval asked", r, err)
 	}
 	if got := h.state(op.ID); got != journal.Failed {
@@ -211,7 +212,7 @@ func TestContinueFindsADraftFinished(t *testing.T) {
 	}
 	h.open() // the process stops and starts again
 	r, err := h.op.Continue(ctx, made.OperationID)
-	if err != nil || r.Status != tools.StatusSucceeded || r.SideEffect != tools.SideEffectNone || r.NextAction != tools.NextNone || r.Draft != "a draft" {
+	if err != nil || r.Status != action.StatusSucceeded || r.SideEffect != action.SideEffectNone || r.NextAction != action.NextNone || r.Draft != "a draft" {
 		t.Errorf("Continue(draft) = %+v, %v; want the draft, succeeded, as Call gave it (%+v)", r, err, made)
 	}
 	if got := h.state(made.OperationID); got != journal.Prepared {
@@ -237,7 +238,7 @@ func TestAnOwnerExpiresOnlyItsOwnTransportsApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := console.Call(ctx, task.ID, callSend("222", "the console's, not the bot's"))
-	if err != nil || r.Status != tools.StatusPending {
+	if err != nil || r.Status != action.StatusPending {
 		t.Fatalf("console call = %+v, %v", r, err)
 	}
 	theirs := r.OperationID

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/tools"
 )
 
 // TestPingPongCountsAnUnknownOutcome: a call whose outcome is unknown went wrong as
@@ -22,10 +22,10 @@ func TestPingPongCountsAnUnknownOutcome(t *testing.T) {
 	ctx := context.Background()
 	taskID := newTask(t, h)
 	a, _ := h.op.Call(ctx, taskID, callSend("222", "hello"))
-	if a.SideEffect != tools.SideEffectUnknown {
+	if a.SideEffect != action.SideEffectUnknown {
 		t.Fatalf("A = %+v, want an unknown outcome", a)
 	}
-	if b, _ := h.op.Call(ctx, taskID, callSend("333", "hello")); b.NextAction != tools.NextStop || b.Cause == tools.CauseDoomLoop {
+	if b, _ := h.op.Call(ctx, taskID, callSend("333", "hello")); b.NextAction != action.NextStop || b.Cause == action.CauseDoomLoop {
 		t.Fatalf("B = %+v, want the sender's refusal", b)
 	}
 	r, err := h.op.Call(ctx, taskID, callSend("222", "hello"))
@@ -55,7 +55,7 @@ func TestVerifierCountsAnUnknownOutcomeAsSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.NextAction != tools.NextStop || !strings.Contains(r.Reason, first) {
+	if r.NextAction != action.NextStop || !strings.Contains(r.Reason, first) {
 		t.Errorf("the same text again = %+v, want a stop naming %s", r, first)
 	}
 	if p := h.states(r.OperationID); fmtStates(p) != fmtStates([]journal.State{P, F}) {
@@ -83,26 +83,26 @@ func TestRecoveredCommitIsReportedToItsRequester(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.open()
-	told := map[string]tools.Result{}
+	told := map[string]action.Result{}
 	var err error
 	h.op, err = operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: transport})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	onOutcome(h.op, func(id string, r tools.Result) { mu.Lock(); told[id] = r; mu.Unlock() })
+	onOutcome(h.op, func(id string, r action.Result) { mu.Lock(); told[id] = r; mu.Unlock() })
 	if err := h.op.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
 	h.op.Wait()
 	r, ok := told[opID]
-	if !ok || r.SideEffect != tools.SideEffectUnknown || r.NextAction != tools.NextVerify || !strings.Contains(r.Reason, "/resolve "+opID) {
+	if !ok || r.SideEffect != action.SideEffectUnknown || r.NextAction != action.NextVerify || !strings.Contains(r.Reason, "/resolve "+opID) {
 		t.Errorf("told %+v (%v), want the unknown outcome of %s with how to resolve it", r, ok, opID)
 	}
 	if _, again := told[before]; again {
 		t.Errorf("%s, unknown before the crash, was reported again", before)
 	}
-	if op, _ := h.j.Operation(ctx, opID); op.Result == nil || op.Result.NextAction != tools.NextVerify {
+	if op, _ := h.j.Operation(ctx, opID); op.Result == nil || op.Result.NextAction != action.NextVerify {
 		t.Errorf("journaled result = %+v, want the unknown outcome", op.Result)
 	}
 	if n := len(h.sender.Sent()); n != 1 {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -205,7 +206,7 @@ func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
 			name: "the retry's outcome was unknown and its note could not be written",
 			again: func(t *testing.T, h *harness, opID string, old []byte) {
 				ctx := context.Background()
-				if r, _ := h.op.Decide(ctx, h.approval(opID), approverID, true); r.NextAction != tools.NextVerify {
+				if r, _ := h.op.Decide(ctx, h.approval(opID), approverID, true); r.NextAction != action.NextVerify {
 					t.Fatalf("the retry = %+v, want an unknown outcome", r)
 				}
 				// What a full disk leaves: the first unknown's note, resolved.
@@ -222,7 +223,7 @@ func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
 		{
 			name: "its note could not be written, and a person answers before the next sweep",
 			again: func(t *testing.T, h *harness, opID string, old []byte) {
-				if r, _ := h.op.Decide(context.Background(), h.approval(opID), approverID, true); r.NextAction != tools.NextVerify {
+				if r, _ := h.op.Decide(context.Background(), h.approval(opID), approverID, true); r.NextAction != action.NextVerify {
 					t.Fatalf("the retry = %+v, want an unknown outcome", r)
 				}
 				_, path, _ := h.vault.Get(opID)
@@ -243,7 +244,7 @@ func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
 			_, path, _ := h.vault.Get(opID)
 			old, _ := os.ReadFile(path)
 			before := len(h.states(opID))
-			if r, err := h.op.Retry(ctx, opID); err != nil || r.Status != tools.StatusPending {
+			if r, err := h.op.Retry(ctx, opID); err != nil || r.Status != action.StatusPending {
 				t.Fatalf("Retry = %+v, %v; want pending", r, err)
 			}
 			tt.again(t, h, opID, old)
@@ -263,7 +264,7 @@ func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
 			if e, _, err := h.vault.Get(opID); tt.rewritten && (err != nil || !e.Unresolved() || e.Attempts != 2) {
 				t.Errorf("the note after the second unknown = %+v, %v; want unresolved, of attempt 2", e, err)
 			}
-			if r, err := h.op.Resolve(ctx, opID, true, "@alice"); err != nil || r.SideEffect != tools.SideEffectCommitted {
+			if r, err := h.op.Resolve(ctx, opID, true, "@alice"); err != nil || r.SideEffect != action.SideEffectCommitted {
 				t.Fatalf("Resolve delivered = %+v, %v; want committed", r, err)
 			}
 			if e, _, _ := h.vault.Get(opID); e.Status != envelope.StatusCommitted {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 func verifying(t *testing.T) *harness {
@@ -27,7 +27,7 @@ func TestVerifierStopsADuplicateBeforeAnyCard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.NextAction != tools.NextStop || !strings.Contains(r.Reason, first) {
+	if r.NextAction != action.NextStop || !strings.Contains(r.Reason, first) {
 		t.Errorf("duplicate = %+v, want a stop naming %s", r, first)
 	}
 	if _, err := h.op.PendingApproval(ctx, r.OperationID); err == nil {
@@ -44,11 +44,11 @@ func TestVerifierRepairThenSecondRepairStops(t *testing.T) {
 	ctx := context.Background()
 	task, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "links"})
 	r, _ := h.op.Call(ctx, task.ID, callSend("222", "Read more at https://example.com/post"))
-	if r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "placeholder host example.com") {
+	if r.Status != action.StatusRepairable || !strings.Contains(r.Reason, "placeholder host example.com") {
 		t.Fatalf("placeholder link = %+v, want repairable naming the host", r)
 	}
 	r, _ = h.op.Call(ctx, task.ID, callSend("222", "Read more at https://example.org/post TODO"))
-	if r.NextAction != tools.NextStop || !strings.Contains(r.Reason, "repair budget spent") {
+	if r.NextAction != action.NextStop || !strings.Contains(r.Reason, "repair budget spent") {
 		t.Errorf("second repair = %+v, want a stop", r)
 	}
 	if len(h.sender.Sent()) != 0 {
@@ -83,11 +83,11 @@ func TestVerifierKeepsTheRulesTheTaskStartedWith(t *testing.T) {
 	h.pol.Verify.Rules = nil
 	h.open()
 	r, _ := h.op.Call(ctx, old.ID, callSend("222", "Free coffee today"))
-	if r.Status != tools.StatusRepairable || !strings.Contains(r.Reason, "no giveaways") {
+	if r.Status != action.StatusRepairable || !strings.Contains(r.Reason, "no giveaways") {
 		t.Errorf("call in the task started under the rule = %+v, want a repair naming it", r)
 	}
 	fresh, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "after the edit"})
-	if r, _ := h.op.Call(ctx, fresh.ID, callSend("222", "Free coffee today")); r.Status != tools.StatusPending {
+	if r, _ := h.op.Call(ctx, fresh.ID, callSend("222", "Free coffee today")); r.Status != action.StatusPending {
 		t.Errorf("call in a task started after the edit = %+v, want pending approval", r)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -77,7 +78,7 @@ func TestCommittingIsDurableBeforeTheRequestLeaves(t *testing.T) {
 			h.op = newOperatorWith(t, h, peek)
 			_, opID := h.send("222", tt.text)
 			r, err := h.op.Decide(context.Background(), h.approval(opID), approverID, true)
-			if err != nil || r.Status != tools.StatusSucceeded {
+			if err != nil || r.Status != action.StatusSucceeded {
 				t.Fatalf("Decide = %+v, %v; want succeeded", r, err)
 			}
 			if peek.err != nil {
@@ -145,7 +146,7 @@ func TestARequestThatStartedLeavingFinishesAtShutdown(t *testing.T) {
 	run, shutdown := context.WithCancel(context.Background())
 	defer shutdown()
 	sender := &shutdownSender{stop: shutdown}
-	done := make(chan tools.Result, 1)
+	done := make(chan action.Result, 1)
 	reg, err := tools.NewRegistry(h.pol, sender)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +155,7 @@ func TestARequestThatStartedLeavingFinishesAtShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	onOutcome(h.op, func(_ string, r tools.Result) { done <- r })
+	onOutcome(h.op, func(_ string, r action.Result) { done <- r })
 	if err := h.op.Resume(run); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestARequestThatStartedLeavingFinishesAtShutdown(t *testing.T) {
 	}
 	select {
 	case r := <-done:
-		if r.Status != tools.StatusSucceeded || r.Evidence == nil {
+		if r.Status != action.StatusSucceeded || r.Evidence == nil {
 			t.Errorf("reported = %+v, want the delivery with its evidence", r)
 		}
 	default:

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // withTools offers the named commit tools, each needing a tap.
@@ -23,7 +23,7 @@ func withTools(names ...string) rigOption {
 
 // remoteCall makes a call of tool from another process on the rig's data
 // folder, as an outside agent would, and wants it pending.
-func (r *rig) remoteCall(tool string, args any) tools.Result {
+func (r *rig) remoteCall(tool string, args any) action.Result {
 	r.t.Helper()
 	op := r.remote()
 	task, err := op.StartTask(r.t.Context(), journal.Task{Surface: "mcp", Summary: "mcp session"})
@@ -32,7 +32,7 @@ func (r *rig) remoteCall(tool string, args any) tools.Result {
 	}
 	raw, _ := json.Marshal(args)
 	res, err := op.Call(r.t.Context(), task.ID, operator.Call{Tool: tool, Args: raw})
-	if err != nil || res.Status != tools.StatusPending {
+	if err != nil || res.Status != action.StatusPending {
 		r.t.Fatalf("%s = %+v, %v; want pending", tool, res, err)
 	}
 	return res
@@ -75,7 +75,7 @@ func TestAPollOverTelegramsLimitsIsSentBackForRepair(t *testing.T) {
 	task, _ := op.StartTask(t.Context(), journal.Task{Surface: "mcp", Summary: "mcp session"})
 	raw, _ := json.Marshal(map[string]any{"chat_id": "222", "question": "Which?", "options": []string{"only one"}})
 	res, err := op.Call(t.Context(), task.ID, operator.Call{Tool: "commit_send_poll", Args: raw})
-	if err != nil || res.Status != tools.StatusRepairable || !strings.Contains(res.Reason, "1 options: a poll has 2 to 12") {
+	if err != nil || res.Status != action.StatusRepairable || !strings.Contains(res.Reason, "1 options: a poll has 2 to 12") {
 		t.Errorf("a poll of one option = %+v, %v; want a repair naming the limit", res, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -162,7 +163,7 @@ func TestApproveAllOfATaskFromPending(t *testing.T) {
 	}
 	for _, text := range []string{"first of two", "second of two"} {
 		args, _ := json.Marshal(tools.SendArgs{ChatID: "222", Text: text})
-		if res, err := r.op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: args}); err != nil || res.Status != tools.StatusPending {
+		if res, err := r.op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: args}); err != nil || res.Status != action.StatusPending {
 			t.Fatalf("Call = %+v, %v", res, err)
 		}
 	}

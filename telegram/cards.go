@@ -13,6 +13,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -161,7 +162,7 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 
 // card is the text of an approval's card, and the previews that go above it:
 // none when the text it asks about is inside it, else that text as the
-// messages it goes out as, or cut to fit (tools.Payload.Previews), so that a
+// messages it goes out as, or cut to fit (action.Payload.Previews), so that a
 // card never holds more than one message can.
 func (t *Bot) card(ctx context.Context, a *command.Approval) (previews []string, text string) {
 	audience := t.audience(ctx, a.Shown.Audience)
@@ -170,7 +171,7 @@ func (t *Bot) card(ctx context.Context, a *command.Approval) (previews []string,
 			return nil, text
 		}
 	}
-	previews = a.Operation.Payload.Previews()
+	previews = tools.Previews(a.Operation.Payload)
 	return previews, cardText(a, len(previews), audience)
 }
 
@@ -267,10 +268,10 @@ func chatKind(t models.ChatType) string {
 // the first, for the card to answer. A photo that cannot be read from the store
 // is not shown, and the card says the file is missing: the commit would refuse
 // it too.
-func (t *Bot) showPhotos(ctx context.Context, chat int64, files []tools.File) (int, error) {
+func (t *Bot) showPhotos(ctx context.Context, chat int64, files []action.File) (int, error) {
 	first := 0
 	for _, f := range files {
-		if f.Kind != tools.FilePhoto || t.opts.Files == nil {
+		if f.Kind != action.FilePhoto || t.opts.Files == nil {
 			continue
 		}
 		b, err := t.opts.Files.Open(ctx, f.SHA256)
@@ -366,7 +367,7 @@ func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID 
 	// is every requester of an outcome that asks something of them (unknown,
 	// failed): that one is worth a notification of its own.
 	if chat, ok := t.taskChat(ctx, d.Approval.OperationID); ok {
-		plain := r.Status == tools.StatusSucceeded || !approve
+		plain := r.Status == action.StatusSucceeded || !approve
 		if shown, err := t.shownIn(ctx, apID); err != nil || !plain || !shown[chat] {
 			t.report(ctx, chat, command.Reply{Text: command.Describe(r), Result: &r})
 		}
@@ -376,7 +377,7 @@ func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID 
 // tapAnswer is what a recorded tap is answered with.
 func tapAnswer(d operator.Decision) string {
 	switch {
-	case d.Result.Cause == tools.CauseApprovalExpired:
+	case d.Result.Cause == action.CauseApprovalExpired:
 		return "This approval expired; nothing will be sent."
 	case d.Approved():
 		return "Approved. Sending…"
@@ -400,10 +401,10 @@ func tapRefusal(r *operator.Refusal, d operator.Decision) string {
 }
 
 // decisionLine is what every copy of a card says once decided.
-func decisionLine(r *tools.Result, by string, approve bool) string {
+func decisionLine(r *action.Result, by string, approve bool) string {
 	at := time.Now().UTC().Format("2006-01-02 15:04 UTC")
 	switch {
-	case r.Cause == tools.CauseApprovalExpired:
+	case r.Cause == action.CauseApprovalExpired:
 		return "⌛ Expired: nothing was sent."
 	case !approve:
 		return fmt.Sprintf("❌ Rejected by %s at %s. Nothing was sent.", by, at)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -205,7 +206,7 @@ func (t *Bot) remindApproval(ctx context.Context, a journal.Approval) {
 }
 
 // reminderText is a digest's message about op, cut to one Telegram message.
-func reminderText(op journal.Operation, r tools.Result) string {
+func reminderText(op journal.Operation, r action.Result) string {
 	text := fmt.Sprintf("⏰ Still unknown since %s: %s to %s.\n%s",
 		op.Updated.UTC().Format("2006-01-02 15:04 UTC"), op.Payload.Action, op.Payload.Target, command.Describe(r))
 	return tools.Split(text, tools.MaxMessageUnits)[0]

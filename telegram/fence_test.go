@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
 )
 
 // A send checks its fence last: after the rate limiter's wait, right before the
 // write. A replica that lost the operation while it waited for the chat's next
-// slot writes nothing, and says so with tools.ErrFenced.
+// slot writes nothing, and says so with action.ErrFenced.
 func TestASendChecksItsFenceAfterTheLimitersWait(t *testing.T) {
 	t.Parallel()
 	srv, tg := flooded(t) // one message per second per chat
@@ -34,10 +35,10 @@ func TestASendChecksItsFenceAfterTheLimitersWait(t *testing.T) {
 		// The chat's next slot opens a second after the first send's answer.
 		checkedAfterTheWait.Store(firstAnswered.Load())
 		checks <- struct{}{}
-		return tools.ErrFenced
+		return action.ErrFenced
 	}
-	_, err := tg.Sender().Send(tools.WithFence(ctx, fence), tools.Message{Target: "300", Text: "second"})
-	if !errors.Is(err, tools.ErrFenced) {
+	_, err := tg.Sender().Send(action.WithFence(ctx, fence), tools.Message{Target: "300", Text: "second"})
+	if !errors.Is(err, action.ErrFenced) {
 		t.Fatalf("fenced send = %v, want ErrFenced", err)
 	}
 	if err := <-first; err != nil {

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/fakeapi"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // withTickets declares commit_create_ticket, a POST of a JSON body to srv.
@@ -87,7 +87,7 @@ func TestAnHTTPBodyTooLongToShowIsRefusedBeforeAnyCard(t *testing.T) {
 	task, _ := op.StartTask(r.t.Context(), journal.Task{Surface: "mcp", Summary: "mcp session"})
 	raw, _ := json.Marshal(map[string]any{"body": map[string]any{"title": "deep", "x": v}})
 	got, err := op.Call(r.t.Context(), task.ID, operator.Call{Tool: "commit_create_ticket", Args: raw})
-	if err != nil || got.Status != tools.StatusRepairable || !strings.Contains(got.Reason, "could not read it whole") {
+	if err != nil || got.Status != action.StatusRepairable || !strings.Contains(got.Reason, "could not read it whole") {
 		t.Fatalf("call = %+v, %v; want refused as too long to show", got, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -48,7 +49,7 @@ func (s *Sender) Upload(ctx context.Context, u tools.Upload) ([]tools.Delivery, 
 		file := &models.InputFileUpload{Filename: f.Name, Data: bytes.NewReader(f.Data)}
 		var d tools.Delivery
 		var err error
-		if f.Kind == tools.FilePhoto {
+		if f.Kind == action.FilePhoto {
 			d, err = delivery(s.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Photo: file, Caption: u.Caption, ParseMode: models.ParseMode(u.ParseMode)}))
 		} else {
 			d, err = delivery(s.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chat, Document: file, Caption: u.Caption, ParseMode: models.ParseMode(u.ParseMode)}))
@@ -79,7 +80,7 @@ func album(u tools.Upload) []models.InputMedia {
 			caption = u.Caption
 		}
 		ref, data := "attach://file"+strconv.Itoa(i), bytes.NewReader(f.Data)
-		if f.Kind == tools.FilePhoto {
+		if f.Kind == action.FilePhoto {
 			media[i] = &models.InputMediaPhoto{Media: ref, MediaAttachment: data, Caption: caption, ParseMode: models.ParseMode(mode)}
 		} else {
 			media[i] = &models.InputMediaDocument{Media: ref, MediaAttachment: data, Caption: caption, ParseMode: models.ParseMode(mode)}
@@ -122,7 +123,7 @@ var downloads = &http.Client{Timeout: 2 * time.Minute}
 var _ tools.Poller = (*Sender)(nil)
 
 // SendPoll implements tools.Poller: sendPoll, spaced and fenced like a send.
-func (s *Sender) SendPoll(ctx context.Context, target, question string, p tools.Poll) (tools.Delivery, error) {
+func (s *Sender) SendPoll(ctx context.Context, target, question string, p action.Poll) (tools.Delivery, error) {
 	chat, err := chatID(target)
 	if err != nil {
 		return tools.Delivery{}, &tools.RefusedError{Reason: err.Error(), Err: err}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -200,7 +201,7 @@ func withAlbums() rigOption {
 
 // remoteAlbum asks, from another process (an MCP server on the same data
 // folder), for an album of the photos web serves at the given paths.
-func (r *rig) remoteAlbum(web string, paths ...string) tools.Result {
+func (r *rig) remoteAlbum(web string, paths ...string) action.Result {
 	r.t.Helper()
 	op := r.remote()
 	task, err := op.StartTask(r.t.Context(), journal.Task{Surface: "mcp", Summary: "mcp session"})
@@ -213,7 +214,7 @@ func (r *rig) remoteAlbum(web string, paths ...string) tools.Result {
 	}
 	args, _ := json.Marshal(map[string]any{"chat_id": "222", "files": items})
 	res, err := op.Call(r.t.Context(), task.ID, operator.Call{Tool: "commit_send_album", Args: args})
-	if err != nil || res.Status != tools.StatusPending {
+	if err != nil || res.Status != action.StatusPending {
 		r.t.Fatalf("album call = %+v, %v; want pending", res, err)
 	}
 	return res
@@ -237,7 +238,7 @@ func TestAnAlbumIsShownAndSentItemByItem(t *testing.T) {
 	res := r.remoteAlbum(web.URL, "/a.png", "/b.png", "/c.png")
 	card := r.cardFor(alice, res.OperationID)
 	for i, p := range []string{"/a.png", "/b.png", "/c.png"} {
-		if want := fmt.Sprintf("%d. photo %q, %s, sha256 %s", i+1, p[1:], tools.Size(int64(len(photos[p]))), sumOf(photos[p])[:12]); !strings.Contains(card.Text, want) {
+		if want := fmt.Sprintf("%d. photo %q, %s, sha256 %s", i+1, p[1:], action.Size(int64(len(photos[p]))), sumOf(photos[p])[:12]); !strings.Contains(card.Text, want) {
 			t.Errorf("card lacks %q:\n%s", want, card.Text)
 		}
 	}
@@ -342,7 +343,7 @@ func TestAnAlbumCountsAsItsItemsAgainstTheLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != tools.StatusPending && res.Status != tools.StatusSucceeded {
+	if res.Status != action.StatusPending && res.Status != action.StatusSucceeded {
 		t.Fatalf("album = %+v", res)
 	}
 	r.committed(res.OperationID) // sent by the bot, the owner

@@ -16,6 +16,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -67,7 +68,7 @@ func BenchmarkPhoto(b *testing.B) {
 			}
 			args, _ := json.Marshal(map[string]string{"chat_id": "222", "file": path, "caption": "chart"})
 			_, r, err := op.Begin(ctx, journal.Task{Requester: alice, Summary: "bench"}, operator.Call{Tool: "commit_send_photo", Args: args})
-			if err != nil || r.Status != tools.StatusSucceeded {
+			if err != nil || r.Status != action.StatusSucceeded {
 				b.Fatalf("photo %d: %+v, %v", i, r, err)
 			}
 		}
@@ -80,7 +81,7 @@ func BenchmarkPhoto(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			args, _ := json.Marshal(map[string]string{"chat_id": "222", "text": fmt.Sprintf("chart %d", i)})
 			_, r, err := op.Begin(ctx, journal.Task{Requester: alice, Summary: "bench"}, operator.Call{Tool: "commit_send_message", Args: args})
-			if err != nil || r.Status != tools.StatusSucceeded {
+			if err != nil || r.Status != action.StatusSucceeded {
 				b.Fatalf("text %d: %+v, %v", i, r, err)
 			}
 		}

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // cards counts the approval cards in chat.
@@ -48,7 +48,7 @@ func TestARejectedRequestAskedAgainFromTheChat(t *testing.T) {
 	}
 	args, _ := json.Marshal(map[string]string{"chat_id": "222", "text": "The launch is on Monday.", "changed": "the person asked to post it after all"})
 	res, err := remote.Call(r.t.Context(), task.ID, operator.Call{Tool: "commit_send_message", Args: args})
-	if err != nil || res.Status != tools.StatusPending {
+	if err != nil || res.Status != action.StatusPending {
 		t.Fatalf("asked again with what changed = %+v, %v; want a card", res, err)
 	}
 	if c := r.cardFor(bob, res.OperationID); !strings.Contains(c.Text, "What changed, as the request says: the person asked to post it after all") {

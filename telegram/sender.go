@@ -13,6 +13,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -32,7 +33,7 @@ var _ tools.Sender = (*Sender)(nil)
 // when the payload asks for one. Errors are *tools.RetryAfterError (429),
 // *tools.RepairError (migrated chat, rejected entities, other fixable 400s),
 // *tools.RefusedError (401, 403, 404, the other 400s), tools.ErrNotSent (the
-// request never left), tools.ErrFenced (the context's fence refused the write:
+// request never left), action.ErrFenced (the context's fence refused the write:
 // nothing left) or tools.ErrOutcomeUnknown (it left and no answer says what
 // became of it). No error carries the bot token.
 func (s *Sender) Send(ctx context.Context, m tools.Message) (tools.Delivery, error) {
@@ -144,7 +145,7 @@ func (s *Sender) call(ctx context.Context, target string, do func(context.Contex
 	// The last check before the write, after the limiter's wait: a replica that
 	// lost the operation meanwhile (its lease ran out, its name lock went with
 	// its database session) writes nothing.
-	if err := tools.CheckFence(ctx); err != nil {
+	if err := action.CheckFence(ctx); err != nil {
 		return tools.Delivery{}, fmt.Errorf("telegram: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
@@ -202,7 +203,7 @@ func classify(err error, wrote bool, redact func(string) string) error {
 	case errors.As(err, &tmr):
 		return &tools.RetryAfterError{After: time.Duration(tmr.RetryAfter) * time.Second, Err: clean}
 	case errors.As(err, &mig):
-		return &tools.RepairError{Fix: &tools.Fix{Target: strconv.Itoa(mig.MigrateToChatID)},
+		return &tools.RepairError{Fix: &action.Fix{Target: strconv.Itoa(mig.MigrateToChatID)},
 			Reason: "the group became a supergroup", Err: clean}
 	case errors.Is(err, bot.ErrorBadRequest):
 		return badRequest(clean)
@@ -225,7 +226,7 @@ func badRequest(clean error) error {
 	lower := strings.ToLower(desc)
 	switch {
 	case strings.Contains(lower, "can't parse entities"):
-		return &tools.RepairError{Fix: &tools.Fix{PlainText: true}, Reason: "Telegram rejected the formatting; sending as plain text", Err: clean}
+		return &tools.RepairError{Fix: &action.Fix{PlainText: true}, Reason: "Telegram rejected the formatting; sending as plain text", Err: clean}
 	case strings.Contains(lower, "message is not modified"), strings.Contains(lower, "message to delete not found"):
 		return fmt.Errorf("telegram: %w: %w", tools.ErrAlreadyDone, clean)
 	case strings.Contains(lower, "message is too long"), strings.Contains(lower, "text is empty"):

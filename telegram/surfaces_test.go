@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -56,7 +57,7 @@ func (r *rig) remote() *operator.Operator {
 
 // remoteSend makes a commit_send_message to the target in a task of an outside
 // agent: no chat, no requester.
-func (r *rig) remoteSend(op *operator.Operator, text string) tools.Result {
+func (r *rig) remoteSend(op *operator.Operator, text string) action.Result {
 	r.t.Helper()
 	ctx := context.Background()
 	task, err := op.StartTask(ctx, journal.Task{Surface: "mcp", Summary: "mcp session"})
@@ -65,7 +66,7 @@ func (r *rig) remoteSend(op *operator.Operator, text string) tools.Result {
 	}
 	args, _ := json.Marshal(tools.SendArgs{ChatID: "222", Text: text})
 	res, err := op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: args})
-	if err != nil || res.Status != tools.StatusPending {
+	if err != nil || res.Status != action.StatusPending {
 		r.t.Fatalf("remote call = %+v, %v; want pending", res, err)
 	}
 	return res

@@ -12,10 +12,10 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/secret"
-	"github.com/countersign/countersign/tools"
 )
 
 // job is a stored update, decoded, waiting for a worker.
@@ -313,7 +313,7 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 // report tells a chat what came of an operation, with the resolve buttons when its
 // outcome is unknown.
 func (t *Bot) report(ctx context.Context, chat int64, reply command.Reply) {
-	if reply.Result == nil || reply.Result.SideEffect != tools.SideEffectUnknown {
+	if reply.Result == nil || reply.Result.SideEffect != action.SideEffectUnknown {
 		t.reply(ctx, chat, reply.Text)
 		return
 	}

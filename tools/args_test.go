@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -15,29 +16,29 @@ import (
 // of their own. Those calls are read as meant; anything else is a repair that names
 // the field and says what it wants.
 func TestArgumentsAsModelsSendThem(t *testing.T) {
-	send := func(target, text string) tools.Payload {
-		return tools.Payload{Action: "send_message", Target: target, Text: text}
+	send := func(target, text string) action.Payload {
+		return action.Payload{Action: "send_message", Target: target, Text: text}
 	}
 	tests := []struct {
 		name, args string
-		want       tools.Payload
+		want       action.Payload
 		wantErr    []string // each must be in the ArgsError's reason
 	}{
 		{"chat id as a number", `{"chat_id":222,"text":"hi"}`, send("222", "hi"), nil},
 		{"channel id as a number", `{"chat_id":-1001234567890,"text":"hi"}`, send("-1001234567890", "hi"), nil},
 		{"parse_mode null", `{"chat_id":"222","text":"hi","parse_mode":null}`, send("222", "hi"), nil},
 		{"unknown keys ignored", `{"chat_id":"222","text":"hi","disable_notification":true,"reply_markup":{"x":1}}`, send("222", "hi"), nil},
-		{"exponent", `{"chat_id":1e3,"text":"hi"}`, tools.Payload{}, []string{"chat_id", "1e3", "whole number"}},
-		{"fraction", `{"chat_id":1.5,"text":"hi"}`, tools.Payload{}, []string{"chat_id", "1.5", "whole number"}},
-		{"zero", `{"chat_id":0,"text":"hi"}`, tools.Payload{}, []string{"chat_id 0", "not a chat id"}},
-		{"chat id a list", `{"chat_id":[222],"text":"hi"}`, tools.Payload{}, []string{"chat_id", "a list"}},
-		{"chat id missing", `{"text":"hi"}`, tools.Payload{}, []string{"chat_id", "missing"}},
-		{"chat id null", `{"chat_id":null,"text":"hi"}`, tools.Payload{}, []string{"chat_id", "missing"}},
-		{"text a number", `{"chat_id":"222","text":5}`, tools.Payload{}, []string{"text", "want a string", "a number"}},
-		{"text missing", `{"chat_id":"222"}`, tools.Payload{}, []string{"text", "missing"}},
-		{"parse_mode a number", `{"chat_id":"222","text":"hi","parse_mode":1}`, tools.Payload{}, []string{"parse_mode", "HTML", "MarkdownV2"}},
-		{"not an object", `["222","hi"]`, tools.Payload{}, []string{"JSON object", "chat_id", "a list"}},
-		{"not json", `chat 222`, tools.Payload{}, []string{"JSON object", "chat_id"}},
+		{"exponent", `{"chat_id":1e3,"text":"hi"}`, action.Payload{}, []string{"chat_id", "1e3", "whole number"}},
+		{"fraction", `{"chat_id":1.5,"text":"hi"}`, action.Payload{}, []string{"chat_id", "1.5", "whole number"}},
+		{"zero", `{"chat_id":0,"text":"hi"}`, action.Payload{}, []string{"chat_id 0", "not a chat id"}},
+		{"chat id a list", `{"chat_id":[222],"text":"hi"}`, action.Payload{}, []string{"chat_id", "a list"}},
+		{"chat id missing", `{"text":"hi"}`, action.Payload{}, []string{"chat_id", "missing"}},
+		{"chat id null", `{"chat_id":null,"text":"hi"}`, action.Payload{}, []string{"chat_id", "missing"}},
+		{"text a number", `{"chat_id":"222","text":5}`, action.Payload{}, []string{"text", "want a string", "a number"}},
+		{"text missing", `{"chat_id":"222"}`, action.Payload{}, []string{"text", "missing"}},
+		{"parse_mode a number", `{"chat_id":"222","text":"hi","parse_mode":1}`, action.Payload{}, []string{"parse_mode", "HTML", "MarkdownV2"}},
+		{"not an object", `["222","hi"]`, action.Payload{}, []string{"JSON object", "chat_id", "a list"}},
+		{"not json", `chat 222`, action.Payload{}, []string{"JSON object", "chat_id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/secret"
 )
@@ -56,7 +57,7 @@ func StatedChange(tool string, raw json.RawMessage) (string, error) {
 // verifier.Seen): every other field of the payload, as a digest. The text's
 // split into parts and its parse mode are the text's; what the caller says
 // changed is no part of what was asked.
-func Content(p Payload) string {
+func Content(p action.Payload) string {
 	p.Text, p.Parts, p.ParseMode, p.Changed = "", nil, "", ""
 	b, _ := json.Marshal(p) // a struct of strings always marshals
 	sum := sha256.Sum256(b)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -48,39 +49,41 @@ func (DeleteMessage) Params() Params { return messageParams() }
 func (DeleteMessage) Idempotency() policy.Idempotency { return policy.StateSetting }
 
 // Prepare implements Tool; the operator calls PrepareFrom instead.
-func (DeleteMessage) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
+func (DeleteMessage) Prepare(json.RawMessage) (action.Payload, error) {
+	return action.Payload{}, errNeedsSent
+}
 
 // PrepareFrom implements Reader. The message must be one the journal shows this
 // bot sent, not deleted since, and younger than DeleteWindow; the payload quotes
 // what it reads now.
-func (t DeleteMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (Payload, error) {
+func (t DeleteMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (action.Payload, error) {
 	in, err := readArgs(t.Name(), raw, messageShape)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	m, err := sentMessage(ctx, in, sent, "deleted")
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	if age := sent.Now().Sub(m.Sent); age >= DeleteWindow {
-		return Payload{}, in.refuse("message %d in chat %s was sent %s ago: Telegram lets a bot delete a message for everyone only within %s of sending it",
+		return action.Payload{}, in.refuse("message %d in chat %s was sent %s ago: Telegram lets a bot delete a message for everyone only within %s of sending it",
 			m.MessageID, m.Chat, age.Round(time.Minute), DeleteWindow)
 	}
-	return Payload{Action: ActionDeleteMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Removes: true}, nil
+	return action.Payload{Action: action.DeleteMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Removes: true}, nil
 }
 
 // Show implements Presenter: the message it removes, quoted.
-func (DeleteMessage) Show(p Payload) Shown {
+func (DeleteMessage) Show(p action.Payload) Shown {
 	return Shown{Facts: []string{change(p, "Deletes, for everyone,")}}
 }
 
 // Commit implements Committer. A message already gone (ErrAlreadyDone, with the
 // evidence) is the delete landed, by this call or an earlier one.
-func (t DeleteMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
-	ev := Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}
+func (t DeleteMessage) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
+	ev := action.Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}
 	err := t.Deleter.Delete(ctx, p.Target, p.MessageID)
 	if err != nil && !errors.Is(err, ErrAlreadyDone) {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
 	return ev, err
 }

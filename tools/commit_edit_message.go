@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/verifier"
 )
@@ -64,42 +65,44 @@ func (EditMessage) Idempotency() policy.Idempotency { return policy.StateSetting
 var errNeedsSent = errors.New("tools: commit_edit_message is prepared from what was sent (PrepareFrom)")
 
 // Prepare implements Tool; the operator calls PrepareFrom instead.
-func (EditMessage) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
+func (EditMessage) Prepare(json.RawMessage) (action.Payload, error) {
+	return action.Payload{}, errNeedsSent
+}
 
 const editShape = `{"operation_id": "op-…", "text": "..."} or {"chat_id": "222", "message_id": 101, "text": "..."}`
 
 // PrepareFrom implements Reader. The message must be one the journal shows this
 // bot sent, named once (by operation, or by chat and message id), and the new
 // text must differ from what it reads now; the payload holds both.
-func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (Payload, error) {
+func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (action.Payload, error) {
 	in, err := readArgs(t.Name(), raw, editShape)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	text, err := in.string("text", true)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	mode, err := in.parseMode()
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	if err := in.checkText(text); err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	m, err := sentMessage(ctx, in, sent, "edited")
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	if m.Kind == KindPoll || m.Kind == KindRepost {
-		return Payload{}, in.refuse("message %d in chat %s is a %s: its text cannot be edited", m.MessageID, m.Chat, m.Kind)
+		return action.Payload{}, in.refuse("message %d in chat %s is a %s: its text cannot be edited", m.MessageID, m.Chat, m.Kind)
 	}
 	if m.Text == text && m.ParseMode == mode {
-		return Payload{}, in.refuse("message %d in chat %s already reads so: nothing to change", m.MessageID, m.Chat)
+		return action.Payload{}, in.refuse("message %d in chat %s already reads so: nothing to change", m.MessageID, m.Chat)
 	}
-	p := Payload{Action: ActionEditMessage, Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text, Caption: m.Kind == FilePhoto || m.Kind == FileDocument}
+	p := action.Payload{Action: action.EditMessage, Target: m.Chat, MessageID: m.MessageID, Text: text, ParseMode: mode, Before: m.Text, Caption: m.Kind == action.FilePhoto || m.Kind == action.FileDocument}
 	if err := editText(in, text, mode, p); err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	return p, nil
 }
@@ -108,7 +111,7 @@ func (t EditMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent 
 // one message, and a file's caption at most 1024 characters. PrepareFrom and
 // Revise both check with it, so that an approver's correction is held to every
 // limit the request was.
-func editText(in args, text, mode string, p Payload) error {
+func editText(in args, text, mode string, p action.Payload) error {
 	if err := in.checkText(text); err != nil {
 		return err
 	}
@@ -122,7 +125,7 @@ func editText(in args, text, mode string, p Payload) error {
 }
 
 // Show implements Presenter: the message, what it reads now, and the new text.
-func (EditMessage) Show(p Payload) Shown {
+func (EditMessage) Show(p action.Payload) Shown {
 	if p.Caption {
 		return Shown{Facts: []string{change(p, "Changes the caption of")}, TextLabel: "The caption will read"}
 	}
@@ -131,11 +134,11 @@ func (EditMessage) Show(p Payload) Shown {
 
 // Commit implements Committer. A message that already reads so (ErrAlreadyDone,
 // with the evidence) is the edit landed, by this call or an earlier one.
-func (t EditMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
-	ev := Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}
+func (t EditMessage) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
+	ev := action.Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}
 	d, err := t.Editor.Edit(ctx, Edit{Target: p.Target, MessageID: p.MessageID, Text: p.Text, ParseMode: p.ParseMode, Caption: p.Caption})
 	if err != nil && !errors.Is(err, ErrAlreadyDone) {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
 	if d.ChatID != "" {
 		ev.ChatID = d.ChatID

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -31,7 +32,7 @@ type Pinner interface {
 // state could not be read.
 type StateReader interface {
 	Classed
-	Landed(ctx context.Context, p Payload) (Evidence, bool, error)
+	Landed(ctx context.Context, p action.Payload) (action.Evidence, bool, error)
 }
 
 // PinMessage pins a message this bot sent, silently unless the caller asks to
@@ -61,27 +62,29 @@ func (PinMessage) Params() Params {
 func (PinMessage) Idempotency() policy.Idempotency { return policy.StateSetting }
 
 // Prepare implements Tool; the operator calls PrepareFrom instead.
-func (PinMessage) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
+func (PinMessage) Prepare(json.RawMessage) (action.Payload, error) {
+	return action.Payload{}, errNeedsSent
+}
 
 // PrepareFrom implements Reader.
-func (t PinMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (Payload, error) {
+func (t PinMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (action.Payload, error) {
 	in, err := readArgs(t.Name(), raw, messageShape)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	notify, err := in.bool("notify")
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	m, err := sentMessage(ctx, in, sent, "pinned")
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
-	return Payload{Action: ActionPinMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Notify: notify}, nil
+	return action.Payload{Action: action.PinMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text, Notify: notify}, nil
 }
 
 // Show implements Presenter: the message, and whether the members are told.
-func (PinMessage) Show(p Payload) Shown {
+func (PinMessage) Show(p action.Payload) Shown {
 	verb := "Pins, silently,"
 	if p.Notify {
 		verb = "Pins, notifying the chat's members,"
@@ -90,21 +93,21 @@ func (PinMessage) Show(p Payload) Shown {
 }
 
 // Commit implements Committer.
-func (t PinMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
+func (t PinMessage) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
 	if err := t.Pinner.Pin(ctx, p.Target, p.MessageID, p.Notify); err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
-	return Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}, nil
+	return action.Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}, nil
 }
 
 // Landed implements StateReader: the pin landed when the chat's pinned message
 // is p's.
-func (t PinMessage) Landed(ctx context.Context, p Payload) (Evidence, bool, error) {
+func (t PinMessage) Landed(ctx context.Context, p action.Payload) (action.Evidence, bool, error) {
 	id, err := t.Pinner.Pinned(ctx, p.Target)
 	if err != nil {
-		return Evidence{}, false, err
+		return action.Evidence{}, false, err
 	}
-	return Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}, id == p.MessageID, nil
+	return action.Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}, id == p.MessageID, nil
 }
 
 // UnpinMessage unpins a message this bot sent. It is state-setting, and a
@@ -130,28 +133,30 @@ func (UnpinMessage) Params() Params { return messageParams() }
 func (UnpinMessage) Idempotency() policy.Idempotency { return policy.StateSetting }
 
 // Prepare implements Tool; the operator calls PrepareFrom instead.
-func (UnpinMessage) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
+func (UnpinMessage) Prepare(json.RawMessage) (action.Payload, error) {
+	return action.Payload{}, errNeedsSent
+}
 
 // PrepareFrom implements Reader.
-func (t UnpinMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (Payload, error) {
+func (t UnpinMessage) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (action.Payload, error) {
 	in, err := readArgs(t.Name(), raw, messageShape)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	m, err := sentMessage(ctx, in, sent, "unpinned")
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
-	return Payload{Action: ActionUnpinMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text}, nil
+	return action.Payload{Action: action.UnpinMessage, Target: m.Chat, MessageID: m.MessageID, Before: m.Text}, nil
 }
 
 // Show implements Presenter.
-func (UnpinMessage) Show(p Payload) Shown { return Shown{Facts: []string{change(p, "Unpins")}} }
+func (UnpinMessage) Show(p action.Payload) Shown { return Shown{Facts: []string{change(p, "Unpins")}} }
 
 // Commit implements Committer.
-func (t UnpinMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
+func (t UnpinMessage) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
 	if err := t.Pinner.Unpin(ctx, p.Target, p.MessageID); err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
-	return Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}, nil
+	return action.Evidence{ChatID: p.Target, MessageIDs: []int64{p.MessageID}}, nil
 }

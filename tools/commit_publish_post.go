@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+
+	"github.com/countersign/countersign/action"
 )
 
 //go:embed commit_publish_post.md
@@ -26,15 +28,15 @@ func (PublishPost) Description() string { return publishPostDoc }
 func (PublishPost) Params() Params { return sendParams("publish in") }
 
 // Prepare implements Tool. The text is kept exactly as given.
-func (t PublishPost) Prepare(args json.RawMessage) (Payload, error) {
+func (t PublishPost) Prepare(args json.RawMessage) (action.Payload, error) {
 	a, err := decodeSendArgs(t.Name(), args)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
-	return newPayload(ActionPublishPost, a), nil
+	return newPayload(action.PublishPost, a), nil
 }
 
 // Commit implements Committer.
-func (t PublishPost) Commit(ctx context.Context, p Payload) (Evidence, error) {
+func (t PublishPost) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
 	return deliver(ctx, t.Sender, p)
 }

@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/verifier"
 )
 
 //go:embed commit_send_album.md
 var sendAlbumDoc string
-
-// ActionSendAlbum is the action of an album's payload.
-const ActionSendAlbum = "send_album"
 
 // SendAlbum is commit_send_album: 2 to 10 photos, or 2 to 10 documents, sent
 // as one group (Telegram's sendMediaGroup), each with an optional caption. It
@@ -48,7 +46,7 @@ func (SendAlbum) Params() Params {
 	return committing(Params{Properties: map[string]any{
 		"chat_id":    map[string]any{"type": "string", "description": "the chat id (\"-1001234567890\") or @username to send to"},
 		"files":      map[string]any{"type": "array", "items": item, "minItems": 2, "maxItems": 10, "description": "the album's items, in order; each is read once, now"},
-		"as":         map[string]any{"type": "string", "enum": []string{FilePhoto, FileDocument}, "description": "photo (default) or document: an album is all one or all the other"},
+		"as":         map[string]any{"type": "string", "enum": []string{action.FilePhoto, action.FileDocument}, "description": "photo (default) or document: an album is all one or all the other"},
 		"parse_mode": map[string]any{"type": "string", "enum": []string{"HTML", "MarkdownV2"}, "description": "of the captions; omit for plain text"},
 	}, Required: []string{"chat_id", "files"}})
 }
@@ -57,7 +55,9 @@ func (SendAlbum) Params() Params {
 func (SendAlbum) Idempotency() policy.Idempotency { return policy.Additive }
 
 // Prepare implements Tool; the operator calls PrepareFrom, which reads the files.
-func (SendAlbum) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
+func (SendAlbum) Prepare(json.RawMessage) (action.Payload, error) {
+	return action.Payload{}, errNeedsSent
+}
 
 const albumShape = `{"chat_id": "222", "files": [{"file": "a.png", "caption": "..."}, {"file": "b.png"}]}`
 
@@ -68,45 +68,45 @@ type albumItem struct {
 }
 
 // PrepareFrom implements Reader: every item is read into the store, in order.
-func (t SendAlbum) PrepareFrom(ctx context.Context, raw json.RawMessage, _ Sent) (Payload, error) {
+func (t SendAlbum) PrepareFrom(ctx context.Context, raw json.RawMessage, _ Sent) (action.Payload, error) {
 	in, err := readArgs(t.Name(), raw, albumShape)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	chat, err := in.target()
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	mode, err := in.parseMode()
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	kind, err := in.string("as", false)
 	switch {
 	case err != nil:
-		return Payload{}, err
+		return action.Payload{}, err
 	case kind == "":
-		kind = FilePhoto
-	case kind != FilePhoto && kind != FileDocument:
-		return Payload{}, in.refuse("as %q: want %q or %q", kind, FilePhoto, FileDocument)
+		kind = action.FilePhoto
+	case kind != action.FilePhoto && kind != action.FileDocument:
+		return action.Payload{}, in.refuse("as %q: want %q or %q", kind, action.FilePhoto, action.FileDocument)
 	}
 	items, ok := albumItems(in.value("files"))
 	if !ok {
-		return Payload{}, in.refuse("files: want a list of {\"file\": \"...\", \"caption\": \"...\"} (or of sources), got %s", kindOf(in.value("files")))
+		return action.Payload{}, in.refuse("files: want a list of {\"file\": \"...\", \"caption\": \"...\"} (or of sources), got %s", kindOf(in.value("files")))
 	}
 	if len(items) < 2 || len(items) > 10 {
-		return Payload{}, in.refuse("files: an album holds 2 to 10 items, got %d", len(items))
+		return action.Payload{}, in.refuse("files: an album holds 2 to 10 items, got %d", len(items))
 	}
-	p := Payload{Action: ActionSendAlbum, Target: chat, ParseMode: mode}
+	p := action.Payload{Action: action.SendAlbum, Target: chat, ParseMode: mode}
 	for i, it := range items {
 		if it.Caption != "" {
 			if err := in.checkText(it.Caption); err != nil {
-				return Payload{}, err
+				return action.Payload{}, err
 			}
 		}
 		f, err := t.Media.read(ctx, in, kind, it.File)
 		if err != nil {
-			return Payload{}, fmt.Errorf("item %d: %w", i+1, err)
+			return action.Payload{}, fmt.Errorf("item %d: %w", i+1, err)
 		}
 		f.Caption = it.Caption
 		p.Files = append(p.Files, f)
@@ -148,7 +148,7 @@ func albumItems(v json.RawMessage) ([]albumItem, bool) {
 }
 
 // Show implements Presenter: every item in order, with its caption.
-func (SendAlbum) Show(p Payload) Shown {
+func (SendAlbum) Show(p action.Payload) Shown {
 	s := Shown{Files: p.Files}
 	s.Facts = append(s.Facts, fmt.Sprintf("Sends an album of %d items, in this order:", len(p.Files)))
 	for i, f := range p.Files {
@@ -163,7 +163,7 @@ func (SendAlbum) Show(p Payload) Shown {
 
 // Check implements Checked: each caption against its limit, and the files.
 // The captions are checked as one text (links, house rules, duplicates).
-func (SendAlbum) Check(p Payload) verifier.Input {
+func (SendAlbum) Check(p action.Payload) verifier.Input {
 	in := fileChecks(p)
 	in.Caption = false // the limit is each caption's, not the lines' together
 	longest := ""
@@ -179,14 +179,14 @@ func (SendAlbum) Check(p Payload) verifier.Input {
 }
 
 // Commit implements Committer: the stored bytes of every item, as one group.
-func (t SendAlbum) Commit(ctx context.Context, p Payload) (Evidence, error) {
+func (t SendAlbum) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
 	files, err := t.Media.attach(ctx, p.Files)
 	if err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
 	ds, err := t.Uploader.Upload(ctx, Upload{Target: p.Target, Files: files, ParseMode: p.ParseMode})
 	if err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
 	return evidenceOf(ds), nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+
+	"github.com/countersign/countersign/action"
 )
 
 //go:embed commit_send_message.md
@@ -25,15 +27,15 @@ func (SendMessage) Description() string { return sendMessageDoc }
 func (SendMessage) Params() Params { return sendParams("send to") }
 
 // Prepare implements Tool. The text is kept exactly as given.
-func (t SendMessage) Prepare(args json.RawMessage) (Payload, error) {
+func (t SendMessage) Prepare(args json.RawMessage) (action.Payload, error) {
 	a, err := decodeSendArgs(t.Name(), args)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
-	return newPayload(ActionSendMessage, a), nil
+	return newPayload(action.SendMessage, a), nil
 }
 
 // Commit implements Committer.
-func (t SendMessage) Commit(ctx context.Context, p Payload) (Evidence, error) {
+func (t SendMessage) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
 	return deliver(ctx, t.Sender, p)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/verifier"
 )
@@ -13,20 +14,9 @@ import (
 //go:embed commit_send_poll.md
 var sendPollDoc string
 
-// ActionSendPoll is the action of a poll's payload.
-const ActionSendPoll = "send_poll"
-
-// Poll is a poll's answers and settings.
-type Poll struct {
-	Options []string `json:"options"`
-	// Public polls show who voted; Telegram's polls are anonymous by default.
-	Public   bool `json:"public,omitempty"`
-	Multiple bool `json:"multiple,omitempty"`
-}
-
 // Poller sends a poll (Telegram's sendPoll). Its errors are a Sender's.
 type Poller interface {
-	SendPoll(ctx context.Context, target, question string, p Poll) (Delivery, error)
+	SendPoll(ctx context.Context, target, question string, p action.Poll) (Delivery, error)
 }
 
 // SendPoll is commit_send_poll: a question and its options. It is additive:
@@ -62,42 +52,42 @@ func (SendPoll) Idempotency() policy.Idempotency { return policy.Additive }
 const pollShape = `{"chat_id": "222", "question": "...", "options": ["yes", "no"]}`
 
 // Prepare implements Tool. The limits are the verifier's to check.
-func (t SendPoll) Prepare(raw json.RawMessage) (Payload, error) {
+func (t SendPoll) Prepare(raw json.RawMessage) (action.Payload, error) {
 	in, err := readArgs(t.Name(), raw, pollShape)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	chat, err := in.target()
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	question, err := in.string("question", true)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	if err := in.checkText(question); err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
-	var p Poll
+	var p action.Poll
 	if v := in.value("options"); v == nil || json.Unmarshal(v, &p.Options) != nil {
-		return Payload{}, in.refuse("options: want a list of strings, got %s", kindOf(in.value("options")))
+		return action.Payload{}, in.refuse("options: want a list of strings, got %s", kindOf(in.value("options")))
 	}
 	for _, o := range p.Options {
 		if err := in.checkText(o); err != nil {
-			return Payload{}, in.refuse("an option: %v", err)
+			return action.Payload{}, in.refuse("an option: %v", err)
 		}
 	}
 	if p.Public, err = in.bool("public"); err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	if p.Multiple, err = in.bool("multiple"); err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
-	return Payload{Action: ActionSendPoll, Target: chat, Text: question, Poll: &p}, nil
+	return action.Payload{Action: action.SendPoll, Target: chat, Text: question, Poll: &p}, nil
 }
 
 // Show implements Presenter: the options in order, and who sees the votes.
-func (SendPoll) Show(p Payload) Shown {
+func (SendPoll) Show(p action.Payload) Shown {
 	s := Shown{TextLabel: "Question"}
 	if p.Poll == nil {
 		return s
@@ -118,7 +108,7 @@ func (SendPoll) Show(p Payload) Shown {
 
 // Check implements Checked: the question as a text, and the options against
 // Telegram's limits.
-func (SendPoll) Check(p Payload) verifier.Input {
+func (SendPoll) Check(p action.Payload) verifier.Input {
 	in := verifier.Input{Action: p.Action, Target: p.Target, Text: p.Text, Options: []string{}}
 	if p.Poll != nil {
 		in.Options = p.Poll.Options
@@ -127,14 +117,14 @@ func (SendPoll) Check(p Payload) verifier.Input {
 }
 
 // Commit implements Committer.
-func (t SendPoll) Commit(ctx context.Context, p Payload) (Evidence, error) {
+func (t SendPoll) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
 	if p.Poll == nil {
 		err := fmt.Errorf("a poll payload without options")
-		return Evidence{}, &RefusedError{Reason: err.Error(), Err: err}
+		return action.Evidence{}, &RefusedError{Reason: err.Error(), Err: err}
 	}
 	d, err := t.Poller.SendPoll(ctx, p.Target, p.Text, *p.Poll)
 	if err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
-	return Evidence{ChatID: d.ChatID, MessageIDs: []int64{d.MessageID}}, nil
+	return action.Evidence{ChatID: d.ChatID, MessageIDs: []int64{d.MessageID}}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/countersign/countersign/action"
 )
 
 // Errors a Sender returns to say what happened to a request. The operator's
@@ -36,30 +38,10 @@ func (e *RetryAfterError) Error() string {
 
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
-// Fix is a repair by schema that keeps what the human approved: the same text to
-// the same chat, delivered differently.
-type Fix struct {
-	// Target replaces the chat id, when the chat moved (a group became a supergroup).
-	Target string `json:"target,omitempty"`
-	// PlainText drops the parse mode, when the service rejected the entities.
-	PlainText bool `json:"plain_text,omitempty"`
-}
-
-// Apply returns the payload as it should be delivered after the fix.
-func (f Fix) Apply(p Payload) Payload {
-	if f.Target != "" {
-		p.Target = f.Target
-	}
-	if f.PlainText {
-		p.ParseMode = ""
-	}
-	return p
-}
-
 // RepairError means the service refused the request as malformed; nothing happened.
 // Fix is set when a repair by schema is known; otherwise the caller must repair.
 type RepairError struct {
-	Fix    *Fix
+	Fix    *action.Fix
 	Reason string
 	Err    error
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
@@ -20,7 +21,7 @@ import (
 // prepareWithin prepares a file call that must be settled within a few
 // seconds: a refused address is refused before any connection is tried, while
 // one that is tried waits out the deadline.
-func prepareWithin(t *testing.T, r tools.Reader, file string) (tools.Payload, error) {
+func prepareWithin(t *testing.T, r tools.Reader, file string) (action.Payload, error) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
 	raw, _ := json.Marshal(map[string]string{"chat_id": "222", "file": file})

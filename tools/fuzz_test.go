@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
@@ -61,7 +62,7 @@ func FuzzActionArguments(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, name := range r.Names() {
 			tool, _ := r.Get(name)
-			var pl tools.Payload
+			var pl action.Payload
 			var err error
 			if rd, ok := tool.(tools.Reader); ok {
 				pl, err = rd.PrepareFrom(t.Context(), json.RawMessage(raw), noneSent{})

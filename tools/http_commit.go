@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/secret"
 )
@@ -61,60 +62,60 @@ type answer struct {
 // connection after the request was written, a 5xx, any other redirect or a
 // status the declaration does not call success: ErrOutcomeUnknown. Texts are
 // redacted and cut.
-func (t *HTTPTool) Commit(ctx context.Context, p Payload) (Evidence, error) {
+func (t *HTTPTool) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
 	r := p.Request
 	if r == nil {
-		return Evidence{}, &RefusedError{Reason: "the payload holds no HTTP request", Err: ErrNotSent}
+		return action.Evidence{}, &RefusedError{Reason: "the payload holds no HTTP request", Err: ErrNotSent}
 	}
 	key := ""
 	if r.IdempotencyKey {
 		if key = OperationOf(ctx); key == "" {
-			return Evidence{}, &RefusedError{Reason: "no operation id to send as Idempotency-Key", Err: ErrNotSent}
+			return action.Evidence{}, &RefusedError{Reason: "no operation id to send as Idempotency-Key", Err: ErrNotSent}
 		}
 	}
 	a, err := t.do(ctx, r.Method, r.URL, r.Headers, r.Body, key, true)
 	if err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
 	if t.decl.Succeeded(a.status) {
 		return t.evidence(a), nil
 	}
-	return Evidence{}, t.refusal(r.URL, a)
+	return action.Evidence{}, t.refusal(r.URL, a)
 }
 
 // Landed implements StateReader: a GET of the reconcile URL says whether the
 // effect exists (2xx, with the evidence read from its answer) or not (404);
 // any other answer, or none, is an error: the outcome stays unknown.
-func (t reconciledHTTPTool) Landed(ctx context.Context, p Payload) (Evidence, bool, error) {
+func (t reconciledHTTPTool) Landed(ctx context.Context, p action.Payload) (action.Evidence, bool, error) {
 	r := p.Request
 	if r == nil || r.Reconcile == "" {
-		return Evidence{}, false, errors.New("the payload has no reconcile read")
+		return action.Evidence{}, false, errors.New("the payload has no reconcile read")
 	}
 	u := r.Reconcile
 	if strings.Contains(u, "{"+policy.OperationIDPlaceholder+"}") {
 		id := OperationOf(ctx)
 		if id == "" {
-			return Evidence{}, false, errors.New("no operation id to look the effect up by")
+			return action.Evidence{}, false, errors.New("no operation id to look the effect up by")
 		}
 		u = strings.ReplaceAll(u, "{"+policy.OperationIDPlaceholder+"}", url.PathEscape(id))
 	}
 	a, err := t.do(ctx, http.MethodGet, u, r.Headers, "", "", false)
 	switch {
 	case err != nil:
-		return Evidence{}, false, err
+		return action.Evidence{}, false, err
 	case a.status >= 200 && a.status < 300:
 		return t.evidence(a), true, nil
 	case a.status == http.StatusNotFound:
-		return Evidence{}, false, nil
+		return action.Evidence{}, false, nil
 	}
-	return Evidence{}, false, fmt.Errorf("reconcile: HTTP %d from %s: %s", a.status, hostOf(u), t.excerpt(a.body))
+	return action.Evidence{}, false, fmt.Errorf("reconcile: HTTP %d from %s: %s", a.status, hostOf(u), t.excerpt(a.body))
 }
 
 // do makes one request and reads its answer. fenced requests check the
 // operation's fence right before they are written. Its errors are ErrNotSent
 // (nothing written, or a header secret missing), ErrOutcomeUnknown (written,
 // no answer) and ErrFenced.
-func (t *HTTPTool) do(ctx context.Context, method, raw string, headers []HTTPHeader, body, key string, fenced bool) (answer, error) {
+func (t *HTTPTool) do(ctx context.Context, method, raw string, headers []action.HTTPHeader, body, key string, fenced bool) (answer, error) {
 	host := hostOf(raw)
 	u, err := url.Parse(raw)
 	if err != nil || !t.decl.AllowsHost(host) || u.Scheme != "https" && !(u.Scheme == "http" && policy.IsLoopback(host)) {
@@ -139,7 +140,7 @@ func (t *HTTPTool) do(ctx context.Context, method, raw string, headers []HTTPHea
 	}
 	req.Header.Set("User-Agent", "countersign")
 	if fenced {
-		if err := CheckFence(ctx); err != nil {
+		if err := action.CheckFence(ctx); err != nil {
 			return answer{}, err
 		}
 	}
@@ -167,7 +168,7 @@ func (t *HTTPTool) do(ctx context.Context, method, raw string, headers []HTTPHea
 // setHeaders sets the declared headers, reading each secret from the
 // environment now. A variable the declaration does not name is not read, and
 // one that is empty sends nothing.
-func (t *HTTPTool) setHeaders(req *http.Request, headers []HTTPHeader) error {
+func (t *HTTPTool) setHeaders(req *http.Request, headers []action.HTTPHeader) error {
 	for _, h := range headers {
 		if h.Env == "" {
 			req.Header.Set(h.Name, h.Value)
@@ -220,8 +221,8 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 
 // evidence is a success as the contract records it: the status, and the
 // value at the declared pointer in the answer, redacted and cut.
-func (t *HTTPTool) evidence(a answer) Evidence {
-	ev := Evidence{HTTPStatus: a.status}
+func (t *HTTPTool) evidence(a answer) action.Evidence {
+	ev := action.Evidence{HTTPStatus: a.status}
 	if t.decl.Evidence == "" {
 		return ev
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/fakeapi"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -87,7 +88,7 @@ func TestASecretEchoedByTheServiceReachesNoErrorNorEvidence(t *testing.T) {
 			ctx := tools.WithOperation(context.Background(), "op-1")
 			ev, err := tool.Commit(ctx, p)
 			found, _, lerr := tool.(tools.StateReader).Landed(ctx, p)
-			kept, _ := json.Marshal([]tools.Evidence{ev, found})
+			kept, _ := json.Marshal([]action.Evidence{ev, found})
 			for what, s := range map[string]string{
 				"the error": fmt.Sprint(err), "the error, verbose": fmt.Sprintf("%+v", err),
 				"the evidence": string(kept), "the reconcile read's error": fmt.Sprint(lerr),

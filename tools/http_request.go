@@ -7,37 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 )
-
-// HTTPRequest is the request a declared HTTP tool makes, as approved: every
-// byte that leaves but the values of the headers that come from the
-// environment, which are named by their variable and read at commit time.
-type HTTPRequest struct {
-	Method string `json:"method"`
-	// URL is the declaration's template with the caller's values filled in,
-	// each escaped as one path segment or one query value.
-	URL     string       `json:"url"`
-	Headers []HTTPHeader `json:"headers,omitempty"`
-	// Body is the body's canonical JSON (compact, keys sorted), sent as
-	// application/json; "" for none.
-	Body string `json:"body,omitempty"`
-	// IdempotencyKey marks a request that carries the operation id as its
-	// Idempotency-Key header.
-	IdempotencyKey bool `json:"idempotency_key,omitempty"`
-	// Reconcile is the GET that tells whether the effect exists, its
-	// {operation_id} filled in when it is read; "" for none.
-	Reconcile string `json:"reconcile,omitempty"`
-}
-
-// HTTPHeader is one header of a request: its value is Value, or Prefix and the
-// value of the environment variable Env, which is never written down.
-type HTTPHeader struct {
-	Name   string `json:"name"`
-	Env    string `json:"env,omitempty"`
-	Prefix string `json:"prefix,omitempty"`
-	Value  string `json:"value,omitempty"`
-}
 
 // maxPlaceholderValue bounds one value filled into a URL.
 const maxPlaceholderValue = 256
@@ -117,12 +89,12 @@ func oneSegment(v string) bool {
 }
 
 // headersOf lists a declaration's headers, sorted by name.
-func headersOf(decl policy.HTTP) []HTTPHeader {
-	var hs []HTTPHeader
+func headersOf(decl policy.HTTP) []action.HTTPHeader {
+	var hs []action.HTTPHeader
 	for name, v := range decl.Headers {
-		hs = append(hs, HTTPHeader{Name: name, Env: v.Env, Prefix: v.Prefix, Value: v.Value})
+		hs = append(hs, action.HTTPHeader{Name: name, Env: v.Env, Prefix: v.Prefix, Value: v.Value})
 	}
-	slices.SortFunc(hs, func(a, b HTTPHeader) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(hs, func(a, b action.HTTPHeader) int { return strings.Compare(a.Name, b.Name) })
 	return hs
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/fakeapi"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -66,7 +67,7 @@ func ticketTool(t testing.TB, p *policy.Policy) tools.Committer {
 	return tool.(tools.Committer)
 }
 
-func prepare(t *testing.T, tool tools.Tool, args string) tools.Payload {
+func prepare(t *testing.T, tool tools.Tool, args string) action.Payload {
 	t.Helper()
 	p, err := tool.Prepare(json.RawMessage(args))
 	if err != nil {
@@ -79,7 +80,7 @@ func TestHTTPToolPreparesTheExactRequest(t *testing.T) {
 	tool := ticketTool(t, ticketPolicy(t, "http://127.0.0.1:9", "header", ""))
 	p := prepare(t, tool, `{"project": "a b?c", "body": {"title": "Printer <on fire>", "z": 1.50, "a": [1]}}`)
 	r := p.Request
-	if p.Action != tools.ActionHTTPRequest || p.Target != "127.0.0.1" {
+	if p.Action != action.HTTP || p.Target != "127.0.0.1" {
 		t.Errorf("action %q target %q, want http_request to the host", p.Action, p.Target)
 	}
 	if want := "http://127.0.0.1:9/v1/projects/a%20b%3Fc/tickets"; r.URL != want {
@@ -91,7 +92,7 @@ func TestHTTPToolPreparesTheExactRequest(t *testing.T) {
 	if !strings.Contains(p.Text, "\n  \"title\": \"Printer <on fire>\"") {
 		t.Errorf("text = %q, want the body indented", p.Text)
 	}
-	if !r.IdempotencyKey || len(r.Headers) != 2 || r.Headers[1] != (tools.HTTPHeader{Name: "Authorization", Env: "TICKETS_TOKEN", Prefix: "Bearer "}) {
+	if !r.IdempotencyKey || len(r.Headers) != 2 || r.Headers[1] != (action.HTTPHeader{Name: "Authorization", Env: "TICKETS_TOKEN", Prefix: "Bearer "}) {
 		t.Errorf("request = %+v", r)
 	}
 	b, _ := json.Marshal(p)
@@ -104,7 +105,7 @@ func TestHTTPToolPreparesTheExactRequest(t *testing.T) {
 		t.Error("the same call, keys in another order, hashes differently")
 	}
 	changed := p
-	changed.Request = &tools.HTTPRequest{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: r.Body}
+	changed.Request = &action.HTTPRequest{Method: r.Method, URL: r.URL, Headers: r.Headers, Body: r.Body}
 	if changed.SHA256() == p.SHA256() {
 		t.Error("a request without its Idempotency-Key hashes like one with it")
 	}
@@ -163,7 +164,7 @@ func TestHTTPToolNeedsItsVariables(t *testing.T) {
 }
 
 // commit makes one commit of a ticket against the fake, as operation id.
-func commit(t *testing.T, tool tools.Committer, id string) (tools.Evidence, error) {
+func commit(t *testing.T, tool tools.Committer, id string) (action.Evidence, error) {
 	t.Helper()
 	p := prepare(t, tool, `{"project": "p1", "body": {"title": "Printer on fire"}}`)
 	return tool.Commit(tools.WithOperation(context.Background(), id), p)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/secret"
 	"github.com/countersign/countersign/verifier"
@@ -116,40 +117,40 @@ const httpShape = `{"placeholder": "value", "body": {...}}`
 
 // Prepare implements Tool: it fills the URL and checks the body against the
 // declared schema. A refusal is an *ArgsError, for the caller to repair.
-func (t *HTTPTool) Prepare(raw json.RawMessage) (Payload, error) {
+func (t *HTTPTool) Prepare(raw json.RawMessage) (action.Payload, error) {
 	in, err := readArgs(t.name, raw, httpShape)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	values := map[string]string{}
 	for _, n := range t.decl.Placeholders() {
 		if values[n], err = in.string(n, true); err != nil {
-			return Payload{}, err
+			return action.Payload{}, err
 		}
 	}
 	u, err := ExpandURL(t.decl.URL, values)
 	if err != nil {
-		return Payload{}, in.refuse("%v", err)
+		return action.Payload{}, in.refuse("%v", err)
 	}
 	if !t.decl.AllowsHost(hostOf(u)) {
-		return Payload{}, in.refuse("the URL names host %s, which the declaration does not allow", hostOf(u))
+		return action.Payload{}, in.refuse("the URL names host %s, which the declaration does not allow", hostOf(u))
 	}
 	body, err := t.body(in)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
-	req := &HTTPRequest{Method: t.decl.Method, URL: u, Headers: headersOf(t.decl), Body: body,
+	req := &action.HTTPRequest{Method: t.decl.Method, URL: u, Headers: headersOf(t.decl), Body: body,
 		IdempotencyKey: t.decl.Idempotency == policy.IdempotencyHeader}
 	if t.decl.Reconcile != nil {
 		if req.Reconcile, err = ExpandURL(t.decl.Reconcile.URL, values, policy.OperationIDPlaceholder); err != nil {
-			return Payload{}, in.refuse("%v", err)
+			return action.Payload{}, in.refuse("%v", err)
 		}
 	}
 	shown := indent(body)
 	if n := len(Split(shown, MaxMessageUnits)); n > MaxShownMessages {
-		return Payload{}, in.refuse("body, indented as the approver reads it, takes %d Telegram messages, more than %d: an approver could not read it whole; send a smaller body", n, MaxShownMessages)
+		return action.Payload{}, in.refuse("body, indented as the approver reads it, takes %d Telegram messages, more than %d: an approver could not read it whole; send a smaller body", n, MaxShownMessages)
 	}
-	return Payload{Action: ActionHTTPRequest, Target: hostOf(u), Text: shown, Request: req}, nil
+	return action.Payload{Action: action.HTTP, Target: hostOf(u), Text: shown, Request: req}, nil
 }
 
 // body reads the body argument: a JSON object the schema accepts, in its
@@ -218,7 +219,7 @@ func indent(body string) string {
 // Show implements Presenter: the method and address, each header with where its
 // value comes from (a secret is never shown), the Idempotency-Key when one is
 // sent, the reconcile read, and the body under "Body", every byte of it.
-func (t *HTTPTool) Show(p Payload) Shown {
+func (t *HTTPTool) Show(p action.Payload) Shown {
 	r := p.Request
 	if r == nil {
 		return Shown{Facts: []string{"An HTTP request with no request in its payload: it cannot be sent."}}
@@ -254,7 +255,7 @@ func (t *HTTPTool) Show(p Payload) Shown {
 // Check implements Checked: the address is the target, not a chat; the body
 // is checked as a text (links, house rules), and against an identical one to
 // the same host in the duplicate window unless the request sets a state.
-func (t *HTTPTool) Check(p Payload) verifier.Input {
+func (t *HTTPTool) Check(p action.Payload) verifier.Input {
 	in := verifier.Input{Action: p.Action, Target: p.Target, Text: p.Text, NoText: p.Text == "",
 		SetsState: t.Idempotency() == policy.StateSetting}
 	if p.Request != nil {

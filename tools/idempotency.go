@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -80,5 +81,5 @@ type Sent interface {
 // PrepareFrom in place of Prepare; it has no side effect either.
 type Reader interface {
 	Tool
-	PrepareFrom(ctx context.Context, args json.RawMessage, sent Sent) (Payload, error)
+	PrepareFrom(ctx context.Context, args json.RawMessage, sent Sent) (action.Payload, error)
 }

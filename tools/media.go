@@ -24,6 +24,7 @@ import (
 
 	"code.dny.dev/ssrf"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/secret"
 	"github.com/countersign/countersign/verifier"
@@ -37,7 +38,7 @@ import (
 
 // Attachment is one stored file with its bytes, as an Uploader sends it.
 type Attachment struct {
-	File
+	action.File
 	Data []byte
 }
 
@@ -162,17 +163,17 @@ const maxRead = verifier.MaxDocumentBytes
 
 // read reads the file source names into the store as kind, or returns a
 // refusal that says why it could not.
-func (m Media) read(ctx context.Context, in args, kind, source string) (File, error) {
+func (m Media) read(ctx context.Context, in args, kind, source string) (action.File, error) {
 	if m.Store == nil {
-		return File{}, in.refuse("this process keeps no files, so it cannot send one")
+		return action.File{}, in.refuse("this process keeps no files, so it cannot send one")
 	}
 	if secret.Contains(source) {
 		// The source is kept in the payload, so in the journal and on the card.
-		return File{}, in.refuse("file: the address holds what looks like a secret (a bot token or an API key); it is neither fetched nor stored")
+		return action.File{}, in.refuse("file: the address holds what looks like a secret (a bot token or an API key); it is neither fetched nor stored")
 	}
 	r, name, shown, err := m.open(ctx, in, source)
 	if err != nil {
-		return File{}, err
+		return action.File{}, err
 	}
 	defer r.Close()
 	src := &counted{r: r}
@@ -180,23 +181,23 @@ func (m Media) read(ctx context.Context, in args, kind, source string) (File, er
 	switch {
 	case err == nil:
 	case src.n > maxRead:
-		return File{}, in.refuse("file %s is larger than %d MB, the most Telegram takes", shown, maxRead>>20)
+		return action.File{}, in.refuse("file %s is larger than %d MB, the most Telegram takes", shown, maxRead>>20)
 	case src.err != nil:
-		return File{}, in.refuse("file %s could not be read: %v", shown, src.err)
+		return action.File{}, in.refuse("file %s could not be read: %v", shown, src.err)
 	default:
 		// The bot could not keep it (a full disk): nothing is wrong with the
 		// call, and the surface says what is (journal.IsFull reads ENOSPC).
-		return File{}, fmt.Errorf("tools: keep file %s: %w", shown, err)
+		return action.File{}, fmt.Errorf("tools: keep file %s: %w", shown, err)
 	}
-	f := File{Kind: kind, Name: name, Size: size, SHA256: sum, Source: shown, MIME: mime.TypeByExtension(strings.ToLower(path.Ext(name)))}
-	if kind == FilePhoto && size <= verifier.MaxPhotoBytes {
+	f := action.File{Kind: kind, Name: name, Size: size, SHA256: sum, Source: shown, MIME: mime.TypeByExtension(strings.ToLower(path.Ext(name)))}
+	if kind == action.FilePhoto && size <= verifier.MaxPhotoBytes {
 		b, err := m.Store.Open(ctx, sum)
 		if err != nil {
-			return File{}, fmt.Errorf("tools: read back %s: %w", shown, err)
+			return action.File{}, fmt.Errorf("tools: read back %s: %w", shown, err)
 		}
 		format, err := photoFormat(b)
 		if err != nil {
-			return File{}, in.refuse("file %s is not a photo Telegram takes (%v): send it as a document", shown, err)
+			return action.File{}, in.refuse("file %s is not a photo Telegram takes (%v): send it as a document", shown, err)
 		}
 		f.MIME = "image/" + format
 	}
@@ -369,7 +370,7 @@ func (m Media) underRoot(abs string) (root, rel string, ok bool) {
 // attach reads the stored bytes of each file for an upload. A file missing
 // from the store, or changed there since it was approved, is never sent: the
 // commit is refused with nothing sent.
-func (m Media) attach(ctx context.Context, files []File) ([]Attachment, error) {
+func (m Media) attach(ctx context.Context, files []action.File) ([]Attachment, error) {
 	if m.Store == nil {
 		return nil, &RefusedError{Reason: "this process keeps no files: nothing was sent", Err: errors.New("no file store")}
 	}
@@ -385,7 +386,7 @@ func (m Media) attach(ctx context.Context, files []File) ([]Attachment, error) {
 }
 
 // fileChecks is what the verifier checks of a payload with files.
-func fileChecks(p Payload) verifier.Input {
+func fileChecks(p action.Payload) verifier.Input {
 	in := verifier.Input{Action: p.Action, Target: p.Target, Text: p.Text, ParseMode: p.ParseMode, Caption: true, NoText: p.Text == ""}
 	for _, f := range p.Files {
 		in.Files = append(in.Files, verifier.File{Kind: f.Kind, Name: f.Name, Size: f.Size, SHA256: f.SHA256})
@@ -394,8 +395,8 @@ func fileChecks(p Payload) verifier.Input {
 }
 
 // evidenceOf is the evidence of delivered messages.
-func evidenceOf(ds []Delivery) Evidence {
-	var ev Evidence
+func evidenceOf(ds []Delivery) action.Evidence {
+	var ev action.Evidence
 	for _, d := range ds {
 		ev.ChatID = d.ChatID
 		ev.MessageIDs = append(ev.MessageIDs, d.MessageID)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
@@ -51,7 +52,7 @@ func pngBytes(t *testing.T, w, h int) []byte {
 	return b.Bytes()
 }
 
-func prepareFile(t *testing.T, r tools.Reader, file, caption string) (tools.Payload, error) {
+func prepareFile(t *testing.T, r tools.Reader, file, caption string) (action.Payload, error) {
 	raw, _ := json.Marshal(map[string]string{"chat_id": "222", "file": file, "caption": caption})
 	return r.PrepareFrom(t.Context(), raw, nil)
 }
@@ -89,7 +90,7 @@ func TestFileToolsReadOnlyWhatThePolicyOpens(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a photo under a root: %v", err)
 	}
-	if f := p.Files[0]; f.Kind != tools.FilePhoto || f.Name != "chart.png" || f.Size != int64(len(img)) || f.MIME != "image/png" {
+	if f := p.Files[0]; f.Kind != action.FilePhoto || f.Name != "chart.png" || f.Size != int64(len(img)) || f.MIME != "image/png" {
 		t.Errorf("file = %+v", f)
 	}
 	refusals := []struct {

@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"strings"
+
+	"github.com/countersign/countersign/action"
 )
 
 //go:embed prepare_reply.md
@@ -27,17 +29,17 @@ func (PrepareReply) Params() Params {
 }
 
 // Prepare implements Tool: the draft is the text, trimmed.
-func (t PrepareReply) Prepare(args json.RawMessage) (Payload, error) {
+func (t PrepareReply) Prepare(args json.RawMessage) (action.Payload, error) {
 	in, err := readArgs(t.Name(), args, `{"text": "..."}`)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	text, err := in.string("text", true)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	if strings.TrimSpace(text) == "" {
-		return Payload{}, in.refuse("text is empty")
+		return action.Payload{}, in.refuse("text is empty")
 	}
-	return Payload{Action: "reply", Text: strings.TrimSpace(text)}, nil
+	return action.Payload{Action: "reply", Text: strings.TrimSpace(text)}, nil
 }

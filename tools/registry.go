@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -159,7 +160,7 @@ func (unable) Pin(context.Context, string, int64, bool) error     { return errUn
 func (unable) Unpin(context.Context, string, int64) error         { return errUnable }
 func (unable) Pinned(context.Context, string) (int64, error)      { return 0, errUnable }
 func (unable) Upload(context.Context, Upload) ([]Delivery, error) { return nil, errUnable }
-func (unable) SendPoll(context.Context, string, string, Poll) (Delivery, error) {
+func (unable) SendPoll(context.Context, string, string, action.Poll) (Delivery, error) {
 	return Delivery{}, errUnable
 }
 func (unable) Repost(context.Context, string, string, int64, bool) (Delivery, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/verifier"
 )
@@ -55,58 +56,60 @@ func Reposts(t Tool) bool {
 	return ok
 }
 
-func (t repost) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
+func (t repost) Prepare(json.RawMessage) (action.Payload, error) {
+	return action.Payload{}, errNeedsSent
+}
 
 const repostShape = `{"chat_id": "@channel", "operation_id": "op-…"} or {"chat_id": "@channel", "from_chat_id": "222", "message_id": 101}`
 
 // PrepareFrom implements Reader: the message is named by the operation that
 // sent it, or by its chat and id. A message this bot sent is quoted on the
 // card; another (one a person wrote) cannot be read back, and the card says so.
-func (t repost) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (Payload, error) {
+func (t repost) PrepareFrom(ctx context.Context, raw json.RawMessage, sent Sent) (action.Payload, error) {
 	in, err := readArgs(t.name, raw, repostShape)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	target, err := in.target()
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
-	p := Payload{Action: t.action, Target: target}
+	p := action.Payload{Action: t.action, Target: target}
 	if in.value("operation_id") != nil {
 		named := in
 		named.fields = map[string]json.RawMessage{"operation_id": in.fields["operation_id"]}
 		m, err := sentMessage(ctx, named, sent, t.verb+"ed")
 		if err != nil {
-			return Payload{}, err
+			return action.Payload{}, err
 		}
 		p.From, p.MessageID, p.Before = m.Chat, m.MessageID, m.Text
 		return p, nil
 	}
 	if in.value("from_chat_id") == nil {
-		return Payload{}, in.refuse("name the message: operation_id, or from_chat_id and message_id")
+		return action.Payload{}, in.refuse("name the message: operation_id, or from_chat_id and message_id")
 	}
 	from := in
 	from.fields = map[string]json.RawMessage{"chat_id": in.fields["from_chat_id"]}
 	if p.From, err = from.target(); err != nil {
-		return Payload{}, in.refuse("from_chat_id %s is not a chat id or @username", in.value("from_chat_id"))
+		return action.Payload{}, in.refuse("from_chat_id %s is not a chat id or @username", in.value("from_chat_id"))
 	}
 	if p.MessageID, err = in.messageID("message_id"); err != nil || p.MessageID == 0 {
-		return Payload{}, in.refuse("message_id: name the message to %s", t.verb)
+		return action.Payload{}, in.refuse("message_id: name the message to %s", t.verb)
 	}
 	// A message this bot sent is quoted; one a person wrote cannot be read.
 	switch m, err := sent.Message(ctx, p.From, p.MessageID); {
 	case err == nil && m.Deleted:
-		return Payload{}, in.refuse("message %d in chat %s was deleted (%s)", p.MessageID, p.From, m.OperationID)
+		return action.Payload{}, in.refuse("message %d in chat %s was deleted (%s)", p.MessageID, p.From, m.OperationID)
 	case err == nil:
 		p.Before = m.Text
 	case !errors.Is(err, ErrNotSentHere):
-		return Payload{}, fmt.Errorf("tools: look up message %d in chat %s: %w", p.MessageID, p.From, err)
+		return action.Payload{}, fmt.Errorf("tools: look up message %d in chat %s: %w", p.MessageID, p.From, err)
 	}
 	return p, nil
 }
 
 // Show implements Presenter: the message taken, quoted when the bot sent it.
-func (t repost) Show(p Payload) Shown {
+func (t repost) Show(p action.Payload) Shown {
 	verb := "Forwards (with its author shown)"
 	if t.copy {
 		verb = "Copies (with no link to the original)"
@@ -123,15 +126,15 @@ func (t repost) Show(p Payload) Shown {
 
 // Check implements Checked: the audience, and the message's text when known,
 // checked as any text to the target (links, house rules).
-func (t repost) Check(p Payload) verifier.Input {
+func (t repost) Check(p action.Payload) verifier.Input {
 	return verifier.Input{Action: p.Action, Target: p.Target, Text: p.Before, NoText: p.Before == ""}
 }
 
 // Commit implements Committer.
-func (t repost) Commit(ctx context.Context, p Payload) (Evidence, error) {
+func (t repost) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
 	d, err := t.reposter.Repost(ctx, p.Target, p.From, p.MessageID, t.copy)
 	if err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
-	return Evidence{ChatID: d.ChatID, MessageIDs: []int64{d.MessageID}}, nil
+	return action.Evidence{ChatID: d.ChatID, MessageIDs: []int64{d.MessageID}}, nil
 }

@@ -3,6 +3,8 @@ package tools
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/countersign/countersign/action"
 )
 
 // ErrNotRevisable refuses an edit before approval of a payload that has no text
@@ -17,15 +19,15 @@ var ErrNotRevisable = errors.New("this action has no text to correct before appr
 // long message's parts). The operator verifies the result like any payload,
 // and binds a new approval to its hash.
 type Reviser interface {
-	Revise(p Payload, text string) (Payload, error)
+	Revise(p action.Payload, text string) (action.Payload, error)
 }
 
 // Revise is p, a payload of t, with text as its text: ErrNotRevisable when t
 // cannot say how.
-func Revise(t Tool, p Payload, text string) (Payload, error) {
+func Revise(t Tool, p action.Payload, text string) (action.Payload, error) {
 	r, ok := t.(Reviser)
 	if !ok || t == nil {
-		return Payload{}, ErrNotRevisable
+		return action.Payload{}, ErrNotRevisable
 	}
 	return r.Revise(p, text)
 }
@@ -37,42 +39,42 @@ func Revise(t Tool, p Payload, text string) (Payload, error) {
 
 // reviseText is a message's payload with its text replaced, read again as the
 // tool's arguments would be and split anew.
-func reviseText(tool string, p Payload, text string) (Payload, error) {
+func reviseText(tool string, p action.Payload, text string) (action.Payload, error) {
 	raw, err := json.Marshal(SendArgs{ChatID: p.Target, Text: text, ParseMode: p.ParseMode})
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	a, err := decodeSendArgs(tool, raw)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	return newPayload(p.Action, a), nil
 }
 
 // Revise implements Reviser.
-func (t SendMessage) Revise(p Payload, text string) (Payload, error) {
+func (t SendMessage) Revise(p action.Payload, text string) (action.Payload, error) {
 	return reviseText(t.Name(), p, text)
 }
 
 // Revise implements Reviser.
-func (t PublishPost) Revise(p Payload, text string) (Payload, error) {
+func (t PublishPost) Revise(p action.Payload, text string) (action.Payload, error) {
 	return reviseText(t.Name(), p, text)
 }
 
 // Revise implements Reviser: the new text (or caption) the edit sets, checked
 // as PrepareFrom checks it.
-func (t EditMessage) Revise(p Payload, text string) (Payload, error) {
+func (t EditMessage) Revise(p action.Payload, text string) (action.Payload, error) {
 	if err := editText(args{tool: t.Name()}, text, p.ParseMode, p); err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	p.Text = text
 	return p, nil
 }
 
 // Revise implements Reviser: the file's caption, checked as Prepare checks it.
-func (t sendFile) Revise(p Payload, text string) (Payload, error) {
+func (t sendFile) Revise(p action.Payload, text string) (action.Payload, error) {
 	if err := (args{tool: t.Name()}).checkText(text); err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	p.Text = text
 	return p, nil

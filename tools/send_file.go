@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/verifier"
 )
@@ -38,41 +39,43 @@ func (t sendFile) Params() Params {
 }
 
 // Prepare implements Tool; the operator calls PrepareFrom, which reads the file.
-func (t sendFile) Prepare(json.RawMessage) (Payload, error) { return Payload{}, errNeedsSent }
+func (t sendFile) Prepare(json.RawMessage) (action.Payload, error) {
+	return action.Payload{}, errNeedsSent
+}
 
 const sendFileShape = `{"chat_id": "222", "file": "https://…/chart.png", "caption": "..."}`
 
 // PrepareFrom implements Reader: it reads the file into the store and names it
 // in the payload by its content.
-func (t sendFile) PrepareFrom(ctx context.Context, raw json.RawMessage, _ Sent) (Payload, error) {
+func (t sendFile) PrepareFrom(ctx context.Context, raw json.RawMessage, _ Sent) (action.Payload, error) {
 	in, err := readArgs(t.name, raw, sendFileShape)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	chat, err := in.target()
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	caption, mode, err := in.caption()
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	source, err := in.string("file", true)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
 	if strings.TrimSpace(source) == "" {
-		return Payload{}, in.refuse("file is empty: name a path, an address or an attachment")
+		return action.Payload{}, in.refuse("file is empty: name a path, an address or an attachment")
 	}
 	f, err := t.media.read(ctx, in, t.kind, source)
 	if err != nil {
-		return Payload{}, err
+		return action.Payload{}, err
 	}
-	return Payload{Action: t.action, Target: chat, Text: caption, ParseMode: mode, Files: []File{f}}, nil
+	return action.Payload{Action: t.action, Target: chat, Text: caption, ParseMode: mode, Files: []action.File{f}}, nil
 }
 
 // Show implements Presenter: the file, and the photo itself.
-func (t sendFile) Show(p Payload) Shown {
+func (t sendFile) Show(p action.Payload) Shown {
 	s := Shown{TextLabel: "Caption", Files: p.Files}
 	for _, f := range p.Files {
 		s.Facts = append(s.Facts, "Sends the "+f.Describe())
@@ -80,28 +83,28 @@ func (t sendFile) Show(p Payload) Shown {
 	if p.Text == "" {
 		s.Facts = append(s.Facts, "No caption.")
 	}
-	if t.kind == FileDocument {
+	if t.kind == action.FileDocument {
 		s.Omitted = "what the document holds: the card names it by its SHA-256, and the bot keeps those exact bytes in its data folder (files/), where they can be opened"
 	}
 	return s
 }
 
 // Check implements Checked: the caption's and the file's limits.
-func (t sendFile) Check(p Payload) verifier.Input { return fileChecks(p) }
+func (t sendFile) Check(p action.Payload) verifier.Input { return fileChecks(p) }
 
 // Idempotency implements Classed: each send adds a message.
 func (t sendFile) Idempotency() policy.Idempotency { return policy.Additive }
 
 // Commit implements Committer: the stored bytes, checked against the payload's
 // sums, go out.
-func (t sendFile) Commit(ctx context.Context, p Payload) (Evidence, error) {
+func (t sendFile) Commit(ctx context.Context, p action.Payload) (action.Evidence, error) {
 	files, err := t.media.attach(ctx, p.Files)
 	if err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
 	ds, err := t.uploader.Upload(ctx, Upload{Target: p.Target, Files: files, Caption: p.Text, ParseMode: p.ParseMode})
 	if err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
 	return evidenceOf(ds), nil
 }

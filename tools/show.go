@@ -3,6 +3,7 @@ package tools
 import (
 	"fmt"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/verifier"
 )
@@ -26,7 +27,7 @@ type Shown struct {
 	TextLabel string
 	// Files are the files that will be sent; the surfaces show each photo
 	// itself with the card.
-	Files []File
+	Files []action.File
 	// Omitted says what the card leaves out of the payload, when it cannot
 	// show it whole ("" when it shows everything).
 	Omitted string
@@ -39,13 +40,13 @@ type Shown struct {
 // Presenter is a commit tool that says how its payloads are shown. A tool that
 // is not one is shown by its text.
 type Presenter interface {
-	Show(p Payload) Shown
+	Show(p action.Payload) Shown
 }
 
 // ShowOf is how t shows p: what t says, else p's text. With no tool (one the
 // policy in force no longer offers) p's text is shown, and its facts read off
 // the payload's fields so that nothing it does goes unsaid.
-func ShowOf(t Tool, p Payload) Shown {
+func ShowOf(t Tool, p action.Payload) Shown {
 	s := shownOf(t, p)
 	if p.Changed != "" {
 		s.Facts = append(s.Facts, "Asked again after a rejection. What changed, as the request says: "+p.Changed)
@@ -53,7 +54,7 @@ func ShowOf(t Tool, p Payload) Shown {
 	return s
 }
 
-func shownOf(t Tool, p Payload) Shown {
+func shownOf(t Tool, p action.Payload) Shown {
 	if pr, ok := t.(Presenter); ok && t != nil {
 		s := pr.Show(p)
 		if s.Audience == "" && p.Request == nil {
@@ -80,7 +81,7 @@ const beforeShown = 1000
 // change is the fact of a payload that acts on a message already in the world:
 // verb, which message, and what it reads now, cut at beforeShown characters
 // with the cut said.
-func change(p Payload, verb string) string {
+func change(p action.Payload, verb string) string {
 	before, more := p.Before, 0
 	if r := []rune(before); len(r) > beforeShown {
 		before, more = string(r[:beforeShown]), len(r)-beforeShown
@@ -96,13 +97,13 @@ func change(p Payload, verb string) string {
 // checks. A tool that is not one is checked as a message: its text, target and
 // parse mode, with the duplicate check unless it sets a state.
 type Checked interface {
-	Check(p Payload) verifier.Input
+	Check(p action.Payload) verifier.Input
 }
 
 // CheckOf is what the verifier is given of p, a payload of t (nil: a tool the
 // policy in force no longer offers). The caller fills in the tool's name and
 // the policy.
-func CheckOf(t Tool, p Payload) verifier.Input {
+func CheckOf(t Tool, p action.Payload) verifier.Input {
 	if c, ok := t.(Checked); ok && t != nil {
 		return c.Check(p)
 	}

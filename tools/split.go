@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/verifier"
 )
 
@@ -20,7 +21,7 @@ const MaxShownMessages = 8
 // fit in the card: each message it goes out as, and a text that does not go out
 // as messages (an HTTP body) cut to Telegram's limit, so that every byte reaches
 // the approver.
-func (p Payload) Previews() []string {
+func Previews(p action.Payload) []string {
 	var out []string
 	for _, m := range p.Messages() {
 		out = append(out, Split(m, MaxMessageUnits)...)

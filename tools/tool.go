@@ -1,3 +1,7 @@
+// Package tools holds the tools and the registry that offers them: each tool
+// turns a call's arguments into a payload (package action) and a payload into
+// the world's change. The system fills the result from what really happened;
+// the words of a model never set it.
 package tools
 
 import (
@@ -5,6 +9,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/secret"
 	"github.com/countersign/countersign/verifier"
@@ -17,7 +22,7 @@ type Tool interface {
 	Description() string
 	// Params describes the arguments Prepare takes, for a model that calls the tool.
 	Params() Params
-	Prepare(args json.RawMessage) (Payload, error)
+	Prepare(args json.RawMessage) (action.Payload, error)
 }
 
 // Params is a tool's argument object in JSON Schema terms: each property's schema
@@ -40,7 +45,7 @@ func sendParams(what string) Params {
 // and reports the evidence, or an error a Sender defined (see errors.go).
 type Committer interface {
 	Tool
-	Commit(ctx context.Context, p Payload) (Evidence, error)
+	Commit(ctx context.Context, p action.Payload) (action.Evidence, error)
 }
 
 // Message is one message to deliver.
@@ -135,20 +140,20 @@ func (in args) checkText(text string) error {
 }
 
 // deliver sends a payload through a sender and turns the confirmation into evidence.
-func deliver(ctx context.Context, s Sender, p Payload) (Evidence, error) {
+func deliver(ctx context.Context, s Sender, p action.Payload) (action.Evidence, error) {
 	d, err := s.Send(ctx, Message{Target: p.Target, Text: p.Text, ParseMode: p.ParseMode})
 	if err != nil {
-		return Evidence{}, err
+		return action.Evidence{}, err
 	}
-	return Evidence{ChatID: d.ChatID, MessageIDs: []int64{d.MessageID}}, nil
+	return action.Evidence{ChatID: d.ChatID, MessageIDs: []int64{d.MessageID}}, nil
 }
 
 // newPayload builds a message payload, split into parts when the text is longer
 // than one Telegram message. A text with a parse mode is one message: it is within
 // the limit after its markup is parsed (decodeSendArgs), and its markup may make
 // its source longer.
-func newPayload(action string, a SendArgs) Payload {
-	p := Payload{Action: action, Target: a.ChatID, Text: a.Text, ParseMode: a.ParseMode}
+func newPayload(kind string, a SendArgs) action.Payload {
+	p := action.Payload{Action: kind, Target: a.ChatID, Text: a.Text, ParseMode: a.ParseMode}
 	if parts := Split(a.Text, MaxMessageUnits); len(parts) > 1 && a.ParseMode == "" {
 		p.Parts = parts
 	}

@@ -1,14 +1,13 @@
 package tools_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
@@ -63,7 +62,7 @@ func TestACommitTheTransportCannotDoStopsWithNothingSent(t *testing.T) {
 	if !ok {
 		t.Fatal("commit_edit_message is not offered")
 	}
-	_, err = edit.(tools.Committer).Commit(t.Context(), tools.Payload{Action: tools.ActionEditMessage, Target: "222", MessageID: 1, Text: "x"})
+	_, err = edit.(tools.Committer).Commit(t.Context(), action.Payload{Action: action.EditMessage, Target: "222", MessageID: 1, Text: "x"})
 	var refused *tools.RefusedError
 	if !errors.As(err, &refused) || errors.Is(err, tools.ErrNotSent) {
 		t.Errorf("Commit = %v, want a refusal that is not a retryable never-sent", err)
@@ -73,17 +72,17 @@ func TestACommitTheTransportCannotDoStopsWithNothingSent(t *testing.T) {
 func TestPrepareValidatesArguments(t *testing.T) {
 	tests := []struct {
 		name, args string
-		want       tools.Payload
+		want       action.Payload
 		wantErr    string
 	}{
-		{"chat id", `{"chat_id":"222","text":"hi "}`, tools.Payload{Action: "send_message", Target: "222", Text: "hi "}, ""},
-		{"channel", `{"chat_id":"@news_room","text":"x","parse_mode":"HTML"}`, tools.Payload{Action: "send_message", Target: "@news_room", Text: "x", ParseMode: "HTML"}, ""},
-		{"negative group id", `{"chat_id":"-1001234567890","text":"x"}`, tools.Payload{Action: "send_message", Target: "-1001234567890", Text: "x"}, ""},
-		{"bad chat", `{"chat_id":"alice","text":"x"}`, tools.Payload{}, "not a chat id"},
-		{"empty text", `{"chat_id":"1","text":"  "}`, tools.Payload{}, "text is empty"},
-		{"unknown field ignored", `{"chat_id":"1","text":"x","silent":true}`, tools.Payload{Action: "send_message", Target: "1", Text: "x"}, ""},
-		{"not json", `chat 1`, tools.Payload{}, "arguments must be a JSON object"},
-		{"bad parse mode", `{"chat_id":"1","text":"x","parse_mode":"BBCode"}`, tools.Payload{}, "parse_mode"},
+		{"chat id", `{"chat_id":"222","text":"hi "}`, action.Payload{Action: "send_message", Target: "222", Text: "hi "}, ""},
+		{"channel", `{"chat_id":"@news_room","text":"x","parse_mode":"HTML"}`, action.Payload{Action: "send_message", Target: "@news_room", Text: "x", ParseMode: "HTML"}, ""},
+		{"negative group id", `{"chat_id":"-1001234567890","text":"x"}`, action.Payload{Action: "send_message", Target: "-1001234567890", Text: "x"}, ""},
+		{"bad chat", `{"chat_id":"alice","text":"x"}`, action.Payload{}, "not a chat id"},
+		{"empty text", `{"chat_id":"1","text":"  "}`, action.Payload{}, "text is empty"},
+		{"unknown field ignored", `{"chat_id":"1","text":"x","silent":true}`, action.Payload{Action: "send_message", Target: "1", Text: "x"}, ""},
+		{"not json", `chat 1`, action.Payload{}, "arguments must be a JSON object"},
+		{"bad parse mode", `{"chat_id":"1","text":"x","parse_mode":"BBCode"}`, action.Payload{}, "parse_mode"},
 	}
 	for _, tt := range tests {
 		got, err := tools.SendMessage{}.Prepare(json.RawMessage(tt.args))
@@ -109,23 +108,6 @@ func TestFingerprintIgnoresKeyOrderAndSpacing(t *testing.T) {
 	}
 	if a == c || a == d {
 		t.Error("different calls share a fingerprint")
-	}
-}
-
-func TestPayloadHashBindsEveryField(t *testing.T) {
-	base := tools.Payload{Action: "send_message", Target: "1", Text: "x"}
-	for _, changed := range []tools.Payload{
-		{Action: "publish_post", Target: "1", Text: "x"},
-		{Action: "send_message", Target: "2", Text: "x"},
-		{Action: "send_message", Target: "1", Text: "x "},
-		{Action: "send_message", Target: "1", Text: "x", ParseMode: "HTML"},
-		{Action: "send_message", Target: "1", Text: "x", Parts: []string{"x", "and a part nobody approved"}},
-		{Action: "send_message", Target: "1", Text: "x", MessageID: 7},
-		{Action: "send_message", Target: "1", Text: "x", Before: "what the card said it reads now"},
-	} {
-		if changed.SHA256() == base.SHA256() {
-			t.Errorf("%+v hashes like %+v", changed, base)
-		}
 	}
 }
 
@@ -169,16 +151,5 @@ func TestFingerprintSeesTargetAliases(t *testing.T) {
 	u := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"@news_desk","text":"x"}`))
 	if v := tools.Fingerprint(tools.SendMessage{}, json.RawMessage(`{"chat_id":"@News_Desk","text":"x"}`)); u != v {
 		t.Error("@News_Desk: fingerprint differs from @news_desk")
-	}
-}
-
-// TestAPayloadWithoutTheNewFieldsHashesAsBefore: approvals journaled before a
-// payload could name a message bind to the hash of the JSON they had, which the
-// fields added since leave alone when empty.
-func TestAPayloadWithoutTheNewFieldsHashesAsBefore(t *testing.T) {
-	p := tools.Payload{Action: "send_message", Target: "222", Text: "hello"}
-	sum := sha256.Sum256([]byte(`{"action":"send_message","target":"222","text":"hello"}`))
-	if got, want := p.SHA256(), hex.EncodeToString(sum[:]); got != want {
-		t.Errorf("SHA256 = %s, want %s, the hash of the JSON stored before", got, want)
 	}
 }

@@ -12,12 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // The coordinator's own actions, recorded as agent.Steps beside agent's
@@ -196,7 +196,7 @@ func (c *Coordinator) bound(ctx context.Context, m *message) (context.Context, f
 		if ev.Kind != operator.Outcome || ev.Operation.TaskID != m.taskID {
 			return
 		}
-		if cause := ev.Result.Cause; cause == tools.CauseDoomLoop || cause == tools.CauseBudget {
+		if cause := ev.Result.Cause; cause == action.CauseDoomLoop || cause == action.CauseBudget {
 			cancel(&runEnd{cause: string(cause), say: "Stopped: " + ev.Result.Reason})
 		}
 	})

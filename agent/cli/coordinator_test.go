@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/agent/cli"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
@@ -616,7 +617,7 @@ func TestCoordinatorEndsTheRunWhenTheBudgetIsSpent(t *testing.T) {
 	h := newHarness(t, []turn{{out: answered, hold: true}}, nil, "", false)
 	sent := h.send("hello")
 	h.steps.wait(t, cli.ActionStart, 1)
-	var last tools.Result
+	var last action.Result
 	for _, args := range []string{`{"text":""}`, `{}`} { // two calls, each refused in its own way
 		r, err := h.op.Call(context.Background(), h.taskID, operator.Call{Tool: "prepare_reply", Args: []byte(args)})
 		if err != nil {
@@ -624,7 +625,7 @@ func TestCoordinatorEndsTheRunWhenTheBudgetIsSpent(t *testing.T) {
 		}
 		last = r
 	}
-	if last.Cause != tools.CauseBudget {
+	if last.Cause != action.CauseBudget {
 		t.Fatalf("the second refused call = %+v, want a budget stop", last)
 	}
 	reply := h.replied(t, sent)
@@ -668,7 +669,7 @@ func TestCoordinatorGivingUpSaysWhatWasAlreadyDone(t *testing.T) {
 	// A send of the task that went out before the failure, as the operator
 	// records one.
 	op, err := h.journal.CreateOperation(ctx, journal.Operation{TaskID: h.taskID, Tool: "commit_send_message", Fingerprint: "fp",
-		Payload: tools.Payload{Action: tools.ActionSendMessage, Target: "222", Text: "hi"}}, "prepared")
+		Payload: action.Payload{Action: action.SendMessage, Target: "222", Text: "hi"}}, "prepared")
 	if err != nil {
 		t.Fatal(err)
 	}

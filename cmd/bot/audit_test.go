@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // auditedData returns a data folder whose journal holds a send approved and a
@@ -39,7 +39,7 @@ func auditedData(t *testing.T) string {
 			t.Fatal(err)
 		}
 		op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
-			Payload: tools.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
+			Payload: action.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
 		if err != nil {
 			t.Fatal(err)
 		}

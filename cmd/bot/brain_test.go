@@ -427,9 +427,10 @@ func testTurnsAreBounded(t *testing.T, c brainCLI) {
 
 // A model stream that stalls is cut by the coordinator's watchdog (the
 // policy's stall settings), and the run continues in its session. The stream
-// stalls for a minute and the default abort is 45 s, so an answer within the
-// wait's 20 s shows the policy's 5 s at work; the abort is long enough that a
-// busy machine's slow start of the second attempt is not taken for a stall.
+// stalls for a minute and the default abort is 45 s, so a second request
+// sooner than that shows the policy's 5 s at work; the abort is long enough
+// that a busy machine's slow start of the second attempt is not taken for a
+// stall.
 // (The watchdog's timing is tested exactly, on an injected clock, in
 // agent/cli.)
 func TestAgentCLIStallIsCutByTheWatchdog(t *testing.T) {
@@ -457,6 +458,9 @@ func testStallIsCut(t *testing.T, c brainCLI) {
 	reqs := b.model.Requests()
 	if len(reqs) != 2 || sessionHeader(reqs[1]) != sessionHeader(reqs[0]) {
 		t.Fatalf("%d requests; want the stalled one and its continuation, in one session", len(reqs))
+	}
+	if gap := reqs[1].At.Sub(reqs[0].At); gap >= 45*time.Second {
+		t.Errorf("the continuation came %s after the stalled request; want it before the default abort (45 s)", gap)
 	}
 	if body := string(reqs[1].Body); !strings.Contains(body, "Say something") || lastUserText(reqs[1]) != cli.ContinuationPrompt {
 		t.Errorf("the continuation asks %q; want the continuation prompt after the operator's message", lastUserText(reqs[1]))

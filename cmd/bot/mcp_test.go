@@ -17,9 +17,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // mcpChild starts "countersign mcp" on data in a child process and connects an MCP
@@ -40,7 +40,7 @@ func mcpChild(t *testing.T, data string, env ...string) (*sdk.ClientSession, *by
 	return cs, stderr
 }
 
-func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, tools.Result) {
+func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, action.Result) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -48,7 +48,7 @@ func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	var r tools.Result
+	var r action.Result
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &r)
 	return res, r
@@ -64,11 +64,11 @@ func TestMCPWithNoBotRunningSaysSo(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	cs, stderr := mcpChild(t, data)
 	_, draft := callTool(t, cs, "prepare_reply", map[string]any{"text": "a draft needs no bot"})
-	if draft.Status != tools.StatusSucceeded {
+	if draft.Status != action.StatusSucceeded {
 		t.Errorf("prepare_reply = %+v, want a draft", draft)
 	}
 	res, r := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "nobody would send this"})
-	if r.Status != tools.StatusTerminal || r.NextAction != tools.NextStop || r.OperationID != "" || r.Cause != tools.CauseNoSender || res.IsError {
+	if r.Status != action.StatusTerminal || r.NextAction != action.NextStop || r.OperationID != "" || r.Cause != action.CauseNoSender || res.IsError {
 		t.Errorf("commit with no bot = %+v (%v), want a terminal stop saying no bot runs and no operation", r, res.Content)
 	}
 	cs.Close()
@@ -163,7 +163,7 @@ func TestMCPListenInTheBot(t *testing.T) {
 	}
 	defer cs.Close()
 	_, sent := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "an agent's send, tapped"})
-	if sent.Status != tools.StatusPending || sent.OperationID == "" {
+	if sent.Status != action.StatusPending || sent.OperationID == "" {
 		t.Fatalf("commit = %+v, want pending with an operation id", sent)
 	}
 	card := approveCard(srv, wait)
@@ -171,7 +171,7 @@ func TestMCPListenInTheBot(t *testing.T) {
 		t.Errorf("the card does not name %s:\n%s", sent.OperationID, card.Text)
 	}
 	_, got := callTool(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
-	if got.Status != tools.StatusSucceeded || got.SideEffect != tools.SideEffectCommitted || got.Evidence == nil || len(got.Evidence.MessageIDs) != 1 {
+	if got.Status != action.StatusSucceeded || got.SideEffect != action.SideEffectCommitted || got.Evidence == nil || len(got.Evidence.MessageIDs) != 1 {
 		t.Errorf("await = %+v, want committed with its message id", got)
 	}
 	bot.Process.Signal(syscall.SIGTERM)
@@ -226,7 +226,7 @@ func TestMCPBesideARunningBot(t *testing.T) {
 
 	asked := time.Now()
 	_, sent := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "asked on stdio, sent by the bot"})
-	if sent.Status != tools.StatusPending || sent.OperationID == "" {
+	if sent.Status != action.StatusPending || sent.OperationID == "" {
 		t.Fatalf("commit = %+v, want pending with an operation id", sent)
 	}
 	card := approveCard(srv, wait)
@@ -236,7 +236,7 @@ func TestMCPBesideARunningBot(t *testing.T) {
 		t.Errorf("the card does not name %s:\n%s", sent.OperationID, card.Text)
 	}
 	_, got := callTool(t, cs, "await_outcome", map[string]any{"operation_id": sent.OperationID, "timeout_s": 20})
-	if got.Status != tools.StatusSucceeded || got.SideEffect != tools.SideEffectCommitted {
+	if got.Status != action.StatusSucceeded || got.SideEffect != action.SideEffectCommitted {
 		t.Errorf("await = %+v, want committed\nbot log:\n%s", got, logs())
 	}
 	t.Logf("await_outcome reported the delivery %s after the tap", time.Since(tapped).Round(time.Millisecond))
@@ -244,7 +244,7 @@ func TestMCPBesideARunningBot(t *testing.T) {
 	_, lost := callTool(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "accepted, its answer lost"})
 	approveCard(srv, wait)
 	_, got = callTool(t, cs, "await_outcome", map[string]any{"operation_id": lost.OperationID, "timeout_s": 20})
-	if got.SideEffect != tools.SideEffectUnknown || got.NextAction != tools.NextVerify {
+	if got.SideEffect != action.SideEffectUnknown || got.NextAction != action.NextVerify {
 		t.Fatalf("await = %+v, want unknown, verify\nbot log:\n%s", got, logs())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

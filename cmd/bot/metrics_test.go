@@ -75,7 +75,7 @@ func (b *runningBot) addr(msg string) string {
 
 func (b *runningBot) wait(what string, cond func(*telegramtest.Server) bool) {
 	b.t.Helper()
-	if err := b.srv.WaitTimeout(20*time.Second, cond); err != nil {
+	if err := b.srv.WaitTimeout(childWait, cond); err != nil {
 		b.t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, b.log.String())
 	}
 }

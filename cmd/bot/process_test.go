@@ -57,6 +57,11 @@ func botSetting(name string) bool {
 
 const childToken = "7001234567:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
 
+// childWait bounds a wait on a child bot (and the agent CLI it runs): a
+// deadline for a failure on a loaded machine, where a CLI's start alone can
+// take seconds, never a wait a passing test sits through.
+const childWait = time.Minute
+
 // startBot runs "countersign run" in a child process against srv, logging to a file.
 func startBot(t *testing.T, srv *telegramtest.Server, data string) *exec.Cmd {
 	t.Helper()

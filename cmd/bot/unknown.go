@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/tools"
 )
 
 // logUnknown logs, at error level, every outcome of op that nobody can know: a
@@ -16,7 +16,7 @@ import (
 func logUnknown(op *operator.Operator, logger *slog.Logger, logged []string) func() {
 	return op.Subscribe(func(ev operator.Event) {
 		o := ev.Operation
-		if ev.Kind != operator.Outcome || ev.Result.SideEffect != tools.SideEffectUnknown || slices.Contains(logged, o.ID) {
+		if ev.Kind != operator.Outcome || ev.Result.SideEffect != action.SideEffectUnknown || slices.Contains(logged, o.ID) {
 			return
 		}
 		attrs := []any{"op", o.ID, "action", o.Payload.Action, "target", o.Payload.Target, "next", ev.Result.Reason}
@@ -37,7 +37,7 @@ func logDecisions(op *operator.Operator, logger *slog.Logger) func() {
 		switch {
 		case ev.Kind == operator.Decided && ev.Approval != nil:
 			logger.Info("approval decided", "op", o.ID, "tool", o.Tool, "decision", ev.Approval.Decision, "by", ev.Approval.DecidedBy)
-		case ev.Kind == operator.Outcome && ev.Result.SideEffect != tools.SideEffectUnknown:
+		case ev.Kind == operator.Outcome && ev.Result.SideEffect != action.SideEffectUnknown:
 			logger.Info("outcome", "op", o.ID, "tool", o.Tool, "status", ev.Result.Status, "side_effect", ev.Result.SideEffect)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -48,7 +49,7 @@ func unknownIn(t *testing.T, data string) string {
 	task, _ := op.StartTask(ctx, journal.Task{Requester: 1})
 	r, _ := op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: []byte(`{"chat_id":"222","text":"status report"}`)})
 	a, _ := op.PendingApproval(ctx, r.OperationID)
-	if r, _ = op.Decide(ctx, a.ID, 1, true); r.NextAction != tools.NextVerify {
+	if r, _ = op.Decide(ctx, a.ID, 1, true); r.NextAction != action.NextVerify {
 		t.Fatalf("result = %+v, want verify", r)
 	}
 	return r.OperationID

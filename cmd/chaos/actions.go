@@ -17,10 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/fakeapi"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // The mix of calls that are not text sends (-actions): photos (a path under
@@ -208,7 +208,7 @@ func (w *world) sentTarget(kind string) (journal.Operation, bool) {
 			continue
 		}
 		k := [2]string{op.Payload.Target, fmt.Sprint(op.Payload.MessageID)}
-		if !op.State.Final() || op.Payload.Action == tools.ActionDeleteMessage && op.State == journal.Committed {
+		if !op.State.Final() || op.Payload.Action == action.DeleteMessage && op.State == journal.Committed {
 			busy[k] = true
 		}
 	}
@@ -336,12 +336,12 @@ func mcpKey(op journal.Operation) string {
 // call that adds no message.
 func deliveredTexts(op journal.Operation) []string {
 	switch op.Payload.Action {
-	case tools.ActionSendMessage, tools.ActionPublishPost, tools.ActionSendPhoto, "":
+	case action.SendMessage, action.PublishPost, action.SendPhoto, "":
 		if op.Payload.Text == "" {
 			return nil
 		}
 		return []string{op.Payload.Text}
-	case tools.ActionSendAlbum:
+	case action.SendAlbum:
 		var out []string
 		for _, f := range op.Payload.Files {
 			out = append(out, f.Caption)
@@ -373,15 +373,15 @@ func (w *world) landed(j *journal.Journal, op journal.Operation) bool {
 	id := fmt.Sprint(op.Payload.MessageID)
 	sameMessage := func(c telegramtest.Call) bool { return c.Params["message_id"] == id }
 	switch op.Payload.Action {
-	case tools.ActionEditMessage:
+	case action.EditMessage:
 		return w.tookWhileOut(j, op, "editMessageText", func(c telegramtest.Call) bool { return sameMessage(c) && c.Params["text"] == op.Payload.Text })
-	case tools.ActionDeleteMessage:
+	case action.DeleteMessage:
 		return w.tookWhileOut(j, op, "deleteMessage", sameMessage)
-	case tools.ActionPinMessage:
+	case action.PinMessage:
 		return w.tookWhileOut(j, op, "pinChatMessage", sameMessage)
-	case tools.ActionUnpinMessage:
+	case action.UnpinMessage:
 		return w.tookWhileOut(j, op, "unpinChatMessage", sameMessage)
-	case tools.ActionHTTPRequest:
+	case action.HTTP:
 		for _, e := range w.mix.api.Effects() {
 			if e.Path == apiPath(op) && (!op.Payload.Request.IdempotencyKey || e.Key == op.ID) {
 				return true
@@ -500,12 +500,12 @@ func (w *world) arrivedOther(j *journal.Journal, op journal.Operation) (bool, bo
 
 // evidence is what the service confirmed of op: the parts recorded as they went,
 // or the result's.
-func evidence(op journal.Operation) tools.Evidence {
+func evidence(op journal.Operation) action.Evidence {
 	switch {
 	case op.Evidence != nil && len(op.Evidence.MessageIDs) > 0:
 		return *op.Evidence
 	case op.Result != nil && op.Result.Evidence != nil:
 		return *op.Result.Evidence
 	}
-	return tools.Evidence{}
+	return action.Evidence{}
 }

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/fakeapi"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/internal/skips"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // A short seeded run, as CI makes it: the real binary, every kind of fault, model
@@ -115,7 +115,7 @@ func TestInvariantsCatchBrokenPromises(t *testing.T) {
 	asked := func(text string, n int) []journal.Operation {
 		var ops []journal.Operation
 		for i := range n {
-			ops = append(ops, journal.Operation{ID: fmt.Sprintf("op-%s%d", text[:3], i), State: journal.Committed, Payload: tools.Payload{Text: text}})
+			ops = append(ops, journal.Operation{ID: fmt.Sprintf("op-%s%d", text[:3], i), State: journal.Committed, Payload: action.Payload{Text: text}})
 		}
 		return ops
 	}
@@ -124,9 +124,9 @@ func TestInvariantsCatchBrokenPromises(t *testing.T) {
 		!strings.Contains(in.Broken[0]+in.Broken[1], `"twice"`) || !strings.Contains(in.Broken[0]+in.Broken[1], `"thrice"`) {
 		t.Errorf("a text delivered twice by one operation, three times by two: %+v", in)
 	}
-	committed := journal.Operation{ID: "op-aaaaaa", State: journal.Committed, Payload: tools.Payload{Text: "never arrived"}}
-	unknown := journal.Operation{ID: "op-bbbbbb", State: journal.Unknown, Payload: tools.Payload{Text: "arrived"}}
-	failed := journal.Operation{ID: "op-cccccc", State: journal.Failed, Payload: tools.Payload{Text: "arrived anyway"}}
+	committed := journal.Operation{ID: "op-aaaaaa", State: journal.Committed, Payload: action.Payload{Text: "never arrived"}}
+	unknown := journal.Operation{ID: "op-bbbbbb", State: journal.Unknown, Payload: action.Payload{Text: "arrived"}}
+	failed := journal.Operation{ID: "op-cccccc", State: journal.Failed, Payload: action.Payload{Text: "arrived anyway"}}
 	byText := map[string][]journal.Operation{committed.Payload.Text: {committed}, unknown.Payload.Text: {unknown}, failed.Payload.Text: {failed}}
 	in := w.journalMatchesTelegram([]journal.Operation{committed, unknown, failed},
 		map[string]int{"arrived": 1, "arrived anyway": 1, "a stray": 1}, byText)
@@ -135,9 +135,9 @@ func TestInvariantsCatchBrokenPromises(t *testing.T) {
 		t.Errorf("journal against Telegram:\n%s", got)
 	}
 	twice := []journal.Operation{
-		{ID: "op-ffffff", TaskID: "t-1", Tool: "commit_send_message", Payload: tools.Payload{Text: "once asked"}},
-		{ID: "op-gggggg", TaskID: "t-1", Tool: "commit_send_message", Payload: tools.Payload{Text: "once asked"}},
-		{ID: "op-hhhhhh", TaskID: "t-2", Tool: "commit_send_message", Payload: tools.Payload{Text: "once asked"}},
+		{ID: "op-ffffff", TaskID: "t-1", Tool: "commit_send_message", Payload: action.Payload{Text: "once asked"}},
+		{ID: "op-gggggg", TaskID: "t-1", Tool: "commit_send_message", Payload: action.Payload{Text: "once asked"}},
+		{ID: "op-hhhhhh", TaskID: "t-2", Tool: "commit_send_message", Payload: action.Payload{Text: "once asked"}},
 	}
 	if in := noToolRanTwice(twice); len(in.Broken) != 1 || !strings.Contains(in.Broken[0], "op-gggggg") {
 		t.Errorf("a tool run twice in one task: %+v", in)
@@ -153,7 +153,7 @@ func TestInvariantsCatchBrokenPromises(t *testing.T) {
 // contradicts.
 func TestMCPInvariantsCatchBrokenPromises(t *testing.T) {
 	mcpOp := func(id, text string, st journal.State) journal.Operation {
-		return journal.Operation{ID: id, Tool: "commit_send_message", Surface: "mcp", Transport: "telegram", State: st, Payload: tools.Payload{Text: text}}
+		return journal.Operation{ID: id, Tool: "commit_send_message", Surface: "mcp", Transport: "telegram", State: st, Payload: action.Payload{Text: text}}
 	}
 	a := &agents{calls: map[string]int{"chaos 1 mcp 1": 1, "chaos 1 mcp 2": 1, "chaos 1 mcp 3": 2},
 		texts: map[string]string{"op-mmmmm1": "chaos 1 mcp 1", "op-mmmmm2": "chaos 1 mcp 2", "op-gone00": "chaos 1 mcp 4"}}
@@ -167,11 +167,11 @@ func TestMCPInvariantsCatchBrokenPromises(t *testing.T) {
 		t.Errorf("MCP operations against the journal:\n%s", got)
 	}
 
-	committed := tools.Result{Status: tools.StatusSucceeded, SideEffect: tools.SideEffectCommitted}
-	stopped := tools.Result{Status: tools.StatusTerminal, SideEffect: tools.SideEffectNone, NextAction: tools.NextStop}
-	pending := tools.Result{Status: tools.StatusPending, SideEffect: tools.SideEffectPrepared}
+	committed := action.Result{Status: action.StatusSucceeded, SideEffect: action.SideEffectCommitted}
+	stopped := action.Result{Status: action.StatusTerminal, SideEffect: action.SideEffectNone, NextAction: action.NextStop}
+	pending := action.Result{Status: action.StatusPending, SideEffect: action.SideEffectPrepared}
 	a.broken = []string{"op-live00 reported committed over MCP, and Telegram holds no \"x\""}
-	a.views = map[string]tools.Result{"op-v1": committed, "op-v2": stopped, "op-v3": pending, "op-v4": pending, "op-v5": stopped, "op-v6": committed}
+	a.views = map[string]action.Result{"op-v1": committed, "op-v2": stopped, "op-v3": pending, "op-v4": pending, "op-v5": stopped, "op-v6": committed}
 	a.looked = map[string]bool{"op-v3": true} // op-v4's last look failed: its view is old
 	ops := []journal.Operation{mcpOp("op-v1", "t1", journal.Unknown), mcpOp("op-v2", "t2", journal.Committed), mcpOp("op-v3", "t3", journal.Rejected),
 		mcpOp("op-v4", "t4", journal.Rejected), mcpOp("op-v5", "t5", journal.Expired), mcpOp("op-v6", "t6", journal.Committed)}
@@ -210,7 +210,7 @@ func TestActionInvariantsCatchBrokenPromises(t *testing.T) {
 	w := &world{srv: srv, mix: &mix{api: api, original: map[[2]int64]string{}}}
 	call := func(id, tool, path string, key bool) journal.Operation {
 		return journal.Operation{ID: id, Tool: tool, State: journal.Committed,
-			Payload: tools.Payload{Action: tools.ActionHTTPRequest, Request: &tools.HTTPRequest{Method: "POST", URL: api.URL + path, IdempotencyKey: key}}}
+			Payload: action.Payload{Action: action.HTTP, Request: &action.HTTPRequest{Method: "POST", URL: api.URL + path, IdempotencyKey: key}}}
 	}
 	ops := []journal.Operation{call("op-aaaaaa", httpKeyed, "/keyed/a", true), call("op-cccccc", httpPlain, "/plain/c", false), call("op-dddddd", httpPlain, "/plain/d", false)}
 	if in := w.keyedOnce(ops); len(in.Broken) != 2 || !strings.Contains(strings.Join(in.Broken, "\n"), "op-stray0") {

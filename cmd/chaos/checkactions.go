@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	oper "github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // The promises of the mix of calls that are not text sends.
@@ -241,13 +241,13 @@ func (w *world) finalStateMatches(ctx context.Context, j *journal.Journal, ops [
 		deleted, text, pinned := false, w.sentText(m), 0 // pinned: 0 unknown, 1 pinned, -1 not
 		for _, c := range cs {
 			switch c.op.Payload.Action {
-			case tools.ActionDeleteMessage:
+			case action.DeleteMessage:
 				deleted = true
-			case tools.ActionEditMessage:
+			case action.EditMessage:
 				text = c.op.Payload.Text
-			case tools.ActionPinMessage:
+			case action.PinMessage:
 				pinned = 1
-			case tools.ActionUnpinMessage:
+			case action.UnpinMessage:
 				pinned = -1
 			}
 		}

@@ -19,8 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/tools"
 )
 
 // mcpToken is the bearer token of the bot's -mcp-listen: a secret the run looks
@@ -42,14 +42,14 @@ type agents struct {
 	jobs    sync.WaitGroup
 
 	mu      sync.Mutex
-	count   map[string]int          // what the callers did, by name
-	calls   map[string]int          // commit calls made, by text (a cut call counts)
-	views   map[string]tools.Result // the last result each operation's caller saw
-	texts   map[string]string       // operation id → text
-	looked  map[string]bool         // operations read again after the wind-down
-	broken  []string                // promises seen broken as they were made
-	busy    int                     // sends still being followed
-	moved   int                     // calls made: the wind-down's sign of work
+	count   map[string]int           // what the callers did, by name
+	calls   map[string]int           // commit calls made, by text (a cut call counts)
+	views   map[string]action.Result // the last result each operation's caller saw
+	texts   map[string]string        // operation id → text
+	looked  map[string]bool          // operations read again after the wind-down
+	broken  []string                 // promises seen broken as they were made
+	busy    int                      // sends still being followed
+	moved   int                      // calls made: the wind-down's sign of work
 	callsN  int
 	commits int
 }
@@ -77,7 +77,7 @@ func newAgents(ctx context.Context, w *world, root string) (*agents, error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	a := &agents{ctx: ctx, w: w, addr: addr, count: map[string]int{}, calls: map[string]int{}, views: map[string]tools.Result{}, texts: map[string]string{}, looked: map[string]bool{}}
+	a := &agents{ctx: ctx, w: w, addr: addr, count: map[string]int{}, calls: map[string]int{}, views: map[string]action.Result{}, texts: map[string]string{}, looked: map[string]bool{}}
 	for i := range stdioAgents + httpAgents {
 		c := &caller{a: a, http: i >= stdioAgents, rnd: rand.New(rand.NewPCG(uint64(w.cfg.Seed), uint64(0xa9e+i)))}
 		c.name = fmt.Sprintf("chaos-stdio-%d", i)
@@ -186,12 +186,12 @@ func (a *agents) finish() {
 // view records r as what the caller of operation id saw last, and checks at once
 // that a committed one is in Telegram: a tool never reports a delivery that did
 // not happen.
-func (a *agents) view(id string, r tools.Result) {
+func (a *agents) view(id string, r action.Result) {
 	a.mu.Lock()
 	a.views[id] = r
 	text := a.texts[id]
 	a.mu.Unlock()
-	if r.SideEffect != tools.SideEffectCommitted || r.Status != tools.StatusSucceeded {
+	if r.SideEffect != action.SideEffectCommitted || r.Status != action.StatusSucceeded {
 		return
 	}
 	j, done, err := a.w.openJournal()
@@ -275,10 +275,10 @@ func (c *caller) close() {
 // try makes one call in the current session. ok is false when the call failed
 // (the session was lost: the bot was killed under an HTTP call) or came back as a
 // tool error.
-func (c *caller) try(name string, args map[string]any, progress bool) (tools.Result, *sdk.CallToolResult, error) {
+func (c *caller) try(name string, args map[string]any, progress bool) (action.Result, *sdk.CallToolResult, error) {
 	cs, err := c.connect()
 	if err != nil {
-		return tools.Result{}, nil, err
+		return action.Result{}, nil, err
 	}
 	c.a.mu.Lock()
 	c.a.moved++
@@ -299,12 +299,12 @@ func (c *caller) try(name string, args map[string]any, progress bool) (tools.Res
 		// request never got an answer).
 		var answered *jsonrpc.Error
 		if errors.As(err, &answered) && answered.Code != codeRejectedByTransport {
-			return tools.Result{}, nil, fmt.Errorf("%w: %w", errAnswered, err) // the session is fine
+			return action.Result{}, nil, fmt.Errorf("%w: %w", errAnswered, err) // the session is fine
 		}
 		c.lost(cs)
-		return tools.Result{}, nil, err
+		return action.Result{}, nil, err
 	}
-	var r tools.Result
+	var r action.Result
 	b, _ := json.Marshal(res.StructuredContent)
 	json.Unmarshal(b, &r)
 	return r, res, nil
@@ -320,7 +320,7 @@ var errAnswered = errors.New("answered with a protocol error")
 
 // call makes a read-only call, again in a new session when the session was lost,
 // at most tries times.
-func (c *caller) call(name string, args map[string]any, tries int) (tools.Result, bool) {
+func (c *caller) call(name string, args map[string]any, tries int) (action.Result, bool) {
 	for range tries {
 		r, res, err := c.try(name, args, false)
 		if err == nil && !res.IsError {
@@ -330,7 +330,7 @@ func (c *caller) call(name string, args map[string]any, tries int) (tools.Result
 			return r, false // a tool error: asking again would not change it
 		}
 	}
-	return tools.Result{}, false
+	return action.Result{}, false
 }
 
 // commit calls tool with args (text is the run's key of the call) and follows
@@ -363,7 +363,7 @@ func (c *caller) commit(tool string, args map[string]any, text string) {
 			if id == "" {
 				c.a.note("cut commit called again in a new session")
 			}
-		case r.Cause == tools.CauseDiskFull:
+		case r.Cause == action.CauseDiskFull:
 			// The journal had no room (a full disk): nothing sent, and whether it
 			// was journaled is not known. The caller looks first, as the result says.
 			c.a.note("commit refused for a full disk")
@@ -376,7 +376,7 @@ func (c *caller) commit(tool string, args map[string]any, text string) {
 		case res.IsError:
 			c.a.note("commit answered with a tool error")
 			return
-		case r.Cause == tools.CauseNoSender:
+		case r.Cause == action.CauseNoSender:
 			c.a.note("commit while no bot runs: nothing created")
 			time.Sleep(500 * time.Millisecond)
 		case r.OperationID == "":
@@ -449,17 +449,17 @@ func (c *caller) follow(id string) {
 		}
 		c.a.view(id, r)
 		switch {
-		case r.Status == tools.StatusPending:
+		case r.Status == action.StatusPending:
 			// A get_operation, or a wait that cannot wait (no bot runs): not at once.
 			if time.Since(start) < time.Second {
 				time.Sleep(time.Second)
 			}
 			continue
-		case r.SideEffect == tools.SideEffectUnknown:
+		case r.SideEffect == action.SideEffectUnknown:
 			c.unknown(id, &asked)
 			time.Sleep(2 * time.Second) // a person resolves it, or not yet
 			continue
-		case r.Status == tools.StatusRetryable && r.NextAction == tools.NextRetry:
+		case r.Status == action.StatusRetryable && r.NextAction == action.NextRetry:
 			// Resolved not delivered: a /retry from the phone may send it again.
 			c.a.note("follow: resolved not delivered")
 			time.Sleep(2 * time.Second)
@@ -590,7 +590,7 @@ func (a *agents) viewsHold(ops []journal.Operation, deliveries map[string]int) I
 			continue // reported by the invariant before
 		case final && !slices.Contains(want, op.State), a.looked[id] && !slices.Contains(want, op.State):
 			in.Broken = append(in.Broken, fmt.Sprintf("%s: the caller last saw %s/%s/%s, the journal ends %s", id, v.Status, v.SideEffect, v.NextAction, op.State))
-		case v.SideEffect == tools.SideEffectNone && final && len(wentOut(sameText(ops, op))) == 0 && deliveries[op.Payload.Text] > 0:
+		case v.SideEffect == action.SideEffectNone && final && len(wentOut(sameText(ops, op))) == 0 && deliveries[op.Payload.Text] > 0:
 			in.Broken = append(in.Broken, fmt.Sprintf("%s: the caller was told nothing was sent, and Telegram holds %q", id, op.Payload.Text))
 		}
 	}
@@ -598,19 +598,19 @@ func (a *agents) viewsHold(ops []journal.Operation, deliveries map[string]int) I
 }
 
 // states are the journal states a result stands for, and whether it is for good.
-func states(r tools.Result) ([]journal.State, bool) {
+func states(r action.Result) ([]journal.State, bool) {
 	switch {
-	case r.Status == tools.StatusSucceeded && r.SideEffect == tools.SideEffectCommitted:
+	case r.Status == action.StatusSucceeded && r.SideEffect == action.SideEffectCommitted:
 		return []journal.State{journal.Committed}, true
-	case r.Status == tools.StatusTerminal && r.SideEffect == tools.SideEffectNone:
+	case r.Status == action.StatusTerminal && r.SideEffect == action.SideEffectNone:
 		return []journal.State{journal.Rejected, journal.Expired, journal.Cancelled, journal.Failed}, true
-	case r.SideEffect == tools.SideEffectUnknown:
+	case r.SideEffect == action.SideEffectUnknown:
 		return []journal.State{journal.Unknown}, false
-	case r.Status == tools.StatusRepairable:
+	case r.Status == action.StatusRepairable:
 		// Refused as it was prepared, or by the service, with nothing sent: the
 		// operation ended failed, and the caller may make another.
 		return []journal.State{journal.Failed}, false
-	case r.Status == tools.StatusRetryable:
+	case r.Status == action.StatusRetryable:
 		return []journal.State{journal.NotDelivered, journal.RetryWait}, false
 	}
 	return []journal.State{journal.AwaitingApproval, journal.Approved, journal.Committing, journal.RetryWait, journal.Prepared, journal.Verified}, false

@@ -5,7 +5,7 @@ import (
 	"net"
 	"slices"
 
-	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/action"
 )
 
 // Behind replicas, each replica serves MCP on a -mcp-listen of its own, and each
@@ -84,7 +84,7 @@ func (a *agents) outcomesLearned() Invariant {
 		switch {
 		case !seen || !a.looked[id]:
 			in.Broken = append(in.Broken, fmt.Sprintf("%s: its caller never read it after the wind-down", id))
-		case !final && v.SideEffect != tools.SideEffectUnknown:
+		case !final && v.SideEffect != action.SideEffectUnknown:
 			in.Broken = append(in.Broken, fmt.Sprintf("%s: its caller last saw %s/%s/%s, no outcome", id, v.Status, v.SideEffect, v.NextAction))
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // dumpStuck asks every live bot process of a stalled wind-down for its
@@ -584,7 +584,7 @@ func (w *world) arrived(id string) (bool, bool) {
 	if err != nil {
 		return false, false
 	}
-	if a := op.Payload.Action; a != "" && a != tools.ActionSendMessage && a != tools.ActionPublishPost {
+	if a := op.Payload.Action; a != "" && a != action.SendMessage && a != action.PublishPost {
 		return w.arrivedOther(j, op)
 	}
 	msgs := len(w.messagesOf(op))

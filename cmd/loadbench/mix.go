@@ -14,8 +14,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/telegram/telegramtest"
-	"github.com/countersign/countersign/tools"
 )
 
 // The people and chats of a run. Operators write from their own private chats;
@@ -312,21 +312,21 @@ func (c *caller) close() {
 }
 
 // call makes one tool call and reads the contract from its result.
-func (c *caller) call(ctx context.Context, name string, args map[string]any) (tools.Result, error) {
+func (c *caller) call(ctx context.Context, name string, args map[string]any) (action.Result, error) {
 	cs, err := c.session(ctx)
 	if err != nil {
-		return tools.Result{}, err
+		return action.Result{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 70*time.Second)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		return tools.Result{}, fmt.Errorf("%s: %w", name, err)
+		return action.Result{}, fmt.Errorf("%s: %w", name, err)
 	}
-	var r tools.Result
+	var r action.Result
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &r); err != nil {
-		return tools.Result{}, fmt.Errorf("%s: the result: %w", name, err)
+		return action.Result{}, fmt.Errorf("%s: the result: %w", name, err)
 	}
 	if res.IsError {
 		return r, fmt.Errorf("%s: a tool error: %s", name, r.Reason)
@@ -384,14 +384,14 @@ func (l *load) commit(c *caller, s *sent) {
 		return
 	}
 	deadline := time.Now().Add(3 * time.Minute)
-	for r.Status == tools.StatusPending && time.Now().Before(deadline) {
+	for r.Status == action.StatusPending && time.Now().Before(deadline) {
 		calls++
 		if r, err = c.call(ctx, "await_outcome", map[string]any{"operation_id": r.OperationID, "timeout_s": 10}); err != nil {
 			fail(err)
 			return
 		}
 	}
-	if r.Status != tools.StatusSucceeded || r.SideEffect != tools.SideEffectCommitted {
+	if r.Status != action.StatusSucceeded || r.SideEffect != action.SideEffectCommitted {
 		fail(fmt.Errorf("%s ended %s/%s: %s", r.OperationID, r.Status, r.SideEffect, r.Reason))
 		return
 	}

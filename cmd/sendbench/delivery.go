@@ -20,6 +20,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/internal/pgschema"
 	"github.com/countersign/countersign/journal"
@@ -274,7 +275,7 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 		r, err := sendOne(ctx, ops[(i/s.chats)%len(ops)], c, s, root, i)
 		mu.Lock()
 		defer mu.Unlock()
-		if r.SideEffect == tools.SideEffectUnknown {
+		if r.SideEffect == action.SideEffectUnknown {
 			o.unknown++
 		}
 		if err != nil {
@@ -346,10 +347,10 @@ func writePhotos(c config, s shape, root string) error {
 func photoPath(root string, i int) string { return filepath.Join(root, fmt.Sprintf("photo-%d.png", i)) }
 
 // sendOne sends message i as a task of its own: a text, or a photo from root.
-func sendOne(ctx context.Context, op *operator.Operator, c config, s shape, root string, i int) (tools.Result, error) {
+func sendOne(ctx context.Context, op *operator.Operator, c config, s shape, root string, i int) (action.Result, error) {
 	task, err := op.StartTask(ctx, journal.Task{Requester: 1, Summary: "sendbench"})
 	if err != nil {
-		return tools.Result{}, err
+		return action.Result{}, err
 	}
 	tool, args := "commit_send_message", fmt.Sprintf(`{"chat_id":"%d","text":"%s"}`, chatOf(i, s.chats), text(i))
 	if isPhoto(c, i) {

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/envelope"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/vault"
 )
 
@@ -144,7 +144,7 @@ func (w *writer) exec(s *sql.Stmt, args ...any) error {
 func (w *writer) send(i int, at time.Time, k kind, f fixture, snap []byte, now time.Time) error {
 	id, task, apID := fmt.Sprintf("op-b%07d", i), fmt.Sprintf("task-b%07d", i), fmt.Sprintf("ap-b%07d", i)
 	target := fmt.Sprint(1000 + i%50)
-	p := tools.Payload{Action: "send_message", Target: target, Text: fmt.Sprintf("Daily digest %d: the numbers are in, and the release went out on time.", i)}
+	p := action.Payload{Action: "send_message", Target: target, Text: fmt.Sprintf("Daily digest %d: the numbers are in, and the release went out on time.", i)}
 	payload, _ := json.Marshal(p)
 	sum := sha256.Sum256(payload)
 	ms := func(t time.Time) int64 { return t.UnixMilli() }
@@ -161,14 +161,14 @@ func (w *writer) send(i int, at time.Time, k kind, f fixture, snap []byte, now t
 	state, attempts, evidence, result, note := journal.AwaitingApproval, 0, "", "", ""
 	switch k {
 	case committed:
-		ev := &tools.Evidence{ChatID: target, MessageIDs: []int64{int64(i + 1)}}
-		r := tools.Result{Status: tools.StatusSucceeded, OperationID: id, SideEffect: tools.SideEffectCommitted, NextAction: tools.NextNone, Evidence: ev}
+		ev := &action.Evidence{ChatID: target, MessageIDs: []int64{int64(i + 1)}}
+		r := action.Result{Status: action.StatusSucceeded, OperationID: id, SideEffect: action.SideEffectCommitted, NextAction: action.NextNone, Evidence: ev}
 		state, attempts, evidence, result = journal.Committed, 1, mustJSON(ev), mustJSON(r)
 		path = append(path, step{journal.AwaitingApproval, journal.Approved, fmt.Sprintf("approved by %d", f.approvers[0])},
 			step{journal.Approved, journal.Committing, "attempt 1"}, step{journal.Committing, journal.Committed, "delivered"})
 	case unknown:
 		why := "timeout after the request was sent"
-		r := tools.Result{Status: tools.StatusTerminal, OperationID: id, SideEffect: tools.SideEffectUnknown, NextAction: tools.NextVerify, Reason: why}
+		r := action.Result{Status: action.StatusTerminal, OperationID: id, SideEffect: action.SideEffectUnknown, NextAction: action.NextVerify, Reason: why}
 		state, attempts, result = journal.Unknown, 1, mustJSON(r)
 		path = append(path, step{journal.AwaitingApproval, journal.Approved, fmt.Sprintf("approved by %d", f.approvers[0])},
 			step{journal.Approved, journal.Committing, "attempt 1"}, step{journal.Committing, journal.Unknown, why})
