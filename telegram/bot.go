@@ -35,11 +35,16 @@ const Transport = "telegram"
 // DefaultAPIURL is the public Bot API server.
 const DefaultAPIURL = "https://api.telegram.org"
 
+// DefaultPollTimeout is how long a getUpdates long poll waits for an update:
+// under the minute many proxies and NATs allow an idle connection.
+const DefaultPollTimeout = 50 * time.Second
+
 // Options configure a Bot. Token is required.
 type Options struct {
 	Token  string
 	APIURL string // default DefaultAPIURL; a self-hosted Bot API server otherwise
-	// PollTimeout is the long-poll wait of getUpdates (default 50s).
+	// PollTimeout is the long-poll wait of getUpdates (default
+	// DefaultPollTimeout).
 	PollTimeout time.Duration
 	// SendTimeout bounds one sendMessage (default 30s); past it the outcome is unknown.
 	SendTimeout time.Duration
@@ -153,7 +158,7 @@ func withDefaults(o Options) Options {
 		o.APIURL = DefaultAPIURL
 	}
 	if o.PollTimeout == 0 {
-		o.PollTimeout = 50 * time.Second
+		o.PollTimeout = DefaultPollTimeout
 	}
 	if o.SendTimeout == 0 {
 		o.SendTimeout = 30 * time.Second

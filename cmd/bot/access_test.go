@@ -21,10 +21,10 @@ func TestAPolicyThatGrantsNothingOpensPairingAndDoesNothingElse(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var log syncBuffer
-	env := map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_API_URL": srv.URL(), "COUNTERSIGN_POLL_TIMEOUT": "1s"}
+	env := map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_API_URL": srv.URL()}
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"run", "-data", t.TempDir(), "-policies", "../../policies.yaml"},
+		done <- Main(ctx, []string{"run", "-data", t.TempDir(), "-policies", "../../policies.yaml", "-poll-timeout", "1s"},
 			Env{Stdin: strings.NewReader(""), Stdout: &log, Stderr: &log, Getenv: func(k string) string { return env[k] }})
 	}()
 	if err := srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool { return s.Polling() }); err != nil {

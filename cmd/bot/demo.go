@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/countersign/countersign/demo"
 	"github.com/countersign/countersign/internal/httpserve"
@@ -138,10 +139,10 @@ func playDemo(ctx context.Context, cfg Config, addr string, env Env) error {
 // that nothing of the person's (a model's key, BOT_OPERATORS) changes what
 // the demo shows.
 func demoBot(ctx context.Context, cfg Config, tg *standin.Server, log io.Writer) error {
-	vars := map[string]string{"TELEGRAM_API_URL": tg.URL(), "COUNTERSIGN_POLL_TIMEOUT": "10s"}
+	vars := map[string]string{"TELEGRAM_API_URL": tg.URL()}
 	env := Env{Stdin: strings.NewReader(""), Stdout: log, Stderr: log, Getenv: func(k string) string { return vars[k] }}
 	logger := newLogger(log).With("replica", "demo")
-	return serveTelegram(ctx, cfg, env, logger, demoToken, nil, "", replicaOf{}, observability{replica: "demo"})
+	return serveTelegram(ctx, cfg, env, logger, runFlags{token: demoToken, poll: 10 * time.Second, obs: observability{replica: "demo"}})
 }
 
 // demoReady waits until the bot asks the fake Telegram for updates, or ends

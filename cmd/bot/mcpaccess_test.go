@@ -64,13 +64,13 @@ func TestBotMCPFindsTheApproversWithoutTheShellsEnvironment(t *testing.T) {
 func runBotUntilPolling(t *testing.T, data, pol string, env map[string]string) {
 	t.Helper()
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: childToken})
-	env["TELEGRAM_BOT_TOKEN"], env["TELEGRAM_API_URL"], env["COUNTERSIGN_POLL_TIMEOUT"] = childToken, srv.URL(), "1s"
+	env["TELEGRAM_BOT_TOKEN"], env["TELEGRAM_API_URL"] = childToken, srv.URL()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var log syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"run", "-data", data, "-policies", pol},
+		done <- Main(ctx, []string{"run", "-data", data, "-policies", pol, "-poll-timeout", "1s"},
 			Env{Stdin: strings.NewReader(""), Stdout: &log, Stderr: &log, Getenv: func(k string) string { return env[k] }})
 	}()
 	started := make(chan error, 1)

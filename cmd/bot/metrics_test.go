@@ -35,11 +35,11 @@ type runningBot struct {
 // startInProcess runs "countersign run" with flags against srv, and stops it when the test ends.
 func startInProcess(t *testing.T, srv *telegramtest.Server, data string, flags ...string) *runningBot {
 	t.Helper()
-	env := map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_API_URL": srv.URL(), "COUNTERSIGN_POLL_TIMEOUT": "1s",
+	env := map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_API_URL": srv.URL(),
 		"BOT_OPERATORS": "100", "BOT_APPROVERS": "100"}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &runningBot{t: t, srv: srv, log: &syncbuf.Buffer{}, done: make(chan int, 1), stop: cancel}
-	args := append([]string{"run", "-data", data, "-policies", "../../policies.yaml"}, flags...)
+	args := append([]string{"run", "-data", data, "-policies", "../../policies.yaml", "-poll-timeout", "1s"}, flags...)
 	go func() {
 		b.done <- Main(ctx, args, Env{Stdin: strings.NewReader(""), Stdout: b.log, Stderr: b.log, Getenv: func(k string) string { return env[k] }})
 	}()

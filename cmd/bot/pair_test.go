@@ -34,12 +34,12 @@ type botRun struct {
 // extra is more of the environment, and flags, of countersign run.
 func startRun(t *testing.T, srv *telegramtest.Server, data, pol string, extra map[string]string, flags ...string) *botRun {
 	t.Helper()
-	env := map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_API_URL": srv.URL(), "COUNTERSIGN_POLL_TIMEOUT": "1s"}
+	env := map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_API_URL": srv.URL()}
 	maps.Copy(env, extra)
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &botRun{t: t, srv: srv, cancel: cancel, done: make(chan int, 1), log: &syncBuffer{}}
 	go func() {
-		b.done <- Main(ctx, append([]string{"run", "-data", data, "-policies", pol}, flags...),
+		b.done <- Main(ctx, append([]string{"run", "-data", data, "-policies", pol, "-poll-timeout", "1s"}, flags...),
 			Env{Stdin: strings.NewReader(""), Stdout: b.log, Stderr: b.log, Getenv: func(k string) string { return env[k] }})
 	}()
 	t.Cleanup(b.stop)

@@ -71,9 +71,9 @@ func startBot(t *testing.T, srv *telegramtest.Server, data string) *exec.Cmd {
 // startBotWith is startBot with more environment and flags.
 func startBotWith(t testing.TB, srv *telegramtest.Server, data string, env []string, flags ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "run", "-data", data, "-policies", "../../policies.yaml"}, flags...)...)
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "--", "run", "-data", data, "-policies", "../../policies.yaml", "-poll-timeout", "1s"}, flags...)...)
 	cmd.Env = append(childEnv("TELEGRAM_BOT_TOKEN="+childToken, "TELEGRAM_API_URL="+srv.URL(),
-		"COUNTERSIGN_POLL_TIMEOUT=1s", "BOT_OPERATORS=100", "BOT_APPROVERS=100"), env...)
+		"BOT_OPERATORS=100", "BOT_APPROVERS=100"), env...)
 	log, err := os.OpenFile(filepath.Join(data, "..", "bot.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	keyFile := fs.String("webhook-key", "", "the PEM private key of -webhook-cert")
 	mcpListen := fs.String("mcp-listen", "", "also serve the tools to outside agents over MCP (streamable HTTP) on this address, e.g. 127.0.0.1:8765; COUNTERSIGN_MCP_TOKEN is the bearer token, required off loopback")
 	replica := fs.String("replica", env.Getenv("COUNTERSIGN_REPLICA"), "this process's name among replicas on one journal, on every log line and in countersign_replica_info (default $COUNTERSIGN_REPLICA, else HOST-PID when the journal is on PostgreSQL); a SQLite journal has one sender unless this is set")
+	poll := fs.Duration("poll-timeout", telegram.DefaultPollTimeout, "how long one getUpdates long poll waits for an update; shorter when a proxy or NAT between the bot and Telegram drops idle connections sooner")
 	lease := fs.Duration("lease", journal.DefaultLease, "among replicas: how long another replica waits, after this one stops renewing, before it takes over what this one held (a commit on the wire becomes unknown then)")
 	var obs observability
 	fs.StringVar(&obs.listen, "metrics-listen", "", "serve /healthz, /readyz and /metrics on this address, e.g. 127.0.0.1:9090, and /metrics no longer on the webhook's listener")
@@ -36,6 +37,9 @@ func runBot(ctx context.Context, args []string, env Env) int {
 		return code
 	}
 	switch {
+	case *poll < time.Second:
+		fmt.Fprintln(env.Stderr, env.program()+" run: -poll-timeout must be at least 1s (Telegram counts it in whole seconds)")
+		return exitUsage
 	case *lease < time.Second:
 		fmt.Fprintln(env.Stderr, env.program()+" run: -lease must be at least 1s (leases are renewed every second)")
 		return exitUsage
@@ -71,7 +75,7 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	// The error that ends the bot is said once, as every other command says
 	// its own: on stderr, after the command's name. A log line as well put the
 	// same words twice on the same stream.
-	if err := serveTelegram(ctx, cfg, env, logger, token, hook, *mcpListen, replicaOf{name, *lease}, obs); err != nil {
+	if err := serveTelegram(ctx, cfg, env, logger, runFlags{token: token, hook: hook, poll: *poll, mcpListen: *mcpListen, replica: replicaOf{name, *lease}, obs: obs}); err != nil {
 		fmt.Fprintln(env.Stderr, env.program()+" run:", err)
 		return exitError
 	}
@@ -142,7 +146,20 @@ type observability struct {
 	replica string
 }
 
-func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, token string, hook *telegram.Webhook, mcpListen string, replica replicaOf, obs observability) error {
+// runFlags is what countersign run is told beyond the data folder: how it
+// reaches Telegram, who it is among replicas, where else it listens. A test
+// (or the demo) sets them as fields, never through the environment.
+type runFlags struct {
+	token     string
+	hook      *telegram.Webhook // nil: long polling
+	poll      time.Duration     // the long poll's wait; 0 is Telegram's default
+	mcpListen string
+	replica   replicaOf
+	obs       observability
+}
+
+func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, rf runFlags) error {
+	token, hook, mcpListen, replica, obs := rf.token, rf.hook, rf.mcpListen, rf.replica, rf.obs
 	p, err := loadPolicy(cfg, env)
 	if err != nil {
 		return err
@@ -191,7 +208,7 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		return err
 	}
 	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: env.Getenv("TELEGRAM_API_URL"),
-		PollTimeout: pollTimeout(env), Webhook: hook, Logger: logger, Counters: m.counters, Files: files})
+		PollTimeout: rf.poll, Webhook: hook, Logger: logger, Counters: m.counters, Files: files})
 	if err != nil {
 		return err
 	}
@@ -347,16 +364,6 @@ func stopWhenLost(ctx context.Context, j *journal.Journal) (context.Context, con
 		}
 	}()
 	return ctx, func() { cancel(nil) }
-}
-
-// pollTimeout is the long-poll wait; COUNTERSIGN_POLL_TIMEOUT shortens it for tests
-// against a local Bot API server.
-func pollTimeout(env Env) time.Duration {
-	d, err := time.ParseDuration(env.Getenv("COUNTERSIGN_POLL_TIMEOUT"))
-	if err != nil || d <= 0 {
-		return 0
-	}
-	return d
 }
 
 // logStart says who the bot is, under which policy, where its data is, and what is

@@ -75,13 +75,13 @@ func TestBotRunNeverPrintsItsToken(t *testing.T) {
 				api = closedAPI(t)
 			}
 			env := map[string]string{"TELEGRAM_BOT_TOKEN": tt.token, "TELEGRAM_API_URL": api,
-				"COUNTERSIGN_POLL_TIMEOUT": "1s", "BOT_OPERATORS": "100", "BOT_APPROVERS": "100"}
+				"BOT_OPERATORS": "100", "BOT_APPROVERS": "100"}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var out, errOut syncBuffer
 			done := make(chan int, 1)
 			go func() {
-				done <- Main(ctx, []string{"run", "-data", t.TempDir(), "-policies", "../../policies.yaml"},
+				done <- Main(ctx, []string{"run", "-data", t.TempDir(), "-policies", "../../policies.yaml", "-poll-timeout", "1s"},
 					Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }})
 			}()
 			if !tt.closed {

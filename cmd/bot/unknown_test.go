@@ -19,11 +19,11 @@ func TestBotRunLogsAnUnknownOutcomeAsAnError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var log syncBuffer
-	env := map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_API_URL": srv.URL(), "COUNTERSIGN_POLL_TIMEOUT": "1s",
+	env := map[string]string{"TELEGRAM_BOT_TOKEN": childToken, "TELEGRAM_API_URL": srv.URL(),
 		"BOT_OPERATORS": "100", "BOT_APPROVERS": "100"}
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"run", "-data", t.TempDir(), "-policies", "../../policies.yaml"},
+		done <- Main(ctx, []string{"run", "-data", t.TempDir(), "-policies", "../../policies.yaml", "-poll-timeout", "1s"},
 			Env{Stdin: strings.NewReader(""), Stdout: &log, Stderr: &log, Getenv: func(k string) string { return env[k] }})
 	}()
 	wait := func(what string, cond func(*telegramtest.Server) bool) {

@@ -3,7 +3,7 @@
 // webhook load balancer, then one process on SQLite, against the fake Bot API with
 // Telegram's flood limits on.
 //
-//	go run ./cmd/loadbench -duration 5m
+//	go run ./internal/cmd/loadbench -duration 5m
 //
 // The mix, for the whole -duration: operators' /send commands from many private
 // chats, each approved by a tap on its card (the harness sees the card on the

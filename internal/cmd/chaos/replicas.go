@@ -25,9 +25,13 @@ import (
 var ErrNoReplicas = errors.New("this bot has no -replica flag: it runs alone on a journal")
 
 // supportsReplicas reports whether countersign run takes -replica.
-func supportsReplicas(bot string) bool {
+func supportsReplicas(bot string) bool { return runTakes(bot, "-replica") }
+
+// runTakes reports whether the binary's countersign run takes flag (the
+// binary under test may be one built before it did).
+func runTakes(bot, flag string) bool {
 	out, _ := exec.Command(bot, "run", "-h").CombinedOutput()
-	return strings.Contains(string(out), "-replica ")
+	return strings.Contains(string(out), flag+" ")
 }
 
 // webhookSecret is the replicas' shared TELEGRAM_WEBHOOK_SECRET: a secret the run
@@ -221,6 +225,9 @@ func (w *world) args(r *replica) []string {
 	if w.agents != nil {
 		args = append(args, "-mcp-listen", w.agents.listenOf(r)) // each replica its own
 	}
+	if runTakes(w.cfg.Bot, "-poll-timeout") {
+		args = append(args, "-poll-timeout", "1s")
+	}
 	return args
 }
 
@@ -233,7 +240,8 @@ func (w *world) startReplica(r *replica) error {
 		api = w.srv.ClientURL(r.name) // the calls of each replica, told apart
 	}
 	r.cmd.Env = append(w.childEnv(), "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_URL="+api,
-		"COUNTERSIGN_POLL_TIMEOUT=1s", fmt.Sprintf("BOT_OPERATORS=%d", operator),
+		"COUNTERSIGN_POLL_TIMEOUT=1s", // the -poll-timeout of a binary built before the flag
+		fmt.Sprintf("BOT_OPERATORS=%d", operator),
 		fmt.Sprintf("BOT_APPROVERS=%d,%d", operator, approver))
 	if w.webhook() {
 		r.cmd.Env = append(r.cmd.Env, "TELEGRAM_WEBHOOK_SECRET="+webhookSecret)

@@ -9,7 +9,7 @@
 // and without a fallback model. It reports each figure beside its floor or
 // baseline, prints the goals as PASS or FAIL lines, and exits 1 when one is missed.
 //
-//	go run ./cmd/modelbench -turns 200 -seed 1 -provider anthropic
+//	go run ./internal/cmd/modelbench -turns 200 -seed 1 -provider anthropic
 //
 // Times are scaled to keep the run short; the output says how.
 package main

@@ -15,7 +15,7 @@ import (
 // and the vault read back: the counts per state, pending approvals that already
 // have their cards, and an envelope for every unknown outcome.
 func TestFixtureReadsAsARealJournal(t *testing.T) {
-	pol, err := policy.Load("../../policies.yaml")
+	pol, err := policy.Load("../../../policies.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

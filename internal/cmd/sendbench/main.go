@@ -2,7 +2,7 @@
 // API server, with Telegram's flood limits enforced, each beside a baseline from
 // the same run.
 //
-//	go run ./cmd/sendbench
+//	go run ./internal/cmd/sendbench
 //
 // Delivery: for each -runs N/M, N auto-approved messages across M chats, once
 // through Countersign and once with go-telegram/bot alone (and the retry a careful

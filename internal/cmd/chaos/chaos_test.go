@@ -25,7 +25,7 @@ func TestChaosShortRun(t *testing.T) {
 	skips.Long(t, "a chaos run of the bot binary, about a minute")
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), Config{Seed: 11, Ops: 30, Kills: 2, Duration: 25 * time.Second, Chats: 12, ModelShare: 0.3, MCPShare: 0.3, FullDisk: true,
-		Actions: 0.4, Policies: "../../policies.yaml"}, &out)
+		Actions: 0.4, Policies: "../../../policies.yaml"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestChaosShortRun(t *testing.T) {
 func TestChaosReplicasOnPostgres(t *testing.T) {
 	skips.Long(t, "a chaos run of three bot processes, about a minute")
 	cfg := Config{Seed: 13, Ops: 24, Kills: 3, Duration: 20 * time.Second, Chats: 10, ModelShare: 0.3, MCPShare: 0.3,
-		Policies: "../../policies.yaml", Replicas: 3, Journal: pgtest.Server(t)}
+		Policies: "../../../policies.yaml", Replicas: 3, Journal: pgtest.Server(t)}
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), cfg, &out)
 	if err != nil {
@@ -88,7 +88,7 @@ func TestChaosPartitionsAndRestartsOnPostgres(t *testing.T) {
 	skips.Long(t, "a chaos run of three bot processes and a PostgreSQL server, about a minute")
 	needServerBinaries(t)
 	cfg := Config{Seed: 7, Ops: 24, Kills: 1, Duration: 25 * time.Second, Chats: 10, ModelShare: 0.3,
-		Policies: "../../policies.yaml", Replicas: 3, OwnPostgres: true, Partitions: 3, PGRestarts: 2}
+		Policies: "../../../policies.yaml", Replicas: 3, OwnPostgres: true, Partitions: 3, PGRestarts: 2}
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), cfg, &out)
 	if err != nil {

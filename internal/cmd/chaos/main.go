@@ -37,9 +37,9 @@
 // is cut off the database (-partitions) and, with -own-postgres, the run's own
 // server is restarted (-pg-restarts).
 //
-//	go run ./cmd/chaos -seed 7 -ops 200 -kills 10 -duration 3m
-//	go run ./cmd/chaos -replicas 3 -journal postgres://postgres@127.0.0.1:5432/test -seed 7
-//	go run ./cmd/chaos -replicas 3 -own-postgres -partitions 3 -pg-restarts 2 -seed 7
+//	go run ./internal/cmd/chaos -seed 7 -ops 200 -kills 10 -duration 3m
+//	go run ./internal/cmd/chaos -replicas 3 -journal postgres://postgres@127.0.0.1:5432/test -seed 7
+//	go run ./internal/cmd/chaos -replicas 3 -own-postgres -partitions 3 -pg-restarts 2 -seed 7
 package main
 
 import (

@@ -22,7 +22,7 @@ import (
 func TestLoadShortRun(t *testing.T) {
 	skips.Long(t, "builds the bot and runs four processes under load, about a minute")
 	cfg := Config{Duration: 8 * time.Second, Rate: 30, Sends: 1, MCP: 2, Replicas: 3, Seed: 5,
-		Journal: pgtest.Server(t), Policies: "../../policies.yaml"}
+		Journal: pgtest.Server(t), Policies: "../../../policies.yaml"}
 	var out bytes.Buffer
 	rep, err := Run(context.Background(), cfg, &out)
 	if err != nil {

@@ -50,7 +50,7 @@ func TestDeliveryThroughCountersign(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes seconds of real time")
 	}
-	c := config{drop: 4, policies: "../../policies.yaml"}
+	c := config{drop: 4, policies: "../../../policies.yaml"}
 	s := shape{n: 12, chats: 4}
 	srv := newServer(c, s)
 	defer srv.Close()
@@ -81,7 +81,7 @@ func TestApprovalTapsAreTimed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the bot")
 	}
-	c := config{approvals: 5, policies: "../../policies.yaml"}
+	c := config{approvals: 5, policies: "../../../policies.yaml"}
 	ds, parts, err := countersignTaps(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func TestModelbench(t *testing.T) {
 	for _, kind := range []string{agenttest.Anthropic, agenttest.OpenAI} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			rep, err := measure(context.Background(), config{turns: 20, seed: 1, provider: kind, policies: "../../policies.yaml", timing: fast})
+			rep, err := measure(context.Background(), config{turns: 20, seed: 1, provider: kind, policies: "../../../policies.yaml", timing: fast})
 			if err != nil {
 				t.Fatal(err)
 			}

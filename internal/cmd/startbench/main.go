@@ -6,7 +6,7 @@
 // the same start on an empty journal, measured in the same run; each journal is
 // started -runs times, alternately, and the worst start is judged.
 //
-//	go run ./cmd/startbench
+//	go run ./internal/cmd/startbench
 //
 // Goals: taking updates within 1 s, peak RSS within 64 MiB. It prints a PASS or
 // FAIL line for each and exits 1 when one fails.
@@ -139,9 +139,9 @@ func startOnce(c config, dir string) (start, error) {
 	srv := telegramtest.New(telegramtest.Options{Token: token})
 	defer srv.Close()
 	var log strings.Builder
-	cmd := exec.Command(c.bot, "run", "-data", dir, "-policies", c.policies)
+	cmd := exec.Command(c.bot, "run", "-data", dir, "-policies", c.policies, "-poll-timeout", "1s")
 	cmd.Env = append(os.Environ(), "TELEGRAM_BOT_TOKEN="+token, "TELEGRAM_API_URL="+srv.URL(),
-		"COUNTERSIGN_POLL_TIMEOUT=1s", "BOT_OPERATORS=1", "BOT_APPROVERS=1,2")
+		"BOT_OPERATORS=1", "BOT_APPROVERS=1,2")
 	cmd.Stdout, cmd.Stderr = &log, &log
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
