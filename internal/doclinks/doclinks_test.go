@@ -1,5 +1,5 @@
 // Package doclinks checks the project's Markdown: every relative link in the
-// README and docs/ names a file that exists, and every #anchor a heading of
+// README, docs/ and the other folders' READMEs names a file that exists, and every #anchor a heading of
 // that file, as GitHub makes its anchors.
 package doclinks
 
@@ -22,13 +22,25 @@ var (
 	fence = regexp.MustCompile("^\\s*(```|~~~)")
 )
 
-// The documents the checks read, from the repository's root.
+// The documents the checks read: every Markdown file of the repository but a
+// tool's description (tools/*.md, read by models, not people) and testdata.
 func documents(t *testing.T) []string {
-	docs, err := filepath.Glob("../../docs/*.md")
+	var docs []string
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != "../.."):
+			return filepath.SkipDir
+		case !d.IsDir() && strings.HasSuffix(path, ".md") && filepath.Dir(path) != "../../tools":
+			docs = append(docs, path)
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{"../../README.md"}, docs...)
+	return docs
 }
 
 // Every relative link of the README and docs/ resolves: the file exists and,
