@@ -103,7 +103,7 @@ func send(ctx context.Context, j *journal.Journal, p *policy.Policy, n int64) er
 }
 
 // BenchmarkHold is the fence's price: the read a commit's sender makes right
-// before each write (Hold), for a replica on both journals (on PostgreSQL over
+// before each write (ProveHolding), for a replica on both journals (on PostgreSQL over
 // the session that holds its name lock), beside the durable move to committing
 // that every attempt already makes, as its baseline in the same run.
 func BenchmarkHold(b *testing.B) {
@@ -134,7 +134,7 @@ func BenchmarkHold(b *testing.B) {
 			f := journal.Fence{Operation: op.ID, Attempt: 1}
 			b.Run("hold", func(b *testing.B) {
 				for b.Loop() {
-					if err := j.Hold(ctx, f); err != nil {
+					if err := j.ProveHolding(ctx, f); err != nil {
 						b.Fatal(err)
 					}
 				}

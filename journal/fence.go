@@ -16,7 +16,7 @@ import (
 // Past either, another replica may make the commit unknown, a person may
 // resolve it and approve a retry, and that retry may be sent: the first
 // replica, resuming late (a stalled process, a lost database), must then not
-// write its request. Hold is the proof it asks for right before the write
+// write its request. ProveHolding is the proof it asks for right before the write
 // (action.Fence); Lost tells a replica whose name lock went with its database
 // session, which stops committing at once.
 
@@ -62,13 +62,13 @@ func (j *Journal) untilSQL() (string, []any) {
 	return "(" + now + " + CAST(? AS BIGINT))", append(args, j.rep.lease.Milliseconds())
 }
 
-// Free reports whether op, approved or waiting for a retry, is this process's to
+// RunsHere reports whether op, approved or waiting for a retry, is this process's to
 // run, by the claim it carries and now, the lease clock's time (LeaseNow): a
 // journal that is no replica runs all of them; a replica, those nobody holds, its
 // own (an earlier life of its name left them), and those whose holder's lease is
 // past. It is the rule the move to committing checks again in its
 // compare-and-set (heldElsewhereSQL), read before trying.
-func (j *Journal) Free(op Operation, now time.Time) bool {
+func (j *Journal) RunsHere(op Operation, now time.Time) bool {
 	if j.rep == nil {
 		return true
 	}
@@ -88,9 +88,9 @@ func (j *Journal) LeaseNow(ctx context.Context) (time.Time, error) {
 	return fromMS(now), nil
 }
 
-// Lost returns a channel closed when this replica finds its name lock lost
+// NameLost returns a channel closed when this replica finds its name lock lost
 // (see ErrReplicaLost); nil for a journal that is no replica.
-func (j *Journal) Lost() <-chan struct{} {
+func (j *Journal) NameLost() <-chan struct{} {
 	if j.rep == nil {
 		return nil
 	}
@@ -174,14 +174,14 @@ type Fence struct {
 // written: the time between the check and the write, with room to spare.
 func (r *rep) holdMargin() time.Duration { return r.lease / 5 }
 
-// Hold proves, right before a commit's request is written, that this process
+// ProveHolding proves, right before a commit's request is written, that this process
 // still holds attempt f: the operation is committing at that attempt and, for a
 // replica, claimed by it with more than a fifth of its lease left by the lease
 // clock, and (on PostgreSQL) read on the session that holds its name lock, so
 // that the lock is proven alive too. Otherwise it returns an error wrapping
 // action.ErrFenced: the request must not be written, and the operation is not
 // this process's to record anything about.
-func (j *Journal) Hold(ctx context.Context, f Fence) error {
+func (j *Journal) ProveHolding(ctx context.Context, f Fence) error {
 	var (
 		state      State
 		attempts   int
@@ -220,7 +220,7 @@ func (j *Journal) Hold(ctx context.Context, f Fence) error {
 	return nil
 }
 
-// holdOnLock reads what Hold checks on the name lock's session, with the
+// holdOnLock reads what ProveHolding checks on the name lock's session, with the
 // database's clock (or the test's lease clock).
 func (j *Journal) holdOnLock(ctx context.Context, id string, state *State, attempts *int, by *string, until, now *int64) error {
 	r := j.rep

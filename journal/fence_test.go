@@ -11,7 +11,7 @@ import (
 )
 
 // A replica holds the commit it moved to committing only while it is that
-// attempt, claimed by it, with lease to spare: Hold, the sender's last check
+// attempt, claimed by it, with lease to spare: ProveHolding, the sender's last check
 // before the write, proves exactly that, and refuses with action.ErrFenced once
 // another replica made the commit unknown after the lease, a person resolved
 // it, and the retry was moved to committing again.
@@ -27,8 +27,8 @@ func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
 	_, op := newOp(t, r1)
 	committing(t, r1, op)
 	first := journal.Fence{Operation: op.ID, Attempt: 1}
-	if err := r1.Hold(ctx, first); err != nil {
-		t.Fatalf("r1 right after its move: Hold = %v, want nil", err)
+	if err := r1.ProveHolding(ctx, first); err != nil {
+		t.Fatalf("r1 right after its move: ProveHolding = %v, want nil", err)
 	}
 	for _, tc := range []struct {
 		what string
@@ -38,19 +38,19 @@ func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
 		{"another replica", r2, first},
 		{"another attempt", r1, journal.Fence{Operation: op.ID, Attempt: 2}},
 	} {
-		if err := tc.j.Hold(ctx, tc.f); !errors.Is(err, action.ErrFenced) {
-			t.Errorf("%s: Hold = %v, want ErrFenced", tc.what, err)
+		if err := tc.j.ProveHolding(ctx, tc.f); !errors.Is(err, action.ErrFenced) {
+			t.Errorf("%s: ProveHolding = %v, want ErrFenced", tc.what, err)
 		}
 	}
 	c.add(9 * time.Second) // a second of a 10 s lease left: too little to write in
-	if err := r1.Hold(ctx, first); !errors.Is(err, action.ErrFenced) {
-		t.Errorf("with 1 s of lease left: Hold = %v, want ErrFenced", err)
+	if err := r1.ProveHolding(ctx, first); !errors.Is(err, action.ErrFenced) {
+		t.Errorf("with 1 s of lease left: ProveHolding = %v, want ErrFenced", err)
 	}
-	if err := r1.Renew(ctx); err != nil {
+	if err := r1.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := r1.Hold(ctx, first); err != nil {
-		t.Errorf("after a renewal: Hold = %v, want nil", err)
+	if err := r1.ProveHolding(ctx, first); err != nil {
+		t.Errorf("after a renewal: ProveHolding = %v, want nil", err)
 	}
 	// r1 stalls past its lease; r2 recovers, a person says it never arrived, the
 	// retry is approved and r2 moves it to committing.
@@ -67,11 +67,11 @@ func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
 			t.Fatal(err)
 		}
 	}
-	if err := r1.Hold(ctx, first); !errors.Is(err, action.ErrFenced) {
-		t.Errorf("r1 resuming after the retry was taken: Hold = %v, want ErrFenced", err)
+	if err := r1.ProveHolding(ctx, first); !errors.Is(err, action.ErrFenced) {
+		t.Errorf("r1 resuming after the retry was taken: ProveHolding = %v, want ErrFenced", err)
 	}
-	if err := r2.Hold(ctx, journal.Fence{Operation: op.ID, Attempt: 2}); err != nil {
-		t.Errorf("r2 on its retry: Hold = %v, want nil", err)
+	if err := r2.ProveHolding(ctx, journal.Fence{Operation: op.ID, Attempt: 2}); err != nil {
+		t.Errorf("r2 on its retry: ProveHolding = %v, want nil", err)
 	}
 }
 
@@ -123,8 +123,8 @@ func TestLeasesFollowTheDatabasesClock(t *testing.T) {
 	if moved, err := r2.RecoverExpired(ctx, "telegram"); err != nil || len(moved) != 0 {
 		t.Errorf("RecoverExpired of a live replica's commit = %v, %v; want nothing", moved, err)
 	}
-	if err := r1.Hold(ctx, journal.Fence{Operation: op.ID, Attempt: 1}); err != nil {
-		t.Errorf("the slow-clocked holder: Hold = %v, want nil", err)
+	if err := r1.ProveHolding(ctx, journal.Fence{Operation: op.ID, Attempt: 1}); err != nil {
+		t.Errorf("the slow-clocked holder: ProveHolding = %v, want nil", err)
 	}
 	now, err := r2.LeaseNow(ctx)
 	if err != nil || time.Since(now).Abs() > 5*time.Second {
@@ -134,8 +134,8 @@ func TestLeasesFollowTheDatabasesClock(t *testing.T) {
 
 // A replica whose name lock went with its database session (a network cut, a
 // server restart) may share its name with a process that joined since and
-// recovered its commits: it notices at its next renewal, closes Lost, and moves
-// nothing more to committing; Hold fails on the dead session at once.
+// recovered its commits: it notices at its next renewal, closes NameLost, and moves
+// nothing more to committing; ProveHolding fails on the dead session at once.
 func TestAReplicaThatLostItsNameStopsCommitting(t *testing.T) {
 	t.Parallel()
 	name := backends[1].fresh(t)
@@ -148,18 +148,18 @@ func TestAReplicaThatLostItsNameStopsCommitting(t *testing.T) {
 	approved(t, r1, next)
 	classid, objid := r1.NameLock("r1")
 	endSession(t, name, classid, objid)
-	if err := r1.Hold(ctx, journal.Fence{Operation: held.ID, Attempt: 1}); !errors.Is(err, action.ErrFenced) {
-		t.Errorf("Hold on a dead name lock = %v, want ErrFenced", err)
+	if err := r1.ProveHolding(ctx, journal.Fence{Operation: held.ID, Attempt: 1}); !errors.Is(err, action.ErrFenced) {
+		t.Errorf("ProveHolding on a dead name lock = %v, want ErrFenced", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for err := r1.Renew(ctx); !errors.Is(err, journal.ErrReplicaLost); err = r1.Renew(ctx) {
+	for err := r1.RenewLeases(ctx); !errors.Is(err, journal.ErrReplicaLost); err = r1.RenewLeases(ctx) {
 		if time.Now().After(deadline) {
 			t.Fatalf("Renew 10 s after the session ended = %v, want ErrReplicaLost", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	select {
-	case <-r1.Lost():
+	case <-r1.NameLost():
 	default:
 		t.Error("Lost is not closed")
 	}

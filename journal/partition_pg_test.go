@@ -48,7 +48,7 @@ func TestANameCutOffSilentlyIsFreedByTheServer(t *testing.T) {
 	p.Cut(partition.Hang)
 	start := time.Now()
 	deadline := start.Add(15 * time.Second)
-	for err := r1.Renew(ctx); !errors.Is(err, journal.ErrReplicaLost); err = r1.Renew(ctx) {
+	for err := r1.RenewLeases(ctx); !errors.Is(err, journal.ErrReplicaLost); err = r1.RenewLeases(ctx) {
 		if time.Now().After(deadline) {
 			t.Fatalf("Renew 15 s into the cut = %v, want ErrReplicaLost", err)
 		}

@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// TakeTurn records that the periodic work called name is done at now, and
+// TakePeriodicTurn records that the periodic work called name is done at now, and
 // reports true, unless it was recorded as done at or after since: then it
 // records nothing and reports false. The check and the record are one
 // statement, a compare-and-set on the work's row, so of two processes (replicas
 // on one PostgreSQL journal, or a process and its restart) that ask for one
 // interval, one takes the turn. It waits for its write to be durable: a turn
 // taken is not given again after a power cut.
-func (j *Journal) TakeTurn(ctx context.Context, name string, since, now time.Time) (bool, error) {
+func (j *Journal) TakePeriodicTurn(ctx context.Context, name string, since, now time.Time) (bool, error) {
 	res, err := j.exec(ctx, durable, `INSERT INTO periodic(name, done_at) VALUES(?, ?)
 		ON CONFLICT(name) DO UPDATE SET done_at = excluded.done_at WHERE periodic.done_at < ?`,
 		name, ms(now), ms(since))
@@ -28,7 +28,7 @@ func (j *Journal) TakeTurn(ctx context.Context, name string, since, now time.Tim
 }
 
 // LastDone returns when the periodic work called name was last recorded done
-// (TakeTurn); the zero time when never.
+// (TakePeriodicTurn); the zero time when never.
 func (j *Journal) LastDone(ctx context.Context, name string) (time.Time, error) {
 	var at int64
 	err := j.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(done_at), 0) FROM periodic WHERE name = ?`, name).Scan(&at)

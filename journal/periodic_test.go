@@ -30,7 +30,7 @@ func testATurnIsTakenOncePerInterval(t *testing.T, name string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := jj.TakeTurn(ctx, work, now.Add(-every), now)
+			ok, err := jj.TakePeriodicTurn(ctx, work, now.Add(-every), now)
 			if err != nil {
 				t.Error(err)
 			}
@@ -45,14 +45,14 @@ func testATurnIsTakenOncePerInterval(t *testing.T, name string) {
 		t.Errorf("LastDone = %v, %v; want %v", at, err, now)
 	}
 	later := now.Add(every - time.Minute)
-	if ok, err := other.TakeTurn(ctx, work, later.Add(-every), later); err != nil || ok {
+	if ok, err := other.TakePeriodicTurn(ctx, work, later.Add(-every), later); err != nil || ok {
 		t.Errorf("TakeTurn within the interval = %v, %v; want false", ok, err)
 	}
-	if ok, err := j.TakeTurn(ctx, "another work", later.Add(-every), later); err != nil || !ok {
+	if ok, err := j.TakePeriodicTurn(ctx, "another work", later.Add(-every), later); err != nil || !ok {
 		t.Errorf("TakeTurn of other work = %v, %v; want true: each work has its own turn", ok, err)
 	}
 	next := now.Add(every + time.Second)
-	if ok, err := other.TakeTurn(ctx, work, next.Add(-every), next); err != nil || !ok {
+	if ok, err := other.TakePeriodicTurn(ctx, work, next.Add(-every), next); err != nil || !ok {
 		t.Errorf("TakeTurn after the interval = %v, %v; want true", ok, err)
 	}
 	if at, err := j.LastDone(ctx, work); err != nil || !at.Equal(next) {

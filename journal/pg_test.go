@@ -118,7 +118,7 @@ func testRenewalsCoverReceivedUpdates(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	c.add(8 * time.Second)
-	if err := r1.Renew(ctx); err != nil {
+	if err := r1.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c.add(8 * time.Second) // 16 s after receiving, 8 s after the renewal

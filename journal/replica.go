@@ -16,7 +16,7 @@ import (
 // Several processes may send one transport's operations from one journal (on
 // PostgreSQL, behind a load balancer): replicas. Each Joins under a name of its
 // own. From then on every move it makes, and every update it receives, is
-// claimed by it for a lease, which it renews while it lives (Renew). What a dead
+// claimed by it for a lease, which it renews while it lives (RenewLeases). What a dead
 // replica held is taken over once its lease is past: an update it received and
 // never handled is handled by another (ClaimUpdates), an operation it approved or
 // scheduled is run by another (the operator's watch), and a commit it left
@@ -45,12 +45,12 @@ type rep struct {
 	lease time.Duration
 	lock  func() error // releases the name lock
 	// conn is the session that holds the name lock on PostgreSQL (nil on
-	// SQLite). The lock lives as long as the session: Renew and Hold ask on it,
+	// SQLite). The lock lives as long as the session: RenewLeases and ProveHolding ask on it,
 	// so that a replica whose session the server ended knows it is no longer
 	// the only process of its name.
 	connMu sync.Mutex
 	conn   *pgx.Conn
-	// lost is closed when the name lock is found lost (Lost).
+	// lost is closed when the name lock is found lost (NameLost).
 	lost     chan struct{}
 	lostOnce sync.Once
 	// stop ends the name lock's keeper (keepName) as the journal leaves.
@@ -235,13 +235,13 @@ func (j *Journal) recoverIDs(ctx context.Context, ids []string, reason string) e
 	return nil
 }
 
-// Renew extends the leases of what this replica holds: its operations approved,
+// RenewLeases extends the leases of what this replica holds: its operations approved,
 // waiting for a retry or committing, the updates it received and has not
 // handled, its messages' chat turns (turns.go) and its requests' send slots
 // (slots.go) whose lease has not run out. The operator renews every second. It waits for no fsync (a lease lost
 // to a power cut belongs to a replica that is gone too). A journal that is no
 // replica has nothing to renew.
-func (j *Journal) Renew(ctx context.Context) error {
+func (j *Journal) RenewLeases(ctx context.Context) error {
 	if j.rep == nil {
 		return nil
 	}

@@ -73,7 +73,7 @@ func testALeaseRunsOutBeforeAnotherReplicaRecovers(t *testing.T, name string) {
 	if moved, err := r2.RecoverExpired(ctx, "telegram"); err != nil || len(moved) != 0 {
 		t.Fatalf("within the lease: RecoverExpired = %v, %v; want nothing", moved, err)
 	}
-	if err := r1.Renew(ctx); err != nil {
+	if err := r1.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c.add(8 * time.Second) // 16 s after the claim, 8 s after the renewal

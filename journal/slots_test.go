@@ -243,7 +243,7 @@ func testSlotsAreRenewedWithTheReplicasLease(t *testing.T, name string) {
 	}
 	for range 3 { // r1 lives, its request out for 27 s
 		c.add(9 * time.Second)
-		if err := r1.Renew(ctx); err != nil {
+		if err := r1.RenewLeases(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if s := take(r2); s.Grant != "" {
@@ -281,7 +281,7 @@ func testTheNextProcessOfANameDoesNotRenewTheDeadOnesSlots(t *testing.T, name st
 	other := replica(t, name, "r2", c)
 	for range 4 { // the new r1 lives on, renewing every 3 s
 		c.add(3 * time.Second)
-		if err := again.Renew(ctx); err != nil {
+		if err := again.RenewLeases(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,7 +308,7 @@ func testALostFreeDoesNotHoldASlotForEver(t *testing.T, name string) {
 	var free time.Duration
 	for step := 5 * time.Second; free < 6*time.Minute; free += step {
 		c.add(step)
-		if err := r1.Renew(ctx); err != nil {
+		if err := r1.RenewLeases(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if s, _, err := r2.TakeSlot(ctx, "chat 6", 1, r2.Lease(), time.Second, 0); err != nil {

@@ -112,7 +112,7 @@ func testAMessageWaitsForAnUnqueuedEarlierOneAtMostALease(t *testing.T, name str
 	second := chatMessage(t, r2, "100", 2)
 	queueTurn(t, r2, second)
 	c.add(6 * time.Second)
-	if err := r2.Renew(ctx); err != nil {
+	if err := r2.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
 	try(t, r2, second, journal.ChatTurnTry{Ahead: 1})
@@ -143,13 +143,13 @@ func testADeadHoldersChatTurnIsTakenAfterItsLease(t *testing.T, name string) {
 		t.Fatalf("with 2 s of the lease left: HoldChatTurn = %v", err)
 	}
 	for _, r := range []*journal.Journal{r1, r2} {
-		if err := r.Renew(ctx); err != nil {
+		if err := r.RenewLeases(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.add(8 * time.Second) // 16 s after the take, 8 s after the renewal
 	try(t, r2, second, journal.ChatTurnTry{Holder: "r1"})
-	if err := r2.Renew(ctx); err != nil { // r1 renews no more
+	if err := r2.RenewLeases(ctx); err != nil { // r1 renews no more
 		t.Fatal(err)
 	}
 	c.add(time.Second + time.Millisecond)
@@ -159,7 +159,7 @@ func testADeadHoldersChatTurnIsTakenAfterItsLease(t *testing.T, name string) {
 	try(t, r2, second, journal.ChatTurnTry{Holder: "r1"})
 	c.add(time.Second) // past r1's lease
 	try(t, r2, second, journal.ChatTurnTry{Taken: true, Lapsed: []string{"r1 (running)"}})
-	if err := r1.Renew(ctx); err != nil {
+	if err := r1.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := r1.HoldChatTurn(ctx, first); !errors.Is(err, journal.ErrChatTurnLost) {

@@ -44,7 +44,7 @@ func (o *Operator) Resume(ctx context.Context) error {
 			if slices.Contains(recovered, op.ID) {
 				o.settleOrTell(ctx, &o.wg, op, "the process stopped while it was sending")
 			}
-		case o.opts.Journal.Free(op, now): // another live replica's is its own to run
+		case o.opts.Journal.RunsHere(op, now): // another live replica's is its own to run
 			o.start(ctx, &o.wg, op.ID, "resumed operation failed")
 		}
 	}

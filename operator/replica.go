@@ -98,7 +98,7 @@ func (o *Operator) keepLeases(ctx context.Context) {
 		}
 	}()
 	for {
-		if err := j.Renew(ctx); err != nil {
+		if err := j.RenewLeases(ctx); err != nil {
 			o.warn(ctx, "leases not renewed", err)
 		}
 		leads := j.Leading(ctx, t)

@@ -232,7 +232,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 	// holds the attempt right before it writes (action.CheckFence).
 	fence := &journal.Fence{Operation: op.ID, Attempt: op.Attempts + 1}
 	ctx = action.WithFence(context.WithoutCancel(ctx), func(ctx context.Context) error {
-		return o.opts.Journal.Hold(ctx, *fence)
+		return o.opts.Journal.ProveHolding(ctx, *fence)
 	})
 	ev := action.Evidence{}
 	if op.Evidence != nil {

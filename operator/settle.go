@@ -140,7 +140,7 @@ func (o *Operator) settleStopped(ctx context.Context, op journal.Operation, why 
 	op.State = journal.Committing
 	ctx = tools.WithOperation(ctx, op.ID)
 	fence := &journal.Fence{Operation: op.ID, Attempt: op.Attempts}
-	ctx = action.WithFence(context.WithoutCancel(ctx), func(ctx context.Context) error { return o.opts.Journal.Hold(ctx, *fence) })
+	ctx = action.WithFence(context.WithoutCancel(ctx), func(ctx context.Context) error { return o.opts.Journal.ProveHolding(ctx, *fence) })
 	v, cause := verdict{class: classVerify, reason: why}, errors.New(why)
 	if reader, ok := tool.(tools.StateReader); ok {
 		_, err = o.settleByReading(ctx, op, reader, v, cause)

@@ -218,7 +218,7 @@ func (o *Operator) runLeft(ctx context.Context, runs *sync.WaitGroup) {
 		return
 	}
 	for _, op := range ops {
-		if !o.held(op.ID) && o.opts.Journal.Free(op, now) {
+		if !o.held(op.ID) && o.opts.Journal.RunsHere(op, now) {
 			o.start(ctx, runs, op.ID, "operation left to the owner failed")
 		}
 	}

@@ -101,7 +101,7 @@ func newReplicaCLI(t *testing.T, url, name string, lease time.Duration, script [
 		tick := time.NewTicker(lease / 10)
 		defer tick.Stop()
 		for {
-			j.Renew(renewing)
+			j.RenewLeases(renewing)
 			select {
 			case <-renewing.Done():
 				return

@@ -265,7 +265,7 @@ func (s *serving) rounds(ctx context.Context, p *policy.Policy) (err error) {
 // nothing that waiting would have saved.
 func stuckAfterLoss(j *journal.Journal, lease time.Duration, quit <-chan struct{}) <-chan struct{} {
 	stuck := make(chan struct{})
-	lost := j.Lost()
+	lost := j.NameLost()
 	if lost == nil {
 		return stuck
 	}
@@ -358,7 +358,7 @@ func stopWhenLost(ctx context.Context, j *journal.Journal) (context.Context, con
 	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
-		case <-j.Lost():
+		case <-j.NameLost():
 			cancel(journal.ErrReplicaLost)
 		case <-ctx.Done():
 		}

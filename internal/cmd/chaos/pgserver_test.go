@@ -64,7 +64,7 @@ func TestOwnPostgresRestarts(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case <-j.Lost():
+		case <-j.NameLost():
 			t.Logf("the replica found its name lock lost %s after the restart began", time.Since(start).Round(time.Millisecond))
 		case <-time.After(10 * time.Second):
 			t.Errorf("a replica joined before a restart (immediate %v) still holds its name 10 s on", immediate)

@@ -305,7 +305,7 @@ func newSender(ctx context.Context, c config, name string, r int, srv *telegramt
 		}
 		go func() {
 			for range time.Tick(time.Second) {
-				if ctx.Err() != nil || j.Renew(ctx) != nil {
+				if ctx.Err() != nil || j.RenewLeases(ctx) != nil {
 					return
 				}
 			}
