@@ -27,24 +27,6 @@ func WithRequestTimeout(d time.Duration) Option {
 	}
 }
 
-// WithHTTPClient sends requests through c instead of a new http.Client.
-func WithHTTPClient(c *http.Client) Option {
-	return func(o *options) {
-		if c != nil {
-			o.client = c
-		}
-	}
-}
-
-// WithClock sets the clock that reads retry-after dates; nil keeps time.Now.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) {
-		if now != nil {
-			o.now = now
-		}
-	}
-}
-
 func newOptions(opts []Option) options {
 	o := options{timeout: DefaultRequestTimeout, client: &http.Client{}, now: time.Now}
 	for _, opt := range opts {

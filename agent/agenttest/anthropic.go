@@ -1,20 +1,9 @@
 package agenttest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 )
-
-// Events turns a Messages API message into the event stream that delivers it
-// (see Message for its shape).
-func Events(msg []byte) ([]byte, error) {
-	m, err := parseAnthropic(msg)
-	if err != nil {
-		return nil, err
-	}
-	return bytes.Join(anthropicEvents(m), nil), nil
-}
 
 // anthropicMessage is m as a Messages API message.
 func anthropicMessage(m message) []byte {

@@ -85,7 +85,6 @@ type Server struct {
 	requests []Request
 	effects  []Effect
 	byKey    map[string]Effect
-	received chan struct{}
 }
 
 // New starts a server, closed when the test ends.
@@ -97,7 +96,7 @@ func New(t testing.TB) *Server {
 
 // Start starts a server outside a test (a chaos run); Close ends it.
 func Start() *Server {
-	s := &Server{done: make(chan struct{}), steps: map[string][]Step{}, byKey: map[string]Effect{}, received: make(chan struct{}, 1000)}
+	s := &Server{done: make(chan struct{}), steps: map[string][]Step{}, byKey: map[string]Effect{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -133,9 +132,6 @@ func (s *Server) Effects() []Effect {
 	return append([]Effect(nil), s.effects...)
 }
 
-// Received is signalled once per request received, for a test that waits on one.
-func (s *Server) Received() <-chan struct{} { return s.received }
-
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
@@ -145,10 +141,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		step, s.steps[r.URL.EscapedPath()] = q[0], q[1:]
 	}
 	s.mu.Unlock()
-	select {
-	case s.received <- struct{}{}:
-	default:
-	}
 	switch step.Mode {
 	case TooMany, Unavailable:
 		if step.RetryAfter != "" {

@@ -138,13 +138,6 @@ func (p *Proxy) Cuts() []Cut {
 	return append([]Cut(nil), p.cuts...)
 }
 
-// Cutting reports whether a cut lasts now, and of which kind.
-func (p *Proxy) Cutting() Mode {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mode
-}
-
 // Stranded is how many connections have a client that left during a hang and
 // a server end still open: sessions the server keeps for nobody.
 func (p *Proxy) Stranded() int {

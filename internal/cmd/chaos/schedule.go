@@ -654,17 +654,6 @@ func (w *world) messagesOf(op journal.Operation) []telegramtest.Message {
 	return w.messagesWith(chat, op.Payload.Text)
 }
 
-// operation reads operation id from the journal, as a person beside the bot would.
-func (w *world) operation(id string) (journal.Operation, bool) {
-	j, done, err := w.openJournal()
-	if err != nil {
-		return journal.Operation{}, false
-	}
-	defer done()
-	op, err := j.Operation(context.Background(), id)
-	return op, err == nil
-}
-
 // openCards are the approval cards in chat that still have their buttons.
 func (w *world) openCards(chat int64) []telegramtest.Message {
 	var out []telegramtest.Message

@@ -413,15 +413,3 @@ func policy(src string) (string, error) {
 	}
 	return p, nil
 }
-
-// offeredIDs are the update ids offered, in order.
-func (l *load) offeredIDs() []int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ids := make([]int64, 0, len(l.offered))
-	for id := range l.offered {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
