@@ -54,7 +54,7 @@ func newLoopRigOver(t *testing.T, kind string, edit func(*policy.Policy), limits
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Access = policy.Access{Operators: []int64{requester}, Approvers: []int64{requester}}
+	p.Access = policy.Access{Operators: []policy.UserID{requester}, Approvers: []policy.UserID{requester}}
 	if edit != nil {
 		edit(p)
 	}

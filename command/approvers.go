@@ -8,6 +8,7 @@ import (
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 )
 
 // The approvers' commands: /amend corrects a request's text before approving
@@ -17,7 +18,7 @@ import (
 
 // mayApproveHere reports whether user is on an approver list of the policy in
 // force (the operator checks each request against the task's too).
-func (h *Handler) mayApproveHere(user int64) bool {
+func (h *Handler) mayApproveHere(user policy.UserID) bool {
 	return h.Policy.Access.IsApprover(user) || h.Policy.Access.IsEscalation(user)
 }
 
@@ -71,7 +72,7 @@ func refused(err error) (Reply, error) {
 // Amend replaces, in user's name, the text of the request that waits on
 // approval id (an approval id, or the operation's), and returns the new
 // approval to show: the old card is void.
-func (h *Handler) Amend(ctx context.Context, id string, user int64, text string) (Reply, error) {
+func (h *Handler) Amend(ctx context.Context, id string, user policy.UserID, text string) (Reply, error) {
 	if strings.HasPrefix(id, "op-") {
 		a, err := h.Operator.PendingApproval(ctx, id)
 		if err != nil {
@@ -112,7 +113,7 @@ func OfferText(tg operator.TaskGrant) string {
 	return b.String()
 }
 
-func (h *Handler) offerTask(ctx context.Context, user int64, taskID string) (Reply, error) {
+func (h *Handler) offerTask(ctx context.Context, user policy.UserID, taskID string) (Reply, error) {
 	tg, err := h.Operator.OfferTask(ctx, user, taskID)
 	if err != nil {
 		return refused(err)
@@ -125,7 +126,7 @@ func (h *Handler) offerTask(ctx context.Context, user int64, taskID string) (Rep
 
 // GrantTask approves, in user's name, the approvals of taskID that the list
 // with code showed, and commits each: the replies say what came of each.
-func (h *Handler) GrantTask(ctx context.Context, user int64, taskID, code string) (Reply, error) {
+func (h *Handler) GrantTask(ctx context.Context, user policy.UserID, taskID, code string) (Reply, error) {
 	g, ds, err := h.Operator.GrantTask(ctx, user, taskID, code)
 	if err != nil {
 		return refused(err)

@@ -70,7 +70,7 @@ type Approval struct {
 	Verdict   string
 	// Approvers are who may decide: the approvers of the policy when the task
 	// started, the same list the decision is checked against.
-	Approvers []int64
+	Approvers []policy.UserID
 	// Shown is what the tool says an approver must see of the payload
 	// (tools.ShowOf).
 	Shown tools.Shown
@@ -85,7 +85,7 @@ var ErrNotOperator = errors.New("not an operator")
 
 // Request is one command line from a user in a chat.
 type Request struct {
-	User int64
+	User policy.UserID
 	Chat string
 	Line string
 	// Origin names where the line came from (e.g. the Telegram message that
@@ -353,7 +353,7 @@ func (h *Handler) outcome(ctx context.Context, opID string, r action.Result, err
 }
 
 // Decide records user's tap or answer on an approval and describes the outcome.
-func (h *Handler) Decide(ctx context.Context, approvalID string, user int64, approve bool) (Reply, error) {
+func (h *Handler) Decide(ctx context.Context, approvalID string, user policy.UserID, approve bool) (Reply, error) {
 	r, err := h.Operator.Decide(ctx, approvalID, user, approve)
 	if err != nil {
 		if text, ok := refusal(err); ok {
@@ -407,7 +407,7 @@ func Describe(r action.Result) string {
 var changed = map[string]string{action.EditMessage: "Edited", action.DeleteMessage: "Deleted",
 	action.PinMessage: "Pinned", action.UnpinMessage: "Unpinned"}
 
-func ids(v []int64) string {
+func ids[T ~int64](v []T) string {
 	s := make([]string, len(v))
 	for i, id := range v {
 		s[i] = fmt.Sprint(id)

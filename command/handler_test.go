@@ -55,13 +55,13 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func testPolicy(t *testing.T, approvers ...int64) *policy.Policy {
+func testPolicy(t *testing.T, approvers ...policy.UserID) *policy.Policy {
 	t.Helper()
 	p, err := policy.Load("../policies.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Access = policy.Access{Operators: []int64{operatorID}, Approvers: approvers}
+	p.Access = policy.Access{Operators: []policy.UserID{operatorID}, Approvers: approvers}
 	return p
 }
 
@@ -120,7 +120,7 @@ func TestOnlyAnOperatorGivesCommands(t *testing.T) {
 			for _, user := range []int64{approverID, strangerID} {
 				for i, line := range []string{"/send 222 hi", "/publish @news hi", "/draft hi", "/ops", "/pending",
 					"/cancel " + waiting, "/retry " + waiting, "/resolve " + waiting + " delivered", "/new", "/help"} {
-					r, err := h.Handle(ctx, command.Request{User: user, Chat: "1", Line: line, Origin: fmt.Sprintf("%s:%d:%d", surface, user, i)})
+					r, err := h.Handle(ctx, command.Request{User: policy.UserID(user), Chat: "1", Line: line, Origin: fmt.Sprintf("%s:%d:%d", surface, user, i)})
 					if !errors.Is(err, command.ErrNotOperator) || r.Text != "" || r.Result != nil || len(r.Approvals) != 0 {
 						t.Errorf("user %d %q = %+v, %v; want ErrNotOperator and nothing else", user, line, r, err)
 					}
@@ -162,7 +162,7 @@ func TestTheCardNamesTheApproversOfTheTask(t *testing.T) {
 		t.Errorf("approvers after the edit = %s, want those of both policies: [1]", got)
 	}
 	for _, who := range []int64{newcomer, approverID} {
-		d, err := h.Decide(ctx, a.ID, who, true)
+		d, err := h.Decide(ctx, a.ID, policy.UserID(who), true)
 		if err != nil || !strings.HasPrefix(d.Text, "Refused: ") || w.sender.count() != 0 {
 			t.Errorf("the tap of %d = %+v, %v with %d sends; want a refusal and no send", who, d, err, w.sender.count())
 		}

@@ -17,7 +17,7 @@ const (
 // Roles names what user may do under a: give commands (operator), decide
 // approvals (approver), decide those nobody decided in time (escalation
 // approver). None for a person no list names.
-func Roles(a policy.Access, user int64) []string {
+func Roles(a policy.Access, user policy.UserID) []string {
 	var roles []string
 	if a.IsOperator(user) {
 		roles = append(roles, RoleOperator)
@@ -34,7 +34,7 @@ func Roles(a policy.Access, user int64) []string {
 // WhoAmI is the answer to /whoami (and Telegram's /start): the person's user
 // id, which is what an operator puts in the access lists, and their roles.
 // It tells nothing about the bot beyond what the person may do in it.
-func WhoAmI(a policy.Access, user int64) string {
+func WhoAmI(a policy.Access, user policy.UserID) string {
 	roles := Roles(a, user)
 	if len(roles) == 0 {
 		return fmt.Sprintf("Your user id is %d. You have no role here.", user)

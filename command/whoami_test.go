@@ -14,7 +14,7 @@ import (
 func TestWhoAmI(t *testing.T) {
 	const escalationID = 4
 	p := testPolicy(t, operatorID, approverID)
-	p.Access.Escalation = []int64{escalationID}
+	p.Access.Escalation = []policy.UserID{escalationID}
 	tests := []struct {
 		name string
 		user int64
@@ -29,11 +29,11 @@ func TestWhoAmI(t *testing.T) {
 	h := w.start(p, "console")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := command.WhoAmI(p.Access, tt.user); got != tt.want {
+			if got := command.WhoAmI(p.Access, policy.UserID(tt.user)); got != tt.want {
 				t.Errorf("WhoAmI = %q, want %q", got, tt.want)
 			}
 			for _, line := range []string{"/whoami", "/start", "/start from-a-link"} {
-				r, err := h.Handle(context.Background(), command.Request{User: tt.user, Chat: "1", Line: line, Origin: "test:" + line})
+				r, err := h.Handle(context.Background(), command.Request{User: policy.UserID(tt.user), Chat: "1", Line: line, Origin: "test:" + line})
 				if err != nil || r.Text != tt.want {
 					t.Errorf("Handle(%q) = %q, %v; want %q", line, r.Text, err, tt.want)
 				}
@@ -47,7 +47,7 @@ func TestWhoAmI(t *testing.T) {
 
 // Roles lists each role a person holds, in the order /whoami names them.
 func TestRoles(t *testing.T) {
-	a := policy.Access{Operators: []int64{1}, Approvers: []int64{1, 2}, Escalation: []int64{2}}
+	a := policy.Access{Operators: []policy.UserID{1}, Approvers: []policy.UserID{1, 2}, Escalation: []policy.UserID{2}}
 	tests := []struct {
 		user int64
 		want []string
@@ -57,7 +57,7 @@ func TestRoles(t *testing.T) {
 		{3, nil},
 	}
 	for _, tt := range tests {
-		if got := command.Roles(a, tt.user); !slices.Equal(got, tt.want) {
+		if got := command.Roles(a, policy.UserID(tt.user)); !slices.Equal(got, tt.want) {
 			t.Errorf("Roles(%d) = %q, want %q", tt.user, got, tt.want)
 		}
 	}

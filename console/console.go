@@ -18,6 +18,7 @@ import (
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -28,7 +29,7 @@ const Transport = "console"
 
 // User is the user id the console speaks as. The terminal's owner is the operator
 // and the approver: the wiring adds this id to both access lists.
-const User int64 = 0
+const User policy.UserID = 0
 
 // Printer is the console's Sender: it prints each message with its target and
 // confirms it with an increasing message id.

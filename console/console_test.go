@@ -28,7 +28,7 @@ func runIn(t *testing.T, dir, input string) (string, *journal.Journal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Access = policy.Access{Operators: []int64{console.User}, Approvers: []int64{console.User}}
+	p.Access = policy.Access{Operators: []policy.UserID{console.User}, Approvers: []policy.UserID{console.User}}
 	var out bytes.Buffer
 	reg, err := tools.NewRegistry(p, console.NewPrinter(&out))
 	if err != nil {

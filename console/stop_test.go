@@ -30,7 +30,7 @@ func TestStopTypedWhileTheModelWorks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Access = policy.Access{Operators: []int64{console.User}, Approvers: []int64{console.User}}
+	p.Access = policy.Access{Operators: []policy.UserID{console.User}, Approvers: []policy.UserID{console.User}}
 	out := &lockedBuffer{}
 	reg, err := tools.NewRegistry(p, console.NewPrinter(out))
 	if err != nil {

@@ -28,7 +28,7 @@ func TestAnotherSurfacesApprovalIsAnnouncedAndAnswerable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Access = policy.Access{Operators: []int64{console.User}, Approvers: []int64{console.User}}
+	p.Access = policy.Access{Operators: []policy.UserID{console.User}, Approvers: []policy.UserID{console.User}}
 	file := filepath.Join(t.TempDir(), "journal.db")
 	open := func(o operator.Options, out io.Writer) *operator.Operator {
 		j, err := journal.Open(ctx, file)

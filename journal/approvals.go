@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // Decision is what became of an approval.
@@ -24,18 +26,18 @@ const (
 )
 
 // ByPolicy is the decider of an approval that an auto_approve rule granted.
-const ByPolicy int64 = -1
+const ByPolicy policy.UserID = -1
 
 // Approval is one request for a human's tap, bound to the hash of the exact payload.
 type Approval struct {
 	ID            string
 	OperationID   string
 	PayloadSHA256 string
-	Requester     int64
+	Requester     policy.UserID
 	Created       time.Time
 	Expires       time.Time
 	Decision      Decision
-	DecidedBy     int64
+	DecidedBy     policy.UserID
 	DecidedAt     time.Time
 	// Required is how many different approvers must approve (a quorum; 1 when
 	// the policy asks for no more). Any rejection ends it.
@@ -54,7 +56,7 @@ type Approval struct {
 // Vote is one approver's approval of an approval that needs several, or one a
 // grant gave in its granter's name.
 type Vote struct {
-	By    int64
+	By    policy.UserID
 	At    time.Time
 	Grant string // the grant that voted; "" for a tap
 }
@@ -75,7 +77,7 @@ func (a Approval) required() int { return max(1, a.Required) }
 // NewApproval returns an approval for op that expires after ttl, with a fresh id,
 // needing one approver; set Required for a quorum. Pass it in the Move to
 // AwaitingApproval, which stores both at once.
-func (j *Journal) NewApproval(op Operation, requester int64, ttl time.Duration) *Approval {
+func (j *Journal) NewApproval(op Operation, requester policy.UserID, ttl time.Duration) *Approval {
 	now := j.now().UTC()
 	return &Approval{ID: NewID("ap"), OperationID: op.ID, PayloadSHA256: op.PayloadSHA256,
 		Requester: requester, Created: now, Expires: now.Add(ttl), Required: 1}
@@ -155,7 +157,7 @@ func (j *Journal) LatestApproval(ctx context.Context, opID string) (Approval, er
 // Ballot is one decision given on an approval: by whom, and under which grant.
 type Ballot struct {
 	Decision Decision
-	By       int64
+	By       policy.UserID
 	// Grant, when set, names the grant that decides in its granter's (By's)
 	// name: Decide checks in its transaction that the grant covers the
 	// approval's operation and is in force.
@@ -172,7 +174,7 @@ type Ballot struct {
 // a vote and is decided by the vote that completes it: Decide returns it still
 // pending, with its votes, until then; a second vote by the same approver
 // returns ErrVoted and changes nothing. A rejection decides at once.
-func (j *Journal) Decide(ctx context.Context, id string, d Decision, by int64) (Approval, error) {
+func (j *Journal) Decide(ctx context.Context, id string, d Decision, by policy.UserID) (Approval, error) {
 	return j.DecideBallot(ctx, id, Ballot{Decision: d, By: by})
 }
 
@@ -316,7 +318,7 @@ func (j *Journal) Withdraw(ctx context.Context, opID string, reason string) erro
 	})
 }
 
-func (j *Journal) decide(ctx context.Context, tx txn, a *Approval, d Decision, by int64, now time.Time) error {
+func (j *Journal) decide(ctx context.Context, tx txn, a *Approval, d Decision, by policy.UserID, now time.Time) error {
 	res, err := tx.ExecContext(ctx, `UPDATE approvals SET decision = ?, decided_by = ?, decided_at = ?, grant_id = ? WHERE id = ? AND decision = ''`,
 		d, by, ms(now), a.Grant, a.ID)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/policy"
 )
 
 // The audit trail is a chain of records, one per fact a person may have to
@@ -50,27 +51,27 @@ type transitionFact struct {
 // approvalFact is the body of an approval record, and of a decision record
 // (Decision set, the rest of the approval's columns left out).
 type approvalFact struct {
-	Approval      string   `json:"approval"`
-	PayloadSHA256 string   `json:"payload_sha256,omitempty"`
-	Requester     int64    `json:"requester,omitempty"`
-	Created       int64    `json:"created,omitempty"`
-	Expires       int64    `json:"expires,omitempty"`
-	Decision      Decision `json:"decision,omitempty"`
-	By            int64    `json:"by,omitempty"`
-	At            int64    `json:"at,omitempty"`
-	Required      int      `json:"required,omitempty"` // asked, when more than one
-	Grant         string   `json:"grant,omitempty"`    // decided under a grant
+	Approval      string        `json:"approval"`
+	PayloadSHA256 string        `json:"payload_sha256,omitempty"`
+	Requester     policy.UserID `json:"requester,omitempty"`
+	Created       int64         `json:"created,omitempty"`
+	Expires       int64         `json:"expires,omitempty"`
+	Decision      Decision      `json:"decision,omitempty"`
+	By            policy.UserID `json:"by,omitempty"`
+	At            int64         `json:"at,omitempty"`
+	Required      int           `json:"required,omitempty"` // asked, when more than one
+	Grant         string        `json:"grant,omitempty"`    // decided under a grant
 }
 
 // voteFact is the body of a vote record: one approver's approval, the Of-th
 // of the Required the approval needs.
 type voteFact struct {
-	Approval string `json:"approval"`
-	By       int64  `json:"by"`
-	At       int64  `json:"at"`
-	Grant    string `json:"grant,omitempty"`
-	Of       int    `json:"of"`
-	Required int    `json:"required"`
+	Approval string        `json:"approval"`
+	By       policy.UserID `json:"by"`
+	At       int64         `json:"at"`
+	Grant    string        `json:"grant,omitempty"`
+	Of       int           `json:"of"`
+	Required int           `json:"required"`
 }
 
 // escalationFact is the body of an escalation record.
@@ -82,12 +83,12 @@ type escalationFact struct {
 // editFact is the body of an edit record: the payload the edit replaced and
 // the one it put in its place, by their hashes, and the approval it voided.
 type editFact struct {
-	Seq      int    `json:"seq"`
-	Old      string `json:"old_sha256"`
-	New      string `json:"new_sha256"`
-	By       int64  `json:"by"`
-	At       int64  `json:"at"`
-	Approval string `json:"approval"`
+	Seq      int           `json:"seq"`
+	Old      string        `json:"old_sha256"`
+	New      string        `json:"new_sha256"`
+	By       policy.UserID `json:"by"`
+	At       int64         `json:"at"`
+	Approval string        `json:"approval"`
 }
 
 // genesisFact is the body of the first record: what the journal held before the
@@ -243,11 +244,11 @@ func (t txn) auditApproval(a *Approval) {
 }
 
 // auditDecision queues the record of a decision on approval a.
-func (t txn) auditDecision(a *Approval, d Decision, by int64, at time.Time) {
+func (t txn) auditDecision(a *Approval, d Decision, by policy.UserID, at time.Time) {
 	t.audit(audit.Decision, a.OperationID, a.ID, at, decisionFact(a.ID, d, by, at, a.Grant))
 }
 
-func decisionFact(id string, d Decision, by int64, at time.Time, grant string) approvalFact {
+func decisionFact(id string, d Decision, by policy.UserID, at time.Time, grant string) approvalFact {
 	return approvalFact{Approval: id, Decision: d, By: by, At: ms(at), Grant: grant}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 )
 
 // asked moves a new operation on to awaiting_approval with an approval that
@@ -93,7 +94,7 @@ func beyondOneTap(t *testing.T, j *journal.Journal, c *clock) {
 		t.Fatalf("Escalate = %v, %v", ok, err)
 	}
 	for _, by := range []int64{42, 44} {
-		if _, err := j.Decide(ctx, q.ID, journal.DecideApprove, by); err != nil {
+		if _, err := j.Decide(ctx, q.ID, journal.DecideApprove, policy.UserID(by)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -112,7 +112,7 @@ func (b *beyondTap) unrecorded(fs facts) *audit.RecordFault {
 	missing := func(kind, op, format string, args ...any) *audit.RecordFault {
 		return &audit.RecordFault{Kind: kind, Operation: op, Problem: fmt.Sprintf(format, args...)}
 	}
-	for _, k := range sortedKeys(fs.votes, func(a, b voteKey) int { return compareKeys(a.approval, b.approval, a.by, b.by) }) {
+	for _, k := range sortedKeys(fs.votes, func(a, b voteKey) int { return compareKeys(a.approval, b.approval, int64(a.by), int64(b.by)) }) {
 		if !b.votes[k] {
 			return missing(audit.Vote, fs.approvals[k.approval].OperationID, "the vote of %d on %s has no audit record", k.by, k.approval)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/policy"
 )
 
 // AuditReport is what VerifyAudit found.
@@ -104,7 +105,7 @@ type facts struct {
 
 type voteKey struct {
 	approval string
-	by       int64
+	by       policy.UserID
 }
 
 type editKey struct {

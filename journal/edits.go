@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/policy"
 )
 
 // Edit is a payload an approver replaced before anyone approved it: the payload
@@ -21,7 +22,7 @@ type Edit struct {
 	Old       action.Payload
 	OldSHA256 string
 	NewSHA256 string
-	By        int64
+	By        policy.UserID
 	At        time.Time
 	Approval  string
 }
@@ -35,7 +36,7 @@ const ReasonEdited = "payload edited by"
 // awaiting_approval to awaiting_approval with p, and next, an approval of p, is
 // asked. ErrDecided when the approval was decided first; ErrExpired, with
 // nothing changed, when its time is over (the sweep records the expiry).
-func (j *Journal) EditPayload(ctx context.Context, apID string, p action.Payload, by int64, next *Approval) (Edit, error) {
+func (j *Journal) EditPayload(ctx context.Context, apID string, p action.Payload, by policy.UserID, next *Approval) (Edit, error) {
 	var e Edit
 	err := j.tx(ctx, func(tx txn) error {
 		// Locked, like a decision's: the payload read next is the one the

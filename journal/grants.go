@@ -11,6 +11,7 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/policy"
 )
 
 // A grant is an approver's explicit, journaled consent to more than one tap's
@@ -47,7 +48,7 @@ var (
 type Grant struct {
 	ID      string
 	Kind    GrantKind
-	By      int64 // the granter: the approvals it gives are theirs
+	By      policy.UserID // the granter: the approvals it gives are theirs
 	Created time.Time
 	// Until ends a window grant.
 	Until time.Time
@@ -57,7 +58,7 @@ type Grant struct {
 	Task  string
 	Items []GrantItem
 	// RevokedBy and Revoked say who ended a grant before its time, and when.
-	RevokedBy int64
+	RevokedBy policy.UserID
 	Revoked   time.Time
 }
 
@@ -76,16 +77,16 @@ func (g Grant) InForce(now time.Time) bool {
 
 // grantFact is the body of a grant record and of a revoke record.
 type grantFact struct {
-	Grant     string      `json:"grant"`
-	Kind      GrantKind   `json:"kind,omitempty"`
-	By        int64       `json:"by"`
-	At        int64       `json:"at"`
-	Until     int64       `json:"until,omitempty"`
-	Tool      string      `json:"tool,omitempty"`
-	Target    string      `json:"target,omitempty"`
-	Task      string      `json:"task,omitempty"`
-	Items     []GrantItem `json:"items,omitempty"`
-	RevokedBy int64       `json:"revoked_by,omitempty"`
+	Grant     string        `json:"grant"`
+	Kind      GrantKind     `json:"kind,omitempty"`
+	By        policy.UserID `json:"by"`
+	At        int64         `json:"at"`
+	Until     int64         `json:"until,omitempty"`
+	Tool      string        `json:"tool,omitempty"`
+	Target    string        `json:"target,omitempty"`
+	Task      string        `json:"task,omitempty"`
+	Items     []GrantItem   `json:"items,omitempty"`
+	RevokedBy policy.UserID `json:"revoked_by,omitempty"`
 }
 
 func (g Grant) fact() grantFact {
@@ -123,7 +124,7 @@ func insertGrant(ctx context.Context, tx txn, g *Grant) error {
 
 // GrantWindow journals a window grant: by approves commits of tool to target
 // until until. It returns the grant with its id.
-func (j *Journal) GrantWindow(ctx context.Context, by int64, tool, target string, until time.Time) (Grant, error) {
+func (j *Journal) GrantWindow(ctx context.Context, by policy.UserID, tool, target string, until time.Time) (Grant, error) {
 	g := Grant{ID: NewID("gr"), Kind: GrantWindow, By: by, Created: j.now().UTC(), Until: until.UTC(), Tool: tool, Target: target}
 	if !g.Created.Before(g.Until) {
 		return g, fmt.Errorf("journal: grant until %s: the time is past", until.Format(time.RFC3339))
@@ -140,7 +141,7 @@ func (j *Journal) GrantWindow(ctx context.Context, by int64, tool, target string
 // the error says which (ErrDecided, ErrNotCovered, ErrVoted, ErrExpired). It
 // returns the approvals as decided (one still pending when it needs more
 // approvers than the granter).
-func (j *Journal) GrantApprovals(ctx context.Context, by int64, task string, items []GrantItem) (Grant, []Approval, error) {
+func (j *Journal) GrantApprovals(ctx context.Context, by policy.UserID, task string, items []GrantItem) (Grant, []Approval, error) {
 	g := Grant{ID: NewID("gr"), Kind: GrantOperations, By: by, Created: j.now().UTC(), Task: task, Items: items}
 	var out []Approval
 	err := j.tx(ctx, func(tx txn) error {
@@ -230,7 +231,7 @@ func (j *Journal) grantCovers(ctx context.Context, tx txn, id string, a Approval
 // RevokeGrant ends window grant id now, in by's name. A grant already ended
 // returns ErrGrantEnded with the grant as it is: of two revocations at once, one
 // ends it.
-func (j *Journal) RevokeGrant(ctx context.Context, id string, by int64) (Grant, error) {
+func (j *Journal) RevokeGrant(ctx context.Context, id string, by policy.UserID) (Grant, error) {
 	var g Grant
 	err := j.tx(ctx, func(tx txn) error {
 		var err error

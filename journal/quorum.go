@@ -61,7 +61,7 @@ func (j *Journal) vote(ctx context.Context, tx txn, a *Approval, b Ballot, now t
 func voters(vs []Vote) string {
 	names := make([]string, len(vs))
 	for i, v := range vs {
-		names[i] = strconv.FormatInt(v.By, 10)
+		names[i] = strconv.FormatInt(int64(v.By), 10)
 	}
 	if len(names) < 2 {
 		return strings.Join(names, "")

@@ -107,7 +107,7 @@ func TestRacingWritersOnPostgreSQLKeepThePromises(t *testing.T) {
 			if i%3 == 0 {
 				d = journal.DecideReject
 			}
-			_, err := j.Decide(ctx, a.ID, d, int64(100+i))
+			_, err := j.Decide(ctx, a.ID, d, policy.UserID(100+i))
 			return err
 		})
 		if n := winners(t, "decide", errs, journal.ErrDecided); n != 1 {
@@ -120,7 +120,7 @@ func TestRacingWritersOnPostgreSQLKeepThePromises(t *testing.T) {
 		var mu sync.Mutex
 		decided := 0
 		errs := race(t, js, func(i int, j *journal.Journal) error {
-			got, err := j.Decide(ctx, a.ID, journal.DecideApprove, int64(100+i))
+			got, err := j.Decide(ctx, a.ID, journal.DecideApprove, policy.UserID(100+i))
 			if err == nil && got.Decision == journal.DecideApprove {
 				mu.Lock()
 				decided++
@@ -178,7 +178,7 @@ func TestRacingWritersOnPostgreSQLKeepThePromises(t *testing.T) {
 			t.Fatal(err)
 		}
 		errs := race(t, js, func(i int, j *journal.Journal) error {
-			_, err := j.RevokeGrant(ctx, g.ID, int64(100+i))
+			_, err := j.RevokeGrant(ctx, g.ID, policy.UserID(100+i))
 			return err
 		})
 		if n := winners(t, "revoke", errs, journal.ErrGrantEnded); n != 1 {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // A stranger who writes to the bot is told, at most once per silence, that the
@@ -20,7 +22,7 @@ import (
 // (MarkStranger), given back (UnmarkStranger) when the notice does not go.
 type StrangerMark struct {
 	Transport string
-	User      int64
+	User      policy.UserID
 	Grant     string // tells this mark from a later one
 }
 
@@ -28,7 +30,7 @@ type StrangerMark struct {
 // clock (the database's on PostgreSQL), unless someone marked them within
 // silence: ok reports whether this process won the mark, and so is the one to
 // tell them. Of replicas that ask at once, exactly one wins.
-func (j *Journal) MarkStranger(ctx context.Context, transport string, user int64, silence time.Duration) (m StrangerMark, ok bool, err error) {
+func (j *Journal) MarkStranger(ctx context.Context, transport string, user policy.UserID, silence time.Duration) (m StrangerMark, ok bool, err error) {
 	m = StrangerMark{Transport: transport, User: user, Grant: NewID("st")}
 	with, args := j.slotNow()
 	q := with + `INSERT INTO strangers_told (transport, user_id, told_at, grant_id) VALUES (?, ?, (SELECT now FROM c), ?)

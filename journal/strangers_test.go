@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 )
 
 // markStranger marks user for j or fails the test; ok reports whether j won.
 func markStranger(t *testing.T, j *journal.Journal, user int64) (journal.StrangerMark, bool) {
 	t.Helper()
-	m, ok, err := j.MarkStranger(context.Background(), "telegram", user, time.Hour)
+	m, ok, err := j.MarkStranger(context.Background(), "telegram", policy.UserID(user), time.Hour)
 	if err != nil {
 		t.Fatalf("MarkStranger(%d) as %s: %v", user, j.Replica(), err)
 	}

@@ -15,7 +15,7 @@ import (
 // budgets it has spent.
 type Task struct {
 	ID        string
-	Requester int64
+	Requester policy.UserID
 	Chat      string
 	Summary   string
 	// Origin names what started the task (e.g. "telegram:message:111:42"); a second task

@@ -119,7 +119,7 @@ func TestTheStatusSaysWhichApprovalsAreMissing(t *testing.T) {
 	t.Parallel()
 	const bob = 200
 	r := newRig(t, func(p *policy.Policy) {
-		p.Access.Approvers = []int64{alice, bob}
+		p.Access.Approvers = []policy.UserID{alice, bob}
 		tp := p.Tools["commit_send_message"]
 		tp.Approvals = 2
 		p.Tools["commit_send_message"] = tp

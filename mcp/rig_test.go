@@ -57,7 +57,7 @@ func testPolicy(t *testing.T, edit func(*policy.Policy)) *policy.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Access = policy.Access{Operators: []int64{alice}, Approvers: []int64{alice}}
+	p.Access = policy.Access{Operators: []policy.UserID{alice}, Approvers: []policy.UserID{alice}}
 	if edit != nil {
 		edit(p)
 	}

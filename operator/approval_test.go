@@ -13,6 +13,7 @@ import (
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 )
 
 func TestFiftyApproversAtOnceCommitOnce(t *testing.T) {
@@ -195,7 +196,7 @@ func TestAPolicyEditNeverWidensATask(t *testing.T) {
 	// and approver 2 removed.
 	h.pol = testPolicy(t)
 	h.pol.AutoApprove = append(h.pol.AutoApprove, policyRule("commit_send_message", "555"))
-	h.pol.Access.Approvers = []int64{operatorID}
+	h.pol.Access.Approvers = []policy.UserID{operatorID}
 	h.open()
 	r, err := h.op.Call(ctx, task.ID, callSend("555", "hi"))
 	if err != nil || r.Status != action.StatusPending {

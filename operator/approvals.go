@@ -55,7 +55,7 @@ func (o *Operator) newApproval(task journal.Task, op journal.Operation) *journal
 
 // mayDecide reports whether user may decide approval a of task: an approver of
 // both policies, or, once a was escalated, one on the escalation list of both.
-func (o *Operator) mayDecide(task journal.Task, a journal.Approval, user int64) bool {
+func (o *Operator) mayDecide(task journal.Task, a journal.Approval, user policy.UserID) bool {
 	if o.mayApprove(task, user) {
 		return true
 	}
@@ -64,8 +64,8 @@ func (o *Operator) mayDecide(task journal.Task, a journal.Approval, user int64) 
 
 // Escalation returns who an escalated approval of task goes to, beside its
 // approvers: those on the escalation list of both policies.
-func (o *Operator) Escalation(task journal.Task) []int64 {
-	var both []int64
+func (o *Operator) Escalation(task journal.Task) []policy.UserID {
+	var both []policy.UserID
 	for _, id := range task.Policy.Access.Escalation {
 		if o.opts.Policy.Access.IsEscalation(id) && !o.mayApprove(task, id) {
 			both = append(both, id)
@@ -77,7 +77,7 @@ func (o *Operator) Escalation(task journal.Task) []int64 {
 // approvedEnough reports whether approval a (approved) holds for op under the
 // policy in force: as many of its approvers as op now needs may still decide.
 func (o *Operator) approvedEnough(task journal.Task, op journal.Operation, a journal.Approval) bool {
-	voters := []int64{a.DecidedBy}
+	voters := []policy.UserID{a.DecidedBy}
 	if len(a.Votes) > 0 {
 		voters = voters[:0]
 		for _, v := range a.Votes {
@@ -186,7 +186,7 @@ type Edited struct {
 // (journal.EditPayload). The requester and the approvers hear of it through
 // events (PayloadEdited, then ApprovalNeeded). Refusals change nothing and are
 // *Refusal errors: those of Record, ErrNotEditable, ErrEditRefused.
-func (o *Operator) Edit(ctx context.Context, approvalID string, by int64, text string) (Edited, error) {
+func (o *Operator) Edit(ctx context.Context, approvalID string, by policy.UserID, text string) (Edited, error) {
 	a, op, task, err := o.approvalOf(ctx, approvalID)
 	if err != nil {
 		return Edited{}, err
@@ -305,7 +305,7 @@ func (o *Operator) escalate(ctx context.Context) {
 // grant_max), until revoked. Only an approver of the policy in force may grant,
 // only a commit tool the policy declares, and only where one approver is
 // enough (a quorum is never granted away).
-func (o *Operator) GrantWindow(ctx context.Context, user int64, tool, target string, d time.Duration) (journal.Grant, error) {
+func (o *Operator) GrantWindow(ctx context.Context, user policy.UserID, tool, target string, d time.Duration) (journal.Grant, error) {
 	p := o.opts.Policy
 	t, declared := p.Tool(tool)
 	target = grantTarget(target)
@@ -332,7 +332,7 @@ func (o *Operator) GrantWindow(ctx context.Context, user int64, tool, target str
 }
 
 // Revoke ends window grant id, in user's name (an approver).
-func (o *Operator) Revoke(ctx context.Context, user int64, id string) (journal.Grant, error) {
+func (o *Operator) Revoke(ctx context.Context, user policy.UserID, id string) (journal.Grant, error) {
 	if !o.opts.Policy.Access.IsApprover(user) {
 		return journal.Grant{}, refusal(ErrNotApprover, "user %d is not an approver: only approvers may revoke", user)
 	}
@@ -384,7 +384,7 @@ type TaskGrant struct {
 
 // OfferTask lists the approvals of task that user may decide and that wait, of
 // operations this operator delivers: what a card of "approve all N" shows.
-func (o *Operator) OfferTask(ctx context.Context, user int64, taskID string) (TaskGrant, error) {
+func (o *Operator) OfferTask(ctx context.Context, user policy.UserID, taskID string) (TaskGrant, error) {
 	task, err := o.opts.Journal.Task(ctx, taskID)
 	if errors.Is(err, journal.ErrNotFound) {
 		return TaskGrant{}, refusal(ErrGrant, "no task %s", taskID)
@@ -426,7 +426,7 @@ func grantDigest(items []journal.GrantItem) string {
 // approval decided, edited or added since refuses the whole grant, and nothing
 // is approved. It returns the decisions; the caller commits each approved one
 // with Proceed, as for a tap.
-func (o *Operator) GrantTask(ctx context.Context, user int64, taskID, digest string) (journal.Grant, []Decision, error) {
+func (o *Operator) GrantTask(ctx context.Context, user policy.UserID, taskID, digest string) (journal.Grant, []Decision, error) {
 	tg, err := o.OfferTask(ctx, user, taskID)
 	if err != nil {
 		return journal.Grant{}, nil, err

@@ -19,7 +19,7 @@ const thirdApprover = 4
 
 // quorumOf asks n approvers for every commit_send_message, among three.
 func quorumOf(h *harness, n int) {
-	h.pol.Access.Approvers = []int64{operatorID, approverID, thirdApprover}
+	h.pol.Access.Approvers = []policy.UserID{operatorID, approverID, thirdApprover}
 	tp := h.pol.Tools["commit_send_message"]
 	tp.Approvals = n
 	h.pol.Tools["commit_send_message"] = tp
@@ -178,7 +178,7 @@ func TestAnEditBeforeApprovalSendsTheEditedTextOnly(t *testing.T) {
 func TestAnApprovalNobodyDecidedIsEscalated(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.pol.EscalateAfter, h.pol.Access.Escalation = 0.5, []int64{strangerID}
+	h.pol.EscalateAfter, h.pol.Access.Escalation = 0.5, []policy.UserID{strangerID}
 	h.edit = fastSweep
 	h.open()
 	rec := record(t, h.op, h.j)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 )
 
 // A commit is authorised by two policies at once: the snapshot its task started
@@ -26,7 +27,7 @@ func (o *Operator) needsApproval(task journal.Task, op journal.Operation) bool {
 
 // mayApprove reports whether user may decide the approvals of task: an approver
 // of the policy the task started under and of the policy in force here.
-func (o *Operator) mayApprove(task journal.Task, user int64) bool {
+func (o *Operator) mayApprove(task journal.Task, user policy.UserID) bool {
 	return task.Policy.Access.IsApprover(user) && o.opts.Policy.Access.IsApprover(user)
 }
 
@@ -66,8 +67,8 @@ func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op jou
 // Approvers returns who may decide the approvals of task, in the order of its
 // snapshot: the approvers of both its policy and the policy in force. A card
 // goes to them, and only their taps are recorded.
-func (o *Operator) Approvers(task journal.Task) []int64 {
-	var both []int64
+func (o *Operator) Approvers(task journal.Task) []policy.UserID {
+	var both []policy.UserID
 	for _, id := range task.Policy.Access.Approvers {
 		if o.opts.Policy.Access.IsApprover(id) {
 			both = append(both, id)

@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -94,7 +95,7 @@ func TestARetryIsJudgedByThePolicyInForce(t *testing.T) {
 	id := r.OperationID
 	// The rule and approver 2 are removed, and the bot restarted.
 	h.pol = testPolicy(t)
-	h.pol.Access.Approvers = []int64{operatorID}
+	h.pol.Access.Approvers = []policy.UserID{operatorID}
 	h.open()
 	if _, err := h.op.Resolve(ctx, id, false, "operator"); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 )
 
 // TestAQuorumsFirstTapThatRejectsEndsIt: of a quorum of two, a rejection that
@@ -26,7 +27,7 @@ func TestAQuorumsFirstTapThatRejectsEndsIt(t *testing.T) {
 		t.Fatalf("a first tap that rejects = %+v, %v, state %s; want rejected", r, err, h.state(opID))
 	}
 	for _, by := range []int64{approverID, thirdApprover} {
-		if _, err := h.op.Decide(ctx, apID, by, true); !errors.Is(err, operator.ErrDecided) {
+		if _, err := h.op.Decide(ctx, apID, policy.UserID(by), true); !errors.Is(err, operator.ErrDecided) {
 			t.Errorf("an approval by %d after the rejection = %v, want ErrDecided", by, err)
 		}
 	}
@@ -49,7 +50,7 @@ func TestAVoteOfAnApproverRemovedBeforeTheQuorumDoesNotCount(t *testing.T) {
 	if r, err := h.op.Decide(ctx, apID, operatorID, true); err != nil || r.Cause != action.CauseQuorum {
 		t.Fatalf("first vote = %+v, %v", r, err)
 	}
-	h.pol.Access.Approvers = []int64{approverID, thirdApprover} // operatorID removed
+	h.pol.Access.Approvers = []policy.UserID{approverID, thirdApprover} // operatorID removed
 	h.open()
 	r, err := h.op.Decide(ctx, apID, approverID, true)
 	if err != nil || r.Status != action.StatusPending {
@@ -140,7 +141,7 @@ func TestATaskGrantRefusesTheOldCodeWhenAnyItemChanged(t *testing.T) {
 func TestEscalationWaitsForEscalateAfter(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.pol.EscalateAfter, h.pol.Access.Escalation = 0.5, []int64{strangerID}
+	h.pol.EscalateAfter, h.pol.Access.Escalation = 0.5, []policy.UserID{strangerID}
 	h.open()
 	rec := record(t, h.op, h.j)
 	ctx := context.Background()

@@ -153,7 +153,7 @@ func testPolicy(t testing.TB) *policy.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Access = policy.Access{Operators: []int64{operatorID}, Approvers: []int64{operatorID, approverID}}
+	p.Access = policy.Access{Operators: []policy.UserID{operatorID}, Approvers: []policy.UserID{operatorID, approverID}}
 	return p
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -38,7 +39,7 @@ func (d Decision) Waiting() bool {
 // nothing and are *Refusal errors: ErrNotApprover, ErrDecided (a later decision:
 // the first one won), ErrNoSuchApproval, ErrOtherTransport. An approval decided at
 // or after its expiry records the expiry instead, with a terminal result.
-func (o *Operator) Record(ctx context.Context, approvalID string, by int64, approve bool) (Decision, error) {
+func (o *Operator) Record(ctx context.Context, approvalID string, by policy.UserID, approve bool) (Decision, error) {
 	a, err := o.opts.Journal.Approval(ctx, approvalID)
 	if errors.Is(err, journal.ErrNotFound) {
 		return Decision{}, refusal(ErrNoSuchApproval, "no approval %s", approvalID)
@@ -117,7 +118,7 @@ func (o *Operator) Proceed(ctx context.Context, d Decision) (action.Result, erro
 
 // Decide is Record and then Proceed: it records an approver's decision and, when
 // approved, runs the commit to its outcome. Its refusals are Record's.
-func (o *Operator) Decide(ctx context.Context, approvalID string, by int64, approve bool) (action.Result, error) {
+func (o *Operator) Decide(ctx context.Context, approvalID string, by policy.UserID, approve bool) (action.Result, error) {
 	d, err := o.Record(ctx, approvalID, by, approve)
 	if err != nil {
 		return action.Result{}, err

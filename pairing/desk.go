@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // MaxPending is how many people may hold a pending code at once: a stranger
@@ -26,7 +28,7 @@ type Desk struct {
 	every time.Duration
 
 	mu     sync.Mutex
-	offers map[int64]offer
+	offers map[policy.UserID]offer
 }
 
 // offer is a code the desk gave; the code itself stays in memory only, so
@@ -66,7 +68,7 @@ func Open(dir string, o Options) (*Desk, error) {
 	if err := Drop(dir); err != nil {
 		return nil, err
 	}
-	return &Desk{dir: dir, ttl: o.TTL, clock: o.Clock, every: o.Every, offers: map[int64]offer{}}, nil
+	return &Desk{dir: dir, ttl: o.TTL, clock: o.Clock, every: o.Every, offers: map[policy.UserID]offer{}}, nil
 }
 
 // Drop removes the codes pending on the data folder dir, if any: a bot that
@@ -82,7 +84,7 @@ func Drop(dir string) error {
 // Offer gives user (name is how Telegram shows them) a code to confirm, or
 // the one they hold while it is valid. It returns ErrPaired once someone
 // paired on the data folder, and ErrBusy while MaxPending others hold codes.
-func (d *Desk) Offer(user int64, name string) (Offer, error) {
+func (d *Desk) Offer(user policy.UserID, name string) (Offer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok, err := Load(d.dir); err != nil || ok {

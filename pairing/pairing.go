@@ -26,6 +26,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/countersign/countersign/policy"
 )
 
 // The files in the data folder.
@@ -53,9 +55,9 @@ var (
 
 // Paired is the person a data folder's bot paired with.
 type Paired struct {
-	User int64     `json:"user"`
-	Name string    `json:"name,omitempty"` // as Telegram showed them when they asked: for people, not for checks
-	At   time.Time `json:"paired_at"`
+	User policy.UserID `json:"user"`
+	Name string        `json:"name,omitempty"` // as Telegram showed them when they asked: for people, not for checks
+	At   time.Time     `json:"paired_at"`
 }
 
 // Load returns who paired on the data folder dir; ok is false when nobody
@@ -85,10 +87,10 @@ func orInvalid(err error) error {
 
 // pending is a code given and not yet confirmed, as pairing.json keeps it.
 type pending struct {
-	User    int64     `json:"user"`
-	Name    string    `json:"name,omitempty"`
-	Hash    string    `json:"code_sha256"`
-	Expires time.Time `json:"expires"`
+	User    policy.UserID `json:"user"`
+	Name    string        `json:"name,omitempty"`
+	Hash    string        `json:"code_sha256"`
+	Expires time.Time     `json:"expires"`
 }
 
 // Confirm makes the person whose pending code is code the one paired on dir,

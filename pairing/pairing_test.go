@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/pairing"
+	"github.com/countersign/countersign/policy"
 )
 
 // clock is a time a test moves by hand.
@@ -38,7 +39,7 @@ func open(t *testing.T, dir string, c *clock) *pairing.Desk {
 
 func offer(t *testing.T, d *pairing.Desk, user int64) pairing.Offer {
 	t.Helper()
-	o, err := d.Offer(user, "someone")
+	o, err := d.Offer(policy.UserID(user), "someone")
 	if err != nil {
 		t.Fatalf("Offer(%d): %v", user, err)
 	}

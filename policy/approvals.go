@@ -52,7 +52,7 @@ func (p *Policy) EscalatesAt(created, expires time.Time) (time.Time, bool) {
 
 // IsEscalation reports whether id is on the escalation list: an approver of
 // an approval once it was escalated.
-func (a Access) IsEscalation(id int64) bool { return slices.Contains(a.Escalation, id) }
+func (a Access) IsEscalation(id UserID) bool { return slices.Contains(a.Escalation, id) }
 
 // validateApprovals reports the problems of the quorum, escalation and grant
 // settings through add.

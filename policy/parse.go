@@ -410,16 +410,16 @@ func (d *decoder) strings(n *yaml.Node, field string) []string {
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
-func (d *decoder) ids(n *yaml.Node, field string) []int64 {
-	out := sequence(d, n, field, "Telegram user ids", func(item *yaml.Node, f string) int64 {
+func (d *decoder) ids(n *yaml.Node, field string) []UserID {
+	out := sequence(d, n, field, "Telegram user ids", func(item *yaml.Node, f string) UserID {
 		v, err := strconv.ParseInt(item.Value, 10, 64)
 		if item.Kind != yaml.ScalarNode || err != nil {
 			d.errorf(item, f, "want a Telegram user id, got %s", describe(item))
 			return 0
 		}
-		return v
+		return UserID(v)
 	})
-	return slices.DeleteFunc(out, func(id int64) bool { return id == 0 })
+	return slices.DeleteFunc(out, func(id UserID) bool { return id == 0 })
 }
 
 func describe(n *yaml.Node) string {

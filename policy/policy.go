@@ -82,20 +82,26 @@ func (b Backoff) validate(field string, add func(field, format string, args ...a
 	}
 }
 
+// UserID is a person as a surface knows them: a Telegram user id today. It is
+// its own type, apart from the chat ids that share Telegram's int64, so that a
+// person is never taken for a chat, and a second surface's ids are a change
+// of this type the compiler walks through.
+type UserID int64
+
 // Access lists the Telegram user ids allowed to give commands and to approve.
 type Access struct {
-	Operators []int64 `json:"operators"`
-	Approvers []int64 `json:"approvers"`
+	Operators []UserID `json:"operators"`
+	Approvers []UserID `json:"approvers"`
 	// Escalation are the approvers an approval also goes to once nobody
 	// decided it within escalate_after of its time (see approvals.go).
-	Escalation []int64 `json:"escalation,omitempty"`
+	Escalation []UserID `json:"escalation,omitempty"`
 }
 
 // IsOperator reports whether id may give commands.
-func (a Access) IsOperator(id int64) bool { return slices.Contains(a.Operators, id) }
+func (a Access) IsOperator(id UserID) bool { return slices.Contains(a.Operators, id) }
 
 // IsApprover reports whether id may approve or reject a commit.
-func (a Access) IsApprover(id int64) bool { return slices.Contains(a.Approvers, id) }
+func (a Access) IsApprover(id UserID) bool { return slices.Contains(a.Approvers, id) }
 
 // AutoApprove is a narrow exception to approval: Tool to one of Chats needs no tap.
 type AutoApprove struct {
@@ -212,12 +218,12 @@ func (p *Policy) ApplyEnv(getenv func(string) string) error {
 	return nil
 }
 
-func envIDs(getenv func(string) string, name string) ([]int64, error) {
+func envIDs(getenv func(string) string, name string) ([]UserID, error) {
 	v, ok := strings.TrimSpace(getenv(name)), getenv(name) != ""
 	if !ok {
 		return nil, nil
 	}
-	ids := []int64{}
+	ids := []UserID{}
 	for _, f := range strings.Split(v, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -227,7 +233,7 @@ func envIDs(getenv func(string) string, name string) ([]int64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("policy: %s: %q is not a Telegram user id", name, f)
 		}
-		ids = append(ids, id)
+		ids = append(ids, UserID(id))
 	}
 	return ids, nil
 }

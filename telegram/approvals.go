@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -52,7 +53,7 @@ func (t *Bot) onEditTap(ctx context.Context, cq *models.CallbackQuery, apID stri
 	case a.Decision != journal.Pending:
 		t.answer(ctx, cq, fmt.Sprintf("Already %s.", a.Decision))
 		return
-	case !t.policy.Access.IsApprover(cq.From.ID) && !t.policy.Access.IsEscalation(cq.From.ID):
+	case !t.policy.Access.IsApprover(tapper(cq)) && !t.policy.Access.IsEscalation(tapper(cq)):
 		t.answer(ctx, cq, "You are not an approver of this request.")
 		return
 	}
@@ -102,7 +103,7 @@ func (t *Bot) noteVote(ctx context.Context, a journal.Approval) {
 // shows the new card (where the editor's own reply did not already).
 func (t *Bot) edited(ctx context.Context, ev operator.Event) {
 	if ev.Edit != nil {
-		if chat, ok := t.taskChat(ctx, ev.Operation.ID); ok && chat != ev.Edit.By {
+		if chat, ok := t.taskChat(ctx, ev.Operation.ID); ok && chat != privateChat(ev.Edit.By) {
 			t.reply(ctx, chat, fmt.Sprintf("✏️ User %d changed your request %s before approving it. It now reads:\n%s",
 				ev.Edit.By, ev.Operation.ID, command.Visible(ev.Operation.Payload.Text)))
 		}
@@ -157,7 +158,7 @@ func (t *Bot) grantButtons(ctx context.Context, chat int64, ops []journal.Operat
 // showed (its code), and commits each approved request.
 func (t *Bot) onGrantTap(ctx context.Context, cq *models.CallbackQuery, task, answer string) {
 	if answer == "o" {
-		tg, err := t.ops.OfferTask(ctx, cq.From.ID, task)
+		tg, err := t.ops.OfferTask(ctx, tapper(cq), task)
 		var refused *operator.Refusal
 		switch {
 		case errors.As(err, &refused):
@@ -179,7 +180,7 @@ func (t *Bot) onGrantTap(ctx context.Context, cq *models.CallbackQuery, task, an
 		return
 	}
 	t.answer(ctx, cq, "Approving…")
-	reply, err := t.handler.GrantTask(ctx, cq.From.ID, task, answer)
+	reply, err := t.handler.GrantTask(ctx, tapper(cq), task, answer)
 	if err != nil {
 		t.log.Error("grant failed", "task", task, "err", err)
 		t.reply(ctx, cq.From.ID, failure(err))
@@ -191,7 +192,7 @@ func (t *Bot) onGrantTap(ctx context.Context, cq *models.CallbackQuery, task, an
 // mayApproveByCommand reports whether line is an approver's command (/amend,
 // /grant, /grants, /revoke) and user is an approver: an approver who is no
 // operator gives those, and nothing else.
-func (t *Bot) mayApproveByCommand(line string, user int64) bool {
+func (t *Bot) mayApproveByCommand(line string, user policy.UserID) bool {
 	c, err := command.Parse(line)
 	return err == nil && command.ForApprovers(c.Name) && (t.policy.Access.IsApprover(user) || t.policy.Access.IsEscalation(user))
 }

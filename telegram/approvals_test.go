@@ -113,7 +113,7 @@ func TestAQuorumOnThePhone(t *testing.T) {
 func TestNobodyDecidedSoTheCardGoesToTheEscalationList(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) {
-		p.EscalateAfter, p.Access.Escalation = 0.5, []int64{dave}
+		p.EscalateAfter, p.Access.Escalation = 0.5, []policy.UserID{dave}
 	}))
 	r.srv.PushMessage(dave, dave, "hello") // dave has a chat with the bot
 	r.command(alice, "/send 222 anyone there?")
@@ -188,11 +188,11 @@ func TestADecisionIsSaidOnceToARequesterWithACard(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		approvers []int64
+		approvers []policy.UserID
 		told      bool
 	}{
-		{"the requester approves on their own card", []int64{alice, bob}, false},
-		{"the requester is no approver", []int64{bob}, true},
+		{"the requester approves on their own card", []policy.UserID{alice, bob}, false},
+		{"the requester is no approver", []policy.UserID{bob}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -221,7 +221,7 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	if d.Pairing != nil {
 		t.spawn(func() {
 			if who, ok := t.awaitPairing(ctx, d.Pairing); ok {
-				paired.Store(who)
+				paired.Store(int64(who))
 				cancel() // to be served again, with the person paired among the operators
 			}
 		})
@@ -251,7 +251,7 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	case parent.Err() != nil:
 		return nil // asked to stop: whatever failed, failed because of it
 	case paired.Load() != 0:
-		t.welcome(parent, paired.Load())
+		t.welcome(parent, policy.UserID(paired.Load()))
 		return ErrPaired
 	}
 	return err

@@ -17,6 +17,7 @@ import (
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/verifier"
 )
@@ -119,7 +120,7 @@ func cardText(a *command.Approval, previews int, audience string) string {
 // with Approve and Reject, and tells a requester who is not an approver where it
 // went. resent says the card is shown late, after a restart or for another
 // surface's request, and tells the requester so.
-func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int64, a *command.Approval, resent bool) {
+func (t *Bot) requestApproval(ctx context.Context, requesterChat int64, requester policy.UserID, a *command.Approval, resent bool) {
 	previews, text := t.card(ctx, a)
 	kb := decisionKeyboard(a.ID, t.editable(a.Operation.Tool))
 	defer t.cards.lock(a.ID)()
@@ -128,8 +129,8 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat, requester int6
 		t.log.Warn("cards not read; showing the approval again", "approval", a.ID, "err", err)
 	}
 	reached, sent := len(shown), 0
-	for _, chat := range a.Approvers { // the task's approvers: only they can decide
-
+	for _, approver := range a.Approvers { // the task's approvers: only they can decide
+		chat := privateChat(approver)
 		if shown[chat] {
 			continue // shown before a restart: one card per approver
 		}
@@ -329,7 +330,7 @@ func (t *Bot) answer(ctx context.Context, cq *models.CallbackQuery, text string)
 func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID string, approve bool) {
 	t.cards.lock(apID)()        // wait until every copy of the card is sent and recorded
 	defer t.tapping.add(apID)() // this tap edits the cards itself
-	d, err := t.ops.Record(ctx, apID, cq.From.ID, approve)
+	d, err := t.ops.Record(ctx, apID, tapper(cq), approve)
 	var refused *operator.Refusal
 	switch {
 	case errors.As(err, &refused):
@@ -542,7 +543,7 @@ func (t *Bot) sendUnknownNotice(ctx context.Context, chat int64, opID, text stri
 
 func (t *Bot) onResolveTap(ctx context.Context, cq *models.CallbackQuery, opID string, delivered bool) {
 	t.cards.lock(opID)() // wait until the notice is recorded
-	if !t.policy.Access.IsOperator(cq.From.ID) && !t.policy.Access.IsApprover(cq.From.ID) {
+	if !t.policy.Access.IsOperator(tapper(cq)) && !t.policy.Access.IsApprover(tapper(cq)) {
 		t.answer(ctx, cq, "Only operators can resolve.")
 		return
 	}

@@ -18,7 +18,7 @@ import (
 // it is a no-op). A step that gains a durable write fails here.
 func TestTelegramSendDurableCommits(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Approvers = []int64{alice} }))
+	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Approvers = []policy.UserID{alice} }))
 	quiet := func(what string) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)

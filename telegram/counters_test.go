@@ -6,10 +6,11 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/countersign/countersign/telegram"
-	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/countersign/countersign/telegram"
+	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
 func newCounter(name string) prometheus.Counter {

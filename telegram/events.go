@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -158,7 +159,7 @@ func (t *Bot) askToVerify(ctx context.Context, ev operator.Event) {
 	}
 	text := "Please verify: " + command.Describe(ev.Result)
 	for _, chat := range t.ops.Approvers(task) {
-		t.sendUnknownNotice(ctx, chat, ev.Operation.ID, text)
+		t.sendUnknownNotice(ctx, privateChat(chat), ev.Operation.ID, text)
 	}
 }
 
@@ -173,7 +174,7 @@ func (t *Bot) remind(ctx context.Context, ev operator.Event) {
 	}
 	text := reminderText(ev.Operation, ev.Result)
 	for _, chat := range t.ops.Approvers(task) {
-		t.sendUnknownNotice(ctx, chat, ev.Operation.ID, text)
+		t.sendUnknownNotice(ctx, privateChat(chat), ev.Operation.ID, text)
 	}
 }
 
@@ -231,7 +232,7 @@ const pendingShown = 10
 // (or its card is shown here, when this chat has none: nothing is approved
 // unseen); an unknown outcome gets It arrived / It did not arrive. Each is
 // recorded as a card, so the decision closes it.
-func (t *Bot) pendingButtons(ctx context.Context, chat, user int64, ops []journal.Operation) {
+func (t *Bot) pendingButtons(ctx context.Context, chat int64, user policy.UserID, ops []journal.Operation) {
 	for i, op := range ops {
 		if i == pendingShown {
 			break
@@ -248,7 +249,7 @@ func (t *Bot) pendingButtons(ctx context.Context, chat, user int64, ops []journa
 // decisionHere answers the card of the approval opID waits on in chat with its
 // buttons, or shows the card there when the chat has none; only to a user who
 // may decide it.
-func (t *Bot) decisionHere(ctx context.Context, chat, user int64, opID string) {
+func (t *Bot) decisionHere(ctx context.Context, chat int64, user policy.UserID, opID string) {
 	a, err := t.handler.Approval(ctx, opID)
 	if err != nil || !slices.Contains(a.Approvers, user) {
 		return

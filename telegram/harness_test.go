@@ -108,7 +108,7 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Access = policy.Access{Operators: []int64{alice}, Approvers: []int64{alice, bob}}
+	p.Access = policy.Access{Operators: []policy.UserID{alice}, Approvers: []policy.UserID{alice, bob}}
 	p.Backoff.Base = 50 * time.Millisecond
 	r := &rig{t: t, dir: t.TempDir(), pol: p, limits: fast, logs: &logBuffer{}, clock: &shiftClock{},
 		srvOpts: telegramtest.Options{Token: token}}

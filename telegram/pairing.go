@@ -10,6 +10,7 @@ import (
 
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/pairing"
+	"github.com/countersign/countersign/policy"
 )
 
 // Pairing opens a bot whose policy names no operator to its first: a person
@@ -19,7 +20,7 @@ type Pairing interface {
 	// Offer gives user (name is how Telegram shows them) a code, or the one
 	// they hold; pairing.ErrBusy while too many others hold one,
 	// pairing.ErrPaired once someone paired.
-	Offer(user int64, name string) (pairing.Offer, error)
+	Offer(user policy.UserID, name string) (pairing.Offer, error)
 	// Wait returns who paired, once a code is confirmed, or ctx's error.
 	Wait(ctx context.Context) (pairing.Paired, error)
 }
@@ -35,7 +36,7 @@ var ErrPaired = errors.New("telegram: a person paired with the bot: serve again 
 // awaitPairing waits until a code of p is confirmed, and returns the person
 // paired; ok is false when ctx ended first (or the confirmation could not be
 // read).
-func (t *Bot) awaitPairing(ctx context.Context, p Pairing) (who int64, ok bool) {
+func (t *Bot) awaitPairing(ctx context.Context, p Pairing) (who policy.UserID, ok bool) {
 	paired, err := p.Wait(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -50,8 +51,8 @@ func (t *Bot) awaitPairing(ctx context.Context, p Pairing) (who int64, ok bool) 
 // theirs), that they are the operator now. It is said once the round that
 // served them as a stranger has stopped: whatever they send after reading it
 // is served by the next round, which names them, never refused by this one.
-func (t *Bot) welcome(ctx context.Context, user int64) {
-	t.reply(ctx, user, fmt.Sprintf("Paired: you are this bot's operator and approver now (user id %d). "+
+func (t *Bot) welcome(ctx context.Context, user policy.UserID) {
+	t.reply(ctx, privateChat(user), fmt.Sprintf("Paired: you are this bot's operator and approver now (user id %d). "+
 		"/help lists the commands; /send <chat_id> <text> asks you to approve a message before it goes.", user))
 }
 
@@ -66,7 +67,7 @@ func isWhoAmI(line string) bool {
 // is not an operator is offered a code; a stranger otherwise hears how to be
 // let in, as seldom as any refusal.
 func (t *Bot) whoami(ctx context.Context, m *models.Message) {
-	user := m.From.ID
+	user := author(m)
 	text := command.WhoAmI(t.policy.Access, user)
 	switch {
 	case t.pairing != nil && !t.policy.Access.IsOperator(user):
@@ -83,7 +84,7 @@ func (t *Bot) whoami(ctx context.Context, m *models.Message) {
 // each time its holder asks; the bot being busy is answered as seldom as a
 // refusal.
 func (t *Bot) offerPairing(ctx context.Context, m *models.Message) {
-	user := m.From.ID
+	user := author(m)
 	o, err := t.pairing.Offer(user, displayName(m.From))
 	switch {
 	case errors.Is(err, pairing.ErrBusy):

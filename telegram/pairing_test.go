@@ -72,7 +72,7 @@ func TestPairingMakesTheFirstPersonOperator(t *testing.T) {
 		t.Fatalf("Serve = %v, want ErrPaired", err)
 	}
 
-	r.pol.Access = policy.Access{Operators: []int64{newcomer}, Approvers: []int64{newcomer}}
+	r.pol.Access = policy.Access{Operators: []policy.UserID{newcomer}, Approvers: []policy.UserID{newcomer}}
 	r.pairing = false // what the process does: the lists name newcomer, so pairing is closed
 	r.start()
 	r.command(newcomer, "/send 222 hello from the newcomer")
@@ -133,7 +133,7 @@ func TestPairingCodesPerPerson(t *testing.T) {
 // command.
 func TestWhoAmIForEachRole(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Escalation = []int64{dave} }))
+	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Escalation = []policy.UserID{dave} }))
 	tests := []struct {
 		name string
 		user int64

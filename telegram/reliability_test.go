@@ -130,11 +130,11 @@ func TestAStopBeforeTheCardStillShowsItOnce(t *testing.T) {
 func TestATapBySomeoneAddedAfterTheTaskStartedIsRefused(t *testing.T) {
 	t.Parallel()
 	const carol = 300
-	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Approvers = []int64{alice} }))
+	r := newRig(t, withPolicy(func(p *policy.Policy) { p.Access.Approvers = []policy.UserID{alice} }))
 	r.command(alice, "/send 222 before carol")
 	card := r.card(alice)
 	r.shutdown()
-	r.pol.Access.Approvers = []int64{alice, carol} // the file was edited, the bot restarted
+	r.pol.Access.Approvers = []policy.UserID{alice, carol} // the file was edited, the bot restarted
 	r.start()
 	r.tap(carol, card, "Approve")
 	var answer string

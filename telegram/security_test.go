@@ -124,7 +124,7 @@ func TestATapOnADecidedCardAfterARestartChangesNothing(t *testing.T) {
 func TestAnOperatorWhoIsNotAnApproverCommandsButCannotApprove(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, withPolicy(func(p *policy.Policy) {
-		p.Access = policy.Access{Operators: []int64{alice, carol}, Approvers: []int64{bob}}
+		p.Access = policy.Access{Operators: []policy.UserID{alice, carol}, Approvers: []policy.UserID{bob}}
 	}))
 	r.command(carol, "/send 222 from carol")
 	card := r.card(bob)

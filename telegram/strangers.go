@@ -9,17 +9,18 @@ import (
 	"github.com/go-telegram/bot"
 
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
 )
 
 // refusal is all a stranger learns: that the bot is not theirs, and their own
 // user id, which is what its operator would add to let them in.
-func refusal(user int64) string {
+func refusal(user policy.UserID) string {
 	return "Sorry, this bot only answers its operators. " + joinHow(user)
 }
 
 // joinHow tells a stranger how to be let in: by the operator, with their id.
-func joinHow(user int64) string {
-	id := strconv.FormatInt(user, 10)
+func joinHow(user policy.UserID) string {
+	id := strconv.FormatInt(int64(user), 10)
 	return "Your user id is " + id + ": to give commands here, ask the bot's operator to add " + id +
 		" to access.operators in its policy (or BOT_OPERATORS); to approve, to access.approvers (BOT_APPROVERS)."
 }
@@ -47,13 +48,13 @@ const (
 // strangers remembers who was refused recently. It is safe for concurrent use.
 type strangers struct {
 	mu      sync.Mutex
-	told    map[int64]time.Time
+	told    map[policy.UserID]time.Time
 	fullTil time.Time // while full, no entry expires before this
 }
 
 // first reports whether user should be refused now, and if so remembers it: a
 // stranger is told once per strangerSilence.
-func (s *strangers) first(user int64, now time.Time) bool {
+func (s *strangers) first(user policy.UserID, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if at, ok := s.told[user]; ok && now.Sub(at) < strangerSilence {
@@ -63,7 +64,7 @@ func (s *strangers) first(user int64, now time.Time) bool {
 		return false
 	}
 	if s.told == nil {
-		s.told = map[int64]time.Time{}
+		s.told = map[policy.UserID]time.Time{}
 	}
 	s.told[user] = now
 	return true
@@ -93,14 +94,14 @@ func (s *strangers) prune(now time.Time) bool {
 }
 
 // forget drops user, whose refusal could not go, so that a later message may.
-func (s *strangers) forget(user int64) {
+func (s *strangers) forget(user policy.UserID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.told, user)
 }
 
 // refuse tells a stranger, once in a while, that the bot is not theirs.
-func (t *Bot) refuse(ctx context.Context, chat, user int64) {
+func (t *Bot) refuse(ctx context.Context, chat int64, user policy.UserID) {
 	t.tellStranger(ctx, chat, user, refusal(user))
 }
 
@@ -108,7 +109,7 @@ func (t *Bot) refuse(ctx context.Context, chat, user int64) {
 // says, they are answered once per strangerSilence. The answer waits its turn
 // behind everything else: it is sent only from spare sending capacity, and
 // dropped when too many wait.
-func (t *Bot) tellStranger(ctx context.Context, chat, user int64, text string) {
+func (t *Bot) tellStranger(ctx context.Context, chat int64, user policy.UserID, text string) {
 	if !t.strangers.first(user, t.opts.Clock()) {
 		return
 	}
@@ -133,7 +134,7 @@ func (t *Bot) tellStranger(ctx context.Context, chat, user int64, text string) {
 // costs this replica no round trip within the hour. When the journal cannot
 // say, nobody is told (a refusal is the lowest of priorities), and the memory
 // keeps this replica from asking again within the hour.
-func (t *Bot) markStranger(ctx context.Context, user int64) (journal.StrangerMark, bool) {
+func (t *Bot) markStranger(ctx context.Context, user policy.UserID) (journal.StrangerMark, bool) {
 	if t.journal == nil || t.journal.Replica() == "" {
 		return journal.StrangerMark{}, true
 	}

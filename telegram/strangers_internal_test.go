@@ -3,6 +3,8 @@ package telegram
 import (
 	"testing"
 	"time"
+
+	"github.com/countersign/countersign/policy"
 )
 
 func TestStrangersAreRememberedBoundedly(t *testing.T) {
@@ -15,7 +17,7 @@ func TestStrangersAreRememberedBoundedly(t *testing.T) {
 	if !s.first(1, now.Add(time.Hour)) {
 		t.Error("a stranger is not told again after the hour")
 	}
-	for u := range int64(maxStrangers - 1) {
+	for u := range policy.UserID(maxStrangers - 1) {
 		s.first(1000+u, now.Add(time.Hour))
 	}
 	if len(s.told) != maxStrangers {

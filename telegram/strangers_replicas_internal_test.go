@@ -33,7 +33,7 @@ func TestAStrangerWhoWritesToEveryReplicaIsToldOnce(t *testing.T) {
 
 func testAStrangerWhoWritesToEveryReplicaIsToldOnce(t *testing.T, name string) {
 	srv := telegramtest.NewServer(t, telegramtest.Options{Token: replicaToken})
-	pol := &policy.Policy{Access: policy.Access{Operators: []int64{111}, Approvers: []int64{111}}}
+	pol := &policy.Policy{Access: policy.Access{Operators: []policy.UserID{111}, Approvers: []policy.UserID{111}}}
 	bots := replicaBots(t, name, srv, pol, 3)
 	ctx := context.Background()
 	const stranger = 5000
@@ -49,7 +49,7 @@ func testAStrangerWhoWritesToEveryReplicaIsToldOnce(t *testing.T, name string) {
 	// replica was to send this one has gone.
 	for r, b := range bots {
 		marker := int64(4000 + r)
-		b.refuse(ctx, marker, marker)
+		b.refuse(ctx, marker, policy.UserID(marker))
 	}
 	err := srv.WaitTimeout(10*time.Second, func(s *telegramtest.Server) bool {
 		for r := range bots {

@@ -248,12 +248,12 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 		t.whoami(ctx, m)
 		return false
 	}
-	if !t.policy.Access.IsOperator(m.From.ID) && !t.mayApproveByCommand(line, m.From.ID) {
+	if !t.policy.Access.IsOperator(author(m)) && !t.mayApproveByCommand(line, author(m)) {
 		if t.pairing != nil {
 			t.offerPairing(ctx, m) // whatever a newcomer says first, while nobody operates
 			return false
 		}
-		t.refuse(ctx, m.Chat.ID, m.From.ID)
+		t.refuse(ctx, m.Chat.ID, author(m))
 		return false
 	}
 	if line == "" && m.Caption != "" { // a file sent with a command as its caption
@@ -269,7 +269,7 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 		t.reply(ctx, m.Chat.ID, "That message contained what looks like a secret (a bot token or an API key), so it was neither stored nor sent. If it was this bot's token, revoke it with @BotFather.")
 		return false
 	}
-	req := command.Request{User: m.From.ID, Chat: strconv.FormatInt(m.Chat.ID, 10), Line: line,
+	req := command.Request{User: author(m), Chat: strconv.FormatInt(m.Chat.ID, 10), Line: line,
 		Origin: "telegram:" + key, Attachment: attachment}
 	if t.handler.Agent != nil && !strings.HasPrefix(strings.TrimSpace(line), "/") {
 		defer t.typing(ctx, m.Chat.ID)() // a model's turn takes seconds: show that it is working
@@ -301,11 +301,11 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 		t.report(ctx, m.Chat.ID, reply)
 	}
 	if reply.Pending {
-		t.pendingButtons(ctx, m.Chat.ID, m.From.ID, reply.Listed)
+		t.pendingButtons(ctx, m.Chat.ID, author(m), reply.Listed)
 		t.grantButtons(ctx, m.Chat.ID, reply.Listed)
 	}
 	for i := range reply.Approvals {
-		t.requestApproval(ctx, m.Chat.ID, m.From.ID, &reply.Approvals[i], false)
+		t.requestApproval(ctx, m.Chat.ID, author(m), &reply.Approvals[i], false)
 	}
 	return false
 }

@@ -24,8 +24,8 @@ const accessFile = "access.json"
 
 // accessRecord is what a countersign run writes of its access lists: user ids only.
 type accessRecord struct {
-	Operators []int64 `json:"operators"`
-	Approvers []int64 `json:"approvers"`
+	Operators []policy.UserID `json:"operators"`
+	Approvers []policy.UserID `json:"approvers"`
 }
 
 // recordAccess writes the access lists of p in the data folder, replacing the
@@ -56,9 +56,9 @@ func recordAccess(cfg Config, p *policy.Policy) error {
 	return nil
 }
 
-func nonNil(ids []int64) []int64 {
+func nonNil(ids []policy.UserID) []policy.UserID {
 	if ids == nil {
-		return []int64{}
+		return []policy.UserID{}
 	}
 	return ids
 }

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"github.com/countersign/countersign/pairing"
-	"github.com/countersign/countersign/telegram/telegramtest"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/countersign/countersign/pairing"
+	"github.com/countersign/countersign/telegram/telegramtest"
 
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/vault"

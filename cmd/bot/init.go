@@ -43,7 +43,7 @@ func runInit(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintln(env.Stderr, env.program()+" init:", err)
 		return exitError
 	}
-	created, err := writePolicy(cfg.Policies, *user)
+	created, err := writePolicy(cfg.Policies, policy.UserID(*user))
 	if err != nil {
 		return fail(err)
 	}
@@ -82,14 +82,14 @@ func runInit(ctx context.Context, args []string, env Env) int {
 // operator and approver, unless a file is there already: it reports whether it
 // wrote one. The file is made 0600 and never replaced, even by a writer racing
 // this one.
-func writePolicy(path string, user int64) (bool, error) {
+func writePolicy(path string, user policy.UserID) (bool, error) {
 	text := countersign.DefaultPolicy
 	if user != 0 {
 		const none = "access:\n  operators: []\n  approvers: []\n"
 		if !bytes.Contains(text, []byte(none)) {
 			return false, errors.New("policy: the default policy has no empty access lists to put -user in")
 		}
-		id := strconv.FormatInt(user, 10)
+		id := strconv.FormatInt(int64(user), 10)
 		text = bytes.Replace(text, []byte(none), []byte("access:\n  operators: ["+id+"]\n  approvers: ["+id+"]\n"), 1)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

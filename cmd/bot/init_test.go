@@ -102,7 +102,7 @@ func TestBotInit(t *testing.T) {
 				if err != nil {
 					t.Fatalf("the written policy does not load: %v", err)
 				}
-				if want := tt.operator; (want == 0) != (len(p.Access.Operators) == 0) || want != 0 && (!p.Access.IsOperator(want) || !p.Access.IsApprover(want)) {
+				if want := tt.operator; (want == 0) != (len(p.Access.Operators) == 0) || want != 0 && (!p.Access.IsOperator(policy.UserID(want)) || !p.Access.IsApprover(policy.UserID(want))) {
 					t.Errorf("access = %+v, want %d as operator and approver", p.Access, want)
 				}
 			}

@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/internal/syncbuf"
-	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/telegram/telegramtest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	prommodel "github.com/prometheus/common/model"
+
+	"github.com/countersign/countersign/internal/syncbuf"
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
 // runningBot is "countersign run" in this process against the fake Bot API.

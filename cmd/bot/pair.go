@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/pairing"
+	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram"
 )
 
@@ -110,7 +111,7 @@ func pairCommand(cfg Config) string {
 	return "countersign pair -data " + cfg.DataDir
 }
 
-func (d pairingDesk) Offer(user int64, name string) (pairing.Offer, error) {
+func (d pairingDesk) Offer(user policy.UserID, name string) (pairing.Offer, error) {
 	o, err := d.Desk.Offer(user, name)
 	if err == nil && o.Fresh {
 		d.logger.Info(fmt.Sprintf("pairing pending: to make this person operator and approver, run %s <the code they got in Telegram>", d.confirm),

@@ -190,7 +190,7 @@ func assertRecorded(t *testing.T, data string, user int64) {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(rec.Operators, user) || !slices.Contains(rec.Approvers, user) {
+	if !slices.Contains(rec.Operators, policy.UserID(user)) || !slices.Contains(rec.Approvers, policy.UserID(user)) {
 		t.Errorf("access record %s, want %d as operator and approver", b, user)
 	}
 }
@@ -281,15 +281,15 @@ func TestPairedJoinsTheAccessLists(t *testing.T) {
 	tests := []struct {
 		name                 string
 		data                 string
-		operators, approvers []int64
+		operators, approvers []policy.UserID
 		record               string // DATA/access.json, read as countersign mcp reads it; "" for none
-		wantOps, wantApps    []int64
+		wantOps, wantApps    []policy.UserID
 	}{
-		{name: "nobody paired", data: t.TempDir(), operators: []int64{5}, wantOps: []int64{5}},
-		{name: "no lists", data: paired, wantOps: []int64{111}, wantApps: []int64{111}},
-		{name: "beside the policy's", data: paired, operators: []int64{5}, approvers: []int64{6}, wantOps: []int64{5, 111}, wantApps: []int64{6, 111}},
-		{name: "named already", data: paired, operators: []int64{111}, approvers: []int64{111}, wantOps: []int64{111}, wantApps: []int64{111}},
-		{name: "a record from before the pairing", data: paired, record: `{"operators":[],"approvers":[]}`, wantOps: []int64{111}, wantApps: []int64{111}},
+		{name: "nobody paired", data: t.TempDir(), operators: []policy.UserID{5}, wantOps: []policy.UserID{5}},
+		{name: "no lists", data: paired, wantOps: []policy.UserID{111}, wantApps: []policy.UserID{111}},
+		{name: "beside the policy's", data: paired, operators: []policy.UserID{5}, approvers: []policy.UserID{6}, wantOps: []policy.UserID{5, 111}, wantApps: []policy.UserID{6, 111}},
+		{name: "named already", data: paired, operators: []policy.UserID{111}, approvers: []policy.UserID{111}, wantOps: []policy.UserID{111}, wantApps: []policy.UserID{111}},
+		{name: "a record from before the pairing", data: paired, record: `{"operators":[],"approvers":[]}`, wantOps: []policy.UserID{111}, wantApps: []policy.UserID{111}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,7 +313,7 @@ func TestPairedJoinsTheAccessLists(t *testing.T) {
 	}
 }
 
-func testPolicyWith(t *testing.T, operators, approvers []int64) *policy.Policy {
+func testPolicyWith(t *testing.T, operators, approvers []policy.UserID) *policy.Policy {
 	t.Helper()
 	p, err := policy.Load("../../policies.yaml")
 	if err != nil {

@@ -31,7 +31,7 @@ func unknownIn(t *testing.T, data string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Access.Approvers = []int64{1}
+	p.Access.Approvers = []policy.UserID{1}
 	j, err := openJournal(ctx, Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)

@@ -118,7 +118,7 @@ func (w *world) quorumHeld(ctx context.Context, j *journal.Journal, ops []journa
 		if need := p.Approvals(op.Tool, op.Payload.Target); a.Approvals() < need {
 			in.Broken = append(in.Broken, fmt.Sprintf("%s to %s went out on %d approval(s) of the %d asked", op.ID, op.Payload.Target, a.Approvals(), need))
 		}
-		voters := map[int64]bool{}
+		voters := map[policy.UserID]bool{}
 		for _, v := range a.Votes {
 			if voters[v.By] {
 				in.Broken = append(in.Broken, fmt.Sprintf("%s: user %d counted twice", op.ID, v.By))

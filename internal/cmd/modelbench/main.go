@@ -117,7 +117,7 @@ func measure(ctx context.Context, c config) (report, error) {
 	if err != nil {
 		return report{}, err
 	}
-	p.Access = policy.Access{Operators: []int64{requester}, Approvers: []int64{requester}}
+	p.Access = policy.Access{Operators: []policy.UserID{requester}, Approvers: []policy.UserID{requester}}
 	p.Model = c.timing.model(p.Models())
 	rep := newReport(c, p)
 

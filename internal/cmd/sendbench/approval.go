@@ -137,7 +137,7 @@ func startBot(ctx context.Context, c config, srv *telegramtest.Server, dir strin
 	if err != nil {
 		return nil, err
 	}
-	p.Access = policy.Access{Operators: []int64{approver}, Approvers: []int64{approver}}
+	p.Access = policy.Access{Operators: []policy.UserID{approver}, Approvers: []policy.UserID{approver}}
 	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
 	if err != nil {
 		return nil, err
