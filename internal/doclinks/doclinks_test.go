@@ -1,6 +1,6 @@
 // Package doclinks checks the project's Markdown: every relative link in the
-// README, docs/ and the other folders' READMEs names a file that exists, and every #anchor a heading of
-// that file, as GitHub makes its anchors.
+// README, docs/ and the other folders' READMEs names a file that exists, and
+// every #anchor a heading of that file, as GitHub makes its anchors.
 package doclinks
 
 import (
