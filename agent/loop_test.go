@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,11 +15,11 @@ import (
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/agenttest"
 	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // loopRig is a Loop over a real journal and operator, with the console's printer
@@ -50,28 +49,15 @@ func newLoopRig(t *testing.T, limits agent.LoopLimits, replies ...agenttest.Repl
 // policy edited by edit when it is not nil.
 func newLoopRigOver(t *testing.T, kind string, edit func(*policy.Policy), limits agent.LoopLimits, replies ...agenttest.Reply) *loopRig {
 	t.Helper()
-	p, err := policy.Load("../policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Access = policy.Access{Operators: []policy.UserID{requester}, Approvers: []policy.UserID{requester}}
-	if edit != nil {
-		edit(p)
-	}
-	j, err := journal.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	r := &loopRig{t: t, j: j, pol: p, printed: &bytes.Buffer{}, model: agenttest.NewServer(t, replies...)}
-	reg, err := tools.NewRegistry(p, console.NewPrinter(r.printed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: "telegram"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	printed := &bytes.Buffer{}
+	rg := rigtest.New(t, rigtest.Sender(console.NewPrinter(printed)), rigtest.EditPolicy(func(p *policy.Policy) {
+		p.Access = policy.Access{Operators: []policy.UserID{requester}, Approvers: []policy.UserID{requester}}
+		if edit != nil {
+			edit(p)
+		}
+	}))
+	r := &loopRig{t: t, j: rg.Journal, pol: rg.Policy, printed: printed, model: agenttest.NewServer(t, replies...), op: rg.Operator}
+	reg := rg.Tools
 	var streamer model.Streamer = model.NewAnthropic(key, r.model.URL)
 	if kind == agenttest.OpenAI {
 		streamer = model.NewOpenAI(key, r.model.URL+"/v1/")

@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
@@ -42,17 +41,16 @@ func (r *recorder) count() int {
 	return len(r.sent)
 }
 
-// world is a journal and a sender that outlive the processes opened over them.
+// world is a data folder and a sender that outlive the processes opened over them.
 type world struct {
 	t      *testing.T
-	file   string
+	dir    string
 	sender *recorder
 	j      *journal.Journal
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, file: filepath.Join(t.TempDir(), "journal.db"), sender: &recorder{}}
-	return w
+	return &world{t: t, dir: t.TempDir(), sender: &recorder{}}
 }
 
 func testPolicy(t *testing.T, approvers ...policy.UserID) *policy.Policy {
@@ -65,32 +63,16 @@ func testPolicy(t *testing.T, approvers ...policy.UserID) *policy.Policy {
 	return p
 }
 
-// start opens the journal under policy p, as a process start does, and returns
-// the handler of surface over it.
+// start opens the world under policy p, as a process start does (the sender of
+// surface's operations), and returns the handler of surface over it.
 func (w *world) start(p *policy.Policy, surface string) *command.Handler {
 	w.t.Helper()
-	ctx := context.Background()
 	if w.j != nil {
-		w.j.Close()
+		w.j.Close() // the process before stopped
 	}
-	j, err := journal.Open(ctx, w.file)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Cleanup(func() { j.Close() })
-	if err := j.Own(ctx, surface); err != nil {
-		w.t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(p, w.sender)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: surface})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.j = j
-	return &command.Handler{Operator: op, Journal: j, Policy: p, Surface: surface}
+	r := rigtest.New(w.t, rigtest.Dir(w.dir), rigtest.Policy(p), rigtest.Sender(w.sender), rigtest.Transport(surface), rigtest.Owning())
+	w.j = r.Journal
+	return r.Handler
 }
 
 func (w *world) operations() []journal.Operation {

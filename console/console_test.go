@@ -3,16 +3,13 @@ package console_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 func run(t *testing.T, input string) (string, *journal.Journal) {
@@ -23,31 +20,18 @@ func run(t *testing.T, input string) (string, *journal.Journal) {
 // runIn runs a console session over the journal in dir, as `countersign console -data dir`.
 func runIn(t *testing.T, dir, input string) (string, *journal.Journal) {
 	t.Helper()
-	ctx := context.Background()
-	p, err := policy.Load("../policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Access = policy.Access{Operators: []policy.UserID{console.User}, Approvers: []policy.UserID{console.User}}
 	var out bytes.Buffer
-	reg, err := tools.NewRegistry(p, console.NewPrinter(&out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: console.Transport})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &console.Console{Handler: &command.Handler{Operator: op, Journal: j, Policy: p, Surface: console.Transport}, In: strings.NewReader(input), Out: &out}
-	if err := c.Run(ctx); err != nil {
+	r := rigtest.New(t, rigtest.Dir(dir), rigtest.Transport(console.Transport), rigtest.Sender(console.NewPrinter(&out)), rigtest.EditPolicy(consoleUser))
+	c := &console.Console{Handler: r.Handler, In: strings.NewReader(input), Out: &out}
+	if err := c.Run(context.Background()); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	return out.String(), j
+	return out.String(), r.Journal
+}
+
+// consoleUser makes the console's one user the operator and the approver.
+func consoleUser(p *policy.Policy) {
+	p.Access = policy.Access{Operators: []policy.UserID{console.User}, Approvers: []policy.UserID{console.User}}
 }
 
 func TestApproveSendsOnceWithTarget(t *testing.T) {

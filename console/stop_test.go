@@ -3,21 +3,16 @@ package console_test
 import (
 	"context"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/agent/agenttest"
-	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/internal/syncbuf"
-	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
-	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // lockedBuffer is the console's output, written from more than one goroutine.
@@ -26,29 +21,12 @@ type lockedBuffer = syncbuf.Buffer
 // /stop typed while the model works ends its turn; the session goes on.
 func TestStopTypedWhileTheModelWorks(t *testing.T) {
 	ctx := context.Background()
-	p, err := policy.Load("../policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Access = policy.Access{Operators: []policy.UserID{console.User}, Approvers: []policy.UserID{console.User}}
 	out := &lockedBuffer{}
-	reg, err := tools.NewRegistry(p, console.NewPrinter(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := journal.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: console.Transport})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := rigtest.New(t, rigtest.Transport(console.Transport), rigtest.Sender(console.NewPrinter(out)), rigtest.EditPolicy(consoleUser))
 	server := agenttest.NewServer(t, agenttest.Message("end_turn", "too late").HangFor(time.Minute))
-	loop := agent.NewLoop(model.NewRecovery(model.NewAnthropic("sk-ant-test", server.URL), model.Policy{}), "claude-test", op, reg, agent.LoopLimits{}, nil)
+	r.Handler.Agent = agent.NewLoop(model.NewRecovery(model.NewAnthropic("sk-ant-test", server.URL), model.Policy{}), "claude-test", r.Operator, r.Tools, agent.LoopLimits{}, nil)
 	typed, keys := io.Pipe()
-	c := &console.Console{Handler: &command.Handler{Operator: op, Journal: j, Policy: p, Surface: console.Transport, Agent: loop}, In: typed, Out: out}
+	c := &console.Console{Handler: r.Handler, In: typed, Out: out}
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 

@@ -5,17 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/action"
-	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/console"
+	"github.com/countersign/countersign/internal/rigtest"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -24,43 +23,20 @@ import (
 // answer it, and the answer typed then sends it once.
 func TestAnotherSurfacesApprovalIsAnnouncedAndAnswerable(t *testing.T) {
 	ctx := context.Background()
-	p, err := policy.Load("../policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Access = policy.Access{Operators: []policy.UserID{console.User}, Approvers: []policy.UserID{console.User}}
-	file := filepath.Join(t.TempDir(), "journal.db")
-	open := func(o operator.Options, out io.Writer) *operator.Operator {
-		j, err := journal.Open(ctx, file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { j.Close() })
-		reg, err := tools.NewRegistry(p, console.NewPrinter(out))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Journal, o.Tools, o.Policy, o.Transport = j, reg, p, console.Transport
-		op, err := operator.New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return op
-	}
-	out := &lockedBuffer{}
-	owner := open(operator.Options{WatchEvery: 10 * time.Millisecond}, out)
+	dir, out := t.TempDir(), &lockedBuffer{}
+	owner := rigtest.New(t, rigtest.Dir(dir), rigtest.Transport(console.Transport), rigtest.Sender(console.NewPrinter(out)), rigtest.EditPolicy(consoleUser),
+		rigtest.Parts(func(p *wiring.Parts) { p.WatchEvery = 10 * time.Millisecond }))
 	var elsewhere bytes.Buffer
-	agent := open(operator.Options{Remote: true}, &elsewhere)
+	agent := rigtest.New(t, rigtest.Dir(dir), rigtest.Transport(console.Transport), rigtest.Sender(console.NewPrinter(&elsewhere)), rigtest.EditPolicy(consoleUser),
+		rigtest.Parts(func(p *wiring.Parts) { p.Remote = true })).Operator
 
 	in, typed := io.Pipe()
-	j, _ := journal.Open(ctx, file)
-	defer j.Close()
-	c := &console.Console{Handler: &command.Handler{Operator: owner, Journal: j, Policy: p, Surface: console.Transport}, In: in, Out: out}
+	c := &console.Console{Handler: owner.Handler, In: in, Out: out}
 	ran := make(chan error, 1)
 	go func() { ran <- c.Run(ctx) }()
 	sweep, stop := context.WithCancel(ctx)
 	swept := make(chan struct{})
-	go func() { defer close(swept); owner.Sweep(sweep) }()
+	go func() { defer close(swept); owner.Operator.Sweep(sweep) }()
 	defer func() { stop(); <-swept }()
 
 	task, err := agent.StartTask(ctx, journal.Task{Surface: "mcp"})

@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/filestore"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
@@ -162,13 +162,6 @@ type edge struct {
 	observe func(operator.Attempt)
 }
 
-// noSender is the sender of an app that must never send.
-type noSender struct{}
-
-func (noSender) Send(context.Context, tools.Message) (tools.Delivery, error) {
-	return tools.Delivery{}, fmt.Errorf("this command sends nothing: %w", tools.ErrNotSent)
-}
-
 // own makes this process the sender of transport's operations, with their crash
 // recovery, and logs what the recovery found.
 func own(ctx context.Context, j *journal.Journal, transport string, logger *slog.Logger) error {
@@ -195,17 +188,10 @@ func join(ctx context.Context, j *journal.Journal, transport string, r replicaOf
 	return nil
 }
 
-// newApp wires the operator over an open journal with e as the world's edge.
+// newApp wires the operator over an open journal with e as the world's edge,
+// as internal/wiring builds it, and the brain the environment configures.
 func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv func(string) string, logger *slog.Logger) (*app, error) {
-	if e.sender == nil {
-		e.sender = noSender{}
-	}
-	sender := e.sender
 	files, err := filestore.Open(cfg.filesDir())
-	if err != nil {
-		return nil, err
-	}
-	reg, err := tools.NewRegistry(p, sender, tools.WithFiles(files), tools.WithEnv(getenv))
 	if err != nil {
 		return nil, err
 	}
@@ -217,13 +203,12 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 	if err != nil {
 		return nil, err
 	}
-	check := newChecker(p, j, v, m, logger)
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Verifier: check, Vault: v, Logger: logger,
-		Transport: e.transport, Remote: e.remote, Observe: e.observe})
+	w, err := wiring.New(wiring.Parts{Journal: j, Policy: p, Sender: e.sender, Files: files, Vault: v, Getenv: getenv, Logger: logger,
+		Transport: e.transport, Remote: e.remote, Observe: e.observe, Review: modelCheck(p, j, v, m, logger)})
 	if err != nil {
 		return nil, err
 	}
-	h := &command.Handler{Operator: op, Journal: j, Policy: p, Surface: e.transport}
+	op, reg, h := w.Operator, w.Tools, w.Handler
 	if name, _ := agentCLI(p, getenv); m != nil && name == "" { // an agent CLI, when chosen, is the brain instead
 		h.Agent = agent.NewLoop(m.provider, m.name, op, reg, agent.LoopLimits{}, func(t agent.Transition) {
 			logger.Info("agent", "transition", t.String(), "request", t.Request, "detail", t.Detail)
@@ -298,18 +283,19 @@ func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-// newChecker is the verifier over the journal; with verify.model_check set and a
-// model configured, it also asks the model, with read-only access to the journal
-// and the vault.
-func newChecker(p *policy.Policy, j *journal.Journal, v *vault.Vault, m *brainModel, logger *slog.Logger) *verifier.Checker {
-	check := verifier.New(p.Verify, operator.History{Journal: j}, time.Now)
+// modelCheck is what the verifier gains with verify.model_check set and a model
+// configured: the model is asked too, with read-only access to the journal and
+// the vault. Nil otherwise.
+func modelCheck(p *policy.Policy, j *journal.Journal, v *vault.Vault, m *brainModel, logger *slog.Logger) func(*verifier.Checker) *verifier.Checker {
 	switch {
 	case len(p.Verify.ModelCheck) == 0:
-		return check
+		return nil
 	case m == nil:
 		logger.Warn("verify.model_check is set but no model is configured (ANTHROPIC_API_KEY or OPENAI_API_KEY / OPENAI_BASE_URL); the model check is skipped")
-		return check
+		return nil
 	}
 	logger.Info("model check on", "model", m.name, "tools", p.Verify.ModelCheck)
-	return check.WithModel(agent.NewReviewer(m.provider, m.name, agent.JournalReader(j), v))
+	return func(check *verifier.Checker) *verifier.Checker {
+		return check.WithModel(agent.NewReviewer(m.provider, m.name, agent.JournalReader(j), v))
+	}
 }

@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
-	"github.com/countersign/countersign/vault"
 )
 
 // lostSender is a world where every send is written and never answered.
@@ -27,32 +26,17 @@ func (lostSender) Send(context.Context, tools.Message) (tools.Delivery, error) {
 func unknownIn(t *testing.T, data string) string {
 	t.Helper()
 	ctx := context.Background()
-	p, err := policy.Load("../../policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Access.Approvers = []policy.UserID{1}
-	j, err := openJournal(ctx, Config{DataDir: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	v, err := vault.Open(filepath.Join(data, "vault"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, _ := tools.NewRegistry(p, lostSender{})
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Vault: v, Transport: "console"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := rigtest.New(t, rigtest.Dir(data), rigtest.Sender(lostSender{}), rigtest.Transport("console"),
+		rigtest.EditPolicy(func(p *policy.Policy) { p.Access.Approvers = []policy.UserID{1} }))
+	defer r.Journal.Close() // before the commands under test open it
+	op := r.Operator
 	task, _ := op.StartTask(ctx, journal.Task{Requester: 1})
-	r, _ := op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: []byte(`{"chat_id":"222","text":"status report"}`)})
-	a, _ := op.PendingApproval(ctx, r.OperationID)
-	if r, _ = op.Decide(ctx, a.ID, 1, true); r.NextAction != action.NextVerify {
-		t.Fatalf("result = %+v, want verify", r)
+	res, _ := op.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: []byte(`{"chat_id":"222","text":"status report"}`)})
+	a, _ := op.PendingApproval(ctx, res.OperationID)
+	if res, _ = op.Decide(ctx, a.ID, 1, true); res.NextAction != action.NextVerify {
+		t.Fatalf("result = %+v, want verify", res)
 	}
-	return r.OperationID
+	return res.OperationID
 }
 
 func TestVaultCommands(t *testing.T) {
