@@ -14,8 +14,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/countersign/countersign/action"
-	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/internal/syncbuf"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/operator"
@@ -24,7 +25,6 @@ import (
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/vault"
-	"github.com/countersign/countersign/verifier"
 )
 
 const (
@@ -94,38 +94,29 @@ func newRigFull(t *testing.T, edit func(*policy.Policy), opts func(*mcp.Options)
 		}
 		j.Close()
 	}
-	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"), jopts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Own(ctx, telegram.Transport); err != nil {
-		t.Fatal(err)
-	}
-	v, err := vault.Open(filepath.Join(dir, "vault"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
-	bot, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.tg.URL(), PollTimeout: time.Second, SendTimeout: 2 * time.Second,
-		Limits: &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(p, bot.Sender())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.op, err = operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Transport: telegram.Transport, Logger: logger, Vault: v,
-		SweepEvery: 50 * time.Millisecond, WatchEvery: 50 * time.Millisecond,
-		Verifier: verifier.New(p.Verify, operator.History{Journal: j}, time.Now)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var bot *telegram.Bot
+	rg := rigtest.New(t, rigtest.Dir(dir), rigtest.Policy(p), rigtest.Owning(), rigtest.JournalOptions(jopts...),
+		rigtest.SenderOf(func(j *journal.Journal) tools.Sender {
+			var err error
+			bot, err = telegram.New(ctx, j, telegram.Options{Token: token, APIURL: r.tg.URL(), PollTimeout: time.Second, SendTimeout: 2 * time.Second,
+				Limits: &telegram.Limits{Overall: 10000, PerChat: 10000, PerGroup: 10000, ChatBurst: 1000}, Logger: logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return bot.Sender()
+		}),
+		rigtest.Parts(func(w *wiring.Parts) {
+			w.Logger, w.SweepEvery, w.WatchEvery = logger, 50*time.Millisecond, 50*time.Millisecond
+		}))
+	j, v, reg := rg.Journal, rg.Vault, rg.Tools
+	r.op = rg.Operator
 	o := mcp.Options{Operator: r.op, Journal: j, Vault: v, Tools: reg, Policy: p, Logger: logger,
 		PollEvery: 20 * time.Millisecond, WatchEvery: 50 * time.Millisecond}
 	if opts != nil {
 		opts(&o)
 	}
+	var err error
 	r.srv, err = mcp.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -133,8 +124,7 @@ func newRigFull(t *testing.T, edit func(*policy.Policy), opts func(*mcp.Options)
 	r.j, r.v, r.tools, r.pol = j, v, reg, p
 	done := make(chan error, 1)
 	go func() {
-		done <- bot.Serve(ctx, telegram.Deps{Operator: r.op, Policy: p,
-			Handler: &command.Handler{Operator: r.op, Journal: j, Policy: p, Surface: telegram.Transport}})
+		done <- bot.Serve(ctx, telegram.Deps{Operator: r.op, Policy: p, Handler: rg.Handler})
 	}()
 	go r.srv.Watch(ctx)
 	// The bot hears the operator's events from before its first poll on.

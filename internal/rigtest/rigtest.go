@@ -37,6 +37,8 @@ type Rig struct {
 
 type config struct {
 	dir       string
+	jopts     []journal.Option
+	senderOf  func(*journal.Journal) tools.Sender
 	postgres  bool
 	policy    *policy.Policy
 	edits     []func(*policy.Policy)
@@ -59,6 +61,18 @@ func EditPolicy(edit func(*policy.Policy)) Option {
 
 // Sender delivers the rig's commits; without it, commits are not sent.
 func Sender(s tools.Sender) Option { return func(c *config) { c.parts.Sender = s } }
+
+// SenderOf builds the sender over the rig's journal, once it is open: a
+// Telegram bot's (telegram.New(ctx, j, …).Sender()), which keeps its own
+// records in the journal.
+func SenderOf(build func(*journal.Journal) tools.Sender) Option {
+	return func(c *config) { c.senderOf = build }
+}
+
+// JournalOptions opens the journal with opts (a size limit: a full disk).
+func JournalOptions(opts ...journal.Option) Option {
+	return func(c *config) { c.jopts = append(c.jopts, opts...) }
+}
 
 // Clock is the operator's and the verifier's clock.
 func Clock(clock operator.Clock) Option { return func(c *config) { c.parts.Clock = clock } }
@@ -114,7 +128,7 @@ func New(t testing.TB, opts ...Option) *Rig {
 	if c.postgres {
 		name = pgtest.Fresh(t)
 	}
-	j, err := journal.Open(ctx, name)
+	j, err := journal.Open(ctx, name, c.jopts...)
 	if err != nil {
 		t.Fatalf("rig: %v", err)
 	}
@@ -133,6 +147,9 @@ func New(t testing.TB, opts ...Option) *Rig {
 		t.Fatalf("rig: %v", err)
 	}
 	c.parts.Journal, c.parts.Policy, c.parts.Vault, c.parts.Files = j, p, v, files
+	if c.senderOf != nil {
+		c.parts.Sender = c.senderOf(j)
+	}
 	a, err := wiring.New(c.parts)
 	if err != nil {
 		t.Fatalf("rig: %v", err)
