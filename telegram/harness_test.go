@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/agent"
-	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/filestore"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/internal/syncbuf"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
@@ -25,7 +26,6 @@ import (
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/vault"
-	"github.com/countersign/countersign/verifier"
 )
 
 const (
@@ -124,43 +124,29 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 func (r *rig) start() {
 	r.t.Helper()
 	ctx := context.Background()
-	j, err := journal.Open(ctx, filepath.Join(r.dir, "journal.db"), r.jopts...)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if err := j.Own(ctx, telegram.Transport); err != nil {
-		r.t.Fatal(err)
-	}
-	v, err := vault.Open(filepath.Join(r.dir, "vault"))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	files, err := filestore.Open(filepath.Join(r.dir, "files"))
+	files, err := filestore.Open(filepath.Join(r.dir, "files")) // the rig's own, over the same folder
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(r.logs, nil))
-	o := telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
-		SendTimeout: 2 * time.Second, Limits: r.limits, Logger: logger, Webhook: r.webhook,
-		Clock: r.clock.now, Files: files}
-	if r.edit != nil {
-		r.edit(&o)
-	}
-	tg, err := telegram.New(ctx, j, o)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(r.pol, tg.Sender(), tools.WithFiles(files))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Transport: telegram.Transport, Logger: logger, Vault: v,
-		SweepEvery: 50 * time.Millisecond, WatchEvery: watchEvery, Clock: r.clock,
-		Verifier: verifier.New(r.pol.Verify, operator.History{Journal: j}, time.Now)})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	h := &command.Handler{Operator: op, Journal: j, Policy: r.pol, Surface: telegram.Transport}
+	var tg *telegram.Bot
+	rg := rigtest.New(r.t, rigtest.Dir(r.dir), rigtest.Policy(r.pol), rigtest.Owning(), rigtest.Clock(r.clock), rigtest.JournalOptions(r.jopts...),
+		rigtest.SenderOf(func(j *journal.Journal) tools.Sender {
+			o := telegram.Options{Token: token, APIURL: r.srv.URL(), PollTimeout: time.Second,
+				SendTimeout: 2 * time.Second, Limits: r.limits, Logger: logger, Webhook: r.webhook,
+				Clock: r.clock.now, Files: files}
+			if r.edit != nil {
+				r.edit(&o)
+			}
+			var err error
+			if tg, err = telegram.New(ctx, j, o); err != nil {
+				r.t.Fatal(err)
+			}
+			return tg.Sender()
+		}),
+		rigtest.Parts(func(w *wiring.Parts) { w.Logger, w.SweepEvery, w.WatchEvery = logger, 50*time.Millisecond, watchEvery }))
+	r.t.Cleanup(r.shutdown) // before the rig closes the journal: cleanups run last first
+	j, v, reg, op, h := rg.Journal, rg.Vault, rg.Tools, rg.Operator, rg.Handler
 	if r.model != "" {
 		watched := model.NewWatch(model.NewAnthropic("sk-ant-rig-key", r.model), 5*time.Second, 10*time.Second, nil)
 		h.Agent = agent.NewLoop(model.NewRecovery(watched, model.Policy{}), "claude-test", op, reg, agent.LoopLimits{}, nil)

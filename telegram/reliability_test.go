@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram"
 	"github.com/countersign/countersign/telegram/telegramtest"
@@ -31,21 +31,9 @@ func (n neverSends) Send(context.Context, tools.Message) (tools.Delivery, error)
 func (r *rig) aProcessThatStopped(fn func(*command.Handler)) {
 	r.t.Helper()
 	r.shutdown()
-	ctx := context.Background()
-	j, err := journal.Open(ctx, r.dir+"/journal.db")
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	defer j.Close()
-	reg, err := tools.NewRegistry(r.pol, neverSends{r.t})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Transport: telegram.Transport})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	fn(&command.Handler{Operator: op, Journal: j, Policy: r.pol, Surface: telegram.Transport})
+	rg := rigtest.New(r.t, rigtest.Dir(r.dir), rigtest.Policy(r.pol), rigtest.Sender(neverSends{r.t}))
+	defer rg.Journal.Close()
+	fn(rg.Handler)
 }
 
 // storeUpdate puts a command from alice into the inbox, unhandled, as a process

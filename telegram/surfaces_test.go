@@ -4,21 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/action"
-	"github.com/countersign/countersign/filestore"
+	"github.com/countersign/countersign/internal/rigtest"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/telegram"
 	"github.com/countersign/countersign/telegram/telegramtest"
 	"github.com/countersign/countersign/tools"
-	"github.com/countersign/countersign/verifier"
 )
 
 // neverSender is the sender of a process that must never deliver.
@@ -34,25 +32,8 @@ func (s neverSender) Send(context.Context, tools.Message) (tools.Delivery, error
 // transport and never delivers them.
 func (r *rig) remote() *operator.Operator {
 	r.t.Helper()
-	j, err := journal.Open(context.Background(), filepath.Join(r.dir, "journal.db"))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(func() { j.Close() })
-	files, err := filestore.Open(filepath.Join(r.dir, "files")) // the data folder's, shared as the journal is
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(r.pol, neverSender{r.t}, tools.WithFiles(files))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: r.pol, Transport: telegram.Transport, Remote: true,
-		Verifier: verifier.New(r.pol.Verify, operator.History{Journal: j}, time.Now)})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return op
+	return rigtest.New(r.t, rigtest.Dir(r.dir), rigtest.Policy(r.pol), rigtest.Sender(neverSender{r.t}),
+		rigtest.Parts(func(w *wiring.Parts) { w.Remote = true })).Operator
 }
 
 // remoteSend makes a commit_send_message to the target in a task of an outside

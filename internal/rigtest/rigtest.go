@@ -100,7 +100,9 @@ func Parts(edit func(*wiring.Parts)) Option {
 	return func(c *config) { edit(&c.parts) }
 }
 
-// New builds a rig for t.
+// New builds a rig for t. The journal is closed when t ends: what must stop
+// before that (a bot serving over it) registers its own cleanup after New,
+// since cleanups run last first.
 func New(t testing.TB, opts ...Option) *Rig {
 	t.Helper()
 	c := config{}
