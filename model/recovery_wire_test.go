@@ -20,7 +20,7 @@ type wireCase struct {
 	replies  []agenttest.Reply
 	policy   model.Policy
 	watched  bool             // only streamed: the trouble needs a stream
-	silences [2]time.Duration // the Watch's warning and abort times, when not the usual 20ms and 150ms
+	silences [2]time.Duration // the Watch's warning and abort times, when not those run chooses
 	want     string
 	byRun    map[string]string
 	requests int
@@ -101,12 +101,22 @@ func TestRecoveryOverBothProviders(t *testing.T) {
 func (tt wireCase) run(t *testing.T, kind, mode string, watched bool) {
 	s := agenttest.NewServer(t, tt.replies...)
 	var w wireRun
-	silences := tt.silences
-	if silences[0] == 0 {
-		silences = [2]time.Duration{20 * time.Millisecond, 150 * time.Millisecond}
+	want := tt.want
+	if v, ok := lookup(tt.byRun, kind, mode); ok {
+		want = v
 	}
-	if !watched {
+	// A case whose path stalls watches with short silences, so that it runs
+	// quickly; any other with long ones, so that a loaded machine's pause
+	// between two chunks is never taken for a stall the path does not have.
+	silences := tt.silences
+	switch {
+	case !watched:
 		silences = [2]time.Duration{}
+	case silences[0] != 0:
+	case strings.Contains(want, "stall"):
+		silences = [2]time.Duration{20 * time.Millisecond, 150 * time.Millisecond}
+	default:
+		silences = [2]time.Duration{5 * time.Second, 10 * time.Second}
 	}
 	// These cases are about each provider's failures, not the default schedule:
 	// a half-second base keeps the recorded paths short.
@@ -118,10 +128,6 @@ func (tt wireCase) run(t *testing.T, kind, mode string, watched bool) {
 		pol.OverloadsInARow = 2
 	}
 	res, err := w.complete(kind, s, silences, pol)
-	want := tt.want
-	if v, ok := lookup(tt.byRun, kind, mode); ok {
-		want = v
-	}
 	got := w.trace()
 	if got != want {
 		t.Errorf("path:\n got %s\nwant %s", got, want)

@@ -27,7 +27,7 @@ func TestAPolicyThatGrantsNothingOpensPairingAndDoesNothingElse(t *testing.T) {
 		done <- Main(ctx, []string{"run", "-data", t.TempDir(), "-policies", "../../policies.yaml", "-poll-timeout", "1s"},
 			Env{Stdin: strings.NewReader(""), Stdout: &log, Stderr: &log, Getenv: func(k string) string { return env[k] }})
 	}()
-	if err := srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool { return s.Polling() }); err != nil {
+	if err := srv.WaitTimeout(childWait, func(s *telegramtest.Server) bool { return s.Polling() }); err != nil {
 		t.Fatalf("the bot did not start polling: %v\n%s", err, log.String())
 	}
 	const user = 100

@@ -75,7 +75,7 @@ func runBotUntilPolling(t *testing.T, data, pol string, env map[string]string) {
 	}()
 	started := make(chan error, 1)
 	go func() {
-		started <- srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool { return s.Polling() })
+		started <- srv.WaitTimeout(childWait, func(s *telegramtest.Server) bool { return s.Polling() })
 	}()
 	select {
 	case err := <-started:

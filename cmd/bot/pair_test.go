@@ -52,7 +52,7 @@ func startRun(t *testing.T, srv *telegramtest.Server, data, pol string, extra ma
 
 func (b *botRun) wait(what string, cond func(*telegramtest.Server) bool) {
 	b.t.Helper()
-	if err := b.srv.WaitTimeout(20*time.Second, cond); err != nil {
+	if err := b.srv.WaitTimeout(childWait, cond); err != nil {
 		b.t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, b.log.String())
 	}
 }

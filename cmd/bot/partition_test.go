@@ -46,7 +46,7 @@ func TestAReplicaCutOffSilentlyExits(t *testing.T) {
 	card, data := cardFor(t, srv, 100, "on the wire at the cut")
 	srv.Inject(telegramtest.Delay(8 * time.Second).For("sendMessage").InChat(222))
 	r1.post(t, tap(100, card, data))
-	if err := srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool { return len(s.Messages(222)) > 0 }); err != nil {
+	if err := srv.WaitTimeout(childWait, func(s *telegramtest.Server) bool { return len(s.Messages(222)) > 0 }); err != nil {
 		t.Fatalf("the approved send never reached Telegram: %v\n%s", err, r1.logs())
 	}
 	p.Cut(partition.Hang)

@@ -111,7 +111,7 @@ func TestStartWarnsOfAnOpenDataFolder(t *testing.T) {
 			done <- Main(ctx, []string{"run", "-data", data, "-policies", "../../policies.yaml", "-poll-timeout", "1s"},
 				Env{Stdin: strings.NewReader(""), Stdout: &stderr, Stderr: &stderr, Getenv: func(k string) string { return env[k] }})
 		}()
-		if err := srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool { return s.Polling() }); err != nil {
+		if err := srv.WaitTimeout(childWait, func(s *telegramtest.Server) bool { return s.Polling() }); err != nil {
 			t.Fatalf("the bot did not start polling: %v\n%s", err, stderr.String())
 		}
 		cancel()

@@ -100,7 +100,7 @@ func childData(t testing.TB, srv *telegramtest.Server) (data string, logs func()
 	logs = func() string { b, _ := os.ReadFile(filepath.Join(root, "bot.log")); return string(b) }
 	wait = func(what string, cond func(*telegramtest.Server) bool) {
 		t.Helper()
-		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
+		if err := srv.WaitTimeout(childWait, cond); err != nil {
 			t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, logs())
 		}
 	}
@@ -134,7 +134,7 @@ func TestKilledMidSendNeverResends(t *testing.T) {
 	os.MkdirAll(data, 0o700)
 	wait := func(what string, cond func(*telegramtest.Server) bool) {
 		t.Helper()
-		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
+		if err := srv.WaitTimeout(childWait, cond); err != nil {
 			logs, _ := os.ReadFile(filepath.Join(root, "bot.log"))
 			t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, logs)
 		}

@@ -97,7 +97,7 @@ func tap(from int64, card telegramtest.Message, data string) map[string]any {
 func cardFor(t testing.TB, srv *telegramtest.Server, chat int64, text string) (telegramtest.Message, string) {
 	t.Helper()
 	var card telegramtest.Message
-	if err := srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool {
+	if err := srv.WaitTimeout(childWait, func(s *telegramtest.Server) bool {
 		for _, m := range s.Messages(chat) {
 			if strings.Contains(string(m.ReplyMarkup), "ap1:") && strings.Contains(m.Text, text) {
 				card = m
@@ -160,7 +160,7 @@ func TestReplicasBehindALoadBalancer(t *testing.T) {
 	card, data := cardFor(t, srv, 100, "one send from two replicas")
 	r2.post(t, tap(100, card, data))
 	r1.post(t, tap(100, card, data)) // the same tap again, at the other replica: a no-op
-	if err := srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 }); err != nil {
+	if err := srv.WaitTimeout(childWait, func(s *telegramtest.Server) bool { return len(s.Messages(222)) == 1 }); err != nil {
 		t.Fatalf("no delivery: %v\nr1:\n%s\nr2:\n%s", err, r1.logs(), r2.logs())
 	}
 	op := operationWithText(t, j, "one send from two replicas")
@@ -186,7 +186,7 @@ func TestReplicasBehindALoadBalancer(t *testing.T) {
 	r1.post(t, privateMessage(100, "/send 333 on the wire when r2 dies"))
 	card, data = cardFor(t, srv, 100, "on the wire when r2 dies")
 	r2.post(t, tap(100, card, data))
-	if err := srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool { return len(s.Messages(333)) == 1 }); err != nil {
+	if err := srv.WaitTimeout(childWait, func(s *telegramtest.Server) bool { return len(s.Messages(333)) == 1 }); err != nil {
 		t.Fatalf("Telegram never took the message: %v\n%s", err, r2.logs())
 	}
 	r2.kill()

@@ -87,7 +87,7 @@ func TestBotRunNeverPrintsItsToken(t *testing.T) {
 			if !tt.closed {
 				started := make(chan struct{})
 				go func() {
-					srv.WaitTimeout(20*time.Second, func(s *telegramtest.Server) bool { return s.Polling() })
+					srv.WaitTimeout(childWait, func(s *telegramtest.Server) bool { return s.Polling() })
 					close(started)
 				}()
 				select {

@@ -28,7 +28,7 @@ func TestBotRunLogsAnUnknownOutcomeAsAnError(t *testing.T) {
 	}()
 	wait := func(what string, cond func(*telegramtest.Server) bool) {
 		t.Helper()
-		if err := srv.WaitTimeout(20*time.Second, cond); err != nil {
+		if err := srv.WaitTimeout(childWait, cond); err != nil {
 			t.Fatalf("waiting for %s: %v\n%s", what, err, log.String())
 		}
 	}
