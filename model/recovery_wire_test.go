@@ -67,8 +67,10 @@ func TestRecoveryOverBothProviders(t *testing.T) {
 		{name: "stall is aborted and asked again without streaming", replies: []agenttest.Reply{finalAnswer.StallAfter(2, 0), finalAnswer},
 			want:  "stall_warning -> stall_abort -> ok",
 			byRun: map[string]string{"plain": "retry(connection, wait 375ms) -> ok"}, requests: 2, ok: true, check: checkStreamedThenPlain},
-		{name: "stall with pings is waited out", watched: true, silences: [2]time.Duration{100 * time.Millisecond, 200 * time.Millisecond},
-			replies: []agenttest.Reply{finalAnswer.StallAfter(2, 400*time.Millisecond).WithPings(10 * time.Millisecond)},
+		// The silences leave a loaded machine's pause between two pings far
+		// from a warning; the stall is twice the abort.
+		{name: "stall with pings is waited out", watched: true, silences: [2]time.Duration{300 * time.Millisecond, 600 * time.Millisecond},
+			replies: []agenttest.Reply{finalAnswer.StallAfter(2, 1200*time.Millisecond).WithPings(10 * time.Millisecond)},
 			want:    "ok", requests: 1, ok: true},
 		{name: "hang before the headers", replies: []agenttest.Reply{finalAnswer.HangFor(0), finalAnswer},
 			want:  "stall_warning -> stall_abort -> ok",
