@@ -28,11 +28,18 @@ var ErrNoReplicas = errors.New("this bot has no -replica flag: it runs alone on 
 func supportsReplicas(bot string) bool { return runTakes(bot, "-replica") }
 
 // runTakes reports whether the binary's countersign run takes flag (the
-// binary under test may be one built before it did).
+// binary under test may be one built before it did). Its usage is read once
+// per binary, not at every replica's start.
 func runTakes(bot, flag string) bool {
-	out, _ := exec.Command(bot, "run", "-h").CombinedOutput()
-	return strings.Contains(string(out), flag+" ")
+	usage, _ := runUsage.LoadOrStore(bot, sync.OnceValue(func() string {
+		out, _ := exec.Command(bot, "run", "-h").CombinedOutput()
+		return string(out)
+	}))
+	return strings.Contains(usage.(func() string)(), flag+" ")
 }
+
+// runUsage holds, per binary, what its countersign run -h prints.
+var runUsage sync.Map
 
 // webhookSecret is the replicas' shared TELEGRAM_WEBHOOK_SECRET: a secret the run
 // looks for in every file and log line, as it does the bot token.
