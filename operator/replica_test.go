@@ -320,14 +320,15 @@ func approvedBeside(t *testing.T, remote *operator.Operator, text string) string
 }
 
 // A replica that takes the lead does the leader's slow work at once: a note
-// resolved by hand while the old leader was gone resolves its operation now,
-// not a sweep period later.
+// resolved by hand while no live replica led resolves its operation now, not a
+// sweep period later. The lead reaches r2 only after its first sweep is over
+// (a third process holds it until then), so what resolves the operation is the
+// lead's own sweep, not the first one.
 func TestANewLeaderReconcilesAtOnce(t *testing.T) {
 	t.Parallel()
 	rs := newReplicas(t)
 	ctx := context.Background()
-	r1, j1 := rs.start("r1", &scriptSender{script: []error{unknown}}, false)
-	r2, _ := rs.start("r2", nil, false)
+	r1, _ := rs.start("r1", &scriptSender{script: []error{unknown}}, false)
 	stop1, done1 := context.WithCancel(ctx)
 	ended := make(chan struct{})
 	go func() { defer close(ended); r1.Sweep(stop1) }()
@@ -337,16 +338,34 @@ func TestANewLeaderReconcilesAtOnce(t *testing.T) {
 		t.Fatalf("Decide = %+v, %v; want an unknown outcome", got, err)
 	}
 	done1()
-	<-ended // r1 stops leading
+	<-ended // r1 gives up the lead, and the process below takes it
+	_, r0 := rs.start("r0", nil, false)
+	if ok, err := r0.Lead(ctx, transport); !ok || err != nil {
+		t.Fatalf("r0 Lead = %v, %v; want the lead r1 gave up", ok, err)
+	}
 	if _, err := rs.vault.Resolve(id, true, "an editor", rs.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
+	mcp, _ := rs.start("", nil, true)
+	approvedBeside(t, mcp, "free, for r2's watch")
+	s2 := &scriptSender{}
+	r2, j2 := rs.start("r2", s2, false)
 	sweep(t, r2) // its sweep period is an hour
+	waitUntil(t, "r2's first watch, after its first sweep, ran the free operation", func() bool { return len(s2.Sent()) == 1 })
+	if leads, _ := r2.Leading(); leads {
+		t.Fatal("r2 leads while r0 holds the lead")
+	}
+	if op, _ := j2.Operation(ctx, id); op.State != journal.Unknown {
+		t.Fatalf("operation %s before r2 leads, want it unknown still", op.State)
+	}
+	if err := r0.Resign(transport); err != nil { // r0 stops
+		t.Fatal(err)
+	}
 	waitUntil(t, "r2 took the lead and resolved the operation from its note", func() bool {
-		op, _ := j1.Operation(ctx, id)
+		op, _ := j2.Operation(ctx, id)
 		return op.State == journal.Committed
 	})
-	ts, _ := j1.Transitions(ctx, id)
+	ts, _ := j2.Transitions(ctx, id)
 	if last := ts[len(ts)-1]; !strings.HasPrefix(last.Reason, operator.ReasonResolvedInVault) {
 		t.Errorf("last transition %+v, want %s", last, operator.ReasonResolvedInVault)
 	}
