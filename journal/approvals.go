@@ -144,7 +144,7 @@ func (j *Journal) withVotes(ctx context.Context, a Approval) (Approval, error) {
 // LatestApproval returns the newest approval of an operation, or ErrNotFound.
 func (j *Journal) LatestApproval(ctx context.Context, opID string) (Approval, error) {
 	a, err := scanApproval(j.db.QueryRowContext(ctx, "SELECT "+approvalColumns+
-		" FROM approvals WHERE operation_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1", opID))
+		" FROM approvals WHERE operation_id = ? ORDER BY created_at DESC, "+j.d.seq+" DESC LIMIT 1", opID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("journal: approval of %s: %w", opID, ErrNotFound)
 	}

@@ -162,7 +162,7 @@ func (t txn) flushAudit(ctx context.Context) error {
 	if c.queue {
 		return t.queueAudit(ctx)
 	}
-	if !t.pg && c.head != nil {
+	if c.head != nil { // SQLite's: on PostgreSQL a flush appends (auditpending.go)
 		if seq, hash := c.head.get(); hash != "" {
 			n, err := t.appendAudit(ctx, seq, hash)
 			if isUnique(err) {

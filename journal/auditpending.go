@@ -208,7 +208,7 @@ func (j *Journal) chainBatch(ctx context.Context) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	seq, prev, err := auditHead(ctx, txn{tx: tx, pg: true})
+	seq, prev, err := auditHead(ctx, txn{tx: tx, d: j.d})
 	if err != nil {
 		return 0, fmt.Errorf("audit head: %w", err)
 	}
@@ -342,5 +342,5 @@ func (j *Journal) snapshot(ctx context.Context, fn func(q queryer) error) error 
 		return fmt.Errorf("journal: snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(txn{tx: tx, pg: true})
+	return fn(txn{tx: tx, d: j.d})
 }

@@ -18,7 +18,7 @@ type Card struct {
 
 // AddCard records a card that was sent.
 func (j *Journal) AddCard(ctx context.Context, c Card) error {
-	_, err := j.exec(ctx, durable, `INSERT OR IGNORE INTO cards(ref, chat_id, message_id, text, created_at) VALUES(?, ?, ?, ?, ?)`,
+	_, err := j.exec(ctx, durable, `INSERT INTO cards(ref, chat_id, message_id, text, created_at) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		c.Ref, c.ChatID, c.MessageID, c.Text, ms(j.now()))
 	if err != nil {
 		return fmt.Errorf("journal: add card for %s: %w", c.Ref, err)

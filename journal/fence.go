@@ -30,15 +30,16 @@ var ErrReplicaLost = errors.New("this replica lost its name lock (its database s
 // scheduled there, and that replica runs it.
 var ErrHeld = errors.New("held by another replica")
 
-// pgNowMS is PostgreSQL's clock in Unix milliseconds, read at the moment the
-// statement runs (not the transaction's start).
-const pgNowMS = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+// databaseClock reports whether leases are written and compared by the
+// database's clock, which every replica shares whatever its own host's clock
+// says: on PostgreSQL, unless a test set a lease clock (WithLeaseClock).
+func (j *Journal) databaseClock() bool { return j.d.clockMS != "" && j.leaseNow == nil }
 
 // leaseClockSQL is the lease clock's now as SQL, in milliseconds, with its
-// arguments: the database's clock on PostgreSQL, unless a test set one.
+// arguments (databaseClock).
 func (j *Journal) leaseClockSQL() (string, []any) {
-	if j.pg != nil && j.leaseNow == nil {
-		return pgNowMS, nil
+	if j.databaseClock() {
+		return j.d.now(""), nil
 	}
 	return "CAST(? AS BIGINT)", []any{ms(j.leaseTime())}
 }
@@ -76,13 +77,13 @@ func (j *Journal) RunsHere(op Operation, now time.Time) bool {
 }
 
 // LeaseNow is the lease clock's time: what a claim's LeaseUntil compares with.
-// On PostgreSQL it asks the database.
+// On PostgreSQL it asks the database (databaseClock).
 func (j *Journal) LeaseNow(ctx context.Context) (time.Time, error) {
-	if j.pg == nil || j.leaseNow != nil {
+	if !j.databaseClock() {
 		return j.leaseTime(), nil
 	}
 	var now int64
-	if err := j.db.QueryRowContext(ctx, "SELECT "+pgNowMS).Scan(&now); err != nil {
+	if err := j.db.QueryRowContext(ctx, "SELECT "+j.d.now("")).Scan(&now); err != nil {
 		return time.Time{}, fmt.Errorf("journal: the database's clock: %w", err)
 	}
 	return fromMS(now), nil
@@ -228,7 +229,7 @@ func (j *Journal) holdOnLock(ctx context.Context, id string, state *State, attem
 	defer r.connMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	clock, args := pgNowMS, []any{id}
+	clock, args := j.d.now(""), []any{id}
 	if j.leaseNow != nil {
 		clock, args = "CAST($2 AS BIGINT)", append(args, ms(j.leaseNow()))
 	}

@@ -176,7 +176,7 @@ func (j *Journal) GrantApprovals(ctx context.Context, by policy.UserID, task str
 // approvals, listed in other orders, wait for each other instead of each
 // locking one the other needs.
 func lockApprovals(ctx context.Context, tx txn, items []GrantItem) error {
-	if !tx.pg || len(items) < 2 {
+	if !tx.d.sideBySide || len(items) < 2 {
 		return nil
 	}
 	ids := make([]string, len(items))

@@ -35,7 +35,7 @@ func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, 
 				it.Key = "update:" + strconv.FormatInt(it.UpdateID, 10)
 			}
 			until, untilArgs := j.untilSQL()
-			res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO inbox(key, update_id, body, received_at, claimed_by, lease_until) VALUES(?, ?, ?, ?, ?, `+until+`)`,
+			res, err := tx.ExecContext(ctx, `INSERT INTO inbox(key, update_id, body, received_at, claimed_by, lease_until) VALUES(?, ?, ?, ?, ?, `+until+`) ON CONFLICT DO NOTHING`,
 				append([]any{it.Key, it.UpdateID, string(it.Body), ms(j.now()), j.Replica()}, untilArgs...)...)
 			if err != nil {
 				return err
@@ -75,7 +75,7 @@ func (j *Journal) receivePG(ctx context.Context, items []InboxItem) ([]InboxItem
 		args = append(append(args, items[i].Key, items[i].UpdateID, string(items[i].Body), now, j.Replica()), untilArgs...)
 	}
 	b.WriteString(" ON CONFLICT DO NOTHING RETURNING key")
-	rows, err := j.w.durable.QueryContext(ctx, pgSQL(b.String()), args...)
+	rows, err := j.w.durable.QueryContext(ctx, j.d.bind(b.String()), args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: receive updates: %w", err)
 	}
@@ -117,7 +117,7 @@ func (j *Journal) Handled(ctx context.Context, key string) error {
 // Unhandled returns the received updates whose handling never finished, in the
 // order they were received (update ids may restart lower).
 func (j *Journal) Unhandled(ctx context.Context) ([]InboxItem, error) {
-	rows, err := j.db.QueryContext(ctx, `SELECT key, update_id, body FROM inbox WHERE handled_at = 0 ORDER BY received_at, rowid`)
+	rows, err := j.db.QueryContext(ctx, `SELECT key, update_id, body FROM inbox WHERE handled_at = 0 ORDER BY received_at, `+j.d.seq)
 	if err != nil {
 		return nil, fmt.Errorf("journal: unhandled updates: %w", err)
 	}

@@ -26,7 +26,10 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-//go:embed migrations/*.sql
+// migrations holds each backend's migrations, in a folder of its own named
+// for its dialect: migrations/sqlite, migrations/postgres.
+//
+//go:embed migrations
 var migrations embed.FS
 
 // Journal is an open journal. It is safe for concurrent use: its writes queue on
@@ -46,6 +49,7 @@ type Journal struct {
 	commits   atomic.Int64
 	trips     atomic.Int64  // round trips of write transactions on PostgreSQL (pgTx)
 	pg        *pgStore      // nil on SQLite
+	d         *dialect      // the backend's words (dialect.go)
 	rep       *rep          // set by Join: this journal is one of several replicas
 	leads     leads         // the leaderships Lead took
 	auditOff  bool          // WithoutAudit
@@ -119,7 +123,7 @@ func (c connector) Driver() driver.Driver                        { return c.driv
 // countersign vault) can never take a live commit for a dead one.
 func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	if IsPostgres(file) {
-		j := &Journal{now: time.Now}
+		j := &Journal{now: time.Now, d: postgresDialect}
 		for _, o := range opts {
 			o(j)
 		}
@@ -128,7 +132,7 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 		}
 		return j, nil
 	}
-	j := &Journal{now: time.Now, file: file, busy: 5 * time.Second}
+	j := &Journal{now: time.Now, file: file, busy: 5 * time.Second, d: sqliteDialect}
 	for _, o := range opts {
 		o(j)
 	}
@@ -150,7 +154,7 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	q.Set("_synchronous", "FULL") // a committed transition survives power loss
 	q.Set("_txlock", "immediate") // take the write lock at BEGIN: no upgrade deadlocks
 	j.w.durable = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: j.driver(true)})
-	j.db = reader{db: j.w.durable}
+	j.db = reader{db: j.w.durable, d: j.d}
 	if err := j.migrate(ctx); err != nil {
 		j.w.durable.Close()
 		j.w.gate.release()
@@ -172,10 +176,10 @@ func (j *Journal) openSnapshot(ctx context.Context) (*Journal, error) {
 	q.Set("mode", "ro")
 	q.Set("immutable", "1")
 	j.w.durable = sql.OpenDB(connector{dsn: "file:" + j.file + "?" + q.Encode(), driver: j.driver(false)})
-	j.db = reader{db: j.w.durable}
+	j.db = reader{db: j.w.durable, d: j.d}
 	version, err := j.schemaVersion(ctx)
-	if err == nil && version != len(migrationFiles(false)) {
-		err = fmt.Errorf("its schema is version %d, this binary's %d: open it once writable (countersign migrate) first", version, len(migrationFiles(false)))
+	if n := len(migrationFiles(j.d)); err == nil && version != n {
+		err = fmt.Errorf("its schema is version %d, this binary's %d: open it once writable (countersign migrate) first", version, n)
 	}
 	if err != nil {
 		j.w.durable.Close()
@@ -242,7 +246,7 @@ func (j *Journal) Recovered() []string { return slices.Clone(j.recovered) }
 // migrate applies, in name order, each embedded migration newer than user_version,
 // each in its own transaction.
 func (j *Journal) migrate(ctx context.Context) error {
-	names := migrationFiles(false)
+	names := migrationFiles(j.d)
 	version, err := j.schemaVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
@@ -256,7 +260,7 @@ func (j *Journal) migrate(ctx context.Context) error {
 			// Read again under the write lock: another journal opened on the file
 			// in the meantime may have applied it.
 			var applied int
-			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&applied); err != nil || applied > i {
+			if err := tx.QueryRowContext(ctx, j.d.schemaVersion).Scan(&applied); err != nil || applied > i {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, string(src)); err != nil {

@@ -358,7 +358,7 @@ func TestInboxKeysUpdatesStoredBeforeKeysByWhatTheyCarry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"migrations/0001_init.sql", "migrations/0002_telegram.sql"} {
+	for _, name := range []string{"migrations/sqlite/0001_init.sql", "migrations/sqlite/0002_telegram.sql"} {
 		src, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

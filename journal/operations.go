@@ -412,8 +412,8 @@ type Filter struct {
 
 // Operations returns the operations that match f, newest first.
 func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error) {
-	where, args := f.where()
-	query := "SELECT " + opColumns + " FROM operations WHERE " + where + " ORDER BY created_at DESC, rowid DESC"
+	where, args := f.where(j.d)
+	query := "SELECT " + opColumns + " FROM operations WHERE " + where + " ORDER BY created_at DESC, " + j.d.seq + " DESC"
 	if f.Limit > 0 {
 		query += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
@@ -436,7 +436,7 @@ func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error)
 // Count returns how many operations match f (its Limit aside) without reading
 // them: a start-up that says how many wait for a person must not load them all.
 func (j *Journal) Count(ctx context.Context, f Filter) (int, error) {
-	where, args := f.where()
+	where, args := f.where(j.d)
 	var n int
 	if err := j.db.QueryRowContext(ctx, "SELECT count(*) FROM operations WHERE "+where, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("journal: count operations: %w", err)
@@ -444,8 +444,9 @@ func (j *Journal) Count(ctx context.Context, f Filter) (int, error) {
 	return n, nil
 }
 
-// where is the SQL condition of f, Limit aside, and its arguments.
-func (f Filter) where() (string, []any) {
+// where is the SQL condition of f, Limit aside, in d's words, and its
+// arguments.
+func (f Filter) where(d *dialect) (string, []any) {
 	where, args := []string{"1=1"}, []any{}
 	if len(f.States) > 0 {
 		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
@@ -453,7 +454,7 @@ func (f Filter) where() (string, []any) {
 			args = append(args, s)
 		}
 	}
-	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, "json_extract(payload, '$.target')": f.Target, "transport": f.Transport} {
+	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, d.target: f.Target, "transport": f.Transport} {
 		if v != "" {
 			where, args = append(where, col+" = ?"), append(args, v)
 		}
@@ -615,17 +616,10 @@ func (j *Journal) PartDelivered(ctx context.Context, id string, partsDone int, e
 	})
 }
 
-// insertID runs an insert into a table keyed by seq and returns the row's seq:
-// SQLite's last rowid, which is the seq, or PostgreSQL's RETURNING.
+// insertID runs an insert into a table keyed by seq and returns the row's seq
+// (SQLite's rowid).
 func insertID(ctx context.Context, tx txn, query string, args ...any) (int64, error) {
 	var seq int64
-	if tx.pg {
-		err := tx.QueryRowContext(ctx, query+" RETURNING seq", args...).Scan(&seq)
-		return seq, err
-	}
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
+	err := tx.QueryRowContext(ctx, query+" RETURNING "+tx.d.seq, args...).Scan(&seq)
+	return seq, err
 }

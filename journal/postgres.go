@@ -4,18 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"embed"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"net"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,16 +19,13 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// The journal on PostgreSQL is the same code as on SQLite, its SQL translated by
-// pgSQL (the dialect) and its locks taken as PostgreSQL's. SQLite has one writer
+// The journal on PostgreSQL is the same code as on SQLite, its SQL in
+// PostgreSQL's words (postgresDialect, dialect.go) and its locks taken as PostgreSQL's. SQLite has one writer
 // at a time; PostgreSQL's writes run side by side (writePG), each guarded by the
 // rows it changes; a write queues its audit records, and a flush chains them
 // under a transaction-level advisory lock (lockAudit, auditpending.go). A
 // session-level advisory lock, held on a connection of its own, stands for the
 // owner's flock.
-
-//go:embed migrations/postgres/*.sql
-var pgMigrations embed.FS
 
 // IsPostgres reports whether name is a PostgreSQL URL (postgres:// or
 // postgresql://), which Open opens on PostgreSQL; anything else is a SQLite file.
@@ -124,7 +117,7 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	db.SetMaxOpenConns(maxDurableConns)
-	j.w.durable, j.db = db, reader{db: db, pg: true}
+	j.w.durable, j.db = db, reader{db: db, d: j.d}
 	if err := j.migratePostgres(ctx); err != nil {
 		db.Close()
 		return err
@@ -142,7 +135,7 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 // migration lock, so two processes opening a new database at once do not both
 // migrate: the second waits, then finds nothing left to do.
 func (j *Journal) migratePostgres(ctx context.Context) error {
-	names := migrationFiles(true)
+	names := migrationFiles(j.d)
 	tx, err := j.w.durable.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -159,14 +152,14 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	var version int
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(max(version), 0) FROM schema_migrations").Scan(&version); err != nil {
+	if err := tx.QueryRowContext(ctx, j.d.schemaVersion).Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	if version > len(names) {
 		return fmt.Errorf("schema version %d is newer than this binary knows (%d)", version, len(names))
 	}
 	for i := version; i < len(names); i++ {
-		src, err := pgMigrations.ReadFile(names[i])
+		src, err := migrations.ReadFile(names[i])
 		if err != nil {
 			return err
 		}
@@ -197,7 +190,7 @@ func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
 	if err := lockAuditTrail(ctx, tx, lockKey(j.pg.schema)); err != nil {
 		return err
 	}
-	t := txn{tx: tx, pg: true, chain: &chain{}}
+	t := txn{tx: tx, d: j.d, chain: &chain{}}
 	if err := writeGenesis(ctx, t, time.Now().UTC()); err != nil {
 		return err
 	}
@@ -218,7 +211,7 @@ func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
 // off, PostgreSQL's counterpart of SQLite's synchronous=NORMAL); a durable one
 // does, its audit records with it.
 func (j *Journal) writePG(ctx context.Context, c commit, fn func(txn) error) error {
-	t := txn{pg: true, chain: &chain{off: j.auditOff, queue: true}}
+	t := txn{d: j.d, chain: &chain{off: j.auditOff, queue: true}}
 	err := runPG(ctx, j.pool(c), &j.trips, func(p *pgTx) error {
 		t.p = p
 		return j.run(ctx, t, fn)
@@ -247,7 +240,7 @@ func (j *Journal) pool(c commit) *sql.DB {
 // execPG runs query as a transaction of its own on PostgreSQL: one round trip,
 // since it has no audit record to append.
 func (j *Journal) execPG(ctx context.Context, c commit, query string, args ...any) (sql.Result, error) {
-	res, err := j.pool(c).ExecContext(ctx, pgSQL(query), args...)
+	res, err := j.pool(c).ExecContext(ctx, j.d.bind(query), args...)
 	if err == nil && c == durable {
 		j.commits.Add(1)
 	}
@@ -315,54 +308,6 @@ func (p *pgStore) close() error {
 	p.owners = nil
 	return errors.Join(errs...)
 }
-
-// pgSQL translates one of the journal's statements, written for SQLite, to
-// PostgreSQL: INSERT OR IGNORE becomes ON CONFLICT DO NOTHING, the payload's
-// target is read with ->>, rowid is the explicit seq column of the PostgreSQL
-// schema, and ? placeholders are numbered $1, $2, ... No statement of the journal
-// has a ? inside a string literal.
-func pgSQL(query string) string {
-	if t, ok := pgStatements.Load(query); ok {
-		return t.(string)
-	}
-	t := translatePG(query)
-	if pgCached.Add(1) <= maxPGStatements {
-		pgStatements.Store(query, t)
-	}
-	return t
-}
-
-// pgStatements holds the translations made: the journal's statements are a
-// nearly fixed set (an audit append's is one per number of records, a list's
-// one per limit), and each is translated once, not at every execution; past
-// maxPGStatements, a new one is translated each time.
-var (
-	pgStatements sync.Map
-	pgCached     atomic.Int64
-)
-
-const maxPGStatements = 1024
-
-func translatePG(query string) string {
-	if strings.Contains(query, "INSERT OR IGNORE INTO") {
-		query = strings.Replace(query, "INSERT OR IGNORE INTO", "INSERT INTO", 1) + " ON CONFLICT DO NOTHING"
-	}
-	query = strings.ReplaceAll(query, "json_extract(payload, '$.target')", "(payload::jsonb ->> 'target')")
-	query = rowid.ReplaceAllString(query, "seq")
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-var rowid = regexp.MustCompile(`\browid\b`)
 
 // IsUnreachable reports whether err is the database out of reach rather than a
 // refusal of the write: a connection that failed, was reset or timed out, or a

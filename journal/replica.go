@@ -385,7 +385,7 @@ func (j *Journal) ClaimUpdates(ctx context.Context, limit int, own bool) ([]Inbo
 	if own {
 		cond = "handled_at = 0 AND (lease_until < " + now + " OR claimed_by = ?)"
 	}
-	query := "SELECT key, update_id, body FROM inbox WHERE " + cond + " ORDER BY received_at, rowid LIMIT ?"
+	query := "SELECT key, update_id, body FROM inbox WHERE " + cond + " ORDER BY received_at, " + j.d.seq + " LIMIT ?"
 	if j.pg != nil {
 		query += " FOR UPDATE SKIP LOCKED"
 	}

@@ -15,20 +15,16 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// Migrated returns the migrations Open applied, oldest first, by file name
-// ("0005_verifications.sql"; on PostgreSQL "postgres/0001_init.sql"): none when
-// the journal was up to date.
+// Migrated returns the migrations Open applied, oldest first, by backend and
+// file name ("sqlite/0005_verifications.sql", "postgres/0001_init.sql"): none
+// when the journal was up to date.
 func (j *Journal) Migrated() []string { return slices.Clone(j.migrated) }
 
 // SchemaVersion returns the journal's schema version: how many of the migrations
 // of its backend it has (see Migrations).
 func (j *Journal) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	query := "PRAGMA user_version"
-	if j.pg != nil {
-		query = "SELECT COALESCE(max(version), 0) FROM schema_migrations"
-	}
-	if err := j.db.db.QueryRowContext(ctx, query).Scan(&v); err != nil {
+	if err := j.db.db.QueryRowContext(ctx, j.d.schemaVersion).Scan(&v); err != nil {
 		return 0, fmt.Errorf("journal: schema version: %w", err)
 	}
 	return v, nil
@@ -38,27 +34,27 @@ func (j *Journal) SchemaVersion(ctx context.Context) (int, error) {
 // journal called name (a SQLite file or a PostgreSQL URL), in the order they
 // apply: schema version n means the first n are applied.
 func Migrations(name string) []string {
-	files := migrationFiles(IsPostgres(name))
+	d := sqliteDialect
+	if IsPostgres(name) {
+		d = postgresDialect
+	}
+	files := migrationFiles(d)
 	for i, f := range files {
 		files[i] = migrationName(f)
 	}
 	return files
 }
 
-// migrationFiles returns the paths of a backend's embedded migrations (in
-// migrations, or pgMigrations on PostgreSQL), in the order they apply.
-func migrationFiles(pg bool) []string {
-	files, pattern := migrations, "migrations/*.sql"
-	if pg {
-		files, pattern = pgMigrations, "migrations/postgres/*.sql"
-	}
-	names, _ := fs.Glob(files, pattern) // the pattern is well formed
+// migrationFiles returns the paths of the embedded migrations of d's backend,
+// in the order they apply.
+func migrationFiles(d *dialect) []string {
+	names, _ := fs.Glob(migrations, "migrations/"+d.name+"/*.sql") // the pattern is well formed
 	slices.Sort(names)
 	return names
 }
 
 // migrationName names the migration at file as people read it:
-// "0005_verifications.sql", or "postgres/0001_init.sql".
+// "sqlite/0005_verifications.sql", or "postgres/0001_init.sql".
 func migrationName(file string) string {
 	return strings.TrimPrefix(file, "migrations/")
 }
@@ -101,7 +97,7 @@ func storedVersion(ctx context.Context, name string) (int, error) {
 	}
 	defer db.Close()
 	var v int
-	err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	err = db.QueryRowContext(ctx, sqliteDialect.schemaVersion).Scan(&v)
 	return v, err
 }
 
@@ -120,6 +116,6 @@ func storedVersionPostgres(ctx context.Context, name string) (int, error) {
 		return 0, nil
 	}
 	var v int
-	err = db.QueryRowContext(ctx, "SELECT COALESCE(max(version), 0) FROM schema_migrations").Scan(&v)
+	err = db.QueryRowContext(ctx, postgresDialect.schemaVersion).Scan(&v)
 	return v, err
 }

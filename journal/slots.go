@@ -152,12 +152,12 @@ func (j *Journal) slotNow() (string, []any) { return j.slotClock(false) }
 func (j *Journal) slotNowUp() (string, []any) { return j.slotClock(true) }
 
 func (j *Journal) slotClock(up bool) (string, []any) {
-	if j.pg != nil && j.leaseNow == nil {
+	if j.databaseClock() {
 		round := "FLOOR"
 		if up {
 			round = "CEIL"
 		}
-		return "WITH c AS (SELECT CAST(" + round + "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT) AS now) ", nil
+		return "WITH c AS (SELECT " + j.d.now(round) + " AS now) ", nil
 	}
 	t := j.leaseTime()
 	now := t.UnixMilli()
@@ -175,10 +175,7 @@ func (j *Journal) slotClock(up bool) (string, []any) {
 // when it takes one, in the same transaction.
 func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.Duration, spare int, waited, lead time.Duration) (int, time.Duration, error) {
 	with, args := j.slotNow()
-	skip := ""
-	if j.pg != nil {
-		skip = " FOR UPDATE SKIP LOCKED"
-	}
+	skip := j.d.rowLock(" FOR UPDATE SKIP LOCKED")
 	holder := j.slotHolder()
 	live := queueLive(span).Milliseconds()
 	// me.since is when this sender began to wait: the place it holds, or now
@@ -312,7 +309,7 @@ func (j *Journal) FreeSlots(ctx context.Context, answered time.Time, frees ...Sl
 		var c *sql.Conn
 		if c, err = j.w.lazy.Conn(ctx); err == nil {
 			q, args = j.freeSlots(answered, frees) // the time since the answer, now that it has its connection
-			res, err = c.ExecContext(ctx, pgSQL(q), args...)
+			res, err = c.ExecContext(ctx, j.d.bind(q), args...)
 			c.Close()
 		}
 	} else {
@@ -376,10 +373,7 @@ func (j *Journal) OweSlots(ctx context.Context, scope string, n, count int, afte
 		return fmt.Errorf("journal: owe slots of %s: %w", scope, err)
 	}
 	with, args := j.slotNowUp()
-	skip := ""
-	if j.pg != nil {
-		skip = " FOR UPDATE SKIP LOCKED"
-	}
+	skip := j.d.rowLock(" FOR UPDATE SKIP LOCKED")
 	_, err := j.exec(ctx, lazy, with+`UPDATE send_slots SET free_at = (SELECT now FROM c) + ?
 		WHERE scope = ? AND k IN (SELECT k FROM send_slots WHERE scope = ? AND k < ? AND free_at < (SELECT now FROM c) + ?
 			ORDER BY free_at, k LIMIT ?`+skip+`)`,
@@ -410,7 +404,7 @@ func (j *Journal) PruneSlots(ctx context.Context, idle time.Duration) (int64, er
 // waits for no fsync, and scans it into dest.
 func (j *Journal) slotRow(ctx context.Context, query string, args []any, dest ...any) error {
 	if j.pg != nil {
-		return j.w.lazy.QueryRowContext(ctx, pgSQL(query), args...).Scan(dest...)
+		return j.w.lazy.QueryRowContext(ctx, j.d.bind(query), args...).Scan(dest...)
 	}
 	return j.write(ctx, lazy, func(tx txn) error {
 		return tx.QueryRowContext(ctx, query, args...).Scan(dest...)

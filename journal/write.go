@@ -44,49 +44,49 @@ type writer struct {
 }
 
 // reader is the journal's read side: queries only, which never take the lock.
-// Its statements are written for SQLite and translated on PostgreSQL (pgSQL).
+// Its statements are bound for the backend by its dialect.
 type reader struct {
 	db *sql.DB
-	pg bool
+	d  *dialect
 }
 
 func (r reader) QueryContext(ctx context.Context, query string, args ...any) (rows, error) {
-	return r.db.QueryContext(ctx, dialect(r.pg, query), args...)
+	return r.db.QueryContext(ctx, r.d.bind(query), args...)
 }
 
 func (r reader) QueryRowContext(ctx context.Context, query string, args ...any) row {
-	return r.db.QueryRowContext(ctx, dialect(r.pg, query), args...)
+	return r.db.QueryRowContext(ctx, r.d.bind(query), args...)
 }
 
-// txn is a write transaction; like reader, it translates its statements on
-// PostgreSQL. A write of the journal's own on PostgreSQL is pipelined (p, see
+// txn is a write transaction; like reader, it binds its statements for the
+// backend. A write of the journal's own on PostgreSQL is pipelined (p, see
 // pgTx); the transactions of migrations and snapshots are plain (tx).
 type txn struct {
 	tx    *sql.Tx
 	p     *pgTx
-	pg    bool
+	d     *dialect
 	chain *chain // the audit records of this transaction (audit.go)
 }
 
 func (t txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if t.p != nil {
-		return t.p.exec(ctx, pgSQL(query), args)
+		return t.p.exec(ctx, t.d.bind(query), args)
 	}
-	return t.tx.ExecContext(ctx, dialect(t.pg, query), args...)
+	return t.tx.ExecContext(ctx, t.d.bind(query), args...)
 }
 
 func (t txn) QueryContext(ctx context.Context, query string, args ...any) (rows, error) {
 	if t.p != nil {
-		return t.p.query(ctx, pgSQL(query), args)
+		return t.p.query(ctx, t.d.bind(query), args)
 	}
-	return t.tx.QueryContext(ctx, dialect(t.pg, query), args...)
+	return t.tx.QueryContext(ctx, t.d.bind(query), args...)
 }
 
 func (t txn) QueryRowContext(ctx context.Context, query string, args ...any) row {
 	if t.p != nil {
-		return t.p.queryRow(ctx, pgSQL(query), args)
+		return t.p.queryRow(ctx, t.d.bind(query), args)
 	}
-	return t.tx.QueryRowContext(ctx, dialect(t.pg, query), args...)
+	return t.tx.QueryRowContext(ctx, t.d.bind(query), args...)
 }
 
 // later runs a write whose result t does not read: at once on SQLite, and on
@@ -94,7 +94,7 @@ func (t txn) QueryRowContext(ctx context.Context, query string, args ...any) row
 // what names the write in the error of the statement it fails.
 func (t txn) later(ctx context.Context, what, query string, args ...any) error {
 	if t.p != nil {
-		t.p.later(what, pgSQL(query), args)
+		t.p.later(what, t.d.bind(query), args)
 		return nil
 	}
 	if _, err := t.ExecContext(ctx, query, args...); err != nil {
@@ -118,22 +118,18 @@ func (t txn) commit(ctx context.Context) error {
 	return t.tx.Commit()
 }
 
-// rowLock returns clause (" FOR UPDATE", " FOR SHARE", ...) on PostgreSQL and
-// "" on SQLite. A write transaction on PostgreSQL that reads a row to decide
-// what to write locks it with the read, since other writers run beside it
-// (writePG); on SQLite its writer is the only one, and the clause does not parse.
-func (t txn) rowLock(clause string) string {
-	if t.pg {
-		return clause
-	}
-	return ""
-}
+// rowLock returns clause (" FOR UPDATE", " FOR SHARE", ...) where writers
+// run side by side, and "" otherwise. A write transaction on PostgreSQL that
+// reads a row to decide what to write locks it with the read, since other
+// writers run beside it (writePG); on SQLite its writer is the only one, and
+// the clause does not parse.
+func (t txn) rowLock(clause string) string { return t.d.rowLock(clause) }
 
 // lockOperation locks operation id's row until t ends, on PostgreSQL (see
 // rowLock), before reads of its rows elsewhere that decide a write; an unknown id
 // locks nothing and is left for the write to find.
 func (t txn) lockOperation(ctx context.Context, id string) error {
-	if !t.pg {
+	if !t.d.sideBySide {
 		return nil
 	}
 	var one int
@@ -142,13 +138,6 @@ func (t txn) lockOperation(ctx context.Context, id string) error {
 		return fmt.Errorf("lock operation %s: %w", id, err)
 	}
 	return nil
-}
-
-func dialect(pg bool, query string) string {
-	if pg {
-		return pgSQL(query)
-	}
-	return query
 }
 
 // write waits for the writer lock (or for ctx to end, returning its error), then
@@ -171,7 +160,7 @@ func (j *Journal) write(ctx context.Context, c commit, fn func(txn) error) error
 	if err != nil {
 		return err
 	}
-	return j.run(ctx, txn{tx: tx, chain: &chain{off: j.auditOff, head: &j.head}}, fn)
+	return j.run(ctx, txn{tx: tx, d: j.d, chain: &chain{off: j.auditOff, head: &j.head}}, fn)
 }
 
 // run runs fn in t, appends (or queues) the audit records fn made and commits.
@@ -202,7 +191,7 @@ func (j *Journal) schemaVersion(ctx context.Context) (int, error) {
 	}
 	defer j.w.gate.unlock()
 	var version int
-	err := j.w.durable.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version)
+	err := j.w.durable.QueryRowContext(ctx, j.d.schemaVersion).Scan(&version)
 	return version, err
 }
 

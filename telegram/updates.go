@@ -122,7 +122,7 @@ func (t *Bot) again(ctx context.Context, j job) {
 // message id) or its callback query, and only otherwise its number. Telegram may
 // number updates afresh after a week without any, so an update_id seen last week
 // can carry a new message this week; a redelivered update carries the same one.
-// journal/migrations/0003_inbox_key.sql gives rows stored before keys the same keys.
+// journal/migrations/sqlite/0004_inbox_key.sql gives rows stored before keys the same keys.
 func updateKey(id int64, body []byte) string {
 	var u struct {
 		Message *struct {

@@ -2,7 +2,7 @@ package telegram
 
 import "testing"
 
-// The keys must be those journal/migrations/0003_inbox_key.sql gives the rows
+// The keys must be those journal/migrations/sqlite/0004_inbox_key.sql gives the rows
 // stored before keys, or a redelivery across the upgrade would be taken as new.
 func TestUpdateKeysMatchTheInboxMigration(t *testing.T) {
 	t.Parallel()
