@@ -85,7 +85,7 @@ func (j *Journal) NewApproval(op Operation, requester policy.UserID, ttl time.Du
 
 func insertApproval(ctx context.Context, tx txn, a *Approval) error {
 	a.Required = a.required()
-	err := tx.later(ctx, "insert approval", `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at, required)
+	err := tx.Later(ctx, "insert approval", `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at, required)
 		VALUES(?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires), a.Required)
 	if err != nil {
 		return fmt.Errorf("journal: create approval for %s: %w", a.OperationID, err)
@@ -144,7 +144,7 @@ func (j *Journal) withVotes(ctx context.Context, a Approval) (Approval, error) {
 // LatestApproval returns the newest approval of an operation, or ErrNotFound.
 func (j *Journal) LatestApproval(ctx context.Context, opID string) (Approval, error) {
 	a, err := scanApproval(j.db.QueryRowContext(ctx, "SELECT "+approvalColumns+
-		" FROM approvals WHERE operation_id = ? ORDER BY created_at DESC, "+j.d.seq+" DESC LIMIT 1", opID))
+		" FROM approvals WHERE operation_id = ? ORDER BY created_at DESC, "+j.d.Seq+" DESC LIMIT 1", opID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("journal: approval of %s: %w", opID, ErrNotFound)
 	}
@@ -205,7 +205,7 @@ func (j *Journal) DecideBallot(ctx context.Context, id string, b Ballot) (Approv
 // read: two approvers of a quorum voting at once are counted one after the
 // other, so that the vote that completes it decides it.
 func (j *Journal) decideIn(ctx context.Context, tx txn, id string, b Ballot, expired *bool) (Approval, error) {
-	a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?"+tx.rowLock(" FOR UPDATE"), id))
+	a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?"+tx.RowLock(" FOR UPDATE"), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("approval %s: %w", id, ErrNotFound)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/internal/sqlstore"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -217,7 +218,7 @@ func (t txn) appendAudit(ctx context.Context, seq int64, prev string) (int64, er
 }
 
 type queryRower interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) row
+	QueryRowContext(ctx context.Context, query string, args ...any) sqlstore.Row
 }
 
 // auditHead returns the seq and hash of the trail's last record (0 and
@@ -272,7 +273,7 @@ func writeGenesis(ctx context.Context, t txn, now time.Time) error {
 }
 
 type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (rows, error)
+	QueryContext(ctx context.Context, query string, args ...any) (sqlstore.Rows, error)
 }
 
 // digestHistory hashes the history a genesis record covers: the transitions

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/internal/sqlstore"
 )
 
 // On PostgreSQL a write does not append to the audit trail itself: the trail
@@ -135,7 +136,7 @@ func (j *Journal) stopFlusher() {
 // an idle tick costs one indexed read.
 func (j *Journal) anyPending(ctx context.Context) bool {
 	var any bool
-	err := j.w.durable.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM audit_pending)").Scan(&any)
+	err := j.db.Pool(durable).QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM audit_pending)").Scan(&any)
 	return err != nil || any
 }
 
@@ -176,7 +177,7 @@ func (j *Journal) chainPending(ctx context.Context) error {
 // in the trail it is durable, so that an export never states a head that a
 // crash could take back and a later flush chain differently.
 func (j *Journal) chainBatch(ctx context.Context) (int, error) {
-	tx, err := j.w.durable.BeginTx(ctx, nil)
+	tx, err := j.db.Pool(durable).BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -208,7 +209,7 @@ func (j *Journal) chainBatch(ctx context.Context) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	seq, prev, err := auditHead(ctx, txn{tx: tx, d: j.d})
+	seq, prev, err := auditHead(ctx, txn{Tx: sqlstore.Plain(tx, j.d)})
 	if err != nil {
 		return 0, fmt.Errorf("audit head: %w", err)
 	}
@@ -261,7 +262,7 @@ func (t txn) queueAudit(ctx context.Context) error {
 		b.WriteString("(?, ?, ?, ?, ?)")
 		args = append(args, r.At, r.Kind, r.Operation, r.Ref, string(r.Body))
 	}
-	if err := t.later(ctx, "queue audit records", b.String(), args...); err != nil {
+	if err := t.Later(ctx, "queue audit records", b.String(), args...); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
@@ -281,7 +282,7 @@ func (t txn) logTransitionPG(ctx context.Context, id string, f transitionFact) e
 	args := []any{id, f.From, f.To, f.Reason, f.At}
 	c := t.chain
 	if c == nil || c.off {
-		return t.later(ctx, "log transition of "+id, insert, args...)
+		return t.Later(ctx, "log transition of "+id, insert, args...)
 	}
 	if err := t.queueAudit(ctx); err != nil {
 		return err
@@ -292,7 +293,7 @@ func (t txn) logTransitionPG(ctx context.Context, id string, f transitionFact) e
 		return fmt.Errorf("journal: a transition's record begins %.20q", body) // transitionFact lost its first field
 	}
 	c.queued = true
-	return t.later(ctx, "log transition of "+id, `WITH tr AS (`+insert+` RETURNING seq)
+	return t.Later(ctx, "log transition of "+id, `WITH tr AS (`+insert+` RETURNING seq)
 		INSERT INTO audit_pending(at, kind, operation_id, ref, body)
 		SELECT CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(seq AS TEXT), CAST(? AS TEXT) || CAST(seq AS TEXT) || CAST(? AS TEXT) FROM tr`,
 		append(args, f.At, audit.Transition, id, strings.TrimSuffix(transitionHead, "0"), body[len(transitionHead):])...)
@@ -337,10 +338,10 @@ func (j *Journal) snapshot(ctx context.Context, fn func(q queryer) error) error 
 	if j.pg == nil {
 		return fn(j.db)
 	}
-	tx, err := j.db.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	tx, err := j.db.Pool(durable).BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("journal: snapshot: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(txn{tx: tx, d: j.d})
+	return fn(txn{Tx: sqlstore.Plain(tx, j.d)})
 }

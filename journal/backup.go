@@ -23,7 +23,7 @@ func (j *Journal) Backup(ctx context.Context, to string) error {
 	if _, err := os.Lstat(to); err == nil {
 		return fmt.Errorf("journal: backup to %s: %w", to, os.ErrExist)
 	}
-	if _, err := j.db.db.ExecContext(ctx, "VACUUM INTO ?", to); err != nil {
+	if _, err := j.db.Pool(durable).ExecContext(ctx, "VACUUM INTO ?", to); err != nil {
 		return fmt.Errorf("journal: backup to %s: %w", to, err)
 	}
 	f, err := os.OpenFile(to, os.O_RDWR, 0)

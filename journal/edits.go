@@ -41,7 +41,7 @@ func (j *Journal) EditPayload(ctx context.Context, apID string, p action.Payload
 	err := j.tx(ctx, func(tx txn) error {
 		// Locked, like a decision's: the payload read next is the one the
 		// approval is still bound to when the edit closes it.
-		a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?"+tx.rowLock(" FOR UPDATE"), apID))
+		a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?"+tx.RowLock(" FOR UPDATE"), apID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("approval %s: %w", apID, ErrNotFound)
 		}

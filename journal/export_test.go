@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"time"
+
+	"github.com/countersign/countersign/internal/sqlstore"
 )
 
 // WithBusyTimeout replaces SQLite's busy timeout (5 s): with a tiny one, a write
@@ -15,7 +17,7 @@ func WithBusyTimeout(d time.Duration) Option { return func(j *Journal) { j.busy 
 // WithoutWriterLock opens a journal whose writers do not queue on the writer
 // lock and meet SQLite's busy handler instead, as they did before it: the
 // baseline of BenchmarkConcurrentWriters.
-func WithoutWriterLock() Option { return func(j *Journal) { j.w.gate = newGate(1 << 30) } }
+func WithoutWriterLock() Option { return func(j *Journal) { j.writers = 1 << 30 } }
 
 // WithoutAuditFlush opens a journal on PostgreSQL that never chains its
 // pending audit records by itself: no flusher, no flush at Close, as a
@@ -32,7 +34,7 @@ func WithFlushEvery(d time.Duration) Option { return func(j *Journal) { j.flushE
 // connection of its own, as a long migration would: a move waits for it.
 func (j *Journal) HoldWriterLock(ctx context.Context) (release func(), err error) {
 	if j.pg != nil {
-		tx, err := j.w.durable.BeginTx(ctx, nil)
+		tx, err := j.db.Pool(durable).BeginTx(ctx, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -42,10 +44,7 @@ func (j *Journal) HoldWriterLock(ctx context.Context) (release func(), err error
 		}
 		return func() { tx.Rollback() }, nil
 	}
-	if err := j.w.gate.lock(ctx); err != nil {
-		return nil, err
-	}
-	return j.w.gate.unlock, nil
+	return j.db.LockWriter(ctx)
 }
 
 // LookFor holds, for d, the lock Owner takes for an instant to look at
@@ -88,7 +87,7 @@ func (j *Journal) WriteLock() (int64, int64) {
 
 // MaxConns is the most connections a journal on PostgreSQL opens for its
 // statements.
-const MaxConns = maxDurableConns + maxLazyConns
+const MaxConns = sqlstore.MaxConns
 
 // WithIdleInTransaction replaces how long the server keeps a session of this
 // journal's pools that sits in a transaction with nothing asked
@@ -100,7 +99,7 @@ func WithIdleInTransaction(d time.Duration) Option { return func(j *Journal) { j
 // it open until rollback is called: a process cut off from the database at that
 // moment leaves the lock held by its session there.
 func (j *Journal) BeginAppend(ctx context.Context) (rollback func(), err error) {
-	tx, err := j.w.durable.BeginTx(ctx, nil)
+	tx, err := j.db.Pool(durable).BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -119,4 +118,4 @@ func (j *Journal) VerifyWithoutFlush(ctx context.Context) (AuditReport, error) {
 
 // RoundTrips counts the round trips the journal's write transactions made on
 // PostgreSQL (0 on SQLite).
-func (j *Journal) RoundTrips() int64 { return j.trips.Load() }
+func (j *Journal) RoundTrips() int64 { return j.db.Trips() }

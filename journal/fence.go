@@ -33,13 +33,13 @@ var ErrHeld = errors.New("held by another replica")
 // databaseClock reports whether leases are written and compared by the
 // database's clock, which every replica shares whatever its own host's clock
 // says: on PostgreSQL, unless a test set a lease clock (WithLeaseClock).
-func (j *Journal) databaseClock() bool { return j.d.clockMS != "" && j.leaseNow == nil }
+func (j *Journal) databaseClock() bool { return j.d.HasClock() && j.leaseNow == nil }
 
 // leaseClockSQL is the lease clock's now as SQL, in milliseconds, with its
 // arguments (databaseClock).
 func (j *Journal) leaseClockSQL() (string, []any) {
 	if j.databaseClock() {
-		return j.d.now(""), nil
+		return j.d.Now(""), nil
 	}
 	return "CAST(? AS BIGINT)", []any{ms(j.leaseTime())}
 }
@@ -83,7 +83,7 @@ func (j *Journal) LeaseNow(ctx context.Context) (time.Time, error) {
 		return j.leaseTime(), nil
 	}
 	var now int64
-	if err := j.db.QueryRowContext(ctx, "SELECT "+j.d.now("")).Scan(&now); err != nil {
+	if err := j.db.QueryRowContext(ctx, "SELECT "+j.d.Now("")).Scan(&now); err != nil {
 		return time.Time{}, fmt.Errorf("journal: the database's clock: %w", err)
 	}
 	return fromMS(now), nil
@@ -229,7 +229,7 @@ func (j *Journal) holdOnLock(ctx context.Context, id string, state *State, attem
 	defer r.connMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	clock, args := j.d.now(""), []any{id}
+	clock, args := j.d.Now(""), []any{id}
 	if j.leaseNow != nil {
 		clock, args = "CAST($2 AS BIGINT)", append(args, ms(j.leaseNow()))
 	}

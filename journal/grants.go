@@ -176,7 +176,7 @@ func (j *Journal) GrantApprovals(ctx context.Context, by policy.UserID, task str
 // approvals, listed in other orders, wait for each other instead of each
 // locking one the other needs.
 func lockApprovals(ctx context.Context, tx txn, items []GrantItem) error {
-	if !tx.d.sideBySide || len(items) < 2 {
+	if !tx.Dialect().SideBySide || len(items) < 2 {
 		return nil
 	}
 	ids := make([]string, len(items))
@@ -195,7 +195,7 @@ func lockApprovals(ctx context.Context, tx txn, items []GrantItem) error {
 // holds the grant's row (shared) until tx ends, so that a revocation waits for
 // the approvals given under the grant before it, and they for it.
 func (j *Journal) grantCovers(ctx context.Context, tx txn, id string, a Approval, now time.Time) error {
-	g, err := scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE id = ?"+tx.rowLock(" FOR SHARE"), id))
+	g, err := scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE id = ?"+tx.RowLock(" FOR SHARE"), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("grant %s: %w", id, ErrNotFound)
 	}
@@ -235,7 +235,7 @@ func (j *Journal) RevokeGrant(ctx context.Context, id string, by policy.UserID) 
 	var g Grant
 	err := j.tx(ctx, func(tx txn) error {
 		var err error
-		g, err = scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE id = ?"+tx.rowLock(" FOR UPDATE"), id))
+		g, err = scanGrant(tx.QueryRowContext(ctx, "SELECT "+grantColumns+" FROM grants WHERE id = ?"+tx.RowLock(" FOR UPDATE"), id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("grant %s: %w", id, ErrNotFound)
 		}

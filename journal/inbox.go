@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/internal/sqlstore"
 )
 
 // InboxItem is one received update. Key names what it carries, for example
@@ -75,23 +77,16 @@ func (j *Journal) receivePG(ctx context.Context, items []InboxItem) ([]InboxItem
 		args = append(append(args, items[i].Key, items[i].UpdateID, string(items[i].Body), now, j.Replica()), untilArgs...)
 	}
 	b.WriteString(" ON CONFLICT DO NOTHING RETURNING key")
-	rows, err := j.w.durable.QueryContext(ctx, j.d.bind(b.String()), args...)
+	stored := map[string]bool{}
+	err := j.db.WriteRows(ctx, durable, b.String(), args, func(r sqlstore.Row) error {
+		var key string
+		err := r.Scan(&key)
+		stored[key] = true
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: receive updates: %w", err)
 	}
-	defer rows.Close()
-	stored := map[string]bool{}
-	for rows.Next() {
-		var key string
-		if err := rows.Scan(&key); err != nil {
-			return nil, fmt.Errorf("journal: receive updates: %w", err)
-		}
-		stored[key] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("journal: receive updates: %w", err)
-	}
-	j.commits.Add(1)
 	var fresh []InboxItem
 	for _, it := range items {
 		if stored[it.Key] {
@@ -117,7 +112,7 @@ func (j *Journal) Handled(ctx context.Context, key string) error {
 // Unhandled returns the received updates whose handling never finished, in the
 // order they were received (update ids may restart lower).
 func (j *Journal) Unhandled(ctx context.Context) ([]InboxItem, error) {
-	rows, err := j.db.QueryContext(ctx, `SELECT key, update_id, body FROM inbox WHERE handled_at = 0 ORDER BY received_at, `+j.d.seq)
+	rows, err := j.db.QueryContext(ctx, `SELECT key, update_id, body FROM inbox WHERE handled_at = 0 ORDER BY received_at, `+j.d.Seq)
 	if err != nil {
 		return nil, fmt.Errorf("journal: unhandled updates: %w", err)
 	}

@@ -8,22 +8,19 @@ package journal
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/countersign/countersign/internal/sqlstore"
 )
 
 // migrations holds each backend's migrations, in a folder of its own named
@@ -32,24 +29,22 @@ import (
 //go:embed migrations
 var migrations embed.FS
 
-// Journal is an open journal. It is safe for concurrent use: its writes queue on
-// one lock shared by every Journal open on the file in this process (write.go),
-// its reads do not wait.
+// Journal is an open journal. It is safe for concurrent use: on SQLite its
+// writes queue on one lock shared by every Journal open on the file in this
+// process (write.go), its reads do not wait.
 type Journal struct {
-	db        reader // reads; every write goes through write (write.go)
-	w         writer
+	db        *sqlstore.DB // reads; every write goes through write (write.go)
+	d         *sqlstore.Dialect
+	writers   int // SQLite writers at once (sqlstore.SQLiteOptions); 0: one
 	file      string
 	now       func() time.Time
 	leaseNow  func() time.Time // set by WithLeaseClock; nil: see leaseClock
 	maxPages  int64
 	busy      time.Duration // SQLite's busy timeout, for writers of other processes
 	recovered []string
-	migrated  []string   // the migrations Open applied (Migrated)
-	owned     []*os.File // the owner locks Own took, released by Close
-	commits   atomic.Int64
-	trips     atomic.Int64  // round trips of write transactions on PostgreSQL (pgTx)
+	migrated  []string      // the migrations Open applied (Migrated)
+	owned     []*os.File    // the owner locks Own took, released by Close
 	pg        *pgStore      // nil on SQLite
-	d         *dialect      // the backend's words (dialect.go)
 	rep       *rep          // set by Join: this journal is one of several replicas
 	leads     leads         // the leaderships Lead took
 	auditOff  bool          // WithoutAudit
@@ -98,21 +93,8 @@ func ReadOnlySnapshot() Option { return func(j *Journal) { j.readOnly = true } }
 // "database or disk is full", and changes nothing: it is how a full disk is tested,
 // and a guard for a journal that shares a small volume.
 func WithSizeLimit(n int64) Option {
-	return func(j *Journal) { j.maxPages = max(1, n/pageSize) }
+	return func(j *Journal) { j.maxPages = max(1, n/sqlstore.PageSize) }
 }
-
-// pageSize is SQLite's default page size, which the journal keeps.
-const pageSize = 4096
-
-// connector opens each pooled connection with the journal's own settings, which a
-// DSN cannot carry (max_page_count is per connection).
-type connector struct {
-	dsn    string
-	driver *sqlite3.SQLiteDriver
-}
-
-func (c connector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
-func (c connector) Driver() driver.Driver                        { return c.driver }
 
 // Open opens (creating if needed) the journal at path and applies pending
 // migrations. A path that is a postgres:// or postgresql:// URL opens the journal
@@ -123,7 +105,7 @@ func (c connector) Driver() driver.Driver                        { return c.driv
 // countersign vault) can never take a live commit for a dead one.
 func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	if IsPostgres(file) {
-		j := &Journal{now: time.Now, d: postgresDialect}
+		j := &Journal{now: time.Now, d: sqlstore.Postgres}
 		for _, o := range opts {
 			o(j)
 		}
@@ -132,7 +114,7 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 		}
 		return j, nil
 	}
-	j := &Journal{now: time.Now, file: file, busy: 5 * time.Second, d: sqliteDialect}
+	j := &Journal{now: time.Now, file: file, busy: 5 * time.Second, d: sqlstore.SQLite}
 	for _, o := range opts {
 		o(j)
 	}
@@ -142,27 +124,12 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 	if err := createPrivate(file); err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", file, err)
 	}
-	if j.w.gate == nil {
-		j.w.gate = gateFor(file)
-	}
-	q := url.Values{}
-	q.Set("_journal_mode", "WAL") // readers never block the writer
-	// A second process (the CLI) waits instead of failing; writers of this
-	// process queue on the writer lock (write.go) and never reach it.
-	q.Set("_busy_timeout", strconv.FormatInt(j.busy.Milliseconds(), 10))
-	q.Set("_foreign_keys", "on")  // attempts and transitions never outlive operations
-	q.Set("_synchronous", "FULL") // a committed transition survives power loss
-	q.Set("_txlock", "immediate") // take the write lock at BEGIN: no upgrade deadlocks
-	j.w.durable = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: j.driver(true)})
-	j.db = reader{db: j.w.durable, d: j.d}
+	// Foreign keys: attempts and transitions never outlive operations.
+	j.db = sqlstore.OpenSQLite(file, sqlstore.SQLiteOptions{Busy: j.busy, MaxPages: j.maxPages, Writers: j.writers})
 	if err := j.migrate(ctx); err != nil {
-		j.w.durable.Close()
-		j.w.gate.release()
+		j.db.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", file, err)
 	}
-	q.Set("_synchronous", "NORMAL") // lazy: the write-ahead log is synced by the next durable commit
-	j.w.lazy = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: j.driver(false)})
-	j.w.lazy.SetMaxOpenConns(1)
 	return j, nil
 }
 
@@ -171,36 +138,16 @@ func (j *Journal) openSnapshot(ctx context.Context) (*Journal, error) {
 	if _, err := os.Stat(j.file); err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", j.file, err)
 	}
-	j.w.gate = newGate(1)
-	q := url.Values{}
-	q.Set("mode", "ro")
-	q.Set("immutable", "1")
-	j.w.durable = sql.OpenDB(connector{dsn: "file:" + j.file + "?" + q.Encode(), driver: j.driver(false)})
-	j.db = reader{db: j.w.durable, d: j.d}
+	j.db = sqlstore.OpenSQLite(j.file, sqlstore.SQLiteOptions{Snapshot: true})
 	version, err := j.schemaVersion(ctx)
 	if n := len(migrationFiles(j.d)); err == nil && version != n {
 		err = fmt.Errorf("its schema is version %d, this binary's %d: open it once writable (countersign migrate) first", version, n)
 	}
 	if err != nil {
-		j.w.durable.Close()
+		j.db.Close()
 		return nil, fmt.Errorf("journal: open %s read-only: %w", j.file, err)
 	}
 	return j, nil
-}
-
-// driver opens connections with the journal's size limit; those of durable
-// commits are counted (Commits).
-func (j *Journal) driver(durable bool) *sqlite3.SQLiteDriver {
-	return &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		if durable {
-			c.RegisterCommitHook(func() int { j.commits.Add(1); return 0 })
-		}
-		if j.maxPages == 0 {
-			return nil
-		}
-		_, err := c.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", j.maxPages), nil)
-		return err
-	}}
 }
 
 // Close closes the database and releases the ownership Own took and its share of
@@ -217,10 +164,7 @@ func (j *Journal) Close() error {
 		cancel()
 	}
 	j.closed = true
-	err = errors.Join(err, j.w.durable.Close())
-	if j.w.lazy != nil {
-		err = errors.Join(j.w.lazy.Close(), err)
-	}
+	err = errors.Join(err, j.db.Close())
 	if j.pg != nil {
 		err = errors.Join(err, j.pg.close())
 	}
@@ -228,8 +172,6 @@ func (j *Journal) Close() error {
 		f.Close() // closing the file releases its lock
 	}
 	j.owned = nil
-	j.w.gate.release()
-	j.w.gate = newGate(1) // released once, however often Close is called
 	return err
 }
 
@@ -238,7 +180,7 @@ func (j *Journal) Close() error {
 // synchronous=FULL; on PostgreSQL, of its WAL with synchronous_commit on), so it is the figure that prices a send: a benchmark reports
 // it per operation, and a test pins it so that no step gains a durable write of its
 // own unnoticed.
-func (j *Journal) Commits() int64 { return j.commits.Load() }
+func (j *Journal) Commits() int64 { return j.db.Commits() }
 
 // Recovered returns the operations that Own moved from committing to unknown.
 func (j *Journal) Recovered() []string { return slices.Clone(j.recovered) }
@@ -260,7 +202,7 @@ func (j *Journal) migrate(ctx context.Context) error {
 			// Read again under the write lock: another journal opened on the file
 			// in the meantime may have applied it.
 			var applied int
-			if err := tx.QueryRowContext(ctx, j.d.schemaVersion).Scan(&applied); err != nil || applied > i {
+			if err := tx.QueryRowContext(ctx, j.d.SchemaVersion).Scan(&applied); err != nil || applied > i {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, string(src)); err != nil {

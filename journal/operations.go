@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/sqlstore"
 )
 
 // Operation is one tool call: its payload, where it stands, and what came of it.
@@ -98,7 +99,7 @@ func (j *Journal) create(ctx context.Context, t *Task, o Operation, reason strin
 					return err
 				}
 			}
-			err := tx.later(ctx, "insert operation", `INSERT INTO operations(id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, state, created_at, updated_at)
+			err := tx.Later(ctx, "insert operation", `INSERT INTO operations(id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, state, created_at, updated_at)
 				VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, o.TaskID, o.Tool, o.Fingerprint, o.Surface, o.Transport, payload, o.PayloadSHA256, o.State, ms(o.Created), ms(o.Created))
 			if err != nil {
 				return err
@@ -237,7 +238,7 @@ func (j *Journal) moveOp(ctx context.Context, tx txn, id string, m Move, fresh b
 	}
 	update := "UPDATE operations SET " + strings.Join(set, ", ") + where
 	if fresh && held == "" {
-		if err := tx.later(ctx, "move "+id, update, args...); err != nil {
+		if err := tx.Later(ctx, "move "+id, update, args...); err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
 	} else {
@@ -297,7 +298,7 @@ func (j *Journal) heldElsewhereSQL(m Move) (string, []any) {
 
 func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, now time.Time) error {
 	if m.AttemptOutcome != "" {
-		err := tx.later(ctx, "finish attempt of "+id, `UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?
+		err := tx.Later(ctx, "finish attempt of "+id, `UPDATE attempts SET finished_at = ?, outcome = ?, detail = ?
 			WHERE operation_id = ? AND n = (SELECT attempts FROM operations WHERE id = ?)`,
 			ms(now), m.AttemptOutcome, m.AttemptDetail, id, id)
 		if err != nil {
@@ -305,7 +306,7 @@ func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, 
 		}
 	}
 	if m.StartAttempt {
-		err := tx.later(ctx, "start attempt of "+id, `INSERT INTO attempts(operation_id, n, started_at)
+		err := tx.Later(ctx, "start attempt of "+id, `INSERT INTO attempts(operation_id, n, started_at)
 			SELECT id, attempts, CAST(? AS BIGINT) FROM operations WHERE id = ?`, ms(now), id)
 		if err != nil {
 			return fmt.Errorf("journal: %w", err)
@@ -320,7 +321,7 @@ func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, 
 // logTransition writes the transition row and queues its audit record, with
 // what else the move recorded (fact).
 func logTransition(ctx context.Context, tx txn, id string, from, to State, reason string, at time.Time, fact transitionFact) error {
-	if tx.p != nil {
+	if tx.chain.queue { // a write on PostgreSQL, pipelined
 		fact.From, fact.To, fact.Reason, fact.At = from, to, reason, ms(at)
 		return tx.logTransitionPG(ctx, id, fact)
 	}
@@ -413,7 +414,7 @@ type Filter struct {
 // Operations returns the operations that match f, newest first.
 func (j *Journal) Operations(ctx context.Context, f Filter) ([]Operation, error) {
 	where, args := f.where(j.d)
-	query := "SELECT " + opColumns + " FROM operations WHERE " + where + " ORDER BY created_at DESC, " + j.d.seq + " DESC"
+	query := "SELECT " + opColumns + " FROM operations WHERE " + where + " ORDER BY created_at DESC, " + j.d.Seq + " DESC"
 	if f.Limit > 0 {
 		query += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
@@ -446,7 +447,7 @@ func (j *Journal) Count(ctx context.Context, f Filter) (int, error) {
 
 // where is the SQL condition of f, Limit aside, in d's words, and its
 // arguments.
-func (f Filter) where(d *dialect) (string, []any) {
+func (f Filter) where(d *sqlstore.Dialect) (string, []any) {
 	where, args := []string{"1=1"}, []any{}
 	if len(f.States) > 0 {
 		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
@@ -454,7 +455,7 @@ func (f Filter) where(d *dialect) (string, []any) {
 			args = append(args, s)
 		}
 	}
-	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, d.target: f.Target, "transport": f.Transport} {
+	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, d.JSONText("payload", "target"): f.Target, "transport": f.Transport} {
 		if v != "" {
 			where, args = append(where, col+" = ?"), append(args, v)
 		}
@@ -620,6 +621,6 @@ func (j *Journal) PartDelivered(ctx context.Context, id string, partsDone int, e
 // (SQLite's rowid).
 func insertID(ctx context.Context, tx txn, query string, args ...any) (int64, error) {
 	var seq int64
-	err := tx.QueryRowContext(ctx, query+" RETURNING "+tx.d.seq, args...).Scan(&seq)
+	err := tx.QueryRowContext(ctx, query+" RETURNING "+tx.Dialect().Seq, args...).Scan(&seq)
 	return seq, err
 }

@@ -28,7 +28,7 @@ func TestAFailedQueuedWriteRollsBackItsTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	j := openPG(t)
-	j.w.durable.SetMaxOpenConns(1) // the next write gets the same connection
+	j.db.Pool(durable).SetMaxOpenConns(1) // the next write gets the same connection
 	insert := `INSERT INTO inbox(key, update_id, body, received_at) VALUES(?, ?, '{}', 0)`
 	if err := j.tx(ctx, func(tx txn) error {
 		_, err := tx.ExecContext(ctx, insert, "a", 1)
@@ -40,8 +40,8 @@ func TestAFailedQueuedWriteRollsBackItsTransaction(t *testing.T) {
 		if _, err := tx.ExecContext(ctx, insert, "b", 2); err != nil { // sent at once
 			return err
 		}
-		tx.later(ctx, "store a again", insert, "a", 1) // a duplicate key: fails at the commit
-		return tx.later(ctx, "store c", insert, "c", 3)
+		tx.Later(ctx, "store a again", insert, "a", 1) // a duplicate key: fails at the commit
+		return tx.Later(ctx, "store c", insert, "c", 3)
 	})
 	if err == nil || !strings.Contains(err.Error(), "store a again") || !isUnique(err) {
 		t.Fatalf("commit = %v, want the duplicate's error, naming its write", err)
@@ -60,7 +60,7 @@ func TestAFailedQueuedWriteRollsBackItsTransaction(t *testing.T) {
 	if strings.Join(keys, ",") != "a" {
 		t.Errorf("inbox holds %v after the failed transaction, want only a", keys)
 	}
-	if err := j.tx(ctx, func(tx txn) error { return tx.later(ctx, "store d", insert, "d", 4) }); err != nil {
+	if err := j.tx(ctx, func(tx txn) error { return tx.Later(ctx, "store d", insert, "d", 4) }); err != nil {
 		t.Errorf("the next transaction: %v", err)
 	}
 }
@@ -77,7 +77,7 @@ func TestAStatementAfterAFailedQueuedWriteFailsWithIt(t *testing.T) {
 	}
 	var first, second error
 	err := j.tx(ctx, func(tx txn) error {
-		tx.later(ctx, "store a again", insert, "a", 1)
+		tx.Later(ctx, "store a again", insert, "a", 1)
 		_, first = tx.ExecContext(ctx, "SELECT 1")
 		_, second = tx.ExecContext(ctx, "SELECT 2")
 		return first

@@ -16,12 +16,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/countersign/countersign/internal/sqlstore"
 )
 
 // The journal on PostgreSQL is the same code as on SQLite, its SQL in
-// PostgreSQL's words (postgresDialect, dialect.go) and its locks taken as PostgreSQL's. SQLite has one writer
-// at a time; PostgreSQL's writes run side by side (writePG), each guarded by the
+// PostgreSQL's words (sqlstore.Postgres, dialect.go) and its locks taken as PostgreSQL's. SQLite has one writer
+// at a time; PostgreSQL's writes run side by side (sqlstore.DB.Write), each guarded by the
 // rows it changes; a write queues its audit records, and a flush chains them
 // under a transaction-level advisory lock (lockAudit, auditpending.go). A
 // session-level advisory lock, held on a connection of its own, stands for the
@@ -74,18 +75,6 @@ func lockKey(parts ...string) int32 {
 	return int32(h.Sum32() & 0x7fffffff)
 }
 
-// A journal on PostgreSQL opens at most maxDurableConns connections for its
-// reads and durable writes, and maxLazyConns for its lazy ones, beside one per
-// lock it holds for good (its replica name, its leadership, its ownership).
-// Unbounded, a burst opened one per statement in flight: three replicas sending
-// to sixty chats held 80 connections of a server whose default max_connections
-// is 100, past which every new statement fails. Statements beyond the bound
-// wait for a connection; none waits for a second one while it holds one.
-const (
-	maxDurableConns = 10
-	maxLazyConns    = 4
-)
-
 // idleInTransaction is how long the server keeps a session of the journal's
 // pools that sits in a transaction with nothing asked: the journal's own
 // transactions ask without a pause, and a stranded one holds up every writer
@@ -98,8 +87,9 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	if err != nil {
 		return errors.New("bad PostgreSQL URL") // the parse error may quote the password
 	}
-	// A durable write waits for the WAL to be on disk, whatever the server's
-	// default; a lazy one, through a pool of its own, does not (writePG).
+	// Beside the store's pools (sqlstore.OpenPostgres: at most 14
+	// connections), the journal holds one connection per lock it holds for
+	// good (its replica name, its leadership, its ownership).
 	cfg.RuntimeParams["synchronous_commit"] = "on"
 	// A transaction of the journal waits for nothing but the database, so one
 	// that sits idle has lost its client: a process cut off from the database
@@ -111,21 +101,15 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	}
 	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(j.idleInTx.Milliseconds(), 10)
 	j.pg = &pgStore{config: cfg, where: Where(url)}
-	db := stdlib.OpenDB(*cfg)
-	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&j.pg.schema); err != nil {
-		db.Close()
+	j.db = sqlstore.OpenPostgres(cfg)
+	if err := j.db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&j.pg.schema); err != nil {
+		j.db.Close()
 		return fmt.Errorf("connect: %w", err)
 	}
-	db.SetMaxOpenConns(maxDurableConns)
-	j.w.durable, j.db = db, reader{db: db, d: j.d}
 	if err := j.migratePostgres(ctx); err != nil {
-		db.Close()
+		j.db.Close()
 		return err
 	}
-	lazy := cfg.Copy()
-	lazy.RuntimeParams["synchronous_commit"] = "off"
-	j.w.lazy = stdlib.OpenDB(*lazy)
-	j.w.lazy.SetMaxOpenConns(maxLazyConns)
 	j.startFlusher()
 	return nil
 }
@@ -136,7 +120,7 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 // migrate: the second waits, then finds nothing left to do.
 func (j *Journal) migratePostgres(ctx context.Context) error {
 	names := migrationFiles(j.d)
-	tx, err := j.w.durable.BeginTx(ctx, nil)
+	tx, err := j.db.Pool(durable).BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -152,7 +136,7 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	var version int
-	if err := tx.QueryRowContext(ctx, j.d.schemaVersion).Scan(&version); err != nil {
+	if err := tx.QueryRowContext(ctx, j.d.SchemaVersion).Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	if version > len(names) {
@@ -190,61 +174,11 @@ func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
 	if err := lockAuditTrail(ctx, tx, lockKey(j.pg.schema)); err != nil {
 		return err
 	}
-	t := txn{tx: tx, d: j.d, chain: &chain{}}
+	t := txn{Tx: sqlstore.Plain(tx, j.d), chain: &chain{}}
 	if err := writeGenesis(ctx, t, time.Now().UTC()); err != nil {
 		return err
 	}
 	return t.flushAudit(ctx)
-}
-
-// writePG runs fn in a write transaction on PostgreSQL and commits it when fn
-// returns nil. There is no writer lock: writes run side by side under READ
-// COMMITTED, each guarded by the rows it changes (a move is a compare-and-set
-// on the operation's state, a decision on the approval's row, locked first; a
-// budget is spent under its task's row lock; see rowLock), so that replicas,
-// and the senders of one process, write at once. The audit records fn queued
-// go to audit_pending in the same transaction, and nothing waits for the
-// trail: once the write has committed, its journal's flusher is signalled to
-// chain them (auditpending.go).
-//
-// A lazy write does not wait for the WAL to reach the disk (synchronous_commit
-// off, PostgreSQL's counterpart of SQLite's synchronous=NORMAL); a durable one
-// does, its audit records with it.
-func (j *Journal) writePG(ctx context.Context, c commit, fn func(txn) error) error {
-	t := txn{d: j.d, chain: &chain{off: j.auditOff, queue: true}}
-	err := runPG(ctx, j.pool(c), &j.trips, func(p *pgTx) error {
-		t.p = p
-		return j.run(ctx, t, fn)
-	})
-	if err != nil {
-		return err
-	}
-	if c == durable {
-		j.commits.Add(1) // SQLite's are counted by its commit hook (driver)
-	}
-	if t.chain.queued {
-		j.flush.signal()
-	}
-	return nil
-}
-
-// pool is the pool of a write on PostgreSQL: durable's connections wait for the
-// disk at commit (synchronous_commit on), lazy's do not.
-func (j *Journal) pool(c commit) *sql.DB {
-	if c == lazy {
-		return j.w.lazy
-	}
-	return j.w.durable
-}
-
-// execPG runs query as a transaction of its own on PostgreSQL: one round trip,
-// since it has no audit record to append.
-func (j *Journal) execPG(ctx context.Context, c commit, query string, args ...any) (sql.Result, error) {
-	res, err := j.pool(c).ExecContext(ctx, j.d.bind(query), args...)
-	if err == nil && c == durable {
-		j.commits.Add(1)
-	}
-	return res, err
 }
 
 // lockAuditTrail takes, inside tx, the lock under which the audit trail of the

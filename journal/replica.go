@@ -341,7 +341,7 @@ func (j *Journal) RecoverExpired(ctx context.Context, transport string) ([]strin
 			clock, args := j.leaseClockSQL()
 			// Locked: a renewal that has not committed yet is waited for, and
 			// one that comes later finds the operation moved.
-			err := tx.QueryRowContext(ctx, "SELECT lease_until, claimed_by, "+clock+" FROM operations WHERE id = ? AND state = ?"+tx.rowLock(" FOR UPDATE"),
+			err := tx.QueryRowContext(ctx, "SELECT lease_until, claimed_by, "+clock+" FROM operations WHERE id = ? AND state = ?"+tx.RowLock(" FOR UPDATE"),
 				append(args, id, Committing)...).Scan(&until, &by, &now)
 			if err != nil || until >= now || by == j.rep.name {
 				return errNoRowsChanged // moved on, or renewed, in the meantime
@@ -385,7 +385,7 @@ func (j *Journal) ClaimUpdates(ctx context.Context, limit int, own bool) ([]Inbo
 	if own {
 		cond = "handled_at = 0 AND (lease_until < " + now + " OR claimed_by = ?)"
 	}
-	query := "SELECT key, update_id, body FROM inbox WHERE " + cond + " ORDER BY received_at, " + j.d.seq + " LIMIT ?"
+	query := "SELECT key, update_id, body FROM inbox WHERE " + cond + " ORDER BY received_at, " + j.d.Seq + " LIMIT ?"
 	if j.pg != nil {
 		query += " FOR UPDATE SKIP LOCKED"
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/countersign/countersign/internal/sqlstore"
 )
 
 // Migrated returns the migrations Open applied, oldest first, by backend and
@@ -24,7 +26,7 @@ func (j *Journal) Migrated() []string { return slices.Clone(j.migrated) }
 // of its backend it has (see Migrations).
 func (j *Journal) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	if err := j.db.db.QueryRowContext(ctx, j.d.schemaVersion).Scan(&v); err != nil {
+	if err := j.db.Pool(durable).QueryRowContext(ctx, j.d.SchemaVersion).Scan(&v); err != nil {
 		return 0, fmt.Errorf("journal: schema version: %w", err)
 	}
 	return v, nil
@@ -34,9 +36,9 @@ func (j *Journal) SchemaVersion(ctx context.Context) (int, error) {
 // journal called name (a SQLite file or a PostgreSQL URL), in the order they
 // apply: schema version n means the first n are applied.
 func Migrations(name string) []string {
-	d := sqliteDialect
+	d := sqlstore.SQLite
 	if IsPostgres(name) {
-		d = postgresDialect
+		d = sqlstore.Postgres
 	}
 	files := migrationFiles(d)
 	for i, f := range files {
@@ -47,8 +49,8 @@ func Migrations(name string) []string {
 
 // migrationFiles returns the paths of the embedded migrations of d's backend,
 // in the order they apply.
-func migrationFiles(d *dialect) []string {
-	names, _ := fs.Glob(migrations, "migrations/"+d.name+"/*.sql") // the pattern is well formed
+func migrationFiles(d *sqlstore.Dialect) []string {
+	names, _ := fs.Glob(migrations, "migrations/"+d.Name+"/*.sql") // the pattern is well formed
 	slices.Sort(names)
 	return names
 }
@@ -97,7 +99,7 @@ func storedVersion(ctx context.Context, name string) (int, error) {
 	}
 	defer db.Close()
 	var v int
-	err = db.QueryRowContext(ctx, sqliteDialect.schemaVersion).Scan(&v)
+	err = db.QueryRowContext(ctx, sqlstore.SQLite.SchemaVersion).Scan(&v)
 	return v, err
 }
 
@@ -116,6 +118,6 @@ func storedVersionPostgres(ctx context.Context, name string) (int, error) {
 		return 0, nil
 	}
 	var v int
-	err = db.QueryRowContext(ctx, postgresDialect.schemaVersion).Scan(&v)
+	err = db.QueryRowContext(ctx, sqlstore.Postgres.SchemaVersion).Scan(&v)
 	return v, err
 }

@@ -157,7 +157,7 @@ func (j *Journal) slotClock(up bool) (string, []any) {
 		if up {
 			round = "CEIL"
 		}
-		return "WITH c AS (SELECT " + j.d.now(round) + " AS now) ", nil
+		return "WITH c AS (SELECT " + j.d.Now(round) + " AS now) ", nil
 	}
 	t := j.leaseTime()
 	now := t.UnixMilli()
@@ -175,7 +175,7 @@ func (j *Journal) slotClock(up bool) (string, []any) {
 // when it takes one, in the same transaction.
 func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.Duration, spare int, waited, lead time.Duration) (int, time.Duration, error) {
 	with, args := j.slotNow()
-	skip := j.d.rowLock(" FOR UPDATE SKIP LOCKED")
+	skip := j.d.RowLock(" FOR UPDATE SKIP LOCKED")
 	holder := j.slotHolder()
 	live := queueLive(span).Milliseconds()
 	// me.since is when this sender began to wait: the place it holds, or now
@@ -302,23 +302,8 @@ func (j *Journal) FreeSlots(ctx context.Context, answered time.Time, frees ...Sl
 	if len(frees) == 0 {
 		return 0, nil
 	}
-	q, args := j.freeSlots(answered, frees)
-	var res sql.Result
-	var err error
-	if j.pg != nil {
-		var c *sql.Conn
-		if c, err = j.w.lazy.Conn(ctx); err == nil {
-			q, args = j.freeSlots(answered, frees) // the time since the answer, now that it has its connection
-			res, err = c.ExecContext(ctx, j.d.bind(q), args...)
-			c.Close()
-		}
-	} else {
-		err = j.write(ctx, lazy, func(tx txn) error {
-			q, args = j.freeSlots(answered, frees)
-			res, err = tx.ExecContext(ctx, q, args...)
-			return err
-		})
-	}
+	// The time since the answer, as of when the write has its connection.
+	res, err := j.db.ExecBuilt(ctx, lazy, func() (string, []any) { return j.freeSlots(answered, frees) })
 	if err != nil {
 		return 0, fmt.Errorf("journal: free slots of %s: %w", frees[0].Slot.Scope, err)
 	}
@@ -373,7 +358,7 @@ func (j *Journal) OweSlots(ctx context.Context, scope string, n, count int, afte
 		return fmt.Errorf("journal: owe slots of %s: %w", scope, err)
 	}
 	with, args := j.slotNowUp()
-	skip := j.d.rowLock(" FOR UPDATE SKIP LOCKED")
+	skip := j.d.RowLock(" FOR UPDATE SKIP LOCKED")
 	_, err := j.exec(ctx, lazy, with+`UPDATE send_slots SET free_at = (SELECT now FROM c) + ?
 		WHERE scope = ? AND k IN (SELECT k FROM send_slots WHERE scope = ? AND k < ? AND free_at < (SELECT now FROM c) + ?
 			ORDER BY free_at, k LIMIT ?`+skip+`)`,
@@ -403,10 +388,5 @@ func (j *Journal) PruneSlots(ctx context.Context, idle time.Duration) (int64, er
 // slotRow runs a write that returns one row, as a transaction of its own that
 // waits for no fsync, and scans it into dest.
 func (j *Journal) slotRow(ctx context.Context, query string, args []any, dest ...any) error {
-	if j.pg != nil {
-		return j.w.lazy.QueryRowContext(ctx, j.d.bind(query), args...).Scan(dest...)
-	}
-	return j.write(ctx, lazy, func(tx txn) error {
-		return tx.QueryRowContext(ctx, query, args...).Scan(dest...)
-	})
+	return j.db.WriteRow(ctx, lazy, query, args, dest...)
 }

@@ -55,7 +55,7 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 }
 
 func insertTask(ctx context.Context, tx txn, t Task, snap []byte) error {
-	return tx.later(ctx, "insert task", `INSERT INTO tasks(id, requester, chat, summary, origin, surface, policy, created_at)
+	return tx.Later(ctx, "insert task", `INSERT INTO tasks(id, requester, chat, summary, origin, surface, policy, created_at)
 		VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, t.Origin, t.Surface, snap, ms(t.Created))
 }
 
@@ -110,7 +110,7 @@ func spend(ctx context.Context, tx txn, id string, s Spend) error {
 	var retries, repairs int
 	var waited int64
 	err := tx.QueryRowContext(ctx, `SELECT t.id, t.policy, t.retries_used, t.repairs_used, t.waited_ms
-		FROM tasks t JOIN operations o ON o.task_id = t.id WHERE o.id = ?`+tx.rowLock(" FOR UPDATE OF t"), id).Scan(&taskID, &snap, &retries, &repairs, &waited)
+		FROM tasks t JOIN operations o ON o.task_id = t.id WHERE o.id = ?`+tx.RowLock(" FOR UPDATE OF t"), id).Scan(&taskID, &snap, &retries, &repairs, &waited)
 	if err != nil {
 		return fmt.Errorf("budgets of %s: %w", id, err)
 	}

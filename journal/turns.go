@@ -78,7 +78,7 @@ func (j *Journal) QueueChatTurn(ctx context.Context, t ChatTurn) error {
 	until, untilArgs := j.untilSQL()
 	args := append([]any{t.Task, t.Transport, t.Chat, key, j.rep.name}, untilArgs...)
 	args = append(args, nowArgs...)
-	seq := j.d.seq
+	seq := j.d.Seq
 	_, err := j.exec(ctx, durable, `INSERT INTO chat_turns(task_id, transport, chat, ord, replica, lease_until, queued_at)
 		VALUES(?, ?, ?, COALESCE((SELECT `+seq+` FROM inbox WHERE key = ?), (SELECT COALESCE(max(`+seq+`), 0) + 1 FROM inbox)), ?, `+until+`, `+now+`)
 		ON CONFLICT DO NOTHING`, args...)
@@ -108,7 +108,7 @@ func (j *Journal) TakeChatTurn(ctx context.Context, t ChatTurn) (ChatTurnTry, er
 	var lost bool
 	err := j.tx(ctx, func(tx txn) error {
 		try, lost = ChatTurnTry{}, false
-		if tx.d.sideBySide { // the chat's queue is read and changed by one replica at a time
+		if tx.Dialect().SideBySide { // the chat's queue is read and changed by one replica at a time
 			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", lockTurn, lockKey(j.pg.schema, t.Transport, t.Chat)); err != nil {
 				return err
 			}
@@ -179,8 +179,8 @@ func (j *Journal) TakeChatTurn(ctx context.Context, t ChatTurn) (ChatTurnTry, er
 // chatQueue reads t's chat's queue, and the lease clock's now, in tx.
 func (j *Journal) chatQueue(ctx context.Context, tx txn, t ChatTurn) ([]queued, int64, error) {
 	clock, args := j.leaseClockSQL()
-	rows, err := tx.QueryContext(ctx, "SELECT task_id, replica, ord, "+j.d.seq+", lease_until, queued_at, started_at, "+clock+
-		" FROM chat_turns WHERE transport = ? AND chat = ? ORDER BY ord, "+j.d.seq, append(args, t.Transport, t.Chat)...)
+	rows, err := tx.QueryContext(ctx, "SELECT task_id, replica, ord, "+j.d.Seq+", lease_until, queued_at, started_at, "+clock+
+		" FROM chat_turns WHERE transport = ? AND chat = ? ORDER BY ord, "+j.d.Seq, append(args, t.Transport, t.Chat)...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -215,7 +215,7 @@ func (j *Journal) earlierUnhandled(ctx context.Context, tx txn, t ChatTurn, mine
 	}
 	prefix := "message:" + t.Chat + ":"
 	var n int
-	err := tx.QueryRowContext(ctx, "SELECT count(*) FROM inbox WHERE handled_at = 0 AND "+j.d.seq+" < ? AND substr(key, 1, ?) = ? AND lease_until >= ?",
+	err := tx.QueryRowContext(ctx, "SELECT count(*) FROM inbox WHERE handled_at = 0 AND "+j.d.Seq+" < ? AND substr(key, 1, ?) = ? AND lease_until >= ?",
 		mine.ord, len(prefix), prefix, now).Scan(&n)
 	return n, err
 }

@@ -1,4 +1,4 @@
-package journal_test
+package sqlstore_test
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Built where there is no C compiler (Go turns cgo off), the journal stops the
+// Built where there is no C compiler (Go turns cgo off), the store stops the
 // build with an error that says what is missing, before the driver's own.
 func TestABuildWithoutCgoSaysItNeedsACCompiler(t *testing.T) {
 	t.Parallel()
@@ -18,7 +18,7 @@ func TestABuildWithoutCgoSaysItNeedsACCompiler(t *testing.T) {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
-		t.Fatal("the journal built without cgo")
+		t.Fatal("the store built without cgo")
 	}
 	lines := strings.Split(string(out), "\n")
 	if len(lines) < 2 || !strings.Contains(lines[1], "needs_a_C_compiler_for_SQLite__install_gcc") {

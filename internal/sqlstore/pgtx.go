@@ -1,4 +1,4 @@
-package journal
+package sqlstore
 
 import (
 	"context"
@@ -27,7 +27,7 @@ import (
 // the transaction is rolled back whole, as before, and its error names the
 // write. Writes run in the order they were asked, queued or not.
 
-// pgTx is a write transaction on one connection of a journal's pool.
+// pgTx is a write transaction on one connection of a DB's pool.
 type pgTx struct {
 	conn   *pgx.Conn
 	trips  *atomic.Int64 // counts each round trip
@@ -55,7 +55,7 @@ func runPG(ctx context.Context, pool *sql.DB, trips *atomic.Int64, fn func(*pgTx
 	err = c.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {
-			return fmt.Errorf("journal: a PostgreSQL connection of type %T", dc)
+			return fmt.Errorf("sqlstore: a PostgreSQL connection of type %T", dc)
 		}
 		p := &pgTx{conn: sc.Conn(), trips: trips}
 		runErr = fn(p)
@@ -138,7 +138,7 @@ func (p *pgTx) exec(ctx context.Context, query string, args []any) (sql.Result, 
 	return pgResult(tag), nil
 }
 
-func (p *pgTx) query(ctx context.Context, query string, args []any) (rows, error) {
+func (p *pgTx) query(ctx context.Context, query string, args []any) (Rows, error) {
 	br, err := p.send(ctx, query, args)
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func (p *pgTx) query(ctx context.Context, query string, args []any) (rows, error
 	return &pgRows{rows: r, p: p, br: br}, nil
 }
 
-func (p *pgTx) queryRow(ctx context.Context, query string, args []any) row {
+func (p *pgTx) queryRow(ctx context.Context, query string, args []any) Row {
 	r, err := p.query(ctx, query, args)
 	if err != nil {
 		return errRow{err}
@@ -194,24 +194,24 @@ func (p *pgTx) rollback() {
 	p.conn.Exec(ctx, "ROLLBACK")
 }
 
-// rows is what the journal reads from a query: *sql.Rows, or a pipelined
-// transaction's rows on PostgreSQL.
-type rows interface {
+// Rows is what a query returns: *sql.Rows, or a pipelined transaction's rows
+// on PostgreSQL.
+type Rows interface {
 	Next() bool
 	Scan(dest ...any) error
 	Err() error
 	Close() error
 }
 
-// row is one row of a query: *sql.Row, or a pipelined transaction's.
-type row interface {
+// Row is one row of a query: *sql.Row, or a pipelined transaction's.
+type Row interface {
 	Scan(dest ...any) error
 }
 
 type pgResult pgconn.CommandTag
 
 func (r pgResult) LastInsertId() (int64, error) {
-	return 0, errors.New("journal: no insert id on PostgreSQL: use RETURNING")
+	return 0, errors.New("sqlstore: no insert id on PostgreSQL: use RETURNING")
 }
 
 func (r pgResult) RowsAffected() (int64, error) { return pgconn.CommandTag(r).RowsAffected(), nil }

@@ -1,8 +1,8 @@
 //go:build !cgo
 
-package journal
+package sqlstore
 
-// The journal's SQLite (github.com/mattn/go-sqlite3) is C, built with cgo, which
+// The store's SQLite (github.com/mattn/go-sqlite3) is C, built with cgo, which
 // needs a C compiler. Without one Go turns cgo off, and the driver would build
 // and then fail at the first open; this stops the build instead, with an error
 // that names what is missing.
