@@ -39,8 +39,9 @@ func TestTheWebhookServerHasTheDefaultLimits(t *testing.T) {
 }
 
 // A bot made with a webhook whose timeouts are left zero, or some of them,
-// serves it with the defaults in their place: the defaults are filled where the
-// bot is made, not only where a test asks for them.
+// serves it with the defaults in their place, whatever else the webhook sets
+// (a configuration always names its connections): the defaults are filled
+// where the bot is made, not only where a test asks for them.
 func TestABotsWebhookTakesTheDefaultsForItsZeroTimeouts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -51,16 +52,28 @@ func TestABotsWebhookTakesTheDefaultsForItsZeroTimeouts(t *testing.T) {
 	}
 	t.Cleanup(func() { j.Close() })
 	set := WebhookTimeouts{Write: 7 * time.Second}
-	b, err := New(ctx, j, Options{Token: replicaToken, APIURL: srv.URL(), Webhook: &Webhook{URL: "https://bot.example.org/hook", Timeouts: set}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := DefaultWebhookTimeouts
-	want.Write = set.Write
-	if got := b.opts.Webhook.Timeouts; got != want {
-		t.Errorf("the bot's webhook timeouts = %+v, want %+v", got, want)
-	}
-	if got := b.opts.Webhook.MaxConnections; got != 40 {
-		t.Errorf("the bot's webhook MaxConnections = %d, want 40", got)
+	for _, tt := range []struct {
+		name            string
+		connections     int
+		wantConnections int
+	}{
+		{"connections left zero", 0, 40},
+		{"connections set", 10, 10},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &Webhook{URL: "https://bot.example.org/hook", Timeouts: set, MaxConnections: tt.connections}
+			b, err := New(ctx, j, Options{Token: replicaToken, APIURL: srv.URL(), Webhook: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := DefaultWebhookTimeouts
+			want.Write = set.Write
+			if got := b.opts.Webhook.Timeouts; got != want {
+				t.Errorf("the bot's webhook timeouts = %+v, want %+v", got, want)
+			}
+			if got := b.opts.Webhook.MaxConnections; got != tt.wantConnections {
+				t.Errorf("the bot's webhook MaxConnections = %d, want %d", got, tt.wantConnections)
+			}
+		})
 	}
 }
