@@ -1,4 +1,4 @@
-package journal
+package coord
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/internal/sqlstore"
+	"github.com/countersign/countersign/journal"
 )
 
 // Telegram's flood limits hold per bot, not per process: three replicas that
@@ -43,8 +46,8 @@ type Slot struct {
 // be: exact for a slot whose send was answered, and span for one still out
 // (its answer comes no sooner than now, and frees it span later). The wait is
 // a hint: another replica may take that slot first.
-func (j *Journal) TakeSlot(ctx context.Context, scope string, n int, hold, span time.Duration, spare int) (Slot, time.Duration, error) {
-	return j.takeSlot(ctx, scope, n, hold, span, spare, notQueued)
+func (c *Coord) TakeSlot(ctx context.Context, scope string, n int, hold, span time.Duration, spare int) (Slot, time.Duration, error) {
+	return c.takeSlot(ctx, scope, n, hold, span, spare, notQueued)
 }
 
 // QueueSlot is TakeSlot for a sender that waits until it gets a slot, and has
@@ -62,8 +65,8 @@ func (j *Journal) TakeSlot(ctx context.Context, scope string, n int, hold, span 
 // A sender in line takes a slot up to QueueLead before it frees, so that the
 // round trip of its take is not spent with the slot idle; with a slot, wait is
 // how long until it is free, and the send must not leave before.
-func (j *Journal) QueueSlot(ctx context.Context, scope string, n int, hold, span, waited time.Duration) (Slot, time.Duration, error) {
-	return j.takeSlot(ctx, scope, n, hold, span, 0, max(0, waited))
+func (c *Coord) QueueSlot(ctx context.Context, scope string, n int, hold, span, waited time.Duration) (Slot, time.Duration, error) {
+	return c.takeSlot(ctx, scope, n, hold, span, 0, max(0, waited))
 }
 
 // QueueLead is how long before it frees a slot may be taken by a sender in
@@ -78,43 +81,43 @@ const notQueued time.Duration = -1
 // slot free but left it to a sender waiting longer, which is about to take it.
 const floorWait = 5 * time.Millisecond
 
-func (j *Journal) takeSlot(ctx context.Context, scope string, n int, hold, span time.Duration, spare int, waited time.Duration) (Slot, time.Duration, error) {
+func (c *Coord) takeSlot(ctx context.Context, scope string, n int, hold, span time.Duration, spare int, waited time.Duration) (Slot, time.Duration, error) {
 	if n < 1 {
-		return Slot{}, 0, fmt.Errorf("journal: take slot of %s: a pool has at least one slot", scope)
+		return Slot{}, 0, fmt.Errorf("coord: take slot of %s: a pool has at least one slot", scope)
 	}
-	s := Slot{Scope: scope, Grant: NewID("sl")}
+	s := Slot{Scope: scope, Grant: journal.NewID("sl")}
 	lead := time.Duration(0)
 	if waited != notQueued {
 		lead = QueueLead
 	}
 	for try := 0; ; try++ {
-		k, free, err := j.takeFree(ctx, s, n, hold, span, spare, waited, lead)
+		k, free, err := c.takeFree(ctx, s, n, hold, span, spare, waited, lead)
 		if err != nil {
-			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
+			return Slot{}, 0, fmt.Errorf("coord: take slot of %s: %w", scope, err)
 		}
 		if k >= 0 {
 			s.K = k
 			return s, free, nil
 		}
-		rows, wait, err := j.slotWait(ctx, scope, n, span, lead)
+		rows, wait, err := c.slotWait(ctx, scope, n, span, lead)
 		if err != nil {
-			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
+			return Slot{}, 0, fmt.Errorf("coord: take slot of %s: %w", scope, err)
 		}
 		if rows >= n || try > 0 {
 			return Slot{}, max(wait, floorWait), nil
 		}
 		// The pool is new, or larger than it was: make its missing slots, free.
-		if err := j.makeSlots(ctx, scope, n); err != nil {
-			return Slot{}, 0, fmt.Errorf("journal: take slot of %s: %w", scope, err)
+		if err := c.makeSlots(ctx, scope, n); err != nil {
+			return Slot{}, 0, fmt.Errorf("coord: take slot of %s: %w", scope, err)
 		}
 	}
 }
 
 // LeaveSlotQueue gives up this holder's place in scope's line (QueueSlot): its
 // sender stopped waiting without a slot.
-func (j *Journal) LeaveSlotQueue(ctx context.Context, scope string) error {
-	if _, err := j.exec(ctx, lazy, `DELETE FROM slot_waits WHERE scope = ? AND holder = ?`, scope, j.slotHolder()); err != nil {
-		return fmt.Errorf("journal: leave the line of %s: %w", scope, err)
+func (c *Coord) LeaveSlotQueue(ctx context.Context, scope string) error {
+	if _, err := c.db.Exec(ctx, sqlstore.Lazy, `DELETE FROM slot_waits WHERE scope = ? AND holder = ?`, scope, c.slotHolder()); err != nil {
+		return fmt.Errorf("coord: leave the line of %s: %w", scope, err)
 	}
 	return nil
 }
@@ -129,42 +132,30 @@ func queueLive(span time.Duration) time.Duration { return 2*span + time.Second }
 // lease after it, not when its process stops.
 const maxSlotHold = 5 * time.Minute
 
-// slotHolder is who holds the slots this journal takes: its process among
-// those that joined under its replica name (Renew renews them), "" for a
-// journal that is no replica.
-func (j *Journal) slotHolder() string {
-	if j.rep == nil {
-		return ""
-	}
-	return j.rep.life
-}
+// slotHolder is who holds the slots this process takes: its process among
+// those that joined under its replica name (RenewLeases renews them), "" for
+// a journal that is no replica.
+func (c *Coord) slotHolder() string { return c.j.Life() }
 
 // slotNow is the CTE every slot statement starts with: the lease clock's now
 // (the database's on PostgreSQL), read once, as c.now, in whole milliseconds
 // rounded down: a slot is free for a take no sooner than it frees.
-func (j *Journal) slotNow() (string, []any) { return j.slotClock(false) }
+func (c *Coord) slotNow() (string, []any) { return c.slotClock(false) }
 
 // slotNowUp is slotNow rounded up, for a statement that sets when a slot frees:
 // it frees no sooner than its span. With both, the clock's grain never lets a
 // send leave before its span, which rounding now either way at the free and
 // at the take would by up to a millisecond (and a service counting that
 // span would take the send as one too many).
-func (j *Journal) slotNowUp() (string, []any) { return j.slotClock(true) }
+func (c *Coord) slotNowUp() (string, []any) { return c.slotClock(true) }
 
-func (j *Journal) slotClock(up bool) (string, []any) {
-	if j.databaseClock() {
-		round := "FLOOR"
-		if up {
-			round = "CEIL"
-		}
-		return "WITH c AS (SELECT " + j.d.Now(round) + " AS now) ", nil
+func (c *Coord) slotClock(up bool) (string, []any) {
+	round := "FLOOR"
+	if up {
+		round = "CEIL"
 	}
-	t := j.leaseTime()
-	now := t.UnixMilli()
-	if up && t.After(time.UnixMilli(now)) {
-		now++
-	}
-	return "WITH c AS (SELECT CAST(? AS BIGINT) AS now) ", []any{now}
+	now, args := c.j.LeaseClock(round)
+	return "WITH c AS (SELECT " + now + " AS now) ", args
 }
 
 // takeFree takes the slot of scope that frees first, free now or within lead,
@@ -173,10 +164,10 @@ func (j *Journal) slotClock(up bool) (string, []any) {
 // waited (or, with spare, too few are free now). A take with waited (not
 // notQueued) keeps its place in the line when it takes none, and leaves it
 // when it takes one, in the same transaction.
-func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.Duration, spare int, waited, lead time.Duration) (int, time.Duration, error) {
-	with, args := j.slotNow()
-	skip := j.d.RowLock(" FOR UPDATE SKIP LOCKED")
-	holder := j.slotHolder()
+func (c *Coord) takeFree(ctx context.Context, s Slot, n int, hold, span time.Duration, spare int, waited, lead time.Duration) (int, time.Duration, error) {
+	with, args := c.slotNow()
+	skip := c.d.RowLock(" FOR UPDATE SKIP LOCKED")
+	holder := c.slotHolder()
 	live := queueLive(span).Milliseconds()
 	// me.since is when this sender began to wait: the place it holds, or now
 	// less waited, whichever is earlier. The place keeps the first reckoning:
@@ -214,17 +205,17 @@ func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.D
 	var err error
 	switch {
 	case waited == notQueued:
-		err = j.slotRow(ctx, with+take, args, &k, &free)
-	case j.pg != nil:
+		err = c.slotRow(ctx, with+take, args, &k, &free)
+	case c.d.ChangesInWith:
 		// One statement: the take, and the place kept or left by what it did.
 		q := with + `, t AS (` + take + `),
 			w AS (` + keep + ` WHERE NOT EXISTS (SELECT 1 FROM t)` + upsert + `),
 			d AS (DELETE FROM slot_waits WHERE scope = ? AND holder = ? AND EXISTS (SELECT 1 FROM t))
 			SELECT k, free FROM t`
 		args = append(append(args, keepArgs...), s.Scope, holder)
-		err = j.slotRow(ctx, q, args, &k, &free)
+		err = c.slotRow(ctx, q, args, &k, &free)
 	default:
-		err = j.write(ctx, lazy, func(tx txn) error {
+		err = c.db.Write(ctx, sqlstore.Lazy, func(tx *sqlstore.Tx) error {
 			k = -1
 			err := tx.QueryRowContext(ctx, with+take, args...).Scan(&k, &free)
 			switch {
@@ -244,22 +235,22 @@ func (j *Journal) takeFree(ctx context.Context, s Slot, n int, hold, span time.D
 
 // slotWait returns how many slots of scope's first n exist, and how long until
 // the first of them frees (see TakeSlot), less lead: when it may be taken.
-func (j *Journal) slotWait(ctx context.Context, scope string, n int, span, lead time.Duration) (int, time.Duration, error) {
-	with, args := j.slotNow()
+func (c *Coord) slotWait(ctx context.Context, scope string, n int, span, lead time.Duration) (int, time.Duration, error) {
+	with, args := c.slotNow()
 	q := with + `SELECT count(*), COALESCE(min(CASE WHEN open = 1 AND free_at > (SELECT now FROM c) + ?
 			THEN (SELECT now FROM c) + ? ELSE free_at END), 0) - (SELECT now FROM c) - ?
 		FROM send_slots WHERE scope = ? AND k < ?`
 	args = append(args, span.Milliseconds(), span.Milliseconds(), lead.Milliseconds(), scope, n)
 	var rows int
 	var wait int64
-	if err := j.db.QueryRowContext(ctx, q, args...).Scan(&rows, &wait); err != nil {
+	if err := c.db.QueryRowContext(ctx, q, args...).Scan(&rows, &wait); err != nil {
 		return 0, 0, err
 	}
 	return rows, time.Duration(wait) * time.Millisecond, nil
 }
 
 // makeSlots makes scope's slots 0..n-1 that do not exist yet, free.
-func (j *Journal) makeSlots(ctx context.Context, scope string, n int) error {
+func (c *Coord) makeSlots(ctx context.Context, scope string, n int) error {
 	var b strings.Builder
 	b.WriteString("INSERT INTO send_slots (scope, k) VALUES ")
 	args := make([]any, 0, 2*n)
@@ -271,15 +262,15 @@ func (j *Journal) makeSlots(ctx context.Context, scope string, n int) error {
 		args = append(args, scope, k)
 	}
 	b.WriteString(" ON CONFLICT DO NOTHING")
-	_, err := j.exec(ctx, lazy, b.String(), args...)
+	_, err := c.db.Exec(ctx, sqlstore.Lazy, b.String(), args...)
 	return err
 }
 
 // FreeSlot frees s, taken by this process, after: span after the answer of its
 // send, or 0 when nothing was sent. It reports false when s was not this
 // process's any more: its hold passed and another took it.
-func (j *Journal) FreeSlot(ctx context.Context, s Slot, after time.Duration) (bool, error) {
-	n, err := j.FreeSlots(ctx, j.now(), SlotFree{Slot: s, Span: after})
+func (c *Coord) FreeSlot(ctx context.Context, s Slot, after time.Duration) (bool, error) {
+	n, err := c.FreeSlots(ctx, c.now(), SlotFree{Slot: s, Span: after})
 	return n == 1, err
 }
 
@@ -298,23 +289,23 @@ type SlotFree struct {
 // and a slot never frees before Span has passed since the answer. It returns
 // how many were still this process's (the others' holds had passed, and
 // another took them).
-func (j *Journal) FreeSlots(ctx context.Context, answered time.Time, frees ...SlotFree) (int, error) {
+func (c *Coord) FreeSlots(ctx context.Context, answered time.Time, frees ...SlotFree) (int, error) {
 	if len(frees) == 0 {
 		return 0, nil
 	}
 	// The time since the answer, as of when the write has its connection.
-	res, err := j.db.ExecBuilt(ctx, lazy, func() (string, []any) { return j.freeSlots(answered, frees) })
+	res, err := c.db.ExecBuilt(ctx, sqlstore.Lazy, func() (string, []any) { return c.freeSlots(answered, frees) })
 	if err != nil {
-		return 0, fmt.Errorf("journal: free slots of %s: %w", frees[0].Slot.Scope, err)
+		return 0, fmt.Errorf("coord: free slots of %s: %w", frees[0].Slot.Scope, err)
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
 }
 
 // freeSlots is FreeSlots' statement, as of now.
-func (j *Journal) freeSlots(answered time.Time, frees []SlotFree) (string, []any) {
-	since := j.now().Sub(answered)
-	with, args := j.slotNowUp()
+func (c *Coord) freeSlots(answered time.Time, frees []SlotFree) (string, []any) {
+	since := c.now().Sub(answered)
+	with, args := c.slotNowUp()
 	var set, where strings.Builder
 	for i, f := range frees {
 		if i > 0 {
@@ -335,12 +326,12 @@ func (j *Journal) freeSlots(answered time.Time, frees []SlotFree) (string, []any
 // HoldSlot extends the hold of s, taken by this process, to hold from now: a
 // send that waited long for its other slots. It reports false when s was not
 // this process's any more (its hold passed, and another took it).
-func (j *Journal) HoldSlot(ctx context.Context, s Slot, hold time.Duration) (bool, error) {
-	with, args := j.slotNowUp()
-	res, err := j.exec(ctx, lazy, with+`UPDATE send_slots SET open = 1, free_at = (SELECT now FROM c) + ?
+func (c *Coord) HoldSlot(ctx context.Context, s Slot, hold time.Duration) (bool, error) {
+	with, args := c.slotNowUp()
+	res, err := c.db.Exec(ctx, sqlstore.Lazy, with+`UPDATE send_slots SET open = 1, free_at = (SELECT now FROM c) + ?
 		WHERE scope = ? AND k = ? AND grant_id = ?`, append(args, hold.Milliseconds(), s.Scope, s.K, s.Grant)...)
 	if err != nil {
-		return false, fmt.Errorf("journal: hold slot of %s: %w", s.Scope, err)
+		return false, fmt.Errorf("coord: hold slot of %s: %w", s.Scope, err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
@@ -350,43 +341,43 @@ func (j *Journal) HoldSlot(ctx context.Context, s Slot, hold time.Duration) (boo
 // free first: a send that counts as count+1 messages (an album) took one slot,
 // and owes the others. Slots busy already keep what they owe; a pool with fewer
 // free than count is short of them, as Telegram would say.
-func (j *Journal) OweSlots(ctx context.Context, scope string, n, count int, after time.Duration) error {
+func (c *Coord) OweSlots(ctx context.Context, scope string, n, count int, after time.Duration) error {
 	if count < 1 {
 		return nil
 	}
-	if err := j.makeSlots(ctx, scope, n); err != nil {
-		return fmt.Errorf("journal: owe slots of %s: %w", scope, err)
+	if err := c.makeSlots(ctx, scope, n); err != nil {
+		return fmt.Errorf("coord: owe slots of %s: %w", scope, err)
 	}
-	with, args := j.slotNowUp()
-	skip := j.d.RowLock(" FOR UPDATE SKIP LOCKED")
-	_, err := j.exec(ctx, lazy, with+`UPDATE send_slots SET free_at = (SELECT now FROM c) + ?
+	with, args := c.slotNowUp()
+	skip := c.d.RowLock(" FOR UPDATE SKIP LOCKED")
+	_, err := c.db.Exec(ctx, sqlstore.Lazy, with+`UPDATE send_slots SET free_at = (SELECT now FROM c) + ?
 		WHERE scope = ? AND k IN (SELECT k FROM send_slots WHERE scope = ? AND k < ? AND free_at < (SELECT now FROM c) + ?
 			ORDER BY free_at, k LIMIT ?`+skip+`)`,
 		append(args, after.Milliseconds(), scope, scope, n, after.Milliseconds(), count)...)
 	if err != nil {
-		return fmt.Errorf("journal: owe slots of %s: %w", scope, err)
+		return fmt.Errorf("coord: owe slots of %s: %w", scope, err)
 	}
 	return nil
 }
 
 // PruneSlots deletes the slots free for longer than idle: the pools of chats
 // nobody wrote to lately. A pool is made again at its next send.
-func (j *Journal) PruneSlots(ctx context.Context, idle time.Duration) (int64, error) {
-	with, args := j.slotNow()
+func (c *Coord) PruneSlots(ctx context.Context, idle time.Duration) (int64, error) {
+	with, args := c.slotNow()
 	args = append(args, idle.Milliseconds())
-	res, err := j.exec(ctx, lazy, with+`DELETE FROM send_slots WHERE free_at < (SELECT now FROM c) - ?`, args...)
+	res, err := c.db.Exec(ctx, sqlstore.Lazy, with+`DELETE FROM send_slots WHERE free_at < (SELECT now FROM c) - ?`, args...)
 	if err != nil {
-		return 0, fmt.Errorf("journal: prune slots: %w", err)
+		return 0, fmt.Errorf("coord: prune slots: %w", err)
 	}
 	// And the places in line of senders gone without leaving them.
-	if _, err := j.exec(ctx, lazy, with+`DELETE FROM slot_waits WHERE seen_at < (SELECT now FROM c) - ?`, args...); err != nil {
-		return 0, fmt.Errorf("journal: prune slots' lines: %w", err)
+	if _, err := c.db.Exec(ctx, sqlstore.Lazy, with+`DELETE FROM slot_waits WHERE seen_at < (SELECT now FROM c) - ?`, args...); err != nil {
+		return 0, fmt.Errorf("coord: prune slots' lines: %w", err)
 	}
 	return res.RowsAffected()
 }
 
 // slotRow runs a write that returns one row, as a transaction of its own that
 // waits for no fsync, and scans it into dest.
-func (j *Journal) slotRow(ctx context.Context, query string, args []any, dest ...any) error {
-	return j.db.WriteRow(ctx, lazy, query, args, dest...)
+func (c *Coord) slotRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return c.db.WriteRow(ctx, sqlstore.Lazy, query, args, dest...)
 }

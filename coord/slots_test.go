@@ -1,4 +1,4 @@
-package journal_test
+package coord_test
 
 import (
 	"context"
@@ -8,21 +8,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/internal/pgtest"
-	"github.com/countersign/countersign/journal"
 )
 
 // takeSlot takes a slot of scope (n slots, a 30 s hold, a 1 s span) or fails
 // the test; it returns the slot, or the wait when none was free.
-func takeSlot(t *testing.T, j *journal.Journal, scope string, n int) (journal.Slot, time.Duration) {
+func takeSlot(t *testing.T, j member, scope string, n int) (coord.Slot, time.Duration) {
 	t.Helper()
 	return slotOrFail(t, "TakeSlot", scope)(j.TakeSlot(context.Background(), scope, n, 30*time.Second, time.Second, 0))
 }
 
 // slotOrFail fails the test when the take of scope called what failed, and
 // returns its slot and wait.
-func slotOrFail(t *testing.T, what, scope string) func(journal.Slot, time.Duration, error) (journal.Slot, time.Duration) {
-	return func(s journal.Slot, wait time.Duration, err error) (journal.Slot, time.Duration) {
+func slotOrFail(t *testing.T, what, scope string) func(coord.Slot, time.Duration, error) (coord.Slot, time.Duration) {
+	return func(s coord.Slot, wait time.Duration, err error) (coord.Slot, time.Duration) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s(%s): %v", what, scope, err)
@@ -121,7 +121,7 @@ func testSpareOwedAndPrunedSlots(t *testing.T, name string) {
 	ctx := context.Background()
 	c := newClock()
 	j := open(t, name, c.now)
-	spare := func() journal.Slot {
+	spare := func() coord.Slot {
 		s, _, err := j.TakeSlot(ctx, "bot", 4, 30*time.Second, time.Second, 2)
 		if err != nil {
 			t.Fatal(err)
@@ -155,7 +155,7 @@ func testSpareOwedAndPrunedSlots(t *testing.T, name string) {
 		t.Fatalf("TakeSlot(long) = %+v, %v", s, err)
 	}
 	queueSlot(t, j, "long", 1, 0) // a place in line, never asked for again
-	rows := counter(ctx, t, raw(t, name))
+	rows := counter(t, j)
 	c.add(2 * time.Hour)
 	n, err := j.PruneSlots(ctx, time.Hour)
 	if err != nil || n != 12 {
@@ -176,7 +176,7 @@ func TestRacingTakersNeverOverfillAPoolOnPostgreSQL(t *testing.T) {
 	t.Parallel()
 	name := pgtest.Fresh(t)
 	ctx := context.Background()
-	var js []*journal.Journal
+	var js []member
 	for i := range 3 {
 		j := openWith(t, name)
 		if err := j.Join(ctx, "telegram", fmt.Sprintf("r%d", i), 10*time.Second); err != nil {
@@ -231,7 +231,7 @@ func testSlotsAreRenewedWithTheReplicasLease(t *testing.T, name string) {
 	ctx := context.Background()
 	c := newClock()
 	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
-	take := func(j *journal.Journal) journal.Slot {
+	take := func(j member) coord.Slot {
 		s, _, err := j.TakeSlot(ctx, "chat 9", 1, j.Lease(), time.Second, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -338,7 +338,7 @@ func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
 	bot, _ := takeSlot(t, r1, "bot", 1)
 	chat, _ := takeSlot(t, r1, "bot -100", 1)
 	answered := c.now().Add(-400 * time.Millisecond)
-	n, err := r1.FreeSlots(ctx, answered, journal.SlotFree{Slot: bot, Span: time.Second}, journal.SlotFree{Slot: chat, Span: 3200 * time.Millisecond})
+	n, err := r1.FreeSlots(ctx, answered, coord.SlotFree{Slot: bot, Span: time.Second}, coord.SlotFree{Slot: chat, Span: 3200 * time.Millisecond})
 	if err != nil || n != 2 {
 		t.Fatalf("FreeSlots = %d, %v; want both freed", n, err)
 	}
@@ -351,7 +351,7 @@ func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
 	// A free of slots that are another's any more frees nothing.
 	c.add(3200 * time.Millisecond)
 	again, _ := takeSlot(t, r1, "bot", 1)
-	if n, err := r1.FreeSlots(ctx, c.now(), journal.SlotFree{Slot: bot, Span: time.Second}); err != nil || n != 0 {
+	if n, err := r1.FreeSlots(ctx, c.now(), coord.SlotFree{Slot: bot, Span: time.Second}); err != nil || n != 0 {
 		t.Errorf("a late free of a slot taken again = %d, %v; want 0", n, err)
 	}
 	if again.Grant == "" {
@@ -361,7 +361,7 @@ func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
 
 // queueSlot asks for a slot of scope (n slots, a 30 s hold, a 1 s span) as a
 // sender that has waited for it already, or fails the test.
-func queueSlot(t *testing.T, j *journal.Journal, scope string, n int, waited time.Duration) (journal.Slot, time.Duration) {
+func queueSlot(t *testing.T, j member, scope string, n int, waited time.Duration) (coord.Slot, time.Duration) {
 	t.Helper()
 	return slotOrFail(t, "QueueSlot", scope)(j.QueueSlot(context.Background(), scope, n, 30*time.Second, time.Second, waited))
 }
@@ -443,10 +443,10 @@ func testASenderInLineTakesASlotJustBeforeItFrees(t *testing.T, name string) {
 	c := newClock()
 	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
 	out, _ := takeSlot(t, r1, "bot", 1)
-	if ok, err := r1.FreeSlots(ctx, c.now(), journal.SlotFree{Slot: out, Span: time.Second}); err != nil || ok != 1 {
+	if ok, err := r1.FreeSlots(ctx, c.now(), coord.SlotFree{Slot: out, Span: time.Second}); err != nil || ok != 1 {
 		t.Fatalf("FreeSlots = %v, %v", ok, err)
 	}
-	c.add(time.Second - journal.QueueLead - 50*time.Millisecond)
+	c.add(time.Second - coord.QueueLead - 50*time.Millisecond)
 	if s, wait := queueSlot(t, r2, "bot", 1, 0); s.Grant != "" || wait != 50*time.Millisecond {
 		t.Fatalf("in line, 150 ms before the slot frees: %+v, wait %v; want none, and 50 ms (until 100 ms before)", s, wait)
 	}
@@ -507,7 +507,7 @@ func testASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain(t *testing.T, name 
 	s, _ := takeSlot(t, r1, "bot", 1)
 	c.add(600 * time.Microsecond) // the answer comes inside a millisecond
 	answered := c.now()
-	if n, err := r1.FreeSlots(ctx, answered, journal.SlotFree{Slot: s, Span: time.Second}); err != nil || n != 1 {
+	if n, err := r1.FreeSlots(ctx, answered, coord.SlotFree{Slot: s, Span: time.Second}); err != nil || n != 1 {
 		t.Fatalf("FreeSlots = %d, %v", n, err)
 	}
 	c.add(time.Second - 100*time.Microsecond) // 0.1 ms before the span has passed

@@ -1,4 +1,4 @@
-package journal
+package coord
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign/internal/sqlstore"
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -30,20 +32,20 @@ type StrangerMark struct {
 // clock (the database's on PostgreSQL), unless someone marked them within
 // silence: ok reports whether this process won the mark, and so is the one to
 // tell them. Of replicas that ask at once, exactly one wins.
-func (j *Journal) MarkStranger(ctx context.Context, transport string, user policy.UserID, silence time.Duration) (m StrangerMark, ok bool, err error) {
-	m = StrangerMark{Transport: transport, User: user, Grant: NewID("st")}
-	with, args := j.slotNow()
+func (c *Coord) MarkStranger(ctx context.Context, transport string, user policy.UserID, silence time.Duration) (m StrangerMark, ok bool, err error) {
+	m = StrangerMark{Transport: transport, User: user, Grant: journal.NewID("st")}
+	with, args := c.slotNow()
 	q := with + `INSERT INTO strangers_told (transport, user_id, told_at, grant_id) VALUES (?, ?, (SELECT now FROM c), ?)
 		ON CONFLICT (transport, user_id) DO UPDATE SET told_at = excluded.told_at, grant_id = excluded.grant_id
 		WHERE strangers_told.told_at <= excluded.told_at - ?
 		RETURNING 1`
 	var one int
-	err = j.slotRow(ctx, q, append(args, transport, user, m.Grant, silence.Milliseconds()), &one)
+	err = c.slotRow(ctx, q, append(args, transport, user, m.Grant, silence.Milliseconds()), &one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return StrangerMark{}, false, nil
 	case err != nil:
-		return StrangerMark{}, false, fmt.Errorf("journal: mark stranger %d of %s: %w", user, transport, err)
+		return StrangerMark{}, false, fmt.Errorf("coord: mark stranger %d of %s: %w", user, transport, err)
 	}
 	return m, true, nil
 }
@@ -52,11 +54,11 @@ func (j *Journal) MarkStranger(ctx context.Context, transport string, user polic
 // next message is told by whichever replica takes it. It reports false when m
 // was no longer the stranger's mark (its silence passed and another replica
 // marked them again): that mark stays.
-func (j *Journal) UnmarkStranger(ctx context.Context, m StrangerMark) (bool, error) {
-	res, err := j.exec(ctx, lazy, `DELETE FROM strangers_told WHERE transport = ? AND user_id = ? AND grant_id = ?`,
+func (c *Coord) UnmarkStranger(ctx context.Context, m StrangerMark) (bool, error) {
+	res, err := c.db.Exec(ctx, sqlstore.Lazy, `DELETE FROM strangers_told WHERE transport = ? AND user_id = ? AND grant_id = ?`,
 		m.Transport, m.User, m.Grant)
 	if err != nil {
-		return false, fmt.Errorf("journal: unmark stranger %d of %s: %w", m.User, m.Transport, err)
+		return false, fmt.Errorf("coord: unmark stranger %d of %s: %w", m.User, m.Transport, err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
@@ -65,12 +67,12 @@ func (j *Journal) UnmarkStranger(ctx context.Context, m StrangerMark) (bool, err
 // PruneStrangers deletes the marks older than age, by the lease clock: with an
 // age past any silence a transport keeps, only strangers nobody would be kept
 // from telling anyway are forgotten.
-func (j *Journal) PruneStrangers(ctx context.Context, age time.Duration) (int64, error) {
-	with, args := j.slotNow()
-	res, err := j.exec(ctx, lazy, with+`DELETE FROM strangers_told WHERE told_at < (SELECT now FROM c) - ?`,
+func (c *Coord) PruneStrangers(ctx context.Context, age time.Duration) (int64, error) {
+	with, args := c.slotNow()
+	res, err := c.db.Exec(ctx, sqlstore.Lazy, with+`DELETE FROM strangers_told WHERE told_at < (SELECT now FROM c) - ?`,
 		append(args, age.Milliseconds())...)
 	if err != nil {
-		return 0, fmt.Errorf("journal: prune strangers: %w", err)
+		return 0, fmt.Errorf("coord: prune strangers: %w", err)
 	}
 	return res.RowsAffected()
 }

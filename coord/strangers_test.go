@@ -1,4 +1,4 @@
-package journal_test
+package coord_test
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/policy"
 )
 
 // markStranger marks user for j or fails the test; ok reports whether j won.
-func markStranger(t *testing.T, j *journal.Journal, user int64) (journal.StrangerMark, bool) {
+func markStranger(t *testing.T, j member, user int64) (coord.StrangerMark, bool) {
 	t.Helper()
 	m, ok, err := j.MarkStranger(context.Background(), "telegram", policy.UserID(user), time.Hour)
 	if err != nil {
@@ -72,7 +72,7 @@ func TestRacingReplicasMarkAStrangerOnce(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, name string) {
 		c := newClock()
-		js := []*journal.Journal{replica(t, name, "r1", c), replica(t, name, "r2", c), replica(t, name, "r3", c)}
+		js := []member{replica(t, name, "r1", c), replica(t, name, "r2", c), replica(t, name, "r3", c)}
 		var wg sync.WaitGroup
 		won := make(chan string, 3*len(js))
 		for _, j := range js {

@@ -1,4 +1,4 @@
-package journal
+package coord
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/countersign/countersign/internal/sqlstore"
+	"github.com/countersign/countersign/journal"
 )
 
 // An agent CLI's run works in its chat's session and folder: two runs of one
@@ -31,10 +34,6 @@ import (
 // given up (Release, as the replica stops), or it was never queued. Its run must
 // not start, or must end at once.
 var ErrChatTurnLost = errors.New("the chat's turn is lost")
-
-// errNotReplica refuses turns to a journal that is no replica: its one process
-// orders its chats' runs in memory.
-var errNotReplica = errors.New("turns are taken by replicas (Join)")
 
 // ChatTurn names one message's run in a chat: the chat, of a transport, and the
 // message's task (one turn per message).
@@ -62,28 +61,28 @@ type ChatTurnTry struct {
 // a lease. Its place is the inbox's order of the update that carried it (the
 // task's origin, "<transport>:<inbox key>"), or, for a message the inbox never
 // stored, after every update stored so far. Queuing again is a no-op.
-func (j *Journal) QueueChatTurn(ctx context.Context, t ChatTurn) error {
-	if j.rep == nil {
-		return fmt.Errorf("journal: queue turn of %s: %w", t.Chat, errNotReplica)
+func (c *Coord) QueueChatTurn(ctx context.Context, t ChatTurn) error {
+	if c.j.Replica() == "" {
+		return fmt.Errorf("coord: queue turn of %s: %w", t.Chat, errNotReplica)
 	}
 	var origin string
-	if err := j.db.QueryRowContext(ctx, "SELECT origin FROM tasks WHERE id = ?", t.Task).Scan(&origin); err != nil {
+	if err := c.db.QueryRowContext(ctx, "SELECT origin FROM tasks WHERE id = ?", t.Task).Scan(&origin); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			err = ErrNotFound
+			err = journal.ErrNotFound
 		}
-		return fmt.Errorf("journal: queue turn of task %s: %w", t.Task, err)
+		return fmt.Errorf("coord: queue turn of task %s: %w", t.Task, err)
 	}
 	key, _ := strings.CutPrefix(origin, t.Transport+":")
-	now, nowArgs := j.leaseClockSQL()
-	until, untilArgs := j.untilSQL()
-	args := append([]any{t.Task, t.Transport, t.Chat, key, j.rep.name}, untilArgs...)
+	now, nowArgs := c.j.LeaseClock("")
+	until, untilArgs := c.j.LeaseUntil()
+	args := append([]any{t.Task, t.Transport, t.Chat, key, c.j.Replica()}, untilArgs...)
 	args = append(args, nowArgs...)
-	seq := j.d.Seq
-	_, err := j.exec(ctx, durable, `INSERT INTO chat_turns(task_id, transport, chat, ord, replica, lease_until, queued_at)
+	seq := c.d.Seq
+	_, err := c.db.Exec(ctx, sqlstore.Durable, `INSERT INTO chat_turns(task_id, transport, chat, ord, replica, lease_until, queued_at)
 		VALUES(?, ?, ?, COALESCE((SELECT `+seq+` FROM inbox WHERE key = ?), (SELECT COALESCE(max(`+seq+`), 0) + 1 FROM inbox)), ?, `+until+`, `+now+`)
 		ON CONFLICT DO NOTHING`, args...)
 	if err != nil {
-		return fmt.Errorf("journal: queue turn of task %s: %w", t.Task, err)
+		return fmt.Errorf("coord: queue turn of task %s: %w", t.Task, err)
 	}
 	return nil
 }
@@ -100,20 +99,20 @@ type queued struct {
 // the order above). Turns of the chat whose lease ran out are dropped on the
 // way (ChatTurnTry.Lapsed). It returns ErrChatTurnLost when t's own turn is gone (its
 // lease ran out, or Release gave it up).
-func (j *Journal) TakeChatTurn(ctx context.Context, t ChatTurn) (ChatTurnTry, error) {
-	if j.rep == nil {
-		return ChatTurnTry{}, fmt.Errorf("journal: take turn of %s: %w", t.Chat, errNotReplica)
+func (c *Coord) TakeChatTurn(ctx context.Context, t ChatTurn) (ChatTurnTry, error) {
+	if c.j.Replica() == "" {
+		return ChatTurnTry{}, fmt.Errorf("coord: take turn of %s: %w", t.Chat, errNotReplica)
 	}
 	var try ChatTurnTry
 	var lost bool
-	err := j.tx(ctx, func(tx txn) error {
+	err := c.db.Write(ctx, sqlstore.Durable, func(tx *sqlstore.Tx) error {
 		try, lost = ChatTurnTry{}, false
 		if tx.Dialect().SideBySide { // the chat's queue is read and changed by one replica at a time
-			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", lockTurn, lockKey(j.pg.schema, t.Transport, t.Chat)); err != nil {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", lockTurn, sqlstore.AdvisoryKey(c.db.Schema(), t.Transport, t.Chat)); err != nil {
 				return err
 			}
 		}
-		rows, now, err := j.chatQueue(ctx, tx, t)
+		rows, now, err := c.chatQueue(ctx, tx, t)
 		if err != nil {
 			return err
 		}
@@ -137,7 +136,7 @@ func (j *Journal) TakeChatTurn(ctx context.Context, t ChatTurn) (ChatTurnTry, er
 			}
 		}
 		switch {
-		case mine == nil || mine.replica != j.rep.name:
+		case mine == nil || mine.replica != c.j.Replica():
 			return fmt.Errorf("%w: it is not queued by this replica", ErrChatTurnLost)
 		case mine.until < now:
 			// Released, or not renewed in time: another replica may have run a
@@ -158,10 +157,10 @@ func (j *Journal) TakeChatTurn(ctx context.Context, t ChatTurn) (ChatTurnTry, er
 		if try.Holder != "" || try.Ahead > 0 {
 			return nil
 		}
-		if try.Ahead, err = j.earlierUnhandled(ctx, tx, t, *mine, now); err != nil || try.Ahead > 0 {
+		if try.Ahead, err = c.earlierUnhandled(ctx, tx, t, *mine, now); err != nil || try.Ahead > 0 {
 			return err
 		}
-		until, args := j.untilSQL()
+		until, args := c.j.LeaseUntil()
 		_, err = tx.ExecContext(ctx, "UPDATE chat_turns SET started_at = ?, lease_until = "+until+" WHERE task_id = ?",
 			append(append([]any{now}, args...), t.Task)...)
 		try.Taken = err == nil
@@ -171,16 +170,16 @@ func (j *Journal) TakeChatTurn(ctx context.Context, t ChatTurn) (ChatTurnTry, er
 		err = fmt.Errorf("%w: its lease ran out while it waited", ErrChatTurnLost)
 	}
 	if err != nil {
-		return ChatTurnTry{}, fmt.Errorf("journal: take turn of task %s in %s: %w", t.Task, t.Chat, err)
+		return ChatTurnTry{}, fmt.Errorf("coord: take turn of task %s in %s: %w", t.Task, t.Chat, err)
 	}
 	return try, nil
 }
 
 // chatQueue reads t's chat's queue, and the lease clock's now, in tx.
-func (j *Journal) chatQueue(ctx context.Context, tx txn, t ChatTurn) ([]queued, int64, error) {
-	clock, args := j.leaseClockSQL()
-	rows, err := tx.QueryContext(ctx, "SELECT task_id, replica, ord, "+j.d.Seq+", lease_until, queued_at, started_at, "+clock+
-		" FROM chat_turns WHERE transport = ? AND chat = ? ORDER BY ord, "+j.d.Seq, append(args, t.Transport, t.Chat)...)
+func (c *Coord) chatQueue(ctx context.Context, tx *sqlstore.Tx, t ChatTurn) ([]queued, int64, error) {
+	clock, args := c.j.LeaseClock("")
+	rows, err := tx.QueryContext(ctx, "SELECT task_id, replica, ord, "+c.d.Seq+", lease_until, queued_at, started_at, "+clock+
+		" FROM chat_turns WHERE transport = ? AND chat = ? ORDER BY ord, "+c.d.Seq, append(args, t.Transport, t.Chat)...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -209,13 +208,13 @@ func (j *Journal) chatQueue(ctx context.Context, tx txn, t ChatTurn) ([]queued, 
 // replica that takes it over finds its task started, and runs nothing of it
 // again. Telegram keys a message's update "message:<chat>:<message id>"
 // (InboxItem).
-func (j *Journal) earlierUnhandled(ctx context.Context, tx txn, t ChatTurn, mine queued, now int64) (int, error) {
-	if now-mine.queuedAt >= j.rep.lease.Milliseconds() {
+func (c *Coord) earlierUnhandled(ctx context.Context, tx *sqlstore.Tx, t ChatTurn, mine queued, now int64) (int, error) {
+	if now-mine.queuedAt >= c.j.Lease().Milliseconds() {
 		return 0, nil
 	}
 	prefix := "message:" + t.Chat + ":"
 	var n int
-	err := tx.QueryRowContext(ctx, "SELECT count(*) FROM inbox WHERE handled_at = 0 AND "+j.d.Seq+" < ? AND substr(key, 1, ?) = ? AND lease_until >= ?",
+	err := tx.QueryRowContext(ctx, "SELECT count(*) FROM inbox WHERE handled_at = 0 AND "+c.d.Seq+" < ? AND substr(key, 1, ?) = ? AND lease_until >= ?",
 		mine.ord, len(prefix), prefix, now).Scan(&n)
 	return n, err
 }
@@ -224,33 +223,33 @@ func (j *Journal) earlierUnhandled(ctx context.Context, tx txn, t ChatTurn, mine
 // a fifth of its lease left (the margin a run needs to be ended before another
 // replica may take the turn). Otherwise, or when this replica lost its name, it
 // returns an error wrapping ErrChatTurnLost: the run must end now.
-func (j *Journal) HoldChatTurn(ctx context.Context, t ChatTurn) error {
-	if j.rep == nil {
-		return fmt.Errorf("journal: hold turn of %s: %w", t.Chat, errNotReplica)
+func (c *Coord) HoldChatTurn(ctx context.Context, t ChatTurn) error {
+	if c.j.Replica() == "" {
+		return fmt.Errorf("coord: hold turn of %s: %w", t.Chat, errNotReplica)
 	}
-	if j.lost() {
-		return fmt.Errorf("journal: hold turn of task %s: %w: %w", t.Task, ErrChatTurnLost, ErrReplicaLost)
+	if c.lost() {
+		return fmt.Errorf("coord: hold turn of task %s: %w: %w", t.Task, ErrChatTurnLost, journal.ErrReplicaLost)
 	}
-	clock, args := j.leaseClockSQL()
+	clock, args := c.j.LeaseClock("")
 	var by string
 	var until, at, now int64
-	err := j.db.QueryRowContext(ctx, "SELECT replica, lease_until, started_at, "+clock+" FROM chat_turns WHERE task_id = ?",
+	err := c.db.QueryRowContext(ctx, "SELECT replica, lease_until, started_at, "+clock+" FROM chat_turns WHERE task_id = ?",
 		append(args, t.Task)...).Scan(&by, &until, &at, &now)
 	why := ""
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		why = "it is not queued"
 	case err != nil:
-		return fmt.Errorf("journal: hold turn of task %s: %w: %w", t.Task, ErrChatTurnLost, err)
-	case by != j.rep.name:
-		why = "replica " + orNobodyName(by) + " holds it"
+		return fmt.Errorf("coord: hold turn of task %s: %w: %w", t.Task, ErrChatTurnLost, err)
+	case by != c.j.Replica():
+		why = "replica " + orNobody(by) + " holds it"
 	case at == 0:
 		why = "it was not taken"
-	case until-now < j.rep.holdMargin().Milliseconds():
+	case until-now < c.j.HoldMargin().Milliseconds():
 		why = fmt.Sprintf("the lease has %d ms left", max(0, until-now))
 	}
 	if why != "" {
-		return fmt.Errorf("journal: hold turn of task %s: %w: %s", t.Task, ErrChatTurnLost, why)
+		return fmt.Errorf("coord: hold turn of task %s: %w: %s", t.Task, ErrChatTurnLost, why)
 	}
 	return nil
 }
@@ -258,12 +257,20 @@ func (j *Journal) HoldChatTurn(ctx context.Context, t ChatTurn) error {
 // EndChatTurn ends t's message's turn, or its place in the queue: the chat's next
 // message may run. It waits for no fsync (a turn a power cut brings back runs
 // out with its lease).
-func (j *Journal) EndChatTurn(ctx context.Context, t ChatTurn) error {
-	if j.rep == nil {
-		return fmt.Errorf("journal: end turn of %s: %w", t.Chat, errNotReplica)
+func (c *Coord) EndChatTurn(ctx context.Context, t ChatTurn) error {
+	if c.j.Replica() == "" {
+		return fmt.Errorf("coord: end turn of %s: %w", t.Chat, errNotReplica)
 	}
-	if _, err := j.exec(ctx, lazy, "DELETE FROM chat_turns WHERE task_id = ? AND replica = ?", t.Task, j.rep.name); err != nil {
-		return fmt.Errorf("journal: end turn of task %s: %w", t.Task, err)
+	if _, err := c.db.Exec(ctx, sqlstore.Lazy, "DELETE FROM chat_turns WHERE task_id = ? AND replica = ?", t.Task, c.j.Replica()); err != nil {
+		return fmt.Errorf("coord: end turn of task %s: %w", t.Task, err)
 	}
 	return nil
+}
+
+// orNobody is name, or "(none)" when it is empty.
+func orNobody(name string) string {
+	if name == "" {
+		return "(none)"
+	}
+	return name
 }

@@ -1,4 +1,4 @@
-package journal_test
+package coord_test
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 )
 
 // chatMessage stores the update of message id of chat in the inbox, through
 // j, and starts its task as the bot does (origin "telegram:<inbox key>").
-func chatMessage(t *testing.T, j *journal.Journal, chat string, id int) journal.ChatTurn {
+func chatMessage(t *testing.T, j member, chat string, id int) coord.ChatTurn {
 	t.Helper()
 	ctx := context.Background()
 	key := fmt.Sprintf("message:%s:%d", chat, id)
@@ -29,10 +30,10 @@ func chatMessage(t *testing.T, j *journal.Journal, chat string, id int) journal.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return journal.ChatTurn{Transport: "telegram", Chat: chat, Task: task.ID}
+	return coord.ChatTurn{Transport: "telegram", Chat: chat, Task: task.ID}
 }
 
-func queueTurn(t *testing.T, j *journal.Journal, turn journal.ChatTurn) {
+func queueTurn(t *testing.T, j member, turn coord.ChatTurn) {
 	t.Helper()
 	if err := j.QueueChatTurn(context.Background(), turn); err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func queueTurn(t *testing.T, j *journal.Journal, turn journal.ChatTurn) {
 }
 
 // try takes turn through j and checks what it found.
-func try(t *testing.T, j *journal.Journal, turn journal.ChatTurn, want journal.ChatTurnTry) {
+func try(t *testing.T, j member, turn coord.ChatTurn, want coord.ChatTurnTry) {
 	t.Helper()
 	got, err := j.TakeChatTurn(context.Background(), turn)
 	if err != nil {
@@ -69,17 +70,17 @@ func testAChatsTurnsGoInTheInboxsOrder(t *testing.T, name string) {
 
 	queueTurn(t, r2, second)
 	// The first message is in the inbox, on its way to the queue: it goes first.
-	try(t, r2, second, journal.ChatTurnTry{Ahead: 1})
+	try(t, r2, second, coord.ChatTurnTry{Ahead: 1})
 	queueTurn(t, r1, first)
-	try(t, r2, second, journal.ChatTurnTry{Ahead: 1})
-	try(t, r1, first, journal.ChatTurnTry{Taken: true})
-	try(t, r2, second, journal.ChatTurnTry{Holder: "r1"})
+	try(t, r2, second, coord.ChatTurnTry{Ahead: 1})
+	try(t, r1, first, coord.ChatTurnTry{Taken: true})
+	try(t, r2, second, coord.ChatTurnTry{Holder: "r1"})
 	queueTurn(t, r2, other)
-	try(t, r2, other, journal.ChatTurnTry{Taken: true})
+	try(t, r2, other, coord.ChatTurnTry{Taken: true})
 	if err := r1.HoldChatTurn(ctx, first); err != nil {
 		t.Fatalf("the holder's HoldChatTurn: %v", err)
 	}
-	if err := r2.HoldChatTurn(ctx, second); !errors.Is(err, journal.ErrChatTurnLost) {
+	if err := r2.HoldChatTurn(ctx, second); !errors.Is(err, coord.ErrChatTurnLost) {
 		t.Errorf("a waiting message's HoldChatTurn = %v, want ErrChatTurnLost", err)
 	}
 	// Its run ended, but until its update is handled the second message lets
@@ -87,13 +88,13 @@ func testAChatsTurnsGoInTheInboxsOrder(t *testing.T, name string) {
 	if err := r1.EndChatTurn(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	try(t, r2, second, journal.ChatTurnTry{Ahead: 1})
+	try(t, r2, second, coord.ChatTurnTry{Ahead: 1})
 	if err := r1.Handled(ctx, "message:100:1"); err != nil {
 		t.Fatal(err)
 	}
-	try(t, r2, second, journal.ChatTurnTry{Taken: true})
+	try(t, r2, second, coord.ChatTurnTry{Taken: true})
 	// Taking it again is refused: it holds it.
-	try(t, r2, second, journal.ChatTurnTry{Taken: true})
+	try(t, r2, second, coord.ChatTurnTry{Taken: true})
 }
 
 // A message waits for an earlier message of its chat that the inbox stored and
@@ -115,9 +116,9 @@ func testAMessageWaitsForAnUnqueuedEarlierOneAtMostALease(t *testing.T, name str
 	if err := r2.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
-	try(t, r2, second, journal.ChatTurnTry{Ahead: 1})
+	try(t, r2, second, coord.ChatTurnTry{Ahead: 1})
 	c.add(4 * time.Second) // a lease since it queued
-	try(t, r2, second, journal.ChatTurnTry{Taken: true})
+	try(t, r2, second, coord.ChatTurnTry{Taken: true})
 }
 
 // A replica that stops renewing (it died) loses the chat's turn once its lease
@@ -136,36 +137,36 @@ func testADeadHoldersChatTurnIsTakenAfterItsLease(t *testing.T, name string) {
 	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
 	first, second := chatMessage(t, r1, "100", 1), chatMessage(t, r2, "100", 2)
 	queueTurn(t, r1, first)
-	try(t, r1, first, journal.ChatTurnTry{Taken: true})
+	try(t, r1, first, coord.ChatTurnTry{Taken: true})
 	queueTurn(t, r2, second)
 	c.add(8 * time.Second)
 	if err := r1.HoldChatTurn(ctx, first); err != nil {
 		t.Fatalf("with 2 s of the lease left: HoldChatTurn = %v", err)
 	}
-	for _, r := range []*journal.Journal{r1, r2} {
+	for _, r := range []member{r1, r2} {
 		if err := r.RenewLeases(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.add(8 * time.Second) // 16 s after the take, 8 s after the renewal
-	try(t, r2, second, journal.ChatTurnTry{Holder: "r1"})
+	try(t, r2, second, coord.ChatTurnTry{Holder: "r1"})
 	if err := r2.RenewLeases(ctx); err != nil { // r1 renews no more
 		t.Fatal(err)
 	}
 	c.add(time.Second + time.Millisecond)
-	if err := r1.HoldChatTurn(ctx, first); !errors.Is(err, journal.ErrChatTurnLost) {
+	if err := r1.HoldChatTurn(ctx, first); !errors.Is(err, coord.ErrChatTurnLost) {
 		t.Fatalf("with less than a fifth of the lease left: HoldChatTurn = %v, want ErrChatTurnLost", err)
 	}
-	try(t, r2, second, journal.ChatTurnTry{Holder: "r1"})
+	try(t, r2, second, coord.ChatTurnTry{Holder: "r1"})
 	c.add(time.Second) // past r1's lease
-	try(t, r2, second, journal.ChatTurnTry{Taken: true, Lapsed: []string{"r1 (running)"}})
+	try(t, r2, second, coord.ChatTurnTry{Taken: true, Lapsed: []string{"r1 (running)"}})
 	if err := r1.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := r1.HoldChatTurn(ctx, first); !errors.Is(err, journal.ErrChatTurnLost) {
+	if err := r1.HoldChatTurn(ctx, first); !errors.Is(err, coord.ErrChatTurnLost) {
 		t.Errorf("after the lease and a late renewal: HoldChatTurn = %v, want ErrChatTurnLost", err)
 	}
-	if _, err := r1.TakeChatTurn(ctx, first); !errors.Is(err, journal.ErrChatTurnLost) {
+	if _, err := r1.TakeChatTurn(ctx, first); !errors.Is(err, coord.ErrChatTurnLost) {
 		t.Errorf("after the lease: TakeChatTurn = %v, want ErrChatTurnLost", err)
 	}
 	// The late holder's end leaves the new holder's turn alone.
@@ -191,31 +192,31 @@ func testAStoppingReplicaGivesUpItsPlacesNotItsRuns(t *testing.T, name string) {
 	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
 	first, second, third := chatMessage(t, r1, "100", 1), chatMessage(t, r1, "100", 2), chatMessage(t, r2, "100", 3)
 	for _, m := range []struct {
-		j    *journal.Journal
-		turn journal.ChatTurn
+		j    member
+		turn coord.ChatTurn
 	}{{r1, first}, {r1, second}, {r2, third}} {
 		queueTurn(t, m.j, m.turn)
 	}
-	try(t, r1, first, journal.ChatTurnTry{Taken: true})
+	try(t, r1, first, coord.ChatTurnTry{Taken: true})
 	if err := r1.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := r1.Handled(ctx, "message:100:2"); err != nil { // its update is handled (told the bot stopped)
 		t.Fatal(err)
 	}
-	if _, err := r1.TakeChatTurn(ctx, second); !errors.Is(err, journal.ErrChatTurnLost) {
+	if _, err := r1.TakeChatTurn(ctx, second); !errors.Is(err, coord.ErrChatTurnLost) {
 		t.Fatalf("a place given up: TakeChatTurn = %v, want ErrChatTurnLost", err)
 	}
-	try(t, r2, third, journal.ChatTurnTry{Holder: "r1"})
+	try(t, r2, third, coord.ChatTurnTry{Holder: "r1"})
 	if err := r1.HoldChatTurn(ctx, first); err != nil {
 		t.Fatalf("a run's turn after Release: HoldChatTurn = %v", err)
 	}
 	// r1 dies and a process joins under its name, long before the lease ends.
 	r1.Close()
 	again := replica(t, name, "r1", c)
-	if err := again.HoldChatTurn(ctx, first); !errors.Is(err, journal.ErrChatTurnLost) {
+	if err := again.HoldChatTurn(ctx, first); !errors.Is(err, coord.ErrChatTurnLost) {
 		t.Errorf("the dead process's turn after the join: HoldChatTurn = %v, want ErrChatTurnLost", err)
 	}
 	// The first message's update, given up by Release too, holds nobody up.
-	try(t, r2, third, journal.ChatTurnTry{Taken: true})
+	try(t, r2, third, coord.ChatTurnTry{Taken: true})
 }

@@ -182,7 +182,7 @@ func (j *Journal) chainBatch(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer tx.Rollback()
-	if err := lockAuditTrail(ctx, tx, lockKey(j.pg.schema)); err != nil {
+	if err := lockAuditTrail(ctx, tx, sqlstore.AdvisoryKey(j.pg.schema)); err != nil {
 		return 0, err
 	}
 	rows, err := tx.QueryContext(ctx, "SELECT id, at, kind, operation_id, ref, body FROM audit_pending ORDER BY id LIMIT $1", pendingBatch)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/internal/partition"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
@@ -193,6 +194,7 @@ func BenchmarkInboxReplicas(b *testing.B) {
 						b.Fatal(err)
 					}
 					js = append(js, j)
+					renewing(b, j)
 				}
 				var n atomic.Int64
 				var wg sync.WaitGroup
@@ -224,4 +226,30 @@ func BenchmarkInboxReplicas(b *testing.B) {
 			})
 		}
 	}
+}
+
+// renewing renews j's leases every second until the benchmark ends, as the
+// operator does for a replica (its journal's claims, then what it holds
+// beside them in coord): the renewal's transactions run beside the work
+// measured.
+func renewing(b *testing.B, j *journal.Journal) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	shared := coord.New(j)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			if j.RenewLeases(ctx) == nil {
+				_ = shared.RenewLeases(ctx) // a lapse shows in no figure here
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	b.Cleanup(func() { cancel(); <-done })
 }

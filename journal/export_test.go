@@ -69,20 +69,20 @@ func (j *Journal) LookFor(transport string, d time.Duration) error {
 // LeadLock is the advisory lock (classid, objid) that leading transport takes on
 // PostgreSQL, for a test that ends the leader's session from outside.
 func (j *Journal) LeadLock(transport string) (int64, int64) {
-	return int64(lockOwn), int64(lockKey(j.pg.schema, transport))
+	return int64(lockOwn), int64(sqlstore.AdvisoryKey(j.pg.schema, transport))
 }
 
 // NameLock is the advisory lock (classid, objid) that joining as replica name
 // takes on PostgreSQL, for a test that ends the replica's session from outside.
 func (j *Journal) NameLock(name string) (int64, int64) {
-	return int64(lockReplica), int64(lockKey(j.pg.schema, name))
+	return int64(lockReplica), int64(sqlstore.AdvisoryKey(j.pg.schema, name))
 }
 
 // WriteLock is the advisory lock (key1, key2) a flush of the audit trail
 // takes on PostgreSQL, for a test that holds it from another connection, as a
 // flush of another process (or a write of an older binary) does.
 func (j *Journal) WriteLock() (int64, int64) {
-	return int64(lockAudit), int64(lockKey(j.pg.schema))
+	return int64(lockAudit), int64(sqlstore.AdvisoryKey(j.pg.schema))
 }
 
 // MaxConns is the most connections a journal on PostgreSQL opens for its
@@ -103,7 +103,7 @@ func (j *Journal) BeginAppend(ctx context.Context) (rollback func(), err error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := lockAuditTrail(ctx, tx, lockKey(j.pg.schema)); err != nil {
+	if err := lockAuditTrail(ctx, tx, sqlstore.AdvisoryKey(j.pg.schema)); err != nil {
 		tx.Rollback()
 		return nil, err
 	}

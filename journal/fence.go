@@ -35,13 +35,21 @@ var ErrHeld = errors.New("held by another replica")
 // says: on PostgreSQL, unless a test set a lease clock (WithLeaseClock).
 func (j *Journal) databaseClock() bool { return j.d.HasClock() && j.leaseNow == nil }
 
-// leaseClockSQL is the lease clock's now as SQL, in milliseconds, with its
-// arguments (databaseClock).
-func (j *Journal) leaseClockSQL() (string, []any) {
+// LeaseClock is the lease clock's now in whole milliseconds, as SQL with its
+// arguments: the database's clock, rounded by round (FLOOR, CEIL; "" to the
+// nearest), where leases go by it (databaseClock); otherwise the journal's
+// lease clock, rounded down, or up for CEIL. What replicas share beside the
+// journal (package coord) reckons its leases by it too.
+func (j *Journal) LeaseClock(round string) (string, []any) {
 	if j.databaseClock() {
-		return j.d.Now(""), nil
+		return j.d.Now(round), nil
 	}
-	return "CAST(? AS BIGINT)", []any{ms(j.leaseTime())}
+	t := j.leaseTime()
+	now := t.UnixMilli()
+	if round == "CEIL" && t.After(time.UnixMilli(now)) {
+		now++
+	}
+	return "CAST(? AS BIGINT)", []any{now}
 }
 
 // leaseTime is the lease clock's now where it is not the database's.
@@ -52,14 +60,14 @@ func (j *Journal) leaseTime() time.Time {
 	return j.now()
 }
 
-// untilSQL is the lease_until a claim made now records, as SQL with its
+// LeaseUntil is the lease_until a claim made now records, as SQL with its
 // arguments: the lease clock's now plus the lease, or 0 for a journal that is
 // no replica.
-func (j *Journal) untilSQL() (string, []any) {
+func (j *Journal) LeaseUntil() (string, []any) {
 	if j.rep == nil {
 		return "CAST(? AS BIGINT)", []any{0}
 	}
-	now, args := j.leaseClockSQL()
+	now, args := j.LeaseClock("")
 	return "(" + now + " + CAST(? AS BIGINT))", append(args, j.rep.lease.Milliseconds())
 }
 
@@ -174,6 +182,17 @@ type Fence struct {
 // holdMargin is the part of the lease that must be left for a request to be
 // written: the time between the check and the write, with room to spare.
 func (r *rep) holdMargin() time.Duration { return r.lease / 5 }
+
+// HoldMargin is the part of its lease a replica's claim must have left for
+// the work it guards to go on (holdMargin): a commit's write, or an agent
+// CLI's run in its chat's turn (package coord). 0 for a journal that is no
+// replica.
+func (j *Journal) HoldMargin() time.Duration {
+	if j.rep == nil {
+		return 0
+	}
+	return j.rep.holdMargin()
+}
 
 // ProveHolding proves, right before a commit's request is written, that this process
 // still holds attempt f: the operation is committing at that attempt and, for a

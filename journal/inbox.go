@@ -36,7 +36,7 @@ func (j *Journal) Receive(ctx context.Context, items []InboxItem) ([]InboxItem, 
 			if it.Key == "" {
 				it.Key = "update:" + strconv.FormatInt(it.UpdateID, 10)
 			}
-			until, untilArgs := j.untilSQL()
+			until, untilArgs := j.LeaseUntil()
 			res, err := tx.ExecContext(ctx, `INSERT INTO inbox(key, update_id, body, received_at, claimed_by, lease_until) VALUES(?, ?, ?, ?, ?, `+until+`) ON CONFLICT DO NOTHING`,
 				append([]any{it.Key, it.UpdateID, string(it.Body), ms(j.now()), j.Replica()}, untilArgs...)...)
 			if err != nil {
@@ -69,7 +69,7 @@ func (j *Journal) receivePG(ctx context.Context, items []InboxItem) ([]InboxItem
 		if items[i].Key == "" {
 			items[i].Key = "update:" + strconv.FormatInt(items[i].UpdateID, 10)
 		}
-		until, untilArgs := j.untilSQL()
+		until, untilArgs := j.LeaseUntil()
 		if i > 0 {
 			b.WriteString(", ")
 		}

@@ -200,7 +200,7 @@ func (j *Journal) moveOp(ctx context.Context, tx txn, id string, m Move, fresh b
 	}
 	now := j.now().UTC()
 	by := j.Replica()
-	until, untilArgs := j.untilSQL()
+	until, untilArgs := j.LeaseUntil()
 	set, args := []string{"state = ?", "updated_at = ?", "claimed_by = ?", "lease_until = " + until}, append([]any{m.To, ms(now), by}, untilArgs...)
 	add := func(col string, v any) { set, args = append(set, col+" = ?"), append(args, v) }
 	if m.Result != nil {
@@ -292,7 +292,7 @@ func (j *Journal) heldElsewhereSQL(m Move) (string, []any) {
 	if m.To != Committing || j.rep == nil {
 		return "", nil
 	}
-	now, args := j.leaseClockSQL()
+	now, args := j.LeaseClock("")
 	return "(claimed_by != '' AND claimed_by != ? AND lease_until >= " + now + ")", append([]any{j.rep.name}, args...)
 }
 

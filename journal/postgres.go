@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"net"
 	"path"
@@ -64,16 +63,8 @@ const (
 	lockMigrate int32 = 0x43530002
 	lockOwn     int32 = 0x43530003
 	lockReplica int32 = 0x43530004
-	lockTurn    int32 = 0x43530005 // a chat's turns (turns.go), one transaction at a time
+	// 0x43530005 is coord's: a chat's turns, one transaction at a time.
 )
-
-// lockKey hashes parts into an advisory lock's second key, kept positive so that
-// it compares equal to pg_locks' objid (an oid).
-func lockKey(parts ...string) int32 {
-	h := fnv.New32a()
-	h.Write([]byte(strings.Join(parts, "\x00")))
-	return int32(h.Sum32() & 0x7fffffff)
-}
 
 // idleInTransaction is how long the server keeps a session of the journal's
 // pools that sits in a transaction with nothing asked: the journal's own
@@ -101,11 +92,10 @@ func (j *Journal) openPostgres(ctx context.Context, url string) error {
 	}
 	cfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(j.idleInTx.Milliseconds(), 10)
 	j.pg = &pgStore{config: cfg, where: Where(url)}
-	j.db = sqlstore.OpenPostgres(cfg)
-	if err := j.db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&j.pg.schema); err != nil {
-		j.db.Close()
-		return fmt.Errorf("connect: %w", err)
+	if j.db, err = sqlstore.OpenPostgres(ctx, cfg); err != nil {
+		return err
 	}
+	j.pg.schema = j.db.Schema()
 	if err := j.migratePostgres(ctx); err != nil {
 		j.db.Close()
 		return err
@@ -125,7 +115,7 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, $2)", lockMigrate, lockKey(j.pg.schema)); err != nil {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1, $2)", lockMigrate, sqlstore.AdvisoryKey(j.pg.schema)); err != nil {
 		return fmt.Errorf("migrate: lock: %w", err)
 	}
 	_, err = tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -171,7 +161,7 @@ func (j *Journal) migratePostgres(ctx context.Context) error {
 // transactions, may not slip a fact between the history's digest and the
 // genesis that commits to it.
 func (j *Journal) genesisPostgres(ctx context.Context, tx *sql.Tx) error {
-	if err := lockAuditTrail(ctx, tx, lockKey(j.pg.schema)); err != nil {
+	if err := lockAuditTrail(ctx, tx, sqlstore.AdvisoryKey(j.pg.schema)); err != nil {
 		return err
 	}
 	t := txn{Tx: sqlstore.Plain(tx, j.d), chain: &chain{}}
@@ -196,7 +186,7 @@ func lockAuditTrail(ctx context.Context, tx *sql.Tx, key int32) error {
 // connection drops. The connection's application_name carries the pid, for the
 // message a second owner gets.
 func (j *Journal) ownPostgres(ctx context.Context, transport string) error {
-	conn, ok, err := j.tryAdvisory(ctx, lockOwn, lockKey(j.pg.schema, transport), 0)
+	conn, ok, err := j.tryAdvisory(ctx, lockOwn, sqlstore.AdvisoryKey(j.pg.schema, transport), 0)
 	if err != nil {
 		return fmt.Errorf("journal: own %s: %w", transport, err)
 	}
@@ -222,7 +212,7 @@ func (j *Journal) ownerPostgres(ctx context.Context, transport string) (pid int,
 		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
 		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND l.classid = CAST(? AS BIGINT)::oid AND l.objid = CAST(? AS BIGINT)::oid`,
-		int64(lockOwn), int64(lockKey(j.pg.schema, transport))).Scan(&app)
+		int64(lockOwn), int64(sqlstore.AdvisoryKey(j.pg.schema, transport))).Scan(&app)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}

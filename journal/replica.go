@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/countersign/countersign/internal/sqlstore"
 )
 
 // Several processes may send one transport's operations from one journal (on
@@ -68,7 +70,7 @@ var replicaName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // (ErrReplicaRunning). The commits the same name left committing, in a process
 // that died, are moved to unknown at once with the reason crash_recovery
 // (Recovered lists them): a name is one process at a time, so nothing of it can
-// still be on the wire; the chats' turns it held or waited for are dropped. Close
+// still be on the wire (coord.Joined drops the chats' turns it held or waited for). Close
 // leaves.
 func (j *Journal) Join(ctx context.Context, transport, name string, lease time.Duration) error {
 	if !replicaName.MatchString(name) {
@@ -95,10 +97,6 @@ func (j *Journal) Join(ctx context.Context, transport, name string, lease time.D
 	if err == nil {
 		err = j.recoverIDs(ctx, ids, ReasonCrashRecovery)
 	}
-	if err == nil {
-		// The chats' turns the same name left: none of its runs lives on.
-		_, err = j.exec(ctx, lazy, "DELETE FROM chat_turns WHERE replica = ?", name)
-	}
 	if err != nil {
 		return fmt.Errorf("journal: join %s as %s: %w", transport, name, err)
 	}
@@ -112,6 +110,24 @@ func (j *Journal) Replica() string {
 	}
 	return j.rep.name
 }
+
+// Life names this process among those that joined under its replica name,
+// one after another ("" when it is no replica): what it holds for its
+// requests alone (send slots) is renewed by it, never by the next process of
+// the name.
+func (j *Journal) Life() string {
+	if j.rep == nil {
+		return ""
+	}
+	return j.rep.life
+}
+
+// Store is the journal's database, on which what replicas share beside the
+// journal (package coord) keeps its tables.
+func (j *Journal) Store() *sqlstore.DB { return j.db }
+
+// Clock is the journal's clock: time.Now, unless WithClock.
+func (j *Journal) Clock() func() time.Time { return j.now }
 
 // Lease is how long this replica's claims hold without a renewal (0 when it is
 // no replica).
@@ -129,7 +145,7 @@ func (j *Journal) Lease() time.Duration {
 func (j *Journal) lockName(ctx context.Context, name string, lease time.Duration) (unlock func() error, conn *pgx.Conn, err error) {
 	taken := fmt.Errorf("journal: join as %s: %w: stop it first, or give this process another -replica name", name, ErrReplicaRunning)
 	if j.pg != nil {
-		conn, ok, err := j.tryAdvisory(ctx, lockReplica, lockKey(j.pg.schema, name), lease)
+		conn, ok, err := j.tryAdvisory(ctx, lockReplica, sqlstore.AdvisoryKey(j.pg.schema, name), lease)
 		if err != nil {
 			return nil, nil, fmt.Errorf("journal: join as %s: %w", name, err)
 		}
@@ -235,12 +251,12 @@ func (j *Journal) recoverIDs(ctx context.Context, ids []string, reason string) e
 	return nil
 }
 
-// RenewLeases extends the leases of what this replica holds: its operations approved,
-// waiting for a retry or committing, the updates it received and has not
-// handled, its messages' chat turns (turns.go) and its requests' send slots
-// (slots.go) whose lease has not run out. The operator renews every second. It waits for no fsync (a lease lost
-// to a power cut belongs to a replica that is gone too). A journal that is no
-// replica has nothing to renew.
+// RenewLeases extends the leases of what this replica holds: its operations
+// approved, waiting for a retry or committing, and the updates it received
+// and has not handled (what it holds beside the journal, its chats' turns and
+// send slots, coord.RenewLeases renews). The operator renews every second. It
+// waits for no fsync (a lease lost to a power cut belongs to a replica that is
+// gone too). A journal that is no replica has nothing to renew.
 func (j *Journal) RenewLeases(ctx context.Context) error {
 	if j.rep == nil {
 		return nil
@@ -251,7 +267,7 @@ func (j *Journal) RenewLeases(ctx context.Context) error {
 		return fmt.Errorf("journal: renew the leases of %s: %w", j.rep.name, err)
 	}
 	by := j.rep.name
-	until, args := j.untilSQL()
+	until, args := j.LeaseUntil()
 	err := j.write(ctx, lazy, func(tx txn) error {
 		_, err := tx.ExecContext(ctx, `UPDATE operations SET lease_until = `+until+` WHERE claimed_by = ? AND state IN (?, ?, ?)`,
 			append(args, by, Approved, RetryWait, Committing)...)
@@ -259,24 +275,6 @@ func (j *Journal) RenewLeases(ctx context.Context) error {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE inbox SET lease_until = `+until+` WHERE claimed_by = ? AND handled_at = 0`, append(args, by)...)
-		if err != nil {
-			return err
-		}
-		// A chat's turn whose lease ran out stays lost: another replica may
-		// have taken the chat's turn since.
-		now, nowArgs := j.leaseClockSQL()
-		_, err = tx.ExecContext(ctx, `UPDATE chat_turns SET lease_until = `+until+` WHERE replica = ? AND lease_until >= `+now,
-			append(append(args, by), nowArgs...)...)
-		if err != nil {
-			return err
-		}
-		// The send slots its requests hold (slots.go), likewise: one whose hold
-		// passed may be another's. They are this process's, not the name's: a
-		// process of the same name before it, killed with a request out, left
-		// slots that must free a lease after its death, not be renewed here. A
-		// slot held past maxSlotHold lost its free, and is renewed no more.
-		_, err = tx.ExecContext(ctx, `UPDATE send_slots SET free_at = `+until+` WHERE holder = ? AND open = 1 AND free_at >= `+now+` AND free_at < `+until+
-			` AND taken_at > `+now+` - ?`, append(append(append(append(append(args, j.rep.life), nowArgs...), args...), nowArgs...), maxSlotHold.Milliseconds())...)
 		return err
 	})
 	if err != nil {
@@ -286,11 +284,11 @@ func (j *Journal) RenewLeases(ctx context.Context) error {
 }
 
 // Release gives up this replica's claims on the work it is not doing any more, as
-// it stops: its operations approved or waiting for a retry, its unhandled
-// updates, and its messages' places in their chats' queues (turns.go), are free
-// to the other replicas at once instead of after the lease. Its commits, and the
-// chats' turns its runs hold, stay claimed: one that is still on the wire is this process's to
-// finish, and one it left there is recovered as any other.
+// it stops: its operations approved or waiting for a retry, and its unhandled
+// updates, are free to the other replicas at once instead of after the lease
+// (its places in its chats' queues: coord.Release). Its commits stay claimed:
+// one that is still on the wire is this process's to finish, and one it left
+// there is recovered as any other.
 func (j *Journal) Release(ctx context.Context) error {
 	if j.rep == nil {
 		return nil
@@ -301,13 +299,7 @@ func (j *Journal) Release(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err = tx.ExecContext(ctx, `UPDATE inbox SET lease_until = 0 WHERE claimed_by = ? AND handled_at = 0`, j.rep.name); err != nil {
-			return err
-		}
-		// The chats' turns its messages wait for go to the others' messages;
-		// a run that holds one keeps it until it ends (HoldChatTurn ends it once
-		// the lease is short).
-		_, err = tx.ExecContext(ctx, `UPDATE chat_turns SET lease_until = 0 WHERE replica = ? AND started_at = 0`, j.rep.name)
+		_, err = tx.ExecContext(ctx, `UPDATE inbox SET lease_until = 0 WHERE claimed_by = ? AND handled_at = 0`, j.rep.name)
 		return err
 	})
 	if err != nil {
@@ -327,7 +319,7 @@ func (j *Journal) RecoverExpired(ctx context.Context, transport string) ([]strin
 	if j.rep == nil {
 		return nil, nil
 	}
-	now, nowArgs := j.leaseClockSQL()
+	now, nowArgs := j.LeaseClock("")
 	ids, err := j.ids(ctx, `SELECT id FROM operations WHERE transport = ? AND state = ? AND lease_until < `+now+` AND claimed_by != ?
 		ORDER BY created_at, id`, append(append([]any{transport, Committing}, nowArgs...), j.rep.name)...)
 	if err != nil {
@@ -338,7 +330,7 @@ func (j *Journal) RecoverExpired(ctx context.Context, transport string) ([]strin
 		err := j.tx(ctx, func(tx txn) error {
 			var until, now int64
 			var by string
-			clock, args := j.leaseClockSQL()
+			clock, args := j.LeaseClock("")
 			// Locked: a renewal that has not committed yet is waited for, and
 			// one that comes later finds the operation moved.
 			err := tx.QueryRowContext(ctx, "SELECT lease_until, claimed_by, "+clock+" FROM operations WHERE id = ? AND state = ?"+tx.RowLock(" FOR UPDATE"),
@@ -379,8 +371,8 @@ func (j *Journal) ClaimUpdates(ctx context.Context, limit int, own bool) ([]Inbo
 		return nil, nil
 	}
 	by := j.rep.name
-	now, nowArgs := j.leaseClockSQL()
-	until, untilArgs := j.untilSQL()
+	now, nowArgs := j.LeaseClock("")
+	until, untilArgs := j.LeaseUntil()
 	cond := "handled_at = 0 AND lease_until < " + now + " AND claimed_by != ?"
 	if own {
 		cond = "handled_at = 0 AND (lease_until < " + now + " OR claimed_by = ?)"
@@ -468,7 +460,7 @@ func (j *Journal) Lead(ctx context.Context, transport string) (bool, error) {
 	if j.pg != nil {
 		// Leading asks on the session every time it is called (every second,
 		// by the operator), far more often than a replica's lease.
-		conn, ok, err := j.tryAdvisory(ctx, lockOwn, lockKey(j.pg.schema, transport), j.Lease())
+		conn, ok, err := j.tryAdvisory(ctx, lockOwn, sqlstore.AdvisoryKey(j.pg.schema, transport), j.Lease())
 		if err != nil || !ok {
 			if err != nil {
 				err = fmt.Errorf("journal: lead %s: %w", transport, err)

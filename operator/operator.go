@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -90,7 +91,10 @@ type Options struct {
 // Operator runs tool calls. It is safe for concurrent use.
 type Operator struct {
 	opts Options
-	wg   sync.WaitGroup
+	// shared is what the replicas share beside the journal: the periodic
+	// work's turns, the pools of send slots and strangers' marks it prunes.
+	shared *coord.Coord
+	wg     sync.WaitGroup
 	// resolving makes Resolve's two writes (the envelope, then the journal) one
 	// step, so two people answering at once cannot leave them disagreeing.
 	resolving sync.Mutex
@@ -170,7 +174,7 @@ func New(o Options) (*Operator, error) {
 	if o.WatchEvery <= 0 {
 		o.WatchEvery = time.Second
 	}
-	return &Operator{opts: o, running: map[string]int{}}, nil
+	return &Operator{opts: o, shared: coord.New(o.Journal), running: map[string]int{}}, nil
 }
 
 // StartTask opens a task (Requester, Chat, Summary, Origin and Surface set by the

@@ -48,7 +48,7 @@ func (o *Operator) remind(ctx context.Context) {
 	if len(ops) == 0 {
 		return // nothing to remind of: the turn stays for when there is
 	}
-	took, err := o.opts.Journal.TakePeriodicTurn(ctx, remindWork(o.opts.Transport), rm.Since(now), now)
+	took, err := o.shared.TakePeriodicTurn(ctx, remindWork(o.opts.Transport), rm.Since(now), now)
 	if err != nil || !took {
 		if err != nil {
 			o.warn(ctx, "digest of unknown outcomes not sent", err)
@@ -116,7 +116,7 @@ func (o *Operator) remindApprovals(ctx context.Context) {
 		if !nearExpiry(a, now) {
 			continue
 		}
-		took, err := o.opts.Journal.TakePeriodicTurn(ctx, approvalWork(a.ID), a.Created, now)
+		took, err := o.shared.TakePeriodicTurn(ctx, approvalWork(a.ID), a.Created, now)
 		if err != nil || !took {
 			if err != nil {
 				o.warn(ctx, "approval not reminded of", err)

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -93,13 +94,18 @@ func (o *Operator) keepLeases(ctx context.Context) {
 		// others' at once, not after the lease.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := j.Release(ctx); err != nil {
+		if err := errors.Join(j.Release(ctx), o.shared.Release(ctx)); err != nil {
 			o.opts.Logger.Warn("claims not given up; the other replicas take them after the lease", "err", err)
 		}
 	}()
 	for {
+		// The journal's claims, then what is held beside them (chats' turns,
+		// send slots): a tick that renews the first renews the second, as one
+		// transaction did.
 		if err := j.RenewLeases(ctx); err != nil {
 			o.warn(ctx, "leases not renewed", err)
+		} else if err := o.shared.RenewLeases(ctx); err != nil {
+			o.warn(ctx, "leases of chats' turns and send slots not renewed", err)
 		}
 		leads := j.Leading(ctx, t)
 		if !leads {

@@ -15,12 +15,12 @@ import (
 const inboxKeep = 7 * 24 * time.Hour
 
 // slotsKeep is how long the replicas' send slots of a chat stay after its last
-// send (journal.PruneSlots): far past any span, so that a pruned pool, made
+// send (coord.PruneSlots): far past any span, so that a pruned pool, made
 // again, admits exactly what the old one would have.
 const slotsKeep = time.Hour
 
 // strangersKeep is how long a replica's mark of a stranger it told stays in the
-// journal (journal.PruneStrangers). The transport keeps its strangers silent
+// journal (coord.PruneStrangers). The transport keeps its strangers silent
 // for a while of its own (telegram: an hour), which the operator does not
 // know; a day is far past any such while, so that a pruned mark is one that
 // would not have kept anybody silent.
@@ -99,10 +99,10 @@ func (o *Operator) sweep(ctx context.Context) {
 		o.opts.Logger.Warn("inbox prune failed", "err", err)
 	}
 	if o.replica() {
-		if _, err := o.opts.Journal.PruneSlots(ctx, slotsKeep); err != nil && ctx.Err() == nil {
+		if _, err := o.shared.PruneSlots(ctx, slotsKeep); err != nil && ctx.Err() == nil {
 			o.opts.Logger.Warn("send slots prune failed", "err", err)
 		}
-		if _, err := o.opts.Journal.PruneStrangers(ctx, strangersKeep); err != nil && ctx.Err() == nil {
+		if _, err := o.shared.PruneStrangers(ctx, strangersKeep); err != nil && ctx.Err() == nil {
 			o.opts.Logger.Warn("strangers prune failed", "err", err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -79,6 +80,7 @@ type Bot struct {
 	api     *bot.Bot
 	me      *models.User
 	sender  *Sender
+	shared  *coord.Coord // strangers' marks, with the other replicas
 	redact  func(string) string
 	log     *slog.Logger
 	client  *http.Client
@@ -113,7 +115,7 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 		return nil, err
 	}
 	o = withDefaults(o)
-	t := &Bot{opts: o, log: o.Logger, journal: j, messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
+	t := &Bot{opts: o, log: o.Logger, journal: j, shared: coord.New(j), messages: make(chan job, laneQueue), taps: make(chan job, laneQueue),
 		refusals: make(chan notice, refusalQueue), edits: make(chan struct{}, 1)}
 	t.redact = secret.NewKnown(given).Redact
 	t.client = &http.Client{Timeout: o.PollTimeout + 15*time.Second, Transport: o.Counters.roundTripper(transport())}

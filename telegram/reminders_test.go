@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram"
@@ -83,7 +84,7 @@ func TestDigestRemindsTheApproversOncePerInterval(t *testing.T) {
 	if len(reminders(r.srv, alice, answered)) != 0 || len(reminders(r.srv, mallory, lost)) != 0 {
 		t.Errorf("reminders of a resolved outcome, or to a stranger: want none")
 	}
-	last, err := r.j.LastDone(ctx, "reminders:"+telegram.Transport)
+	last, err := coord.New(r.j).LastDone(ctx, "reminders:"+telegram.Transport)
 	if err != nil || last.Before(digestAt.Add(-time.Second)) {
 		t.Fatalf("digest recorded at %v, %v; want about %v", last, err, digestAt)
 	}
@@ -100,7 +101,7 @@ func TestDigestRemindsTheApproversOncePerInterval(t *testing.T) {
 	if e, _, err := r.vault.Get(lost); err != nil || !e.Unresolved() || !e.Created.Equal(first.Created) {
 		t.Fatalf("unresolved note after the collection = %+v, %v; want the one written first, kept", e, err)
 	}
-	if again, err := r.j.LastDone(ctx, "reminders:"+telegram.Transport); err != nil || !again.Equal(last) {
+	if again, err := coord.New(r.j).LastDone(ctx, "reminders:"+telegram.Transport); err != nil || !again.Equal(last) {
 		t.Errorf("digest recorded at %v, %v after the restart; want still %v", again, err, last)
 	}
 

@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/journal"
 )
 
 // Telegram's limits hold per bot token. A Limiter counts the sends of its own
 // process; when its journal is one of several replicas (journal.Join), each
 // send also takes a slot of the chat's pool and one of the bot's pool in the
-// journal (journal.TakeSlot), freed at its answer, so that every replica's
+// journal (coord.TakeSlot), freed at its answer, so that every replica's
 // sends are counted together, by the same rules the Limiter keeps alone: a
 // chat's ChatBurst sends at a time, each freeing its slot a chat's span after
 // its answer; InSecond sends at a time over all chats, each freeing its slot a
@@ -23,12 +24,13 @@ import (
 // rate), and only a send they admit asks the journal. The local window of all
 // chats gives way to the bot's pool, which keeps its rule for every replica,
 // its slots taken in the order the replicas' senders began to wait for them
-// (journal.QueueSlot).
+// (coord.QueueSlot).
 
 // shared is a Limiter's part of the budget its replicas share.
 type shared struct {
 	j   *journal.Journal
-	bot string // the pools' prefix: the bot's id, so that two bots on one journal keep apart
+	c   *coord.Coord // the pools, on j
+	bot string       // the pools' prefix: the bot's id, so that two bots on one journal keep apart
 	// turn lets one sender of this process at a time ask the journal for a
 	// slot of the bot's pool: the others queue here, not in the database.
 	turn chan struct{}
@@ -37,11 +39,11 @@ type shared struct {
 // share makes l count its sends with the other replicas of j, under the bot
 // with id bot. It takes effect while j is a replica.
 func (l *Limiter) share(j *journal.Journal, bot int64) {
-	l.shared = &shared{j: j, bot: strconv.FormatInt(bot, 10), turn: make(chan struct{}, 1)}
+	l.shared = &shared{j: j, c: coord.New(j), bot: strconv.FormatInt(bot, 10), turn: make(chan struct{}, 1)}
 }
 
 // hold is how long a slot is held without a renewal: the replica's lease, which
-// it renews with its other claims every second (journal.Renew). A slot held by a
+// it renews with its other claims every second (coord.RenewLeases). A slot held by a
 // replica that died frees a lease later; one held by a replica that stalls with
 // its request out may go to another within the request's time, at the cost of
 // a 429 at most.
@@ -69,7 +71,7 @@ type pool struct {
 
 // slots are the journal slots a send took.
 type slots struct {
-	chat, all         journal.Slot
+	chat, all         coord.Slot
 	chatPool, allPool pool
 }
 
@@ -105,7 +107,7 @@ func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slot
 		if time.Since(taken) > s.hold()/2 {
 			// Waited long for the bot's slot: the chat's must still be this
 			// process's, for its hold from now.
-			if held, err := s.j.HoldSlot(ctx, c, s.hold()); err != nil || !held {
+			if held, err := s.c.HoldSlot(ctx, c, s.hold()); err != nil || !held {
 				s.free(a, 0)
 				if err != nil {
 					return slots{}, false, err
@@ -136,17 +138,17 @@ func latest(a, b time.Time) time.Time {
 
 // takeOne takes a slot of p, leaving more than leave free, waiting until one is
 // (unless now, when it returns ok false at once). A sender that waits keeps its
-// place in the pool's line (journal.QueueSlot) as of since, when it began to
+// place in the pool's line (coord.QueueSlot) as of since, when it began to
 // wait for p, so that the replicas' senders get p's slots in turn; one that
 // stops waiting without a slot gives its place up. free is when the slot it
 // took is free: a slot taken in line may free a moment later.
-func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool, since time.Time) (slot journal.Slot, free time.Time, ok bool, err error) {
+func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool, since time.Time) (slot coord.Slot, free time.Time, ok bool, err error) {
 	if now {
-		slot, _, err := s.j.TakeSlot(ctx, p.scope, p.n, s.hold(), p.span, leave)
+		slot, _, err := s.c.TakeSlot(ctx, p.scope, p.n, s.hold(), p.span, leave)
 		return slot, time.Now(), slot.Grant != "", err
 	}
 	for {
-		slot, wait, err := s.j.QueueSlot(ctx, p.scope, p.n, s.hold(), p.span, time.Since(since))
+		slot, wait, err := s.c.QueueSlot(ctx, p.scope, p.n, s.hold(), p.span, time.Since(since))
 		if err == nil && slot.Grant != "" {
 			return slot, time.Now().Add(wait), true, nil
 		}
@@ -155,7 +157,7 @@ func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool, since
 		}
 		if err != nil {
 			s.leave(p)
-			return journal.Slot{}, time.Time{}, false, err
+			return coord.Slot{}, time.Time{}, false, err
 		}
 	}
 }
@@ -165,7 +167,7 @@ func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool, since
 func (s *shared) leave(p pool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = s.j.LeaveSlotQueue(ctx, p.scope) // a place not left lapses two spans after its last ask
+	_ = s.c.LeaveSlotQueue(ctx, p.scope) // a place not left lapses two spans after its last ask
 }
 
 // done frees a send's slots, each a span after its answer, which came just now:
@@ -175,16 +177,16 @@ func (s *shared) done(got slots) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// A slot not freed frees when its hold passes.
-	_, _ = s.j.FreeSlots(ctx, answered, journal.SlotFree{Slot: got.all, Span: got.allPool.span},
-		journal.SlotFree{Slot: got.chat, Span: got.chatPool.span})
+	_, _ = s.c.FreeSlots(ctx, answered, coord.SlotFree{Slot: got.all, Span: got.allPool.span},
+		coord.SlotFree{Slot: got.chat, Span: got.chatPool.span})
 }
 
 // free frees slot after, not waiting for a context that ended: a slot left
 // taken would hold its pool until its hold passed.
-func (s *shared) free(slot journal.Slot, after time.Duration) {
+func (s *shared) free(slot coord.Slot, after time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = s.j.FreeSlot(ctx, slot, after) // a slot not freed frees when its hold passes
+	_, _ = s.c.FreeSlot(ctx, slot, after) // a slot not freed frees when its hold passes
 }
 
 // spend owes the slots of a send that counted as n messages (an album) as the
@@ -194,6 +196,6 @@ func (s *shared) spend(chat, all pool, n int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return errors.Join(
-		s.j.OweSlots(ctx, chat.scope, chat.n, chat.n, time.Duration(n)*chat.span),
-		s.j.OweSlots(ctx, all.scope, all.n, n-1, all.span))
+		s.c.OweSlots(ctx, chat.scope, chat.n, chat.n, time.Duration(n)*chat.span),
+		s.c.OweSlots(ctx, all.scope, all.n, n-1, all.span))
 }

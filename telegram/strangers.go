@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-telegram/bot"
 
-	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -134,29 +134,29 @@ func (t *Bot) tellStranger(ctx context.Context, chat int64, user policy.UserID, 
 // costs this replica no round trip within the hour. When the journal cannot
 // say, nobody is told (a refusal is the lowest of priorities), and the memory
 // keeps this replica from asking again within the hour.
-func (t *Bot) markStranger(ctx context.Context, user policy.UserID) (journal.StrangerMark, bool) {
+func (t *Bot) markStranger(ctx context.Context, user policy.UserID) (coord.StrangerMark, bool) {
 	if t.journal == nil || t.journal.Replica() == "" {
-		return journal.StrangerMark{}, true
+		return coord.StrangerMark{}, true
 	}
 	ctx, cancel := context.WithTimeout(ctx, markWait)
 	defer cancel()
-	mark, ok, err := t.journal.MarkStranger(ctx, Transport, user, strangerSilence)
+	mark, ok, err := t.shared.MarkStranger(ctx, Transport, user, strangerSilence)
 	if err != nil {
 		t.log.Debug("stranger not told: the journal did not say whether another replica told them", "user", user, "err", err)
-		return journal.StrangerMark{}, false
+		return coord.StrangerMark{}, false
 	}
 	return mark, ok
 }
 
 // unmarkStranger gives back this replica's mark of a stranger whose notice did
 // not go, as the memory forgets them, so that a later message is told.
-func (t *Bot) unmarkStranger(ctx context.Context, mark journal.StrangerMark) {
+func (t *Bot) unmarkStranger(ctx context.Context, mark coord.StrangerMark) {
 	if mark.Grant == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, markWait)
 	defer cancel()
-	if _, err := t.journal.UnmarkStranger(ctx, mark); err != nil {
+	if _, err := t.shared.UnmarkStranger(ctx, mark); err != nil {
 		t.log.Debug("stranger's mark not given back: told again an hour later at most", "user", mark.User, "err", err)
 	}
 }

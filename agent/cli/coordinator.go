@@ -14,6 +14,7 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
@@ -71,7 +72,8 @@ type Coordinator struct {
 	opts    Options
 	jitter  func(int64) int64
 	running agent.Running
-	chats   chatLocks
+	chats   chatLocks    // a process's chats' turns, in memory
+	turns   *coord.Coord // replicas': on the journal (turn.go)
 }
 
 // New returns the coordinator of o.Provider.
@@ -88,7 +90,7 @@ func New(o Options) (*Coordinator, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Coordinator{opts: o, jitter: rand.Int64N}, nil
+	return &Coordinator{opts: o, jitter: rand.Int64N, turns: coord.New(o.Journal)}, nil
 }
 
 // message is the state of one message's attempts.

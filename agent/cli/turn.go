@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
 )
@@ -41,12 +42,12 @@ var errTurnGiven = errors.New("the chat's turn was given up")
 // ends the turn. The error is ctx's when it ended while waiting, errTurnGiven,
 // or the journal's.
 func (c *Coordinator) turn(ctx context.Context, taskID, chat string) (context.Context, func(), error) {
-	j := c.opts.Journal
-	if j.Replica() == "" {
+	j := c.turns
+	if c.opts.Journal.Replica() == "" {
 		unlock, err := c.chats.lock(ctx, chat)
 		return ctx, unlock, err
 	}
-	t := journal.ChatTurn{Transport: c.opts.Transport, Chat: chat, Task: taskID}
+	t := coord.ChatTurn{Transport: c.opts.Transport, Chat: chat, Task: taskID}
 	if err := j.QueueChatTurn(ctx, t); err != nil {
 		return ctx, nil, fmt.Errorf("cli: %w", err)
 	}
@@ -74,14 +75,14 @@ func (c *Coordinator) turn(ctx context.Context, taskID, chat string) (context.Co
 }
 
 // waitTurn tries for t until it takes it, ctx ends, or its place is lost.
-func (c *Coordinator) waitTurn(ctx context.Context, t journal.ChatTurn) error {
+func (c *Coordinator) waitTurn(ctx context.Context, t coord.ChatTurn) error {
 	wait, said := turnPollFirst, ""
 	var lapsed []string // dropped by any try, told with the take
 	for {
-		try, err := c.opts.Journal.TakeChatTurn(ctx, t)
+		try, err := c.turns.TakeChatTurn(ctx, t)
 		lapsed = append(lapsed, try.Lapsed...)
 		switch {
-		case errors.Is(err, journal.ErrChatTurnLost):
+		case errors.Is(err, coord.ErrChatTurnLost):
 			return fmt.Errorf("%w: %v", errTurnGiven, err)
 		case err != nil && ctx.Err() != nil:
 			return ctx.Err()
@@ -111,7 +112,7 @@ func (c *Coordinator) waitTurn(ctx context.Context, t journal.ChatTurn) error {
 }
 
 // waitingFor says what a message that did not get its turn waits for.
-func waitingFor(try journal.ChatTurnTry) string {
+func waitingFor(try coord.ChatTurnTry) string {
 	if try.Holder != "" {
 		return "a message of replica " + try.Holder + " runs"
 	}
@@ -122,7 +123,7 @@ func waitingFor(try journal.ChatTurnTry) string {
 // (cancel, with a runEnd) once the proof fails: the turn is lost, or its lease
 // has too little left for the run to be ended before another replica may take
 // it.
-func (c *Coordinator) holdTurn(ctx context.Context, t journal.ChatTurn, cancel context.CancelCauseFunc) {
+func (c *Coordinator) holdTurn(ctx context.Context, t coord.ChatTurn, cancel context.CancelCauseFunc) {
 	tick := time.NewTicker(c.opts.Journal.Lease() / 10)
 	defer tick.Stop()
 	for {
@@ -131,7 +132,7 @@ func (c *Coordinator) holdTurn(ctx context.Context, t journal.ChatTurn, cancel c
 			return
 		case <-tick.C:
 		}
-		err := c.opts.Journal.HoldChatTurn(ctx, t)
+		err := c.turns.HoldChatTurn(ctx, t)
 		if err == nil || ctx.Err() != nil {
 			continue
 		}

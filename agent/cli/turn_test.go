@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/agent/cli"
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
@@ -250,11 +251,11 @@ func TestADeadReplicasChatTurnIsTakenAfterItsLease(t *testing.T) {
 	firstTask, _ := r1.message(t, "100", 1)
 	secondTask, secondKey := r2.message(t, "100", 2)
 	// r1 took the turn for its message, its CLI started, and it died.
-	mine := journal.ChatTurn{Transport: "telegram", Chat: "100", Task: firstTask}
-	if err := r1.journal.QueueChatTurn(ctx, mine); err != nil {
+	mine := coord.ChatTurn{Transport: "telegram", Chat: "100", Task: firstTask}
+	if err := coord.New(r1.journal).QueueChatTurn(ctx, mine); err != nil {
 		t.Fatal(err)
 	}
-	if try, err := r1.journal.TakeChatTurn(ctx, mine); err != nil || !try.Taken {
+	if try, err := coord.New(r1.journal).TakeChatTurn(ctx, mine); err != nil || !try.Taken {
 		t.Fatalf("r1's take = %+v, %v", try, err)
 	}
 	r1.stop()
@@ -298,7 +299,7 @@ func TestAReplicaThatCannotKeepItsTurnEndsItsRun(t *testing.T) {
 		t.Errorf("events\n%q\nwant\n%q", got, want)
 	}
 	// Its turn is over: nothing of the chat is left queued.
-	try, err := r1.journal.TakeChatTurn(context.Background(), journal.ChatTurn{Transport: "telegram", Chat: "100", Task: task})
+	try, err := coord.New(r1.journal).TakeChatTurn(context.Background(), coord.ChatTurn{Transport: "telegram", Chat: "100", Task: task})
 	if err == nil {
 		t.Errorf("the ended run's turn is still there: %+v", try)
 	}

@@ -386,8 +386,12 @@ func testRateLimitWaitsWhatTheServiceAsked(t *testing.T, c brainCLI) {
 	b.srv.PushMessage(100, 100, "Say hello")
 	b.said("Answered after the wait.")
 	b.stop(t)
-	if n := len(b.model.Requests()); n != 2 {
-		t.Errorf("%d model requests, want 2: the CLI's own retries are off", n)
+	if reqs := b.model.Requests(); len(reqs) != 2 {
+		var seen []string
+		for _, r := range reqs {
+			seen = append(seen, fmt.Sprintf("#%d %s %s model=%s streamed=%v max_tokens=%d", r.N, r.At.Format("15:04:05.000"), r.Path, r.Model, r.Streamed, r.MaxTokens))
+		}
+		t.Errorf("%d model requests, want 2: the CLI's own retries are off\n%s", len(reqs), strings.Join(seen, "\n"))
 	}
 	if logs := b.logs(); !strings.Contains(logs, "wait 1.25s)") {
 		t.Errorf("the log shows no retry after the service's 1.25 s:\n%s", logs)

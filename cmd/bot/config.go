@@ -12,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/agent"
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
@@ -176,9 +177,13 @@ func own(ctx context.Context, j *journal.Journal, transport string, logger *slog
 
 // join makes this process the replica r among those that send transport's
 // operations from the journal, with the crash recovery of what the same name left
-// committing; what other replicas left is recovered when their lease is past.
+// committing, and the chats' turns it left dropped; what other replicas left
+// is recovered when their lease is past.
 func join(ctx context.Context, j *journal.Journal, transport string, r replicaOf, logger *slog.Logger) error {
 	if err := j.Join(ctx, transport, r.name, r.lease); err != nil {
+		return err
+	}
+	if err := coord.New(j).Joined(ctx); err != nil {
 		return err
 	}
 	logger.Info("joined as a replica", "transport", transport, "lease", j.Lease())

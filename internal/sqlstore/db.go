@@ -20,9 +20,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"hash/fnv"
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,7 +54,8 @@ type DB struct {
 	d       *Dialect
 	durable *sql.DB
 	lazy    *sql.DB
-	gate    *gate // SQLite: the writer lock; nil on PostgreSQL
+	gate    *gate  // SQLite: the writer lock; nil on PostgreSQL
+	schema  string // PostgreSQL: the current_schema() of the pools' connections
 	commits atomic.Int64
 	trips   atomic.Int64 // round trips of write transactions on PostgreSQL (pgTx)
 	closed  sync.Once
@@ -150,8 +153,9 @@ const (
 
 // OpenPostgres opens pools on the database cfg names: a durable one, whose
 // commits wait for the WAL to be on disk whatever the server's default, and a
-// lazy one, whose commits do not. It connects lazily.
-func OpenPostgres(cfg *pgx.ConnConfig) *DB {
+// lazy one, whose commits do not. It connects to read the schema its
+// connections work in (Schema), and fails when it cannot.
+func OpenPostgres(ctx context.Context, cfg *pgx.ConnConfig) (*DB, error) {
 	durable := cfg.Copy()
 	durable.RuntimeParams["synchronous_commit"] = "on"
 	lazy := cfg.Copy()
@@ -159,7 +163,24 @@ func OpenPostgres(cfg *pgx.ConnConfig) *DB {
 	db := &DB{d: Postgres, durable: stdlib.OpenDB(*durable), lazy: stdlib.OpenDB(*lazy)}
 	db.durable.SetMaxOpenConns(maxDurableConns)
 	db.lazy.SetMaxOpenConns(maxLazyConns)
-	return db
+	if err := db.durable.QueryRowContext(ctx, "SELECT current_schema()").Scan(&db.schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return db, nil
+}
+
+// Schema is the PostgreSQL schema db works in ("" on SQLite): two stores in
+// two schemas of one database never share an advisory lock (AdvisoryKey).
+func (db *DB) Schema() string { return db.schema }
+
+// AdvisoryKey hashes parts into a PostgreSQL advisory lock's second key, kept
+// positive so that it compares equal to pg_locks' objid (an oid). The first
+// key names the lock's purpose; parts start with the schema (Schema).
+func AdvisoryKey(parts ...string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(strings.Join(parts, "\x00")))
+	return int32(h.Sum32() & 0x7fffffff)
 }
 
 // QueryContext reads, without the writer lock.

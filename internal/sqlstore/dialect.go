@@ -28,6 +28,9 @@ type Dialect struct {
 	// to decide what to write locks them as it reads (RowLock). SQLite lets one
 	// writer in at a time, and does not parse the clauses.
 	SideBySide bool
+	// ChangesInWith: a WITH may hold INSERT, UPDATE and DELETE, so that a
+	// write and what it decides go in one statement. SQLite's may not.
+	ChangesInWith bool
 	// clockMS is the database's clock in Unix milliseconds, read when the
 	// statement runs (not at its transaction's start); "" for a backend whose
 	// clock is the host's.
@@ -51,6 +54,7 @@ var (
 		jsonText:      "(%[1]s::jsonb ->> '%[2]s')",
 		numbered:      true,
 		SideBySide:    true,
+		ChangesInWith: true,
 		clockMS:       "EXTRACT(EPOCH FROM clock_timestamp()) * 1000",
 		SchemaVersion: "SELECT COALESCE(max(version), 0) FROM schema_migrations",
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/internal/pgschema"
 	"github.com/countersign/countersign/journal"
@@ -303,9 +304,10 @@ func newSender(ctx context.Context, c config, name string, r int, srv *telegramt
 		if err := j.Join(ctx, telegram.Transport, fmt.Sprint("r", r+1), 0); err != nil {
 			return fail(err)
 		}
+		shared := coord.New(j)
 		go func() {
 			for range time.Tick(time.Second) {
-				if ctx.Err() != nil || j.RenewLeases(ctx) != nil {
+				if ctx.Err() != nil || j.RenewLeases(ctx) != nil || shared.RenewLeases(ctx) != nil {
 					return
 				}
 			}
