@@ -618,9 +618,17 @@ func (j *Journal) PartDelivered(ctx context.Context, id string, partsDone int, e
 }
 
 // insertID runs an insert into a table keyed by seq and returns the row's seq
-// (SQLite's rowid).
+// (SQLite's rowid): from the insert's result where the driver gives it, else
+// RETURNING.
 func insertID(ctx context.Context, tx txn, query string, args ...any) (int64, error) {
-	var seq int64
-	err := tx.QueryRowContext(ctx, query+" RETURNING "+tx.Dialect().Seq, args...).Scan(&seq)
-	return seq, err
+	if d := tx.Dialect(); !d.LastInsertID {
+		var seq int64
+		err := tx.QueryRowContext(ctx, query+" RETURNING "+d.Seq, args...).Scan(&seq)
+		return seq, err
+	}
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }

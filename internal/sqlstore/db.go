@@ -246,6 +246,13 @@ func run(ctx context.Context, t *Tx, fn func(*Tx) error) error {
 // Exec runs one statement as a write transaction of its own on the pool c
 // names: on PostgreSQL in one round trip, since nothing else goes with it.
 func (db *DB) Exec(ctx context.Context, c Commit, query string, args ...any) (sql.Result, error) {
+	if db.gate == nil {
+		res, err := db.Pool(c).ExecContext(ctx, db.d.Bind(query), args...)
+		if err == nil && c == Durable {
+			db.commits.Add(1)
+		}
+		return res, err
+	}
 	return db.ExecBuilt(ctx, c, func() (string, []any) { return query, args })
 }
 

@@ -28,6 +28,9 @@ type Dialect struct {
 	// to decide what to write locks them as it reads (RowLock). SQLite lets one
 	// writer in at a time, and does not parse the clauses.
 	SideBySide bool
+	// LastInsertID: the driver gives an insert's row id (SQLite's rowid, the
+	// Seq) from its result, which costs less than reading RETURNING's row.
+	LastInsertID bool
 	// ChangesInWith: a WITH may hold INSERT, UPDATE and DELETE, so that a
 	// write and what it decides go in one statement. SQLite's may not.
 	ChangesInWith bool
@@ -44,6 +47,7 @@ var (
 	SQLite = &Dialect{
 		Name:          "sqlite",
 		Seq:           "rowid",
+		LastInsertID:  true,
 		jsonText:      "json_extract(%[1]s, '$.%[2]s')",
 		SchemaVersion: "PRAGMA user_version",
 	}
