@@ -2,14 +2,12 @@ package coord_test
 
 import (
 	"context"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/internal/pgtest"
-	"github.com/countersign/countersign/internal/skips"
+	"github.com/countersign/countersign/internal/testclock"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -56,9 +54,9 @@ func openWith(t *testing.T, path string, opts ...journal.Option) member {
 // replica opens the journal at name as replica r of telegram, with a 10 s
 // lease, and drops what an earlier process of r left (Joined), as the binary
 // does.
-func replica(t *testing.T, name, r string, c *clock) member {
+func replica(t *testing.T, name, r string, c *testclock.Clock) member {
 	t.Helper()
-	m := open(t, name, c.now)
+	m := open(t, name, c.Now)
 	if err := m.Join(context.Background(), "telegram", r, 10*time.Second); err != nil {
 		t.Fatalf("join as %s: %v", r, err)
 	}
@@ -68,48 +66,13 @@ func replica(t *testing.T, name, r string, c *clock) member {
 	return m
 }
 
-// clock is a moving clock that several journals share, as replicas share time.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// newClock is the moving clock several journals of a test share, as
+// replicas share time.
+func newClock() *testclock.Clock { return testclock.New(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)) }
 
-func newClock() *clock { return &clock{t: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// backends are the stores the tests run on: each gives the name journal.Open
-// takes of a fresh, empty journal of the test's own.
-var backends = []struct {
-	name  string
-	fresh func(t *testing.T) string
-}{
-	{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "j.db") }},
-	{"postgres", func(t *testing.T) string { return pgtest.Fresh(t) }},
-}
-
-// forEachBackend runs test once per backend, as a subtest named after it, with
-// the name of a fresh journal; on PostgreSQL as a long suite, as the journal's.
+// forEachBackend runs test on SQLite, and on PostgreSQL as a long suite.
 func forEachBackend(t *testing.T, test func(t *testing.T, name string)) {
-	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			if b.name != "sqlite" {
-				skips.Long(t, "coord's shared suite on PostgreSQL")
-			}
-			test(t, b.fresh(t))
-		})
-	}
+	pgtest.EachBackend(t, "coord's shared suite on PostgreSQL", test)
 }
 
 // counter counts a table's rows in m's database, or fails the test.

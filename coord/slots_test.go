@@ -51,15 +51,15 @@ func testAPoolOfSlotsAdmitsNSendsAcrossReplicas(t *testing.T, name string) {
 	if s, wait := takeSlot(t, r1, "bot", 2); s.Grant != "" || wait != time.Second {
 		t.Fatalf("a third take while both sends are out: %+v, wait %v; want none, and a wait of the span (1s)", s, wait)
 	}
-	c.add(100 * time.Millisecond) // a's answer came
+	c.Add(100 * time.Millisecond) // a's answer came
 	if ok, err := r1.FreeSlot(ctx, a, time.Second); err != nil || !ok {
 		t.Fatalf("FreeSlot(a) = %v, %v", ok, err)
 	}
-	c.add(400 * time.Millisecond)
+	c.Add(400 * time.Millisecond)
 	if s, wait := takeSlot(t, r2, "bot", 2); s.Grant != "" || wait != 600*time.Millisecond {
 		t.Fatalf("a take 400 ms after a's answer: %+v, wait %v; want none, and 600 ms", s, wait)
 	}
-	c.add(600 * time.Millisecond)
+	c.Add(600 * time.Millisecond)
 	again, _ := takeSlot(t, r2, "bot", 2)
 	if again.Grant == "" || again.K != a.K {
 		t.Fatalf("a take a span after a's answer: %+v, want slot %d", again, a.K)
@@ -83,11 +83,11 @@ func testASlotIsFreeWhenItsHoldPasses(t *testing.T, name string) {
 	c := newClock()
 	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
 	old, _ := takeSlot(t, r1, "chat 7", 1)
-	c.add(29 * time.Second)
+	c.Add(29 * time.Second)
 	if s, _ := takeSlot(t, r2, "chat 7", 1); s.Grant != "" {
 		t.Fatalf("taken within its hold: %+v", s)
 	}
-	c.add(time.Second)
+	c.Add(time.Second)
 	s, _ := takeSlot(t, r2, "chat 7", 1)
 	if s.Grant == "" {
 		t.Fatal("a slot past its hold was not taken")
@@ -104,7 +104,7 @@ func testASlotIsFreeWhenItsHoldPasses(t *testing.T, name string) {
 	if ok, err := r2.HoldSlot(ctx, s, time.Minute); err != nil || !ok {
 		t.Fatalf("the holder's HoldSlot = %v, %v; want true", ok, err)
 	}
-	c.add(45 * time.Second) // past the first hold, within the extended one
+	c.Add(45 * time.Second) // past the first hold, within the extended one
 	if got, _ := takeSlot(t, r1, "chat 7", 1); got.Grant != "" {
 		t.Fatalf("taken within an extended hold: %+v", got)
 	}
@@ -120,7 +120,7 @@ func TestSpareOwedAndPrunedSlots(t *testing.T) {
 func testSpareOwedAndPrunedSlots(t *testing.T, name string) {
 	ctx := context.Background()
 	c := newClock()
-	j := open(t, name, c.now)
+	j := open(t, name, c.Now)
 	spare := func() coord.Slot {
 		s, _, err := j.TakeSlot(ctx, "bot", 4, 30*time.Second, time.Second, 2)
 		if err != nil {
@@ -156,7 +156,7 @@ func testSpareOwedAndPrunedSlots(t *testing.T, name string) {
 	}
 	queueSlot(t, j, "long", 1, 0) // a place in line, never asked for again
 	rows := counter(t, j)
-	c.add(2 * time.Hour)
+	c.Add(2 * time.Hour)
 	n, err := j.PruneSlots(ctx, time.Hour)
 	if err != nil || n != 12 {
 		t.Fatalf("PruneSlots = %d, %v; want the 12 slots of bot's and album's pools, free for an hour", n, err)
@@ -242,7 +242,7 @@ func testSlotsAreRenewedWithTheReplicasLease(t *testing.T, name string) {
 		t.Fatal("r1's take refused")
 	}
 	for range 3 { // r1 lives, its request out for 27 s
-		c.add(9 * time.Second)
+		c.Add(9 * time.Second)
 		if err := r1.RenewLeases(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -251,11 +251,11 @@ func testSlotsAreRenewedWithTheReplicasLease(t *testing.T, name string) {
 		}
 	}
 	// r1 dies: a lease after its last renewal, and not before, the slot is free.
-	c.add(9 * time.Second)
+	c.Add(9 * time.Second)
 	if s := take(r2); s.Grant != "" {
 		t.Fatalf("taken within the lease of r1's last renewal: %+v", s)
 	}
-	c.add(time.Second)
+	c.Add(time.Second)
 	if s := take(r2); s.Grant == "" {
 		t.Fatal("a dead replica's slot was not free a lease after its last renewal")
 	}
@@ -280,7 +280,7 @@ func testTheNextProcessOfANameDoesNotRenewTheDeadOnesSlots(t *testing.T, name st
 	again := replica(t, name, "r1", c)
 	other := replica(t, name, "r2", c)
 	for range 4 { // the new r1 lives on, renewing every 3 s
-		c.add(3 * time.Second)
+		c.Add(3 * time.Second)
 		if err := again.RenewLeases(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +307,7 @@ func testALostFreeDoesNotHoldASlotForEver(t *testing.T, name string) {
 	}
 	var free time.Duration
 	for step := 5 * time.Second; free < 6*time.Minute; free += step {
-		c.add(step)
+		c.Add(step)
 		if err := r1.RenewLeases(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +337,7 @@ func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
 	r1 := replica(t, name, "r1", c)
 	bot, _ := takeSlot(t, r1, "bot", 1)
 	chat, _ := takeSlot(t, r1, "bot -100", 1)
-	answered := c.now().Add(-400 * time.Millisecond)
+	answered := c.Now().Add(-400 * time.Millisecond)
 	n, err := r1.FreeSlots(ctx, answered, coord.SlotFree{Slot: bot, Span: time.Second}, coord.SlotFree{Slot: chat, Span: 3200 * time.Millisecond})
 	if err != nil || n != 2 {
 		t.Fatalf("FreeSlots = %d, %v; want both freed", n, err)
@@ -349,9 +349,9 @@ func testASendsSlotsFreeTheirSpanAfterTheAnswer(t *testing.T, name string) {
 		t.Errorf("the group's pool after the free: %+v, wait %v, %v; want none, and 2.8 s", s, wait, err)
 	}
 	// A free of slots that are another's any more frees nothing.
-	c.add(3200 * time.Millisecond)
+	c.Add(3200 * time.Millisecond)
 	again, _ := takeSlot(t, r1, "bot", 1)
-	if n, err := r1.FreeSlots(ctx, c.now(), coord.SlotFree{Slot: bot, Span: time.Second}); err != nil || n != 0 {
+	if n, err := r1.FreeSlots(ctx, c.Now(), coord.SlotFree{Slot: bot, Span: time.Second}); err != nil || n != 0 {
 		t.Errorf("a late free of a slot taken again = %d, %v; want 0", n, err)
 	}
 	if again.Grant == "" {
@@ -384,14 +384,14 @@ func testASlotGoesToTheSenderThatWaitedLongest(t *testing.T, name string) {
 	if s, _ := queueSlot(t, r2, "bot", 1, 0); s.Grant != "" {
 		t.Fatalf("r2 took a slot that is out: %+v", s)
 	}
-	c.add(100 * time.Millisecond)
+	c.Add(100 * time.Millisecond)
 	if s, _ := queueSlot(t, r3, "bot", 1, 0); s.Grant != "" {
 		t.Fatalf("r3 took a slot that is out: %+v", s)
 	}
 	if ok, err := r1.FreeSlot(ctx, out, time.Second); err != nil || !ok {
 		t.Fatalf("FreeSlot = %v, %v", ok, err)
 	}
-	c.add(time.Second) // the slot is free; r2 has waited 1.1 s, r3 1 s
+	c.Add(time.Second) // the slot is free; r2 has waited 1.1 s, r3 1 s
 	if s, wait := queueSlot(t, r3, "bot", 1, time.Second); s.Grant != "" || wait > 10*time.Millisecond {
 		t.Fatalf("r3, in line behind r2, took %+v (wait %v); want none, and a short wait", s, wait)
 	}
@@ -417,14 +417,14 @@ func testASlotGoesToTheSenderThatWaitedLongest(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	queueSlot(t, r3, "chat", 2, 0)
-	c.add(10 * time.Millisecond)
+	c.Add(10 * time.Millisecond)
 	if ok, err := r1.FreeSlot(ctx, busy, 0); err != nil || !ok {
 		t.Fatalf("FreeSlot = %v, %v", ok, err)
 	}
 	if s, _ := takeSlot(t, r1, "chat", 2); s.Grant != "" {
 		t.Fatalf("a take out of line took %+v from r3, in line", s)
 	}
-	c.add(3 * time.Second) // r3 asked last 3 s ago: two spans and a second
+	c.Add(3 * time.Second) // r3 asked last 3 s ago: two spans and a second
 	if s, _ := takeSlot(t, r1, "chat", 2); s.Grant == "" {
 		t.Fatalf("a place not asked for in 3 s still held the pool")
 	}
@@ -443,14 +443,14 @@ func testASenderInLineTakesASlotJustBeforeItFrees(t *testing.T, name string) {
 	c := newClock()
 	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
 	out, _ := takeSlot(t, r1, "bot", 1)
-	if ok, err := r1.FreeSlots(ctx, c.now(), coord.SlotFree{Slot: out, Span: time.Second}); err != nil || ok != 1 {
+	if ok, err := r1.FreeSlots(ctx, c.Now(), coord.SlotFree{Slot: out, Span: time.Second}); err != nil || ok != 1 {
 		t.Fatalf("FreeSlots = %v, %v", ok, err)
 	}
-	c.add(time.Second - coord.QueueLead - 50*time.Millisecond)
+	c.Add(time.Second - coord.QueueLead - 50*time.Millisecond)
 	if s, wait := queueSlot(t, r2, "bot", 1, 0); s.Grant != "" || wait != 50*time.Millisecond {
 		t.Fatalf("in line, 150 ms before the slot frees: %+v, wait %v; want none, and 50 ms (until 100 ms before)", s, wait)
 	}
-	c.add(100 * time.Millisecond)
+	c.Add(100 * time.Millisecond)
 	if s, wait := takeSlot(t, r1, "bot", 1); s.Grant != "" || wait != 50*time.Millisecond {
 		t.Fatalf("out of line, 50 ms before the slot frees: %+v, wait %v; want none, and 50 ms", s, wait)
 	}
@@ -474,9 +474,9 @@ func testAPlaceInLineKeepsItsFirstReckoning(t *testing.T, name string) {
 	r1, r2, r3 := replica(t, name, "r1", c), replica(t, name, "r2", c), replica(t, name, "r3", c)
 	out, _ := takeSlot(t, r1, "bot", 1)
 	queueSlot(t, r3, "bot", 1, 0)
-	c.add(50 * time.Millisecond)
+	c.Add(50 * time.Millisecond)
 	queueSlot(t, r2, "bot", 1, 0)
-	c.add(10 * time.Millisecond)
+	c.Add(10 * time.Millisecond)
 	queueSlot(t, r3, "bot", 1, 0) // reckons it began now, after r2: its place stays
 	if ok, err := r1.FreeSlot(ctx, out, 0); err != nil || !ok {
 		t.Fatalf("FreeSlot = %v, %v", ok, err)
@@ -505,18 +505,18 @@ func testASlotFreesNoSoonerThanItsSpanWhateverTheClocksGrain(t *testing.T, name 
 	c := newClock()
 	r1 := replica(t, name, "r1", c)
 	s, _ := takeSlot(t, r1, "bot", 1)
-	c.add(600 * time.Microsecond) // the answer comes inside a millisecond
-	answered := c.now()
+	c.Add(600 * time.Microsecond) // the answer comes inside a millisecond
+	answered := c.Now()
 	if n, err := r1.FreeSlots(ctx, answered, coord.SlotFree{Slot: s, Span: time.Second}); err != nil || n != 1 {
 		t.Fatalf("FreeSlots = %d, %v", n, err)
 	}
-	c.add(time.Second - 100*time.Microsecond) // 0.1 ms before the span has passed
+	c.Add(time.Second - 100*time.Microsecond) // 0.1 ms before the span has passed
 	if got, wait := takeSlot(t, r1, "bot", 1); got.Grant != "" || wait <= 0 {
-		t.Fatalf("a take %v after the answer: %+v, wait %v; want none, and a wait", c.now().Sub(answered), got, wait)
+		t.Fatalf("a take %v after the answer: %+v, wait %v; want none, and a wait", c.Now().Sub(answered), got, wait)
 	}
-	c.add(time.Millisecond)
+	c.Add(time.Millisecond)
 	if got, _ := takeSlot(t, r1, "bot", 1); got.Grant == "" {
-		t.Fatalf("a take %v after the answer found no slot", c.now().Sub(answered))
+		t.Fatalf("a take %v after the answer found no slot", c.Now().Sub(answered))
 	}
 }
 
@@ -543,13 +543,13 @@ func testTheLeadersPruneNeverDropsABusySlot(t *testing.T, name string) {
 			t.Fatalf("a second send got a slot %s, beside the busy one: %+v", when, s)
 		}
 	}
-	c.add(10 * time.Second)
+	c.Add(10 * time.Second)
 	prune("10 s into a 30 s hold")
-	c.add(15 * time.Second)
+	c.Add(15 * time.Second)
 	if ok, err := sender.HoldSlot(ctx, held, time.Minute); err != nil || !ok {
 		t.Fatalf("HoldSlot = %v, %v; want true", ok, err)
 	}
-	c.add(20 * time.Second) // past the first hold, within the extended one
+	c.Add(20 * time.Second) // past the first hold, within the extended one
 	prune("within an extended hold")
 	if ok, err := sender.FreeSlot(ctx, held, 0); err != nil || !ok {
 		t.Fatalf("the sender's FreeSlot after the prunes = %v, %v; want true: the slot is still its own", ok, err)

@@ -43,11 +43,11 @@ func testAStrangerIsMarkedOncePerSilenceAcrossReplicas(t *testing.T, name string
 	if _, ok := markStranger(t, r2, user+1); !ok {
 		t.Error("r2: another stranger's first mark was not won")
 	}
-	c.add(59 * time.Minute)
+	c.Add(59 * time.Minute)
 	if _, ok := markStranger(t, r1, user); ok {
 		t.Fatal("r1 won a mark again within the silence")
 	}
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	second, ok := markStranger(t, r2, user)
 	if !ok {
 		t.Fatal("r2: no mark once the silence had passed")
@@ -108,7 +108,7 @@ func TestStrangersArePruned(t *testing.T) {
 		c := newClock()
 		r1 := replica(t, name, "r1", c)
 		markStranger(t, r1, 1)
-		c.add(2 * time.Hour)
+		c.Add(2 * time.Hour)
 		markStranger(t, r1, 2)
 		n, err := r1.PruneStrangers(ctx, time.Hour)
 		if err != nil || n != 1 {

@@ -112,12 +112,12 @@ func testAMessageWaitsForAnUnqueuedEarlierOneAtMostALease(t *testing.T, name str
 	chatMessage(t, r1, "100", 1)
 	second := chatMessage(t, r2, "100", 2)
 	queueTurn(t, r2, second)
-	c.add(6 * time.Second)
+	c.Add(6 * time.Second)
 	if err := r2.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
 	try(t, r2, second, coord.ChatTurnTry{Ahead: 1})
-	c.add(4 * time.Second) // a lease since it queued
+	c.Add(4 * time.Second) // a lease since it queued
 	try(t, r2, second, coord.ChatTurnTry{Taken: true})
 }
 
@@ -139,7 +139,7 @@ func testADeadHoldersChatTurnIsTakenAfterItsLease(t *testing.T, name string) {
 	queueTurn(t, r1, first)
 	try(t, r1, first, coord.ChatTurnTry{Taken: true})
 	queueTurn(t, r2, second)
-	c.add(8 * time.Second)
+	c.Add(8 * time.Second)
 	if err := r1.HoldChatTurn(ctx, first); err != nil {
 		t.Fatalf("with 2 s of the lease left: HoldChatTurn = %v", err)
 	}
@@ -148,17 +148,17 @@ func testADeadHoldersChatTurnIsTakenAfterItsLease(t *testing.T, name string) {
 			t.Fatal(err)
 		}
 	}
-	c.add(8 * time.Second) // 16 s after the take, 8 s after the renewal
+	c.Add(8 * time.Second) // 16 s after the take, 8 s after the renewal
 	try(t, r2, second, coord.ChatTurnTry{Holder: "r1"})
 	if err := r2.RenewLeases(ctx); err != nil { // r1 renews no more
 		t.Fatal(err)
 	}
-	c.add(time.Second + time.Millisecond)
+	c.Add(time.Second + time.Millisecond)
 	if err := r1.HoldChatTurn(ctx, first); !errors.Is(err, coord.ErrChatTurnLost) {
 		t.Fatalf("with less than a fifth of the lease left: HoldChatTurn = %v, want ErrChatTurnLost", err)
 	}
 	try(t, r2, second, coord.ChatTurnTry{Holder: "r1"})
-	c.add(time.Second) // past r1's lease
+	c.Add(time.Second) // past r1's lease
 	try(t, r2, second, coord.ChatTurnTry{Taken: true, Lapsed: []string{"r1 (running)"}})
 	if err := r1.RenewLeases(ctx); err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func TestAQuorumNeedsThatManyDifferentApprovers(t *testing.T) {
 
 func testAQuorumNeedsThatManyDifferentApprovers(t *testing.T, name string) {
 	ctx := context.Background()
-	j := open(t, name, newClock().now)
+	j := open(t, name, newClock().Now)
 	op, a := askedFor(t, j, 2)
 	got, err := j.Decide(ctx, a.ID, journal.DecideApprove, 42)
 	if err != nil || got.Decision != journal.Pending || got.Missing() != 1 || len(got.Votes) != 1 {
@@ -94,7 +94,7 @@ func TestAnEditKeepsBothPayloadsAndVoidsTheApproval(t *testing.T) {
 func testAnEditKeepsBothPayloadsAndVoidsTheApproval(t *testing.T, name string) {
 	ctx := context.Background()
 	c := newClock()
-	j := open(t, name, c.now)
+	j := open(t, name, c.Now)
 	op, a := askedFor(t, j, 1)
 	p := action.Payload{Action: "send_message", Target: "222", Text: "hi, corrected"}
 	next := j.NewApproval(op, 7, time.Hour)
@@ -122,7 +122,7 @@ func testAnEditKeepsBothPayloadsAndVoidsTheApproval(t *testing.T, name string) {
 	if _, err := j.EditPayload(ctx, a.ID, p, 42, j.NewApproval(op, 7, time.Hour)); !errors.Is(err, journal.ErrDecided) {
 		t.Errorf("an edit through the voided approval = %v, want ErrDecided", err)
 	}
-	c.add(2 * time.Hour)
+	c.Add(2 * time.Hour)
 	if _, err := j.EditPayload(ctx, next.ID, p, 42, j.NewApproval(op, 7, time.Hour)); !errors.Is(err, journal.ErrExpired) {
 		t.Errorf("an edit after the expiry = %v, want ErrExpired", err)
 	}
@@ -139,7 +139,7 @@ func TestGrantsApproveOnlyWhatTheyName(t *testing.T) {
 func testGrantsApproveOnlyWhatTheyName(t *testing.T, name string) {
 	ctx := context.Background()
 	c := newClock()
-	j := open(t, name, c.now)
+	j := open(t, name, c.Now)
 	item := func(op journal.Operation, a *journal.Approval) journal.GrantItem {
 		return journal.GrantItem{Approval: a.ID, Operation: op.ID, PayloadSHA256: a.PayloadSHA256}
 	}
@@ -158,14 +158,14 @@ func testGrantsApproveOnlyWhatTheyName(t *testing.T, name string) {
 		t.Fatalf("grant = %+v, %v", got, err)
 	}
 
-	w, err := j.GrantWindow(ctx, 42, "commit_send_message", "222", c.now().Add(time.Hour))
+	w, err := j.GrantWindow(ctx, 42, "commit_send_message", "222", c.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found, ok, err := j.WindowGrantFor(ctx, "commit_send_message", "222", c.now()); err != nil || !ok || found.ID != w.ID {
+	if found, ok, err := j.WindowGrantFor(ctx, "commit_send_message", "222", c.Now()); err != nil || !ok || found.ID != w.ID {
 		t.Fatalf("WindowGrantFor = %v, %v, %v", found.ID, ok, err)
 	}
-	if _, ok, _ := j.WindowGrantFor(ctx, "commit_send_message", "333", c.now()); ok {
+	if _, ok, _ := j.WindowGrantFor(ctx, "commit_send_message", "333", c.Now()); ok {
 		t.Error("a grant to 222 found for 333")
 	}
 	other, aOther := askedFor(t, j, 1)
@@ -193,7 +193,7 @@ func testGrantsApproveOnlyWhatTheyName(t *testing.T, name string) {
 	if s := stateOf(t, j, op4.ID); s != journal.AwaitingApproval {
 		t.Errorf("after a revoked grant's try: %s, want awaiting_approval", s)
 	}
-	if _, ok, _ := j.WindowGrantFor(ctx, "commit_send_message", "222", c.now()); ok {
+	if _, ok, _ := j.WindowGrantFor(ctx, "commit_send_message", "222", c.Now()); ok {
 		t.Error("a revoked grant is still found")
 	}
 }
@@ -210,7 +210,7 @@ func TestAnApprovalIsDueForEscalationAtItsShareOnly(t *testing.T) {
 func testAnApprovalIsDueForEscalationAtItsShareOnly(t *testing.T, name string) {
 	ctx := context.Background()
 	c := newClock()
-	j := open(t, name, c.now)
+	j := open(t, name, c.Now)
 	_, a := askedFor(t, j, 1)
 	for _, tt := range []struct {
 		at   time.Duration

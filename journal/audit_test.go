@@ -12,6 +12,7 @@ import (
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/internal/testclock"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 )
@@ -34,7 +35,7 @@ func asked(t *testing.T, j *journal.Journal, op journal.Operation, ttl time.Dura
 // lifecycle writes what a journal holds after a day's work: a send approved and
 // committed, a rejection, an expiry, an approval withdrawn, and an unknown
 // outcome resolved by a person.
-func lifecycle(t *testing.T, j *journal.Journal, c *clock) {
+func lifecycle(t *testing.T, j *journal.Journal, c *testclock.Clock) {
 	t.Helper()
 	ctx := context.Background()
 	move := func(id string, m journal.Move) {
@@ -59,7 +60,7 @@ func lifecycle(t *testing.T, j *journal.Journal, c *clock) {
 	}
 	_, expired := newOp(t, j)
 	asked(t, j, expired, time.Minute)
-	c.add(2 * time.Minute)
+	c.Add(2 * time.Minute)
 	if got, err := j.ExpireDue(ctx); err != nil || len(got) != 1 {
 		t.Fatalf("ExpireDue = %v, %v; want the one approval", got, err)
 	}
@@ -78,7 +79,7 @@ func lifecycle(t *testing.T, j *journal.Journal, c *clock) {
 // beyondOneTap writes the approvals beyond one tap: a quorum of two, an edit
 // before approval, an escalation, a card of two approved by one grant, and a
 // window grant used and revoked.
-func beyondOneTap(t *testing.T, j *journal.Journal, c *clock) {
+func beyondOneTap(t *testing.T, j *journal.Journal, c *testclock.Clock) {
 	t.Helper()
 	ctx := context.Background()
 	_, quorum := newOp(t, j)
@@ -116,7 +117,7 @@ func beyondOneTap(t *testing.T, j *journal.Journal, c *clock) {
 	if _, _, err := j.GrantApprovals(ctx, 42, "task", items); err != nil {
 		t.Fatal(err)
 	}
-	g, err := j.GrantWindow(ctx, 42, "commit_send_message", "222", c.now().Add(time.Hour))
+	g, err := j.GrantWindow(ctx, 42, "commit_send_message", "222", c.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestAnUntouchedJournalVerifies(t *testing.T) {
 
 func testAnUntouchedJournalVerifies(t *testing.T, name string) {
 	c := newClock()
-	j := open(t, name, c.now)
+	j := open(t, name, c.Now)
 	if rep := verify(t, j); rep.Fault != nil || rep.Records != 1 {
 		t.Fatalf("a new journal: %+v, want its genesis record alone, intact", rep)
 	}
@@ -281,7 +282,7 @@ func testEveryTamperIsFoundAndNamed(t *testing.T, name string) {
 				fresh = pgtest.Fresh(t)
 			}
 			c := newClock()
-			j := open(t, fresh, c.now)
+			j := open(t, fresh, c.Now)
 			lifecycle(t, j, c)
 			if err := j.FlushAudit(context.Background()); err != nil { // the records chained, to be tampered with
 				t.Fatal(err)
@@ -392,7 +393,7 @@ func TestTheTrailCommitsToTheHistoryBeforeIt(t *testing.T) {
 func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
 	ctx := context.Background()
 	c := newClock()
-	j := open(t, name, c.now)
+	j := open(t, name, c.Now)
 	lifecycle(t, j, c)
 	_, waiting := newOp(t, j)
 	a := asked(t, j, waiting, 24*time.Hour)
@@ -410,7 +411,7 @@ func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
-	j = open(t, name, c.now)
+	j = open(t, name, c.Now)
 	if m := j.Migrated(); len(m) < 1 || !strings.HasSuffix(m[0], "_audit.sql") {
 		t.Fatalf("migrated %v, want the audit trail's migration", m)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -116,7 +117,7 @@ func TestRacingWritersOfTwoJournalsFormOneChain(t *testing.T) {
 // flush, nobody asking), after its own.
 func TestAPendingRecordOfADeadProcessIsChainedByAnother(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	dead, err := journal.Open(ctx, name, journal.WithoutAuditFlush())
 	if err != nil {
@@ -237,9 +238,9 @@ func TestTamperingWithPendingRecords(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			name := backends[1].fresh(t)
+			name := pgtest.Fresh(t)
 			c := newClock()
-			j := openWith(t, name, journal.WithClock(c.now), journal.WithLeaseClock(c.now), journal.WithoutAuditFlush())
+			j := openWith(t, name, journal.WithClock(c.Now), journal.WithLeaseClock(c.Now), journal.WithoutAuditFlush())
 			lifecycle(t, j, c)
 			ctx := context.Background()
 			if rep, err := j.VerifyWithoutFlush(ctx); err != nil || rep.Fault != nil || rep.Pending == 0 || rep.Records != 1 {
@@ -284,9 +285,9 @@ func TestTamperingWithPendingRecords(t *testing.T) {
 	}
 
 	t.Run("a fact changed with its pending record", func(t *testing.T) {
-		name := backends[1].fresh(t)
+		name := pgtest.Fresh(t)
 		c := newClock()
-		j := openWith(t, name, journal.WithClock(c.now), journal.WithLeaseClock(c.now), journal.WithoutAuditFlush())
+		j := openWith(t, name, journal.WithClock(c.Now), journal.WithLeaseClock(c.Now), journal.WithoutAuditFlush())
 		lifecycle(t, j, c)
 		ctx := context.Background()
 		db := raw(t, name)

@@ -16,7 +16,7 @@ func TestABackupIsTheJournalAsItWas(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	c := newClock()
-	j := open(t, filepath.Join(dir, "j.db"), c.now)
+	j := open(t, filepath.Join(dir, "j.db"), c.Now)
 	lifecycle(t, j, c)
 	to := filepath.Join(dir, "backup.db")
 	if err := j.Backup(context.Background(), to); err != nil {
@@ -26,7 +26,7 @@ func TestABackupIsTheJournalAsItWas(t *testing.T) {
 	if fi, err := os.Stat(to); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("backup file: %v, %v; want mode 0600", fi, err)
 	}
-	b := open(t, to, c.now)
+	b := open(t, to, c.Now)
 	want, _ := j.Operations(context.Background(), journal.Filter{})
 	got, _ := b.Operations(context.Background(), journal.Filter{})
 	if len(got) != len(want)-1 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -42,7 +43,7 @@ func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
 			t.Errorf("%s: ProveHolding = %v, want ErrFenced", tc.what, err)
 		}
 	}
-	c.add(9 * time.Second) // a second of a 10 s lease left: too little to write in
+	c.Add(9 * time.Second) // a second of a 10 s lease left: too little to write in
 	if err := r1.ProveHolding(ctx, first); !errors.Is(err, action.ErrFenced) {
 		t.Errorf("with 1 s of lease left: ProveHolding = %v, want ErrFenced", err)
 	}
@@ -54,7 +55,7 @@ func testHoldProvesTheAttemptAndTheClaim(t *testing.T, name string) {
 	}
 	// r1 stalls past its lease; r2 recovers, a person says it never arrived, the
 	// retry is approved and r2 moves it to committing.
-	c.add(11 * time.Second)
+	c.Add(11 * time.Second)
 	if moved, err := r2.RecoverExpired(ctx, "telegram"); err != nil || len(moved) != 1 {
 		t.Fatalf("RecoverExpired = %v, %v", moved, err)
 	}
@@ -96,7 +97,7 @@ func testTheMoveToCommittingChecksTheClaim(t *testing.T, name string) {
 	if got, _ := r2.Operation(ctx, op.ID); got.State != journal.Approved || got.ClaimedBy != "r1" {
 		t.Fatalf("after the refused move: %s claimed by %q, want approved, r1's", got.State, got.ClaimedBy)
 	}
-	c.add(11 * time.Second)
+	c.Add(11 * time.Second)
 	if err := r2.Move(ctx, op.ID, send); err != nil {
 		t.Fatalf("r2 past r1's lease: Move = %v, want nil", err)
 	}
@@ -107,7 +108,7 @@ func testTheMoveToCommittingChecksTheClaim(t *testing.T, name string) {
 // clock the lease it wrote would be past already for every other replica.
 func TestLeasesFollowTheDatabasesClock(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	behind := func() time.Time { return time.Now().Add(-15 * time.Second) }
 	r1 := openWith(t, name, journal.WithClock(behind))
@@ -138,7 +139,7 @@ func TestLeasesFollowTheDatabasesClock(t *testing.T) {
 // nothing more to committing; ProveHolding fails on the dead session at once.
 func TestAReplicaThatLostItsNameStopsCommitting(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	c := newClock()
 	r1 := replica(t, name, "r1", c)

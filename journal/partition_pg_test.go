@@ -9,6 +9,7 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/partition"
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -37,7 +38,7 @@ func through(t testing.TB, name string) (string, *partition.Proxy) {
 // process joins once the lease has passed.
 func TestANameCutOffSilentlyIsFreedByTheServer(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	cut, p := through(t, name)
 	const lease = 2 * time.Second
@@ -80,7 +81,7 @@ func TestANameCutOffSilentlyIsFreedByTheServer(t *testing.T) {
 // other replicas' writes waiting behind its session at the server for good.
 func TestAWriteCutOffSilentlyHoldsNobodyUp(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	cut, p := through(t, name)
 	r1 := openWith(t, cut, journal.WithIdleInTransaction(2*time.Second))
@@ -112,7 +113,7 @@ func TestAWriteCutOffSilentlyHoldsNobodyUp(t *testing.T) {
 // the database refused does not.
 func TestTheDatabaseOutOfReachIsToldApart(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	cut, p := through(t, name)
 	j := openWith(t, cut)

@@ -22,7 +22,7 @@ import (
 // anyone asking.
 func TestAWriterDoesNotWaitForAnotherProcesssAuditLock(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	j := openWith(t, name, journal.WithFlushEvery(20*time.Millisecond))
 	_, op := newOp(t, j)
@@ -117,15 +117,15 @@ func testRenewalsCoverReceivedUpdates(t *testing.T, name string) {
 	if _, err := r1.Receive(ctx, []journal.InboxItem{{UpdateID: 1, Body: []byte(`{"update_id":1}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	c.add(8 * time.Second)
+	c.Add(8 * time.Second)
 	if err := r1.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.add(8 * time.Second) // 16 s after receiving, 8 s after the renewal
+	c.Add(8 * time.Second) // 16 s after receiving, 8 s after the renewal
 	if got, err := r2.ClaimUpdates(ctx, 10, false); err != nil || len(got) != 0 {
 		t.Errorf("within the renewed lease: r2 claimed %v, %v; want nothing", got, err)
 	}
-	c.add(3 * time.Second)
+	c.Add(3 * time.Second)
 	if got, err := r2.ClaimUpdates(ctx, 10, false); err != nil || len(got) != 1 {
 		t.Errorf("past the renewed lease: r2 claimed %v, %v; want the update", got, err)
 	}
@@ -137,7 +137,7 @@ func testRenewalsCoverReceivedUpdates(t *testing.T, name string) {
 // check, as another replica's would be.)
 func TestTheLeaseIsCheckedAgainInsideTheMove(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	c := newClock()
 	r1 := replica(t, name, "r1", c)
@@ -150,7 +150,7 @@ func TestTheLeaseIsCheckedAgainInsideTheMove(t *testing.T) {
 	defer db.Close()
 	var calls atomic.Int32
 	clock := func() time.Time {
-		now := c.now()
+		now := c.Now()
 		if calls.Add(1) == 2 { // the look is done; the move's check is next
 			renewed := now.Add(10 * time.Second).UnixMilli()
 			if _, err := db.ExecContext(ctx, "UPDATE operations SET lease_until = $1 WHERE id = $2", renewed, op.ID); err != nil {
@@ -159,11 +159,11 @@ func TestTheLeaseIsCheckedAgainInsideTheMove(t *testing.T) {
 		}
 		return now
 	}
-	r2 := openWith(t, name, journal.WithClock(c.now), journal.WithLeaseClock(clock))
+	r2 := openWith(t, name, journal.WithClock(c.Now), journal.WithLeaseClock(clock))
 	if err := r2.Join(ctx, "telegram", "r2", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	c.add(11 * time.Second)
+	c.Add(11 * time.Second)
 	moved, err := r2.RecoverExpired(ctx, "telegram")
 	if err != nil || len(moved) != 0 {
 		t.Errorf("RecoverExpired across a renewal = %v, %v; want nothing moved", moved, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 )
@@ -28,7 +29,7 @@ const racers = 12
 // twoProcesses opens two journals on one fresh PostgreSQL journal.
 func twoProcesses(t *testing.T) (name string, js [2]*journal.Journal) {
 	t.Helper()
-	name = backends[1].fresh(t)
+	name = pgtest.Fresh(t)
 	return name, [2]*journal.Journal{open(t, name, time.Now), open(t, name, time.Now)}
 }
 
@@ -249,7 +250,7 @@ func TestRacingAppendsOnPostgreSQLKeepOneChain(t *testing.T) {
 // audit_pending and the flush's arrays.
 func TestAGuessedAppendKeepsItsRecordsExact(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	j := open(t, name, time.Now)
 	ctx := context.Background()
 	_, op := newOp(t, j) // its creation appends, and the journal knows the head

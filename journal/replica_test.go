@@ -5,37 +5,22 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/internal/testclock"
 	"github.com/countersign/countersign/journal"
 )
 
-// clock is a moving clock that several journals share, as replicas share time.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock is the moving clock several journals of a test share, as
+// replicas share time.
+func newClock() *testclock.Clock { return testclock.New(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)) }
 
 // replica opens the journal at name as replica r of telegram, with a 10 s lease.
-func replica(t *testing.T, name, r string, c *clock) *journal.Journal {
+func replica(t *testing.T, name, r string, c *testclock.Clock) *journal.Journal {
 	t.Helper()
-	j := open(t, name, c.now)
+	j := open(t, name, c.Now)
 	if err := j.Join(context.Background(), "telegram", r, 10*time.Second); err != nil {
 		t.Fatalf("join as %s: %v", r, err)
 	}
@@ -66,22 +51,22 @@ func testALeaseRunsOutBeforeAnotherReplicaRecovers(t *testing.T, name string) {
 	_, op := newOp(t, r1)
 	committing(t, r1, op)
 	got, _ := r2.Operation(ctx, op.ID)
-	if got.ClaimedBy != "r1" || !got.LeaseUntil.Equal(c.now().Add(10*time.Second)) {
+	if got.ClaimedBy != "r1" || !got.LeaseUntil.Equal(c.Now().Add(10*time.Second)) {
 		t.Fatalf("claim = %q until %v, want r1 until now+10s", got.ClaimedBy, got.LeaseUntil)
 	}
-	c.add(8 * time.Second)
+	c.Add(8 * time.Second)
 	if moved, err := r2.RecoverExpired(ctx, "telegram"); err != nil || len(moved) != 0 {
 		t.Fatalf("within the lease: RecoverExpired = %v, %v; want nothing", moved, err)
 	}
 	if err := r1.RenewLeases(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.add(8 * time.Second) // 16 s after the claim, 8 s after the renewal
+	c.Add(8 * time.Second) // 16 s after the claim, 8 s after the renewal
 	if moved, err := r2.RecoverExpired(ctx, "telegram"); err != nil || len(moved) != 0 {
 		t.Fatalf("after a renewal: RecoverExpired = %v, %v; want nothing", moved, err)
 	}
 	// The holder never recovers its own commit: it is on the wire here.
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	if moved, _ := r1.RecoverExpired(ctx, "telegram"); len(moved) != 0 {
 		t.Fatalf("the holder recovered its own commit: %v", moved)
 	}
@@ -123,12 +108,12 @@ func testAReplicaNameIsOneProcess(t *testing.T, name string) {
 	_, theirs := newOp(t, other)
 	committing(t, other, theirs)
 
-	second := open(t, name, c.now)
+	second := open(t, name, c.Now)
 	if err := second.Join(ctx, "telegram", "r1", 0); !errors.Is(err, journal.ErrReplicaRunning) {
 		t.Fatalf("a second r1 = %v, want ErrReplicaRunning", err)
 	}
 	r1.Close() // as the kernel does for a killed process
-	again := open(t, name, c.now)
+	again := open(t, name, c.Now)
 	if err := again.Join(ctx, "telegram", "r1", 0); err != nil {
 		t.Fatalf("r1 again after the first closed: %v", err)
 	}
@@ -142,7 +127,7 @@ func testAReplicaNameIsOneProcess(t *testing.T, name string) {
 		t.Errorf("r2's live commit is %s, want it left committing", got.State)
 	}
 	for _, bad := range []string{"", "a/b", "-x", string(make([]byte, 65))} {
-		if err := open(t, name, c.now).Join(ctx, "telegram", bad, 0); err == nil {
+		if err := open(t, name, c.Now).Join(ctx, "telegram", bad, 0); err == nil {
 			t.Errorf("Join as %q succeeded, want a bad name", bad)
 		}
 	}
@@ -166,7 +151,7 @@ func testUpdatesOfADeadReplicaAreClaimedOnce(t *testing.T, name string) {
 		if _, err := r1.Receive(ctx, []journal.InboxItem{it}); err != nil {
 			t.Fatal(err)
 		}
-		c.add(time.Millisecond)
+		c.Add(time.Millisecond)
 	}
 	if err := r1.Handled(ctx, "message:1:1"); err != nil {
 		t.Fatal(err)
@@ -178,7 +163,7 @@ func testUpdatesOfADeadReplicaAreClaimedOnce(t *testing.T, name string) {
 	if got, err := r2.ClaimUpdates(ctx, 10, false); err != nil || len(got) != 0 {
 		t.Fatalf("within r1's lease: claimed %v, %v; want none", got, err)
 	}
-	c.add(11 * time.Second)
+	c.Add(11 * time.Second)
 	got, err := r2.ClaimUpdates(ctx, 10, false)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +176,7 @@ func testUpdatesOfADeadReplicaAreClaimedOnce(t *testing.T, name string) {
 	}
 	// r1 comes back: r2 holds them now, so it takes none.
 	r1.Close()
-	back := open(t, name, c.now)
+	back := open(t, name, c.Now)
 	if err := back.Join(ctx, "telegram", "r1", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +185,7 @@ func testUpdatesOfADeadReplicaAreClaimedOnce(t *testing.T, name string) {
 	}
 	// r2 dies in turn and comes back: it takes its own at once.
 	r2.Close()
-	r2 = open(t, name, c.now)
+	r2 = open(t, name, c.Now)
 	if err := r2.Join(ctx, "telegram", "r2", 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +193,7 @@ func testUpdatesOfADeadReplicaAreClaimedOnce(t *testing.T, name string) {
 		t.Errorf("r2 back took %v, want its two", inboxKeys(own))
 	}
 	// A journal that is no replica claims nothing.
-	if got, err := open(t, name, c.now).ClaimUpdates(ctx, 10, true); err != nil || got != nil {
+	if got, err := open(t, name, c.Now).ClaimUpdates(ctx, 10, true); err != nil || got != nil {
 		t.Errorf("no replica: claimed %v, %v", got, err)
 	}
 }
@@ -259,7 +244,7 @@ func testOneReplicaLeads(t *testing.T, name string) {
 // restart) learns that it leads no more, and another replica takes the lead.
 func TestALeaderWhoseSessionEndedStepsDown(t *testing.T) {
 	t.Parallel()
-	name := backends[1].fresh(t)
+	name := pgtest.Fresh(t)
 	ctx := context.Background()
 	c := newClock()
 	r1, r2 := replica(t, name, "r1", c), replica(t, name, "r2", c)
@@ -337,7 +322,7 @@ func testReleaseFreesAllButCommits(t *testing.T, name string) {
 	if op, _ := r2.Operation(ctx, approved.ID); !op.LeaseUntil.IsZero() {
 		t.Errorf("approved work still leased until %v", op.LeaseUntil)
 	}
-	if op, _ := r2.Operation(ctx, wire.ID); !op.LeaseUntil.After(c.now()) {
+	if op, _ := r2.Operation(ctx, wire.ID); !op.LeaseUntil.After(c.Now()) {
 		t.Errorf("the commit's lease was given up: %v", op.LeaseUntil)
 	}
 	if moved, _ := r2.RecoverExpired(ctx, "telegram"); len(moved) != 0 {

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +59,24 @@ func Server(tb testing.TB) string {
 		tb.Skip(skips.Need("PostgreSQL (COUNTERSIGN_TEST_POSTGRES)", msg)) // counted by go run ./internal/testrun
 	}
 	return ServerURL()
+}
+
+// EachBackend runs test once per backend of the journal, as a subtest named
+// after it ("sqlite", "postgres"), with the name journal.Open takes of a
+// fresh, empty journal of the test's own: a file in the test's folder, or a
+// schema of its own (Fresh). The run on PostgreSQL is a long suite (what says
+// what it is, for the skip): the shared suites again on PostgreSQL are the
+// PostgreSQL matrix.
+func EachBackend(t *testing.T, what string, test func(t *testing.T, name string)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		test(t, filepath.Join(t.TempDir(), "j.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		skips.Long(t, what)
+		test(t, Fresh(t))
+	})
 }
 
 // Fresh returns the URL of a journal in a new, empty schema, dropped when tb
