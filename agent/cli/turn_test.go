@@ -92,7 +92,11 @@ func newReplicaCLI(t *testing.T, url, name string, lease time.Duration, script [
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
+	shared := coord.New(j)
 	if err := j.Join(ctx, "telegram", name, lease); err != nil {
+		t.Fatal(err)
+	}
+	if err := shared.Joined(ctx); err != nil { // as the binary joins
 		t.Fatal(err)
 	}
 	renewing, cancel := context.WithCancel(ctx)
@@ -102,7 +106,11 @@ func newReplicaCLI(t *testing.T, url, name string, lease time.Duration, script [
 		tick := time.NewTicker(lease / 10)
 		defer tick.Stop()
 		for {
-			j.RenewLeases(renewing)
+			// As the operator's sweep renews: the journal's claims, then the
+			// chats' turns.
+			if j.RenewLeases(renewing) == nil {
+				shared.RenewLeases(renewing)
+			}
 			select {
 			case <-renewing.Done():
 				return
