@@ -282,7 +282,7 @@ type SlotFree struct {
 
 // FreeSlots frees the slots of one send, taken by this process, in one
 // statement: each its Span after answered, when the send's answer came (by
-// the journal's clock: this process's time.Now, unless WithClock). The
+// the journal's clock: this process's time.Now, unless journal.WithClock). The
 // database frees it at its own now plus Span less the time since answered,
 // measured once the statement holds its connection and rounded up to its
 // millisecond: a wait for one, under a burst, does not keep the slot from the next send,

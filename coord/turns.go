@@ -13,9 +13,9 @@ import (
 
 // An agent CLI's run works in its chat's session and folder: two runs of one
 // chat at once would resume one session twice. A process lets one message of a
-// chat run at a time; replicas ask the journal, where each message that is to
-// run queues a turn (QueueChatTurn), claimed by its replica for a lease that Renew
-// renews with the replica's other claims. The turn goes to the message the
+// chat run at a time; replicas ask the journal's database, where each message
+// that is to run queues a turn (QueueChatTurn), claimed by its replica for a
+// lease that RenewLeases renews right after the replica's other claims. The turn goes to the message the
 // inbox stored first among those queued (TakeChatTurn), and ends with its run
 // (EndChatTurn). A turn whose lease ran out belongs to a replica that died: it
 // loses its place, or the turn itself, to the next message. A run that holds

@@ -23,6 +23,7 @@ func Plain(tx *sql.Tx, d *Dialect) *Tx { return &Tx{tx: tx, d: d} }
 // Dialect is the words of t's backend.
 func (t *Tx) Dialect() *Dialect { return t.d }
 
+// ExecContext runs a statement in t and returns its result.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if t.p != nil {
 		return t.p.exec(ctx, t.d.Bind(query), args)
@@ -30,6 +31,8 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	return t.tx.ExecContext(ctx, t.d.Bind(query), args...)
 }
 
+// QueryContext runs a query in t; its rows must be closed (read to the end
+// or Close) before t's next statement.
 func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (Rows, error) {
 	if t.p != nil {
 		return t.p.query(ctx, t.d.Bind(query), args)
@@ -37,6 +40,8 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (Rows,
 	return t.tx.QueryContext(ctx, t.d.Bind(query), args...)
 }
 
+// QueryRowContext runs a query in t for one row (sql.ErrNoRows at Scan when
+// there is none).
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) Row {
 	if t.p != nil {
 		return t.p.queryRow(ctx, t.d.Bind(query), args)
