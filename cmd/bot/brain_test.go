@@ -432,9 +432,10 @@ func testTurnsAreBounded(t *testing.T, c brainCLI) {
 // A model stream that stalls is cut by the coordinator's watchdog (the
 // policy's stall settings), and the run continues in its session. The stream
 // stalls for a minute and the default abort is 45 s, so a second request
-// sooner than that shows the policy's 5 s at work; the abort is long enough
-// that a busy machine's slow start of the second attempt is not taken for a
-// stall.
+// sooner than that shows the policy's 15 s at work. The watchdog counts an
+// attempt's start as silence, so the abort is long enough that a busy
+// machine's slow start of the CLI (5 s was cut eight times in a row beside a
+// mutation run) is not taken for a stall.
 // (The watchdog's timing is tested exactly, on an injected clock, in
 // agent/cli.)
 func TestAgentCLIStallIsCutByTheWatchdog(t *testing.T) {
@@ -449,7 +450,7 @@ func testStallIsCut(t *testing.T, c brainCLI) {
 		}
 		return agenttest.Message("end_turn", "Answered after the stall.")
 	}
-	b := startBrain(t, c, script, append(fastRetries, "stall_warning: 10s", "stall_warning: 1s", "stall_abort: 45s", "stall_abort: 5s")...)
+	b := startBrain(t, c, script, append(fastRetries, "stall_warning: 10s", "stall_warning: 2s", "stall_abort: 45s", "stall_abort: 15s")...)
 	b.srv.PushMessage(100, 100, "Say something")
 	b.said("Answered after the stall.")
 	b.stop(t)
