@@ -70,7 +70,7 @@ func (c *Coord) RenewLeases(ctx context.Context) error {
 		return fmt.Errorf("coord: renew the leases of %s: %w", name, journal.ErrReplicaLost)
 	}
 	until, args := c.j.LeaseUntil()
-	now, nowArgs := c.j.LeaseClock("")
+	now, nowArgs := c.j.LeaseClock(sqlstore.Nearest)
 	err := c.db.Write(ctx, sqlstore.Lazy, func(tx *sqlstore.Tx) error {
 		// A chat's turn whose lease ran out stays lost: another replica may
 		// have taken the chat's turn since.

@@ -150,9 +150,9 @@ func (c *Coord) slotNow() (string, []any) { return c.slotClock(false) }
 func (c *Coord) slotNowUp() (string, []any) { return c.slotClock(true) }
 
 func (c *Coord) slotClock(up bool) (string, []any) {
-	round := "FLOOR"
+	round := sqlstore.Down
 	if up {
-		round = "CEIL"
+		round = sqlstore.Up
 	}
 	now, args := c.j.LeaseClock(round)
 	return "WITH c AS (SELECT " + now + " AS now) ", args

@@ -73,7 +73,7 @@ func (c *Coord) QueueChatTurn(ctx context.Context, t ChatTurn) error {
 		return fmt.Errorf("coord: queue turn of task %s: %w", t.Task, err)
 	}
 	key, _ := strings.CutPrefix(origin, t.Transport+":")
-	now, nowArgs := c.j.LeaseClock("")
+	now, nowArgs := c.j.LeaseClock(sqlstore.Nearest)
 	until, untilArgs := c.j.LeaseUntil()
 	args := append([]any{t.Task, t.Transport, t.Chat, key, c.j.Replica()}, untilArgs...)
 	args = append(args, nowArgs...)
@@ -177,7 +177,7 @@ func (c *Coord) TakeChatTurn(ctx context.Context, t ChatTurn) (ChatTurnTry, erro
 
 // chatQueue reads t's chat's queue, and the lease clock's now, in tx.
 func (c *Coord) chatQueue(ctx context.Context, tx *sqlstore.Tx, t ChatTurn) ([]queued, int64, error) {
-	clock, args := c.j.LeaseClock("")
+	clock, args := c.j.LeaseClock(sqlstore.Nearest)
 	rows, err := tx.QueryContext(ctx, "SELECT task_id, replica, ord, "+c.d.Seq+", lease_until, queued_at, started_at, "+clock+
 		" FROM chat_turns WHERE transport = ? AND chat = ? ORDER BY ord, "+c.d.Seq, append(args, t.Transport, t.Chat)...)
 	if err != nil {
@@ -230,7 +230,7 @@ func (c *Coord) HoldChatTurn(ctx context.Context, t ChatTurn) error {
 	if c.lost() {
 		return fmt.Errorf("coord: hold turn of task %s: %w: %w", t.Task, ErrChatTurnLost, journal.ErrReplicaLost)
 	}
-	clock, args := c.j.LeaseClock("")
+	clock, args := c.j.LeaseClock(sqlstore.Nearest)
 	var by string
 	var until, at, now int64
 	err := c.db.QueryRowContext(ctx, "SELECT replica, lease_until, started_at, "+clock+" FROM chat_turns WHERE task_id = ?",

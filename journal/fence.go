@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/sqlstore"
 )
 
 // A replica holds an operation it moved to committing for as long as its lease
@@ -36,17 +37,17 @@ var ErrHeld = errors.New("held by another replica")
 func (j *Journal) databaseClock() bool { return j.d.HasClock() && j.leaseNow == nil }
 
 // LeaseClock is the lease clock's now in whole milliseconds, as SQL with its
-// arguments: the database's clock, rounded by round (FLOOR, CEIL; "" to the
-// nearest), where leases go by it (databaseClock); otherwise the journal's
-// lease clock, rounded down, or up for CEIL. What replicas share beside the
-// journal (package coord) reckons its leases by it too.
-func (j *Journal) LeaseClock(round string) (string, []any) {
+// arguments: the database's clock, rounded as round says, where leases go by
+// it (databaseClock); otherwise the journal's lease clock, rounded down, or
+// up for sqlstore.Up. What replicas share beside the journal (package coord)
+// reckons its leases by it too.
+func (j *Journal) LeaseClock(round sqlstore.Round) (string, []any) {
 	if j.databaseClock() {
 		return j.d.Now(round), nil
 	}
 	t := j.leaseTime()
 	now := t.UnixMilli()
-	if round == "CEIL" && t.After(time.UnixMilli(now)) {
+	if round == sqlstore.Up && t.After(time.UnixMilli(now)) {
 		now++
 	}
 	return "CAST(? AS BIGINT)", []any{now}
@@ -67,7 +68,7 @@ func (j *Journal) LeaseUntil() (string, []any) {
 	if j.rep == nil {
 		return "CAST(? AS BIGINT)", []any{0}
 	}
-	now, args := j.LeaseClock("")
+	now, args := j.LeaseClock(sqlstore.Nearest)
 	return "(" + now + " + CAST(? AS BIGINT))", append(args, j.rep.lease.Milliseconds())
 }
 
@@ -91,7 +92,7 @@ func (j *Journal) LeaseNow(ctx context.Context) (time.Time, error) {
 		return j.leaseTime(), nil
 	}
 	var now int64
-	if err := j.db.QueryRowContext(ctx, "SELECT "+j.d.Now("")).Scan(&now); err != nil {
+	if err := j.db.QueryRowContext(ctx, "SELECT "+j.d.Now(sqlstore.Nearest)).Scan(&now); err != nil {
 		return time.Time{}, fmt.Errorf("journal: the database's clock: %w", err)
 	}
 	return fromMS(now), nil
@@ -248,7 +249,7 @@ func (j *Journal) holdOnLock(ctx context.Context, id string, state *State, attem
 	defer r.connMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	clock, args := j.d.Now(""), []any{id}
+	clock, args := j.d.Now(sqlstore.Nearest), []any{id}
 	if j.leaseNow != nil {
 		clock, args = "CAST($2 AS BIGINT)", append(args, ms(j.leaseNow()))
 	}

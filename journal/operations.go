@@ -292,7 +292,7 @@ func (j *Journal) heldElsewhereSQL(m Move) (string, []any) {
 	if m.To != Committing || j.rep == nil {
 		return "", nil
 	}
-	now, args := j.LeaseClock("")
+	now, args := j.LeaseClock(sqlstore.Nearest)
 	return "(claimed_by != '' AND claimed_by != ? AND lease_until >= " + now + ")", append([]any{j.rep.name}, args...)
 }
 

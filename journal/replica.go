@@ -319,7 +319,7 @@ func (j *Journal) RecoverExpired(ctx context.Context, transport string) ([]strin
 	if j.rep == nil {
 		return nil, nil
 	}
-	now, nowArgs := j.LeaseClock("")
+	now, nowArgs := j.LeaseClock(sqlstore.Nearest)
 	ids, err := j.ids(ctx, `SELECT id FROM operations WHERE transport = ? AND state = ? AND lease_until < `+now+` AND claimed_by != ?
 		ORDER BY created_at, id`, append(append([]any{transport, Committing}, nowArgs...), j.rep.name)...)
 	if err != nil {
@@ -330,7 +330,7 @@ func (j *Journal) RecoverExpired(ctx context.Context, transport string) ([]strin
 		err := j.tx(ctx, func(tx txn) error {
 			var until, now int64
 			var by string
-			clock, args := j.LeaseClock("")
+			clock, args := j.LeaseClock(sqlstore.Nearest)
 			// Locked: a renewal that has not committed yet is waited for, and
 			// one that comes later finds the operation moved.
 			err := tx.QueryRowContext(ctx, "SELECT lease_until, claimed_by, "+clock+" FROM operations WHERE id = ? AND state = ?"+tx.RowLock(" FOR UPDATE"),
@@ -371,7 +371,7 @@ func (j *Journal) ClaimUpdates(ctx context.Context, limit int, own bool) ([]Inbo
 		return nil, nil
 	}
 	by := j.rep.name
-	now, nowArgs := j.LeaseClock("")
+	now, nowArgs := j.LeaseClock(sqlstore.Nearest)
 	until, untilArgs := j.LeaseUntil()
 	cond := "handled_at = 0 AND lease_until < " + now + " AND claimed_by != ?"
 	if own {

@@ -81,14 +81,23 @@ func (d *Dialect) RowLock(clause string) string {
 	return ""
 }
 
-// Now is the database's clock in whole Unix milliseconds as SQL, rounded by
-// round (FLOOR, CEIL; "" to the nearest); "" where the backend's clock is the
-// host's.
-func (d *Dialect) Now(round string) string {
+// Round says how a clock's time is rounded to whole milliseconds.
+type Round int
+
+const (
+	Nearest Round = iota // to the nearest, as leases are compared
+	Down                 // a time no later than the clock's: when a slot is free
+	Up                   // a time no earlier: when a slot frees, never before its span
+)
+
+// Now is the database's clock in whole Unix milliseconds as SQL, rounded as r
+// says; "" where the backend's clock is the host's.
+func (d *Dialect) Now(r Round) string {
 	if d.clockMS == "" {
 		return ""
 	}
-	return "CAST(" + round + "(" + d.clockMS + ") AS BIGINT)"
+	fn := map[Round]string{Nearest: "", Down: "FLOOR", Up: "CEIL"}[r]
+	return "CAST(" + fn + "(" + d.clockMS + ") AS BIGINT)"
 }
 
 // Bind returns query with its placeholders as the backend reads them: as

@@ -32,16 +32,16 @@ func TestADialectSaysOnlyWhatItsBackendParses(t *testing.T) {
 	if got := Postgres.RowLock(" FOR UPDATE"); got != " FOR UPDATE" {
 		t.Errorf("postgres rowLock = %q", got)
 	}
-	if got := SQLite.Now("FLOOR"); got != "" {
+	if got := SQLite.Now(Down); got != "" {
 		t.Errorf("sqlite now = %q, want none: its leases go by the host's clock", got)
 	}
-	for round, want := range map[string]string{
-		"":      "CAST((EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)",
-		"FLOOR": "CAST(FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)",
-		"CEIL":  "CAST(CEIL(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)",
+	for round, want := range map[Round]string{
+		Nearest: "CAST((EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)",
+		Down:    "CAST(FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)",
+		Up:      "CAST(CEIL(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) AS BIGINT)",
 	} {
 		if got := Postgres.Now(round); got != want {
-			t.Errorf("postgres now(%q) = %q, want %q", round, got, want)
+			t.Errorf("postgres now(%d) = %q, want %q", round, got, want)
 		}
 	}
 }
