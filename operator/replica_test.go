@@ -2,6 +2,7 @@ package operator_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -514,4 +516,32 @@ func handedOver(t *testing.T) bool {
 		t.Errorf("r2 sent %d, want 1", n)
 	}
 	return true
+}
+
+// A replica's sweep renews what it holds beside the journal too: a chat's
+// turn its run holds keeps its lease while the run goes on, however long.
+func TestASweepingReplicaRenewsItsChatsTurns(t *testing.T) {
+	t.Parallel()
+	rs := newReplicas(t)
+	ctx := context.Background()
+	r1, j1 := rs.start("r1", nil, false)
+	task, err := j1.CreateTask(ctx, journal.Task{Requester: operatorID, Chat: "100", Summary: "chat",
+		Origin: transport + ":message:100:1", Policy: testPolicy(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := coord.New(j1)
+	turn := coord.ChatTurn{Transport: transport, Chat: "100", Task: task.ID}
+	if err := turns.QueueChatTurn(ctx, turn); err != nil {
+		t.Fatal(err)
+	}
+	if try, err := turns.TakeChatTurn(ctx, turn); err != nil || !try.Taken {
+		t.Fatalf("TakeChatTurn = %+v, %v; want the turn taken", try, err)
+	}
+	rs.clock.Advance(9 * time.Second) // 1 s of the 10 s lease left: too little to go on
+	if err := turns.HoldChatTurn(ctx, turn); !errors.Is(err, coord.ErrChatTurnLost) {
+		t.Fatalf("HoldChatTurn with 1 s left = %v, want ErrChatTurnLost", err)
+	}
+	sweep(t, r1)
+	waitUntil(t, "r1's sweep renewed the turn's lease", func() bool { return turns.HoldChatTurn(ctx, turn) == nil })
 }
