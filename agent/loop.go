@@ -476,17 +476,17 @@ func (l *Loop) summarize(ctx context.Context, s state, cfg settings) (string, er
 	return res.Text, nil
 }
 
-// Chat runs a turn that remembers the chat's recent exchanges, and returns what a
-// surface needs: the text for the person and the operations waiting for approval.
-// It is the command handler's Agent. Stop(chat) ends it early.
-func (l *Loop) Chat(ctx context.Context, taskID, chat, text string) (string, []string, error) {
+// Chat runs a turn that remembers the chat's recent exchanges, and returns the
+// text for the person; the approvals it asked for reach the surfaces as the
+// operator's events. It is the command handler's Agent. Stop(chat) ends it early.
+func (l *Loop) Chat(ctx context.Context, taskID, chat, text string) (string, error) {
 	ctx, done := l.running.Start(ctx, chat)
 	defer done()
 	out, err := l.turn(ctx, taskID, text, l.memory.recall(chat))
 	if err == nil && out.End != EndCancelled {
 		l.memory.keep(chat, text, out.Text)
 	}
-	return out.Text, out.Awaiting, err
+	return out.Text, err
 }
 
 // Stop cancels the turn running in chat, if any, and reports whether there was

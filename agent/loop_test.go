@@ -334,7 +334,7 @@ func (r *loopRig) chat(chat, text string) string {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	say, _, err := r.loop.Chat(context.Background(), task.ID, chat, text)
+	say, err := r.loop.Chat(context.Background(), task.ID, chat, text)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func TestStopEndsTheRunningTurn(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		say, _, err := r.loop.Chat(context.Background(), task.ID, "7", "Write a novel")
+		say, err := r.loop.Chat(context.Background(), task.ID, "7", "Write a novel")
 		done <- result{say, err}
 	}()
 	select {

@@ -84,12 +84,7 @@ func (h *Handler) Amend(ctx context.Context, id string, user policy.UserID, text
 	if err != nil {
 		return refused(err)
 	}
-	a, err := h.Approval(ctx, ed.Operation.ID)
-	if err != nil {
-		return Reply{}, err
-	}
-	return Reply{Text: fmt.Sprintf("Amended %s: %s. The old card can no longer be approved; the new one follows.", ed.Operation.ID, operator.EditLine(ed.Edit)),
-		Approvals: []Approval{a}}, nil
+	return Reply{Text: fmt.Sprintf("Amended %s: %s. The old card can no longer be approved; the new one follows.", ed.Operation.ID, operator.EditLine(ed.Edit))}, nil
 }
 
 // GrantText is the reply to a window grant: exactly what it approves without a

@@ -39,7 +39,7 @@ type Handler struct {
 // the operator. It returns what to tell the person and the operations that wait for
 // approval (their cards are the surface's to show).
 type Agent interface {
-	Chat(ctx context.Context, taskID, chat, text string) (reply string, awaiting []string, err error)
+	Chat(ctx context.Context, taskID, chat, text string) (reply string, err error)
 	// Stop cancels the turn running in chat, and reports whether there was one;
 	// the turn itself tells the chat it stopped.
 	Stop(chat string) bool
@@ -50,10 +50,9 @@ type Agent interface {
 
 // Reply is what a command answers.
 type Reply struct {
-	// Text is what to tell the person; empty when the approvals say it all.
+	// Text is what to tell the person; empty when an approval's card says it
+	// all (the operator's ApprovalNeeded event brings it to the surfaces).
 	Text string
-	// Approvals are the decisions to ask an approver for, in order.
-	Approvals []Approval
 	// Result is the tool result behind the reply, when there is one.
 	Result *action.Result
 	// Listed are the operations a list names, in its order; Pending marks the
@@ -224,7 +223,7 @@ func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	text, awaiting, err := h.Agent.Chat(ctx, task.ID, req.Chat, req.Line)
+	text, err := h.Agent.Chat(ctx, task.ID, req.Chat, req.Line)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -238,16 +237,6 @@ func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
 	if len(unknown) > 0 && unknown[0].Result != nil {
 		r := *unknown[0].Result
 		reply.Result = &r
-	}
-	for _, opID := range awaiting {
-		a, err := h.Approval(ctx, opID)
-		if errors.Is(err, journal.ErrNotFound) {
-			continue // decided already (auto-approved, or expired)
-		}
-		if err != nil {
-			return Reply{}, err
-		}
-		reply.Approvals = append(reply.Approvals, a)
 	}
 	return reply, nil
 }
@@ -292,10 +281,9 @@ func (h *Handler) continueTask(ctx context.Context, ops []journal.Operation, err
 			return Reply{}, err
 		}
 		reply.Text = strings.TrimSpace(reply.Text + "\n" + one.Text)
-		reply.Approvals = append(reply.Approvals, one.Approvals...)
 		reply.Result = one.Result
 	}
-	if reply.Text == "" && len(reply.Approvals) == 0 {
+	if reply.Text == "" {
 		return Reply{}, fmt.Errorf("command: %w", journal.ErrDuplicate)
 	}
 	return reply, nil
@@ -340,16 +328,10 @@ func (h *Handler) outcome(ctx context.Context, opID string, r action.Result, err
 		}
 		return Reply{}, err
 	}
-	reply := Reply{Text: Describe(r), Result: &r}
-	if r.Status != action.StatusPending {
-		return reply, nil
+	if r.Status == action.StatusPending {
+		return Reply{Result: &r}, nil // its card is the reply
 	}
-	a, err := h.Approval(ctx, opID)
-	if err != nil {
-		return Reply{}, err
-	}
-	reply.Text, reply.Approvals = "", []Approval{a}
-	return reply, nil
+	return Reply{Text: Describe(r), Result: &r}, nil
 }
 
 // Decide records user's tap or answer on an approval and describes the outcome.

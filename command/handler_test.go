@@ -95,15 +95,15 @@ func TestOnlyAnOperatorGivesCommands(t *testing.T) {
 			h := w.start(testPolicy(t, operatorID, approverID), surface)
 			ctx := context.Background()
 			mine, err := h.Handle(ctx, command.Request{User: operatorID, Chat: "1", Line: "/send 222 hello", Origin: surface + ":1"})
-			if err != nil || len(mine.Approvals) != 1 {
+			if err != nil || mine.Result == nil || mine.Result.Status != action.StatusPending {
 				t.Fatalf("the operator's /send = %+v, %v; want one approval to ask for", mine, err)
 			}
-			waiting := mine.Approvals[0].Operation.ID
+			waiting := mine.Result.OperationID
 			for _, user := range []int64{approverID, strangerID} {
 				for i, line := range []string{"/send 222 hi", "/publish @news hi", "/draft hi", "/ops", "/pending",
 					"/cancel " + waiting, "/retry " + waiting, "/resolve " + waiting + " delivered", "/new", "/help"} {
 					r, err := h.Handle(ctx, command.Request{User: policy.UserID(user), Chat: "1", Line: line, Origin: fmt.Sprintf("%s:%d:%d", surface, user, i)})
-					if !errors.Is(err, command.ErrNotOperator) || r.Text != "" || r.Result != nil || len(r.Approvals) != 0 {
+					if !errors.Is(err, command.ErrNotOperator) || r.Text != "" || r.Result != nil {
 						t.Errorf("user %d %q = %+v, %v; want ErrNotOperator and nothing else", user, line, r, err)
 					}
 				}
@@ -127,12 +127,13 @@ func TestTheCardNamesTheApproversOfTheTask(t *testing.T) {
 	h := w.start(testPolicy(t, operatorID, approverID), "console")
 	ctx := context.Background()
 	r, err := h.Handle(ctx, command.Request{User: operatorID, Chat: "1", Line: "/send 222 hello"})
-	if err != nil || len(r.Approvals) != 1 {
+	if err != nil || r.Result == nil || r.Result.Status != action.StatusPending {
 		t.Fatalf("/send = %+v, %v; want one approval", r, err)
 	}
-	opID := r.Approvals[0].Operation.ID
-	if got := fmt.Sprint(r.Approvals[0].Approvers); got != fmt.Sprint([]int64{operatorID, approverID}) {
-		t.Errorf("approvers = %s, want [1 2]", got)
+	opID := r.Result.OperationID
+	asked, err := h.Approval(ctx, opID)
+	if got := fmt.Sprint(asked.Approvers); err != nil || got != fmt.Sprint([]int64{operatorID, approverID}) {
+		t.Errorf("approvers = %s, %v; want [1 2]", got, err)
 	}
 	const newcomer = 9
 	h = w.start(testPolicy(t, operatorID, newcomer), "console") // approver 2 replaced by 9

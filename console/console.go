@@ -176,6 +176,12 @@ type Console struct {
 	Handler *command.Handler
 	In      io.Reader
 	Out     io.Writer
+
+	// asked are the operations whose approvals the console's own requests
+	// asked for (ApprovalNeeded events), for the reply to put to the terminal
+	// once it is printed.
+	mu    sync.Mutex
+	asked []string
 }
 
 // Run serves commands until the input ends (nil) or ctx is done (ctx.Err()).
@@ -218,6 +224,7 @@ func (c *Console) Run(ctx context.Context) error {
 			fmt.Fprint(c.Out, help())
 			continue
 		}
+		c.takeAsked() // a stopped run's, shown at start (tellWaiting)
 		reply, err := c.handle(ctx, in, line)
 		if errors.Is(err, command.ErrUsage) {
 			fmt.Fprintln(c.Out, err)
@@ -398,17 +405,37 @@ func (in *input) err() error {
 	return in.readErr
 }
 
-// answer prints a reply and asks for each approval it carries.
+// answer prints a reply and asks for each approval its request asked for.
 func (c *Console) answer(ctx context.Context, in *input, reply command.Reply) error {
 	if reply.Text != "" {
 		fmt.Fprintln(c.Out, reply.Text)
 	}
-	for _, a := range reply.Approvals {
+	return c.askAll(ctx, in, c.takeAsked())
+}
+
+// askAll puts the approvals operations opIDs wait on to the terminal, one by
+// one; one decided meanwhile is not asked.
+func (c *Console) askAll(ctx context.Context, in *input, opIDs []string) error {
+	for _, id := range opIDs {
+		a, err := c.Handler.Approval(ctx, id)
+		if err != nil {
+			continue // decided meanwhile: nothing to ask
+		}
 		if err := c.ask(ctx, in, a); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// takeAsked returns and forgets the operations whose approvals were asked for
+// since it last ran.
+func (c *Console) takeAsked() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := c.asked
+	c.asked = nil
+	return ids
 }
 
 // ask puts one approval to the terminal's owner, the console's approver: the
@@ -499,15 +526,17 @@ func (c *Console) amend(ctx context.Context, in *input, a command.Approval) erro
 		fmt.Fprintln(c.Out, l.refused)
 		return c.ask(ctx, in, a)
 	}
+	c.takeAsked()
 	reply, err := c.Handler.Amend(ctx, a.ID, User, strings.ReplaceAll(l.text, `\n`, "\n"))
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
-	if len(reply.Approvals) == 0 { // refused: the card stands
-		fmt.Fprintln(c.Out, reply.Text)
+	asked := c.takeAsked()
+	fmt.Fprintln(c.Out, reply.Text)
+	if len(asked) == 0 { // refused: the card stands
 		return c.ask(ctx, in, a)
 	}
-	return c.answer(ctx, in, reply)
+	return c.askAll(ctx, in, asked)
 }
 
 // tellWaiting says which approvals an earlier session left waiting, and how to
@@ -585,12 +614,19 @@ func (c *Console) decide(ctx context.Context, opID string, approve bool) error {
 	return nil
 }
 
-// onEvent says, on a line of its own, that an approval of the console's
-// transport was asked by another surface (an outside agent), and how to answer it
-// here. The console's own requests ask in their prompt.
+// onEvent takes an approval of the console's transport: one its own request
+// asked for is put to the terminal after that request's reply (answer); one
+// another surface (an outside agent) asked for is said on a line of its own,
+// with how to answer it here.
 func (c *Console) onEvent(ev operator.Event) {
 	op := ev.Operation
-	if ev.Kind != operator.ApprovalNeeded || op.Transport != Transport || op.Surface == Transport {
+	if ev.Kind != operator.ApprovalNeeded || op.Transport != Transport {
+		return
+	}
+	if op.Surface == Transport {
+		c.mu.Lock()
+		c.asked = append(c.asked, op.ID)
+		c.mu.Unlock()
 		return
 	}
 	fmt.Fprintf(c.Out, "\n%s asks to %s to %s: %q. Answer with /approve %s or /reject %s.\n",

@@ -51,6 +51,12 @@ type Approval struct {
 	// first, when Required is more than one or a grant gave one. Read with
 	// Votes; Decide fills them in.
 	Votes []Vote
+	// Shown is when an operator last published the approval for its surfaces
+	// to show, and ShownBy names that operator's run; zero when none did. The
+	// owner's watch shows what nobody showed (ShowApproval), so an operator
+	// that publishes as it asks sets both before the approval is stored.
+	Shown   time.Time
+	ShownBy string
 }
 
 // Vote is one approver's approval of an approval that needs several, or one a
@@ -85,8 +91,8 @@ func (j *Journal) NewApproval(op Operation, requester policy.UserID, ttl time.Du
 
 func insertApproval(ctx context.Context, tx txn, a *Approval) error {
 	a.Required = a.required()
-	err := tx.Later(ctx, "insert approval", `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at, required)
-		VALUES(?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires), a.Required)
+	err := tx.Later(ctx, "insert approval", `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at, required, shown_at, shown_by)
+		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires), a.Required, ms(a.Shown), a.ShownBy)
 	if err != nil {
 		return fmt.Errorf("journal: create approval for %s: %w", a.OperationID, err)
 	}
@@ -98,13 +104,13 @@ func insertApproval(ctx context.Context, tx txn, a *Approval) error {
 // genesis digest reads these, in the migration before the later ones exist.
 const approvalBase = `id, operation_id, payload_sha256, requester, created_at, expires_at, decision, decided_by, decided_at`
 
-const approvalColumns = approvalBase + `, required, escalated_at, grant_id`
+const approvalColumns = approvalBase + `, required, escalated_at, grant_id, shown_at, shown_by`
 
 func scanApproval(row interface{ Scan(...any) error }) (Approval, error) {
 	var a Approval
-	var c, e, d, esc int64
-	err := row.Scan(&a.ID, &a.OperationID, &a.PayloadSHA256, &a.Requester, &c, &e, &a.Decision, &a.DecidedBy, &d, &a.Required, &esc, &a.Grant)
-	a.Created, a.Expires, a.DecidedAt, a.Escalated = fromMS(c), fromMS(e), fromMS(d), fromMS(esc)
+	var c, e, d, esc, shown int64
+	err := row.Scan(&a.ID, &a.OperationID, &a.PayloadSHA256, &a.Requester, &c, &e, &a.Decision, &a.DecidedBy, &d, &a.Required, &esc, &a.Grant, &shown, &a.ShownBy)
+	a.Created, a.Expires, a.DecidedAt, a.Escalated, a.Shown = fromMS(c), fromMS(e), fromMS(d), fromMS(esc), fromMS(shown)
 	return a, err
 }
 

@@ -70,6 +70,36 @@ func (j *Journal) uncarded(ctx context.Context, created string, at int64, transp
 		ORDER BY a.created_at`, at, ms(j.now()), transport, AwaitingApproval)
 }
 
+// ShownSince returns the pending, unexpired approvals of operations delivered
+// by transport created at or after since that an operator published (Shown),
+// with their cards or not: those a stopped run was showing may have reached
+// some approvers only, and its next run shows the rest.
+func (j *Journal) ShownSince(ctx context.Context, transport string, since time.Time) ([]Approval, error) {
+	return j.approvals(ctx, "approvals shown", `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
+		JOIN operations o ON o.id = a.operation_id
+		WHERE a.decision = '' AND a.created_at >= ? AND a.shown_at != 0 AND a.expires_at > ? AND o.transport = ? AND o.state = ?
+		ORDER BY a.created_at`, ms(since), ms(j.now()), transport, AwaitingApproval)
+}
+
+// ShowApproval marks approval was published for the surfaces to show, now, by
+// the run by names (Approval.ShownBy), and reports whether the mark is this
+// call's: it takes only when the approval is still as was (its Shown and
+// ShownBy, as read), so that of two replicas' watches that found it, one shows
+// it. Like Handled it waits for no fsync of its own: losing the mark to a power
+// cut shows the card once more, and a card is recorded per chat.
+func (j *Journal) ShowApproval(ctx context.Context, was Approval, by string) (bool, error) {
+	res, err := j.exec(ctx, lazy, `UPDATE approvals SET shown_at = ?, shown_by = ? WHERE id = ? AND shown_at = ? AND shown_by = ?`,
+		ms(j.now()), by, was.ID, ms(was.Shown), was.ShownBy)
+	if err != nil {
+		return false, fmt.Errorf("journal: approval %s shown: %w", was.ID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("journal: approval %s shown: %w", was.ID, err)
+	}
+	return n == 1, nil
+}
+
 // approvals runs a query of approval rows; what names it in an error.
 func (j *Journal) approvals(ctx context.Context, what, query string, args ...any) ([]Approval, error) {
 	rows, err := j.db.QueryContext(ctx, query, args...)

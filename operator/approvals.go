@@ -50,6 +50,11 @@ func (o *Operator) required(task journal.Task, op journal.Operation) int {
 func (o *Operator) newApproval(task journal.Task, op journal.Operation) *journal.Approval {
 	a := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
 	a.Required = o.required(task, op)
+	if o.showsHere(op) {
+		// Published by the request that asks, right after it is stored: the
+		// watch leaves it to that request (showLate).
+		a.Shown, a.ShownBy = a.Created, o.self
+	}
 	return a
 }
 
@@ -222,7 +227,6 @@ func (o *Operator) Edit(ctx context.Context, approvalID string, by policy.UserID
 		return Edited{}, refusal(ErrEditRefused, "the verifier did not pass the edit (%s); the card stands as it was", strings.Join(v.Reasons, "; "))
 	}
 	na := o.newApproval(task, next)
-	defer o.ask(na.ID)()
 	e, err := o.opts.Journal.EditPayload(ctx, a.ID, p, by, na)
 	switch {
 	case errors.Is(err, journal.ErrDecided):
@@ -242,7 +246,7 @@ func (o *Operator) Edit(ctx context.Context, approvalID string, by policy.UserID
 		o.opts.Logger.Warn("edit's result not stored", "op", op.ID, "err", err)
 	}
 	o.publish(Event{Kind: PayloadEdited, Operation: next, Approval: na, Edit: &e})
-	o.publishAsked(ctx, next, *na, false)
+	o.publishAsked(ctx, next, *na)
 	return Edited{Edit: e, Operation: next, Approval: *na}, nil
 }
 

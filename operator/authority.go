@@ -53,7 +53,6 @@ func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op jou
 	}
 	o.opts.Logger.Warn("approval not allowed by this process's policy; asking again", "op", op.ID, "decided_by", a.DecidedBy)
 	next := o.newApproval(task, op)
-	defer o.ask(next.ID)()
 	m := askApproval(journal.Approved, next)
 	m.Reason = ReasonAskedAgain
 	if err := o.move(ctx, op.ID, m); err != nil {

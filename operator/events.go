@@ -77,11 +77,11 @@ type Event struct {
 	Approval  *journal.Approval // ApprovalNeeded, Decided, Voted, PayloadEdited, ApprovalEscalated
 	Result    action.Result     // Outcome
 	Edit      *journal.Edit     // PayloadEdited
-	// Late: published by the sweep (or a start's resumed work), not by the request
-	// that made it: another process asked (a stdio `countersign mcp`), a process stopped
-	// before it showed or finished it, or the work ran on its own (expiry, a
-	// scheduled retry, a note resolved in the vault). A surface tells a requester
-	// of late outcomes; a request tells its own.
+	// Late: work that ran on its own, not in a request (expiry, a scheduled
+	// retry, a start's resumed work, a note resolved in the vault): nobody's
+	// reply tells its outcome, so a surface tells the requester. A request's
+	// reply tells its own outcome. ApprovalNeeded is never late: every surface
+	// shows cards from it alone, whoever asked and whenever.
 	Late bool
 }
 
@@ -146,32 +146,27 @@ func (o *Operator) current(ctx context.Context, id string) journal.Operation {
 	return op
 }
 
-// ask marks approval id, about to be journaled by a request here, as that
-// request's to publish (publishAsked): between the journal's write and the
-// event, the sweep's watch would find it without a card, and publish it too,
-// late. done unmarks it, once the request is over: an approval it did not
-// publish (nobody listened yet) is the watch's again.
-func (o *Operator) ask(id string) (done func()) {
-	o.asking.Store(id, struct{}{})
-	return func() { o.asking.Delete(id) }
+// showsHere reports whether a surface of this process shows the cards of op's
+// approvals: it owns op's transport and a surface listens. An approval asked
+// anywhere else (a remote process, or here before a surface subscribed at
+// start-up) is the watch's to publish.
+func (o *Operator) showsHere(op journal.Operation) bool {
+	return op.Transport == o.opts.Transport && !o.opts.Remote && len(o.listeners()) > 0
 }
 
-// asked publishes that op waits for approval a, and remembers that it did, so the
-// sweep's watch does not publish it again as late.
-func (o *Operator) publishAsked(ctx context.Context, op journal.Operation, a journal.Approval, late bool) {
-	// Marked only when a surface heard it: an approval asked before any surface
-	// subscribed (a request at start-up) is the watch's to publish, at once.
+// publishAsked publishes that op waits for approval a: the one event every
+// surface shows an approval's cards from, whoever asked for it. A surface orders
+// the cards after the reply to the request that asked, when it has one.
+func (o *Operator) publishAsked(ctx context.Context, op journal.Operation, a journal.Approval) {
 	if len(o.listeners()) == 0 {
 		return
 	}
-	o.shown.Store(a.ID, o.opts.Clock.Now())
 	op.State = journal.AwaitingApproval
-	o.publish(Event{Kind: ApprovalNeeded, Operation: op, Approval: &a, Late: late || isLate(ctx)})
+	o.publish(Event{Kind: ApprovalNeeded, Operation: op, Approval: &a})
 }
 
 // publishDecided publishes the decision on approval a.
 func (o *Operator) publishDecided(ctx context.Context, a journal.Approval) {
-	o.shown.Delete(a.ID)
 	if len(o.listeners()) == 0 {
 		return
 	}

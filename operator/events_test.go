@@ -318,8 +318,9 @@ func TestTheOwnerDeliversWhatARemoteOperatorApproved(t *testing.T) {
 	}
 }
 
-// An approval a Remote operator asked for is published late by the owner's watch,
-// once, and one the owner asked itself is not published again.
+// An approval a Remote operator asked for is published by the owner's watch,
+// once, and marked so in the journal; one the owner asked itself is published by
+// its request, marked as it was stored, and not published again.
 func TestTheWatchPublishesAnotherProcesssApprovalOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -339,27 +340,40 @@ func TestTheWatchPublishesAnotherProcesssApprovalOnce(t *testing.T) {
 	}
 	sweepFor(t, h, rec, 2, 100*time.Millisecond) // ten more watches: none may publish again
 	evs := rec.events()
-	if len(evs) != 2 || evs[0].Operation.ID != own || evs[0].Late ||
-		evs[1].Kind != operator.ApprovalNeeded || !evs[1].Late || evs[1].Operation.ID != r.OperationID ||
+	if len(evs) != 2 || evs[0].Operation.ID != own ||
+		evs[1].Kind != operator.ApprovalNeeded || evs[1].Operation.ID != r.OperationID ||
 		evs[1].Operation.Surface != "mcp" || evs[1].Approval == nil {
-		t.Errorf("events = %+v, want %s's own ApprovalNeeded, then one late one for %s", evs, own, r.OperationID)
+		t.Errorf("events = %+v, want %s's own ApprovalNeeded, then one for %s", evs, own, r.OperationID)
+	}
+	mine, afar := h.latestApproval(own), h.latestApproval(r.OperationID)
+	if mine.Shown.IsZero() || !mine.Shown.Equal(mine.Created) || mine.ShownBy == "" {
+		t.Errorf("own approval shown %v by %q, want as it was asked (%v), by this run", mine.Shown, mine.ShownBy, mine.Created)
+	}
+	if afar.Shown.IsZero() || afar.ShownBy != mine.ShownBy {
+		t.Errorf("remote's approval shown %v by %q, want by the watch of %q", afar.Shown, afar.ShownBy, mine.ShownBy)
 	}
 }
 
 // An approval asked before any surface subscribed (a request in the instant a
-// process starts, before Telegram listens) was heard by nobody: the watch
-// publishes it late at once, not after showAgain.
+// process starts, before Telegram listens) was heard by nobody: it is not marked
+// shown, and the watch publishes it at once, not after showAgain.
 func TestAnApprovalNobodyHeardIsPublishedByTheWatch(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.edit = fastSweep
 	h.open()
 	_, id := h.send("222", "asked before anyone listened")
+	if a := h.latestApproval(id); !a.Shown.IsZero() {
+		t.Fatalf("approval marked shown at %v by %q with nobody listening", a.Shown, a.ShownBy)
+	}
 	rec := record(t, h.op, h.j)
 	sweepFor(t, h, rec, 1, 100*time.Millisecond)
 	evs := rec.events()
-	if len(evs) != 1 || evs[0].Kind != operator.ApprovalNeeded || !evs[0].Late || evs[0].Operation.ID != id {
-		t.Errorf("events = %+v, want one late ApprovalNeeded for %s", evs, id)
+	if len(evs) != 1 || evs[0].Kind != operator.ApprovalNeeded || evs[0].Operation.ID != id {
+		t.Errorf("events = %+v, want one ApprovalNeeded for %s", evs, id)
+	}
+	if a := h.latestApproval(id); a.Shown.IsZero() || a.ShownBy == "" {
+		t.Errorf("approval shown %v by %q, want marked by the watch", a.Shown, a.ShownBy)
 	}
 }
 
@@ -408,8 +422,8 @@ func TestVerificationRequests(t *testing.T) {
 
 // An approval that a request of this process asked for is that request's to
 // publish: a pass of the sweep's watch between the journal's write and the
-// request's event does not publish it too, late (Telegram would tell the
-// requester that its card went out "only now", beside the card itself). An
+// request's event does not publish it too (the approval is stored marked
+// shown by this run). An
 // edit publishes the voided approval's decision before it asks the new one:
 // ten watch periods pass there while a listener holds the event.
 func TestTheWatchLeavesAnApprovalToTheRequestAskingIt(t *testing.T) {
@@ -438,10 +452,10 @@ func TestTheWatchLeavesAnApprovalToTheRequestAskingIt(t *testing.T) {
 	var asked []string
 	for _, e := range rec.events() {
 		if e.Kind == operator.ApprovalNeeded {
-			asked = append(asked, fmt.Sprintf("%s late=%v", e.Approval.ID, e.Late))
+			asked = append(asked, e.Approval.ID)
 		}
 	}
-	want := []string{apID + " late=false", ed.Approval.ID + " late=false"}
+	want := []string{apID, ed.Approval.ID}
 	if !slices.Equal(asked, want) {
 		t.Errorf("ApprovalNeeded events %q, want %q: each once, by its request", asked, want)
 	}

@@ -240,6 +240,16 @@ func (h *harness) approval(opID string) string {
 	return a.ID
 }
 
+// latestApproval is the approval opID asked for last, as journaled.
+func (h *harness) latestApproval(opID string) journal.Approval {
+	h.t.Helper()
+	a, err := h.j.LatestApproval(context.Background(), opID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return a
+}
+
 // path returns the operation's states in the order the audit log recorded them.
 func (h *harness) states(opID string) []journal.State {
 	h.t.Helper()

@@ -106,12 +106,10 @@ type Operator struct {
 	notesChecked bool
 
 	subs subscribers
-	// shown holds the approvals this operator published ApprovalNeeded for (id ->
-	// when), so that the sweep's watch publishes late only those it did not.
-	shown sync.Map
-	// asking holds the approvals a request here has journaled and not yet
-	// published (see asking): the watch leaves them to that request.
-	asking sync.Map
+	// self names this process's run in the approvals it publishes
+	// (journal.Approval.ShownBy): the watch tells what it published itself, a
+	// moment ago, from what a stopped run or another replica published.
+	self string
 	// running counts, per operation, the goroutines here that run it or are about
 	// to (an approval recorded, its commit next): the watch leaves those alone.
 	runMu   sync.Mutex
@@ -174,7 +172,7 @@ func New(o Options) (*Operator, error) {
 	if o.WatchEvery <= 0 {
 		o.WatchEvery = time.Second
 	}
-	return &Operator{opts: o, shared: coord.New(o.Journal), running: map[string]int{}}, nil
+	return &Operator{opts: o, shared: coord.New(o.Journal), running: map[string]int{}, self: journal.NewID("run")}, nil
 }
 
 // StartTask opens a task (Requester, Chat, Summary, Origin and Surface set by the
@@ -379,7 +377,6 @@ func (o *Operator) verifyAndAsk(ctx context.Context, nt *newTask, op journal.Ope
 		return o.refuseVerdict(ctx, op, v)
 	}
 	a := o.newApproval(nt.Task, op)
-	defer o.ask(a.ID)()
 	op, err := o.create(ctx, nt, op, "prepared", verified(v), askApproval(journal.Verified, a))
 	if err != nil {
 		return action.Result{}, err
@@ -420,7 +417,6 @@ func (o *Operator) refuseVerdict(ctx context.Context, op journal.Operation, v ve
 // straight to approved and on to the commit when a rule auto-approves it.
 func (o *Operator) gate(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (action.Result, error) {
 	a := o.newApproval(task, op)
-	defer o.ask(a.ID)()
 	if err := o.move(ctx, op.ID, askApproval(from, a)); err != nil {
 		return action.Result{}, err
 	}
@@ -456,7 +452,7 @@ func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Oper
 		return o.run(ctx, op.ID)
 	}
 	release()
-	o.publishAsked(ctx, op, *a, false)
+	o.publishAsked(ctx, op, *a)
 	reason := fmt.Sprintf("awaiting approval %s until %s", a.ID, a.Expires.Format(time.RFC3339))
 	if a.Required > 1 {
 		reason += fmt.Sprintf(" from %d different approvers", a.Required)

@@ -25,14 +25,6 @@ import (
 // replica reports whether this operator is one of several replicas.
 func (o *Operator) replica() bool { return o.opts.Journal.Replica() != "" }
 
-// shownElsewhere reports whether another live replica asked for approval a of op
-// a moment ago: its request shows the cards, and the leader shows them only
-// when that request did not within a lease.
-func (o *Operator) shownElsewhere(op journal.Operation, a journal.Approval, now time.Time) bool {
-	return o.replica() && op.ClaimedBy != "" && op.ClaimedBy != o.opts.Journal.Replica() &&
-		now.Sub(a.Created) < o.opts.Journal.Lease()
-}
-
 // leadership is whether this operator leads its transport's replicas, and a
 // channel closed at the next change.
 type leadership struct {

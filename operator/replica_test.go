@@ -290,7 +290,7 @@ func TestTheLeaderShowsAnotherReplicasApprovalOnlyAfterALease(t *testing.T) {
 	rs.clock.Advance(2 * time.Second)
 	waitUntil(t, "the leader published r2's approval after the lease", func() bool {
 		for _, ev := range rec.events() {
-			if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == r.OperationID && ev.Late {
+			if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == r.OperationID {
 				return true
 			}
 		}

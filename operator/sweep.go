@@ -27,9 +27,8 @@ const slotsKeep = time.Hour
 const strangersKeep = 24 * time.Hour
 
 // showAgain is how long an approval published here may go without a card before
-// the watch publishes it again, late: the request that asked did not show it (a
-// model's turn shows its cards when it ends, well within this), or its card
-// reached no approver then.
+// the watch publishes it again: its cards wait for a reply that has not ended
+// (a model's turn ends well within this), or they reached no approver then.
 const showAgain = 5 * time.Minute
 
 // Sweep runs, until ctx ends, the owner's periodic work for its transport. Every
@@ -61,6 +60,7 @@ func (o *Operator) Sweep(ctx context.Context) {
 	defer slow.Stop()
 	defer fast.Stop()
 	_, changed := o.Leading() // taken first: a lead taken during the first sweep is seen below
+	o.showInterrupted(ctx)
 	o.sweep(ctx)
 	o.watch(ctx, &runs)
 	for {
@@ -114,13 +114,6 @@ func (o *Operator) sweep(ctx context.Context) {
 	o.remindApprovals(ctx)
 	o.escalate(ctx)
 	o.collect()
-	now := o.opts.Clock.Now()
-	o.shown.Range(func(k, v any) bool {
-		if now.Sub(v.(time.Time)) > 2*showAgain {
-			o.shown.Delete(k) // decided elsewhere, or expired: nothing waits on it here
-		}
-		return true
-	})
 }
 
 // expire records the expiry of every approval of this transport whose time has
@@ -160,9 +153,10 @@ func (o *Operator) watch(ctx context.Context, runs *sync.WaitGroup) {
 	}
 }
 
-// showLate publishes ApprovalNeeded, late, for the pending approvals of this
-// transport created since since (all of them, when it is zero) without a card,
-// that no event here published (or published more than showAgain ago).
+// showLate publishes ApprovalNeeded for the pending approvals of this transport
+// created since since (all of them, when it is zero) without a card that no
+// surface is showing (showing), each once among the replicas: the journal's
+// mark of it (journal.ShowApproval) goes to one watch.
 func (o *Operator) showLate(ctx context.Context, since time.Time) {
 	now := o.opts.Clock.Now()
 	var as []journal.Approval
@@ -177,28 +171,74 @@ func (o *Operator) showLate(ctx context.Context, since time.Time) {
 		return
 	}
 	for _, a := range as {
-		if at, ok := o.shown.Load(a.ID); ok && now.Sub(at.(time.Time)) < showAgain {
-			continue
+		if !o.showing(a, now) {
+			o.show(ctx, a)
 		}
-		if _, ok := o.asking.Load(a.ID); ok {
-			continue // its request publishes it
-		}
-		op, err := o.opts.Journal.Operation(ctx, a.OperationID)
+	}
+}
+
+// show publishes ApprovalNeeded for approval a, read a moment ago, if it still
+// waits and its mark in the journal is this call's.
+func (o *Operator) show(ctx context.Context, a journal.Approval) {
+	op, err := o.opts.Journal.Operation(ctx, a.OperationID)
+	if err != nil {
+		o.warn(ctx, "approval not shown", err)
+		return
+	}
+	// The list was read before: a decision in between (an edit, a tap) forgot
+	// the approval's card there, and the approval is no longer waiting. Only one
+	// still waiting, as read now, is shown.
+	if cur, err := o.opts.Journal.LatestApproval(ctx, op.ID); err != nil || cur.ID != a.ID || cur.Decision != "" {
+		return
+	}
+	if len(o.listeners()) == 0 {
+		return // nothing here shows it: not marked shown
+	}
+	if ok, err := o.opts.Journal.ShowApproval(ctx, a, o.self); !ok {
 		if err != nil {
 			o.warn(ctx, "approval not shown", err)
-			continue
 		}
-		if o.shownElsewhere(op, a, now) {
-			continue
-		}
-		// The list was read before the checks above: a decision in between
-		// (an edit, a tap) forgot the approval's card there, and the approval
-		// is no longer waiting. Only one still waiting, as read now, is shown.
-		if cur, err := o.opts.Journal.LatestApproval(ctx, op.ID); err != nil || cur.ID != a.ID || cur.Decision != "" {
-			continue
-		}
-		o.publishAsked(ctx, op, a, true)
+		return // another watch marked it first, or it changed
 	}
+	o.publishAsked(ctx, op, a)
+}
+
+// showInterrupted publishes again, as an owner's run starts, the approvals its
+// stopped run published a moment before (within showAgain): their cards may have
+// reached some approvers only, and a surface shows only the cards it has not
+// shown. Among replicas the leader's watch looks for approvals without cards
+// only: another replica's run may be alive and showing them.
+func (o *Operator) showInterrupted(ctx context.Context) {
+	if o.replica() || len(o.listeners()) == 0 {
+		return
+	}
+	as, err := o.opts.Journal.ShownSince(ctx, o.opts.Transport, o.opts.Clock.Now().Add(-showAgain))
+	if err != nil {
+		o.warn(ctx, "approvals shown before the start not read", err)
+		return
+	}
+	for _, a := range as {
+		if a.ShownBy != o.self {
+			o.show(ctx, a)
+		}
+	}
+}
+
+// showing reports whether a surface is showing approval a, which has no card
+// yet: this run published it less than showAgain ago, or another replica did
+// less than a lease ago (its request's surface shows the cards, and the leader
+// does only when that one did not). What a stopped run published, a run of an
+// owner shows again at once.
+func (o *Operator) showing(a journal.Approval, now time.Time) bool {
+	switch {
+	case a.Shown.IsZero():
+		return false
+	case a.ShownBy == o.self:
+		return now.Sub(a.Shown) < showAgain
+	case o.replica():
+		return now.Sub(a.Shown) < o.opts.Journal.Lease()
+	}
+	return false
 }
 
 // runLeft runs the approved operations and scheduled retries of this transport

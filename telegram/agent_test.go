@@ -3,7 +3,10 @@ package telegram_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,15 +21,21 @@ func modelServer(t *testing.T, chatID, text string) *agenttest.Server {
 	return agenttest.NewServer(t, agenttest.Message("tool_use", "Sending it to the team.", agenttest.Send(chatID, text)))
 }
 
+// A model's turn that asks to send is answered with its words, then the card:
+// the card, shown from the operator's event during the turn, waits for the
+// reply to the message that asked.
 func TestPlainTextBecomesACardAndOneDelivery(t *testing.T) {
 	t.Parallel()
 	model := modelServer(t, "222", "Standup moves to 10:30")
 	r := newRig(t, withModel(model.URL))
 	r.command(alice, "tell the team in 222 that standup moves to 10:30")
-	r.replyContaining(alice, "Sending it to the team.")
+	reply := r.replyContaining(alice, "Sending it to the team.")
 	card := r.card(alice)
 	if !strings.Contains(card.Text, "Standup moves to 10:30") {
 		t.Fatalf("card = %q, want the model's exact text", card.Text)
+	}
+	if reply.MessageID > card.MessageID {
+		t.Errorf("the card (message %d) came before the reply (message %d)", card.MessageID, reply.MessageID)
 	}
 	typing := false
 	for _, c := range r.srv.CallsTo("sendChatAction") {
@@ -42,6 +51,43 @@ func TestPlainTextBecomesACardAndOneDelivery(t *testing.T) {
 	}
 	if n := len(model.Requests()); n != 1 {
 		t.Errorf("model requests = %d, want 1: the turn ends while the commit waits", n)
+	}
+}
+
+// A turn goes on after a commit asks for approval (here a second call reads a
+// photo from a slow address): the first card waits for the turn's reply in the
+// chat that asked, and comes after it, though its event came long before.
+func TestACardWaitsForTheReplyToTheTurnThatAskedForIt(t *testing.T) {
+	t.Parallel()
+	photo := pngOf(t, 10, 10, 7)
+	var fetched atomic.Bool
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(500 * time.Millisecond) // the turn runs on, past the first card's event
+		fetched.Store(true)
+		_, _ = w.Write(photo)
+	}))
+	t.Cleanup(slow.Close)
+	in, _ := json.Marshal(map[string]string{"chat_id": "222", "file": slow.URL + "/chart.png"})
+	model := agenttest.NewServer(t, agenttest.Message("tool_use", "Sending the text and the chart.",
+		agenttest.Send("222", "The chart follows"), agenttest.Call("commit_send_photo", string(in))))
+	r := newRig(t, withModel(model.URL), withFiles())
+	r.command(alice, "send the chart to 222")
+	reply := r.replyContaining(alice, "Sending the text and the chart.")
+	if !fetched.Load() {
+		t.Fatal("the reply came before the turn's second call ended")
+	}
+	var first telegramtest.Message
+	r.waitFor("the text's card", func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(alice) {
+			if strings.Contains(m.Text, "The chart follows") && strings.Contains(m.Text, "Approval needed") {
+				first = m
+				return true
+			}
+		}
+		return false
+	})
+	if first.MessageID < reply.MessageID {
+		t.Errorf("the text's card (message %d) came before the turn's reply (message %d)", first.MessageID, reply.MessageID)
 	}
 }
 

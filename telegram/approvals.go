@@ -99,16 +99,16 @@ func (t *Bot) noteVote(ctx context.Context, a journal.Approval) {
 	}
 }
 
-// edited tells the person who asked that an approver changed the request, and
-// shows the new card (where the editor's own reply did not already).
+// edited tells the person who asked that an approver changed the request; the
+// new approval's cards come with its own event.
 func (t *Bot) edited(ctx context.Context, ev operator.Event) {
-	if ev.Edit != nil {
-		if chat, ok := t.taskChat(ctx, ev.Operation.ID); ok && chat != privateChat(ev.Edit.By) {
-			t.reply(ctx, chat, fmt.Sprintf("✏️ User %d changed your request %s before approving it. It now reads:\n%s",
-				ev.Edit.By, ev.Operation.ID, command.Visible(ev.Operation.Payload.Text)))
-		}
+	if ev.Edit == nil {
+		return
 	}
-	t.showApproval(ctx, ev.Operation.ID, false)
+	if chat, ok := t.taskChat(ctx, ev.Operation.ID); ok && chat != privateChat(ev.Edit.By) {
+		t.reply(ctx, chat, fmt.Sprintf("✏️ User %d changed your request %s before approving it. It now reads:\n%s",
+			ev.Edit.By, ev.Operation.ID, command.Visible(ev.Operation.Payload.Text)))
+	}
 }
 
 // escalated shows the card of an approval nobody decided in time to the
@@ -124,7 +124,7 @@ func (t *Bot) escalated(ctx context.Context, ev operator.Event) {
 		return
 	}
 	a.Approvers = t.ops.Escalation(task)
-	t.requestApproval(ctx, 0, task.Requester, &a, false)
+	t.requestApproval(ctx, 0, task.Requester, &a)
 	if chat, ok := requesterChat(task); ok {
 		t.reply(ctx, chat, fmt.Sprintf("Nobody decided %s in time: its card went to %d more approver(s).", ev.Operation.ID, len(a.Approvers)))
 	}

@@ -87,6 +87,7 @@ type Bot struct {
 	work    sync.WaitGroup
 	cards   keyLock // per approval: cards sent before taps are acted on; per chat: a card after its previews
 	tapping marks   // approvals and operations a tap is deciding or resolving now
+	replies replies // per chat: the requests whose replies are not out, which its cards wait for
 
 	messages, taps chan job      // stored updates waiting for a worker
 	edits          chan struct{} // among replicas: a card edit was recorded here

@@ -118,9 +118,8 @@ func cardText(a *command.Approval, previews int, audience string) string {
 // requestApproval shows the approval card to every approver (the requester's own
 // chat included when the requester is one) that has not been shown it yet, each
 // with Approve and Reject, and tells a requester who is not an approver where it
-// went. resent says the card is shown late, after a restart or for another
-// surface's request, and tells the requester so.
-func (t *Bot) requestApproval(ctx context.Context, requesterChat int64, requester policy.UserID, a *command.Approval, resent bool) {
+// went.
+func (t *Bot) requestApproval(ctx context.Context, requesterChat int64, requester policy.UserID, a *command.Approval) {
 	previews, text := t.card(ctx, a)
 	kb := decisionKeyboard(a.ID, t.editable(a.Operation.Tool))
 	defer t.cards.lock(a.ID)()
@@ -154,8 +153,6 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat int64, requeste
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval, but no approver could be reached (have they started a chat with the bot?). /cancel %s drops it.", a.Operation.ID, a.Operation.ID))
 	case sent == 0:
 		// Every card was out before: the requester was told then.
-	case resent:
-		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; its card went to %d approver(s) only now (it was asked for elsewhere, or the bot had stopped before showing it).", a.Operation.ID, reached))
 	case !slices.Contains(a.Approvers, requester):
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; the card went to %d approver(s).", a.Operation.ID, reached))
 	}
@@ -221,7 +218,9 @@ func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, pre
 	if err != nil {
 		return err
 	}
-	return t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
+	// Sent: recorded even when the bot is stopping, or the card stays open
+	// for good, and a later run shows it again.
+	return t.journal.AddCard(context.WithoutCancel(ctx), journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
 }
 
 // audience names the chat an action reaches as its members know it: its

@@ -1,7 +1,6 @@
 package telegram_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +8,10 @@ import (
 	"github.com/countersign/countersign/telegram/telegramtest"
 )
 
+// TestUpdateHandlingIsBoundedAndTapsGoAhead: messages are handled by a bounded
+// number of workers, and a tap does not wait for them: with the one message
+// worker held by a reply that hangs, the next command waits, and a tap is
+// decided and delivered meanwhile.
 func TestUpdateHandlingIsBoundedAndTapsGoAhead(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, withOptions(func(o *telegram.Options) { o.MessageWorkers = 1 }))
@@ -16,30 +19,25 @@ func TestUpdateHandlingIsBoundedAndTapsGoAhead(t *testing.T) {
 	card := r.card(alice)
 	r.cardFor(bob, opIn(t, card.Text))
 
-	// The one message worker is held: the next command's card to bob hangs.
-	r.srv.Inject(telegramtest.Delay(5 * time.Second).For("sendMessage").InChat(bob))
-	r.command(alice, "/send 222 its card to bob hangs")
-	r.waitFor("the card to bob held", func(s *telegramtest.Server) bool {
-		calls := sendCalls(s, bob)
-		return len(calls) == 2 && !calls[1].Done
-	})
+	// The one message worker is held: the reply to the next command hangs.
+	before := len(sendCalls(r.srv, alice))
+	r.srv.Inject(telegramtest.Delay(5 * time.Second).For("sendMessage").InChat(alice))
 	r.command(alice, "/help")
+	r.waitFor("the reply to /help held", func(s *telegramtest.Server) bool {
+		calls := sendCalls(s, alice)
+		return len(calls) == before+1 && !calls[before].Done
+	})
+	r.command(alice, "/ops")
 
 	// A tap has workers of its own: it is decided and delivered meanwhile.
 	r.tap(alice, card, "Approve")
 	r.waitFor("the approved send", atLeast(1, delivered(target)))
-	helped := func(s *telegramtest.Server) bool {
-		for _, m := range s.Messages(alice) {
-			if strings.Contains(m.Text, "/pending") {
-				return true
-			}
-		}
-		return false
+	if calls := sendCalls(r.srv, alice); len(calls) != before+1 || calls[before].Done {
+		t.Errorf("replies to alice: %d, the first done: %v; want /ops waiting for the one message worker, /help's reply still held",
+			len(calls)-before, calls[before].Done)
 	}
-	calls := sendCalls(r.srv, bob)
-	if helped(r.srv) || calls[1].Done {
-		t.Errorf("/help answered: %v, card to bob done: %v; want /help waiting for the one message worker, the card still held",
-			helped(r.srv), calls[1].Done)
-	}
-	r.waitFor("/help answered once the worker is free", helped)
+	r.waitFor("/ops answered once the worker is free", func(s *telegramtest.Server) bool {
+		calls := sendCalls(s, alice)
+		return len(calls) == before+2 && calls[before+1].Done
+	})
 }

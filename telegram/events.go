@@ -48,9 +48,9 @@ func (m *marks) has(key string) bool {
 
 // onEvent takes an operator event about a Telegram operation, whatever surface
 // asked for it, and hands what it calls for to the bot's background work: the
-// publisher is never held up by Telegram. An approval asked by a request of this
-// bot is shown by that request, in order with its reply; an approval of another
-// surface, or one the sweep found without a card, is shown here. A decision or
+// publisher is never held up by Telegram. Every approval's cards are shown
+// here, whoever asked for it; in the chat of a request of this bot, after its
+// reply (onMessage holds the chat until the reply is out). A decision or
 // an outcome that happened outside a tap (expiry, a note resolved in the vault, a
 // /cancel or /resolve) closes its cards; work that finished on its own is told to
 // the chat that asked, when a Telegram chat asked.
@@ -60,10 +60,7 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 	}
 	switch ev.Kind {
 	case operator.ApprovalNeeded:
-		if !ev.Late && ev.Operation.Surface == Transport {
-			return // the request that asked shows it
-		}
-		t.spawn(func() { t.showApproval(ctx, ev.Operation.ID, ev.Late) })
+		t.spawn(func() { t.showApproval(ctx, ev.Operation.ID) })
 	case operator.Decided:
 		if t.tapping.has(ev.Approval.ID) {
 			return
@@ -92,8 +89,23 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 }
 
 // showApproval shows the cards of the approval operation opID waits on, if it
-// still waits.
-func (t *Bot) showApproval(ctx context.Context, opID string, late bool) {
+// still waits, once the requester's chat has the replies it waits for (the
+// reply to the request that asked, when it came from there).
+func (t *Bot) showApproval(ctx context.Context, opID string) {
+	op, err := t.journal.Operation(ctx, opID)
+	if err != nil {
+		t.log.Warn("approval not shown", "op", opID, "err", err)
+		return
+	}
+	task, err := t.journal.Task(ctx, op.TaskID)
+	if err != nil {
+		t.log.Warn("approval not shown", "op", opID, "err", err)
+		return
+	}
+	chat, _ := requesterChat(task)
+	if chat != 0 && t.replies.afterReplies(ctx, chat) != nil {
+		return
+	}
 	a, err := t.handler.Approval(ctx, opID)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -101,13 +113,7 @@ func (t *Bot) showApproval(ctx context.Context, opID string, late bool) {
 		}
 		return
 	}
-	task, err := t.journal.Task(ctx, a.Operation.TaskID)
-	if err != nil {
-		t.log.Warn("approval not shown", "op", opID, "err", err)
-		return
-	}
-	chat, _ := requesterChat(task)
-	t.requestApproval(ctx, chat, task.Requester, &a, late)
+	t.requestApproval(ctx, chat, task.Requester, &a)
 }
 
 // closedLine is what the cards of an approval decided outside a tap say; empty

@@ -3,10 +3,12 @@ package telegram_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,11 +190,20 @@ func (r *rig) restart() {
 	r.start()
 }
 
-// waitFor waits for cond on the server, failing the test after a deadline.
+// waitFor waits for cond on the server, failing the test after a deadline. cond
+// is looked at again on every change of the server, and every few milliseconds
+// for what the journal records after the last call (a card's record).
 func (r *rig) waitFor(what string, cond func(*telegramtest.Server) bool) {
 	r.t.Helper()
-	if err := r.srv.WaitTimeout(10*time.Second, cond); err != nil {
-		r.t.Fatalf("waiting for %s: %v\ncalls: %s\nlogs:\n%s", what, err, r.callSummary(), r.logs.String())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := r.srv.WaitTimeout(min(20*time.Millisecond, time.Until(deadline)), cond)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, telegramtest.ErrClosed) || !time.Now().Before(deadline) {
+			r.t.Fatalf("waiting for %s: %v\ncalls: %s\nlogs:\n%s", what, err, r.callSummary(), r.logs.String())
+		}
 	}
 }
 
@@ -207,7 +218,8 @@ func (r *rig) callSummary() string {
 // command sends a text from a user in their private chat.
 func (r *rig) command(user int64, text string) { r.srv.PushMessage(user, user, text) }
 
-// card waits for the newest approval card in chat and returns it.
+// card waits for the newest approval card in chat, sent and recorded, and
+// returns it.
 func (r *rig) card(chat int64) telegramtest.Message {
 	r.t.Helper()
 	var card telegramtest.Message
@@ -217,9 +229,24 @@ func (r *rig) card(chat int64) telegramtest.Message {
 				card = m
 			}
 		}
-		return card.MessageID != 0
+		return card.MessageID != 0 && r.recorded(card)
 	})
 	return card
+}
+
+// recorded reports whether card is recorded in the journal as a card of the
+// approval its operation waits on: cards are shown in the background, and a
+// test that goes on (a restart, a count of commits) waits for the record too.
+func (r *rig) recorded(card telegramtest.Message) bool {
+	id := opPattern.FindString(card.Text[strings.Index(card.Text, "Operation: ")+1:])
+	a, err := r.j.LatestApproval(context.Background(), id)
+	if err != nil {
+		return false
+	}
+	cards, err := r.j.Cards(context.Background(), a.ID)
+	return err == nil && slices.ContainsFunc(cards, func(c journal.Card) bool {
+		return c.ChatID == card.Chat.ID && c.MessageID == card.MessageID
+	})
 }
 
 // tap presses the button of a card whose text contains label.
@@ -311,7 +338,7 @@ func (r *rig) cardFor(chat int64, opID string) telegramtest.Message {
 				card = m
 			}
 		}
-		return card.MessageID != 0
+		return card.MessageID != 0 && r.recorded(card)
 	})
 	return card
 }

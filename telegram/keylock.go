@@ -1,6 +1,9 @@
 package telegram
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // keyLock is a mutex per key: the cards of one approval are all sent and recorded
 // before a tap on one of them is acted on, so that every copy gets edited.
@@ -35,5 +38,61 @@ func (k *keyLock) lock(key string) func() {
 			delete(k.locks, key)
 		}
 		k.mu.Unlock()
+	}
+}
+
+// replies counts, per chat, the requests whose replies are not out yet. A card
+// for that chat waits for them (afterReplies), so that the card a request asked
+// for comes after the reply to it, without ever holding up a request: a /stop
+// goes ahead while a model's turn runs in the same chat.
+type replies struct {
+	mu    sync.Mutex
+	chats map[int64]*replying
+}
+
+type replying struct {
+	n    int
+	done chan struct{} // closed when n comes back to zero
+}
+
+// begin counts a request in chat until end is called, once its reply is out.
+func (r *replies) begin(chat int64) (end func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.chats == nil {
+		r.chats = map[int64]*replying{}
+	}
+	c := r.chats[chat]
+	if c == nil {
+		c = &replying{done: make(chan struct{})}
+		r.chats[chat] = c
+	}
+	c.n++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if c.n--; c.n == 0 {
+				close(c.done)
+				delete(r.chats, chat)
+			}
+		})
+	}
+}
+
+// afterReplies returns once no request in chat waits for its reply, or ctx ends.
+func (r *replies) afterReplies(ctx context.Context, chat int64) error {
+	r.mu.Lock()
+	c := r.chats[chat]
+	r.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

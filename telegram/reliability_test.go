@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
@@ -79,13 +80,13 @@ func TestAStopBeforeTheCardStillShowsItOnce(t *testing.T) {
 		{"stopped after the approval was asked", func(t *testing.T, h *command.Handler) {
 			storeUpdate(t, h, update, "/send 222 after a stop")
 			reply, err := h.Handle(context.Background(), command.Request{User: alice, Chat: fmt.Sprint(alice), Line: "/send 222 after a stop", Origin: origin})
-			if err != nil || len(reply.Approvals) != 1 {
+			if err != nil || reply.Result == nil || reply.Result.Status != action.StatusPending {
 				t.Fatalf("Handle = %+v, %v; want one approval", reply, err)
 			}
 		}},
 		{"update handled, card never sent (the sweep finds it)", func(t *testing.T, h *command.Handler) {
 			reply, err := h.Handle(context.Background(), command.Request{User: alice, Chat: fmt.Sprint(alice), Line: "/send 222 after a stop", Origin: origin})
-			if err != nil || len(reply.Approvals) != 1 {
+			if err != nil || reply.Result == nil || reply.Result.Status != action.StatusPending {
 				t.Fatalf("Handle = %+v, %v; want one approval", reply, err)
 			}
 		}},
@@ -238,7 +239,7 @@ func TestAReplayedCommandStartsNoSecondTask(t *testing.T) {
 		storeUpdate(t, h, update, "/send 222 asked once")
 		reply, err := h.Handle(context.Background(), command.Request{User: alice, Chat: fmt.Sprint(alice), Line: "/send 222 asked once",
 			Origin: fmt.Sprintf("telegram:message:%d:%d", alice, update)})
-		if err != nil || len(reply.Approvals) != 1 {
+		if err != nil || reply.Result == nil || reply.Result.Status != action.StatusPending {
 			t.Fatalf("Handle = %+v, %v; want one approval", reply, err)
 		}
 	})
@@ -261,5 +262,36 @@ func TestAReplayedCommandStartsNoSecondTask(t *testing.T) {
 		if n := len(cardsIn(r.srv, chat)); n != 1 {
 			t.Errorf("cards in chat %d = %d, want exactly 1\n%s", chat, n, r.callSummary())
 		}
+	}
+}
+
+// A stop while an approval's cards go out leaves some approvers without one:
+// the next run publishes again what the stopped one published a moment before
+// (the journal's mark names the new run), and only the approver who had no card
+// gets one.
+func TestAStopWhileCardsGoOutIsFinishedByTheNextRun(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.srv.Inject(telegramtest.Delay(time.Minute).For("sendMessage").InChat(bob))
+	r.command(alice, "/send 222 shown in part")
+	card := r.card(alice)
+	opID := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
+	r.waitFor("the card to bob on its way", func(s *telegramtest.Server) bool {
+		calls := sendCalls(s, bob)
+		return len(calls) == 1 && !calls[0].Done
+	})
+	before, err := r.j.LatestApproval(context.Background(), opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.restart() // bob's card is cut off
+	r.cardFor(bob, opID)
+	after, err := r.j.LatestApproval(context.Background(), opID)
+	if err != nil || after.ID != before.ID || after.ShownBy == before.ShownBy || after.ShownBy == "" {
+		t.Errorf("approval shown by %q after the restart (%v), want the new run's mark over %q", after.ShownBy, err, before.ShownBy)
+	}
+	r.shutdown()
+	if n := len(cardsIn(r.srv, alice)); n != 1 {
+		t.Errorf("cards to alice = %d, want the one of the first run", n)
 	}
 }

@@ -274,6 +274,10 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 	if t.handler.Agent != nil && !strings.HasPrefix(strings.TrimSpace(line), "/") {
 		defer t.typing(ctx, m.Chat.ID)() // a model's turn takes seconds: show that it is working
 	}
+	// The cards a request asks for are shown from the operator's events, in
+	// this chat only once its reply is out.
+	replied := t.replies.begin(m.Chat.ID)
+	defer replied()
 	reply, err := t.handler.Handle(ctx, req)
 	switch {
 	case errors.Is(err, journal.ErrDuplicate):
@@ -300,12 +304,10 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 	if reply.Text != "" {
 		t.report(ctx, m.Chat.ID, reply)
 	}
+	replied()
 	if reply.Pending {
 		t.pendingButtons(ctx, m.Chat.ID, author(m), reply.Listed)
 		t.grantButtons(ctx, m.Chat.ID, reply.Listed)
-	}
-	for i := range reply.Approvals {
-		t.requestApproval(ctx, m.Chat.ID, author(m), &reply.Approvals[i], false)
 	}
 	return false
 }

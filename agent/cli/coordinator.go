@@ -108,42 +108,42 @@ type message struct {
 }
 
 // Chat runs text as a message to the CLI in chat, within task taskID, and
-// returns the CLI's final text (or the final failure, in one line) and the
-// task's operations waiting for approval. The error is for what cannot be told
+// returns the CLI's final text (or the final failure, in one line); the
+// approvals its tool calls asked for reach the surfaces as the operator's
+// events. The error is for what cannot be told
 // to the chat: the journal failing, a folder that cannot be made.
-func (c *Coordinator) Chat(ctx context.Context, taskID, chat, text string) (string, []string, error) {
+func (c *Coordinator) Chat(ctx context.Context, taskID, chat, text string) (string, error) {
 	// One message at a time per chat: two runs must not resume one session.
 	ctx, endTurn, err := c.turn(ctx, taskID, chat)
 	switch {
 	case errors.Is(err, errTurnGiven):
 		c.opts.Observe(model.Step{Action: model.ActionStop, Cause: "turn_lost", Detail: err.Error()})
-		return "Stopped before it ran: this replica gave up its place in the chat's queue (it is stopping, or lost the journal). Nothing was done; send the message again.", nil, nil
+		return "Stopped before it ran: this replica gave up its place in the chat's queue (it is stopping, or lost the journal). Nothing was done; send the message again.", nil
 	case err != nil && ctx.Err() != nil:
-		return cancelledText(ctx), nil, nil
+		return cancelledText(ctx), nil
 	case err != nil:
-		return "", nil, err
+		return "", err
 	}
 	defer endTurn()
 	ctx, done := c.running.Start(ctx, chat)
 	defer done()
 	m, err := c.begin(ctx, taskID, chat, text)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
 	ctx, unbound := c.bound(ctx, m)
 	defer unbound()
 	tools, closeTools, err := c.opts.Gate.Open(ctx, taskID)
 	if err != nil {
-		return "", nil, fmt.Errorf("cli: %w", err)
+		return "", fmt.Errorf("cli: %w", err)
 	}
 	defer closeTools()
 	m.attempt.Tools = tools
 	reply, err := c.attempts(ctx, m)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
-	awaiting, err := c.awaiting(context.WithoutCancel(ctx), taskID)
-	return reply, awaiting, err
+	return reply, nil
 }
 
 // begin reads the task's policy snapshot and the chat's session, and makes the
@@ -376,21 +376,6 @@ func firstLine(s string) string {
 func (c *Coordinator) step(m *message, s model.Step) {
 	s.Attempt, s.Model = m.attempt.N, m.attempt.Model
 	c.opts.Observe(s)
-}
-
-// awaiting are the task's operations waiting for approval, oldest first: the
-// cards the chat is shown.
-func (c *Coordinator) awaiting(ctx context.Context, taskID string) ([]string, error) {
-	ops, err := c.opts.Journal.Operations(ctx, journal.Filter{TaskID: taskID, States: []journal.State{journal.AwaitingApproval}})
-	if err != nil {
-		return nil, fmt.Errorf("cli: %w", err)
-	}
-	ids := make([]string, 0, len(ops))
-	for _, op := range ops {
-		ids = append(ids, op.ID)
-	}
-	slices.Reverse(ids)
-	return ids, nil
 }
 
 // Stop ends the run in chat, its whole process group, and reports whether

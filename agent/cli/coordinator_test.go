@@ -283,7 +283,7 @@ func (h *harness) chat(t *testing.T, text string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	reply, _, err := h.coord.Chat(ctx, h.taskID, chat, text)
+	reply, err := h.coord.Chat(ctx, h.taskID, chat, text)
 	if err != nil {
 		t.Fatalf("Chat: %v; steps %v", err, h.steps.path())
 	}
@@ -296,7 +296,7 @@ func (h *harness) send(text string) <-chan result {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		reply, _, err := h.coord.Chat(ctx, h.taskID, chat, text)
+		reply, err := h.coord.Chat(ctx, h.taskID, chat, text)
 		done <- result{reply, err}
 	}()
 	return done

@@ -179,7 +179,7 @@ func (r *replicaCLI) chat(chat, taskID, key string) <-chan result {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		reply, _, err := r.coord.Chat(ctx, taskID, chat, "hello")
+		reply, err := r.coord.Chat(ctx, taskID, chat, "hello")
 		if err == nil {
 			err = r.journal.Handled(context.WithoutCancel(ctx), key)
 		}
