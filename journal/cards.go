@@ -70,15 +70,17 @@ func (j *Journal) uncarded(ctx context.Context, created string, at int64, transp
 		ORDER BY a.created_at`, at, ms(j.now()), transport, AwaitingApproval)
 }
 
-// ShownSince returns the pending, unexpired approvals of operations delivered
-// by transport created at or after since that an operator published (Shown),
-// with their cards or not: those a stopped run was showing may have reached
-// some approvers only, and its next run shows the rest.
-func (j *Journal) ShownSince(ctx context.Context, transport string, since time.Time) ([]Approval, error) {
-	return j.approvals(ctx, "approvals shown", `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
+// ShownLast returns the pending, unexpired approvals of operations delivered by
+// transport that an operator published (Shown) within the last while before the
+// latest such publication, with their cards or not: those a stopped run was
+// showing in its last moments may have reached some approvers only, however long
+// ago it stopped, and its next run shows the rest.
+func (j *Journal) ShownLast(ctx context.Context, transport string, while time.Duration) ([]Approval, error) {
+	return j.approvals(ctx, "approvals shown last", `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
 		JOIN operations o ON o.id = a.operation_id
-		WHERE a.decision = '' AND a.created_at >= ? AND a.shown_at != 0 AND a.expires_at > ? AND o.transport = ? AND o.state = ?
-		ORDER BY a.created_at`, ms(since), ms(j.now()), transport, AwaitingApproval)
+		WHERE a.decision = '' AND a.shown_at != 0 AND a.expires_at > ? AND o.transport = ? AND o.state = ?
+		AND a.shown_at >= (SELECT MAX(shown_at) FROM approvals WHERE decision = '') - ?
+		ORDER BY a.created_at`, ms(j.now()), transport, AwaitingApproval, while.Milliseconds())
 }
 
 // ShowApproval marks approval was published for the surfaces to show, now, by

@@ -204,15 +204,15 @@ func (o *Operator) show(ctx context.Context, a journal.Approval) {
 }
 
 // showInterrupted publishes again, as an owner's run starts, the approvals its
-// stopped run published a moment before (within showAgain): their cards may have
-// reached some approvers only, and a surface shows only the cards it has not
-// shown. Among replicas the leader's watch looks for approvals without cards
+// stopped run published in its last moments (within showAgain of its last
+// publication, however long ago it stopped): their cards may have reached some
+// approvers only, and a surface shows only the cards it has not shown. Among replicas the leader's watch looks for approvals without cards
 // only: another replica's run may be alive and showing them.
 func (o *Operator) showInterrupted(ctx context.Context) {
 	if o.replica() || len(o.listeners()) == 0 {
 		return
 	}
-	as, err := o.opts.Journal.ShownSince(ctx, o.opts.Transport, o.opts.Clock.Now().Add(-showAgain))
+	as, err := o.opts.Journal.ShownLast(ctx, o.opts.Transport, showAgain)
 	if err != nil {
 		o.warn(ctx, "approvals shown before the start not read", err)
 		return
