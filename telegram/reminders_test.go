@@ -143,7 +143,7 @@ func TestAnApprovalNearItsExpiryIsRemindedOnce(t *testing.T) {
 	r.command(alice, "/send 222 waiting for a tap")
 	card := r.card(alice)
 	opID := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
-	r.cardFor(bob, opID) // both cards out and recorded before the restart
+	r.cardFor(bob, opID)            // both cards out and recorded before the restart
 	r.clock.advance(22 * time.Hour) // 2 h before the 24 h expiry: not yet
 	r.restart()                     // a sweep runs at start
 	r.waitFor("a sweep after the restart", func(s *telegramtest.Server) bool { return len(s.CallsTo("getMe")) == 2 })
