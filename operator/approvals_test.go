@@ -127,8 +127,6 @@ func TestTheSendersQuorumIsAskedForAgain(t *testing.T) {
 func TestAnEditBeforeApprovalSendsTheEditedTextOnly(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.verify = true
-	h.open()
 	rec := record(t, h.op, h.j)
 	ctx := context.Background()
 	_, opID := h.send("222", "helo wrld")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -21,7 +22,7 @@ import (
 func TestACallersPolicyNeverWidensTheSenders(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.edit = func(o *operator.Options) { o.WatchEvery = 5 * time.Millisecond }
+	h.edit = func(w *wiring.Parts) { w.WatchEvery = 5 * time.Millisecond }
 	h.open()
 	ctx := context.Background()
 	wide := testPolicy(t)

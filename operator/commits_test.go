@@ -35,8 +35,7 @@ func (s *commitSpy) Send(ctx context.Context, m tools.Message) (tools.Delivery, 
 func TestSendCostsFourDurableCommits(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.verify = true // the real verifier reads the journal; it must write nothing
-	h.open()
+	// The harness runs the real verifier: it reads the journal, and must write nothing.
 	spy := &commitSpy{j: h.j}
 	reg, err := tools.NewRegistry(h.pol, spy)
 	if err != nil {

@@ -149,7 +149,7 @@ func TestANoteAFullDiskKeptFromSayingDeliveredIsWrittenWhenSpaceReturns(t *testi
 			h := newHarness(t, unknown, nil)
 			dir := smallDisk(t)
 			h.vaultDir = filepath.Join(dir, "vault")
-			h.withVault()
+			h.open()
 			ctx := context.Background()
 			opID := unknownOp(t, h, "delivered on a full disk")
 			if _, err := h.op.Resolve(ctx, opID, false, "@alice"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -116,7 +117,7 @@ func sweepUntil(t *testing.T, h *harness, r *recorder, kind operator.EventKind, 
 	return r.heardList()
 }
 
-func fastSweep(o *operator.Options) {
+func fastSweep(o *wiring.Parts) {
 	o.SweepEvery, o.WatchEvery = 10*time.Millisecond, 10*time.Millisecond
 }
 
@@ -139,17 +140,16 @@ func TestEventsOfEveryPath(t *testing.T) {
 	tests := []struct {
 		name   string
 		script []error
-		vault  bool
 		// act runs the path; it returns how many events to wait for beyond those
 		// of asking (the act's own, for paths that run in the background).
 		act  func(t *testing.T, h *harness, r **recorder) int
 		want []heard
 	}{
-		{"ask", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"ask", nil, func(t *testing.T, h *harness, r **recorder) int {
 			h.send("222", "hello")
 			return 0
 		}, []heard{ev(need, V, AA, false)}},
-		{"auto-approve and commit", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"auto-approve and commit", nil, func(t *testing.T, h *harness, r **recorder) int {
 			h.pol.AutoApprove = []policy.AutoApprove{policyRule("commit_send_message", "333")}
 			task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1"})
 			if err != nil {
@@ -160,53 +160,53 @@ func TestEventsOfEveryPath(t *testing.T) {
 			}
 			return 0
 		}, []heard{ev(decided, AA, A, false), ev(outcome, C, OK, false)}},
-		{"approve and commit", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"approve and commit", nil, func(t *testing.T, h *harness, r **recorder) int {
 			_, op := h.send("222", "hello")
 			h.op.Decide(ctx, h.approval(op), approverID, true)
 			return 0
 		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, OK, false)}},
-		{"reject", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"reject", nil, func(t *testing.T, h *harness, r **recorder) int {
 			_, op := h.send("222", "hello")
 			h.op.Decide(ctx, h.approval(op), approverID, false)
 			return 0
 		}, []heard{ev(need, V, AA, false), ev(decided, AA, journal.Rejected, false), ev(outcome, AA, journal.Rejected, false)}},
-		{"commit unknown", []error{unknown}, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"commit unknown", []error{unknown}, func(t *testing.T, h *harness, r **recorder) int {
 			_, op := h.send("222", "hello")
 			h.op.Decide(ctx, h.approval(op), approverID, true)
 			return 0
 		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, U, false)}},
-		{"commit failed", []error{blocked}, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"commit failed", []error{blocked}, func(t *testing.T, h *harness, r **recorder) int {
 			_, op := h.send("222", "hello")
 			h.op.Decide(ctx, h.approval(op), approverID, true)
 			return 0
 		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, F, false)}},
-		{"expiry by the sweep", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"expiry by the sweep", nil, func(t *testing.T, h *harness, r **recorder) int {
 			h.send("222", "hello")
 			h.clock.Advance(h.pol.ApprovalTTL + time.Second)
 			return 2
 		}, []heard{ev(need, V, AA, false), ev(decided, AA, journal.Expired, true), ev(outcome, AA, journal.Expired, true)}},
-		{"resolved in the vault, found by the sweep", []error{unknown}, true, func(t *testing.T, h *harness, r **recorder) int {
+		{"resolved in the vault, found by the sweep", []error{unknown}, func(t *testing.T, h *harness, r **recorder) int {
 			op := unknownOp(t, h, "hello")
 			if _, err := h.vault.Resolve(op, true, "an editor", h.clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 			return 1
 		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, U, false), ev(outcome, U, OK, true)}},
-		{"resolve", []error{unknown}, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"resolve", []error{unknown}, func(t *testing.T, h *harness, r **recorder) int {
 			op := unknownOp(t, h, "hello")
 			if _, err := h.op.Resolve(ctx, op, false, "tester"); err != nil {
 				t.Fatal(err)
 			}
 			return 0
 		}, []heard{ev(need, V, AA, false), ev(decided, AA, A, false), ev(outcome, C, U, false), ev(outcome, U, journal.NotDelivered, false)}},
-		{"cancel", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"cancel", nil, func(t *testing.T, h *harness, r **recorder) int {
 			_, op := h.send("222", "hello")
 			if _, err := h.op.Cancel(ctx, op, "tester"); err != nil {
 				t.Fatal(err)
 			}
 			return 0
 		}, []heard{ev(need, V, AA, false), ev(outcome, AA, journal.Cancelled, false)}},
-		{"resumed after a restart", nil, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"resumed after a restart", nil, func(t *testing.T, h *harness, r **recorder) int {
 			_, op := h.send("222", "hello")
 			if _, err := h.j.Decide(ctx, h.approval(op), journal.DecideApprove, approverID); err != nil {
 				t.Fatal(err)
@@ -219,7 +219,7 @@ func TestEventsOfEveryPath(t *testing.T) {
 			h.op.Wait()
 			return 0
 		}, []heard{ev(outcome, C, OK, true)}},
-		{"verification asked", []error{unknown}, false, func(t *testing.T, h *harness, r **recorder) int {
+		{"verification asked", []error{unknown}, func(t *testing.T, h *harness, r **recorder) int {
 			op := unknownOp(t, h, "hello")
 			if _, err := h.op.RequestVerification(ctx, op, "mcp:test"); err != nil {
 				t.Fatal(err)
@@ -231,11 +231,7 @@ func TestEventsOfEveryPath(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, tt.script...)
 			h.edit = fastSweep
-			if tt.vault {
-				h.withVault()
-			} else {
-				h.open()
-			}
+			h.open()
 			r := record(t, h.op, h.j)
 			if more := tt.act(t, h, &r); more > 0 {
 				sweepFor(t, h, r, len(tt.want), 0)

@@ -14,13 +14,14 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/internal/syncbuf"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/vault"
-	"github.com/countersign/countersign/verifier"
 )
 
 // fakeClock advances by exactly what it is asked to sleep, and records each wait.
@@ -131,20 +132,25 @@ const (
 	strangerID = 3
 )
 
+// harness is a process of the operator's tests: a rig (internal/rigtest) wired
+// as the binary wires it, verifier and vault included, over a sender that
+// answers from a script and a clock that moves only when asked, with retry
+// waits that have no jitter. open starts the process again on the same journal.
 type harness struct {
 	t        *testing.T
-	file     string // the journal: a file, or a PostgreSQL URL
+	dir      string // the rig's data folder
+	file     string // the journal: a file in dir, or a PostgreSQL URL
 	vaultDir string // the vault, in the test's folder whatever the journal
 	clock    *fakeClock
 	sender   *scriptSender
 	pol      *policy.Policy
-	verify   bool // run the real verifier
 	vault    *vault.Vault
 	logs     syncBuffer
 	j        *journal.Journal
 	op       *operator.Operator
-	// edit, when set, changes the operator's options on every open.
-	edit func(*operator.Options)
+	// edit, when set, changes the wiring's parts on every open (the sweep's
+	// periods, Observe).
+	edit func(*wiring.Parts)
 }
 
 func testPolicy(t testing.TB) *policy.Policy {
@@ -160,7 +166,7 @@ func testPolicy(t testing.TB) *policy.Policy {
 func newHarness(t *testing.T, script ...error) *harness {
 	t.Helper()
 	dir := t.TempDir()
-	h := &harness{t: t, file: filepath.Join(dir, "journal.db"), vaultDir: filepath.Join(dir, "vault"), clock: newClock(),
+	h := &harness{t: t, dir: dir, file: filepath.Join(dir, "journal.db"), vaultDir: filepath.Join(dir, "vault"), clock: newClock(),
 		sender: &scriptSender{script: script}, pol: testPolicy(t)}
 	if os.Getenv("COUNTERSIGN_OPERATOR_JOURNAL") == "postgres" {
 		h.file = pgtest.Fresh(t) // the whole operator suite on PostgreSQL
@@ -173,39 +179,26 @@ func newHarness(t *testing.T, script ...error) *harness {
 const transport = "telegram"
 
 // open (re)opens the journal, owns its sending and builds an operator over it, as a
-// process start does. The process before it is gone: its journal is closed, which
-// releases its ownership as a process's death would.
+// process start does, with the vault in vaultDir. The process before it is gone:
+// its journal is closed, which releases its ownership as a process's death would.
 func (h *harness) open() {
 	h.t.Helper()
 	if h.j != nil {
 		h.j.Close()
 	}
-	j, err := journal.Open(context.Background(), h.file, journal.WithClock(h.clock.Now))
+	v, err := vault.Open(h.vaultDir)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.t.Cleanup(func() { j.Close() })
-	if err := j.Own(context.Background(), transport); err != nil {
-		h.t.Fatal(err)
-	}
-	reg, err := tools.NewRegistry(h.pol, h.sender)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	var v operator.Verifier
-	if h.verify {
-		v = verifier.New(h.pol.Verify, operator.History{Journal: j}, h.clock.Now)
-	}
-	o := operator.Options{Journal: j, Tools: reg, Policy: h.pol, Verifier: v, Vault: h.vault, Clock: h.clock, Transport: transport,
-		Rand: func() float64 { return 0.5 }, Logger: slog.New(slog.NewTextHandler(&h.logs, nil))}
-	if h.edit != nil {
-		h.edit(&o)
-	}
-	op, err := operator.New(o)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.j, h.op = j, op
+	rig := rigtest.New(h.t, rigtest.Dir(h.dir), rigtest.Journal(h.file), rigtest.JournalOptions(journal.WithClock(h.clock.Now)),
+		rigtest.Owning(), rigtest.Policy(h.pol), rigtest.Sender(h.sender), rigtest.Clock(h.clock),
+		rigtest.Parts(func(w *wiring.Parts) {
+			w.Vault, w.Rand, w.Logger = v, func() float64 { return 0.5 }, slog.New(slog.NewTextHandler(&h.logs, nil))
+			if h.edit != nil {
+				h.edit(w)
+			}
+		}))
+	h.j, h.op, h.vault = rig.Journal, rig.Operator, v
 }
 
 func sendArgs(chat, text string) json.RawMessage {
@@ -294,18 +287,6 @@ func mustRegistry(t *testing.T, h *harness) *tools.Registry {
 
 // syncBuffer is a log sink safe across goroutines.
 type syncBuffer = syncbuf.Buffer
-
-// withVault gives the harness a vault in a temp folder and reopens the operator.
-func (h *harness) withVault() *harness {
-	h.t.Helper()
-	v, err := vault.Open(h.vaultDir)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.vault = v
-	h.open()
-	return h
-}
 
 // onOutcome calls fn with every late Outcome event op publishes: the work it
 // finished on its own (Resume, the sweep), as a surface hears it.

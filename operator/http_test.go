@@ -55,8 +55,7 @@ func withTickets(t *testing.T, h *harness, mode, reconcile string) *fakeapi.Serv
 		t.Fatal(err)
 	}
 	h.pol.Tools["commit_create_ticket"] = p.Tools["commit_create_ticket"]
-	h.verify = true
-	h.withVault()
+	h.open()
 	return srv
 }
 

@@ -21,7 +21,7 @@ import (
 // left alone, and the operation is resolved in the journal.
 func TestFIFOInVaultDoesNotBlockReconcile(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, unknown).withVault()
+	h := newHarness(t, unknown)
 	opID := unknownOp(t, h, "the note became a FIFO")
 	_, path, _ := h.vault.Get(opID)
 	if err := os.Remove(path); err != nil {

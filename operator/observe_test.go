@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 )
@@ -20,7 +21,7 @@ func TestObserveHearsEveryAttempt(t *testing.T) {
 	h.sender.delivered = func() { h.clock.Advance(2 * time.Second) }
 	var mu sync.Mutex
 	var got []operator.Attempt
-	h.edit = func(o *operator.Options) {
+	h.edit = func(o *wiring.Parts) {
 		o.Observe = func(a operator.Attempt) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -19,8 +19,6 @@ import (
 func TestARejectedRequestIsNotAskedAgainUnchanged(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.verify = true
-	h.open()
 	rec := record(t, h.op, h.j)
 	ctx := context.Background()
 	_, first := h.send("222", "The launch is on Monday.")
@@ -88,8 +86,6 @@ func TestARejectedRequestIsNotAskedAgainUnchanged(t *testing.T) {
 func TestAnApproversEditIsNotHeldBackByARejection(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.verify = true
-	h.open()
 	ctx := context.Background()
 	_, first := h.send("222", "The launch is on Monday.")
 	if _, err := h.op.Decide(ctx, h.approval(first), approverID, false); err != nil {

@@ -146,7 +146,7 @@ func (b *barrierSender) Send(ctx context.Context, m tools.Message) (tools.Delive
 // a person verified was not delivered.
 func TestAnotherTransportCannotRetry(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, unknown).withVault()
+	h := newHarness(t, unknown)
 	ctx := context.Background()
 	opID := unknownOp(t, h, "verified not delivered")
 	if _, err := h.op.Resolve(ctx, opID, false, "@alice"); err != nil {

@@ -43,8 +43,6 @@ func TestPingPongCountsAnUnknownOutcome(t *testing.T) {
 func TestVerifierCountsAnUnknownOutcomeAsSent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, unknown)
-	h.verify = true
-	h.open()
 	ctx := context.Background()
 	first := unknownOp(t, h, "Weekly digest is out")
 	task, err := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "again"})

@@ -29,7 +29,7 @@ func unknownOp(t *testing.T, h *harness, text string) string {
 
 func TestUnknownOutcomeWritesAnEnvelope(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, unknown).withVault()
+	h := newHarness(t, unknown)
 	opID := unknownOp(t, h, "Call me at +1 415 555 0100 or alice@example.com")
 	op, _ := h.j.Operation(context.Background(), opID)
 	if op.Envelope == "" {
@@ -59,7 +59,7 @@ func TestUnknownOutcomeWritesAnEnvelope(t *testing.T) {
 
 func TestReconcileWritesAMissingEnvelope(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, unknown).withVault()
+	h := newHarness(t, unknown)
 	opID := unknownOp(t, h, "lost note")
 	_, path, _ := h.vault.Get(opID)
 	os.Remove(path) // a person deleted it, or the disk was full when it was due
@@ -80,7 +80,7 @@ func TestReconcileTakesAResolutionMadeInAnEditor(t *testing.T) {
 		want   journal.State
 	}{{"committed", journal.Committed}, {"not_committed", journal.NotDelivered}} {
 		t.Run(tt.status, func(t *testing.T) {
-			h := newHarness(t, unknown).withVault()
+			h := newHarness(t, unknown)
 			opID := unknownOp(t, h, "edited by hand")
 			_, path, _ := h.vault.Get(opID)
 			data, _ := os.ReadFile(path)
@@ -101,7 +101,7 @@ func TestReconcileTakesAResolutionMadeInAnEditor(t *testing.T) {
 
 func TestReconcileReportsABrokenNoteAndLeavesIt(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, unknown).withVault()
+	h := newHarness(t, unknown)
 	opID := unknownOp(t, h, "broken by hand")
 	_, path, _ := h.vault.Get(opID)
 	broken := []byte("---\noperation_id: " + opID + "\nstatus: [oops\n")
@@ -122,7 +122,7 @@ func TestReconcileReportsABrokenNoteAndLeavesIt(t *testing.T) {
 
 func TestResolveRefusesAnAnswerTheVaultContradicts(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, unknown).withVault()
+	h := newHarness(t, unknown)
 	opID := unknownOp(t, h, "answered in the editor first")
 	_, path, _ := h.vault.Get(opID)
 	data, _ := os.ReadFile(path)
@@ -145,7 +145,7 @@ func TestResolveRefusesAnAnswerTheVaultContradicts(t *testing.T) {
 // session reading the vault would have sent it a second time.
 func TestARetryThatDeliversSaysSoInTheNote(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, unknown, nil).withVault()
+	h := newHarness(t, unknown, nil)
 	ctx := context.Background()
 	opID := unknownOp(t, h, "the retried one")
 	if _, err := h.op.Resolve(ctx, opID, false, "@alice"); err != nil {
@@ -235,7 +235,7 @@ func TestANoteOfAnEarlierAttemptDoesNotResolveALaterUnknown(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, unknown).withVault()
+			h := newHarness(t, unknown)
 			ctx := context.Background()
 			opID := unknownOp(t, h, "sent twice?")
 			if _, err := h.op.Resolve(ctx, opID, false, "@alice"); err != nil {
@@ -286,7 +286,7 @@ func TestANoteWrittenAsAResolutionCameSaysWhatTheJournalSays(t *testing.T) {
 	t.Parallel()
 	for _, delivered := range []bool{true, false} {
 		t.Run(fmt.Sprint("delivered=", delivered), func(t *testing.T) {
-			h := newHarness(t, unknown).withVault()
+			h := newHarness(t, unknown)
 			ctx := context.Background()
 			_, opID := h.send("222", "resolved while its note is written")
 			// Another process: a journal and an operator of its own, on its own clock.

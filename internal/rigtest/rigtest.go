@@ -37,6 +37,7 @@ type Rig struct {
 
 type config struct {
 	dir       string
+	journal   string
 	jopts     []journal.Option
 	senderOf  func(*journal.Journal) tools.Sender
 	postgres  bool
@@ -44,6 +45,7 @@ type config struct {
 	edits     []func(*policy.Policy)
 	own       bool
 	parts     wiring.Parts
+	partEdits []func(*wiring.Parts)
 	transport bool // set by Transport: "" is a choice too
 }
 
@@ -94,10 +96,16 @@ func Dir(dir string) Option { return func(c *config) { c.dir = dir } }
 // test ends; the test skips when no server can be reached.
 func Postgres() Option { return func(c *config) { c.postgres = true } }
 
-// Parts changes the wiring's parts directly, for what no option names
-// (Remote, Observe, the sweep's periods).
+// Journal opens the journal named (a SQLite file, or a PostgreSQL URL such as
+// pgtest.Fresh's) instead of the rig's own: a rig on the journal of an earlier
+// one is the same process started again.
+func Journal(name string) Option { return func(c *config) { c.journal = name } }
+
+// Parts changes the wiring's parts directly, once the rig has filled them in,
+// for what no option names (Remote, Observe, the sweep's periods, a vault of
+// the test's own).
 func Parts(edit func(*wiring.Parts)) Option {
-	return func(c *config) { edit(&c.parts) }
+	return func(c *config) { c.partEdits = append(c.partEdits, edit) }
 }
 
 // New builds a rig for t. The journal is closed when t ends: what must stop
@@ -127,7 +135,10 @@ func New(t testing.TB, opts ...Option) *Rig {
 	}
 	ctx := context.Background()
 	name := filepath.Join(c.dir, "journal.db")
-	if c.postgres {
+	switch {
+	case c.journal != "":
+		name = c.journal
+	case c.postgres:
 		name = pgtest.Fresh(t)
 	}
 	j, err := journal.Open(ctx, name, c.jopts...)
@@ -152,9 +163,12 @@ func New(t testing.TB, opts ...Option) *Rig {
 	if c.senderOf != nil {
 		c.parts.Sender = c.senderOf(j)
 	}
+	for _, edit := range c.partEdits {
+		edit(&c.parts)
+	}
 	a, err := wiring.New(c.parts)
 	if err != nil {
 		t.Fatalf("rig: %v", err)
 	}
-	return &Rig{Dir: c.dir, Journal: j, Policy: p, Vault: v, Assembly: a}
+	return &Rig{Dir: c.dir, Journal: j, Policy: p, Vault: c.parts.Vault, Assembly: a}
 }

@@ -46,6 +46,8 @@ type Parts struct {
 	Review func(*verifier.Checker) *verifier.Checker
 	// SweepEvery and WatchEvery are operator.Options' own; tests shorten them.
 	SweepEvery, WatchEvery time.Duration
+	// Rand is operator.Options' own (the jitter of retry waits); tests fix it.
+	Rand func() float64
 }
 
 // Assembly is an operator and what it was built with.
@@ -80,7 +82,7 @@ func New(p Parts) (*Assembly, error) {
 	}
 	op, err := operator.New(operator.Options{Journal: p.Journal, Tools: reg, Policy: p.Policy, Verifier: check, Vault: p.Vault,
 		Logger: p.Logger, Transport: p.Transport, Remote: p.Remote, Observe: p.Observe, Clock: p.Clock,
-		SweepEvery: p.SweepEvery, WatchEvery: p.WatchEvery})
+		SweepEvery: p.SweepEvery, WatchEvery: p.WatchEvery, Rand: p.Rand})
 	if err != nil {
 		return nil, err
 	}
