@@ -13,11 +13,11 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/agent/cli"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // turn is one scripted attempt of fakeCLI: what its reader says at the end,
@@ -233,28 +233,14 @@ func newHarness(t *testing.T, script []turn, edit func(*policy.Model), session s
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	pol, err := policy.Load("../../policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol.Model = policy.DefaultModel()
-	pol.Model.Name, pol.Model.Fallback = "main-model", "fallback-model"
-	if edit != nil {
-		edit(&pol.Model)
-	}
-	reg, err := tools.NewRegistry(pol, noSender{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: pol})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rig := rigtest.New(t, rigtest.Dir(dir), rigtest.Transport(""), rigtest.EditPolicy(func(pol *policy.Policy) {
+		pol.Model = policy.DefaultModel()
+		pol.Model.Name, pol.Model.Fallback = "main-model", "fallback-model"
+		if edit != nil {
+			edit(&pol.Model)
+		}
+	}))
+	j, op := rig.Journal, rig.Operator
 	task, err := op.StartTask(ctx, journal.Task{Requester: 1, Chat: chat, Summary: "a chat message"})
 	if err != nil {
 		t.Fatal(err)
@@ -337,13 +323,6 @@ type openGate struct{}
 
 func (openGate) Open(context.Context, string) (cli.Tools, func(), error) {
 	return cli.Tools{Server: "countersign", URL: "http://127.0.0.1:1/mcp", Token: "run-token", Names: []string{"prepare_reply"}}, func() {}, nil
-}
-
-// noSender delivers nothing: no tool is called here.
-type noSender struct{}
-
-func (noSender) Send(context.Context, tools.Message) (tools.Delivery, error) {
-	return tools.Delivery{}, fmt.Errorf("no sending in these tests")
 }
 
 var (

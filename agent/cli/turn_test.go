@@ -13,11 +13,11 @@ import (
 	"github.com/countersign/countersign/agent/cli"
 	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // events is the one record of what every replica's coordinator did, in the
@@ -87,11 +87,8 @@ type replicaCLI struct {
 func newReplicaCLI(t *testing.T, url, name string, lease time.Duration, script []turn, ev *events) *replicaCLI {
 	t.Helper()
 	ctx := context.Background()
-	j, err := journal.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
+	rig := rigtest.New(t, rigtest.Journal(url), rigtest.EditPolicy(func(pol *policy.Policy) { pol.Model = policy.DefaultModel() }))
+	j, op := rig.Journal, rig.Operator
 	shared := coord.New(j)
 	if err := j.Join(ctx, "telegram", name, lease); err != nil {
 		t.Fatal(err)
@@ -120,19 +117,6 @@ func newReplicaCLI(t *testing.T, url, name string, lease time.Duration, script [
 	}()
 	stop := sync.OnceFunc(func() { cancel(); <-done })
 	t.Cleanup(stop)
-	pol, err := policy.Load("../../policies.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol.Model = policy.DefaultModel()
-	reg, err := tools.NewRegistry(pol, noSender{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: pol, Transport: "telegram"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	fifo, release := holdFifo(t, dir)
 	r := &replicaCLI{name: name, journal: j, op: op, cli: &fakeCLI{fifo: fifo, script: script}, stop: stop, release: release}
@@ -146,6 +130,7 @@ func newReplicaCLI(t *testing.T, url, name string, lease time.Duration, script [
 		}
 		ev.add(e)
 	}
+	var err error
 	r.coord, err = cli.New(cli.Options{Provider: r.cli, Gate: openGate{}, Sessions: j, Operator: op, Journal: j,
 		Dir: filepath.Join(dir, "agents"), Transport: "telegram", Observe: observe,
 		Sleep: func(context.Context, time.Duration) error { return nil }})
