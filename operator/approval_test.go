@@ -11,6 +11,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -299,7 +300,7 @@ func TestRestartResumesTheScheduledWait(t *testing.T) {
 	h.clock.Advance(15 * time.Second) // the restart took 15 s
 	h.open()
 	got := make(chan action.Result, 1)
-	h.op, _ = operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: transport})
+	h.op = h.sibling(rigtest.Sender(h.sender))
 	onOutcome(h.op, func(_ string, r action.Result) { got <- r })
 	if err := h.op.Resume(context.Background()); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -28,19 +29,7 @@ func TestACallersPolicyNeverWidensTheSenders(t *testing.T) {
 	wide := testPolicy(t)
 	wide.AutoApprove = append(wide.AutoApprove, policyRule("commit_send_message", "222"))
 	wide.Access.Approvers = append(wide.Access.Approvers, strangerID)
-	j, err := journal.Open(ctx, h.file, journal.WithClock(h.clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	reg, err := tools.NewRegistry(wide, &scriptSender{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	beside, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: wide, Transport: transport, Remote: true, Clock: h.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	beside := h.beside(rigtest.Policy(wide), rigtest.Clock(h.clock), rigtest.JournalOptions(journal.WithClock(h.clock.Now)), rigtest.Parts(func(w *wiring.Parts) { w.Remote = true })).Operator
 	task, err := beside.StartTask(ctx, journal.Task{Requester: operatorID, Surface: "mcp"})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -37,14 +38,7 @@ func TestSendCostsFourDurableCommits(t *testing.T) {
 	h := newHarness(t)
 	// The harness runs the real verifier: it reads the journal, and must write nothing.
 	spy := &commitSpy{j: h.j}
-	reg, err := tools.NewRegistry(h.pol, spy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: transport})
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := h.sibling(rigtest.Sender(spy))
 	ctx := context.Background()
 	var opID string
 	var d operator.Decision

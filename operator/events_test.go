@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // heard is one event as a subscriber saw it, with the journal's last transition of
@@ -256,21 +256,8 @@ func TestEventsOfEveryPath(t *testing.T) {
 // never be called.
 func remote(t *testing.T, h *harness) (*operator.Operator, *scriptSender) {
 	t.Helper()
-	j, err := journal.Open(context.Background(), h.file, journal.WithClock(h.clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
 	never := &scriptSender{}
-	reg, err := tools.NewRegistry(h.pol, never)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: transport, Remote: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return op, never
+	return h.beside(rigtest.Sender(never), rigtest.Clock(h.clock), rigtest.JournalOptions(journal.WithClock(h.clock.Now)), rigtest.Parts(func(w *wiring.Parts) { w.Remote = true })).Operator, never
 }
 
 // A commit a Remote operator auto-approved is left approved, and the owner's

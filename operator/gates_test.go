@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
-	"github.com/countersign/countersign/tools"
 )
 
 // TestProceedRefusesAnotherTransportsOperation: a decision recorded for a Telegram
@@ -23,14 +23,7 @@ func TestProceedRefusesAnotherTransportsOperation(t *testing.T) {
 		t.Fatalf("Record = %+v, %v; want approved", d, err)
 	}
 	printer := &scriptSender{}
-	reg, err := tools.NewRegistry(h.pol, printer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	console, err := operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: "console"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	console := h.sibling(rigtest.Sender(printer), rigtest.Transport("console"))
 	if _, err := console.Proceed(ctx, d); !errors.Is(err, operator.ErrOtherTransport) {
 		t.Errorf("the console carrying out a Telegram decision = %v, want ErrOtherTransport", err)
 	}

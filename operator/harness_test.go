@@ -233,6 +233,28 @@ func (h *harness) approval(opID string) string {
 	return a.ID
 }
 
+// sibling builds another operator over the harness's journal, wired as the
+// binary wires one: another surface of the same process (the console beside the
+// bot), or the same process with another sender. It has the harness's policy,
+// clock and vault, and a sender that sends nothing, unless opts say otherwise.
+func (h *harness) sibling(opts ...rigtest.Option) *operator.Operator {
+	h.t.Helper()
+	base := []rigtest.Option{rigtest.Over(h.j), rigtest.Dir(h.dir), rigtest.Policy(h.pol), rigtest.Clock(h.clock),
+		rigtest.Sender(&scriptSender{}), rigtest.Parts(func(w *wiring.Parts) { w.Vault = h.vault })}
+	return rigtest.New(h.t, append(base, opts...)...).Operator
+}
+
+// beside builds another process on the harness's data folder
+// (a journal of its own on the same file, the same vault folder), wired as the
+// binary wires one: a stdio `countersign mcp` beside the bot. It has the
+// harness's policy and a sender that sends nothing, on its own clock, unless
+// opts say otherwise.
+func (h *harness) beside(opts ...rigtest.Option) *rigtest.Rig {
+	h.t.Helper()
+	base := []rigtest.Option{rigtest.Journal(h.file), rigtest.Dir(h.dir), rigtest.Policy(h.pol), rigtest.Sender(&scriptSender{})}
+	return rigtest.New(h.t, append(base, opts...)...)
+}
+
 // latestApproval is the approval opID asked for last, as journaled.
 func (h *harness) latestApproval(opID string) journal.Approval {
 	h.t.Helper()

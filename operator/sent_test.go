@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
@@ -112,10 +113,7 @@ func TestAnotherTransportCannotActOnTheBotsMessages(t *testing.T) {
 	h := newHarness(t)
 	withActsOnSent(h)
 	sent := h.delivered("sent through Telegram")
-	console, err := operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: "console"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	console := h.sibling(rigtest.Sender(h.sender), rigtest.Transport("console"))
 	ctx := context.Background()
 	for _, args := range []map[string]any{{"operation_id": sent, "text": "edited from the console"}, {"chat_id": 222, "message_id": 101, "text": "x"}} {
 		task, err := console.StartTask(ctx, journal.Task{Requester: operatorID, Surface: "console"})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -33,15 +35,7 @@ func TestAnotherTransportNeverCommitsAnOperation(t *testing.T) {
 	before := len(h.sender.Sent())
 
 	printer := &scriptSender{}
-	reg, err := tools.NewRegistry(h.pol, printer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	console, err := operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock,
-		Transport: "console", Logger: slog.New(slog.NewTextHandler(&h.logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	console := h.sibling(rigtest.Sender(printer), rigtest.Transport("console"), rigtest.Parts(func(w *wiring.Parts) { w.Logger = slog.New(slog.NewTextHandler(&h.logs, nil)) }))
 	if err := console.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -152,14 +146,7 @@ func TestAnotherTransportCannotRetry(t *testing.T) {
 	if _, err := h.op.Resolve(ctx, opID, false, "@alice"); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := tools.NewRegistry(h.pol, &scriptSender{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	console, err := operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: "console"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	console := h.sibling(rigtest.Transport("console"))
 	if _, err := console.Retry(ctx, opID); !errors.Is(err, operator.ErrOtherTransport) {
 		t.Errorf("the console retrying a Telegram operation = %v, want ErrOtherTransport", err)
 	}
@@ -228,11 +215,7 @@ func TestAnOwnerExpiresOnlyItsOwnTransportsApprovals(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	_, ours := h.send("222", "the bot's, to expire")
-	console, err := operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock,
-		Transport: "console", Logger: slog.New(slog.NewTextHandler(&h.logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	console := h.sibling(rigtest.Sender(h.sender), rigtest.Transport("console"), rigtest.Parts(func(w *wiring.Parts) { w.Logger = slog.New(slog.NewTextHandler(&h.logs, nil)) }))
 	task, err := console.StartTask(ctx, journal.Task{Requester: operatorID, Surface: "console"})
 	if err != nil {
 		t.Fatal(err)

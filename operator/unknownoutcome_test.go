@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/operator"
 )
 
 // TestPingPongCountsAnUnknownOutcome: a call whose outcome is unknown went wrong as
@@ -82,11 +82,7 @@ func TestRecoveredCommitIsReportedToItsRequester(t *testing.T) {
 	}
 	h.open()
 	told := map[string]action.Result{}
-	var err error
-	h.op, err = operator.New(operator.Options{Journal: h.j, Tools: mustRegistry(t, h), Policy: h.pol, Clock: h.clock, Transport: transport})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h.op = h.sibling(rigtest.Sender(h.sender))
 	var mu sync.Mutex
 	onOutcome(h.op, func(id string, r action.Result) { mu.Lock(); told[id] = r; mu.Unlock() })
 	if err := h.op.Resume(ctx); err != nil {

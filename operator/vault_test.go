@@ -12,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/envelope"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -290,15 +291,8 @@ func TestANoteWrittenAsAResolutionCameSaysWhatTheJournalSays(t *testing.T) {
 			ctx := context.Background()
 			_, opID := h.send("222", "resolved while its note is written")
 			// Another process: a journal and an operator of its own, on its own clock.
-			j, err := journal.Open(ctx, h.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { j.Close() })
-			beside, err := operator.New(operator.Options{Journal: j, Tools: mustRegistry(t, h), Policy: h.pol, Vault: h.vault})
-			if err != nil {
-				t.Fatal(err)
-			}
+			other := h.beside(rigtest.Sender(h.sender), rigtest.Transport(""))
+			j, beside := other.Journal, other.Operator
 			var fired atomic.Bool
 			resolveNow := func() {
 				// As soon as the outcome is journaled unknown, before its note is

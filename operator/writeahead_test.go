@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -94,16 +96,7 @@ func TestCommittingIsDurableBeforeTheRequestLeaves(t *testing.T) {
 // newOperatorWith builds the harness's operator over another sender.
 func newOperatorWith(t *testing.T, h *harness, s tools.Sender) *operator.Operator {
 	t.Helper()
-	reg, err := tools.NewRegistry(h.pol, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: transport,
-		Rand: func() float64 { return 0.5 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return op
+	return h.sibling(rigtest.Sender(s), rigtest.Parts(func(w *wiring.Parts) { w.Rand = func() float64 { return 0.5 } }))
 }
 
 // shutdownSender stands for the bot being stopped while a request is on the wire:
@@ -147,14 +140,7 @@ func TestARequestThatStartedLeavingFinishesAtShutdown(t *testing.T) {
 	defer shutdown()
 	sender := &shutdownSender{stop: shutdown}
 	done := make(chan action.Result, 1)
-	reg, err := tools.NewRegistry(h.pol, sender)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.op, err = operator.New(operator.Options{Journal: h.j, Tools: reg, Policy: h.pol, Clock: h.clock, Transport: transport})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h.op = h.sibling(rigtest.Sender(sender))
 	onOutcome(h.op, func(_ string, r action.Result) { done <- r })
 	if err := h.op.Resume(run); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ type Rig struct {
 type config struct {
 	dir       string
 	journal   string
+	over      *journal.Journal
 	jopts     []journal.Option
 	senderOf  func(*journal.Journal) tools.Sender
 	postgres  bool
@@ -101,6 +102,11 @@ func Postgres() Option { return func(c *config) { c.postgres = true } }
 // one is the same process started again.
 func Journal(name string) Option { return func(c *config) { c.journal = name } }
 
+// Over builds the rig over j, already open, instead of a journal of its own:
+// another surface of the same process (the console beside the bot), or the same
+// process with another sender. Its opener closes it.
+func Over(j *journal.Journal) Option { return func(c *config) { c.over = j } }
+
 // Parts changes the wiring's parts directly, once the rig has filled them in,
 // for what no option names (Remote, Observe, the sweep's periods, a vault of
 // the test's own).
@@ -141,11 +147,14 @@ func New(t testing.TB, opts ...Option) *Rig {
 	case c.postgres:
 		name = pgtest.Fresh(t)
 	}
-	j, err := journal.Open(ctx, name, c.jopts...)
-	if err != nil {
-		t.Fatalf("rig: %v", err)
+	j := c.over
+	if j == nil {
+		var err error
+		if j, err = journal.Open(ctx, name, c.jopts...); err != nil {
+			t.Fatalf("rig: %v", err)
+		}
+		t.Cleanup(func() { j.Close() })
 	}
-	t.Cleanup(func() { j.Close() })
 	if c.own {
 		if err := j.Own(ctx, c.parts.Transport); err != nil {
 			t.Fatalf("rig: %v", err)
