@@ -14,6 +14,8 @@ import (
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/coord"
 	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/internal/rigtest"
+	"github.com/countersign/countersign/internal/wiring"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/tools"
@@ -93,40 +95,30 @@ func (r *replicas) start(name string, sender tools.Sender, remote bool) (*operat
 // startWith is start with a vault of the replica's own.
 func (r *replicas) startWith(name string, sender tools.Sender, remote bool, v *vault.Vault) (*operator.Operator, *journal.Journal) {
 	r.t.Helper()
-	ctx := context.Background()
-	j, err := journal.Open(ctx, r.file, journal.WithClock(r.clock.Now), journal.WithLeaseClock(r.clock.Now))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(func() { j.Close() })
-	if name != "" {
-		if err := j.Join(ctx, transport, name, 10*time.Second); err != nil {
-			r.t.Fatal(err)
-		}
-	}
 	if sender == nil {
 		sender = &scriptSender{}
 	}
-	p := testPolicy(r.t)
-	reg, err := tools.NewRegistry(p, sender)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	o, err := operator.New(operator.Options{Journal: j, Tools: reg, Policy: p, Vault: v, Clock: r.clock, Transport: transport,
-		Observe: func(a operator.Attempt) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			if r.observed == nil {
-				r.observed = map[string][]operator.Attempt{}
+	rig := rigtest.New(r.t, rigtest.Journal(r.file), rigtest.JournalOptions(journal.WithClock(r.clock.Now), journal.WithLeaseClock(r.clock.Now)),
+		rigtest.Policy(testPolicy(r.t)), rigtest.Sender(sender), rigtest.Clock(r.clock),
+		rigtest.Parts(func(w *wiring.Parts) {
+			w.Vault, w.Remote, w.WatchEvery, w.SweepEvery = v, remote, 5*time.Millisecond, time.Hour
+			w.Rand = func() float64 { return 0.5 }
+			w.Logger = slog.New(slog.NewTextHandler(&r.logs, nil)).With("replica", name)
+			w.Observe = func(a operator.Attempt) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				if r.observed == nil {
+					r.observed = map[string][]operator.Attempt{}
+				}
+				r.observed[name] = append(r.observed[name], a)
 			}
-			r.observed[name] = append(r.observed[name], a)
-		},
-		Remote: remote, WatchEvery: 5 * time.Millisecond, SweepEvery: time.Hour, Rand: func() float64 { return 0.5 },
-		Logger: slog.New(slog.NewTextHandler(&r.logs, nil)).With("replica", name)})
-	if err != nil {
-		r.t.Fatal(err)
+		}))
+	if name != "" {
+		if err := rig.Journal.Join(context.Background(), transport, name, 10*time.Second); err != nil {
+			r.t.Fatal(err)
+		}
 	}
-	return o, j
+	return rig.Operator, rig.Journal
 }
 
 // sweep runs o's Sweep until the test ends.
