@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,6 +89,35 @@ func TestACardWaitsForTheReplyToTheTurnThatAskedForIt(t *testing.T) {
 	})
 	if first.MessageID < reply.MessageID {
 		t.Errorf("the text's card (message %d) came before the turn's reply (message %d)", first.MessageID, reply.MessageID)
+	}
+}
+
+// A turn that asks for several sends gets their cards in the order it asked,
+// though each card is shown from an event of its own.
+func TestATurnsCardsComeInTheOrderItAsked(t *testing.T) {
+	t.Parallel()
+	words := []string{"first", "second", "third", "fourth"}
+	var uses []agenttest.Use
+	for _, w := range words {
+		uses = append(uses, agenttest.Send("222", "The "+w+" of four"))
+	}
+	model := agenttest.NewServer(t, agenttest.Message("tool_use", "Sending four.", uses...))
+	r := newRig(t, withModel(model.URL))
+	r.command(alice, "send four notes to 222")
+	var order []string
+	r.waitFor("the four cards", func(s *telegramtest.Server) bool {
+		order = order[:0]
+		for _, m := range s.Messages(alice) {
+			for _, w := range words {
+				if strings.Contains(m.Text, "Approval needed") && strings.Contains(m.Text, "The "+w+" of four") {
+					order = append(order, w)
+				}
+			}
+		}
+		return len(order) == len(words)
+	})
+	if !slices.Equal(order, words) {
+		t.Errorf("cards in the order %v, want %v", order, words)
 	}
 }
 

@@ -88,6 +88,7 @@ type Bot struct {
 	cards   keyLock // per approval: cards sent before taps are acted on; per chat: a card after its previews
 	tapping marks   // approvals and operations a tap is deciding or resolving now
 	replies replies // per chat: the requests whose replies are not out, which its cards wait for
+	asked   inOrder // per task: its approvals' cards, shown in the order asked
 
 	messages, taps chan job      // stored updates waiting for a worker
 	edits          chan struct{} // among replicas: a card edit was recorded here

@@ -60,7 +60,15 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 	}
 	switch ev.Kind {
 	case operator.ApprovalNeeded:
-		t.spawn(func() { t.showApproval(ctx, ev.Operation.ID) })
+		ready, done := t.asked.take(ev.Operation.TaskID) // taken in the order published
+		t.spawn(func() {
+			defer done()
+			select {
+			case <-ready:
+				t.showApproval(ctx, ev.Operation.ID)
+			case <-ctx.Done():
+			}
+		})
 	case operator.Decided:
 		if t.tapping.has(ev.Approval.ID) {
 			return

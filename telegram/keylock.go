@@ -96,3 +96,37 @@ func (r *replies) afterReplies(ctx context.Context, chat int64) error {
 		return ctx.Err()
 	}
 }
+
+// inOrder hands out, per key, tickets in the order they are taken: each waits
+// for the one taken before it to be done. The cards of one task are shown in the
+// order the operator asked for them, though each is shown by a goroutine of its
+// own.
+type inOrder struct {
+	mu   sync.Mutex
+	last map[string]chan struct{}
+}
+
+// take returns the ticket for key: ready is closed once the ticket before it is
+// done; done must be called once the work is over, shown or not.
+func (q *inOrder) take(key string) (ready <-chan struct{}, done func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.last == nil {
+		q.last = map[string]chan struct{}{}
+	}
+	prev := q.last[key]
+	if prev == nil {
+		prev = make(chan struct{})
+		close(prev)
+	}
+	mine := make(chan struct{})
+	q.last[key] = mine
+	return prev, func() {
+		close(mine)
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if q.last[key] == mine {
+			delete(q.last, key)
+		}
+	}
+}
