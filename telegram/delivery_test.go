@@ -23,8 +23,13 @@ func (r *rig) approveSend(text string) {
 }
 
 func sendCalls(s *telegramtest.Server, chat int64) []telegramtest.Call {
+	return callsIn(s, "sendMessage", chat)
+}
+
+// callsIn are the calls of method in chat, in the order they came.
+func callsIn(s *telegramtest.Server, method string, chat int64) []telegramtest.Call {
 	var out []telegramtest.Call
-	for _, c := range s.CallsTo("sendMessage") {
+	for _, c := range s.CallsTo(method) {
 		if c.ChatID == chat {
 			out = append(out, c)
 		}

@@ -168,13 +168,7 @@ func TestAPhotoWhoseAnswerWasLostIsNeverSentAgain(t *testing.T) {
 		_, _, err := r.vault.Get(opID)
 		return err == nil
 	})
-	n := 0
-	for _, c := range r.srv.CallsTo("sendPhoto") {
-		if c.ChatID == target {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := len(callsIn(r.srv, "sendPhoto", target)); n != 1 {
 		t.Errorf("sendPhoto to the chat %d times, want once", n)
 	}
 }
@@ -242,13 +236,7 @@ func TestAnAlbumIsShownAndSentItemByItem(t *testing.T) {
 			t.Errorf("card lacks %q:\n%s", want, card.Text)
 		}
 	}
-	shown := 0
-	for _, c := range r.srv.CallsTo("sendPhoto") {
-		if c.ChatID == alice {
-			shown++
-		}
-	}
-	if shown != 3 {
+	if shown := len(callsIn(r.srv, "sendPhoto", alice)); shown != 3 {
 		t.Errorf("photos shown to the approver = %d, want each of the 3", shown)
 	}
 	r.tap(alice, card, "Approve")
