@@ -79,8 +79,9 @@ func (j *Journal) ShownLast(ctx context.Context, transport string, while time.Du
 	return j.approvals(ctx, "approvals shown last", `SELECT `+prefixed("a.", approvalColumns)+` FROM approvals a
 		JOIN operations o ON o.id = a.operation_id
 		WHERE a.decision = '' AND a.shown_at != 0 AND a.expires_at > ? AND o.transport = ? AND o.state = ?
-		AND a.shown_at >= (SELECT MAX(shown_at) FROM approvals WHERE decision = '') - ?
-		ORDER BY a.created_at`, ms(j.now()), transport, AwaitingApproval, while.Milliseconds())
+		AND a.shown_at >= (SELECT MAX(l.shown_at) FROM approvals l JOIN operations lo ON lo.id = l.operation_id
+			WHERE l.decision = '' AND lo.transport = ?) - ?
+		ORDER BY a.created_at`, ms(j.now()), transport, AwaitingApproval, transport, while.Milliseconds())
 }
 
 // ShowApproval marks approval was published for the surfaces to show, now, by
