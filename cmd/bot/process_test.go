@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -101,7 +102,11 @@ func childData(t testing.TB, srv *telegramtest.Server) (data string, logs func()
 	wait = func(what string, cond func(*telegramtest.Server) bool) {
 		t.Helper()
 		if err := srv.WaitTimeout(childWait, cond); err != nil {
-			t.Fatalf("waiting for %s: %v\nbot log:\n%s", what, err, logs())
+			var said strings.Builder
+			for _, m := range srv.Messages(100) {
+				fmt.Fprintf(&said, "  %q\n", m.Text)
+			}
+			t.Fatalf("waiting for %s: %v\nchat 100 was told:\n%sbot log:\n%s", what, err, said.String(), logs())
 		}
 	}
 	return data, logs, wait
