@@ -36,8 +36,8 @@ type Handler struct {
 
 // Agent is the model layer as the handler sees it. Chat runs one turn of the
 // conversation in chat, within a task already started: the model's calls go through
-// the operator. It returns what to tell the person and the operations that wait for
-// approval (their cards are the surface's to show).
+// the operator. It returns what to tell the person; the approvals its calls asked
+// for reach the surfaces as the operator's events.
 type Agent interface {
 	Chat(ctx context.Context, taskID, chat, text string) (reply string, err error)
 	// Stop cancels the turn running in chat, and reports whether there was one;
@@ -208,8 +208,7 @@ func (h *Handler) answer(ctx context.Context, tool string, r action.Result, err 
 	return h.outcome(ctx, r.OperationID, r, err)
 }
 
-// chat hands plain text to the agent in a task of its own, and asks for the
-// approvals of the commits the model made.
+// chat hands plain text to the agent in a task of its own.
 func (h *Handler) chat(ctx context.Context, req Request) (Reply, error) {
 	if secret.Contains(req.Line) {
 		return Reply{Text: "That message contains what looks like a secret (a bot token or an API key), so it was not sent to the model. Send it without the secret."}, nil
@@ -253,9 +252,10 @@ func (h *Handler) replayed(ctx context.Context, req Request) (journal.Task, []jo
 }
 
 // continueTask takes up a replayed request where the process before stopped: an
-// operation it prepared or verified goes on to its approval, and one waiting for
-// approval is shown again (a surface sends only the cards it has not sent). A task
-// that got further was handled: journal.ErrDuplicate, and nothing happens.
+// operation it prepared or verified goes on to its approval (whose card comes
+// with the operator's event, as every card does; one already waiting is the
+// owner's watch's to show). What tells the person nothing new is
+// journal.ErrDuplicate: the request was handled.
 func (h *Handler) continueTask(ctx context.Context, ops []journal.Operation, err error) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
@@ -271,8 +271,6 @@ func (h *Handler) continueTask(ctx context.Context, ops []journal.Operation, err
 			if r.Status == action.StatusSucceeded && r.SideEffect == action.SideEffectNone {
 				continue // a draft of the turn: finished when it was made
 			}
-		case journal.AwaitingApproval:
-			r = action.Result{Status: action.StatusPending, OperationID: op.ID}
 		default:
 			continue
 		}

@@ -418,8 +418,11 @@ func (c *Console) answer(ctx context.Context, in *input, reply command.Reply) er
 func (c *Console) askAll(ctx context.Context, in *input, opIDs []string) error {
 	for _, id := range opIDs {
 		a, err := c.Handler.Approval(ctx, id)
-		if err != nil {
+		if errors.Is(err, journal.ErrNotFound) {
 			continue // decided meanwhile: nothing to ask
+		}
+		if err != nil {
+			return fmt.Errorf("console: %w", err)
 		}
 		if err := c.ask(ctx, in, a); err != nil {
 			return err

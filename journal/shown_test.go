@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -46,7 +47,8 @@ func testAnApprovalIsMarkedShownOnce(t *testing.T, name string) {
 // ShownLast returns the pending approvals published within the while before
 // the latest publication of the transport, however long ago that was: the ones
 // a stopped run was showing in its last moments. Older ones, decided ones,
-// never published ones and another transport's are not among them.
+// never published ones and another transport's are not among them, and another
+// transport's later publication (the console beside the bot) moves nothing.
 func TestShownLastIsTheLastMomentsOfPublishing(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, testShownLastIsTheLastMomentsOfPublishing)
@@ -80,6 +82,13 @@ func testShownLastIsTheLastMomentsOfPublishing(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	c.Add(3 * time.Hour) // the run stopped long ago
+	task, _ := newOp(t, j)
+	console, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "console",
+		Surface: "console", Transport: "console", Payload: action.Payload{Action: "send_message", Target: "222", Text: "hi"}}, "prepared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	show(asked(t, j, console, 24*time.Hour)) // the console's, published now
 	got, err := j.ShownLast(ctx, "telegram", 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +101,7 @@ func testShownLastIsTheLastMomentsOfPublishing(t *testing.T, name string) {
 		t.Errorf("shown last = %v, want only %s (not %s, published earlier, nor %s, never, nor %s, decided)",
 			ids, recent.ID, old.ID, unshown.ID, decided.ID)
 	}
-	if got, err := j.ShownLast(ctx, "console", time.Hour); err != nil || len(got) != 0 {
-		t.Errorf("another transport's = %v, %v; want none", got, err)
+	if got, err := j.ShownLast(ctx, "console", time.Hour); err != nil || len(got) != 1 || got[0].OperationID != console.ID {
+		t.Errorf("the console's = %v, %v; want its one approval alone", got, err)
 	}
 }
