@@ -148,7 +148,7 @@ func TestAnUnknownOutcomeReadsBackAsAnEnvelope(t *testing.T) {
 			var read mcp.EnvelopeOut
 			decode(t, res, &read)
 			if read.Envelope.Status != "unknown" || read.Note != note {
-				t.Errorf("read_envelope = %+v, want the note the resource gave", read.Envelope)
+				t.Errorf("read_envelope = %+v, want the note the resource gave:\n%s\n--- read_envelope's:\n%s", read.Envelope, note, read.Note)
 			}
 			res, asked := call(t, cs, "request_verification", map[string]any{"operation_id": got.OperationID})
 			assertContract(t, "request_verification", res, asked)
