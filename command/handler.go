@@ -77,6 +77,14 @@ type Approval struct {
 	// MCP session: its client and session, the task's summary); "" for a
 	// person's request, whose chat the card answers.
 	AskedBy string
+	// Task is the task that asked.
+	Task journal.Task
+	// Escalation is who the approval goes to once nobody decided it in time
+	// (they are among Approvers once it is escalated).
+	Escalation []policy.UserID
+	// Editable is whether an approver may correct the payload's text before
+	// approving it (the tool is a tools.Reviser): the card offers an Edit.
+	Editable bool
 }
 
 // ErrNotOperator is returned, with no other effect, for a user who may not operate.
@@ -303,16 +311,17 @@ func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
 		return Approval{}, err
 	}
 	tool, _ := h.Operator.Tool(op.Tool)
-	approvers := h.Operator.Approvers(task)
+	_, editable := tool.(tools.Reviser)
+	approvers, escalation := h.Operator.Approvers(task), h.Operator.Escalation(task)
 	if !a.Escalated.IsZero() {
-		approvers = append(approvers, h.Operator.Escalation(task)...)
+		approvers = append(approvers, escalation...)
 	}
 	var askedBy string
 	if task.Requester == 0 {
 		askedBy = task.Summary
 	}
 	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: approvers,
-		Shown: tools.ShowOf(tool, op.Payload), AskedBy: askedBy}, nil
+		Shown: tools.ShowOf(tool, op.Payload), AskedBy: askedBy, Task: task, Escalation: escalation, Editable: editable}, nil
 }
 
 // outcome turns a result into a reply, with the approval to ask for when pending.

@@ -472,12 +472,8 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 	if line := operator.QuorumLine(a.Approval); line != "" {
 		fmt.Fprintf(c.Out, "  %s: this terminal's answer counts as one\n", line)
 	}
-	editable := false
-	if t, ok := c.Handler.Operator.Tool(a.Operation.Tool); ok {
-		_, editable = t.(tools.Reviser)
-	}
 	prompt := "[y/n] "
-	if editable {
+	if a.Editable {
 		prompt = "[y/n/e to edit the text first] "
 	}
 	for {
@@ -496,7 +492,7 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 			approve = true
 		case "n", "no":
 		case "e", "edit":
-			if !editable {
+			if !a.Editable {
 				fmt.Fprintln(c.Out, "Answer y or n: this action has no text to edit.")
 				continue
 			}

@@ -124,7 +124,7 @@ func newRigFull(t *testing.T, edit func(*policy.Policy), opts func(*mcp.Options)
 	r.j, r.v, r.tools, r.pol = j, v, reg, p
 	done := make(chan error, 1)
 	go func() {
-		done <- bot.Serve(ctx, telegram.Deps{Operator: r.op, Policy: p, Handler: rg.Handler})
+		done <- bot.Serve(ctx, telegram.Deps{Policy: p, Handler: rg.Handler})
 	}()
 	go r.srv.Watch(ctx)
 	// The bot hears the operator's events from before its first poll on.

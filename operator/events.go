@@ -83,6 +83,11 @@ type Event struct {
 	// reply tells its own outcome. ApprovalNeeded is never late: every surface
 	// shows cards from it alone, whoever asked and whenever.
 	Late bool
+	// Request is the request whose work published the event, as its surface
+	// named it (WithRequest); "" for one it did not name. A surface that
+	// answers its own request in full (a tap edits its cards with the outcome)
+	// knows its events by it.
+	Request string
 }
 
 // subscribers are the functions events are handed to.
@@ -137,6 +142,16 @@ func asLate(ctx context.Context) context.Context { return context.WithValue(ctx,
 
 func isLate(ctx context.Context) bool { late, _ := ctx.Value(lateKey{}).(bool); return late }
 
+type requestKey struct{}
+
+// WithRequest names the request ctx carries out, for the events its work
+// publishes (Event.Request).
+func WithRequest(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestKey{}, id)
+}
+
+func requestOf(ctx context.Context) string { id, _ := ctx.Value(requestKey{}).(string); return id }
+
 // current is operation id as journaled now; when it cannot be read, just its id.
 func (o *Operator) current(ctx context.Context, id string) journal.Operation {
 	op, err := o.opts.Journal.Operation(context.WithoutCancel(ctx), id)
@@ -170,7 +185,7 @@ func (o *Operator) publishDecided(ctx context.Context, a journal.Approval) {
 	if len(o.listeners()) == 0 {
 		return
 	}
-	o.publish(Event{Kind: Decided, Operation: o.current(ctx, a.OperationID), Approval: &a, Late: isLate(ctx)})
+	o.publish(Event{Kind: Decided, Operation: o.current(ctx, a.OperationID), Approval: &a, Late: isLate(ctx), Request: requestOf(ctx)})
 }
 
 // publishVoted publishes an approval of a quorum that still waits.
@@ -178,7 +193,7 @@ func (o *Operator) publishVoted(ctx context.Context, a journal.Approval) {
 	if len(o.listeners()) == 0 {
 		return
 	}
-	o.publish(Event{Kind: Voted, Operation: o.current(ctx, a.OperationID), Approval: &a, Late: isLate(ctx)})
+	o.publish(Event{Kind: Voted, Operation: o.current(ctx, a.OperationID), Approval: &a, Late: isLate(ctx), Request: requestOf(ctx)})
 }
 
 // publishOutcome publishes the outcome r of operation id.
@@ -187,5 +202,5 @@ func (o *Operator) publishOutcome(ctx context.Context, id string, r action.Resul
 		return
 	}
 	r.OperationID = id
-	o.publish(Event{Kind: Outcome, Operation: o.current(ctx, id), Result: r, Late: isLate(ctx)})
+	o.publish(Event{Kind: Outcome, Operation: o.current(ctx, id), Result: r, Late: isLate(ctx), Request: requestOf(ctx)})
 }

@@ -2,7 +2,6 @@ package telegram
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
-	"github.com/countersign/countersign/tools"
 )
 
 // Approvals beyond one tap, on the phone: the Edit button of a card and the
@@ -34,30 +32,14 @@ const amendPrompt = "✏️ Reply to this message with the new text for %s (appr
 
 var amendRef = regexp.MustCompile(`\(approval (ap-[a-z0-9]+)\)`)
 
-// editable reports whether the named tool's payload has a text an approver can
-// correct (tools.Reviser).
-func (t *Bot) editable(tool string) bool {
-	tl, ok := t.ops.Tool(tool)
-	_, revises := tl.(tools.Reviser)
-	return ok && revises
-}
-
-// onEditTap asks the approver who tapped Edit for the new text, as a reply to
+// askAmend asks the approver who tapped Edit for the new text, as a reply to
 // a prompt that names the approval.
-func (t *Bot) onEditTap(ctx context.Context, cq *models.CallbackQuery, apID string) {
+func (t *Bot) askAmend(ctx context.Context, cq *models.CallbackQuery, apID string) {
 	a, err := t.journal.Approval(ctx, apID)
-	switch {
-	case err != nil:
-		t.answer(ctx, cq, "This approval is not known.")
-		return
-	case a.Decision != journal.Pending:
-		t.answer(ctx, cq, fmt.Sprintf("Already %s.", a.Decision))
-		return
-	case !t.policy.Access.IsApprover(tapper(cq)) && !t.policy.Access.IsEscalation(tapper(cq)):
-		t.answer(ctx, cq, "You are not an approver of this request.")
+	if err != nil {
+		t.log.Warn("edit prompt not sent", "approval", apID, "err", err)
 		return
 	}
-	t.answer(ctx, cq, "Send the new text as a reply.")
 	prompt := fmt.Sprintf(amendPrompt, a.OperationID, a.ID)
 	if _, err := t.send(ctx, cq.From.ID, prompt, &models.ForceReply{ForceReply: true, InputFieldPlaceholder: "The new text"}, 0); err != nil {
 		t.log.Warn("edit prompt not sent", "approval", apID, "err", err)
@@ -118,14 +100,9 @@ func (t *Bot) escalated(ctx context.Context, ev operator.Event) {
 	if err != nil {
 		return // decided meanwhile
 	}
-	task, err := t.journal.Task(ctx, ev.Operation.TaskID)
-	if err != nil {
-		t.log.Warn("escalation not shown", "op", ev.Operation.ID, "err", err)
-		return
-	}
-	a.Approvers = t.ops.Escalation(task)
-	t.requestApproval(ctx, 0, task.Requester, &a)
-	if chat, ok := requesterChat(task); ok {
+	a.Approvers = a.Escalation
+	t.requestApproval(ctx, 0, a.Task.Requester, &a)
+	if chat, ok := requesterChat(a.Task); ok {
 		t.reply(ctx, chat, fmt.Sprintf("Nobody decided %s in time: its card went to %d more approver(s).", ev.Operation.ID, len(a.Approvers)))
 	}
 }
@@ -152,41 +129,6 @@ func (t *Bot) grantButtons(ctx context.Context, chat int64, ops []journal.Operat
 			}
 		}
 	}
-}
-
-// onGrantTap shows a task's grant card ("o"), or approves the list the card
-// showed (its code), and commits each approved request.
-func (t *Bot) onGrantTap(ctx context.Context, cq *models.CallbackQuery, task, answer string) {
-	if answer == "o" {
-		tg, err := t.ops.OfferTask(ctx, tapper(cq), task)
-		var refused *operator.Refusal
-		switch {
-		case errors.As(err, &refused):
-			t.answer(ctx, cq, "Refused: "+refused.Words+".")
-			return
-		case err != nil:
-			t.answer(ctx, cq, "The list could not be read; nothing was approved.")
-			t.log.Error("grant offer failed", "task", task, "err", err)
-			return
-		case len(tg.Items) == 0:
-			t.answer(ctx, cq, "Nothing of this task waits for approval now.")
-			return
-		}
-		t.answer(ctx, cq, "")
-		kb := keyboard(button{Text: fmt.Sprintf("✅ Approve these %d", len(tg.Items)), CallbackData: callbackData(grantKind, task, tg.Digest)})
-		if _, err := t.send(ctx, cq.From.ID, command.OfferText(tg), kb, 0); err != nil {
-			t.log.Warn("grant card not sent", "task", task, "err", err)
-		}
-		return
-	}
-	t.answer(ctx, cq, "Approving…")
-	reply, err := t.handler.GrantTask(ctx, tapper(cq), task, answer)
-	if err != nil {
-		t.log.Error("grant failed", "task", task, "err", err)
-		t.reply(ctx, cq.From.ID, failure(err))
-		return
-	}
-	t.reply(ctx, cq.From.ID, reply.Text)
 }
 
 // mayApproveByCommand reports whether line is an approver's command (/amend,

@@ -86,7 +86,6 @@ type Bot struct {
 	client  *http.Client
 	work    sync.WaitGroup
 	cards   keyLock // per approval: cards sent before taps are acted on; per chat: a card after its previews
-	tapping marks   // approvals and operations a tap is deciding or resolving now
 	replies replies // per chat: the requests whose replies are not out, which its cards wait for
 	asked   inOrder // per task: its approvals' cards, shown in the order asked
 
@@ -194,11 +193,11 @@ func (t *Bot) Sender() *Sender { return t.sender }
 // Me is the bot's own user, as getMe returned it.
 func (t *Bot) Me() *models.User { return t.me }
 
-// Deps are what Serve carries commands and decisions out on.
+// Deps are what Serve carries commands and decisions out on. Messages and
+// taps alike go through the Handler; its Operator's events bring the cards.
 type Deps struct {
-	Operator *operator.Operator
-	Handler  *command.Handler
-	Policy   *policy.Policy
+	Handler *command.Handler
+	Policy  *policy.Policy
 	// Pairing, when set, offers a code to whoever writes who is no operator,
 	// and Serve returns ErrPaired once one is confirmed. Set it only when the
 	// policy names no operator: the first person paired becomes one.
@@ -210,7 +209,7 @@ type Deps struct {
 // person paired (ErrPaired). It waits for the work it started (commits in
 // flight) before it returns; it may then be called again.
 func (t *Bot) Serve(ctx context.Context, d Deps) error {
-	t.ops, t.handler, t.policy, t.pairing = d.Operator, d.Handler, d.Policy, d.Pairing
+	t.ops, t.handler, t.policy, t.pairing = d.Handler.Operator, d.Handler, d.Policy, d.Pairing
 	if err := t.setCommands(ctx); err != nil {
 		t.log.Warn("could not register the command menu", "err", err)
 	}

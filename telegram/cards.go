@@ -121,7 +121,7 @@ func cardText(a *command.Approval, previews int, audience string) string {
 // went.
 func (t *Bot) requestApproval(ctx context.Context, requesterChat int64, requester policy.UserID, a *command.Approval) {
 	previews, text := t.card(ctx, a)
-	kb := decisionKeyboard(a.ID, t.editable(a.Operation.Tool))
+	kb := decisionKeyboard(a.ID, a.Editable)
 	defer t.cards.lock(a.ID)()
 	shown, err := t.shownIn(ctx, a.ID)
 	if err != nil {
@@ -299,21 +299,105 @@ func (t *Bot) showPhotos(ctx context.Context, chat int64, files []action.File) (
 // chatKey is the key of a chat in the bot's key lock, apart from approval ids.
 func chatKey(chat int64) string { return "chat:" + strconv.FormatInt(chat, 10) }
 
-// onCallback answers a tap at once, then acts on it. Forged or stale data, and taps
-// by people who may not decide, change nothing.
+// tapRequest prefixes the request name (operator.WithRequest) of a tap that
+// closes its cards itself.
+const tapRequest = "telegram-tap:"
+
+// onCallback answers a tap at once, and has the command handler carry it out.
+// Forged or stale data, and taps by people who may not decide, change nothing.
 func (t *Bot) onCallback(ctx context.Context, cq *models.CallbackQuery) {
-	kind, id, answer, ok := parseCallback(cq.Data)
-	switch {
-	case ok && kind == approveKind && (answer == "y" || answer == "n"):
-		t.onApprovalTap(ctx, cq, id, answer == "y")
-	case ok && kind == approveKind && answer == editAnswer:
-		t.onEditTap(ctx, cq, id)
-	case ok && kind == resolveKind && (answer == "d" || answer == "n"):
-		t.onResolveTap(ctx, cq, id, answer == "d")
-	case ok && kind == grantKind && (answer == "o" || len(answer) == 16):
-		t.onGrantTap(ctx, cq, id, answer)
-	default:
+	tap, ok := tapOf(cq)
+	if !ok {
 		t.answer(ctx, cq, "This button is not known to this bot.")
+		return
+	}
+	switch tap.Button {
+	case command.Approve, command.Reject, command.Arrived, command.Lost:
+		// Held until the cards are closed: every copy of the card (or notice)
+		// is sent and recorded before the tap is acted on, and one sent later
+		// finds the decision made (closeDecided). The tap's own events are
+		// not acted on (onEvent): it closes the cards itself, with who tapped
+		// and the outcome, in one edit.
+		defer t.cards.lock(tap.Ref)()
+		ctx = operator.WithRequest(ctx, tapRequest+cq.ID)
+	case command.Edit:
+		t.cards.lock(tap.Ref)()
+	}
+	// The answer says what was recorded, so it goes beside the commit: the send
+	// waits for no round trip of its own.
+	answered := make(chan struct{})
+	tap.Answer = func(text string) {
+		go func() {
+			defer close(answered)
+			t.answer(ctx, cq, text)
+		}()
+	}
+	r, err := t.handler.Tap(ctx, tap)
+	<-answered
+	switch {
+	case err != nil:
+		t.log.Error("tap not carried out", "button", cq.Data, "err", err)
+		t.reply(ctx, cq.From.ID, failure(err))
+		return
+	case r.Amend:
+		t.askAmend(ctx, cq, tap.Ref)
+	case r.Offer != nil:
+		kb := keyboard(button{Text: fmt.Sprintf("✅ Approve these %d", len(r.Offer.Items)), CallbackData: callbackData(grantKind, tap.Ref, r.Offer.Digest)})
+		if _, err := t.send(ctx, cq.From.ID, command.OfferText(*r.Offer), kb, 0); err != nil {
+			t.log.Warn("grant card not sent", "task", tap.Ref, "err", err)
+		}
+	case r.Text != "":
+		t.reply(ctx, cq.From.ID, r.Text)
+	}
+	if r.Close != "" {
+		t.closeCards(ctx, tap.Ref, r.Close)
+	}
+	if r.Result != nil && (tap.Button == command.Approve || tap.Button == command.Reject) {
+		t.tellDecided(ctx, tap.Ref, *r.Result, tap.Button == command.Approve)
+	}
+}
+
+// tapOf reads what a button asks for from its callback data.
+func tapOf(cq *models.CallbackQuery) (command.Tap, bool) {
+	kind, id, answer, ok := parseCallback(cq.Data)
+	tap := command.Tap{User: tapper(cq), Name: who(cq.From), Ref: id}
+	switch {
+	case !ok:
+		return tap, false
+	case kind == approveKind && answer == "y":
+		tap.Button = command.Approve
+	case kind == approveKind && answer == "n":
+		tap.Button = command.Reject
+	case kind == approveKind && answer == editAnswer:
+		tap.Button = command.Edit
+	case kind == resolveKind && answer == "d":
+		tap.Button = command.Arrived
+	case kind == resolveKind && answer == "n":
+		tap.Button = command.Lost
+	case kind == grantKind && answer == "o":
+		tap.Button = command.OfferGrant
+	case kind == grantKind && len(answer) == 16:
+		tap.Button, tap.Code = command.Grant, answer
+	default:
+		return tap, false
+	}
+	return tap, true
+}
+
+// tellDecided tells the requester what came of a tap on approval apID, when the
+// card did not. A requester whose chat holds a card has read a plain decision
+// there (sent, or rejected and nothing sent), as the card was edited: one
+// notice for one decision. A requester without a card (no approver) is told
+// apart, and so is every requester of an outcome that asks something of them
+// (unknown, failed): that one is worth a notification of its own.
+func (t *Bot) tellDecided(ctx context.Context, apID string, r action.Result, approve bool) {
+	chat, ok := t.taskChat(ctx, r.OperationID)
+	if !ok {
+		return
+	}
+	plain := r.Status == action.StatusSucceeded || !approve
+	if shown, err := t.shownIn(ctx, apID); err != nil || !plain || !shown[chat] {
+		t.report(ctx, chat, command.Reply{Text: command.Describe(r), Result: &r})
 	}
 }
 
@@ -321,95 +405,6 @@ func (t *Bot) answer(ctx context.Context, cq *models.CallbackQuery, text string)
 	if _, err := t.api.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: cq.ID, Text: text}); err != nil {
 		t.log.Warn("callback not answered", "err", t.redact(err.Error()))
 	}
-}
-
-// onApprovalTap records the tap, answers it with what was recorded, and only
-// then commits: the tap's answer never promises a send that will not happen.
-// Who may decide is the task's snapshot of the approvers, not today's list.
-func (t *Bot) onApprovalTap(ctx context.Context, cq *models.CallbackQuery, apID string, approve bool) {
-	t.cards.lock(apID)()        // wait until every copy of the card is sent and recorded
-	defer t.tapping.add(apID)() // this tap edits the cards itself
-	d, err := t.ops.Record(ctx, apID, tapper(cq), approve)
-	var refused *operator.Refusal
-	switch {
-	case errors.As(err, &refused):
-		t.answer(ctx, cq, tapRefusal(refused, d))
-		return
-	case err != nil:
-		t.answer(ctx, cq, "The bot could not record this tap; nothing was sent.")
-		t.log.Error("decision failed", "approval", apID, "err", err)
-		t.reply(ctx, cq.From.ID, failure(err))
-		return
-	}
-	if d.Waiting() { // a quorum's approval: the Voted event notes it on the cards
-		t.answer(ctx, cq, "Approved: "+operator.QuorumLine(d.Approval)+".")
-		return
-	}
-	// The answer says what was recorded, so it goes beside the commit: the send
-	// waits for no round trip of its own.
-	defer t.tapping.add(d.Approval.OperationID)()
-	answered := make(chan struct{})
-	go func() {
-		defer close(answered)
-		t.answer(ctx, cq, tapAnswer(d))
-	}()
-	r, err := t.ops.Proceed(ctx, d)
-	<-answered
-	if err != nil {
-		t.log.Error("commit failed", "approval", apID, "err", err)
-		t.reply(ctx, cq.From.ID, failure(err))
-		return
-	}
-	t.closeCards(ctx, apID, decisionLine(&r, who(cq.From), approve))
-	// A requester whose chat holds a card has read a plain decision there (sent,
-	// or rejected and nothing sent), as the card was edited: one notice for one
-	// decision. A requester without a card (no approver) is told apart, and so
-	// is every requester of an outcome that asks something of them (unknown,
-	// failed): that one is worth a notification of its own.
-	if chat, ok := t.taskChat(ctx, d.Approval.OperationID); ok {
-		plain := r.Status == action.StatusSucceeded || !approve
-		if shown, err := t.shownIn(ctx, apID); err != nil || !plain || !shown[chat] {
-			t.report(ctx, chat, command.Reply{Text: command.Describe(r), Result: &r})
-		}
-	}
-}
-
-// tapAnswer is what a recorded tap is answered with.
-func tapAnswer(d operator.Decision) string {
-	switch {
-	case d.Result.Cause == action.CauseApprovalExpired:
-		return "This approval expired; nothing will be sent."
-	case d.Approved():
-		return "Approved. Sending…"
-	}
-	return "Rejected. Nothing will be sent."
-}
-
-// tapRefusal is what a tap the operator refused is answered with.
-func tapRefusal(r *operator.Refusal, d operator.Decision) string {
-	switch {
-	case errors.Is(r, operator.ErrNotApprover):
-		return "You are not an approver of this request (its approvers were fixed when it was made)."
-	case errors.Is(r, operator.ErrVoted):
-		return "You approved this already: " + operator.QuorumLine(d.Approval) + "."
-	case errors.Is(r, operator.ErrDecided):
-		return fmt.Sprintf("Already %s.", d.Approval.Decision)
-	case errors.Is(r, operator.ErrNoSuchApproval):
-		return "This approval is not known."
-	}
-	return "Refused: " + r.Words + "."
-}
-
-// decisionLine is what every copy of a card says once decided.
-func decisionLine(r *action.Result, by string, approve bool) string {
-	at := time.Now().UTC().Format("2006-01-02 15:04 UTC")
-	switch {
-	case r.Cause == action.CauseApprovalExpired:
-		return "⌛ Expired: nothing was sent."
-	case !approve:
-		return fmt.Sprintf("❌ Rejected by %s at %s. Nothing was sent.", by, at)
-	}
-	return fmt.Sprintf("✅ Approved by %s at %s.\n%s", by, at, command.Describe(*r))
 }
 
 // closeCards edits every copy of the cards about ref: the decision is appended and
@@ -432,12 +427,9 @@ func (t *Bot) closeCards(ctx context.Context, ref, line string) {
 
 // closeDecided closes the cards of approval apID, once they are all recorded, if
 // it was decided before: its decision's closeCards, run before them, found none
-// or some of them to close. A decision after this read finds them all. A tap
-// deciding it now closes them itself.
+// or some of them to close. A decision after this read finds them all. It runs
+// under the approval's lock, which a tap holds until it closed the cards.
 func (t *Bot) closeDecided(ctx context.Context, apID string) {
-	if t.tapping.has(apID) {
-		return
-	}
 	a, err := t.journal.Approval(ctx, apID)
 	if err != nil {
 		t.log.Warn("approval not read after its cards; a decision made before them leaves them open", "approval", apID, "err", err)
@@ -538,22 +530,6 @@ func (t *Bot) sendUnknownNotice(ctx context.Context, chat int64, opID, text stri
 	if err := t.journal.AddCard(ctx, journal.Card{Ref: opID, ChatID: chat, MessageID: m.ID, Text: text}); err != nil {
 		t.log.Warn("notice not recorded", "op", opID, "err", err)
 	}
-}
-
-func (t *Bot) onResolveTap(ctx context.Context, cq *models.CallbackQuery, opID string, delivered bool) {
-	t.cards.lock(opID)() // wait until the notice is recorded
-	if !t.policy.Access.IsOperator(tapper(cq)) && !t.policy.Access.IsApprover(tapper(cq)) {
-		t.answer(ctx, cq, "Only operators can resolve.")
-		return
-	}
-	defer t.tapping.add(opID)() // this tap edits the notices itself
-	r, err := t.ops.Resolve(ctx, opID, delivered, who(cq.From))
-	if err != nil {
-		t.answer(ctx, cq, "Not resolved: it is no longer unknown.")
-		return
-	}
-	t.answer(ctx, cq, "Recorded.")
-	t.closeCards(ctx, opID, "Resolved: "+command.Describe(r))
 }
 
 // who names a Telegram user for a card: @username or first name, with the id.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/countersign/countersign/action"
@@ -15,36 +15,6 @@ import (
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
 )
-
-// marks is a set of keys with counts: the approvals and operations a tap is
-// deciding or resolving right now. A tap edits its own cards, so the events it
-// causes are not acted on a second time.
-type marks struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (m *marks) add(key string) (done func()) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.n == nil {
-		m.n = map[string]int{}
-	}
-	m.n[key]++
-	return func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if m.n[key]--; m.n[key] <= 0 {
-			delete(m.n, key)
-		}
-	}
-}
-
-func (m *marks) has(key string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.n[key] > 0
-}
 
 // onEvent takes an operator event about a Telegram operation, whatever surface
 // asked for it, and hands what it calls for to the bot's background work: the
@@ -70,15 +40,15 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 			}
 		})
 	case operator.Decided:
-		if t.tapping.has(ev.Approval.ID) {
-			return
+		if strings.HasPrefix(ev.Request, tapRequest) {
+			return // the tap closes the cards itself
 		}
 		if line := closedLine(*ev.Approval); line != "" {
 			t.spawn(func() { t.closeCards(context.WithoutCancel(ctx), ev.Approval.ID, line) })
 		}
 	case operator.Outcome:
-		if t.tapping.has(ev.Operation.ID) {
-			return
+		if strings.HasPrefix(ev.Request, tapRequest) {
+			return // the tap closes the cards itself
 		}
 		t.spawn(func() { t.outcome(context.WithoutCancel(ctx), ev) })
 	case operator.VerificationAsked:
@@ -280,7 +250,7 @@ func (t *Bot) decisionHere(ctx context.Context, chat int64, user policy.UserID, 
 			continue
 		}
 		text := fmt.Sprintf("%s waits for your decision: its card is the message this answers.", opID)
-		m, err := t.send(ctx, chat, text, decisionKeyboard(a.ID, t.editable(a.Operation.Tool)), c.MessageID)
+		m, err := t.send(ctx, chat, text, decisionKeyboard(a.ID, a.Editable), c.MessageID)
 		if err == nil {
 			err = t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
 		}
@@ -290,7 +260,7 @@ func (t *Bot) decisionHere(ctx context.Context, chat int64, user policy.UserID, 
 		return
 	}
 	previews, text := t.card(ctx, &a)
-	if err := t.showCard(ctx, chat, &a, previews, text, decisionKeyboard(a.ID, t.editable(a.Operation.Tool))); err != nil {
+	if err := t.showCard(ctx, chat, &a, previews, text, decisionKeyboard(a.ID, a.Editable)); err != nil {
 		t.log.Warn("pending approval not shown", "op", opID, "err", err)
 	}
 }

@@ -156,7 +156,7 @@ func (r *rig) start() {
 	ctx, r.stop = context.WithCancel(ctx)
 	r.done = make(chan error, 1)
 	r.j, r.bot, r.vault, r.op = j, tg, v, op
-	deps := telegram.Deps{Operator: op, Handler: h, Policy: r.pol}
+	deps := telegram.Deps{Handler: h, Policy: r.pol}
 	if r.pairing {
 		desk, err := pairing.Open(r.dir, pairing.Options{Every: 20 * time.Millisecond})
 		if err != nil {

@@ -327,7 +327,7 @@ func (s *serving) serve(ctx context.Context, p *policy.Policy, first bool) error
 	s.m.follow(a.operator)
 	defer logUnknown(a.operator, s.logger, s.j.Recovered())()
 	defer logDecisions(a.operator, s.logger)()
-	deps := telegram.Deps{Operator: a.operator, Handler: a.handler, Policy: p}
+	deps := telegram.Deps{Handler: a.handler, Policy: p}
 	if deps.Pairing, err = s.pairing(p); err != nil {
 		return err
 	}

@@ -174,7 +174,7 @@ func startBot(ctx context.Context, c config, srv *telegramtest.Server, dir strin
 	h := &command.Handler{Operator: op, Journal: j, Policy: p, Surface: telegram.Transport}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- tg.Serve(ctx, telegram.Deps{Operator: op, Handler: h, Policy: p}) }()
+	go func() { done <- tg.Serve(ctx, telegram.Deps{Handler: h, Policy: p}) }()
 	return func() {
 		cancel()
 		<-done
