@@ -141,6 +141,8 @@ func tapRefusal(r *operator.Refusal, d operator.Decision) string {
 		return fmt.Sprintf("Already %s.", d.Approval.Decision)
 	case errors.Is(r, operator.ErrNoSuchApproval):
 		return "This approval is not known."
+	case errors.Is(r, operator.ErrSelfApproval):
+		return "You asked for this, and this bot's policy has another approver approve it (self_approval: false). You may still reject it."
 	}
 	return "Refused: " + r.Words + "."
 }

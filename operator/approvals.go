@@ -91,7 +91,7 @@ func (o *Operator) approvedEnough(task journal.Task, op journal.Operation, a jou
 	}
 	n := 0
 	for _, by := range voters {
-		if o.mayDecide(task, a, by) {
+		if o.mayDecide(task, a, by) && !o.ownRequest(task, by) {
 			n++
 		}
 	}
@@ -144,6 +144,10 @@ func (o *Operator) grantFor(ctx context.Context, task journal.Task, op journal.O
 	}
 	if !o.mayApprove(task, g.By) {
 		o.opts.Logger.Warn("grant not used: its granter is no approver of this task under both policies", "grant", g.ID, "by", g.By, "op", op.ID)
+		return false, nil
+	}
+	if o.ownRequest(task, g.By) {
+		o.opts.Logger.Info("grant not used: its granter asked for this, and self-approval is off", "grant", g.ID, "by", g.By, "op", op.ID)
 		return false, nil
 	}
 	d, err := o.opts.Journal.DecideBallot(ctx, a.ID, journal.Ballot{Decision: journal.DecideApprove, By: g.By, Grant: g.ID})
@@ -398,6 +402,9 @@ func (o *Operator) OfferTask(ctx context.Context, user policy.UserID, taskID str
 	}
 	if !o.mayApprove(task, user) {
 		return TaskGrant{}, refusal(ErrNotApprover, "user %d may not decide the approvals of %s", user, taskID)
+	}
+	if o.ownRequest(task, user) {
+		return TaskGrant{}, refusal(ErrSelfApproval, "user %d asked for %s, and self-approval is off: another approver must approve it", user, taskID)
 	}
 	ops, err := o.opts.Journal.Operations(ctx, journal.Filter{TaskID: taskID, Transport: o.opts.Transport, States: []journal.State{journal.AwaitingApproval}})
 	if err != nil {

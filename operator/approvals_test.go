@@ -353,3 +353,71 @@ func TestForwardsAndCopiesAreNeverGranted(t *testing.T) {
 		t.Errorf("a copy under a journaled grant = %+v, %v; want a card", r, err)
 	}
 }
+
+// TestNobodyApprovesTheirOwnRequestWhereSelfApprovalIsOff: under
+// self_approval: false the person who asked may reject their request but not
+// approve it, by a tap, a window grant of theirs or a grant of their task; the
+// card goes to the other approvers, whose tap sends. The policy in force
+// narrows a task started where it was allowed: the requester's approval given
+// before the file changed is asked again, not sent.
+func TestNobodyApprovesTheirOwnRequestWhereSelfApprovalIsOff(t *testing.T) {
+	t.Parallel()
+	off := false
+	h := newHarness(t)
+	h.pol.SelfApproval = &off
+	h.open()
+	ctx := context.Background()
+
+	taskID, id := h.send("222", "mine to ask, not mine to approve")
+	task, err := h.j.Task(ctx, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.op.Approvers(task); len(got) != 1 || got[0] != approverID {
+		t.Errorf("approvers shown the card = %v, want [%d]: not the requester", got, approverID)
+	}
+	if _, err := h.op.Decide(ctx, h.approval(id), operatorID, true); !errors.Is(err, operator.ErrSelfApproval) {
+		t.Fatalf("the requester's approval = %v, want ErrSelfApproval", err)
+	}
+	if _, err := h.op.OfferTask(ctx, operatorID, taskID); !errors.Is(err, operator.ErrSelfApproval) {
+		t.Errorf("the requester's grant of their task = %v, want ErrSelfApproval", err)
+	}
+	if st, n := h.state(id), len(h.sender.Sent()); st != journal.AwaitingApproval || n != 0 {
+		t.Fatalf("after the requester's approval: %s, %d sends; want awaiting_approval and nothing sent", st, n)
+	}
+	if r, err := h.op.Decide(ctx, h.approval(id), approverID, true); err != nil || r.Status != action.StatusSucceeded {
+		t.Fatalf("another approver's tap = %+v, %v; want it sent", r, err)
+	}
+
+	if _, err := h.op.GrantWindow(ctx, operatorID, "commit_send_message", "333", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	_, granted := h.send("333", "a grant of mine does not approve my own request")
+	_, rejected := h.send("444", "mine to reject")
+	if r, err := h.op.Decide(ctx, h.approval(rejected), operatorID, false); err != nil || r.Cause != action.CauseRejected {
+		t.Errorf("the requester's rejection = %+v, %v; want it rejected", r, err)
+	}
+	if st := h.state(granted); st != journal.AwaitingApproval {
+		t.Errorf("a request under its requester's own grant is %s, want awaiting_approval", st)
+	}
+
+	// Allowed when the task started, forbidden where it is sent.
+	h.pol.SelfApproval = nil
+	h.open()
+	_, before := h.send("555", "approved by its requester before the file changed")
+	d, err := h.op.Record(ctx, h.approval(before), operatorID, true)
+	if err != nil || !d.Approved() {
+		t.Fatalf("the requester's approval while allowed = %+v, %v", d, err)
+	}
+	h.pol.SelfApproval = &off
+	h.open() // the process stopped between the decision and the send
+	sweep(t, h.op)
+	waitUntil(t, "the approval asked again", func() bool { return h.state(before) == journal.AwaitingApproval })
+	if n := len(h.sender.Sent()); n != 1 {
+		t.Errorf("sends = %d, want only the one the other approver approved", n)
+	}
+	ts, _ := h.j.Transitions(ctx, before)
+	if last := ts[len(ts)-1]; last.From != journal.Approved || last.Reason != operator.ReasonAskedAgain {
+		t.Errorf("last transition %+v, want approved -> awaiting_approval (%s)", last, operator.ReasonAskedAgain)
+	}
+}

@@ -31,6 +31,14 @@ func (o *Operator) mayApprove(task journal.Task, user policy.UserID) bool {
 	return task.Policy.Access.IsApprover(user) && o.opts.Policy.Access.IsApprover(user)
 }
 
+// ownRequest reports whether user asked for task and one of its two policies
+// says self_approval: false: then user may reject the task's requests, never
+// approve them, whether by a tap, a vote of a quorum or a grant.
+func (o *Operator) ownRequest(task journal.Task, user policy.UserID) bool {
+	return task.Requester != 0 && user == task.Requester &&
+		(!task.Policy.SelfApprovalAllowed() || !o.opts.Policy.SelfApprovalAllowed())
+}
+
 // ReasonAskedAgain is the reason of the move from approved back to awaiting
 // approval that the sending process makes when its own policy does not allow the
 // approval the operation carries.
@@ -63,13 +71,14 @@ func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op jou
 	return &res, true, err
 }
 
-// Approvers returns who may decide the approvals of task, in the order of its
-// snapshot: the approvers of both its policy and the policy in force. A card
-// goes to them, and only their taps are recorded.
+// Approvers returns who may approve the requests of task, in the order of its
+// snapshot: the approvers of both its policy and the policy in force, but the
+// requester where self-approval is off. A card goes to them, and only their
+// approvals are recorded.
 func (o *Operator) Approvers(task journal.Task) []policy.UserID {
 	var both []policy.UserID
 	for _, id := range task.Policy.Access.Approvers {
-		if o.opts.Policy.Access.IsApprover(id) {
+		if o.opts.Policy.Access.IsApprover(id) && !o.ownRequest(task, id) {
 			both = append(both, id)
 		}
 	}

@@ -136,6 +136,9 @@ var (
 	ErrOtherTransport = errors.New("operation is delivered by another transport")
 	// ErrNoSuchApproval refuses a decision on an approval the journal does not know.
 	ErrNoSuchApproval = errors.New("no such approval")
+	// ErrSelfApproval refuses to approve a request of one's own, where a
+	// policy says self_approval: false (by a tap, a vote or a grant).
+	ErrSelfApproval = errors.New("may not approve a request of one's own")
 )
 
 // Refusal is a request the operator turned down, with the reason in words for

@@ -37,7 +37,7 @@ func (d Decision) Waiting() bool {
 // was really recorded, then calls Proceed. Who may decide is an approver of both
 // the policy the task started with and the policy in force here (authority.go). Refusals change
 // nothing and are *Refusal errors: ErrNotApprover, ErrDecided (a later decision:
-// the first one won), ErrNoSuchApproval, ErrOtherTransport. An approval decided at
+// the first one won), ErrNoSuchApproval, ErrOtherTransport, ErrSelfApproval. An approval decided at
 // or after its expiry records the expiry instead, with a terminal result.
 func (o *Operator) Record(ctx context.Context, approvalID string, by policy.UserID, approve bool) (Decision, error) {
 	a, err := o.opts.Journal.Approval(ctx, approvalID)
@@ -60,6 +60,8 @@ func (o *Operator) Record(ctx context.Context, approvalID string, by policy.User
 		return Decision{}, refusal(ErrNotApprover, "user %d may not decide %s: the approvers are those of both the policy its task started under and the policy in force", by, op.ID)
 	case op.Transport != o.opts.Transport:
 		return Decision{}, refusal(ErrOtherTransport, "%s is delivered by %s; decide it there", op.ID, orNobody(op.Transport))
+	case approve && o.ownRequest(task, by):
+		return Decision{Approval: a}, refusal(ErrSelfApproval, "user %d asked for %s, and self-approval is off: another approver must approve it (rejecting it is yours)", by, op.ID)
 	}
 	d := journal.DecideReject
 	if approve {

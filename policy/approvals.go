@@ -17,6 +17,7 @@ import (
 //	access:
 //	  escalation: [333]          # these approvers
 //	grant_max: 8h                # the longest window grant an approver may give; 0: none
+//	self_approval: false         # nobody approves a request of their own (default true)
 
 // MaxQuorum bounds a quorum: a card is a message per approver.
 const MaxQuorum = 10
@@ -49,6 +50,10 @@ func (p *Policy) EscalatesAt(created, expires time.Time) (time.Time, bool) {
 	}
 	return created.Add(time.Duration(float64(expires.Sub(created)) * p.EscalateAfter)), true
 }
+
+// SelfApprovalAllowed reports whether a person may approve a request of their
+// own: true unless the file says self_approval: false.
+func (p *Policy) SelfApprovalAllowed() bool { return p.SelfApproval == nil || *p.SelfApproval }
 
 // IsEscalation reports whether id is on the escalation list: an approver of
 // an approval once it was escalated.
@@ -99,5 +104,13 @@ func (p *Policy) validateApprovals(add func(field, format string, args ...any)) 
 	}
 	if p.GrantMax < 0 {
 		add("grant_max", "must not be negative, got %s", p.GrantMax)
+	}
+	if !p.SelfApprovalAllowed() {
+		for _, op := range p.Access.Operators {
+			others := slices.DeleteFunc(slices.Concat(p.Access.Approvers, p.Access.Escalation), func(id UserID) bool { return id == op })
+			if p.Access.IsApprover(op) && len(others) == 0 {
+				add("self_approval", "is false, and operator %d is the only approver: no request of theirs could ever be approved; list another approver", op)
+			}
+		}
 	}
 }

@@ -69,6 +69,8 @@ func TestApprovalsErrorsNameTheField(t *testing.T) {
 		{"escalation without a list", "escalate_after: 0.5\n", "access.escalation: escalate_after is set"},
 		{"escalation past the expiry", "escalate_after: 1.5\naccess:\n  escalation: [3]\n", "escalate_after: want a share of approval_ttl in [0, 1)"},
 		{"negative grant", "grant_max: -1h\n", "grant_max: must not be negative"},
+		{"self-approval off with one approver", "self_approval: false\naccess:\n  operators: [1]\n  approvers: [1]\n",
+			"self_approval: is false, and operator 1 is the only approver"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,5 +83,31 @@ func TestApprovalsErrorsNameTheField(t *testing.T) {
 				t.Errorf("error = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSelfApprovalIsAllowedUnlessTheFileSaysFalse: a file without the key, or
+// a snapshot stored before it existed, lets a requester approve their own
+// request; self_approval: false does not, and passes validation when another
+// approver is listed.
+func TestSelfApprovalIsAllowedUnlessTheFileSaysFalse(t *testing.T) {
+	for _, tt := range []struct {
+		extra string
+		want  bool
+	}{
+		{"", true},
+		{"self_approval: true\n", true},
+		{"self_approval: false\naccess:\n  operators: [1]\n  approvers: [1, 2]\n", false},
+	} {
+		p, err := policy.Parse(strings.NewReader(minimal + tt.extra))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.extra, err)
+		}
+		if got := p.SelfApprovalAllowed(); got != tt.want {
+			t.Errorf("%q: SelfApprovalAllowed = %v, want %v", tt.extra, got, tt.want)
+		}
+	}
+	if !(&policy.Policy{}).SelfApprovalAllowed() {
+		t.Error("a snapshot without the key forbids self-approval; want it allowed, as before the key")
 	}
 }

@@ -174,6 +174,10 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 		},
 		"escalate_after": func(n *yaml.Node, f string) { d.float(n, f, &p.EscalateAfter) },
 		"grant_max":      func(n *yaml.Node, f string) { d.duration(n, f, &p.GrantMax) },
+		"self_approval": func(n *yaml.Node, f string) {
+			p.SelfApproval = new(bool)
+			d.bool(n, f, p.SelfApproval)
+		},
 	})
 }
 

@@ -143,6 +143,11 @@ type Policy struct {
 	Quorum        []Quorum      `json:"quorum,omitempty"`
 	EscalateAfter float64       `json:"escalate_after,omitempty"`
 	GrantMax      time.Duration `json:"grant_max,omitempty"`
+	// SelfApproval false: nobody may approve a request of their own, by a
+	// tap, a vote of a quorum or a grant; they may still reject it. Unset (a
+	// snapshot from before the key, a file without it): they may. See
+	// SelfApprovalAllowed.
+	SelfApproval *bool `json:"self_approval,omitempty"`
 }
 
 // Models is the policy's model section; a task snapshot stored before the section
