@@ -89,6 +89,12 @@ func (j *Journal) WriteLock() (int64, int64) {
 // statements.
 const MaxConns = sqlstore.MaxConns
 
+// PoolBounds are the most connections each of the journal's pools may open
+// (0: no bound), as database/sql reports them.
+func (j *Journal) PoolBounds() (durable, lazy int) {
+	return j.db.Pool(sqlstore.Durable).Stats().MaxOpenConnections, j.db.Pool(sqlstore.Lazy).Stats().MaxOpenConnections
+}
+
 // WithIdleInTransaction replaces how long the server keeps a session of this
 // journal's pools that sits in a transaction with nothing asked
 // (idleInTransaction): a short one lets a test see it ended.
