@@ -49,6 +49,7 @@ const (
 	CauseNoSender        Cause = "no_sender"        // no process runs that would deliver it: nothing was created
 	CauseDiskFull        Cause = "disk_full"        // the journal had no room to record the call
 	CauseQuorum          Cause = "quorum"           // counted: more approvers must approve before it is sent
+	CauseChanged         Cause = "changed"          // what the approval quoted changed before it left: nothing was sent
 )
 
 // Evidence is the observable fact of a success: where the message is and its

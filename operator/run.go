@@ -222,6 +222,9 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 			return r, err
 		}
 	}
+	if r, changed, err := o.checkQuoted(ctx, op, from); changed || err != nil {
+		return r, err
+	}
 	// Write ahead: committing is durable before the request leaves the process.
 	msgs := op.Payload.Messages()
 	if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.Committing, Reason: attemptReason(op, len(msgs)), StartAttempt: true}); err != nil {
@@ -338,6 +341,24 @@ func (o *Operator) checkBinding(ctx context.Context, op journal.Operation, from 
 	r := stopResult(report("the payload is not the one approved (its hash changed); nothing was sent", "", "ask for a new approval"))
 	res, err := o.end(ctx, op, from, journal.Failed, r, "")
 	return a, res, true, err
+}
+
+// checkQuoted reads again, before the write ahead, the message op acts on or
+// takes, as its payload quoted it to the approver (tools.StillQuoted): a change
+// since (an edit, a delete) ends op with nothing sent and a repair to make, the
+// change said in words, since what was approved is no longer what would happen.
+func (o *Operator) checkQuoted(ctx context.Context, op journal.Operation, from journal.State) (*action.Result, bool, error) {
+	if from != journal.Approved && from != journal.RetryWait {
+		return nil, false, nil
+	}
+	changed, err := tools.StillQuoted(ctx, op.Payload, History{Journal: o.opts.Journal, Clock: o.opts.Clock, Transport: o.opts.Transport})
+	if err != nil || changed == "" {
+		return nil, false, err
+	}
+	r := repairable(report(changed+"; nothing was sent", "", "make the call again from the message as it reads now, for a new approval"))
+	r.Cause = action.CauseChanged
+	res, err := o.end(ctx, op, from, journal.Failed, r, "")
+	return res, true, err
 }
 
 // decide applies the decision table to a failed attempt.

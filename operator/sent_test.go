@@ -178,3 +178,72 @@ func TestACorrectionIsHeldToEveryLimitOfItsTool(t *testing.T) {
 		})
 	}
 }
+
+// What the approver approved still holds when it leaves: an edit or a delete
+// of a message that another edit changed, or a delete removed, after the card
+// quoted it sends nothing, ends failed with the change in words and a repair
+// to make, and the path is approved -> failed, with no attempt.
+func TestAChangeSinceTheCardSendsNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	withActsOnSent(h)
+	ctx := context.Background()
+	sent := h.delivered("v1")
+	first := h.callOn("commit_edit_message", map[string]any{"operation_id": sent, "text": "v2 from the first card"})
+	second := h.callOn("commit_edit_message", map[string]any{"operation_id": sent, "text": "v3 from the second card"})
+	remove := h.callOn("commit_delete_message", map[string]any{"operation_id": sent})
+	for _, r := range []action.Result{first, second, remove} {
+		if r.Status != action.StatusPending {
+			t.Fatalf("call = %+v, want pending", r)
+		}
+	}
+	if d, err := h.op.Decide(ctx, h.approval(second.OperationID), approverID, true); err != nil || d.Status != action.StatusSucceeded {
+		t.Fatalf("the second edit = %+v, %v; want it made", d, err)
+	}
+	before := len(h.sender.Sent())
+	for _, c := range []struct {
+		op, want string
+	}{
+		{first.OperationID, `changed since it was approved (` + second.OperationID + `): it read "v1", it now reads "v3 from the second card"`},
+		{remove.OperationID, `changed since it was approved (` + second.OperationID + `)`},
+	} {
+		d, err := h.op.Decide(ctx, h.approval(c.op), approverID, true)
+		if err != nil || d.Status != action.StatusRepairable || d.Cause != action.CauseChanged || !strings.Contains(d.Reason, c.want) {
+			t.Errorf("approved after the change: %+v, %v; want a repair that says %q", d, err, c.want)
+		}
+		if got := h.states(c.op); got[len(got)-1] != journal.Failed || got[len(got)-2] != journal.Approved {
+			t.Errorf("path = %v, want it to end approved -> failed", got)
+		}
+		if op, _ := h.j.Operation(ctx, c.op); op.Attempts != 0 {
+			t.Errorf("attempts = %d, want 0: nothing was tried", op.Attempts)
+		}
+	}
+	if n := len(h.sender.Sent()); n != before {
+		t.Errorf("sends after the change = %d, want none", n-before)
+	}
+
+	// A copy quotes the message it takes from another chat: it too finds the
+	// change.
+	h.pol.Tools["commit_copy_message"] = policy.Tool{SideEffect: policy.SideEffectCommitted, Approval: policy.ApprovalRequired}
+	h.open()
+	source := h.delivered("the original")
+	cp := h.callOn("commit_copy_message", map[string]any{"chat_id": "333", "operation_id": source})
+	fix := h.callOn("commit_edit_message", map[string]any{"operation_id": source, "text": "the original, corrected"})
+	if d, err := h.op.Decide(ctx, h.approval(fix.OperationID), approverID, true); err != nil || d.Status != action.StatusSucceeded {
+		t.Fatalf("the correction = %+v, %v", d, err)
+	}
+	if d, _ := h.op.Decide(ctx, h.approval(cp.OperationID), approverID, true); d.Cause != action.CauseChanged || !strings.Contains(d.Reason, `it now reads "the original, corrected"`) {
+		t.Errorf("a copy of a message corrected since its card = %+v, want a repair that says what it reads now", d)
+	}
+
+	// A delete made since: an edit quoting the message finds it gone.
+	gone := h.delivered("to be deleted")
+	edit := h.callOn("commit_edit_message", map[string]any{"operation_id": gone, "text": "too late"})
+	del := h.callOn("commit_delete_message", map[string]any{"operation_id": gone})
+	if d, err := h.op.Decide(ctx, h.approval(del.OperationID), approverID, true); err != nil || d.Status != action.StatusSucceeded {
+		t.Fatalf("delete = %+v, %v", d, err)
+	}
+	if d, _ := h.op.Decide(ctx, h.approval(edit.OperationID), approverID, true); d.Cause != action.CauseChanged || !strings.Contains(d.Reason, "was deleted since it was approved") {
+		t.Errorf("an edit of a message deleted since its card = %+v, want a repair that says it was deleted", d)
+	}
+}
