@@ -406,31 +406,33 @@ func TestVerificationRequests(t *testing.T) {
 // An approval that a request of this process asked for is that request's to
 // publish: a pass of the sweep's watch between the journal's write and the
 // request's event does not publish it too (the approval is stored marked
-// shown by this run). An
-// edit publishes the voided approval's decision before it asks the new one:
-// ten watch periods pass there while a listener holds the event.
+// shown by this run). An edit publishes the voided approval's decision before
+// it asks the new one: passes of the watch run there, while a listener holds
+// that event, and after the edit.
 func TestTheWatchLeavesAnApprovalToTheRequestAskingIt(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.edit = fastSweep
 	h.open()
 	rec := record(t, h.op, h.j)
 	_, opID := h.send("222", "helo wrld")
 	apID := h.approval(opID)
+	ctx := context.Background()
+	var inside sync.Once
 	t.Cleanup(h.op.Subscribe(func(ev operator.Event) {
 		if ev.Kind == operator.Decided {
-			time.Sleep(100 * time.Millisecond)
+			inside.Do(func() {
+				for range 3 {
+					h.op.WatchOnce(ctx)
+				}
+			})
 		}
 	}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); h.op.Sweep(ctx) }()
-	ed, err := h.op.Edit(context.Background(), apID, approverID, "hello world")
-	time.Sleep(100 * time.Millisecond) // ten more watches, after the edit's events
-	cancel()
-	<-done
+	ed, err := h.op.Edit(ctx, apID, approverID, "hello world")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for range 3 {
+		h.op.WatchOnce(ctx)
 	}
 	var asked []string
 	for _, e := range rec.events() {
