@@ -231,4 +231,7 @@ func TestAnOwnerExpiresOnlyItsOwnTransportsApprovals(t *testing.T) {
 	if got := h.state(theirs); got != journal.AwaitingApproval {
 		t.Errorf("the console's approval after the bot's sweep: %s, want awaiting_approval", got)
 	}
+	if a := h.latestApproval(theirs); a.Decision != journal.Pending {
+		t.Errorf("the console's approval was decided %q by the bot's sweep, want it pending: the expiry is decided in one statement, before either operation moves", a.Decision)
+	}
 }
