@@ -121,18 +121,5 @@ func (c *Coord) lost() bool {
 // now is the journal's clock.
 func (c *Coord) now() time.Time { return c.j.Clock()() }
 
-// ms and fromMS store times as Unix milliseconds, as the journal does; zero
-// stays zero.
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
+// ms and fromMS are how the store keeps times (sqlstore.Millis).
+var ms, fromMS = sqlstore.Millis, sqlstore.FromMillis

@@ -247,20 +247,8 @@ func (j *Journal) recoverCommitting(ctx context.Context, transport string) error
 	return nil
 }
 
-// ms and fromMS store times as Unix milliseconds; zero stays zero.
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
+// ms and fromMS are how the store keeps times (sqlstore.Millis).
+var ms, fromMS = sqlstore.Millis, sqlstore.FromMillis
 
 const idAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
 
