@@ -6,10 +6,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -304,14 +302,4 @@ func windows(start, loadEnd, end time.Time, offered, took map[int64]time.Time, r
 		out = append(out, w)
 	}
 	return out
-}
-
-// quantile is the q-th quantile of ds, nearest rank.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/internal/cmd/quantile"
+
 	"github.com/countersign/countersign/internal/pgschema"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
@@ -457,7 +459,7 @@ func (l *load) figures(start, loadEnd, end time.Time, rows []inboxRow) *Figures 
 	}
 	slices.SortFunc(f.Slow, func(a, b [2]time.Duration) int { return cmp.Compare(a[0], b[0]) })
 	f.Taps = len(lat)
-	f.TapP50, f.TapP99, f.TapMax = quantile(lat, 0.5), quantile(lat, 0.99), quantile(lat, 1)
+	f.TapP50, f.TapP99, f.TapMax = quantile.Of(lat, 0.5), quantile.Of(lat, 0.99), quantile.Of(lat, 1)
 	return f
 }
 

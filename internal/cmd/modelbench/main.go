@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/countersign/countersign/agent/agenttest"
@@ -240,16 +239,6 @@ func underBurst(ctx context.Context, c config, p *policy.Policy, name string, na
 		}
 	}
 	return f, nil
-}
-
-// quantile is the q quantile of ds (nearest rank); 0 for none.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(ds))
-	i := int(q*float64(len(s))+0.5) - 1
-	return s[min(max(i, 0), len(s)-1)]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/countersign/countersign/internal/cmd/quantile"
+
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/policy"
 )
@@ -133,7 +135,7 @@ func figuresOf(run mixRun, sched *schedule) runFigures {
 		f.RequestsPerDone, f.FloorPerDone = float64(requests)/float64(f.Done), float64(floor)/float64(f.Done)
 		f.VsFloor = f.RequestsPerDone / f.FloorPerDone
 	}
-	f.MedianMs, f.P90Ms = ms(quantile(times, 0.5)), ms(quantile(times, 0.9))
+	f.MedianMs, f.P90Ms = ms(quantile.Of(times, 0.5)), ms(quantile.Of(times, 0.9))
 	for _, t := range times {
 		f.TotalMs += ms(t)
 	}
@@ -149,7 +151,7 @@ func cutsOf(ds []time.Duration) cuts {
 	if len(ds) == 0 {
 		return cuts{}
 	}
-	return cuts{N: len(ds), MinMs: ms(quantile(ds, 0)), MedianMs: ms(quantile(ds, 0.5)), MaxMs: ms(quantile(ds, 1))}
+	return cuts{N: len(ds), MinMs: ms(quantile.Of(ds, 0)), MedianMs: ms(quantile.Of(ds, 0.5)), MaxMs: ms(quantile.Of(ds, 1))}
 }
 
 // cutWindow is when a stall cut at the watch's abort may come: not before the

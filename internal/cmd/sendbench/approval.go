@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/countersign/countersign/internal/cmd/quantile"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -68,21 +68,11 @@ func approvalRun(ctx context.Context, c config) error {
 		{"go-telegram/bot alone, sending as soon as it sees the tap", lib},
 		{"two bare durable inserts (approved, committing), in between", bare},
 	} {
-		fmt.Printf("  %-62s median %9s  p99 %9s\n", row.name, ms(quantile(row.d, 0.5)), ms(quantile(row.d, 0.99)))
+		fmt.Printf("  %-62s median %9s  p99 %9s\n", row.name, ms(quantile.Of(row.d, 0.5)), ms(quantile.Of(row.d, 0.99)))
 	}
 	fmt.Printf("      countersign's split: tap handed out to its answer arriving median %s (p99 %s), answer arriving to the send arriving median %s (p99 %s)\n",
-		ms(quantile(parts.toAnswer, 0.5)), ms(quantile(parts.toAnswer, 0.99)), ms(quantile(parts.toSend, 0.5)), ms(quantile(parts.toSend, 0.99)))
+		ms(quantile.Of(parts.toAnswer, 0.5)), ms(quantile.Of(parts.toAnswer, 0.99)), ms(quantile.Of(parts.toSend, 0.5)), ms(quantile.Of(parts.toSend, 0.99)))
 	return nil
-}
-
-// quantile is the q-th quantile of ds, nearest rank.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
 }
 
 // countersignTaps runs the bot as countersign run does (journal, vault, verifier,
