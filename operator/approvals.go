@@ -146,8 +146,11 @@ func (o *Operator) grantFor(ctx context.Context, task journal.Task, op journal.O
 		o.opts.Logger.Warn("grant not used: its granter is no approver of this task under both policies", "grant", g.ID, "by", g.By, "op", op.ID)
 		return false, nil
 	}
-	if o.ownRequest(task, g.By) {
-		o.opts.Logger.Info("grant not used: its granter asked for this, and self-approval is off", "grant", g.ID, "by", g.By, "op", op.ID)
+	// Counted as the sender counts an approval before it sends
+	// (checkAuthority): one it would not count would be asked again, and
+	// granted again, without end.
+	if !o.approvedEnough(task, op, journal.Approval{DecidedBy: g.By}) {
+		o.opts.Logger.Info("grant not used: its approval would not count here (its granter asked for this, and self-approval is off)", "grant", g.ID, "by", g.By, "op", op.ID)
 		return false, nil
 	}
 	d, err := o.opts.Journal.DecideBallot(ctx, a.ID, journal.Ballot{Decision: journal.DecideApprove, By: g.By, Grant: g.ID})
