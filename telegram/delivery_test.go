@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,23 @@ func TestArrivedMakesRetryRefuse(t *testing.T) {
 	r.replyContaining(alice, "was delivered")
 	if n := len(sendCalls(r.srv, target)); n != 1 {
 		t.Errorf("attempts = %d, want 1", n)
+	}
+	// The tap closes its notice once: its own outcome event does not edit it
+	// again. Once the edit is seen, the bot stops, which waits for the work
+	// its events started.
+	noticeEdits := func(s *telegramtest.Server) int {
+		n := 0
+		for _, c := range callsIn(s, "editMessageText", alice) {
+			if c.Params["message_id"] == strconv.Itoa(notice.MessageID) {
+				n++
+			}
+		}
+		return n
+	}
+	r.waitFor("the notice closed", func(s *telegramtest.Server) bool { return noticeEdits(s) > 0 })
+	r.shutdown()
+	if n := noticeEdits(r.srv); n != 1 {
+		t.Errorf("the notice was edited %d times, want once", n)
 	}
 }
 
