@@ -26,22 +26,28 @@ func TestATapIsAnsweredOnceWithWhatWasRecorded(t *testing.T) {
 		sends  int
 		close  string // a prefix of the line the cards end with; "" leaves them
 		amend  bool
+		own    bool // self_approval: false
 	}{
-		{"an approver's approve", approverID, command.Approve, approvalOf, "Approved. Sending…", 1, "✅ Approved by @ann (2) at ", false},
-		{"an approver's reject", approverID, command.Reject, approvalOf, "Rejected. Nothing will be sent.", 0, "❌ Rejected by @ann (2) at ", false},
-		{"a stranger's approve", strangerID, command.Approve, approvalOf, "You are not an approver of this request", 0, "", false},
-		{"a stranger's edit", strangerID, command.Edit, approvalOf, "You are not an approver of this request.", 0, "", false},
-		{"an approver's edit", approverID, command.Edit, approvalOf, "Send the new text as a reply.", 0, "", true},
-		{"an approve of no approval", approverID, command.Approve, func(command.Approval) string { return "ap-forged" }, "This approval is not known.", 0, "", false},
-		{"a stranger's resolve", strangerID, command.Arrived, func(a command.Approval) string { return a.OperationID }, "Only operators can resolve.", 0, "", false},
-		{"a resolve of what is not unknown", operatorID, command.Lost, func(a command.Approval) string { return a.OperationID }, "Not resolved: it is no longer unknown.", 0, "", false},
-		{"a grant list of a task with one approval", approverID, command.OfferGrant, func(a command.Approval) string { return a.Operation.TaskID }, "", 0, "", false},
-		{"a button of no kind", approverID, 0, approvalOf, "This button is not known to this bot.", 0, "", false},
+		{"an approver's approve", approverID, command.Approve, approvalOf, "Approved. Sending…", 1, "✅ Approved by @ann (2) at ", false, false},
+		{"an approver's reject", approverID, command.Reject, approvalOf, "Rejected. Nothing will be sent.", 0, "❌ Rejected by @ann (2) at ", false, false},
+		{"a stranger's approve", strangerID, command.Approve, approvalOf, "You are not an approver of this request", 0, "", false, false},
+		{"a stranger's edit", strangerID, command.Edit, approvalOf, "You are not an approver of this request.", 0, "", false, false},
+		{"an approver's edit", approverID, command.Edit, approvalOf, "Send the new text as a reply.", 0, "", true, false},
+		{"an approve of no approval", approverID, command.Approve, func(command.Approval) string { return "ap-forged" }, "This approval is not known.", 0, "", false, false},
+		{"a stranger's resolve", strangerID, command.Arrived, func(a command.Approval) string { return a.OperationID }, "Only operators can resolve.", 0, "", false, false},
+		{"a resolve of what is not unknown", operatorID, command.Lost, func(a command.Approval) string { return a.OperationID }, "Not resolved: it is no longer unknown.", 0, "", false, false},
+		{"a grant list of a task with one approval", approverID, command.OfferGrant, func(a command.Approval) string { return a.Operation.TaskID }, "", 0, "", false, false},
+		{"a button of no kind", approverID, 0, approvalOf, "This button is not known to this bot.", 0, "", false, false},
+		{"the requester's approve without self-approval", operatorID, command.Approve, approvalOf, "You asked for this, and this bot's policy has another approver approve it", 0, "", false, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t)
-			h := w.start(testPolicy(t, operatorID, approverID), "telegram")
+			p := testPolicy(t, operatorID, approverID)
+			if c.own {
+				p.SelfApproval = new(bool)
+			}
+			h := w.start(p, "telegram")
 			r, err := h.Handle(ctx, command.Request{User: operatorID, Chat: "1", Line: "/send 222 hello"})
 			if err != nil || r.Result == nil || r.Result.Status != action.StatusPending {
 				t.Fatalf("/send = %+v, %v; want one approval", r, err)
