@@ -68,7 +68,7 @@ func parseFlags(args []string) (Config, error) {
 	fs.StringVar(&c.Journal, "journal", envOr("COUNTERSIGN_DATABASE_URL", defaultJournal), "the cluster's PostgreSQL server: the run makes a schema of its own there and drops it after")
 	fs.StringVar(&c.Policies, "policies", "policies.yaml", "the policy file to start from")
 	fs.StringVar(&c.Bot, "bot", "", "the bot binary (default: built from ./cmd/bot)")
-	fs.BoolVar(&c.Verbose, "v", false, "print each 10 s window as it passes, and each process's log on failure")
+	fs.BoolVar(&c.Verbose, "v", false, "print each 10 s window as it passes")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -154,8 +154,8 @@ func logTail(f *os.File) string {
 	if err != nil || len(b) == 0 {
 		return ""
 	}
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
+	if len(b) > 6000 {
+		b = b[len(b)-6000:]
 	}
 	return "; its log ends:\n" + string(b)
 }

@@ -266,7 +266,7 @@ func runOne(ctx context.Context, cfg Config, root, name string, n int, out io.Wr
 	if drainErr != nil {
 		f.Lost = append(f.Lost, "the drain did not end: "+drainErr.Error())
 	}
-	if !f.OK() && cfg.Verbose {
+	if !f.OK() { // the processes' own words on what went wrong
 		for _, p := range procs {
 			fmt.Fprintf(out, "--- %s's log%s\n", p.name, logTail(p.log))
 		}
