@@ -68,6 +68,10 @@ type Payload struct {
 	// payload ("changed", see tools/changed.go): the card shows it, and the verifier
 	// lets the payload be asked again.
 	Changed string `json:"changed,omitempty"`
+	// Requoted is what changed in the message the payload quotes (Before) since
+	// a person approved it as it read then: the operator asked again, quoting
+	// it as it reads now, and the card says why.
+	Requoted string `json:"requoted,omitempty"`
 }
 
 // Messages returns the texts to deliver, one per message.

@@ -370,6 +370,8 @@ func Describe(r action.Result) string {
 	switch {
 	case r.Status == action.StatusPending && r.Cause == action.CauseQuorum:
 		return fmt.Sprintf("%s is waiting for approval: %s.", r.OperationID, r.Reason)
+	case r.Status == action.StatusPending && r.Cause == action.CauseChanged:
+		return fmt.Sprintf("%s is waiting for approval again: %s.", r.OperationID, r.Reason)
 	case r.Status == action.StatusPending:
 		return fmt.Sprintf("%s is waiting for approval.", r.OperationID)
 	case r.Status == action.StatusSucceeded && r.Draft != "":

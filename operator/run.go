@@ -10,6 +10,7 @@ import (
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
+	"github.com/countersign/countersign/verifier"
 )
 
 // Decision is a decision recorded on an approval.
@@ -222,7 +223,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 			return r, err
 		}
 	}
-	if r, changed, err := o.checkQuoted(ctx, op, from); changed || err != nil {
+	if r, changed, err := o.checkQuoted(ctx, task, op, from); changed || err != nil {
 		return r, err
 	}
 	// Write ahead: committing is durable before the request leaves the process.
@@ -344,21 +345,58 @@ func (o *Operator) checkBinding(ctx context.Context, op journal.Operation, from 
 }
 
 // checkQuoted reads again, before the write ahead, the message op acts on or
-// takes, as its payload quoted it to the approver (tools.StillQuoted): a change
-// since (an edit, a delete) ends op with nothing sent and a repair to make, the
-// change said in words, since what was approved is no longer what would happen.
-func (o *Operator) checkQuoted(ctx context.Context, op journal.Operation, from journal.State) (*action.Result, bool, error) {
+// takes, as its payload quoted it to the approver (tools.StillQuoted), since
+// what was approved is no longer what would happen once it changed. A message
+// edited since is quoted again as it reads now and asked again of the
+// approvers (requote), the card saying what changed; one deleted since, or a
+// change met on a retry, ends op with nothing sent and a repair to make.
+func (o *Operator) checkQuoted(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (*action.Result, bool, error) {
 	if from != journal.Approved && from != journal.RetryWait {
 		return nil, false, nil
 	}
-	changed, err := tools.StillQuoted(ctx, op.Payload, History{Journal: o.opts.Journal, Clock: o.opts.Clock, Transport: o.opts.Transport})
-	if err != nil || changed == "" {
+	c, err := tools.StillQuoted(ctx, op.Payload, History{Journal: o.opts.Journal, Clock: o.opts.Clock, Transport: o.opts.Transport})
+	if err != nil || c.Words == "" {
 		return nil, false, err
 	}
-	r := repairable(report(changed+"; nothing was sent", "", "make the call again from the message as it reads now, for a new approval"))
+	if !c.Gone && from == journal.Approved {
+		if r, asked, err := o.requote(ctx, task, op, c); asked || err != nil {
+			return r, true, err
+		}
+	}
+	r := repairable(report(c.Words+"; nothing was sent", "", "make the call again from the message as it reads now, for a new approval"))
 	r.Cause = action.CauseChanged
 	res, err := o.end(ctx, op, from, journal.Failed, r, "")
 	return res, true, err
+}
+
+// ReasonRequoted is the reason of the move from approved back to awaiting
+// approval when the message the payload quotes changed since it was approved.
+const ReasonRequoted = "approval requested again: the message it quotes changed since it was approved"
+
+// requote asks again for approved op, whose quoted message changed as c says:
+// its payload quotes the message as it reads now (a new hash, so the approval
+// given binds nothing here any more), the verifier checks it, and a new
+// approval is asked for, in one move the audit chain records. A payload the
+// verifier does not pass is not asked again (asked false).
+func (o *Operator) requote(ctx context.Context, task journal.Task, op journal.Operation, c tools.Change) (*action.Result, bool, error) {
+	next := op
+	next.Payload = tools.Requote(op.Payload, c)
+	next.PayloadSHA256 = next.Payload.SHA256()
+	if v := o.verify(ctx, task, next); v.Decision != verifier.Pass {
+		return nil, false, nil
+	}
+	a := o.newApproval(task, next)
+	m := askApproval(journal.Approved, a)
+	m.Reason, m.Payload = ReasonRequoted+": "+c.Words, &next.Payload
+	if err := o.move(ctx, op.ID, m); err != nil {
+		return nil, true, err // moved on meanwhile (ErrStateChanged): run looks again
+	}
+	next.State = journal.AwaitingApproval
+	res, err := o.asked(ctx, task, next, a)
+	if err == nil && res.Status == action.StatusPending {
+		res.Cause, res.Reason = action.CauseChanged, c.Words+"; nothing was sent, and it is "+res.Reason
+	}
+	return &res, true, err
 }
 
 // decide applies the decision table to a failed attempt.

@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -179,11 +180,14 @@ func TestACorrectionIsHeldToEveryLimitOfItsTool(t *testing.T) {
 	}
 }
 
-// What the approver approved still holds when it leaves: an edit or a delete
-// of a message that another edit changed, or a delete removed, after the card
-// quoted it sends nothing, ends failed with the change in words and a repair
-// to make, and the path is approved -> failed, with no attempt.
-func TestAChangeSinceTheCardSendsNothing(t *testing.T) {
+// What the approver approved still holds when it leaves: an edit, a delete or
+// a copy of a message that another edit changed after the card quoted it sends
+// nothing and is asked again (approved -> awaiting_approval, no attempt),
+// quoting the message as it reads now and saying what changed, under a new
+// hash: the approval given binds nothing any more, and the new one sends. One
+// whose message a delete removed meanwhile ends failed, with nothing to act on
+// and a repair to make.
+func TestAChangeSinceTheCardIsAskedAgain(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	withActsOnSent(h)
@@ -201,25 +205,21 @@ func TestAChangeSinceTheCardSendsNothing(t *testing.T) {
 		t.Fatalf("the second edit = %+v, %v; want it made", d, err)
 	}
 	before := len(h.sender.Sent())
-	for _, c := range []struct {
-		op, want string
-	}{
-		{first.OperationID, `changed since it was approved (` + second.OperationID + `): it read "v1", it now reads "v3 from the second card"`},
-		{remove.OperationID, `changed since it was approved (` + second.OperationID + `)`},
-	} {
-		d, err := h.op.Decide(ctx, h.approval(c.op), approverID, true)
-		if err != nil || d.Status != action.StatusRepairable || d.Cause != action.CauseChanged || !strings.Contains(d.Reason, c.want) {
-			t.Errorf("approved after the change: %+v, %v; want a repair that says %q", d, err, c.want)
+	change := `changed since it was approved (` + second.OperationID + `): it read "v1", it now reads "v3 from the second card"`
+	for _, opID := range []string{first.OperationID, remove.OperationID} {
+		given := h.approval(opID)
+		asked := h.askedAgain(opID, given, change, "v3 from the second card")
+		if d, err := h.op.Record(ctx, given, approverID, true); !errors.Is(err, operator.ErrDecided) || d.Approval.Decision != journal.DecideApprove {
+			t.Errorf("the approval given, tapped again = %+v, %v; want refused as decided", d, err)
 		}
-		if got := h.states(c.op); got[len(got)-1] != journal.Failed || got[len(got)-2] != journal.Approved {
-			t.Errorf("path = %v, want it to end approved -> failed", got)
-		}
-		if op, _ := h.j.Operation(ctx, c.op); op.Attempts != 0 {
-			t.Errorf("attempts = %d, want 0: nothing was tried", op.Attempts)
+		if opID == first.OperationID {
+			if d, err := h.op.Decide(ctx, asked, approverID, true); err != nil || d.Status != action.StatusSucceeded {
+				t.Fatalf("the edit approved as it reads now = %+v, %v; want it made", d, err)
+			}
 		}
 	}
-	if n := len(h.sender.Sent()); n != before {
-		t.Errorf("sends after the change = %d, want none", n-before)
+	if got := h.sender.Sent()[before:]; len(got) != 1 || got[0].Text != "v2 from the first card" {
+		t.Errorf("sends after the change = %+v, want only the edit approved again", got)
 	}
 
 	// A copy quotes the message it takes from another chat: it too finds the
@@ -232,9 +232,7 @@ func TestAChangeSinceTheCardSendsNothing(t *testing.T) {
 	if d, err := h.op.Decide(ctx, h.approval(fix.OperationID), approverID, true); err != nil || d.Status != action.StatusSucceeded {
 		t.Fatalf("the correction = %+v, %v", d, err)
 	}
-	if d, _ := h.op.Decide(ctx, h.approval(cp.OperationID), approverID, true); d.Cause != action.CauseChanged || !strings.Contains(d.Reason, `it now reads "the original, corrected"`) {
-		t.Errorf("a copy of a message corrected since its card = %+v, want a repair that says what it reads now", d)
-	}
+	h.askedAgain(cp.OperationID, h.approval(cp.OperationID), `it now reads "the original, corrected"`, "the original, corrected")
 
 	// A delete made since: an edit quoting the message finds it gone.
 	gone := h.delivered("to be deleted")
@@ -243,7 +241,56 @@ func TestAChangeSinceTheCardSendsNothing(t *testing.T) {
 	if d, err := h.op.Decide(ctx, h.approval(del.OperationID), approverID, true); err != nil || d.Status != action.StatusSucceeded {
 		t.Fatalf("delete = %+v, %v", d, err)
 	}
-	if d, _ := h.op.Decide(ctx, h.approval(edit.OperationID), approverID, true); d.Cause != action.CauseChanged || !strings.Contains(d.Reason, "was deleted since it was approved") {
+	sends := len(h.sender.Sent())
+	if d, _ := h.op.Decide(ctx, h.approval(edit.OperationID), approverID, true); d.Status != action.StatusRepairable || d.Cause != action.CauseChanged || !strings.Contains(d.Reason, "was deleted since it was approved") {
 		t.Errorf("an edit of a message deleted since its card = %+v, want a repair that says it was deleted", d)
 	}
+	if got := h.states(edit.OperationID); got[len(got)-1] != journal.Failed || got[len(got)-2] != journal.Approved {
+		t.Errorf("path = %v, want it to end approved -> failed", got)
+	}
+	if n := len(h.sender.Sent()); n != sends {
+		t.Errorf("sends = %d, want none", n-sends)
+	}
+}
+
+// askedAgain approves opID's approval given after its quoted message changed,
+// and checks that nothing was tried and a new approval was asked, for the
+// payload quoting the message as it reads now (now) and saying what changed
+// (change), on its card too; it returns the new approval.
+func (h *harness) askedAgain(opID, given, change, now string) (asked string) {
+	h.t.Helper()
+	ctx := context.Background()
+	was, err := h.j.Operation(ctx, opID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	d, err := h.op.Decide(ctx, given, approverID, true)
+	if err != nil || d.Status != action.StatusPending || d.NextAction != action.NextAwaitApproval || d.Cause != action.CauseChanged || !strings.Contains(d.Reason, change) {
+		h.t.Fatalf("approved after the change = %+v, %v; want asked again, saying %q", d, err, change)
+	}
+	ts, err := h.j.Transitions(ctx, opID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if last := ts[len(ts)-1]; last.From != journal.Approved || last.To != journal.AwaitingApproval ||
+		!strings.HasPrefix(last.Reason, operator.ReasonRequoted) || !strings.Contains(last.Reason, change) {
+		h.t.Errorf("last move = %+v, want approved -> awaiting_approval, %q, saying %q", last, operator.ReasonRequoted, change)
+	}
+	op, err := h.j.Operation(ctx, opID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if op.Attempts != 0 || op.Payload.Before != now || !strings.Contains(op.Payload.Requoted, change) || op.PayloadSHA256 == was.PayloadSHA256 {
+		h.t.Errorf("payload asked again = %+v (%d attempts, sha256 %s, was %s); want it quoting %q, saying what changed, hashed anew, nothing tried",
+			op.Payload, op.Attempts, op.PayloadSHA256, was.PayloadSHA256, now)
+	}
+	a, err := h.op.PendingApproval(ctx, opID)
+	if err != nil || a.ID == given || a.PayloadSHA256 != op.PayloadSHA256 {
+		h.t.Fatalf("approval asked again = %+v, %v; want a new one bound to the new payload", a, err)
+	}
+	tool, _ := h.op.Tool(op.Tool)
+	if facts := strings.Join(tools.ShowOf(tool, op.Payload).Facts, "\n"); !strings.Contains(facts, "Asked again: approved before, but ") || !strings.Contains(facts, change) {
+		h.t.Errorf("card's facts = %q, want them to say what changed", facts)
+	}
+	return a.ID
 }

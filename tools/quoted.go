@@ -16,15 +16,27 @@ var quotes = map[string]bool{action.EditMessage: true, action.DeleteMessage: tru
 // quotedShown is how much of a text a change is told with.
 const quotedShown = 200
 
+// A Change is what became of the message a payload quotes since the payload
+// was made (StillQuoted).
+type Change struct {
+	// Words says what changed, for a person; "" when nothing did.
+	Words string
+	// Now is the message's text as it reads now, when it is still there.
+	Now string
+	// Gone: the message was deleted, or is no longer among this bot's
+	// messages; there is nothing left to act on.
+	Gone bool
+}
+
 // StillQuoted reads again the message p acts on or takes (an edit, a delete, a
 // pin, a copy or a forward of a message this bot sent) and reports what
-// changed since p quoted it, in words: "" when it reads as the approver saw it,
-// or p quotes no message (a person's message, which a bot cannot read). What an
+// changed since p quoted it: no Words when it reads as the approver saw it, or
+// p quotes no message (a person's message, which a bot cannot read). What an
 // approver approved must still hold when it leaves: an edit made since, or a
 // delete, changes what the commit would do.
-func StillQuoted(ctx context.Context, p action.Payload, sent Sent) (string, error) {
+func StillQuoted(ctx context.Context, p action.Payload, sent Sent) (Change, error) {
 	if !quotes[p.Action] || p.MessageID == 0 {
-		return "", nil
+		return Change{}, nil
 	}
 	chat := p.Target
 	if p.From != "" {
@@ -33,18 +45,26 @@ func StillQuoted(ctx context.Context, p action.Payload, sent Sent) (string, erro
 	m, err := sent.Message(ctx, chat, p.MessageID)
 	switch {
 	case errors.Is(err, ErrNotSentHere) && p.Before == "":
-		return "", nil
+		return Change{}, nil
 	case errors.Is(err, ErrNotSentHere):
-		return fmt.Sprintf("message %d in chat %s is no longer among the messages this bot sent", p.MessageID, chat), nil
+		return Change{Words: fmt.Sprintf("message %d in chat %s is no longer among the messages this bot sent", p.MessageID, chat), Gone: true}, nil
 	case err != nil:
-		return "", fmt.Errorf("tools: read message %d in chat %s again: %w", p.MessageID, chat, err)
+		return Change{}, fmt.Errorf("tools: read message %d in chat %s again: %w", p.MessageID, chat, err)
 	case m.Deleted:
-		return fmt.Sprintf("message %d in chat %s was deleted since it was approved (%s)", p.MessageID, chat, m.OperationID), nil
+		return Change{Words: fmt.Sprintf("message %d in chat %s was deleted since it was approved (%s)", p.MessageID, chat, m.OperationID), Gone: true}, nil
 	case m.Text != p.Before:
-		return fmt.Sprintf("message %d in chat %s changed since it was approved (%s): it read %q, it now reads %q",
-			p.MessageID, chat, m.OperationID, cutRunes(p.Before, quotedShown), cutRunes(m.Text, quotedShown)), nil
+		return Change{Words: fmt.Sprintf("message %d in chat %s changed since it was approved (%s): it read %q, it now reads %q",
+			p.MessageID, chat, m.OperationID, cutRunes(p.Before, quotedShown), cutRunes(m.Text, quotedShown)), Now: m.Text}, nil
 	}
-	return "", nil
+	return Change{}, nil
+}
+
+// Requote is p quoting its message as it reads now (c.Now), with what changed
+// since the approval it had (c.Words) for its next card: the payload a new
+// approval is asked for, its hash covering both.
+func Requote(p action.Payload, c Change) action.Payload {
+	p.Before, p.Requoted = c.Now, c.Words
+	return p
 }
 
 // cutRunes is s cut to n characters, with an ellipsis when cut.

@@ -51,6 +51,9 @@ func ShowOf(t Tool, p action.Payload) Shown {
 	if p.Changed != "" {
 		s.Facts = append(s.Facts, "Asked again after a rejection. What changed, as the request says: "+p.Changed)
 	}
+	if p.Requoted != "" {
+		s.Facts = append(s.Facts, "Asked again: approved before, but "+p.Requoted+". This card quotes it as it reads now.")
+	}
 	return s
 }
 
