@@ -290,6 +290,68 @@ func TestTheLeaderShowsAnotherReplicasApprovalOnlyAfterALease(t *testing.T) {
 	})
 }
 
+// A replica still showing its approval (its cards held up behind a chat's
+// pace, or a slow send) says so, and the leader leaves it alone while it does,
+// though its request is past a lease: a second card for each approver is what
+// the leader would show. Once the replica stops saying so (it died with the
+// cards half out), the leader shows it after a lease.
+func TestTheLeaderLeavesAnApprovalAReplicaStillShows(t *testing.T) {
+	t.Parallel()
+	rs := newReplicas(t)
+	ctx := context.Background()
+	leader, lj := rs.start("r1", nil, false)
+	asker, _ := rs.start("r2", nil, false)
+	mcp, _ := rs.start("", nil, true)
+	rec := record(t, leader, lj)
+	asker.Subscribe(func(operator.Event) {}) // a surface heard it, as a request's does
+	sweep(t, leader)
+	waitUntil(t, "r1 leads", func() bool { ok, _ := leader.Leading(); return ok })
+	task, err := asker.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := asker.Call(ctx, task.ID, callSend("222", "asked at r2, its cards slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := asker.PendingApproval(ctx, r.OperationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if every := asker.ShowingEvery(); every <= 0 || every > lj.Lease()/2 {
+		t.Errorf("ShowingEvery = %v, want a fraction of the %v lease", every, lj.Lease())
+	}
+	published := func() bool {
+		for _, ev := range rec.events() {
+			if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == r.OperationID {
+				return true
+			}
+		}
+		return false
+	}
+	for range 3 { // 18 s since the request, never a lease since r2 last said so
+		rs.clock.Advance(6 * time.Second)
+		if err := asker.StillShowing(ctx, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		wholeWatch(t, mcp, lj)
+		if published() {
+			t.Fatalf("the leader published the approval r2 still shows: %v", rec.heardList())
+		}
+	}
+	// Another run's word does not renew r2's mark.
+	renewed := rs.clock.Now()
+	rs.clock.Advance(time.Second)
+	if err := leader.StillShowing(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := lj.Approval(ctx, a.ID); got.ShownBy != a.ShownBy || !got.Shown.Equal(renewed) {
+		t.Errorf("mark = %s at %v, want r2's (%s), renewed at %v", got.ShownBy, got.Shown, a.ShownBy, renewed)
+	}
+	rs.clock.Advance(10 * time.Second)
+	waitUntil(t, "the leader published the approval a lease after r2 last said it shows it", published)
+}
+
 // approvedBeside asks for a commit in a process that is no replica, and approves
 // it there: it waits, approved and free, for a replica to run it.
 func approvedBeside(t *testing.T, remote *operator.Operator, text string) string {

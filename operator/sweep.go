@@ -224,6 +224,30 @@ func (o *Operator) showInterrupted(ctx context.Context) {
 	}
 }
 
+// StillShowing tells the journal that a surface of this process is still
+// showing approval id, whose cards are held up (behind the chat's pace, a slow
+// send): among replicas another one's watch shows an approval a live replica
+// marked more than a lease ago (showing), which would put a second card before
+// each approver. It renews the mark only while this run holds it. A surface
+// calls it every ShowingEvery while it works on the cards.
+func (o *Operator) StillShowing(ctx context.Context, id string) error {
+	if _, err := o.opts.Journal.KeepShown(ctx, id, o.self); err != nil {
+		return fmt.Errorf("operator: %w", err)
+	}
+	return nil
+}
+
+// ShowingEvery is how often a surface still showing an approval says so
+// (StillShowing): a third of the lease among replicas; 0 for a process alone,
+// whose watch waits showAgain for its own approvals and whose surfaces show one
+// approval's cards one at a time.
+func (o *Operator) ShowingEvery() time.Duration {
+	if !o.replica() {
+		return 0
+	}
+	return o.opts.Journal.Lease() / 3
+}
+
 // showing reports whether a surface is showing approval a, which has no card
 // yet: this run published it less than showAgain ago, or another replica did
 // less than a lease ago (its request's surface shows the cards, and the leader

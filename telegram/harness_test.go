@@ -63,6 +63,7 @@ type rig struct {
 	jopts   []journal.Option // how the next start opens the journal
 	model   string           // an Anthropic-compatible server for plain text; "" for none
 	pairing bool             // offer pairing codes (a desk over dir), as a bot without operators does
+	lease   time.Duration    // a replica (r1) with this lease, when not 0
 	logs    *logBuffer
 	j       *journal.Journal
 	vault   *vault.Vault
@@ -78,6 +79,7 @@ func withPolicy(edit func(*policy.Policy)) rigOption     { return func(r *rig) {
 func withLimits(l *telegram.Limits) rigOption            { return func(r *rig) { r.limits = l } }
 func withWebhook(w *telegram.Webhook) rigOption          { return func(r *rig) { r.webhook = w } }
 func withModel(url string) rigOption                     { return func(r *rig) { r.model = url } }
+func withReplica(lease time.Duration) rigOption          { return func(r *rig) { r.lease = lease } }
 func withOptions(edit func(*telegram.Options)) rigOption { return func(r *rig) { r.edit = edit } }
 func withServer(edit func(*telegramtest.Options)) rigOption {
 	return func(r *rig) { edit(&r.srvOpts) }
@@ -146,7 +148,8 @@ func (r *rig) start() {
 			}
 			return tg.Sender()
 		}),
-		rigtest.Parts(func(w *wiring.Parts) { w.Logger, w.SweepEvery, w.WatchEvery = logger, 50*time.Millisecond, watchEvery }))
+		rigtest.Parts(func(w *wiring.Parts) { w.Logger, w.SweepEvery, w.WatchEvery = logger, 50*time.Millisecond, watchEvery }),
+		r.joining())
 	r.t.Cleanup(r.shutdown) // before the rig closes the journal: cleanups run last first
 	j, v, reg, op, h := rg.Journal, rg.Vault, rg.Tools, rg.Operator, rg.Handler
 	if r.model != "" {
@@ -165,6 +168,14 @@ func (r *rig) start() {
 		deps.Pairing = desk
 	}
 	go func() { r.done <- tg.Serve(ctx, deps) }()
+}
+
+// joining makes the rig's process replica r1 when the rig has a lease.
+func (r *rig) joining() rigtest.Option {
+	if r.lease == 0 {
+		return rigtest.Replica("", 0)
+	}
+	return rigtest.Replica("r1", r.lease)
 }
 
 func (r *rig) shutdown() {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign"
 	"github.com/countersign/countersign/filestore"
@@ -45,6 +46,8 @@ type config struct {
 	policy    *policy.Policy
 	edits     []func(*policy.Policy)
 	own       bool
+	replica   string
+	lease     time.Duration
 	parts     wiring.Parts
 	partEdits []func(*wiring.Parts)
 	transport bool // set by Transport: "" is a choice too
@@ -88,6 +91,13 @@ func Transport(name string) Option {
 // Owning makes the rig's process the sender of its transport's operations,
 // with their crash recovery (journal.Own), as countersign run is.
 func Owning() Option { return func(c *config) { c.own = true } }
+
+// Replica joins the journal as replica name of the transport, with lease (0:
+// the default), as countersign run -replica does, instead of owning the
+// transport alone. An empty name changes nothing.
+func Replica(name string, lease time.Duration) Option {
+	return func(c *config) { c.replica, c.lease = name, lease }
+}
 
 // Dir keeps the rig's data in dir instead of a new temporary folder: a second
 // rig on the same dir is the same bot started again.
@@ -155,7 +165,12 @@ func New(t testing.TB, opts ...Option) *Rig {
 		}
 		t.Cleanup(func() { j.Close() })
 	}
-	if c.own {
+	switch {
+	case c.replica != "":
+		if err := j.Join(ctx, c.parts.Transport, c.replica, c.lease); err != nil {
+			t.Fatalf("rig: %v", err)
+		}
+	case c.own:
 		if err := j.Own(ctx, c.parts.Transport); err != nil {
 			t.Fatalf("rig: %v", err)
 		}
