@@ -74,6 +74,9 @@ func TestChaosReplicasOnPostgres(t *testing.T) {
 	if rep.MCPCommits == 0 || rep.Actions["mcp: caller moved on to another replica"] == 0 {
 		t.Errorf("no MCP commits, or no caller moved on from a replica that died:\n%s", out.String())
 	}
+	if n := rep.Actions["beside command failed"]; n != 0 {
+		t.Errorf("%d commands beside the bot failed (the journal is always in reach in this run):\n%s", n, out.String())
+	}
 	t.Log(out.String())
 }
 

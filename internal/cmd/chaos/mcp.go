@@ -134,13 +134,16 @@ func (a *agents) commit(i int, tool string, args map[string]any, key string) {
 
 // afterRestart has every HTTP caller that held a session look at the pending
 // operations, as an agent resuming its work would: the session died with the
-// bot, so each one finds it lost and connects again.
-func (a *agents) afterRestart() {
+// bot, so each one finds it lost and connects again. Behind replicas, so does
+// every caller that follows a replica now down (down), session or not: its
+// next call finds the replica gone, and it moves on.
+func (a *agents) afterRestart(down ...string) {
 	for _, c := range a.callers {
 		c.mu.Lock()
 		held := c.http && c.cs != nil
+		follows := c.http && c.at != "" && slices.Contains(down, c.at)
 		c.mu.Unlock()
-		if !held {
+		if !held && !follows {
 			continue
 		}
 		a.jobs.Add(1)

@@ -313,6 +313,17 @@ func (w *world) killReplica(r *replica) {
 	w.sawDeath(r)
 }
 
+// down names the replicas not running now.
+func (w *world) down() []string {
+	var names []string
+	for _, r := range w.reps {
+		if !r.up {
+			names = append(names, r.name)
+		}
+	}
+	return names
+}
+
 // stop ends every running replica with SIGTERM and returns how they ended.
 func (w *world) stop() error {
 	var errs []error

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -79,7 +80,7 @@ func (w *world) storm(ctx context.Context, policies string) {
 				kills++
 				nextKill = nextKill.Add(every)
 				if w.agents != nil {
-					w.agents.afterRestart() // a caller on a killed replica finds its session lost, and moves on
+					w.agents.afterRestart(w.down()...) // a caller on a killed replica finds it gone, and moves on
 				}
 			}
 		case kills < w.cfg.Kills && now.After(nextKill):
@@ -357,7 +358,12 @@ func (w *world) fault(name string, f telegramtest.Fault, chat int64) {
 func (w *world) beside() {
 	args := [][]string{{"ops", "list"}, {"vault", "list"}}[w.rnd.IntN(2)]
 	w.note("bot " + args[0] + " " + args[1] + " beside the bot")
-	cmd := exec.Command(w.cfg.Bot, append(args, w.dataArgs()...)...)
+	// Each reads what it lists: ops the journal, vault the vault.
+	where := w.dataArgs()
+	if i := slices.Index(where, map[string]string{"ops": "-vault", "vault": "-journal"}[args[0]]); i >= 0 {
+		where = slices.Delete(where, i, i+2)
+	}
+	cmd := exec.Command(w.cfg.Bot, append(args, where...)...)
 	cmd.Env = w.childEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		w.note("beside command failed")
