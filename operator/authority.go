@@ -76,9 +76,25 @@ func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op jou
 // requester where self-approval is off. A card goes to them, and only their
 // approvals are recorded.
 func (o *Operator) Approvers(task journal.Task) []policy.UserID {
+	return o.approversOf(task, true)
+}
+
+// Verifiers returns who is asked whether an unknown outcome of task arrived
+// (the It arrived / It did not arrive question, and its reminders): the
+// approvers of both its policy and the policy in force, the requester among
+// them even where self-approval is off, since saying what happened approves
+// nothing.
+func (o *Operator) Verifiers(task journal.Task) []policy.UserID {
+	return o.approversOf(task, false)
+}
+
+// approversOf is the approvers of both task's policy and the policy in force,
+// in the order of the task's snapshot; without the requester where
+// self-approval is off, when exceptOwn.
+func (o *Operator) approversOf(task journal.Task, exceptOwn bool) []policy.UserID {
 	var both []policy.UserID
 	for _, id := range task.Policy.Access.Approvers {
-		if o.opts.Policy.Access.IsApprover(id) && !o.ownRequest(task, id) {
+		if o.opts.Policy.Access.IsApprover(id) && !(exceptOwn && o.ownRequest(task, id)) {
 			both = append(both, id)
 		}
 	}

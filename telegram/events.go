@@ -174,7 +174,7 @@ func (t *Bot) askToVerify(ctx context.Context, ev operator.Event) {
 		return
 	}
 	text := "Please verify: " + command.Describe(ev.Result)
-	for _, chat := range t.ops.Approvers(task) {
+	for _, chat := range t.ops.Verifiers(task) {
 		t.sendUnknownNotice(ctx, privateChat(chat), ev.Operation.ID, text)
 	}
 }
@@ -189,7 +189,7 @@ func (t *Bot) remind(ctx context.Context, ev operator.Event) {
 		return
 	}
 	text := reminderText(ev.Operation, ev.Result)
-	for _, chat := range t.ops.Approvers(task) {
+	for _, chat := range t.ops.Verifiers(task) {
 		t.sendUnknownNotice(ctx, privateChat(chat), ev.Operation.ID, text)
 	}
 }

@@ -40,8 +40,14 @@ func (r *rig) remote() *operator.Operator {
 // agent: no chat, no requester.
 func (r *rig) remoteSend(op *operator.Operator, text string) action.Result {
 	r.t.Helper()
+	return r.remoteSendFor(op, 0, text)
+}
+
+// remoteSendFor is remoteSend for a task that requester asked for (0: nobody).
+func (r *rig) remoteSendFor(op *operator.Operator, requester policy.UserID, text string) action.Result {
+	r.t.Helper()
 	ctx := context.Background()
-	task, err := op.StartTask(ctx, journal.Task{Surface: "mcp", Summary: "mcp session"})
+	task, err := op.StartTask(ctx, journal.Task{Surface: "mcp", Summary: "mcp session", Requester: requester})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -137,15 +143,19 @@ func TestExpiryOfAnotherSurfacesApprovalEditsItsCard(t *testing.T) {
 }
 
 // RequestVerification from another process puts the It arrived / It did not
-// arrive question to every approver of the task; a known outcome is refused.
+// arrive question to every approver of the task, its requester among them
+// where self-approval is off (saying what happened approves nothing); a known
+// outcome is refused.
 func TestRequestVerificationAsksTheApprovers(t *testing.T) {
 	t.Parallel()
+	off := false
 	r := newRig(t, withPolicy(func(p *policy.Policy) {
 		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
+		p.SelfApproval = &off
 	}))
 	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target).Times(1))
 	rop := r.remote()
-	lost := r.remoteSend(rop, "did it arrive?")
+	lost := r.remoteSendFor(rop, alice, "did it arrive?")
 	r.waitFor("the unknown outcome", func(*telegramtest.Server) bool { return r.operation(lost.OperationID).State == journal.Unknown })
 	ctx := context.Background()
 	pending := r.remoteSend(rop, "delivered fine")
