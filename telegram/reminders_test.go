@@ -121,6 +121,26 @@ func TestDigestRemindsTheApproversOncePerInterval(t *testing.T) {
 	}
 }
 
+// The digest reminds every approver of an outcome still unknown, its requester
+// among them where self-approval is off: saying whether it arrived approves
+// nothing.
+func TestDigestRemindsTheRequesterWhereSelfApprovalIsOff(t *testing.T) {
+	t.Parallel()
+	off := false
+	r := newRig(t, withPolicy(func(p *policy.Policy) {
+		p.AutoApprove = []policy.AutoApprove{{Tool: "commit_send_message", Chats: []string{"222"}}}
+		p.SelfApproval = &off
+		p.Reminders = &policy.Reminders{Every: 24 * time.Hour}
+	}))
+	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target).Times(1))
+	lost := r.remoteSendFor(r.remote(), alice, "did it arrive?")
+	r.waitFor("the unknown outcome", func(*telegramtest.Server) bool { return r.operation(lost.OperationID).State == journal.Unknown })
+	r.clock.advance(2 * time.Hour)
+	r.waitFor("the digest to both approvers, the requester too", func(s *telegramtest.Server) bool {
+		return len(reminders(s, alice, lost.OperationID)) == 1 && len(reminders(s, bob, lost.OperationID)) == 1
+	})
+}
+
 // approvalReminders are the reminders of an approval near its expiry in chat.
 func approvalReminders(s *telegramtest.Server, chat int64, opID string) []telegramtest.Message {
 	var out []telegramtest.Message
