@@ -104,20 +104,15 @@ func (j *Journal) ShowApproval(ctx context.Context, was Approval, by string) (bo
 }
 
 // KeepShown renews, as of now, the mark of approval id that by set
-// (ShowApproval): by's surface is still showing it, its cards held up (behind
-// the chat's pace, a slow send), so that another replica's watch, which shows
-// what a live replica has not marked within a lease, leaves it alone. It
-// reports whether by still held the mark.
-func (j *Journal) KeepShown(ctx context.Context, id, by string) (bool, error) {
-	res, err := j.exec(ctx, lazy, `UPDATE approvals SET shown_at = ? WHERE id = ? AND shown_by = ?`, ms(j.now()), id, by)
-	if err != nil {
-		return false, fmt.Errorf("journal: approval %s still shown: %w", id, err)
+// (ShowApproval), if by still holds it: by's surface is still showing it, its
+// cards held up (behind the chat's pace, a slow send), so that another
+// replica's watch, which shows what a live replica has not marked within a
+// lease, leaves it alone.
+func (j *Journal) KeepShown(ctx context.Context, id, by string) error {
+	if _, err := j.exec(ctx, lazy, `UPDATE approvals SET shown_at = ? WHERE id = ? AND shown_by = ?`, ms(j.now()), id, by); err != nil {
+		return fmt.Errorf("journal: approval %s still shown: %w", id, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("journal: approval %s still shown: %w", id, err)
-	}
-	return n == 1, nil
+	return nil
 }
 
 // approvals runs a query of approval rows; what names it in an error.

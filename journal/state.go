@@ -31,7 +31,9 @@ const (
 // approved payload, delivered differently); NotDelivered -> AwaitingApproval or
 // Approved is a retry after a human verified that the first send did not arrive;
 // Approved -> AwaitingApproval asks again when the process that sends does not
-// allow the approval given (an auto-approval of another process's policy);
+// allow the approval given (an auto-approval of another process's policy), or
+// when the message the payload quotes changed since it was approved (the payload
+// then quotes it as it reads now);
 // AwaitingApproval -> AwaitingApproval is an approver's edit of the payload,
 // which voids the approval and asks one for the new payload.
 var edges = map[State][]State{

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // SweepOnce runs one slow sweep (expiry, reminders, escalation, ...) as Sweep
@@ -17,3 +18,12 @@ func (o *Operator) WatchOnce(ctx context.Context) {
 	o.watch(ctx, &runs)
 	runs.Wait()
 }
+
+// StillShowing renews the mark of approval id as Showing does on each tick,
+// so that a test on the replicas' clock renews it where it wants.
+func (o *Operator) StillShowing(ctx context.Context, id string) error {
+	return o.opts.Journal.KeepShown(ctx, id, o.self)
+}
+
+// ShowingEvery is how often Showing renews a mark.
+func (o *Operator) ShowingEvery() time.Duration { return o.showingEvery() }

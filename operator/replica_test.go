@@ -250,44 +250,63 @@ func TestTwoReplicasRunAFreeOperationOnce(t *testing.T) {
 	}
 }
 
+// askedAtR2 is a send asked at replica r2, whose surface heard the request,
+// beside a leader r1 whose events are recorded and a process (mcp) that makes
+// the leader's watch pass whole (wholeWatch).
+type askedAtR2 struct {
+	rs                 *replicas
+	leader, asker, mcp *operator.Operator
+	lj                 *journal.Journal
+	rec                *recorder
+	opID               string
+}
+
+func askAtR2(t *testing.T, text string) askedAtR2 {
+	t.Helper()
+	s := askedAtR2{rs: newReplicas(t)}
+	ctx := context.Background()
+	s.leader, s.lj = s.rs.start("r1", nil, false)
+	s.asker, _ = s.rs.start("r2", nil, false)
+	s.mcp, _ = s.rs.start("", nil, true)
+	s.rec = record(t, s.leader, s.lj)
+	s.asker.Subscribe(func(operator.Event) {}) // a surface heard it, as a request's does
+	sweep(t, s.leader)
+	waitUntil(t, "r1 leads", func() bool { ok, _ := s.leader.Leading(); return ok })
+	task, err := s.asker.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.asker.Call(ctx, task.ID, callSend("222", text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.opID = r.OperationID
+	return s
+}
+
+// published reports whether the leader published r2's approval.
+func (s askedAtR2) published() bool {
+	for _, ev := range s.rec.events() {
+		if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == s.opID {
+			return true
+		}
+	}
+	return false
+}
+
 // An approval asked by a live replica is that replica's to show: the leader does
 // not publish it late within a lease, and does after one (the replica that asked
 // may have died before it showed the cards).
 func TestTheLeaderShowsAnotherReplicasApprovalOnlyAfterALease(t *testing.T) {
 	t.Parallel()
-	rs := newReplicas(t)
-	ctx := context.Background()
-	leader, lj := rs.start("r1", nil, false)
-	asker, _ := rs.start("r2", nil, false)
-	mcp, _ := rs.start("", nil, true)
-	rec := record(t, leader, lj)
-	asker.Subscribe(func(operator.Event) {}) // a surface heard it, as a request's does
-	sweep(t, leader)
-	waitUntil(t, "r1 leads", func() bool { ok, _ := leader.Leading(); return ok })
-	task, err := asker.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
-	if err != nil {
-		t.Fatal(err)
+	s := askAtR2(t, "asked at r2")
+	s.rs.clock.Advance(9 * time.Second)
+	wholeWatch(t, s.mcp, s.lj) // of the leader, with r2's approval there
+	if s.published() {
+		t.Fatalf("the leader published r2's fresh approval: %v", s.rec.heardList())
 	}
-	r, err := asker.Call(ctx, task.ID, callSend("222", "asked at r2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs.clock.Advance(9 * time.Second)
-	wholeWatch(t, mcp, lj) // of the leader, with r2's approval there
-	for _, ev := range rec.events() {
-		if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == r.OperationID {
-			t.Fatalf("the leader published r2's fresh approval: %v", rec.heardList())
-		}
-	}
-	rs.clock.Advance(2 * time.Second)
-	waitUntil(t, "the leader published r2's approval after the lease", func() bool {
-		for _, ev := range rec.events() {
-			if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == r.OperationID {
-				return true
-			}
-		}
-		return false
-	})
+	s.rs.clock.Advance(2 * time.Second)
+	waitUntil(t, "the leader published r2's approval after the lease", s.published)
 }
 
 // A replica still showing its approval (its cards held up behind a chat's
@@ -297,59 +316,36 @@ func TestTheLeaderShowsAnotherReplicasApprovalOnlyAfterALease(t *testing.T) {
 // cards half out), the leader shows it after a lease.
 func TestTheLeaderLeavesAnApprovalAReplicaStillShows(t *testing.T) {
 	t.Parallel()
-	rs := newReplicas(t)
+	s := askAtR2(t, "asked at r2, its cards slow")
 	ctx := context.Background()
-	leader, lj := rs.start("r1", nil, false)
-	asker, _ := rs.start("r2", nil, false)
-	mcp, _ := rs.start("", nil, true)
-	rec := record(t, leader, lj)
-	asker.Subscribe(func(operator.Event) {}) // a surface heard it, as a request's does
-	sweep(t, leader)
-	waitUntil(t, "r1 leads", func() bool { ok, _ := leader.Leading(); return ok })
-	task, err := asker.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Surface: transport})
+	a, err := s.asker.PendingApproval(ctx, s.opID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := asker.Call(ctx, task.ID, callSend("222", "asked at r2, its cards slow"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := asker.PendingApproval(ctx, r.OperationID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if every := asker.ShowingEvery(); every <= 0 || every > lj.Lease()/2 {
-		t.Errorf("ShowingEvery = %v, want a fraction of the %v lease", every, lj.Lease())
-	}
-	published := func() bool {
-		for _, ev := range rec.events() {
-			if ev.Kind == operator.ApprovalNeeded && ev.Operation.ID == r.OperationID {
-				return true
-			}
-		}
-		return false
+	if every := s.asker.ShowingEvery(); every <= 0 || every > s.lj.Lease()/2 {
+		t.Errorf("ShowingEvery = %v, want a fraction of the %v lease", every, s.lj.Lease())
 	}
 	for range 3 { // 18 s since the request, never a lease since r2 last said so
-		rs.clock.Advance(6 * time.Second)
-		if err := asker.StillShowing(ctx, a.ID); err != nil {
+		s.rs.clock.Advance(6 * time.Second)
+		if err := s.asker.StillShowing(ctx, a.ID); err != nil {
 			t.Fatal(err)
 		}
-		wholeWatch(t, mcp, lj)
-		if published() {
-			t.Fatalf("the leader published the approval r2 still shows: %v", rec.heardList())
+		wholeWatch(t, s.mcp, s.lj)
+		if s.published() {
+			t.Fatalf("the leader published the approval r2 still shows: %v", s.rec.heardList())
 		}
 	}
 	// Another run's word does not renew r2's mark.
-	renewed := rs.clock.Now()
-	rs.clock.Advance(time.Second)
-	if err := leader.StillShowing(ctx, a.ID); err != nil {
+	renewed := s.rs.clock.Now()
+	s.rs.clock.Advance(time.Second)
+	if err := s.leader.StillShowing(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := lj.Approval(ctx, a.ID); got.ShownBy != a.ShownBy || !got.Shown.Equal(renewed) {
+	if got, _ := s.lj.Approval(ctx, a.ID); got.ShownBy != a.ShownBy || !got.Shown.Equal(renewed) {
 		t.Errorf("mark = %s at %v, want r2's (%s), renewed at %v", got.ShownBy, got.Shown, a.ShownBy, renewed)
 	}
-	rs.clock.Advance(10 * time.Second)
-	waitUntil(t, "the leader published the approval a lease after r2 last said it shows it", published)
+	s.rs.clock.Advance(10 * time.Second)
+	waitUntil(t, "the leader published the approval a lease after r2 last said it shows it", s.published)
 }
 
 // approvedBeside asks for a commit in a process that is no replica, and approves

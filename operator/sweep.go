@@ -224,24 +224,43 @@ func (o *Operator) showInterrupted(ctx context.Context) {
 	}
 }
 
-// StillShowing tells the journal that a surface of this process is still
-// showing approval id, whose cards are held up (behind the chat's pace, a slow
-// send): among replicas another one's watch shows an approval a live replica
-// marked more than a lease ago (showing), which would put a second card before
-// each approver. It renews the mark only while this run holds it. A surface
-// calls it every ShowingEvery while it works on the cards.
-func (o *Operator) StillShowing(ctx context.Context, id string) error {
-	if _, err := o.opts.Journal.KeepShown(ctx, id, o.self); err != nil {
-		return fmt.Errorf("operator: %w", err)
+// Showing tells the journal, every third of a lease from now until stop, that
+// a surface of this process still shows approval id: its cards may be held up
+// (behind a chat's pace, a slow send), and among replicas another one's watch
+// shows an approval a live replica marked more than a lease ago (showing),
+// which would put a second card before each approver. A surface calls it as it
+// takes the approval to show, and stops once its cards are out. It renews the
+// mark only while this run holds it; a process alone, whose watch waits
+// showAgain for its own approvals and whose surfaces show one approval's cards
+// at a time, has nothing to renew.
+func (o *Operator) Showing(ctx context.Context, id string) (stop func()) {
+	every := o.showingEvery()
+	if every <= 0 {
+		return func() {}
 	}
-	return nil
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if err := o.opts.Journal.KeepShown(ctx, id, o.self); err != nil && ctx.Err() == nil {
+				o.opts.Logger.Warn("approval still shown here, but its mark not renewed: another replica may show its cards too", "approval", id, "err", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
-// ShowingEvery is how often a surface still showing an approval says so
-// (StillShowing): a third of the lease among replicas; 0 for a process alone,
-// whose watch waits showAgain for its own approvals and whose surfaces show one
-// approval's cards one at a time.
-func (o *Operator) ShowingEvery() time.Duration {
+// showingEvery is how often Showing renews a mark: a third of the lease among
+// replicas, never for a process alone.
+func (o *Operator) showingEvery() time.Duration {
 	if !o.replica() {
 		return 0
 	}

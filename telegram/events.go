@@ -31,7 +31,7 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 	switch ev.Kind {
 	case operator.ApprovalNeeded:
 		ready, done := t.asked.take(ev.Operation.TaskID) // taken in the order published
-		keep := t.keepShowing(ctx, ev.Approval.ID)
+		keep := t.ops.Showing(ctx, ev.Approval.ID)
 		t.spawn(func() {
 			defer done()
 			defer keep()
@@ -66,36 +66,6 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 	case operator.ApprovalEscalated:
 		t.spawn(func() { t.escalated(ctx, ev) })
 	}
-}
-
-// keepShowing says, every ShowingEvery until the returned stop, that this
-// process still shows approval id (operator.StillShowing): among replicas, a
-// card held up longer than a lease (behind the chat's pace, a slow send)
-// would otherwise be shown by the leader's watch as well, a second card for
-// each approver.
-func (t *Bot) keepShowing(ctx context.Context, id string) (stop func()) {
-	every := t.ops.ShowingEvery()
-	if every <= 0 {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			if err := t.ops.StillShowing(ctx, id); err != nil && ctx.Err() == nil {
-				t.log.Warn("approval still shown here, but its mark not renewed: another replica may show its cards too", "approval", id, "err", err)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
 
 // showApproval shows the cards of the approval operation opID waits on, if it

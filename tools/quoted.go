@@ -54,7 +54,7 @@ func StillQuoted(ctx context.Context, p action.Payload, sent Sent) (Change, erro
 		return Change{Words: fmt.Sprintf("message %d in chat %s was deleted since it was approved (%s)", p.MessageID, chat, m.OperationID), Gone: true}, nil
 	case m.Text != p.Before:
 		return Change{Words: fmt.Sprintf("message %d in chat %s changed since it was approved (%s): it read %q, it now reads %q",
-			p.MessageID, chat, m.OperationID, cutRunes(p.Before, quotedShown), cutRunes(m.Text, quotedShown)), Now: m.Text}, nil
+			p.MessageID, chat, m.OperationID, excerpt(p.Before, quotedShown), excerpt(m.Text, quotedShown)), Now: m.Text}, nil
 	}
 	return Change{}, nil
 }
@@ -65,12 +65,4 @@ func StillQuoted(ctx context.Context, p action.Payload, sent Sent) (Change, erro
 func Requote(p action.Payload, c Change) action.Payload {
 	p.Before, p.Requoted = c.Now, c.Words
 	return p
-}
-
-// cutRunes is s cut to n characters, with an ellipsis when cut.
-func cutRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }

@@ -354,16 +354,24 @@ func (w *world) fault(name string, f telegramtest.Fault, chat int64) {
 	w.srv.Inject(f.For("sendMessage").InChat(chat))
 }
 
-// beside runs the commands that may run beside the bot.
+// besideCommands are the commands that may run beside the bot, each with the
+// one of dataArgs' flags it does not take: ops reads the journal, vault the
+// vault.
+var besideCommands = []struct {
+	args   []string
+	unread string
+}{{[]string{"ops", "list"}, "-vault"}, {[]string{"vault", "list"}, "-journal"}}
+
+// beside runs a command that may run beside the bot.
 func (w *world) beside() {
-	args := [][]string{{"ops", "list"}, {"vault", "list"}}[w.rnd.IntN(2)]
+	c := besideCommands[w.rnd.IntN(len(besideCommands))]
+	args := c.args
 	w.note("bot " + args[0] + " " + args[1] + " beside the bot")
-	// Each reads what it lists: ops the journal, vault the vault.
 	where := w.dataArgs()
-	if i := slices.Index(where, map[string]string{"ops": "-vault", "vault": "-journal"}[args[0]]); i >= 0 {
+	if i := slices.Index(where, c.unread); i >= 0 {
 		where = slices.Delete(where, i, i+2)
 	}
-	cmd := exec.Command(w.cfg.Bot, append(args, where...)...)
+	cmd := exec.Command(w.cfg.Bot, append(slices.Clone(args), where...)...)
 	cmd.Env = w.childEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		w.note("beside command failed")
