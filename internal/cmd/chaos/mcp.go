@@ -54,13 +54,21 @@ type agents struct {
 	commits int
 }
 
+// draw is the caller's next choice among n.
+func (c *caller) draw(n int) int {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return c.rnd.IntN(n)
+}
+
 // caller is one outside agent: one MCP session at a time, a new one after a
 // session was lost.
 type caller struct {
 	a    *agents
 	name string
 	http bool
-	rnd  *rand.Rand // the caller's own choices, from the seed
+	rnd  *rand.Rand // the caller's own choices, from the seed (draw)
+	rmu  sync.Mutex // rnd's: the commits a caller follows run at once
 
 	mu  sync.Mutex
 	cs  *sdk.ClientSession
@@ -357,7 +365,7 @@ func (c *caller) commit(tool string, args map[string]any, text string) {
 			// callers look for it first; the others call again, in a new session,
 			// which is a second operation if the first was journaled.
 			c.a.note("commit call cut, outcome not known to the caller")
-			if c.rnd.IntN(2) == 0 {
+			if c.draw(2) == 0 {
 				if found := c.findPending(args, text); found != "" {
 					c.a.note("cut commit found in list_pending")
 					id = found
@@ -437,12 +445,12 @@ func (c *caller) follow(id string) {
 	began := time.Now()
 	asked := false
 	for time.Since(began) < 3*time.Minute && c.a.ctx.Err() == nil {
-		name, args := "await_outcome", map[string]any{"operation_id": id, "timeout_s": 2 + c.rnd.IntN(8)}
-		if c.rnd.IntN(4) == 0 {
+		name, args := "await_outcome", map[string]any{"operation_id": id, "timeout_s": 2 + c.draw(8)}
+		if c.draw(4) == 0 {
 			name, args = "get_operation", map[string]any{"operation_id": id}
 		}
 		start := time.Now()
-		r, res, err := c.try(name, args, name == "await_outcome" && c.rnd.IntN(2) == 0)
+		r, res, err := c.try(name, args, name == "await_outcome" && c.draw(2) == 0)
 		if err != nil || res.IsError {
 			if err == nil {
 				c.a.note(name + " answered with a tool error")
@@ -477,7 +485,7 @@ func (c *caller) follow(id string) {
 // unknown is what an agent does with an unknown outcome: reads the envelope (the
 // tool, the resource or the list), and asks the approvers to verify, at times.
 func (c *caller) unknown(id string, asked *bool) {
-	switch c.rnd.IntN(4) {
+	switch c.draw(4) {
 	case 0:
 		if _, res, err := c.try("read_envelope", map[string]any{"operation_id": id}, false); err == nil {
 			if res.IsError || !strings.Contains(textOf(res), id) {
@@ -505,7 +513,7 @@ func (c *caller) unknown(id string, asked *bool) {
 			c.a.note("list_envelopes")
 		}
 	}
-	if !*asked && c.rnd.IntN(2) == 0 {
+	if !*asked && c.draw(2) == 0 {
 		*asked = true
 		if _, res, err := c.try("request_verification", map[string]any{"operation_id": id}, false); err == nil {
 			// Refused when a person resolved it meanwhile: a plain tool error.
