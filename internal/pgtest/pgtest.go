@@ -20,6 +20,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver
 
+	"github.com/countersign/countersign/internal/partition"
 	"github.com/countersign/countersign/internal/skips"
 )
 
@@ -110,4 +111,22 @@ func Fresh(tb testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// Through returns name's URL (a journal's, from Fresh) with its host and port
+// those of a proxy that can cut the network to the server, and the proxy,
+// closed when tb ends.
+func Through(tb testing.TB, name string) (string, *partition.Proxy) {
+	tb.Helper()
+	u, err := url.Parse(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := partition.New(u.Host)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	u.Host = p.Addr()
+	return u.String(), p
 }

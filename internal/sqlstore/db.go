@@ -23,6 +23,7 @@ import (
 	"hash/fnv"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,7 @@ type DB struct {
 	schema  string // PostgreSQL: the current_schema() of the pools' connections
 	commits atomic.Int64
 	trips   atomic.Int64 // round trips of write transactions on PostgreSQL (pgTx)
+	turns   [2]*turns    // PostgreSQL: the writes' turns on each pool, by Commit (turn)
 	closed  sync.Once
 }
 
@@ -83,12 +85,22 @@ type SQLiteOptions struct {
 // PageSize is SQLite's default page size, which the store keeps.
 const PageSize = 4096
 
+// cacheKiB bounds each SQLite connection's page cache (SQLite's default is
+// 2,000 KiB). A read on another connection after any write finds the
+// write-ahead log changed and drops its whole cache, so in a bot that writes
+// every few milliseconds a cache rarely outlives a statement; at the default,
+// every pooled connection kept up to 2 MB of C heap that the process never gave
+// back. 512 KiB holds the pages a statement walks (the journal's indexes are
+// three or four levels deep).
+const cacheKiB = 512
+
 // OpenSQLite opens the SQLite file at file, creating it when it does not
 // exist (unless o.Snapshot). It connects lazily: the first statement finds
 // out whether the file can be opened.
 func OpenSQLite(file string, o SQLiteOptions) *DB {
 	db := &DB{d: SQLite}
 	q := url.Values{}
+	q.Set("_cache_size", strconv.Itoa(-cacheKiB))
 	if o.Snapshot {
 		db.gate = newGate(1)
 		q.Set("mode", "ro")
@@ -106,6 +118,11 @@ func OpenSQLite(file string, o SQLiteOptions) *DB {
 	q.Set("_foreign_keys", "on")
 	q.Set("_synchronous", "FULL") // a committed write survives power loss
 	q.Set("_txlock", "immediate") // take the write lock at BEGIN: no upgrade deadlocks
+	// Each connection keeps its last 128 statements prepared: a store's
+	// statements are a nearly fixed set, and a send's forty-odd statements
+	// otherwise pay SQLite's parser and planner every time (and the driver a
+	// fresh statement's column names), about a quarter of its allocations.
+	q.Set("_stmt_cache_size", "128")
 	db.durable = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: db.driver(true, o.MaxPages)})
 	q.Set("_synchronous", "NORMAL") // lazy: the write-ahead log is synced by the next durable commit
 	db.lazy = sql.OpenDB(connector{dsn: "file:" + file + "?" + q.Encode(), driver: db.driver(false, o.MaxPages)})
@@ -163,6 +180,13 @@ func OpenPostgres(ctx context.Context, cfg *pgx.ConnConfig) (*DB, error) {
 	db := &DB{d: Postgres, durable: stdlib.OpenDB(*durable), lazy: stdlib.OpenDB(*lazy)}
 	db.durable.SetMaxOpenConns(maxDurableConns)
 	db.lazy.SetMaxOpenConns(maxLazyConns)
+	// A pool keeps two idle connections by default and closes the others as
+	// they come back: after each burst of writes it closed most of them, and
+	// the next burst opened them again, each a new server process and its
+	// statements prepared again. It keeps them all, within the same bound.
+	db.durable.SetMaxIdleConns(maxDurableConns)
+	db.lazy.SetMaxIdleConns(maxLazyConns)
+	db.turns = [2]*turns{Durable: newTurns(maxDurableConns), Lazy: newTurns(maxLazyConns)}
 	if err := db.durable.QueryRowContext(ctx, "SELECT current_schema()").Scan(&db.schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connect: %w", err)
@@ -207,12 +231,10 @@ func (db *DB) Pool(c Commit) *sql.DB {
 // then runs fn in a write transaction on the pool c names and commits it when
 // fn returns nil. On PostgreSQL there is no writer lock: its writes run side
 // by side, each guarded by the rows it changes (RowLock), and pipelined
-// (pgTx).
+// (pgTx), each after taking its turn on the pool (turn).
 func (db *DB) Write(ctx context.Context, c Commit, fn func(*Tx) error) error {
 	if db.gate == nil {
-		err := runPG(ctx, db.Pool(c), &db.trips, func(p *pgTx) error {
-			return run(ctx, &Tx{p: p, d: db.d}, fn)
-		})
+		err := db.writePG(ctx, c, &db.trips, fn)
 		if err == nil && c == Durable {
 			db.commits.Add(1) // SQLite's are counted by its commit hook (driver)
 		}
@@ -228,6 +250,106 @@ func (db *DB) Write(ctx context.Context, c Commit, fn func(*Tx) error) error {
 		return err
 	}
 	return run(ctx, &Tx{tx: tx, d: db.d}, fn)
+}
+
+// WriteAside is Write on PostgreSQL for a durable write that keeps the store
+// itself (the audit trail's flush), not the facts its callers write: it is
+// not counted in Commits or Trips, which price its callers' writes. On
+// SQLite it is Write.
+func (db *DB) WriteAside(ctx context.Context, fn func(*Tx) error) error {
+	if db.gate == nil {
+		return db.writePG(ctx, Durable, new(atomic.Int64), fn)
+	}
+	return db.Write(ctx, Durable, fn)
+}
+
+func (db *DB) writePG(ctx context.Context, c Commit, trips *atomic.Int64, fn func(*Tx) error) error {
+	release, err := db.turn(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return runPG(ctx, db.Pool(c), trips, func(p *pgTx) error {
+		return run(ctx, &Tx{p: p, d: db.d}, fn)
+	})
+}
+
+// turn waits, on PostgreSQL, for a write's turn on the pool c names, in the
+// order the writes asked (or for ctx to end), and returns what gives it back.
+// A pool hands a connection that comes free to a waiter chosen at random
+// (database/sql), so that in a burst of more writers than connections a
+// write could lose again and again to later ones: a send's four writes, each
+// a fresh draw, made the burst's slowest sends several times its mean. The
+// turns are as many as the pool's connections, and a write takes one before
+// it asks the pool for a connection: the writes queue here, first come first
+// served, and one that has its turn seldom waits for the pool (only for the
+// reads, which take no turn).
+func (db *DB) turn(ctx context.Context, c Commit) (release func(), err error) {
+	q := db.turns[c]
+	if q == nil {
+		return func() {}, nil
+	}
+	if err := q.take(ctx); err != nil {
+		return nil, err
+	}
+	return q.give, nil
+}
+
+// turns is a queue of writes for a pool's connections: first come, first
+// served.
+type turns struct {
+	mu      sync.Mutex
+	free    int
+	waiting []chan struct{} // in the order they came; closed when served
+	queued  func()          // for tests: called once a write waits in the queue
+}
+
+func newTurns(n int) *turns { return &turns{free: n} }
+
+// take waits for a turn, or for ctx to end.
+func (q *turns) take(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if q.free > 0 && len(q.waiting) == 0 {
+		q.free--
+		q.mu.Unlock()
+		return nil
+	}
+	served := make(chan struct{})
+	q.waiting = append(q.waiting, served)
+	if q.queued != nil {
+		q.queued()
+	}
+	q.mu.Unlock()
+	select {
+	case <-served:
+		return nil
+	case <-ctx.Done():
+		q.mu.Lock()
+		i := slices.Index(q.waiting, served)
+		if i >= 0 {
+			q.waiting = slices.Delete(q.waiting, i, i+1)
+		}
+		q.mu.Unlock()
+		if i < 0 {
+			q.give() // served as ctx ended: the turn goes on to the next
+		}
+		return ctx.Err()
+	}
+}
+
+// give gives a turn back: to the first write waiting, if any.
+func (q *turns) give() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiting) > 0 {
+		close(q.waiting[0])
+		q.waiting = q.waiting[1:]
+		return
+	}
+	q.free++
 }
 
 // run runs fn in t and commits.
@@ -247,6 +369,11 @@ func run(ctx context.Context, t *Tx, fn func(*Tx) error) error {
 // names: on PostgreSQL in one round trip, since nothing else goes with it.
 func (db *DB) Exec(ctx context.Context, c Commit, query string, args ...any) (sql.Result, error) {
 	if db.gate == nil {
+		release, err := db.turn(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		res, err := db.Pool(c).ExecContext(ctx, db.d.Bind(query), args...)
 		if err == nil && c == Durable {
 			db.commits.Add(1)
@@ -261,6 +388,11 @@ func (db *DB) Exec(ctx context.Context, c Commit, query string, args ...any) (sq
 // says how long ago something happened, as of when it runs.
 func (db *DB) ExecBuilt(ctx context.Context, c Commit, build func() (string, []any)) (sql.Result, error) {
 	if db.gate == nil {
+		release, err := db.turn(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		conn, err := db.Pool(c).Conn(ctx)
 		if err != nil {
 			return nil, err
@@ -287,7 +419,12 @@ func (db *DB) ExecBuilt(ctx context.Context, c Commit, build func() (string, []a
 // its own, and scans the row into dest.
 func (db *DB) WriteRow(ctx context.Context, c Commit, query string, args []any, dest ...any) error {
 	if db.gate == nil {
-		err := db.Pool(c).QueryRowContext(ctx, db.d.Bind(query), args...).Scan(dest...)
+		release, err := db.turn(ctx, c)
+		if err != nil {
+			return err
+		}
+		defer release()
+		err = db.Pool(c).QueryRowContext(ctx, db.d.Bind(query), args...).Scan(dest...)
 		if err == nil && c == Durable {
 			db.commits.Add(1)
 		}
@@ -312,6 +449,11 @@ func (db *DB) WriteRows(ctx context.Context, c Commit, query string, args []any,
 		return rows.Err()
 	}
 	if db.gate == nil {
+		release, err := db.turn(ctx, c)
+		if err != nil {
+			return err
+		}
+		defer release()
 		rows, err := db.Pool(c).QueryContext(ctx, db.d.Bind(query), args...)
 		if err != nil {
 			return err

@@ -38,6 +38,23 @@ func TestLoadShortRun(t *testing.T) {
 		if f.Taps == 0 || f.TapP50 <= 0 || f.TapP50 > f.TapP99 || f.TapP99 > f.TapMax || f.TapMax > 30*time.Second {
 			t.Errorf("%s: %d taps, p50 %v, p99 %v, max %v; want some, ordered, under 30 s", f.Name, f.Taps, f.TapP50, f.TapP99, f.TapMax)
 		}
+		// Every tap is cut into its stages by the bot's trace, and the steps each
+		// one passes took time.
+		b := f.Breakdown
+		if b.Traced != f.Taps || len(b.Spans) != len(tapStages) {
+			t.Errorf("%s: %d of %d taps traced, %d spans; want every tap, and %d spans", f.Name, b.Traced, f.Taps, len(b.Spans), len(tapStages))
+		}
+		for i, s := range tapStages {
+			switch s.name {
+			case "inbox (stored durably)", "decision recorded", "checks (binding, holds, audience)", "write-ahead (committing)", "Bot API call reaching the server":
+				if i < len(b.Spans) && b.Spans[i][2] <= 0 {
+					t.Errorf("%s: stage %q measured at most %v; every tap passes it, and it takes a write or a round trip", f.Name, s.name, b.Spans[i][2])
+				}
+			}
+		}
+		if b.Unpaced[2] > f.TapMax || b.Unpaced[2] < 0 || b.Pacing[2] < 0 {
+			t.Errorf("%s: less its pacing, the slowest tap took %v of %v (pacing up to %v)", f.Name, b.Unpaced[2], f.TapMax, b.Pacing[2])
+		}
 		if f.MCP.commits == 0 || f.MCP.committed != f.MCP.commits {
 			t.Errorf("%s: MCP commits %d, committed %d: %v", f.Name, f.MCP.commits, f.MCP.committed, f.MCP.errors)
 		}
@@ -49,6 +66,7 @@ func TestLoadShortRun(t *testing.T) {
 		}
 		for _, m := range f.Mem {
 			if m.PeakRSS < 1<<20 || m.PeakRSS > 1<<30 || m.EndRSS <= 0 || m.EndRSS > m.PeakRSS || m.WarmRSS <= 0 ||
+				m.PeakAnon <= 0 || m.PeakFile <= 0 || m.PeakAnon+m.PeakFile < m.PeakRSS/2 ||
 				m.PeakHeap <= 0 || m.EndHeap <= 0 || m.EndGoroutines <= 0 || m.CPU <= 0 {
 				t.Errorf("%s %s: memory and CPU not all measured, or out of reason: %+v", f.Name, m.Name, m)
 			}
@@ -60,6 +78,9 @@ func TestLoadShortRun(t *testing.T) {
 		if len(f.Windows) == 0 || offered != f.Offered {
 			t.Errorf("%s: %d windows counting %d offered, want %d", f.Name, len(f.Windows), offered, f.Offered)
 		}
+	}
+	if !strings.Contains(out.String(), "tap to send by stage") {
+		t.Errorf("no breakdown of the taps by stage:\n%s", out.String())
 	}
 	if !strings.Contains(out.String(), "PASS  duplicates 0 and 0, lost updates 0 and 0") {
 		t.Errorf("no PASS line:\n%s", out.String())
@@ -108,7 +129,7 @@ func TestChecksCatchDuplicatesAndLosses(t *testing.T) {
 		api("sendMessage", url.Values{"chat_id": {"101"}, "text": {"card"}, "reply_markup": {`{"inline_keyboard":[[{"text":"Approve","callback_data":"ap1:a-1:y"}]]}`}})
 	}
 	rows := []inboxRow{{updateID: handled, received: start, handled: time.Now()}, {updateID: unhandledID, received: start}}
-	f := l.figures(start, time.Now(), time.Now(), rows)
+	f := l.figures(start, time.Now(), time.Now(), rows, nil)
 	lost, dups := strings.Join(f.Lost, "\n"), strings.Join(f.Duplicates, "\n")
 	for _, want := range []string{"never handled", "update 999999: offered, never taken", never} {
 		if !strings.Contains(lost, want) {

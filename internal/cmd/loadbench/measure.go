@@ -25,6 +25,10 @@ type ProcMem struct {
 	// VmRSS at the first sample past a fifth of the load, against which EndRSS
 	// shows growth.
 	PeakRSS, EndRSS, WarmRSS int64
+	// PeakAnon and PeakFile are the highest RssAnon and RssFile sampled: the
+	// process's own memory (Go heap, C heap, stacks) and the pages of the binary
+	// and libraries it has mapped, which VmHWM adds up.
+	PeakAnon, PeakFile int64
 	// PeakHeap and EndHeap are go_memstats_heap_inuse_bytes from /metrics, the
 	// highest scraped and the last.
 	PeakHeap, EndHeap int64
@@ -78,6 +82,7 @@ func (s *sampler) sample(scrape bool) {
 		m := s.mem[p.name]
 		if err == nil {
 			m.PeakRSS, m.EndRSS = max(m.PeakRSS, st["VmHWM"]), st["VmRSS"]
+			m.PeakAnon, m.PeakFile = max(m.PeakAnon, st["RssAnon"]), max(m.PeakFile, st["RssFile"])
 			if warm && m.WarmRSS == 0 {
 				m.WarmRSS = st["VmRSS"]
 			}

@@ -69,7 +69,8 @@ type sent struct {
 	target int64
 	text   string
 	tapped bool
-	tap    int64 // the tap's update id, once tapped
+	tap    int64  // the tap's update id, once tapped
+	query  string // the tap's callback query id, which the bot's trace of it names
 }
 
 // load is one configuration's mix: what it offered and what it expects.
@@ -253,9 +254,9 @@ func (l *load) tapCards() {
 		c := l.cards[data]
 		by := people(firstApprover, approvers)[l.taps.IntN(approvers)]
 		l.mu.Unlock()
-		id, _ := l.srv.PushCallbackQuery(by, by, c.in[by], data+"y")
+		id, query := l.srv.PushCallbackQuery(by, by, c.in[by], data+"y")
 		l.mu.Lock()
-		l.sends[c.text].tap = id
+		l.sends[c.text].tap, l.sends[c.text].query = id, query
 		l.mu.Unlock()
 		l.offer(kindTap, id)
 	}

@@ -72,7 +72,7 @@ func newProc(dir, name string) (*proc, error) {
 // the shared vault, or, with pg empty, on a SQLite journal in its data folder.
 func (p *proc) start(bot, policies string, srv *telegramtest.Server, pg, vault string, operators, approvers []int64) error {
 	args := []string{"run", "-data", p.data, "-policies", policies, "-webhook-listen", p.hook, "-webhook-url", hookURL,
-		"-metrics-listen", p.metrics, "-mcp-listen", p.mcp}
+		"-metrics-listen", p.metrics, "-mcp-listen", p.mcp, "-log-level", "debug"} // debug: each tap's steps (stages.go)
 	if pg != "" {
 		args = append(args, "-journal", pg, "-vault", vault, "-replica", p.name)
 	}
@@ -181,14 +181,4 @@ func (b *balancer) deliver(ctx context.Context, update []byte, secret string) er
 	p := b.procs[b.rnd.IntN(len(b.procs))]
 	b.mu.Unlock()
 	return telegramtest.PostWebhook(b.client, func() (string, error) { return "http://" + p.hook + "/telegram", nil })(ctx, update, secret)
-}
-
-// build compiles the bot into dir.
-func build(dir string) (string, error) {
-	bin := filepath.Join(dir, "countersign")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/bot")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the bot: %v\n%s", err, out)
-	}
-	return bin, nil
 }

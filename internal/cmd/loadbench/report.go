@@ -40,6 +40,10 @@ func (r *Report) Print(out io.Writer) {
 	row("updates handled a second", fmt.Sprintf("%.2f", c.perSecond(c.Handled)), fmt.Sprintf("%.2f", s.perSecond(s.Handled)), c.perSecond(c.Handled)/s.perSecond(s.Handled))
 	row("tap to send, p50", ms(c.TapP50), ms(s.TapP50), ratio(c.TapP50, s.TapP50))
 	row("tap to send, p99", ms(c.TapP99), ms(s.TapP99), ratio(c.TapP99, s.TapP99))
+	row("tap to send, max", ms(c.TapMax), ms(s.TapMax), ratio(c.TapMax, s.TapMax))
+	row("the chat's own pacing, p99", ms(c.Breakdown.Pacing[1]), ms(s.Breakdown.Pacing[1]), ratio(c.Breakdown.Pacing[1], s.Breakdown.Pacing[1]))
+	row("tap to send less pacing, p99", ms(c.Breakdown.Unpaced[1]), ms(s.Breakdown.Unpaced[1]), ratio(c.Breakdown.Unpaced[1], s.Breakdown.Unpaced[1]))
+	row("tap to send less pacing, max", ms(c.Breakdown.Unpaced[2]), ms(s.Breakdown.Unpaced[2]), ratio(c.Breakdown.Unpaced[2], s.Breakdown.Unpaced[2]))
 	cp, sp := sum(c.Mem, func(m ProcMem) int64 { return m.PeakRSS }), sum(s.Mem, func(m ProcMem) int64 { return m.PeakRSS })
 	row("peak RSS, one process (mean)", mib(cp/int64(len(c.Mem))), mib(sp), float64(cp)/float64(len(c.Mem))/float64(sp))
 	row("peak RSS, all processes", mib(cp), mib(sp), float64(cp)/float64(sp))
@@ -86,18 +90,13 @@ func (f *Figures) Print(out io.Writer) {
 	}
 	fmt.Fprintf(out, "  tap to send (the tap's update leaving the fake server to the approved sendMessage reaching it): %d taps, p50 %s, p99 %s, max %s\n",
 		f.Taps, ms(f.TapP50), ms(f.TapP99), ms(f.TapMax))
-	if len(f.Slow) > 0 {
-		var at []string
-		for _, s := range f.Slow {
-			at = append(at, fmt.Sprintf("%.0fs: %s", s[0].Seconds(), ms(s[1])))
-		}
-		fmt.Fprintf(out, "    %d over %s, at (from the load's start): %s\n", len(f.Slow), ms(slowTap), strings.Join(at, ", "))
-	}
+	fmt.Fprintf(out, "    %d over %s\n", len(f.SlowTaps), ms(slowTap))
+	f.printBreakdown(out)
 	fmt.Fprintf(out, "  messages sent %d, 429s %d; of them %d refusals to %d strangers (at most %d to one); the machine's 1-minute load average %.2f to %.2f\n",
 		f.Sends, f.TooMany, f.Refusals, f.Refused, f.RefusedMost, f.LoadAvg[0], f.LoadAvg[1])
 	for _, m := range f.Mem {
-		fmt.Fprintf(out, "  %s: RSS peak %s, at a fifth of the load %s, at the end %s; Go heap in use peak %s, end %s; goroutines %d then %d; CPU %s (%.0f%% of a core)\n",
-			m.Name, mib(m.PeakRSS), mib(m.WarmRSS), mib(m.EndRSS), mib(m.PeakHeap), mib(m.EndHeap), m.WarmGoroutines, m.EndGoroutines,
+		fmt.Fprintf(out, "  %s: RSS peak %s (sampled peaks: anonymous %s, file-backed %s), at a fifth of the load %s, at the end %s; Go heap in use peak %s, end %s; goroutines %d then %d; CPU %s (%.0f%% of a core)\n",
+			m.Name, mib(m.PeakRSS), mib(m.PeakAnon), mib(m.PeakFile), mib(m.WarmRSS), mib(m.EndRSS), mib(m.PeakHeap), mib(m.EndHeap), m.WarmGoroutines, m.EndGoroutines,
 			m.CPU.Round(10*time.Millisecond), 100*m.CPU.Seconds()/(f.Load+f.Drain).Seconds())
 	}
 	fmt.Fprintf(out, "  %6s %8s %8s %8s %12s %9s\n", "window", "offered", "taken", "handled", "at Telegram", "in inbox")

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/internal/botbuild"
 	"github.com/countersign/countersign/internal/cmd/quantile"
 
 	"github.com/countersign/countersign/internal/pgschema"
@@ -80,13 +81,15 @@ type Figures struct {
 	// Taps are the taps timed, from the update leaving the fake server to the
 	// approved message reaching it.
 	Taps int
-	// Slow are the taps over slowTap: when each left, from the load's start, and
-	// how long it took.
-	Slow                   [][2]time.Duration
+	// SlowTaps are the taps over slowTap, in the order they left, each cut
+	// into its stages where the bot traced it.
+	SlowTaps               []TapBreakdown
 	TapP50, TapP99, TapMax time.Duration
-	Mem                    []ProcMem
-	TooMany                int // 429 answers of the fake server
-	Sends                  int // messages the bot sent (sendMessage answered 200)
+	// Breakdown is where the taps' time went, stage by stage.
+	Breakdown Breakdown
+	Mem       []ProcMem
+	TooMany   int // 429 answers of the fake server
+	Sends     int // messages the bot sent (sendMessage answered 200)
 	// Refusals are the messages to strangers, RefusedMost the most one stranger
 	// got: the bot tells a stranger once an hour.
 	Refusals, Refused, RefusedMost int
@@ -127,10 +130,15 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	if err := os.WriteFile(filepath.Join(root, "policies.yaml"), []byte(pol), 0o600); err != nil {
 		return nil, err
 	}
+	// The bot runs from a fresh copy read from the disk, as installed: the
+	// linker's own output would count its cached pages in the peak RSS.
 	if cfg.Bot == "" {
-		if cfg.Bot, err = build(root); err != nil {
-			return nil, err
-		}
+		cfg.Bot, err = botbuild.Build(root)
+	} else {
+		cfg.Bot, err = botbuild.Install(cfg.Bot, root)
+	}
+	if err != nil {
+		return nil, err
 	}
 	fmt.Fprintf(out, "loadbench: seed %d, %s of load per configuration: %.1f updates/s offered (%.2f /send/s, each tapped), %.2f MCP commits/s; %d CPUs; load average at the start %s\n",
 		cfg.Seed, cfg.Duration, cfg.Rate, cfg.Sends, cfg.MCP, numCPU(), loadLine())
@@ -260,7 +268,11 @@ func runOne(ctx context.Context, cfg Config, root, name string, n int, out io.Wr
 	if err != nil {
 		return nil, err
 	}
-	f := l.figures(start, loadEnd, drained, rows)
+	traces, err := tracesOf(procs)
+	if err != nil {
+		return nil, err
+	}
+	f := l.figures(start, loadEnd, drained, rows, traces)
 	f.Name, f.Procs, f.Mem = name, n, smp.figures()
 	f.LoadAvg = minMax(smp.loads)
 	if drainErr != nil {
@@ -353,9 +365,9 @@ func whoamiReplies(ms []telegramtest.Message) int {
 
 func first(xs []string, n int) []string { return xs[:min(n, len(xs))] }
 
-// figures computes a configuration's figures from what the fake server recorded
-// and the journal's inbox.
-func (l *load) figures(start, loadEnd, end time.Time, rows []inboxRow) *Figures {
+// figures computes a configuration's figures from what the fake server recorded,
+// the journal's inbox and the taps' traces (by callback query id).
+func (l *load) figures(start, loadEnd, end time.Time, rows []inboxRow, traces map[string]tapTrace) *Figures {
 	f := &Figures{Load: loadEnd.Sub(start), Drain: end.Sub(loadEnd), ByKind: map[string]int{}, TooMany: l.srv.TooManyRequests()}
 	l.mu.Lock()
 	offered := make(map[int64]time.Time, len(l.offered))
@@ -444,6 +456,7 @@ func (l *load) figures(start, loadEnd, end time.Time, rows []inboxRow) *Figures 
 	}
 	f.Refused = len(told)
 	var lat []time.Duration
+	var taps []TapBreakdown
 	for _, s := range sends {
 		if !s.tapped || s.tap == 0 {
 			continue
@@ -451,13 +464,17 @@ func (l *load) figures(start, loadEnd, end time.Time, rows []inboxRow) *Figures 
 		left, ok1 := took[s.tap]
 		got, ok2 := at[[2]string{fmt.Sprint(s.target), s.text}]
 		if ok1 && ok2 {
-			lat = append(lat, got.Sub(left))
-			if d := got.Sub(left); d > slowTap {
-				f.Slow = append(f.Slow, [2]time.Duration{left.Sub(start), d})
+			tr, traced := traces[s.query]
+			b := breakdown(left, got, tr, traced)
+			b.Left, b.Queued = left.Sub(start), left.Sub(offered[s.tap])
+			lat, taps = append(lat, b.Total), append(taps, b)
+			if b.Total > slowTap {
+				f.SlowTaps = append(f.SlowTaps, b)
 			}
 		}
 	}
-	slices.SortFunc(f.Slow, func(a, b [2]time.Duration) int { return cmp.Compare(a[0], b[0]) })
+	slices.SortFunc(f.SlowTaps, func(a, b TapBreakdown) int { return cmp.Compare(a.Left, b.Left) })
+	f.Breakdown = summarize(taps)
 	f.Taps = len(lat)
 	f.TapP50, f.TapP99, f.TapMax = quantile.Of(lat, 0.5), quantile.Of(lat, 0.99), quantile.Of(lat, 1)
 	return f
