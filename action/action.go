@@ -10,6 +10,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"strings"
 )
 
 // The kinds of action a payload names, written by the tools and read by the
@@ -72,6 +74,46 @@ type Payload struct {
 	// a person approved it as it read then: the operator asked again, quoting
 	// it as it reads now, and the card says why.
 	Requoted string `json:"requoted,omitempty"`
+	// Audience is the chat the action reaches as its members knew it when the
+	// payload was made (its name and type, read from the service): the card
+	// names it, and it is read again right before the write, so that a chat
+	// renamed or of another kind since is asked about again. Nil when the
+	// action reaches no chat, or the chat could not be read.
+	Audience *Audience `json:"audience,omitempty"`
+}
+
+// Audience is a chat as its members know it.
+type Audience struct {
+	// Name is the chat's title, or a person's first and last name.
+	Name string `json:"name"`
+	// Username is the chat's public @username, without the @; "" for none.
+	Username string `json:"username,omitempty"`
+	// Type is Telegram's: "private", "group", "supergroup" or "channel".
+	Type string `json:"type"`
+}
+
+// String is the audience as a card names it: "\"Team\" @team, a supergroup".
+func (a Audience) String() string {
+	name := a.Name
+	if a.Username != "" {
+		name += " @" + a.Username
+	}
+	return fmt.Sprintf("%q, %s", strings.TrimSpace(name), ChatKind(a.Type))
+}
+
+// ChatKind is a chat's type in the words a card uses.
+func ChatKind(t string) string {
+	switch t {
+	case "private":
+		return "a private chat"
+	case "group":
+		return "a group"
+	case "supergroup":
+		return "a supergroup"
+	case "channel":
+		return "a channel"
+	}
+	return "a chat of type " + t
 }
 
 // Messages returns the texts to deliver, one per message.

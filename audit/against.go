@@ -37,7 +37,9 @@ func Against(ctx context.Context, export io.Reader, trail Source) (Report, error
 				rep.Fault = &Fault{Line: n, Reason: fmt.Sprintf("not a JSON object: %v", jerr)}
 				return rep, nil
 			}
-			if _, sig := probe["signature"]; !sig {
+			_, sig := probe["signature"]
+			_, keys := probe["passkeys"]
+			if !sig && !keys {
 				var r Record
 				if jerr := json.Unmarshal(line, &r); jerr != nil {
 					rep.Fault = &Fault{Line: n, Reason: fmt.Sprintf("not an audit record: %v", jerr)}
@@ -84,6 +86,9 @@ func sameRecord(a, b Record) bool {
 	return a.Seq == b.Seq && a.At == b.At && a.Kind == b.Kind && a.Operation == b.Operation && a.Ref == b.Ref &&
 		compactEqual(a.Body, b.Body) && a.PrevHash == b.PrevHash && a.Hash == b.Hash
 }
+
+// SameJSON says whether two JSON texts are the same but for spacing.
+func SameJSON(a, b []byte) bool { return compactEqual(a, b) }
 
 // compactEqual says whether two JSON texts are the same but for spacing.
 func compactEqual(a, b []byte) bool {

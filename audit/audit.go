@@ -128,6 +128,21 @@ func (e *Writer) Add(r Record) error {
 	return err
 }
 
+// Keys writes the passkeys line: the public keys of the approvers whose
+// receipts the export holds, after the last record and before Close, so that
+// the signature covers them. An export without receipts needs none.
+func (e *Writer) Keys(keys []PasskeyKey) error {
+	if keys == nil {
+		keys = []PasskeyKey{}
+	}
+	line, err := json.Marshal(Passkeys{Passkeys: keys})
+	if err != nil {
+		return fmt.Errorf("audit: export the passkeys: %w", err)
+	}
+	_, err = io.MultiWriter(e.sum, e.w).Write(append(line, '\n')) // signed like a record
+	return err
+}
+
 // Close writes the signature line over everything before it and flushes. It
 // returns the signature line as written.
 func (e *Writer) Close() (Signature, error) {
@@ -146,6 +161,10 @@ func (e *Writer) Close() (Signature, error) {
 type Report struct {
 	Records int64
 	Head    string
+	// Receipts is how many passkey receipts were verified, with Keys the
+	// public keys the export carried.
+	Receipts int
+	Keys     []PasskeyKey
 	// Fault is the first thing wrong, the record it was found at when there is
 	// one (Seq), or the line (Line); nil when the export is intact and signed by
 	// the key.
@@ -169,12 +188,17 @@ func (f Fault) String() string {
 // Check reads an export from r and checks, in this order: each record follows
 // the one before in the chain and carries its own hash (the first bad one is
 // named), the last line is a signature by pub over every byte before it, and
-// its count and head are the records'. The error is for r failing to read.
+// its count and head are the records'; then every passkey receipt, offline,
+// with the public keys of the export's passkeys line alone (VerifyReceipt),
+// the payload hash it claims against its approval's record when the export
+// holds it, and every vote that says a passkey was given has its receipt.
+// The error is for r failing to read.
 func Check(r io.Reader, pub ed25519.PublicKey) (Report, error) {
 	var rep Report
 	br := bufio.NewReader(r)
 	sum := sha256.New()
 	chain := NewChain(false)
+	receipts := newReceiptCheck()
 	fail := func(line int, format string, args ...any) (Report, error) {
 		rep.Fault = &Fault{Line: line, Reason: fmt.Sprintf(format, args...)}
 		return rep, nil
@@ -195,7 +219,23 @@ func Check(r io.Reader, pub ed25519.PublicKey) (Report, error) {
 			return fail(n, "not a JSON object: %v", jerr)
 		}
 		if _, ok := probe["signature"]; ok {
-			return checkSignature(rep, n, line, br, sum.Sum(nil), pub)
+			rep, err := checkSignature(rep, n, line, br, sum.Sum(nil), pub)
+			if err == nil && rep.Fault == nil {
+				rep.Fault = receipts.verify()
+				rep.Receipts = receipts.verified
+				rep.Keys = receipts.sortedKeys()
+			}
+			return rep, err
+		}
+		if _, ok := probe["passkeys"]; ok {
+			if problem := receipts.setKeys(n, line); problem != "" {
+				return fail(n, "%s", problem)
+			}
+			sum.Write(line)
+			continue
+		}
+		if receipts.keysLine != 0 {
+			return fail(n, "a record after the passkeys line, which must come last before the signature")
 		}
 		var rec Record
 		if jerr := json.Unmarshal(line, &rec); jerr != nil {
@@ -205,6 +245,7 @@ func Check(r io.Reader, pub ed25519.PublicKey) (Report, error) {
 			rep.Fault = &Fault{Line: n, Record: f}
 			return rep, nil
 		}
+		receipts.add(n, rec)
 		sum.Write(line)
 		rep.Records, rep.Head = chain.Records(), chain.Head()
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The audit trail is a hash chain: each record carries the hash of the one
@@ -48,20 +49,89 @@ type Record struct {
 // Sum returns the hash r must carry: the SHA-256, in hex, of its prev_hash (the
 // 64 hex characters) followed by its canonical form, the JSON object
 // {"seq","at","kind","operation","ref","body"} in that order with the body as a
-// string of its exact bytes.
+// string of its exact bytes, as encoding/json writes it.
+//
+// Every fact a send journals is hashed here, so it is written without
+// reflection, in one buffer: byte for byte what json.Marshal of those fields
+// makes, which TestSumIsTheHashOfJSONMarshal and FuzzSum hold it to.
 func (r Record) Sum() string {
-	canon, _ := json.Marshal(struct {
-		Seq       int64  `json:"seq"`
-		At        int64  `json:"at"`
-		Kind      string `json:"kind"`
-		Operation string `json:"operation"`
-		Ref       string `json:"ref"`
-		Body      string `json:"body"`
-	}{r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body)}) // plain strings always marshal
-	h := sha256.New()
-	h.Write([]byte(r.PrevHash))
-	h.Write(canon)
-	return hex.EncodeToString(h.Sum(nil))
+	var arr [1024]byte
+	buf := append(arr[:0], r.PrevHash...)
+	sum := sha256.Sum256(appendCanonical(buf, r))
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
+}
+
+func appendCanonical(b []byte, r Record) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, r.Seq, 10)
+	b = append(b, `,"at":`...)
+	b = strconv.AppendInt(b, r.At, 10)
+	b = append(b, `,"kind":`...)
+	b = AppendJSONString(b, r.Kind)
+	b = append(b, `,"operation":`...)
+	b = AppendJSONString(b, r.Operation)
+	b = append(b, `,"ref":`...)
+	b = AppendJSONString(b, r.Ref)
+	b = append(b, `,"body":`...)
+	b = AppendJSONString(b, r.Body)
+	return append(b, '}')
+}
+
+// AppendJSONString appends s to b as encoding/json writes a string
+// (HTML-escaped, invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped), without
+// reflection: the canonical form's strings, and a store's rows of records
+// written as JSON.
+func AppendJSONString[T ~string | ~[]byte](b []byte, s T) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		n := min(len(s)-i, utf8.UTFMax)
+		c, size := utf8.DecodeRuneInString(string(s[i : i+n]))
+		switch {
+		case c == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // RecordFault is the first thing wrong with an audit trail: the record it was

@@ -51,6 +51,11 @@ func (h *Handler) approverCommand(ctx context.Context, req Request, c Command) (
 			fmt.Fprintf(&b, "%s: %s to %s until %s, by user %d\n", g.ID, g.Tool, g.Target, g.Until.UTC().Format("2006-01-02 15:04 UTC"), g.By)
 		}
 		return Reply{Text: b.String() + "/revoke <grant_id> ends one."}, nil
+	case "code":
+		r, err := h.Confirm(ctx, Confirmation{User: req.User, Approval: c.OpID, Code: c.Text})
+		return Reply{Text: joinLines(r.Text, r.Close), Result: r.Result}, err
+	case "review":
+		return h.reviewLink(ctx, req.User, c.OpID)
 	case "revoke":
 		g, err := h.Operator.Revoke(ctx, req.User, c.OpID)
 		if err != nil {
@@ -73,14 +78,11 @@ func refused(err error) (Reply, error) {
 // approval id (an approval id, or the operation's), and returns the new
 // approval to show: the old card is void.
 func (h *Handler) Amend(ctx context.Context, id string, user policy.UserID, text string) (Reply, error) {
-	if strings.HasPrefix(id, "op-") {
-		a, err := h.Operator.PendingApproval(ctx, id)
-		if err != nil {
-			return Reply{Text: fmt.Sprintf("%s waits on no approval: only a request not yet decided can be amended.", id)}, nil
-		}
-		id = a.ID
+	approval, err := h.Operator.ApprovalID(ctx, id)
+	if err != nil {
+		return Reply{Text: fmt.Sprintf("%s waits on no approval: only a request not yet decided can be amended.", id)}, nil
 	}
-	ed, err := h.Operator.Edit(ctx, id, user, text)
+	ed, err := h.Operator.Edit(ctx, approval, user, text)
 	if err != nil {
 		return refused(err)
 	}
@@ -135,4 +137,35 @@ func (h *Handler) GrantTask(ctx context.Context, user policy.UserID, taskID, cod
 		lines = append(lines, Describe(r))
 	}
 	return Reply{Text: strings.Join(lines, "\n")}, nil
+}
+
+// joinLines joins the lines that are not empty.
+func joinLines(lines ...string) string {
+	var out []string
+	for _, l := range lines {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// reviewLink answers /review: the link to the review page of what opID waits
+// on, for user alone, when user is shown that approval.
+func (h *Handler) reviewLink(ctx context.Context, user policy.UserID, opID string) (Reply, error) {
+	if h.Reviewer == nil {
+		return Reply{Text: "This bot serves no review page (run it with -review-listen and -review-url)."}, nil
+	}
+	a, err := h.Approval(ctx, opID)
+	if errors.Is(err, journal.ErrNotFound) {
+		return Reply{Text: fmt.Sprintf("%s waits on no approval.", opID)}, nil
+	}
+	if err != nil {
+		return Reply{}, err
+	}
+	if !a.Shows(user) {
+		return Reply{Text: "You are not an approver of this request."}, nil
+	}
+	return Reply{Text: fmt.Sprintf("The whole payload of %s (sha256 %s), for you alone, until it is decided:\n%s", opID, a.PayloadSHA256[:12],
+		h.Reviewer.ReviewLink(a.ID, a.PayloadSHA256, user))}, nil
 }

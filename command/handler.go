@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -32,6 +33,15 @@ type Handler struct {
 	// command) and turns it into tool calls. Nil: plain text gets a usage error
 	// that says how to configure a model (NoModel).
 	Agent Agent
+	// Reviewer makes /review's links to the review page; nil: the bot serves
+	// no review page, and /review says so.
+	Reviewer Reviewer
+}
+
+// Reviewer makes the link of the review page that shows approval apID, whose
+// payload hashes to sha, to user alone (review.Linker).
+type Reviewer interface {
+	ReviewLink(apID, sha string, user policy.UserID) string
 }
 
 // Agent is the model layer as the handler sees it. Chat runs one turn of the
@@ -86,6 +96,11 @@ type Approval struct {
 	// approving it (the tool is a tools.Reviser): the card offers an Edit.
 	Editable bool
 }
+
+// Shows reports whether the approval is shown to user: one of Approvers, the
+// escalation list included once it is escalated. Cards go to them, and the
+// review page and /review show the payload to them alone.
+func (a Approval) Shows(user policy.UserID) bool { return slices.Contains(a.Approvers, user) }
 
 // ErrNotOperator is returned, with no other effect, for a user who may not operate.
 var ErrNotOperator = errors.New("not an operator")
@@ -155,7 +170,7 @@ func (h *Handler) Handle(ctx context.Context, req Request) (Reply, error) {
 			return Reply{Text: "Nothing is running in this chat."}, nil
 		}
 		return Reply{}, nil // the stopped turn says so itself
-	case "amend", "grant", "grants", "revoke":
+	case "amend", "grant", "grants", "revoke", "code", "review":
 		return Reply{Text: fmt.Sprintf("/%s is for approvers, and you are not one.", c.Name)}, nil
 	case "new":
 		if h.Agent == nil {

@@ -17,8 +17,8 @@ import (
 type Command struct {
 	Name   string // without the slash: "send", "publish", ...
 	Target string // send, publish: the chat id or @username
-	Text   string // send, publish, draft, edit: exactly as typed after the target
-	OpID   string // resolve, retry, cancel, edit, delete, pin, unpin; amend: the approval or its operation
+	Text   string // send, publish, draft, edit: exactly as typed after the target; code: the code
+	OpID   string // resolve, retry, cancel, edit, delete, pin, unpin; amend, code: the approval or its operation
 	// Delivered is the answer of a resolve.
 	Delivered bool
 	// Grant: a window grant's tool, chat (Target) and length; or, for a task's
@@ -48,6 +48,8 @@ var Usage = []struct{ Name, Args, Doc string }{
 	{"grant", "<tool> <chat_id> <duration> | <task_id> [code]", "approvers: approve that tool to that chat without a card for a time; or every approval a task waits on, listed first"},
 	{"grants", "", "approvers: the grants in force"},
 	{"revoke", "<grant_id>", "approvers: end a grant now"},
+	{"code", "<approval_id|op_id> <code>", "approvers: approve a request that asks a second factor (step_up), with the code from your authenticator app"},
+	{"review", "<op_id>", "approvers: a link to the whole payload of a request in any browser, for you alone, until it is decided"},
 	{"stop", "", "stop the model's running request in this chat"},
 	{"new", "", "start a new conversation: the next message does not continue the last"},
 	{"whoami", "", "your user id and what you may do here"},
@@ -133,6 +135,18 @@ func Parse(line string) (Command, error) {
 		if c.OpID == "" || strings.ContainsFunc(c.OpID, unicode.IsSpace) {
 			return c, usageErr(c.Name)
 		}
+	case "code":
+		f := strings.Fields(rest)
+		if len(f) != 2 {
+			return c, usageErr(c.Name)
+		}
+		c.OpID, c.Text = f[0], f[1]
+	case "review":
+		c.OpID = strings.TrimSpace(rest)
+		if c.OpID == "" || strings.ContainsFunc(c.OpID, unicode.IsSpace) {
+			return c, usageErr(c.Name)
+		}
+		return c, checkOpID(c)
 	case "approve", "reject":
 		// The console's own answers to a waiting approval, which it reads before
 		// they get here; anywhere else a person decides with a card's button.
@@ -201,7 +215,7 @@ func checkOpID(c Command) error {
 // or grants): an approver who is no operator may give it.
 func ForApprovers(name string) bool {
 	switch name {
-	case "amend", "grant", "grants", "revoke":
+	case "amend", "grant", "grants", "revoke", "code", "review":
 		return true
 	}
 	return false

@@ -61,6 +61,9 @@ type TapReply struct {
 	Amend bool
 	// Offer (OfferGrant) is the list one grant would approve, for its card.
 	Offer *operator.TaskGrant
+	// StepUp (Approve) asks the person for the second factor the approval
+	// asks: nothing was recorded; their code comes back through Confirm.
+	StepUp *CodePrompt
 }
 
 // Tap carries out a tap: it calls tap.Answer once, always, and returns what
@@ -101,6 +104,18 @@ func (h *Handler) decideTap(ctx context.Context, tap Tap, answer func(string)) (
 	d, err := h.Operator.Record(ctx, tap.Ref, tap.User, approve)
 	var refused *operator.Refusal
 	switch {
+	case errors.As(err, &refused) && errors.Is(refused, operator.ErrStepUp):
+		p, err := h.codePrompt(ctx, d.Approval)
+		if err != nil {
+			answer("The bot could not read this approval; nothing was recorded.")
+			return TapReply{}, err
+		}
+		if p.Factor == policy.FactorPasskey {
+			answer("Nothing is recorded yet: approve with your passkey, in your phone's browser.")
+		} else {
+			answer(fmt.Sprintf("Nothing is recorded yet: send your %s code to approve.", p.Factor.Name()))
+		}
+		return TapReply{StepUp: p}, nil
 	case errors.As(err, &refused):
 		answer(tapRefusal(refused, d))
 		return TapReply{}, nil

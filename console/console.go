@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -501,6 +502,13 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 			fmt.Fprintln(c.Out, "Answer y or n.")
 			continue
 		}
+		if approve && a.StepUp != policy.NoFactor {
+			done, err := c.confirm(ctx, in, a)
+			if done || err != nil {
+				return err
+			}
+			continue
+		}
 		decided, err := c.Handler.Decide(ctx, a.ID, User, approve)
 		if err != nil {
 			return fmt.Errorf("console: %w", err)
@@ -510,6 +518,43 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 	}
 	fmt.Fprintf(c.Out, "\n%s left waiting for approval; a later session answers it with /approve or /reject %s.\n", a.Operation.ID, a.Operation.ID)
 	return nil
+}
+
+// confirm asks the terminal's owner for the second factor approval a asks,
+// after their y, and approves with it (command.Handler.Confirm). It reports
+// whether the question is over: the approval was recorded, or it asks a
+// passkey, which a terminal cannot give (it stays waiting); a refused code (wrong, used, a locked
+// factor) leaves it waiting, and the question is put again.
+func (c *Console) confirm(ctx context.Context, in *input, a command.Approval) (bool, error) {
+	if a.StepUp == policy.FactorPasskey {
+		// A terminal has no WebAuthn: the approver's browser does.
+		fmt.Fprintf(c.Out, "Second factor: passkey. A terminal cannot take one: approve %s on the review page, in a browser, with your passkey (/review %s gives the link). Nothing is recorded here.\n", a.Operation.ID, a.Operation.ID)
+		return true, nil
+	}
+	fmt.Fprintf(c.Out, "Second factor: %s. Code from your authenticator app: ", a.StepUp.Name())
+	l, ok := in.next(ctx)
+	if !ok {
+		return false, nil
+	}
+	if l.refused != "" {
+		fmt.Fprintln(c.Out, l.refused)
+		return false, nil
+	}
+	r, err := c.Handler.Confirm(ctx, command.Confirmation{User: User, Approval: a.ID, Code: strings.TrimSpace(l.text)})
+	if err != nil {
+		return false, fmt.Errorf("console: %w", err)
+	}
+	fmt.Fprintln(c.Out, r.Text)
+	if r.Result != nil {
+		fmt.Fprintln(c.Out, command.Describe(*r.Result))
+		return true, nil
+	}
+	now, err := c.Handler.Journal.Approval(ctx, a.ID)
+	if err != nil {
+		return false, fmt.Errorf("console: %w", err)
+	}
+	voted := slices.ContainsFunc(now.Votes, func(v journal.Vote) bool { return v.By == User })
+	return now.Decision != journal.Pending || voted, nil
 }
 
 // amend reads the corrected text of approval a's request, one line (\n

@@ -2,7 +2,10 @@ package demo
 
 import (
 	"encoding/json"
+	"net/url"
+	"strings"
 
+	"github.com/countersign/countersign/review"
 	"github.com/countersign/countersign/telegram/standin"
 )
 
@@ -12,6 +15,9 @@ type markup struct {
 		Text         string `json:"text"`
 		CallbackData string `json:"callback_data"`
 		URL          string `json:"url"`
+		WebApp       *struct {
+			URL string `json:"url"`
+		} `json:"web_app"`
 	} `json:"inline_keyboard"`
 }
 
@@ -34,9 +40,24 @@ func bubble(m standin.Message) Bubble {
 	for _, row := range mk.InlineKeyboard {
 		var r []Button
 		for _, k := range row {
-			r = append(r, Button{Text: k.Text, Data: k.CallbackData, URL: k.URL})
+			b := Button{Text: k.Text, Data: k.CallbackData, URL: k.URL}
+			if k.WebApp != nil {
+				b.URL = webAppURL(k.WebApp.URL)
+			}
+			r = append(r, b)
 		}
 		b.Buttons = append(b.Buttons, r)
 	}
 	return b
+}
+
+// webAppURL is where the demo's page opens a web_app button: the page's
+// /webapp, which adds the init data Telegram would (Scene.serveWebApp); ""
+// for a Mini App that is not the bot's review page.
+func webAppURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.HasPrefix(u.Path, review.Path+"/") {
+		return ""
+	}
+	return "/webapp?to=" + url.QueryEscape(u.Path)
 }

@@ -13,10 +13,15 @@ package demo
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/countersign/countersign/stepup"
 	"github.com/countersign/countersign/telegram/standin"
 	"github.com/countersign/countersign/vault"
 )
@@ -35,6 +40,12 @@ type Scene struct {
 	TargetName string
 	// Vault is where the bot writes the envelope of an unknown outcome.
 	Vault *vault.Vault
+	// TOTP is the key of the person's TOTP factor, enrolled for the demo
+	// ("" for none): the demo shows the code their authenticator app would,
+	// beside the bot's question for it.
+	TOTP string
+
+	review atomic.Pointer[http.Handler] // the bot's review page, once mounted
 
 	mu   sync.Mutex
 	lose *standin.Injection // the armed fault of LoseNextAnswer, nil when none
@@ -89,6 +100,31 @@ type View struct {
 	Answers []string `json:"answers"`
 	// Armed is set while LoseNextAnswer's loss waits for a send.
 	Armed bool `json:"armed"`
+	// Authenticator is what the person's authenticator app shows now, when
+	// the demo enrolled one (Scene.TOTP).
+	Authenticator *Authenticator `json:"authenticator,omitempty"`
+}
+
+// Authenticator is the code an authenticator app shows, and for how many
+// seconds more.
+type Authenticator struct {
+	Code string `json:"code"`
+	Left int    `json:"left"`
+}
+
+// Code is what the person's authenticator app shows now, and for how many
+// seconds more; ok is false when the demo enrolled none.
+func (s *Scene) Code() (a Authenticator, ok bool) {
+	if s.TOTP == "" {
+		return a, false
+	}
+	now := time.Now()
+	code, err := stepup.Code(s.TOTP, now)
+	if err != nil {
+		return a, false
+	}
+	period := int64(stepup.Period / time.Second)
+	return Authenticator{Code: code, Left: int(period - now.Unix()%period)}, true
 }
 
 // Chat is one chat of a View.
@@ -165,8 +201,17 @@ func (s *Scene) View() (View, error) {
 		}
 		v.Envelopes = append(v.Envelopes, Envelope{Operation: op, Path: path, Markdown: string(text)})
 	}
+	if you := v.Chats[0].Messages; len(you) > 0 && AsksCode(you[len(you)-1]) {
+		if a, ok := s.Code(); ok {
+			v.Authenticator = &a // only while the bot waits for a code: it changes every second
+		}
+	}
 	return v, nil
 }
+
+// AsksCode reports whether b is the bot's question for a second factor's
+// code (the prompt a tap on Approve of a step-up approval brings).
+func AsksCode(b Bubble) bool { return !b.Mine && b.AsksReply && strings.HasPrefix(b.Text, "🔐") }
 
 // title names a chat as the person's phone does.
 func (s *Scene) title(id int64) string {

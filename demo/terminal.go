@@ -86,6 +86,7 @@ type terminal struct {
 	notes   map[string]string // each envelope's text as last drawn, by operation
 	answers int               // how many answers to taps were drawn
 	prompt  int               // the bot's message asking for a reply, 0 when none
+	code    bool              // the prompt asks a code: a number typed is the reply, not a button
 }
 
 // shown is a message as drawn: all it showed, its text, and whether its lost
@@ -115,12 +116,13 @@ func (t *terminal) intro() {
 You are user %d, the bot's operator and approver; %s is a chat it can send to.
 Type what you would write to the bot:
   /send %d Hello     ask for a send: an approval card comes back
+  /publish %d Hi     a post that asks, after Approve, a code from your authenticator app
   1, 2, ...          tap the button drawn with that number (a: Approve, r: Reject)
   %s      lose Telegram's answer to the next send to %d: its outcome becomes unknown
   /help              the bot's own commands
 Ctrl-D ends the demo.
 
-`, s.You, s.title(s.Target), s.Target, LoseCommand, s.Target)
+`, s.You, s.title(s.Target), s.Target, s.Target, LoseCommand, s.Target)
 }
 
 // follow draws the view each time it changes, until ctx ends.
@@ -229,8 +231,11 @@ func (t *terminal) drawChange(c Chat, b Bubble, where string, old shown, seen bo
 		fmt.Fprintf(t.out, "  %s\n", line)
 	}
 	if b.AsksReply && c.ID == t.s.You {
-		t.prompt = b.ID
+		t.prompt, t.code = b.ID, AsksCode(b)
 		fmt.Fprintln(t.out, "  (your next line is the reply)")
+		if a, ok := t.s.Code(); ok && AsksCode(b) {
+			fmt.Fprintf(t.out, "  (your authenticator app shows %s now, for %d s more: type it)\n", a.Code, a.Left)
+		}
 	}
 }
 
@@ -271,7 +276,7 @@ func (t *terminal) line(text string) {
 	case text == "a" || text == "r":
 		label := map[string]string{"a": "Approve", "r": "Reject"}[text]
 		t.tapNewest(label)
-	case isNumber(text):
+	case isNumber(text) && !(t.code && t.prompt != 0):
 		n, _ := strconv.Atoi(text)
 		bt, ok := t.buttons[n]
 		if !ok {
@@ -281,7 +286,7 @@ func (t *terminal) line(text string) {
 		t.press(bt)
 	default:
 		reply := t.prompt
-		t.prompt = 0
+		t.prompt, t.code = 0, false
 		t.s.Say(text, reply)
 	}
 }

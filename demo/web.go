@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/countersign/countersign/review"
 	"github.com/countersign/countersign/telegram/standin"
 )
 
@@ -57,7 +58,43 @@ func (s *Scene) Handler() http.Handler {
 	mux.HandleFunc("POST /api/say", s.serveSay)
 	mux.HandleFunc("POST /api/tap", s.serveTap)
 	mux.HandleFunc("POST /api/lose", s.serveLose)
+	mux.HandleFunc("GET /webapp", s.serveWebApp)
+	mux.HandleFunc(review.Path+"/", s.serveReview)
 	return guard(mux)
+}
+
+// MountReview serves h, the bot's review page, under review.Path: the demo's
+// cards open it (🔎 Whole payload) at the page's own address.
+func (s *Scene) MountReview(h http.Handler) { s.review.Store(&h) }
+
+func (s *Scene) serveReview(w http.ResponseWriter, r *http.Request) {
+	h := s.review.Load()
+	if h == nil {
+		http.Error(w, "the review page is not served yet", http.StatusServiceUnavailable)
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// serveWebApp opens a card's Mini App as Telegram does: it sends the browser
+// to the review page (?to=, a path under review.Path) with init data this
+// demo's Telegram signs for the person in the address's fragment
+// (#tgWebAppData), where Telegram puts it.
+func (s *Scene) serveWebApp(w http.ResponseWriter, r *http.Request) {
+	to := r.URL.Query().Get("to")
+	if !strings.HasPrefix(to, review.Path+"/") || strings.ContainsAny(to, "?#\\") || strings.Contains(to, "//") {
+		http.Error(w, "a Mini App of the demo is a page under "+review.Path+"/", http.StatusBadRequest)
+		return
+	}
+	http.Redirect(w, r, to+"#"+s.WebAppFragment(), http.StatusSeeOther)
+}
+
+// WebAppFragment is the fragment Telegram adds to a Mini App's address: the
+// init data for the person, signed now with the demo Telegram's token.
+func (s *Scene) WebAppFragment() string {
+	init := review.SignInitData(s.Server.Token(), review.InitUser{ID: s.You, FirstName: "You"}, time.Now(),
+		map[string]string{"chat_type": "sender", "chat_instance": "1"})
+	return url.Values{"tgWebAppData": {init}, "tgWebAppVersion": {"8.0"}, "tgWebAppPlatform": {"weba"}}.Encode()
 }
 
 // guard refuses what the page's own requests never are (see Handler).

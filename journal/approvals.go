@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -57,14 +58,21 @@ type Approval struct {
 	// that publishes as it asks sets both before the approval is stored.
 	Shown   time.Time
 	ShownBy string
+	// StepUp is the second factor each approver must give beside the tap
+	// (stepup.go): an approval that asks one records a vote for every
+	// approver, with the factor given, and none without it.
+	StepUp policy.Factor
 }
 
-// Vote is one approver's approval of an approval that needs several, or one a
-// grant gave in its granter's name.
+// Vote is one approver's approval of an approval that needs several, that a
+// grant gave in its granter's name, or that asked a second factor.
 type Vote struct {
 	By    policy.UserID
 	At    time.Time
 	Grant string // the grant that voted; "" for a tap
+	// StepUp is the second factor the approver gave with the tap; NoFactor
+	// for a tap alone or a grant.
+	StepUp policy.Factor
 }
 
 // Approvals reports how many different approvers approved so far.
@@ -89,10 +97,18 @@ func (j *Journal) NewApproval(op Operation, requester policy.UserID, ttl time.Du
 		Requester: requester, Created: now, Expires: now.Add(ttl), Required: 1}
 }
 
+// NewApprovalOf is NewApproval for an approval that needs required approvers,
+// each giving factor beside the tap.
+func (j *Journal) NewApprovalOf(op Operation, requester policy.UserID, ttl time.Duration, required int, factor policy.Factor) *Approval {
+	a := j.NewApproval(op, requester, ttl)
+	a.Required, a.StepUp = required, factor
+	return a
+}
+
 func insertApproval(ctx context.Context, tx txn, a *Approval) error {
 	a.Required = a.required()
-	err := tx.Later(ctx, "insert approval", `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at, required, shown_at, shown_by)
-		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires), a.Required, ms(a.Shown), a.ShownBy)
+	err := tx.Later(ctx, "insert approval", `INSERT INTO approvals(id, operation_id, payload_sha256, requester, created_at, expires_at, required, shown_at, shown_by, step_up)
+		VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.OperationID, a.PayloadSHA256, a.Requester, ms(a.Created), ms(a.Expires), a.Required, ms(a.Shown), a.ShownBy, a.StepUp)
 	if err != nil {
 		return fmt.Errorf("journal: create approval for %s: %w", a.OperationID, err)
 	}
@@ -104,12 +120,12 @@ func insertApproval(ctx context.Context, tx txn, a *Approval) error {
 // genesis digest reads these, in the migration before the later ones exist.
 const approvalBase = `id, operation_id, payload_sha256, requester, created_at, expires_at, decision, decided_by, decided_at`
 
-const approvalColumns = approvalBase + `, required, escalated_at, grant_id, shown_at, shown_by`
+const approvalColumns = approvalBase + `, required, escalated_at, grant_id, shown_at, shown_by, step_up`
 
 func scanApproval(row interface{ Scan(...any) error }) (Approval, error) {
 	var a Approval
 	var c, e, d, esc, shown int64
-	err := row.Scan(&a.ID, &a.OperationID, &a.PayloadSHA256, &a.Requester, &c, &e, &a.Decision, &a.DecidedBy, &d, &a.Required, &esc, &a.Grant, &shown, &a.ShownBy)
+	err := row.Scan(&a.ID, &a.OperationID, &a.PayloadSHA256, &a.Requester, &c, &e, &a.Decision, &a.DecidedBy, &d, &a.Required, &esc, &a.Grant, &shown, &a.ShownBy, &a.StepUp)
 	a.Created, a.Expires, a.DecidedAt, a.Escalated, a.Shown = fromMS(c), fromMS(e), fromMS(d), fromMS(esc), fromMS(shown)
 	return a, err
 }
@@ -135,9 +151,10 @@ func (j *Journal) Approval(ctx context.Context, id string) (Approval, error) {
 }
 
 // withVotes reads the votes of a, when it can have any: most approvals need
-// one tap and record none.
+// one tap and record none (an approval approved may hold one given with a
+// code it did not ask).
 func (j *Journal) withVotes(ctx context.Context, a Approval) (Approval, error) {
-	if a.Required <= 1 && a.Grant == "" {
+	if a.Required <= 1 && a.Grant == "" && a.StepUp == policy.NoFactor && a.Decision != DecideApprove {
 		return a, nil
 	}
 	var err error
@@ -148,9 +165,12 @@ func (j *Journal) withVotes(ctx context.Context, a Approval) (Approval, error) {
 }
 
 // LatestApproval returns the newest approval of an operation, or ErrNotFound.
+//
+// The newest is picked here (by creation, then insertion) rather than by the
+// statement: an operation has one approval or a few, and SQLite's sorter
+// costs a send more than the read itself.
 func (j *Journal) LatestApproval(ctx context.Context, opID string) (Approval, error) {
-	a, err := scanApproval(j.db.QueryRowContext(ctx, "SELECT "+approvalColumns+
-		" FROM approvals WHERE operation_id = ? ORDER BY created_at DESC, "+j.d.Seq+" DESC LIMIT 1", opID))
+	a, err := j.latestApproval(ctx, opID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("journal: approval of %s: %w", opID, ErrNotFound)
 	}
@@ -160,7 +180,44 @@ func (j *Journal) LatestApproval(ctx context.Context, opID string) (Approval, er
 	return j.withVotes(ctx, a)
 }
 
-// Ballot is one decision given on an approval: by whom, and under which grant.
+func (j *Journal) latestApproval(ctx context.Context, opID string) (Approval, error) {
+	rows, err := j.db.QueryContext(ctx, "SELECT "+approvalColumns+", "+j.d.Seq+" FROM approvals WHERE operation_id = ?", opID)
+	if err != nil {
+		return Approval{}, err
+	}
+	defer rows.Close()
+	var latest Approval
+	last, found := int64(0), false
+	for rows.Next() {
+		var seq int64
+		a, err := scanApproval(seqScanner{rows, &seq})
+		if err != nil {
+			return Approval{}, err
+		}
+		if !found || a.Created.After(latest.Created) || a.Created.Equal(latest.Created) && seq > last {
+			latest, last, found = a, seq, true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Approval{}, err
+	}
+	if !found {
+		return Approval{}, sql.ErrNoRows
+	}
+	return latest, nil
+}
+
+// seqScanner scans a row whose last column is its seq into seq, the others
+// as the scan it is given asks.
+type seqScanner struct {
+	row interface{ Scan(...any) error }
+	seq *int64
+}
+
+func (s seqScanner) Scan(dest ...any) error { return s.row.Scan(append(dest, s.seq)...) }
+
+// Ballot is one decision given on an approval: by whom, under which grant,
+// and with which second factor.
 type Ballot struct {
 	Decision Decision
 	By       policy.UserID
@@ -168,6 +225,17 @@ type Ballot struct {
 	// name: Decide checks in its transaction that the grant covers the
 	// approval's operation and is in force.
 	Grant string
+	// Code, when set, is a TOTP code By gives with an approval: Decide checks
+	// it against By's factor in its transaction, which records the code's
+	// step (stepup.go), and records the vote as given with FactorTOTP. A code
+	// on a rejection is not read.
+	Code string
+	// Receipt, when set, is By's passkey assertion of the approval, checked
+	// already by the surface that took it: Decide checks it again in its
+	// transaction against By's stored credential (passkeys.go), keeps the
+	// credential's counter, records the vote as given with FactorPasskey and
+	// chains the receipt after it.
+	Receipt *audit.PasskeyReceipt
 }
 
 // Decide records the decision on an approval and moves its operation out of
@@ -188,14 +256,18 @@ func (j *Journal) Decide(ctx context.Context, id string, d Decision, by policy.U
 func (j *Journal) DecideBallot(ctx context.Context, id string, b Ballot) (Approval, error) {
 	var a Approval
 	expired := false
+	var refused error
 	err := j.tx(ctx, func(tx txn) error {
 		var err error
-		a, err = j.decideIn(ctx, tx, id, b, &expired)
+		refused = nil
+		a, err = j.decideIn(ctx, tx, id, b, &expired, &refused)
 		return err
 	})
 	switch {
-	case errors.Is(err, ErrDecided), errors.Is(err, ErrVoted):
+	case errors.Is(err, ErrDecided), errors.Is(err, ErrVoted), errors.Is(err, ErrStepUpMissing):
 		return a, err
+	case err == nil && refused != nil:
+		return a, refused
 	case err != nil:
 		return a, fmt.Errorf("journal: decide %s: %w", id, err)
 	case expired:
@@ -205,12 +277,13 @@ func (j *Journal) DecideBallot(ctx context.Context, id string, b Ballot) (Approv
 }
 
 // decideIn is DecideBallot within tx. *expired is set when the approval's
-// time had passed and the expiry was recorded instead of b.
+// time had passed and the expiry was recorded instead of b; *refused when b's
+// code was refused and its count recorded instead of b.
 //
 // The read of the approval locks its row until tx ends, before its votes are
 // read: two approvers of a quorum voting at once are counted one after the
 // other, so that the vote that completes it decides it.
-func (j *Journal) decideIn(ctx context.Context, tx txn, id string, b Ballot, expired *bool) (Approval, error) {
+func (j *Journal) decideIn(ctx context.Context, tx txn, id string, b Ballot, expired *bool, refused *error) (Approval, error) {
 	a, err := scanApproval(tx.QueryRowContext(ctx, "SELECT "+approvalColumns+" FROM approvals WHERE id = ?"+tx.RowLock(" FOR UPDATE"), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("approval %s: %w", id, ErrNotFound)
@@ -236,9 +309,25 @@ func (j *Journal) decideIn(ctx context.Context, tx txn, id string, b Ballot, exp
 		}
 		a.Grant = b.Grant
 	}
-	if b.Decision == DecideApprove && (a.required() > 1 || b.Grant != "") {
-		if err := j.vote(ctx, tx, &a, b, now); err != nil {
+	given, err := j.factorGiven(ctx, tx, a, b, now)
+	if err != nil || b.Decision == DecideApprove && !given.Covers(a.StepUp) {
+		if cerr := (*CodeError)(nil); errors.As(err, &cerr) {
+			*refused = err // its count toward the lockout stays recorded
+			return a, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("%s asks %s: %w", a.ID, a.StepUp, ErrStepUpMissing)
+		}
+		return a, err
+	}
+	if b.Decision == DecideApprove && (a.required() > 1 || b.Grant != "" || given != policy.NoFactor || a.StepUp != policy.NoFactor) {
+		if err := j.vote(ctx, tx, &a, b, given, now); err != nil {
 			return a, err
+		}
+		if given == policy.FactorPasskey {
+			if err := j.keepReceipt(ctx, tx, a, b.By, *b.Receipt, now); err != nil {
+				return a, err
+			}
 		}
 		if len(a.Votes) < a.required() {
 			return a, nil

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/internal/sqlstore"
@@ -62,6 +64,7 @@ type approvalFact struct {
 	At            int64         `json:"at,omitempty"`
 	Required      int           `json:"required,omitempty"` // asked, when more than one
 	Grant         string        `json:"grant,omitempty"`    // decided under a grant
+	StepUp        policy.Factor `json:"step_up,omitempty"`  // the second factor asked, when one is
 }
 
 // voteFact is the body of a vote record: one approver's approval, the Of-th
@@ -73,6 +76,10 @@ type voteFact struct {
 	Grant    string        `json:"grant,omitempty"`
 	Of       int           `json:"of"`
 	Required int           `json:"required"`
+	// StepUp is the second factor given with the tap, and PayloadSHA256 the
+	// hash of the payload it was given for, when one was.
+	StepUp        policy.Factor `json:"step_up,omitempty"`
+	PayloadSHA256 string        `json:"payload_sha256,omitempty"`
 }
 
 // escalationFact is the body of an escalation record.
@@ -188,22 +195,15 @@ func (t txn) flushAudit(ctx context.Context) error {
 // guess's miss: the seqs after a head are taken only by appends after it).
 func (t txn) appendAudit(ctx context.Context, seq int64, prev string) (int64, error) {
 	c := t.chain
-	var b strings.Builder
-	args := make([]any, 0, 8*len(c.pending))
-	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) VALUES ")
 	for i := range c.pending {
 		r := &c.pending[i]
 		seq++
 		r.Seq, r.PrevHash = seq, prev
 		r.Hash = r.Sum()
 		prev = r.Hash
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
-		args = append(args, r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body), r.PrevHash, r.Hash)
 	}
-	res, err := t.ExecContext(ctx, b.String(), args...)
+	query, args := auditInsert(t.Dialect(), c.pending)
+	res, err := t.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, fmt.Errorf("journal: append to the audit trail: %w", err)
 	}
@@ -215,6 +215,70 @@ func (t txn) appendAudit(ctx context.Context, seq int64, prev string) (int64, er
 		c.head.set(seq, prev) // if the transaction then fails, the next guess misses and reads
 	}
 	return n, nil
+}
+
+// auditInsertJSON inserts records given as one JSON array of rows, on SQLite:
+// one argument for a transaction's records instead of eight a record, each
+// boxed (a send writes eight records). json_each reads them back in order,
+// and ->> gives each string's exact bytes and each number as an integer.
+const auditInsertJSON = `INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash)
+	SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7 FROM json_each(?)`
+
+// auditInsert is the statement, with its arguments, that inserts records
+// (chained already): the JSON rows of auditInsertJSON on SQLite, where every
+// string is valid UTF-8 without a NUL (which JSON would not give back
+// exactly), else one row of arguments a record.
+func auditInsert(d *sqlstore.Dialect, records []audit.Record) (string, []any) {
+	if d == sqlstore.SQLite && jsonExact(records) {
+		b := make([]byte, 0, 512*len(records))
+		b = append(b, '[')
+		for i := range records {
+			r := &records[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = strconv.AppendInt(b, r.Seq, 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, r.At, 10)
+			for _, s := range [...]string{r.Kind, r.Operation, r.Ref} {
+				b = audit.AppendJSONString(append(b, ','), s)
+			}
+			b = audit.AppendJSONString(append(b, ','), r.Body)
+			for _, s := range [...]string{r.PrevHash, r.Hash} {
+				b = audit.AppendJSONString(append(b, ','), s)
+			}
+			b = append(b, ']')
+		}
+		return auditInsertJSON, []any{string(append(b, ']'))}
+	}
+	var b strings.Builder
+	args := make([]any, 0, 8*len(records))
+	b.WriteString("INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash) VALUES ")
+	for i := range records {
+		r := &records[i]
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body), r.PrevHash, r.Hash)
+	}
+	return b.String(), args
+}
+
+// jsonExact reports whether every string of records comes back from JSON
+// byte for byte: valid UTF-8 (JSON would give U+FFFD for the rest) and no
+// NUL (SQLite's text would end there).
+func jsonExact(records []audit.Record) bool {
+	exact := func(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
+	for i := range records {
+		r := &records[i]
+		body := utf8.Valid(r.Body) && bytes.IndexByte(r.Body, 0) < 0
+		if !body || !exact(r.Kind) || !exact(r.Operation) || !exact(r.Ref) || !exact(r.PrevHash) || !exact(r.Hash) {
+			return false
+		}
+	}
+	return true
 }
 
 type queryRower interface {
@@ -258,6 +322,7 @@ func approvalAsked(a Approval) approvalFact {
 	if a.Required > 1 {
 		f.Required = a.Required
 	}
+	f.StepUp = a.StepUp
 	return f
 }
 

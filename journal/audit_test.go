@@ -400,7 +400,7 @@ func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
 	j.Close()
 	db := raw(t, name)
 	// Back to before the trail: the migrations after it undone too.
-	later := []string{"ALTER TABLE approvals DROP COLUMN shown_at", "ALTER TABLE approvals DROP COLUMN shown_by", "DROP TABLE slot_waits", "DROP TABLE strangers_told", "DROP TABLE chat_turns", "DROP TABLE send_slots", "DROP TABLE approval_votes", "DROP TABLE payload_edits", "DROP TABLE grants",
+	later := []string{"DROP TABLE passkey_links", "DROP TABLE passkey_credentials", "ALTER TABLE approval_votes DROP COLUMN receipt", "DROP TABLE totp_factors", "ALTER TABLE approval_votes DROP COLUMN step_up", "ALTER TABLE approvals DROP COLUMN step_up", "ALTER TABLE approvals DROP COLUMN shown_at", "ALTER TABLE approvals DROP COLUMN shown_by", "DROP TABLE slot_waits", "DROP TABLE strangers_told", "DROP TABLE chat_turns", "DROP TABLE send_slots", "DROP TABLE approval_votes", "DROP TABLE payload_edits", "DROP TABLE grants",
 		"ALTER TABLE approvals DROP COLUMN required", "ALTER TABLE approvals DROP COLUMN escalated_at", "ALTER TABLE approvals DROP COLUMN grant_id"}
 	downgrade := append(later, "DROP TABLE audit", "PRAGMA user_version = 9")
 	if journal.IsPostgres(name) {
@@ -459,5 +459,55 @@ func testTheTrailCostsNoCommitOfItsOwn(t *testing.T, name string) {
 	}
 	if got := verify(t, j).Records - records; got != 1 {
 		t.Errorf("a move appended %d records, want 1", got)
+	}
+}
+
+// A record is written as the fact made it, whatever its text holds: markup,
+// quotes, control characters, line separators, any script. On SQLite the
+// records of a write go in as one JSON argument, which must give every byte
+// back; the chain's hashes and the check of the facts against their records
+// say whether it did. A reason or a verdict often quotes another service's
+// error, whose bytes may be anything: the journal keeps invalid UTF-8 and NUL
+// as their closest valid form (each run of bad bytes, and each NUL, a U+FFFD),
+// the same in the row and in its record, so that the move is journaled
+// (PostgreSQL's text refuses them) and the trail verifies (a record made the
+// bytes valid where the row kept them raw).
+func TestARecordOfAnyTextIsChainedExactly(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testARecordOfAnyTextIsChainedExactly)
+}
+
+func testARecordOfAnyTextIsChainedExactly(t *testing.T, name string) {
+	c := newClock()
+	j := open(t, name, c.Now)
+	ctx := context.Background()
+	for _, tc := range []struct{ raw, kept string }{
+		{"plain", ""},
+		{`<b>fish & chips</b> "quoted" \back\slash /slash`, ""},
+		{"tab\tnewline\nreturn\rbell\afeed\fback\b", ""},
+		{"line\u2028paragraph\u2029end", ""},
+		{"привет 👋 世界 é", ""},
+		{strings.Repeat("long ", 2000), ""},
+		{"bad \xff\xfe bytes", "bad \uFFFD bytes"},
+		{"a nul\x00byte", "a nul\uFFFDbyte"},
+		{"cut rune \xe2\x82", "cut rune \uFFFD"},
+	} {
+		if tc.kept == "" {
+			tc.kept = tc.raw
+		}
+		_, op := newOp(t, j)
+		if err := j.Move(ctx, op.ID, journal.Move{From: journal.Prepared, To: journal.Verified, Reason: tc.raw, Verdict: tc.raw}); err != nil {
+			t.Fatalf("a move with the reason %.40q: %v", tc.raw, err)
+		}
+		ts, err := j.Transitions(ctx, op.ID)
+		if err != nil || len(ts) != 2 || ts[1].Reason != tc.kept {
+			t.Errorf("the reason %.40q reads back as %.200v, %v; want %.40q", tc.raw, ts, err, tc.kept)
+		}
+		if got, _ := j.Operation(ctx, op.ID); got.Verdict != tc.kept {
+			t.Errorf("the verdict %.40q reads back as %.40q, want %.40q", tc.raw, got.Verdict, tc.kept)
+		}
+	}
+	if rep := verify(t, j); rep.Fault != nil {
+		t.Fatalf("trail: %s", rep.Fault)
 	}
 }

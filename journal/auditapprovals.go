@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/policy"
 )
 
 // The cross-check of the audit records of approvals beyond one tap: votes,
@@ -17,6 +18,7 @@ import (
 // beyondTap is what the records of these kinds were seen to cover.
 type beyondTap struct {
 	votes     map[voteKey]bool
+	receipts  map[voteKey]bool
 	escalated map[string]bool
 	edits     map[editKey]bool
 	grants    map[string]bool
@@ -24,7 +26,7 @@ type beyondTap struct {
 }
 
 func newBeyondTap() *beyondTap {
-	return &beyondTap{votes: map[voteKey]bool{}, escalated: map[string]bool{}, edits: map[editKey]bool{},
+	return &beyondTap{votes: map[voteKey]bool{}, receipts: map[voteKey]bool{}, escalated: map[string]bool{}, edits: map[editKey]bool{},
 		grants: map[string]bool{}, revoked: map[string]bool{}}
 }
 
@@ -48,7 +50,13 @@ func (b *beyondTap) check(fs facts, r audit.Record) string {
 			return fmt.Sprintf("the vote of %d on %s is missing from the journal", f.By, f.Approval)
 		case ms(v.At) != f.At || v.Grant != f.Grant:
 			return fmt.Sprintf("the vote of %d on %s in the journal is at %d (grant %q); the record says %d (grant %q)", f.By, f.Approval, ms(v.At), v.Grant, f.At, f.Grant)
+		case v.StepUp != f.StepUp:
+			return fmt.Sprintf("the vote of %d on %s in the journal was given with %q; the record says %q", f.By, f.Approval, v.StepUp, f.StepUp)
+		case f.StepUp != "" && f.PayloadSHA256 != fs.approvals[f.Approval].PayloadSHA256:
+			return fmt.Sprintf("the vote of %d on %s was given with %s for payload %s; the approval is of %s", f.By, f.Approval, f.StepUp, f.PayloadSHA256, fs.approvals[f.Approval].PayloadSHA256)
 		}
+	case audit.Receipt:
+		return b.checkReceipt(fs, r)
 	case audit.Escalation:
 		var f escalationFact
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
@@ -117,6 +125,11 @@ func (b *beyondTap) unrecorded(fs facts) *audit.RecordFault {
 			return missing(audit.Vote, fs.approvals[k.approval].OperationID, "the vote of %d on %s has no audit record", k.by, k.approval)
 		}
 	}
+	for _, k := range sortedKeys(fs.receipts, func(a, b voteKey) int { return compareKeys(a.approval, b.approval, int64(a.by), int64(b.by)) }) {
+		if !b.receipts[k] {
+			return missing(audit.Receipt, fs.approvals[k.approval].OperationID, "the passkey receipt of %d on %s has no audit record", k.by, k.approval)
+		}
+	}
 	for _, k := range sortedKeys(fs.edits, func(a, b editKey) int { return compareKeys(a.op, b.op, int64(a.seq), int64(b.seq)) }) {
 		if !b.edits[k] {
 			return missing(audit.Edit, k.op, "edit %d of %s has no audit record", k.seq, k.op)
@@ -164,20 +177,23 @@ func compareKeys(a, b string, x, y int64) int {
 
 // readBeyondTap reads the votes, edits and grants into fs through q.
 func readBeyondTap(ctx context.Context, q queryer, fs *facts) error {
-	rows, err := q.QueryContext(ctx, "SELECT approval_id, voter, at, grant_id FROM approval_votes")
+	rows, err := q.QueryContext(ctx, "SELECT approval_id, voter, at, grant_id, step_up, receipt FROM approval_votes")
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
-		var id string
+		var id, receipt string
 		var v Vote
 		var at int64
-		if err := rows.Scan(&id, &v.By, &at, &v.Grant); err != nil {
+		if err := rows.Scan(&id, &v.By, &at, &v.Grant, &v.StepUp, &receipt); err != nil {
 			rows.Close()
 			return err
 		}
 		v.At = fromMS(at)
 		fs.votes[voteKey{id, v.By}] = v
+		if receipt != "" {
+			fs.receipts[voteKey{id, v.By}] = receipt
+		}
 	}
 	rows.Close()
 	es, err := readEdits(ctx, q, "SELECT operation_id, seq, old_payload, old_sha256, new_sha256, edited_by, at, approval_id FROM payload_edits")
@@ -200,4 +216,25 @@ func readBeyondTap(ctx context.Context, q queryer, fs *facts) error {
 		fs.grants[g.ID] = g
 	}
 	return rows.Err()
+}
+
+// checkReceipt compares a receipt record with the receipt its vote keeps.
+func (b *beyondTap) checkReceipt(fs facts, r audit.Record) string {
+	var f audit.PasskeyReceipt
+	if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
+		return "body does not describe a passkey receipt of " + r.Ref
+	}
+	k := voteKey{f.Approval, policy.UserID(f.By)}
+	if b.receipts[k] {
+		return fmt.Sprintf("the passkey receipt of %d on %s has a record already: a fact has one record, and this one was added", f.By, f.Approval)
+	}
+	b.receipts[k] = true
+	kept, ok := fs.receipts[k]
+	switch {
+	case !ok:
+		return fmt.Sprintf("the vote of %d on %s in the journal keeps no passkey receipt, and the record is one", f.By, f.Approval)
+	case !audit.SameJSON([]byte(kept), r.Body):
+		return fmt.Sprintf("the passkey receipt of %d on %s in the journal differs from its record", f.By, f.Approval)
+	}
+	return ""
 }

@@ -176,71 +176,85 @@ func (j *Journal) chainPending(ctx context.Context) error {
 // (synchronous_commit on, as every durable write): once a record is visible
 // in the trail it is durable, so that an export never states a head that a
 // crash could take back and a later flush chain differently.
+//
+// It is a write of the journal's pipelined path (sqlstore.DB.WriteAside),
+// taking its turn with the writers: the lock, the pending records and the
+// head in one round trip, the records moved into the trail in a second, the
+// commit in a third. The records' contents stay on the server: the flush
+// sends back only where each goes in the chain (seq, prev_hash, hash), and
+// the statement that deletes the pending rows inserts what it deleted.
 func (j *Journal) chainBatch(ctx context.Context) (int, error) {
-	tx, err := j.db.Pool(durable).BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	if err := lockAuditTrail(ctx, tx, sqlstore.AdvisoryKey(j.pg.schema)); err != nil {
-		return 0, err
-	}
-	rows, err := tx.QueryContext(ctx, "SELECT id, at, kind, operation_id, ref, body FROM audit_pending ORDER BY id LIMIT $1", pendingBatch)
-	if err != nil {
-		return 0, fmt.Errorf("read pending records: %w", err)
-	}
-	var ids []int64
-	var recs []audit.Record
-	for rows.Next() {
-		var id int64
-		var r audit.Record
-		var body string
-		if err := rows.Scan(&id, &r.At, &r.Kind, &r.Operation, &r.Ref, &body); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("read pending records: %w", err)
+	var n int
+	err := j.db.WriteAside(ctx, func(tx *sqlstore.Tx) error {
+		n = 0
+		if err := tx.Later(ctx, "wait to append to the audit trail", "SELECT pg_advisory_xact_lock(?, ?)",
+			lockAudit, sqlstore.AdvisoryKey(j.pg.schema)); err != nil {
+			return err
 		}
-		r.Body = json.RawMessage(body)
-		ids, recs = append(ids, id), append(recs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("read pending records: %w", err)
-	}
-	if len(recs) == 0 {
-		return 0, nil
-	}
-	seq, prev, err := auditHead(ctx, txn{Tx: sqlstore.Plain(tx, j.d)})
+		rows, err := tx.QueryContext(ctx, `SELECT p.id, p.at, p.kind, p.operation_id, p.ref, p.body, h.seq, h.hash
+			FROM (SELECT id, at, kind, operation_id, ref, body FROM audit_pending ORDER BY id LIMIT ?) p
+			LEFT JOIN (SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1) h ON true
+			ORDER BY p.id`, pendingBatch)
+		if err != nil {
+			return fmt.Errorf("read pending records: %w", err)
+		}
+		var ids []int64
+		var recs []audit.Record
+		var head sql.NullInt64
+		var prev sql.NullString
+		for rows.Next() {
+			var id int64
+			var r audit.Record
+			var body string
+			if err := rows.Scan(&id, &r.At, &r.Kind, &r.Operation, &r.Ref, &body, &head, &prev); err != nil {
+				rows.Close()
+				return fmt.Errorf("read pending records: %w", err)
+			}
+			r.Body = json.RawMessage(body)
+			ids, recs = append(ids, id), append(recs, r)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("read pending records: %w", err)
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		seq, hash := head.Int64, prev.String
+		if !prev.Valid { // an empty trail
+			seq, hash = 0, audit.ZeroHash
+		}
+		seqs, prevs, hashes := make([]int64, len(recs)), make([]string, len(recs)), make([]string, len(recs))
+		for i := range recs {
+			r := &recs[i]
+			seq++
+			r.Seq, r.PrevHash = seq, hash
+			r.Hash = r.Sum()
+			hash = r.Hash
+			seqs[i], prevs[i], hashes[i] = r.Seq, r.PrevHash, r.Hash
+		}
+		// One statement for any batch: the pending rows removed by id (never
+		// by range: a row with a lower id may commit after this read, and is
+		// chained by the next flush), and inserted into the trail as they
+		// were read, each with its place in the chain.
+		res, err := tx.ExecContext(ctx, `WITH chained AS (DELETE FROM audit_pending WHERE id = ANY(?)
+				RETURNING id, at, kind, operation_id, ref, body)
+			INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash)
+			SELECT l.seq, c.at, c.kind, c.operation_id, c.ref, c.body, l.prev_hash, l.hash
+			FROM chained c JOIN unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[])) AS l(id, seq, prev_hash, hash) USING (id)`,
+			ids, ids, seqs, prevs, hashes)
+		if err != nil {
+			return fmt.Errorf("append to the audit trail: %w", err)
+		}
+		if got, err := res.RowsAffected(); err != nil || got != int64(len(recs)) {
+			return fmt.Errorf("append to the audit trail: %d of %d records inserted (%v)", got, len(recs), err)
+		}
+		n = len(recs)
+		return nil
+	})
 	if err != nil {
-		return 0, fmt.Errorf("audit head: %w", err)
+		return 0, err
 	}
-	seqs, ats := make([]int64, len(recs)), make([]int64, len(recs))
-	kinds, ops, refs, bodies, prevs, hashes := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs)),
-		make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
-	for i := range recs {
-		r := &recs[i]
-		seq++
-		r.Seq, r.PrevHash = seq, prev
-		r.Hash = r.Sum()
-		prev = r.Hash
-		seqs[i], ats[i], kinds[i], ops[i], refs[i], bodies[i], prevs[i], hashes[i] = r.Seq, r.At, r.Kind, r.Operation, r.Ref, string(r.Body), r.PrevHash, r.Hash
-	}
-	// One statement for any batch: the records as arrays, and the pending
-	// rows they were removed by id (never by range: a row with a lower id may
-	// commit after this read, and is chained by the next flush).
-	res, err := tx.ExecContext(ctx, `WITH chained AS (DELETE FROM audit_pending WHERE id = ANY($1))
-		INSERT INTO audit(seq, at, kind, operation_id, ref, body, prev_hash, hash)
-		SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])`,
-		ids, seqs, ats, kinds, ops, refs, bodies, prevs, hashes)
-	if err != nil {
-		return 0, fmt.Errorf("append to the audit trail: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(recs)) {
-		return 0, fmt.Errorf("append to the audit trail: %d of %d records inserted (%v)", n, len(recs), err)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("append to the audit trail: %w", err)
-	}
-	return len(recs), nil
+	return n, nil
 }
 
 // queueAudit inserts the transaction's records into audit_pending, in one

@@ -101,6 +101,9 @@ type facts struct {
 	votes  map[voteKey]Vote
 	edits  map[editKey]Edit
 	grants map[string]Grant
+	// receipts are the votes' passkey receipts, as stored (JSON), of the
+	// votes given with one.
+	receipts map[voteKey]string
 }
 
 type voteKey struct {
@@ -206,7 +209,7 @@ func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []audit.Record
 						a.ID, a.Decision, a.DecidedBy, ms(a.DecidedAt), f.Decision, f.By, f.At)
 				}
 			}
-		case r.Kind == audit.Vote || r.Kind == audit.Escalation || r.Kind == audit.Edit || r.Kind == audit.Grant || r.Kind == audit.Revoke:
+		case r.Kind == audit.Vote || r.Kind == audit.Receipt || r.Kind == audit.Escalation || r.Kind == audit.Edit || r.Kind == audit.Grant || r.Kind == audit.Revoke:
 			if problem := more.check(fs, r); problem != "" {
 				bad("%s", problem)
 			}
@@ -313,7 +316,7 @@ func checkOperation(id string, o opRow, state State, sha string, ops map[string]
 // readFacts reads the transitions, approvals and operations through q.
 func (j *Journal) readFacts(ctx context.Context, q queryer) (facts, error) {
 	fs := facts{transitions: map[int64]transitionRow{}, approvals: map[string]Approval{}, ops: map[string]opRow{},
-		votes: map[voteKey]Vote{}, edits: map[editKey]Edit{}, grants: map[string]Grant{}}
+		votes: map[voteKey]Vote{}, edits: map[editKey]Edit{}, grants: map[string]Grant{}, receipts: map[voteKey]string{}}
 	if err := readBeyondTap(ctx, q, &fs); err != nil {
 		return fs, fmt.Errorf("journal: verify the audit trail: %w", err)
 	}

@@ -37,6 +37,9 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 		opts  []journal.Option
 	}{
 		{"queued", sqliteFile, nil},
+		// The same queued journal appending nothing to the audit trail: the
+		// trail's price on SQLite at 16 writers is the ratio of the two.
+		{"queued-unaudited", sqliteFile, []journal.Option{journal.WithoutAudit()}},
 		{"busy handler", sqliteFile, []journal.Option{journal.WithoutWriterLock()}},
 		{"postgres", func(b *testing.B) string { return pgtest.Fresh(b) }, nil},
 		// The same journal appending nothing to the audit trail: the floor the
@@ -73,6 +76,89 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 				b.ReportMetric(ms(took[len(took)*99/100]), "p99-ms")
 				b.ReportMetric(ms(took[len(took)-1]), "max-ms")
 			}
+		})
+	}
+}
+
+// BenchmarkConcurrentWritersPaired is BenchmarkConcurrentWriters' burst on
+// two journals in turn, in bursts of 64 sends by 16 writers, which journal
+// goes first alternating, so that a machine whose load drifts during the run
+// weighs on both alike: the ratios of BenchmarkConcurrentWriters' rows,
+// measured side by side. It reports each one's time per send (a-ms, b-ms),
+// their ratio (x = a ÷ b) and each one's p99 (a-p99-ms, b-p99-ms). "chain"
+// pairs a journal with the audit trail (a) and the same without it (b);
+// "postgres÷sqlite" PostgreSQL (a) and SQLite (b), both with the trail.
+func BenchmarkConcurrentWritersPaired(b *testing.B) {
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pg := func(b *testing.B) string { return pgtest.Fresh(b) }
+	type side struct {
+		fresh func(b *testing.B) string
+		opts  []journal.Option
+	}
+	for _, bm := range []struct {
+		name string
+		a, b side
+	}{
+		{"chain/sqlite", side{sqliteFile, nil}, side{sqliteFile, []journal.Option{journal.WithoutAudit()}}},
+		{"chain/postgres", side{pg, nil}, side{pg, []journal.Option{journal.WithoutAudit()}}},
+		{"postgres÷sqlite", side{pg, nil}, side{sqliteFile, nil}},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			var js [2]*journal.Journal
+			for i, sd := range []side{bm.a, bm.b} {
+				j, err := journal.Open(context.Background(), sd.fresh(b), sd.opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer j.Close()
+				js[i] = j
+			}
+			const burst, writers = 64, 16
+			var took [2]time.Duration
+			var lat [2][]time.Duration
+			var n atomic.Int64
+			b.ResetTimer()
+			for done, round := 0, 0; done < b.N; round++ {
+				size := min(burst, b.N-done)
+				for k := range 2 {
+					which := (round + k) % 2
+					var mu sync.Mutex
+					var left atomic.Int64
+					left.Store(int64(size))
+					var wg sync.WaitGroup
+					start := time.Now()
+					for range writers {
+						wg.Go(func() {
+							ctx := context.Background()
+							for left.Add(-1) >= 0 {
+								t0 := time.Now()
+								if err := send(ctx, js[which], p, n.Add(1)); err != nil {
+									b.Error(err)
+									return
+								}
+								mu.Lock()
+								lat[which] = append(lat[which], time.Since(t0))
+								mu.Unlock()
+							}
+						})
+					}
+					wg.Wait()
+					took[which] += time.Since(start)
+				}
+				done += size
+			}
+			b.StopTimer()
+			for i, name := range []string{"a", "b"} {
+				b.ReportMetric(ms(took[i])/float64(b.N), name+"-ms")
+				if l := lat[i]; len(l) > 0 {
+					slices.Sort(l)
+					b.ReportMetric(ms(l[len(l)*99/100]), name+"-p99-ms")
+				}
+			}
+			b.ReportMetric(float64(took[0])/float64(took[1]), "x")
 		})
 	}
 }
@@ -180,7 +266,7 @@ func BenchmarkInboxReplicas(b *testing.B) {
 				name := pgtest.Fresh(b)
 				if db.delay > 0 {
 					var p *partition.Proxy
-					name, p = through(b, name)
+					name, p = pgtest.Through(b, name)
 					p.Delay = db.delay
 				}
 				var js []*journal.Journal

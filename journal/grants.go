@@ -154,7 +154,8 @@ func (j *Journal) GrantApprovals(ctx context.Context, by policy.UserID, task str
 		}
 		for _, it := range items {
 			expired := false
-			a, err := j.decideIn(ctx, tx, it.Approval, Ballot{Decision: DecideApprove, By: by, Grant: g.ID}, &expired)
+			var refused error // a grant gives no code: an approval that asks one refuses it
+			a, err := j.decideIn(ctx, tx, it.Approval, Ballot{Decision: DecideApprove, By: by, Grant: g.ID}, &expired, &refused)
 			if err == nil && expired {
 				err = ErrExpired
 			}
@@ -298,16 +299,31 @@ func (j *Journal) WindowGrants(ctx context.Context, now time.Time) ([]Grant, err
 }
 
 // WindowGrantFor returns the newest window grant in force at now that covers
-// tool to target, and whether there is one.
+// tool to target (of two made at once, the first by id), and whether there is
+// one. Every send that may go under a grant asks, and most often there is
+// none: the newest is picked here rather than by the statement, whose sorter
+// would cost more than the read.
 func (j *Journal) WindowGrantFor(ctx context.Context, tool, target string, now time.Time) (Grant, bool, error) {
-	g, err := scanGrant(j.db.QueryRowContext(ctx, "SELECT "+grantColumns+` FROM grants
-		WHERE kind = ? AND tool = ? AND target = ? AND revoked_at = 0 AND until_at > ? ORDER BY created_at DESC, id LIMIT 1`,
-		GrantWindow, tool, target, ms(now)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return g, false, nil
-	}
+	rows, err := j.db.QueryContext(ctx, "SELECT "+grantColumns+` FROM grants
+		WHERE kind = ? AND tool = ? AND target = ? AND revoked_at = 0 AND until_at > ?`,
+		GrantWindow, tool, target, ms(now))
 	if err != nil {
-		return g, false, fmt.Errorf("journal: grant for %s to %s: %w", tool, target, err)
+		return Grant{}, false, fmt.Errorf("journal: grant for %s to %s: %w", tool, target, err)
 	}
-	return g, true, nil
+	defer rows.Close()
+	var newest Grant
+	found := false
+	for rows.Next() {
+		g, err := scanGrant(rows)
+		if err != nil {
+			return Grant{}, false, fmt.Errorf("journal: grant for %s to %s: %w", tool, target, err)
+		}
+		if !found || g.Created.After(newest.Created) || g.Created.Equal(newest.Created) && g.ID < newest.ID {
+			newest, found = g, true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Grant{}, false, fmt.Errorf("journal: grant for %s to %s: %w", tool, target, err)
+	}
+	return newest, found, nil
 }

@@ -268,6 +268,9 @@ func NewID(prefix string) string {
 // isUnique reports a clash of primary keys (random ids), isUniqueIndex one of
 // another unique index (a task's origin).
 func isUnique(err error) bool {
+	if err == nil {
+		return false // every write asks, and errors.As costs its targets
+	}
 	var se sqlite3.Error
 	if code, constraint := pgCode(err); code == pgUniqueViolation {
 		return strings.HasSuffix(constraint, "_pkey")
@@ -276,6 +279,9 @@ func isUnique(err error) bool {
 }
 
 func isUniqueIndex(err error) bool {
+	if err == nil {
+		return false
+	}
 	var se sqlite3.Error
 	if code, constraint := pgCode(err); code == pgUniqueViolation {
 		return !strings.HasSuffix(constraint, "_pkey")

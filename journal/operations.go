@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/sqlstore"
@@ -192,6 +193,7 @@ func (j *Journal) move(ctx context.Context, tx txn, id string, m Move) error {
 // operation and knows it to be in m.From: nobody else sees its row, so the
 // compare-and-set cannot miss and goes without waiting for its answer (later).
 func (j *Journal) moveOp(ctx context.Context, tx txn, id string, m Move, fresh bool) error {
+	m.Reason, m.Verdict, m.AttemptOutcome, m.AttemptDetail = keptText(m.Reason), keptText(m.Verdict), keptText(m.AttemptOutcome), keptText(m.AttemptDetail)
 	if !CanMove(m.From, m.To) {
 		return fmt.Errorf("journal: move %s: %w", id, illegal(m.From, m.To))
 	}
@@ -201,7 +203,10 @@ func (j *Journal) moveOp(ctx context.Context, tx txn, id string, m Move, fresh b
 	now := j.now().UTC()
 	by := j.Replica()
 	until, untilArgs := j.LeaseUntil()
-	set, args := []string{"state = ?", "updated_at = ?", "claimed_by = ?", "lease_until = " + until}, append([]any{m.To, ms(now), by}, untilArgs...)
+	// Room for every column a move may set, and the WHERE's arguments.
+	set, args := make([]string, 0, 12), make([]any, 0, 16)
+	set = append(set, "state = ?", "updated_at = ?", "claimed_by = ?", "lease_until = "+until)
+	args = append(append(args, m.To, ms(now), by), untilArgs...)
 	add := func(col string, v any) { set, args = append(set, col+" = ?"), append(args, v) }
 	if m.Result != nil {
 		add("result", mustJSON(m.Result))
@@ -321,6 +326,7 @@ func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, 
 // logTransition writes the transition row and queues its audit record, with
 // what else the move recorded (fact).
 func logTransition(ctx context.Context, tx txn, id string, from, to State, reason string, at time.Time, fact transitionFact) error {
+	reason = keptText(reason)
 	if tx.chain.queue { // a write on PostgreSQL, pipelined
 		fact.From, fact.To, fact.Reason, fact.At = from, to, reason, ms(at)
 		return tx.logTransitionPG(ctx, id, fact)
@@ -333,6 +339,18 @@ func logTransition(ctx context.Context, tx txn, id string, from, to State, reaso
 	fact.From, fact.To, fact.Reason, fact.At = from, to, reason, ms(at)
 	tx.auditTransition(id, seq, fact)
 	return nil
+}
+
+// keptText is s as the journal keeps free text (a reason, a verdict, an
+// attempt's detail), which often quotes another service's error: valid UTF-8
+// with no NUL, each run of bad bytes and each NUL a U+FFFD. PostgreSQL's text
+// refuses the raw bytes, and an audit record (JSON) would keep them otherwise
+// than the row: kept as is, they would fail the write or the trail's check.
+func keptText(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func mustJSON(v any) string {

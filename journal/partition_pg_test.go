@@ -3,7 +3,6 @@ package journal_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
@@ -12,23 +11,6 @@ import (
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
 )
-
-// through returns name's URL with its host and port those of a proxy that can
-// cut the network to the server, and the proxy.
-func through(t testing.TB, name string) (string, *partition.Proxy) {
-	t.Helper()
-	u, err := url.Parse(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := partition.New(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	u.Host = p.Addr()
-	return u.String(), p
-}
 
 // A replica cut off from the database by a silent link (no reset, nothing
 // heard) gives its name up once its ping finds the session gone, and its
@@ -40,7 +22,7 @@ func TestANameCutOffSilentlyIsFreedByTheServer(t *testing.T) {
 	t.Parallel()
 	name := pgtest.Fresh(t)
 	ctx := context.Background()
-	cut, p := through(t, name)
+	cut, p := pgtest.Through(t, name)
 	const lease = 2 * time.Second
 	r1 := openWith(t, cut)
 	if err := r1.Join(ctx, "telegram", "r1", lease); err != nil {
@@ -83,7 +65,7 @@ func TestAWriteCutOffSilentlyHoldsNobodyUp(t *testing.T) {
 	t.Parallel()
 	name := pgtest.Fresh(t)
 	ctx := context.Background()
-	cut, p := through(t, name)
+	cut, p := pgtest.Through(t, name)
 	r1 := openWith(t, cut, journal.WithIdleInTransaction(2*time.Second))
 	rollback, err := r1.BeginAppend(ctx)
 	if err != nil {
@@ -115,7 +97,7 @@ func TestTheDatabaseOutOfReachIsToldApart(t *testing.T) {
 	t.Parallel()
 	name := pgtest.Fresh(t)
 	ctx := context.Background()
-	cut, p := through(t, name)
+	cut, p := pgtest.Through(t, name)
 	j := openWith(t, cut)
 	if _, err := j.CreateTask(ctx, journal.Task{Requester: 7, Origin: "o-1"}); err != nil {
 		t.Fatal(err)

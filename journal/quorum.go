@@ -1,24 +1,30 @@
 package journal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/policy"
 )
 
 // ErrVoted means the approver already approved this approval: a quorum counts
 // different approvers, so a second tap by the same one changes nothing.
 var ErrVoted = errors.New("already approved by this approver")
 
-// votes reads the votes of approval id, oldest first.
+// votes reads the votes of approval id, oldest first (by time, then voter).
+// They are ordered here rather than by the statement: an approval has a few
+// votes, most often none, and SQLite's sorter costs a send's read of them more
+// than the read itself.
 func votes(ctx context.Context, q queryer, id string) ([]Vote, error) {
-	rows, err := q.QueryContext(ctx, "SELECT voter, at, grant_id FROM approval_votes WHERE approval_id = ? ORDER BY at, voter", id)
+	rows, err := q.QueryContext(ctx, "SELECT voter, at, grant_id, step_up FROM approval_votes WHERE approval_id = ?", id)
 	if err != nil {
 		return nil, fmt.Errorf("votes of %s: %w", id, err)
 	}
@@ -27,34 +33,51 @@ func votes(ctx context.Context, q queryer, id string) ([]Vote, error) {
 	for rows.Next() {
 		var v Vote
 		var at int64
-		if err := rows.Scan(&v.By, &at, &v.Grant); err != nil {
+		if err := rows.Scan(&v.By, &at, &v.Grant, &v.StepUp); err != nil {
 			return nil, fmt.Errorf("votes of %s: %w", id, err)
 		}
 		v.At = fromMS(at)
 		vs = append(vs, v)
 	}
+	slices.SortFunc(vs, func(a, b Vote) int {
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.By, b.By))
+	})
 	return vs, rows.Err()
 }
 
-// vote records b as one approver's approval of a, and adds it to a.Votes.
-func (j *Journal) vote(ctx context.Context, tx txn, a *Approval, b Ballot, now time.Time) error {
-	for _, v := range a.Votes {
-		if v.By == b.By {
-			return ErrVoted
-		}
+// vote records b, given with factor, as one approver's approval of a, and
+// adds it to a.Votes. Its audit record carries the factor and, with one, the
+// payload hash it was given for.
+func (j *Journal) vote(ctx context.Context, tx txn, a *Approval, b Ballot, factor policy.Factor, now time.Time) error {
+	if voted(*a, b.By) {
+		return ErrVoted
 	}
-	_, err := tx.ExecContext(ctx, "INSERT INTO approval_votes(approval_id, voter, at, grant_id) VALUES(?, ?, ?, ?)",
-		a.ID, b.By, ms(now), b.Grant)
+	_, err := tx.ExecContext(ctx, "INSERT INTO approval_votes(approval_id, voter, at, grant_id, step_up) VALUES(?, ?, ?, ?, ?)",
+		a.ID, b.By, ms(now), b.Grant, factor)
 	if err != nil {
 		if isUnique(err) {
 			return ErrVoted
 		}
 		return fmt.Errorf("vote on %s: %w", a.ID, err)
 	}
-	v := Vote{By: b.By, At: now, Grant: b.Grant}
+	v := Vote{By: b.By, At: now, Grant: b.Grant, StepUp: factor}
 	a.Votes = append(a.Votes, v)
-	tx.audit(audit.Vote, a.OperationID, a.ID, now, voteFact{Approval: a.ID, By: v.By, At: ms(now), Grant: v.Grant, Of: len(a.Votes), Required: a.required()})
+	f := voteFact{Approval: a.ID, By: v.By, At: ms(now), Grant: v.Grant, Of: len(a.Votes), Required: a.required(), StepUp: factor}
+	if factor != policy.NoFactor {
+		f.PayloadSHA256 = a.PayloadSHA256
+	}
+	tx.audit(audit.Vote, a.OperationID, a.ID, now, f)
 	return nil
+}
+
+// voted reports whether by approved a already.
+func voted(a Approval, by policy.UserID) bool {
+	for _, v := range a.Votes {
+		if v.By == by {
+			return true
+		}
+	}
+	return false
 }
 
 // voters names the approvers of votes: "1 and 2", "1, 2 and 3".

@@ -32,8 +32,11 @@ const (
 // Approved is a retry after a human verified that the first send did not arrive;
 // Approved -> AwaitingApproval asks again when the process that sends does not
 // allow the approval given (an auto-approval of another process's policy), or
-// when the message the payload quotes changed since it was approved (the payload
-// then quotes it as it reads now);
+// when what the payload quotes (the message, the chat) changed since it was
+// approved (the payload then quotes it as it is now);
+// Approved -> RetryWait and RetryWait -> RetryWait wait to read again what the
+// card showed (the chat) when the read before the write ahead did not get
+// through: nothing was sent;
 // AwaitingApproval -> AwaitingApproval is an approver's edit of the payload,
 // which voids the approval and asks one for the new payload.
 var edges = map[State][]State{
@@ -41,9 +44,9 @@ var edges = map[State][]State{
 	Prepared:         {Verified, Failed, Cancelled},
 	Verified:         {AwaitingApproval, Approved, Failed, Cancelled},
 	AwaitingApproval: {Approved, Rejected, Expired, Cancelled, AwaitingApproval},
-	Approved:         {Committing, AwaitingApproval, Failed, Cancelled},
+	Approved:         {Committing, AwaitingApproval, Failed, Cancelled, RetryWait},
 	Committing:       {Committed, Unknown, Failed, RetryWait, Approved},
-	RetryWait:        {Committing, Failed, Cancelled},
+	RetryWait:        {Committing, Failed, Cancelled, RetryWait},
 	Unknown:          {Committed, NotDelivered, Committing},
 	NotDelivered:     {AwaitingApproval, Approved, Cancelled},
 }

@@ -15,14 +15,14 @@ import (
 // every move an operation may make, with what makes it.
 var drawn = map[journal.State][]journal.State{
 	"":                       {journal.Prepared},
-	journal.Prepared:         {journal.Verified, journal.Failed, journal.Cancelled},                                              // verifier pass; verifier, doom loop, bad arguments
-	journal.Verified:         {journal.AwaitingApproval, journal.Approved, journal.Failed, journal.Cancelled},                    // card; auto_approve rule
-	journal.AwaitingApproval: {journal.Approved, journal.Rejected, journal.Expired, journal.Cancelled, journal.AwaitingApproval}, // the tap, or its lack; an edit of the payload
-	journal.Approved:         {journal.Committing, journal.AwaitingApproval, journal.Failed, journal.Cancelled},                  // write ahead; asked again by the sender's policy; payload not the approved one
-	journal.Committing:       {journal.Committed, journal.Unknown, journal.Failed, journal.RetryWait, journal.Approved},          // decision table; repair by schema
-	journal.RetryWait:        {journal.Committing, journal.Failed, journal.Cancelled},                                            // the scheduled retry
-	journal.Unknown:          {journal.Committed, journal.NotDelivered, journal.Committing},                                      // resolved delivered, or not; a state-setting call a stop left unknown, settled by the operator
-	journal.NotDelivered:     {journal.AwaitingApproval, journal.Approved, journal.Cancelled},                                    // /retry
+	journal.Prepared:         {journal.Verified, journal.Failed, journal.Cancelled},                                                // verifier pass; verifier, doom loop, bad arguments
+	journal.Verified:         {journal.AwaitingApproval, journal.Approved, journal.Failed, journal.Cancelled},                      // card; auto_approve rule
+	journal.AwaitingApproval: {journal.Approved, journal.Rejected, journal.Expired, journal.Cancelled, journal.AwaitingApproval},   // the tap, or its lack; an edit of the payload
+	journal.Approved:         {journal.Committing, journal.AwaitingApproval, journal.Failed, journal.Cancelled, journal.RetryWait}, // write ahead; asked again by the sender's policy or a change since; payload not the approved one; the chat not read
+	journal.Committing:       {journal.Committed, journal.Unknown, journal.Failed, journal.RetryWait, journal.Approved},            // decision table; repair by schema
+	journal.RetryWait:        {journal.Committing, journal.Failed, journal.Cancelled, journal.RetryWait},                           // the scheduled retry; the chat not read again
+	journal.Unknown:          {journal.Committed, journal.NotDelivered, journal.Committing},                                        // resolved delivered, or not; a state-setting call a stop left unknown, settled by the operator
+	journal.NotDelivered:     {journal.AwaitingApproval, journal.Approved, journal.Cancelled},                                      // /retry
 }
 
 var allStates = []journal.State{journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Rejected,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/countersign/countersign/policy"
@@ -56,7 +57,7 @@ func (j *Journal) CreateTask(ctx context.Context, t Task) (Task, error) {
 
 func insertTask(ctx context.Context, tx txn, t Task, snap []byte) error {
 	return tx.Later(ctx, "insert task", `INSERT INTO tasks(id, requester, chat, summary, origin, surface, policy, created_at)
-		VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, t.Summary, t.Origin, t.Surface, snap, ms(t.Created))
+		VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Requester, t.Chat, keptText(t.Summary), keptText(t.Origin), t.Surface, snap, ms(t.Created))
 }
 
 // Task returns a task by id, or ErrNotFound.
@@ -85,12 +86,48 @@ func (j *Journal) task(ctx context.Context, col, v string) (Task, error) {
 	if err != nil {
 		return t, fmt.Errorf("journal: task %s: %w", v, err)
 	}
-	t.Policy = new(policy.Policy)
-	if err := json.Unmarshal([]byte(snap), t.Policy); err != nil {
+	if t.Policy, err = snapshots.decode(snap); err != nil {
 		return t, fmt.Errorf("journal: task %s: policy snapshot: %w", t.ID, err)
 	}
 	t.Waited, t.Created = time.Duration(waited)*time.Millisecond, fromMS(created)
 	return t, nil
+}
+
+// snapshots holds the policy snapshots tasks were read with, decoded, by
+// their bytes: the tasks of a process nearly all run under one policy, and a
+// send reads its task twice (the tap, the commit), which decoded the same
+// snapshot each time. A decoded snapshot is shared by every task read with the
+// same bytes, so a Task's Policy is read-only: it is what the task started
+// under, and nothing changes it.
+var snapshots = snapshotCache{m: map[string]*policy.Policy{}}
+
+// maxSnapshots bounds the snapshots kept: past it the cache starts afresh.
+const maxSnapshots = 16
+
+type snapshotCache struct {
+	mu sync.Mutex
+	m  map[string]*policy.Policy
+}
+
+// decode returns the policy snap holds.
+func (c *snapshotCache) decode(snap string) (*policy.Policy, error) {
+	c.mu.Lock()
+	p := c.m[snap]
+	c.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	p = new(policy.Policy)
+	if err := json.Unmarshal([]byte(snap), p); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxSnapshots {
+		clear(c.m)
+	}
+	c.m[snap] = p
+	return p, nil
 }
 
 // Spend is what one move costs its task's budgets (see Move.Spend).

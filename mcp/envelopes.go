@@ -2,12 +2,15 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/countersign/countersign/envelope"
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/vault"
 )
 
@@ -23,16 +26,53 @@ func (s *Server) addEnvelopes() {
 }
 
 // readEnvelope answers a read of an envelope resource with its note as it is.
-func (s *Server) readEnvelope(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+func (s *Server) readEnvelope(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	id, ok := strings.CutPrefix(req.Params.URI, envelopePrefix)
 	if !ok || id == "" {
 		return nil, sdk.ResourceNotFoundError(req.Params.URI)
 	}
-	_, _, data, err := s.opts.Vault.GetText(id)
+	_, _, data, err := s.note(ctx, id)
+	if errors.Is(err, errNoteAwaited) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, sdk.ResourceNotFoundError(req.Params.URI)
 	}
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "text/markdown", Text: string(data)}}}, nil
+}
+
+// errNoteAwaited answers a read of the note of an unknown outcome that is not in
+// the vault after Options.NoteWait: the outcome is unknown all the same.
+var errNoteAwaited = errors.New("its outcome is unknown and its note is not in the vault yet (a full disk, or a process that stopped, leaves it to the next start); verify it before any retry: request_verification asks the approvers")
+
+// note is the vault's note of operation id, as Vault.GetText gives it. The
+// process that sends records an unknown outcome in the journal first and writes
+// its note just after, so an agent told "unknown, verify" may ask for the note
+// before it is there: while the journal says the outcome is unknown, note waits
+// for it, up to Options.NoteWait, and then says why there is none.
+func (s *Server) note(ctx context.Context, id string) (envelope.Envelope, string, []byte, error) {
+	e, path, data, err := s.opts.Vault.GetText(id)
+	if !errors.Is(err, vault.ErrNotFound) {
+		return e, path, data, err
+	}
+	if op, jerr := s.opts.Journal.Operation(ctx, id); jerr != nil || op.State != journal.Unknown {
+		return e, path, data, err
+	}
+	s.opts.Logger.Info("the note of an unknown outcome is not in the vault yet; waiting for it", "op", id, "up_to", s.opts.NoteWait)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.NoteWait)
+	defer cancel()
+	tick := time.NewTicker(s.opts.PollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return e, path, data, fmt.Errorf("mcp: %s: %w", id, errNoteAwaited)
+		case <-tick.C:
+		}
+		if e, path, data, err = s.opts.Vault.GetText(id); !errors.Is(err, vault.ErrNotFound) {
+			return e, path, data, err
+		}
+	}
 }
 
 // Watch keeps the resource list equal to the unresolved envelopes until ctx ends,

@@ -2,6 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/countersign/countersign/mcp"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/vault"
 )
 
 // autoApprove lets commits to the target go without a tap.
@@ -124,4 +127,75 @@ func TestAResolvedEnvelopeLeavesTheResources(t *testing.T) {
 		t.Fatal("no resource list-changed notification after the resolution")
 	}
 	waitUntil(t, "the envelope gone from the resources", func() bool { return !listed() })
+}
+
+// The note of an unknown outcome is written just after the outcome is recorded,
+// so an agent told "unknown, verify" can ask for it first (a stdio server beside
+// the bot that sends): while the journal says unknown, the read waits for the
+// note and gives it; a note still missing after the wait is answered with the
+// outcome and what to do, not "not found".
+func TestANoteNotYetWrittenIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	// The server reads a vault the operator has not written to yet.
+	late, err := vault.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRigOpts(t, autoApprove, func(o *mcp.Options) { o.Vault, o.NoteWait = late, 20*time.Second })
+	r.tg.Inject(telegramtest.AcceptThenDrop().For("sendMessage").InChat(target).Times(1))
+	cs := r.connect(t, "in-memory", nil)
+	_, lost := call(t, cs, "commit_send_message", map[string]any{"chat_id": "222", "text": "its answer lost, its note late"})
+	if lost.SideEffect != action.SideEffectUnknown {
+		t.Fatalf("commit = %+v, want unknown", lost)
+	}
+
+	brief, err := mcp.New(mcp.Options{Operator: r.op, Journal: r.j, Vault: late, Tools: r.tools, Policy: r.pol,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PollEvery: 20 * time.Millisecond, NoteWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := sdk.NewInMemoryTransports()
+	ss, err := brief.Connect(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	briefly, err := sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer briefly.Close()
+	res, _ := call(t, briefly, "read_envelope", map[string]any{"operation_id": lost.OperationID})
+	if !res.IsError || !strings.Contains(text(res), "its outcome is unknown and its note is not in the vault yet") || !strings.Contains(text(res), "request_verification") {
+		t.Errorf("read_envelope with no note = %q (error %v), want the outcome unknown and what to do", text(res), res.IsError)
+	}
+
+	uri := "countersign://envelopes/" + lost.OperationID
+	type read struct {
+		rr  *sdk.ReadResourceResult
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		rr, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: uri})
+		got <- read{rr, err}
+	}()
+	waitUntil(t, "the read waiting for the note", func() bool {
+		return strings.Contains(r.logs.String(), "not in the vault yet; waiting for it") && strings.Contains(r.logs.String(), lost.OperationID)
+	})
+	e, _, err := r.v.Get(lost.OperationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := late.Write(e); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case g := <-got:
+		if g.err != nil || !strings.Contains(g.rr.Contents[0].Text, "status: unknown") {
+			t.Errorf("envelope resource = %v, %v; want the note once written", g.rr, g.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the read did not end once the note was written")
+	}
 }

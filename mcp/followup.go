@@ -271,8 +271,8 @@ func (s *Server) listEnvelopes(_ context.Context, _ *sdk.CallToolRequest, in Env
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: fmt.Sprintf("%d envelopes.", len(notes))}}}, out, nil
 }
 
-func (s *Server) readEnvelopeTool(_ context.Context, _ *sdk.CallToolRequest, in OperationIn) (*sdk.CallToolResult, EnvelopeOut, error) {
-	e, path, data, err := s.opts.Vault.GetText(in.OperationID)
+func (s *Server) readEnvelopeTool(ctx context.Context, _ *sdk.CallToolRequest, in OperationIn) (*sdk.CallToolResult, EnvelopeOut, error) {
+	e, path, data, err := s.note(ctx, in.OperationID)
 	if err != nil {
 		return nil, EnvelopeOut{}, err
 	}

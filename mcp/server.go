@@ -70,6 +70,9 @@ type Options struct {
 	// PollEvery is how often a wait reads the journal (default 200ms); WatchEvery
 	// how often Watch lists the vault (default 2s).
 	PollEvery, WatchEvery time.Duration
+	// NoteWait bounds how long a read of an unknown outcome's envelope waits
+	// for the note the sending process writes just after the outcome (default 5s).
+	NoteWait time.Duration
 }
 
 // Server is the MCP server over one operator. It is safe for concurrent use by
@@ -110,6 +113,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.MaxAwait <= 0 {
 		o.MaxAwait = MaxAwait
+	}
+	if o.NoteWait <= 0 {
+		o.NoteWait = 5 * time.Second
 	}
 	if o.WatchEvery <= 0 {
 		o.WatchEvery = 2 * time.Second

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -73,7 +74,7 @@ func TestWatchAbortsAStalledStreamAndAsksWithoutStreaming(t *testing.T) {
 		recording(t, "anthropic/message_end_turn.json"))
 	var mu sync.Mutex
 	var steps []model.Step
-	w := model.NewWatch(newProvider("anthropic", s.URL).(model.Streamer), 20*time.Millisecond, 150*time.Millisecond, func(st model.Step) {
+	w := model.NewWatch(newProvider("anthropic", s.URL).(model.Streamer), 50*time.Millisecond, 400*time.Millisecond, func(st model.Step) {
 		mu.Lock()
 		defer mu.Unlock()
 		steps = append(steps, st)
@@ -91,8 +92,10 @@ func TestWatchAbortsAStalledStreamAndAsksWithoutStreaming(t *testing.T) {
 	for _, st := range steps {
 		path = append(path, st.Action)
 	}
-	if want := []model.Action{model.ActionStallWarning, model.ActionStallAbort}; !reflect.DeepEqual(path, want) {
-		t.Errorf("steps = %v, want %v", path, want)
+	// Warned, then aborted once. A machine slow to deliver the stream's head may
+	// warn on it too, before the silence: a warning more is no other path.
+	if n := len(path); n < 2 || path[n-1] != model.ActionStallAbort || slices.ContainsFunc(path[:n-1], func(a model.Action) bool { return a != model.ActionStallWarning }) {
+		t.Errorf("steps = %v, want one or more stall warnings, then the abort", path)
 	}
 	if got := streamed(s); !reflect.DeepEqual(got, []bool{true, false}) {
 		t.Errorf("requests streamed = %v, want a stream then one plain request", got)

@@ -48,8 +48,7 @@ func (o *Operator) required(task journal.Task, op journal.Operation) int {
 // newApproval is an approval of op for its task, for as many approvers as
 // required.
 func (o *Operator) newApproval(task journal.Task, op journal.Operation) *journal.Approval {
-	a := o.opts.Journal.NewApproval(op, task.Requester, task.Policy.ApprovalTTL)
-	a.Required = o.required(task, op)
+	a := o.opts.Journal.NewApprovalOf(op, task.Requester, task.Policy.ApprovalTTL, o.required(task, op), o.stepUp(task, op))
 	if o.showsHere(op) {
 		// Published by the request that asks, right after it is stored: the
 		// watch leaves it to that request (showLate).
@@ -80,13 +79,18 @@ func (o *Operator) Escalation(task journal.Task) []policy.UserID {
 }
 
 // approvedEnough reports whether approval a (approved) holds for op under the
-// policy in force: as many of its approvers as op now needs may still decide.
+// policy in force: as many of its approvers as op now needs may still decide,
+// each of whom gave the second factor op now asks, if it asks one (an
+// approval given before step_up was set counts for nothing).
 func (o *Operator) approvedEnough(task journal.Task, op journal.Operation, a journal.Approval) bool {
 	voters := []policy.UserID{a.DecidedBy}
-	if len(a.Votes) > 0 {
+	factor := o.stepUp(task, op)
+	if len(a.Votes) > 0 || factor != policy.NoFactor {
 		voters = voters[:0]
 		for _, v := range a.Votes {
-			voters = append(voters, v.By)
+			if v.StepUp.Covers(factor) {
+				voters = append(voters, v.By)
+			}
 		}
 	}
 	n := 0
@@ -135,6 +139,12 @@ func (o *Operator) grantFor(ctx context.Context, task journal.Task, op journal.O
 	g, ok, err := o.opts.Journal.WindowGrantFor(ctx, op.Tool, grantTarget(op.Payload.Target), now)
 	if err != nil || !ok {
 		return false, err
+	}
+	if a.StepUp != policy.NoFactor || o.stepUp(task, op) != policy.NoFactor {
+		// Made before step_up was set, or for a target a rule has asked a
+		// factor of since: each commit asks its approver's code.
+		o.opts.Logger.Info("grant not used: a second factor is asked of each approval", "grant", g.ID, "op", op.ID)
+		return false, nil
 	}
 	// The newest grant is the last to reach the policy's grant_max: when it is
 	// past it, so is every older one.
@@ -333,6 +343,8 @@ func (o *Operator) GrantWindow(ctx context.Context, user policy.UserID, tool, ta
 		return journal.Grant{}, refusal(ErrGrant, "%s takes a message from another chat, which no card would show: it is never granted, each one asks", tool)
 	case p.Approvals(tool, target) > 1:
 		return journal.Grant{}, refusal(ErrGrant, "%s to %s needs %d approvers: a grant by one cannot stand for them", tool, target, p.Approvals(tool, target))
+	case p.StepUp(tool, target) != policy.NoFactor:
+		return journal.Grant{}, refusal(ErrGrant, "%s to %s asks a second factor (%s) of each approval: a grant cannot give it ahead", tool, target, p.StepUp(tool, target))
 	}
 	g, err := o.opts.Journal.GrantWindow(ctx, user, tool, target, o.opts.Clock.Now().Add(d))
 	if err != nil {
@@ -419,6 +431,9 @@ func (o *Operator) OfferTask(ctx context.Context, user policy.UserID, taskID str
 		if err != nil || a.Decision != journal.Pending {
 			continue
 		}
+		if a.StepUp != policy.NoFactor || o.stepUp(task, op) != policy.NoFactor {
+			continue // each asks its own code: a grant's one tap cannot give them
+		}
 		tg.Items = append(tg.Items, journal.GrantItem{Approval: a.ID, Operation: op.ID, PayloadSHA256: a.PayloadSHA256})
 	}
 	tg.Digest = grantDigest(tg.Items)
@@ -487,6 +502,9 @@ func WaitingReason(ctx context.Context, j *journal.Journal, op journal.Operation
 	parts := []string{fmt.Sprintf("%s is waiting for approval %s until %s", op.ID, a.ID, a.Expires.UTC().Format(time.RFC3339))}
 	if line := QuorumLine(a); line != "" {
 		parts = append(parts, line)
+	}
+	if a.StepUp != policy.NoFactor {
+		parts = append(parts, StepUpLine(a.StepUp))
 	}
 	if es, err := j.Edits(ctx, op.ID); err == nil && len(es) > 0 {
 		parts = append(parts, EditLine(es[len(es)-1])+"; it now reads: "+op.Payload.Text)

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/journal"
@@ -22,7 +21,14 @@ import (
 // task's snapshot or the policy in force here asks for one.
 func (o *Operator) needsApproval(task journal.Task, op journal.Operation) bool {
 	return task.Policy.NeedsApproval(op.Tool, op.Payload.Target) || o.opts.Policy.NeedsApproval(op.Tool, op.Payload.Target) ||
-		o.required(task, op) > 1 // a quorum is never waived by an auto_approve rule
+		o.required(task, op) > 1 || // a quorum is never waived by an auto_approve rule
+		o.stepUp(task, op) != policy.NoFactor // nor a second factor
+}
+
+// stepUp is the second factor each approver of op gives beside the tap: the
+// strongest the task's snapshot or the policy in force here asks.
+func (o *Operator) stepUp(task journal.Task, op journal.Operation) policy.Factor {
+	return policy.Strongest(task.Policy.StepUp(op.Tool, op.Payload.Target), o.opts.Policy.StepUp(op.Tool, op.Payload.Target))
 }
 
 // mayApprove reports whether user may decide the approvals of task: an approver
@@ -49,12 +55,9 @@ const ReasonAskedAgain = "approval requested again: the sender's policy does not
 // to waive the tap, a person's approval needs them among the approvers of both.
 // When it does not hold, the operation goes back to awaiting approval with a new
 // approval for the approvers (asked is true, r the pending result): nothing is
-// sent until a person allowed here taps.
-func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op journal.Operation) (r *action.Result, asked bool, err error) {
-	a, err := o.opts.Journal.LatestApproval(ctx, op.ID)
-	if err != nil {
-		return nil, true, fmt.Errorf("operator: %w", err)
-	}
+// sent until a person allowed here taps. a is the operation's latest approval,
+// as checkBinding read it.
+func (o *Operator) checkAuthority(ctx context.Context, task journal.Task, op journal.Operation, a journal.Approval) (r *action.Result, asked bool, err error) {
 	if a.DecidedBy == journal.ByPolicy && !o.needsApproval(task, op) ||
 		a.DecidedBy != journal.ByPolicy && o.approvedEnough(task, op, a) {
 		return nil, false, nil

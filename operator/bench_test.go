@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -36,7 +37,53 @@ func BenchmarkLifecycle(b *testing.B) {
 	})
 	b.Run("postgres", func(b *testing.B) { benchmarkLifecycle(b, pgtest.Fresh(b)) })
 	b.Run("postgres-unaudited", func(b *testing.B) { benchmarkLifecycle(b, pgtest.Fresh(b), journal.WithoutAudit()) })
+	// The trail's price again, paired: each iteration one send on the journal
+	// with the trail and one on the journal without it, in turn (which goes
+	// first alternates), so that a machine whose load drifts during the run
+	// weighs on both alike. chain-x is the ratio of their times.
+	b.Run("sqlite-chain-paired", func(b *testing.B) {
+		benchmarkChainPaired(b, filepath.Join(b.TempDir(), "audited.db"), filepath.Join(b.TempDir(), "unaudited.db"))
+	})
+	b.Run("postgres-chain-paired", func(b *testing.B) { benchmarkChainPaired(b, pgtest.Fresh(b), pgtest.Fresh(b)) })
 }
+
+// benchmarkChainPaired is BenchmarkLifecycle's send on two journals in turn,
+// audited at the name audited, unaudited at the name unaudited; it reports
+// each one's time per send (audited-ms, unaudited-ms) and their ratio
+// (chain-x).
+func benchmarkChainPaired(b *testing.B, audited, unaudited string) {
+	pol := testPolicy(b)
+	ctx := context.Background()
+	var ops [2]*operator.Operator
+	for i, o := range []struct {
+		name string
+		opts []journal.Option
+	}{{audited, nil}, {unaudited, []journal.Option{journal.WithoutAudit()}}} {
+		j, err := journal.Open(ctx, o.name, o.opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer j.Close()
+		if ops[i], err = operator.New(operator.Options{Journal: j, Tools: mustRegistryB(b, pol), Policy: pol, Transport: "telegram"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var took [2]time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		for k := range 2 {
+			which := (i + k) % 2
+			start := time.Now()
+			lifecycleSend(b, ops[which], i)
+			took[which] += time.Since(start)
+		}
+	}
+	b.ReportMetric(ms(took[0])/float64(b.N), "audited-ms")
+	b.ReportMetric(ms(took[1])/float64(b.N), "unaudited-ms")
+	b.ReportMetric(float64(took[0])/float64(took[1]), "chain-x")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func benchmarkLifecycle(b *testing.B, name string, opts ...journal.Option) {
 	pol := testPolicy(b)
@@ -54,17 +101,7 @@ func benchmarkLifecycle(b *testing.B, name string, opts ...journal.Option) {
 	b.ResetTimer()
 	before := j.Commits()
 	for i := 0; b.Loop(); i++ {
-		_, r, err := op.Begin(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "bench"}, callSend("222", fmt.Sprintf("message %d", i)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		a, err := op.PendingApproval(ctx, r.OperationID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if r, err = op.Decide(ctx, a.ID, approverID, true); err != nil || r.Status != action.StatusSucceeded {
-			b.Fatalf("Decide = %+v, %v", r, err)
-		}
+		lifecycleSend(b, op, i)
 	}
 	b.ReportMetric(float64(j.Commits()-before)/float64(b.N), "fsyncs/op")
 	b.StopTimer()
@@ -72,6 +109,22 @@ func benchmarkLifecycle(b *testing.B, name string, opts ...journal.Option) {
 		if rep, err := j.VerifyAudit(ctx); err != nil || rep.Fault != nil {
 			b.Fatalf("the audit trail after the run: %v, %v", rep.Fault, err)
 		}
+	}
+}
+
+// lifecycleSend is one send of BenchmarkLifecycle: asked, approved, sent.
+func lifecycleSend(b *testing.B, op *operator.Operator, i int) {
+	ctx := context.Background()
+	_, r, err := op.Begin(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "bench"}, callSend("222", fmt.Sprintf("message %d", i)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := op.PendingApproval(ctx, r.OperationID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if r, err = op.Decide(ctx, a.ID, approverID, true); err != nil || r.Status != action.StatusSucceeded {
+		b.Fatalf("Decide = %+v, %v", r, err)
 	}
 }
 

@@ -41,6 +41,10 @@ const (
 	// ApprovalEscalated: nobody decided an approval within escalate_after of
 	// its time, and it goes to the escalation list too; Approval is set.
 	ApprovalEscalated
+	// StepUpLocked: wrong codes in a row locked an approver's second factor,
+	// on the approval they were given for (Approval is set); Lock says whose,
+	// and until when. Every approver hears of it: someone may be guessing.
+	StepUpLocked
 )
 
 func (k EventKind) String() string {
@@ -63,6 +67,8 @@ func (k EventKind) String() string {
 		return "payload_edited"
 	case ApprovalEscalated:
 		return "approval_escalated"
+	case StepUpLocked:
+		return "step_up_locked"
 	}
 	return "event(?)"
 }
@@ -77,6 +83,7 @@ type Event struct {
 	Approval  *journal.Approval // ApprovalNeeded, Decided, Voted, PayloadEdited, ApprovalEscalated
 	Result    action.Result     // Outcome
 	Edit      *journal.Edit     // PayloadEdited
+	Lock      *Lock             // StepUpLocked
 	// Late: work that ran on its own, not in a request (expiry, a scheduled
 	// retry, a start's resumed work, a note resolved in the vault): nobody's
 	// reply tells its outcome, so a surface tells the requester. A request's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/countersign/countersign/action"
@@ -120,6 +121,21 @@ func (o *Operator) PendingApproval(ctx context.Context, opID string) (journal.Ap
 		err = fmt.Errorf("operator: %s waits on no approval: %w", opID, journal.ErrNotFound)
 	}
 	return a, err
+}
+
+// ApprovalID reads ref as a person gives it, an approval's id or the id of the
+// operation that waits on it, and returns the approval's id. An operation that
+// waits on no approval is journal.ErrNotFound; an approval id is returned as is,
+// for the decision to check.
+func (o *Operator) ApprovalID(ctx context.Context, ref string) (string, error) {
+	if !strings.HasPrefix(ref, "op-") {
+		return ref, nil
+	}
+	a, err := o.PendingApproval(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return a.ID, nil
 }
 
 // Resolve records what a human verified about an operation whose outcome was

@@ -62,6 +62,10 @@ type Options struct {
 	// Policy is the policy in force for tasks started from now on.
 	Policy   *policy.Policy
 	Verifier Verifier // nil: every payload passes
+	// Shows, when set, says whether the review page shows a payload whole
+	// (review.Shows): one it would show less of is stopped, as a verifier's
+	// stop with its reason, before anyone is asked. Nil: no page is served.
+	Shows func(action.Payload) error
 	// Vault receives an envelope for every unknown outcome. Nil: unknown outcomes
 	// are journaled only.
 	Vault *vault.Vault
@@ -98,6 +102,9 @@ type Operator struct {
 	// resolving makes Resolve's two writes (the envelope, then the journal) one
 	// step, so two people answering at once cannot leave them disagreeing.
 	resolving sync.Mutex
+	// writingNotes makes writeEnvelope's look and write one step, so that two
+	// writers of a missing note (the outcome's own, Reconcile) write it once.
+	writingNotes sync.Mutex
 	// notesOwed holds, under resolving, the operations a later attempt delivered
 	// whose note could not say so (a full disk); Reconcile writes them again.
 	// notesChecked says Reconcile has looked at every delivered operation's note
@@ -288,7 +295,9 @@ func (o *Operator) call(ctx context.Context, nt *newTask, c Call) (action.Result
 
 // prepare turns a call's arguments into its payload, with no side effect: a tool
 // that acts on what was sent (an edit) reads it from the journal. A commit's
-// payload carries what the call says changed since a rejection (tools.StatedChange).
+// payload carries what the call says changed since a rejection (tools.StatedChange),
+// and the chat it reaches as its members know it now (tools.Bind), read again
+// before it leaves (checkHolds).
 func (o *Operator) prepare(ctx context.Context, tool tools.Tool, args json.RawMessage) (action.Payload, error) {
 	var p action.Payload
 	var err error
@@ -301,7 +310,7 @@ func (o *Operator) prepare(ctx context.Context, tool tools.Tool, args json.RawMe
 		return p, err
 	}
 	p.Changed, err = tools.StatedChange(tool.Name(), args)
-	return p, err
+	return tools.Bind(ctx, o.opts.Tools.Chats(), tool, p), err
 }
 
 // newOperation is an operation of task, made here and delivered by this
@@ -388,6 +397,11 @@ func (o *Operator) verifyAndAsk(ctx context.Context, nt *newTask, op journal.Ope
 }
 
 func (o *Operator) verify(ctx context.Context, task journal.Task, op journal.Operation) verifier.Verdict {
+	if o.opts.Shows != nil {
+		if err := o.opts.Shows(op.Payload); err != nil {
+			return verifier.Verdict{Decision: verifier.Stop, Reasons: []string{err.Error()}, Checks: 1}
+		}
+	}
 	if o.opts.Verifier == nil {
 		return verifier.Verdict{Decision: verifier.Pass}
 	}
@@ -396,6 +410,7 @@ func (o *Operator) verify(ctx context.Context, task journal.Task, op journal.Ope
 	m := task.Policy.Models()
 	in.Tool, in.Policy, in.Model = op.Tool, &task.Policy.Verify, &m
 	in.Task, in.Chat, in.Content, in.Changed = task.ID, task.Chat, tools.Content(op.Payload), op.Payload.Changed
+	in.Operation = op.ID // "" for a new call
 	return o.opts.Verifier.Check(ctx, in)
 }
 
@@ -459,6 +474,9 @@ func (o *Operator) asked(ctx context.Context, task journal.Task, op journal.Oper
 	reason := fmt.Sprintf("awaiting approval %s until %s", a.ID, a.Expires.Format(time.RFC3339))
 	if a.Required > 1 {
 		reason += fmt.Sprintf(" from %d different approvers", a.Required)
+	}
+	if a.StepUp != policy.NoFactor {
+		reason += "; " + StepUpLine(a.StepUp)
 	}
 	return action.Result{Status: action.StatusPending, OperationID: op.ID, SideEffect: action.SideEffectPrepared,
 		NextAction: action.NextAwaitApproval, Reason: reason}, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/stages"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/tools"
@@ -40,7 +41,16 @@ func (d Decision) Waiting() bool {
 // nothing and are *Refusal errors: ErrNotApprover, ErrDecided (a later decision:
 // the first one won), ErrNoSuchApproval, ErrOtherTransport, ErrSelfApproval. An approval decided at
 // or after its expiry records the expiry instead, with a terminal result.
+//
+// An approval that asks a second factor (step_up) refuses a tap on Approve
+// with ErrStepUp and records nothing: the approver confirms it with Confirm.
 func (o *Operator) Record(ctx context.Context, approvalID string, by policy.UserID, approve bool) (Decision, error) {
+	return o.ballot(ctx, approvalID, by, approve, journal.Ballot{})
+}
+
+// ballot is Record with code, a TOTP code given with an approval ("" for a
+// tap alone).
+func (o *Operator) ballot(ctx context.Context, approvalID string, by policy.UserID, approve bool, factor journal.Ballot) (Decision, error) {
 	a, err := o.opts.Journal.Approval(ctx, approvalID)
 	if errors.Is(err, journal.ErrNotFound) {
 		return Decision{}, refusal(ErrNoSuchApproval, "no approval %s", approvalID)
@@ -63,6 +73,8 @@ func (o *Operator) Record(ctx context.Context, approvalID string, by policy.User
 		return Decision{}, refusal(ErrOtherTransport, "%s is delivered by %s; decide it there", op.ID, orNobody(op.Transport))
 	case approve && o.ownRequest(task, by):
 		return Decision{Approval: a}, refusal(ErrSelfApproval, "user %d asked for %s, and self-approval is off: another approver must approve it (rejecting it is yours)", by, op.ID)
+	case approve && factor.Code == "" && factor.Receipt == nil && a.Decision == journal.Pending && policy.Strongest(a.StepUp, o.stepUp(task, op)) != policy.NoFactor:
+		return Decision{Approval: a}, refusal(ErrStepUp, "%s asks a second factor (%s) beside the tap: confirm it with your code", op.ID, policy.Strongest(a.StepUp, o.stepUp(task, op)))
 	}
 	d := journal.DecideReject
 	if approve {
@@ -71,7 +83,8 @@ func (o *Operator) Record(ctx context.Context, approvalID string, by policy.User
 	// An approved operation is this caller's to run (Proceed): the sweep's
 	// watch must not take it between the decision and the commit.
 	release := o.hold(op.ID)
-	a, err = o.opts.Journal.Decide(ctx, approvalID, d, by)
+	a, err = o.opts.Journal.DecideBallot(ctx, approvalID, journal.Ballot{Decision: d, By: by, Code: factor.Code, Receipt: factor.Receipt})
+	stages.Mark(ctx, stages.Decided)
 	if err == nil && approve && a.Decision == journal.Pending {
 		release() // one more approver is needed: nothing to run yet
 		o.publishVoted(ctx, a)
@@ -92,6 +105,9 @@ func (o *Operator) Record(ctx context.Context, approvalID string, by policy.User
 		r, err := o.finish(ctx, op.ID, expiredResult(a))
 		return Decision{Approval: a, Result: r}, err
 	case err != nil:
+		if refused, ok := o.codeRefused(ctx, op, a, by, err); ok {
+			return Decision{Approval: a}, refused
+		}
 		return Decision{}, fmt.Errorf("operator: %w", err)
 	}
 	o.publishDecided(ctx, a)
@@ -219,18 +235,20 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 		return res, err
 	}
 	if from == journal.Approved {
-		if r, asked, err := o.checkAuthority(ctx, task, op); asked || err != nil {
+		if r, asked, err := o.checkAuthority(ctx, task, op, bound); asked || err != nil {
 			return r, err
 		}
 	}
-	if r, changed, err := o.checkQuoted(ctx, task, op, from); changed || err != nil {
+	if r, changed, err := o.checkHolds(ctx, task, op, from); changed || err != nil {
 		return r, err
 	}
+	stages.Mark(ctx, stages.Checked)
 	// Write ahead: committing is durable before the request leaves the process.
 	msgs := op.Payload.Messages()
 	if err := o.move(ctx, op.ID, journal.Move{From: from, To: journal.Committing, Reason: attemptReason(op, len(msgs)), StartAttempt: true}); err != nil {
 		return nil, err
 	}
+	stages.Mark(ctx, stages.Written)
 	// The request is on its way: it is let finish, and its outcome journaled, even
 	// when the process is shutting down. Knowing the outcome beats an unknown (and
 	// a commit left committing is one at the next start). The sender bounds it.
@@ -256,6 +274,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 		if err != nil {
 			return nil, err
 		}
+		stages.Mark(ctx, stages.Fenced)
 		got, err := committer.Commit(ctx, partPayload(op, msgs[k]))
 		if errors.Is(err, action.ErrFenced) {
 			return nil, err
@@ -288,6 +307,7 @@ func (o *Operator) attempt(ctx context.Context, task journal.Task, op journal.Op
 		r.Reason = "approved under grant " + bound.Grant // every commit under a grant names it
 	}
 	err = o.move(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.Committed, Reason: "delivered", Result: &r, AttemptOutcome: "committed"})
+	stages.Mark(ctx, stages.Recorded)
 	late := errors.Is(err, journal.ErrStateChanged) && o.replica()
 	if late {
 		// This replica's lease ran out while the request was out (the database
@@ -344,37 +364,94 @@ func (o *Operator) checkBinding(ctx context.Context, op journal.Operation, from 
 	return a, res, true, err
 }
 
-// checkQuoted reads again, before the write ahead, the message op acts on or
-// takes, as its payload quoted it to the approver (tools.StillQuoted), since
-// what was approved is no longer what would happen once it changed. A message
-// edited since is quoted again as it reads now and asked again of the
-// approvers (requote), the card saying what changed; one deleted since, or a
-// change met on a retry, ends op with nothing sent and a repair to make.
-func (o *Operator) checkQuoted(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (*action.Result, bool, error) {
+// checkHolds reads again, before the write ahead, what the card showed beside
+// the payload's own bytes, since what was approved is no longer what would
+// happen once it changed: the message op acts on or takes, as its payload
+// quoted it (tools.StillQuoted), the chat it reaches by name and kind
+// (tools.StillAudience), and this bot's right to post there
+// (tools.StillMayPost). A message edited, or a chat renamed or of another kind,
+// since is asked again of the approvers (requote), the payload quoting it as
+// it is now and the card saying what changed. A message deleted since, or a
+// change met on a retry, ends op with nothing sent and a repair to make; so
+// does a right to post lost, which no approval can give back. A read that does
+// not get through is retried as a send that did not leave (readFailed).
+func (o *Operator) checkHolds(ctx context.Context, task journal.Task, op journal.Operation, from journal.State) (*action.Result, bool, error) {
 	if from != journal.Approved && from != journal.RetryWait {
 		return nil, false, nil
 	}
 	c, err := tools.StillQuoted(ctx, op.Payload, History{Journal: o.opts.Journal, Clock: o.opts.Clock, Transport: o.opts.Transport})
-	if err != nil || c.Words == "" {
+	if err != nil {
 		return nil, false, err
+	}
+	// A chat Telegram said moved (a group that became a supergroup) is
+	// written to where it went by a repair (Fix.Target): its members went with
+	// it, and the send is made there without asking again. A text whose first
+	// parts are in the chat already is finished as it began.
+	tool, _ := o.opts.Tools.Get(op.Tool)
+	chats, moved, begun := o.opts.Tools.Chats(), op.Fix != nil && op.Fix.Target != "", op.PartsDone > 0
+	reread := !moved && !begun
+	if reread {
+		a, err := tools.StillAudience(ctx, chats, tool, op.Payload)
+		if err != nil {
+			return o.readFailed(ctx, task, op, from, err)
+		}
+		c = c.And(a)
+	}
+	if c.Words == "" && reread {
+		lost, err := tools.StillMayPost(ctx, chats, tool, op.Payload)
+		if err != nil {
+			return o.readFailed(ctx, task, op, from, err)
+		}
+		if lost != "" {
+			r := stopResult(report(lost+"; nothing was sent", "", "give the bot the right to post there again (or add it back to the chat), then make the call again"))
+			r.Cause = action.CauseChanged
+			res, err := o.end(ctx, op, from, journal.Failed, r, "")
+			return res, true, err
+		}
+	}
+	if c.Words == "" {
+		return nil, false, nil
 	}
 	if !c.Gone && from == journal.Approved {
 		if r, asked, err := o.requote(ctx, task, op, c); asked || err != nil {
 			return r, true, err
 		}
 	}
-	r := repairable(report(c.Words+"; nothing was sent", "", "make the call again from the message as it reads now, for a new approval"))
+	again := "make the call again from the message as it reads now, for a new approval"
+	if !c.Edited && !c.Gone {
+		again = "make the call again to the chat as it is now, for a new approval"
+	}
+	r := repairable(report(c.Words+"; nothing was sent", "", again))
 	r.Cause = action.CauseChanged
 	res, err := o.end(ctx, op, from, journal.Failed, r, "")
 	return res, true, err
 }
 
-// ReasonRequoted is the reason of the move from approved back to awaiting
-// approval when the message the payload quotes changed since it was approved.
-const ReasonRequoted = "approval requested again: the message it quotes changed since it was approved"
+// readFailed is what becomes of op when a read before its write ahead (the
+// chat it reaches, the bot's right there) fails, classified as a send's
+// failure: nothing was sent, so a read that did not get through is retried
+// (a retry wait, paid from the retry budget), and a refusal (a chat the bot
+// cannot see any more) ends op failed with what to repair. op is never sent
+// on an answer not read.
+func (o *Operator) readFailed(ctx context.Context, task journal.Task, op journal.Operation, from journal.State, err error) (*action.Result, bool, error) {
+	v := classify(err)
+	v.reason = "the chat could not be read again before the send: " + v.reason
+	if v.class == classStop || v.class == classRepair {
+		r := stopResult(report(v.reason+"; nothing was sent", "", "fix the cause (rights, chat, block) and send again"))
+		res, err := o.end(ctx, op, from, journal.Failed, r, err.Error())
+		return res, true, err
+	}
+	res, err := o.scheduleRetry(ctx, task, op, from, v, err.Error())
+	return res, true, err
+}
 
-// requote asks again for approved op, whose quoted message changed as c says:
-// its payload quotes the message as it reads now (a new hash, so the approval
+// ReasonRequoted is the reason of the move from approved back to awaiting
+// approval when what the payload quotes (the message it acts on, the chat it
+// reaches) changed since it was approved.
+const ReasonRequoted = "approval requested again: what its card showed changed since it was approved"
+
+// requote asks again for approved op, whose quoted message or chat changed as
+// c says: its payload quotes them as they are now (a new hash, so the approval
 // given binds nothing here any more), the verifier checks it, and a new
 // approval is asked for, in one move the audit chain records. A payload the
 // verifier does not pass is not asked again (asked false).
@@ -404,7 +481,7 @@ func (o *Operator) decide(ctx context.Context, task journal.Task, op journal.Ope
 	detail := cause.Error()
 	switch v.class {
 	case classRetry:
-		return o.scheduleRetry(ctx, task, op, v, detail)
+		return o.scheduleRetry(ctx, task, op, journal.Committing, v, detail)
 	case classRepair:
 		return o.repair(ctx, task, op, v, detail)
 	case classVerify:
@@ -414,16 +491,23 @@ func (o *Operator) decide(ctx context.Context, task journal.Task, op journal.Ope
 	return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
 }
 
-func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*action.Result, error) {
+// scheduleRetry moves op from where it is (committing after an attempt, or
+// approved or waiting for a retry when a read before the write ahead did not
+// get through) to a retry wait, paid from the task's retry budget; past the
+// budget it ends failed.
+func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op journal.Operation, from journal.State, v verdict, detail string) (*action.Result, error) {
 	wait := backoff(task.Policy.Backoff, task.RetriesUsed, v.retryAfter, o.opts.Rand())
 	at := o.opts.Clock.Now().Add(wait)
 	r := action.Result{Status: action.StatusRetryable, OperationID: op.ID, SideEffect: action.SideEffectNone,
 		NextAction: action.NextRetry, RetryAfterMS: wait.Milliseconds(), Reason: v.reason}
 	// The retry is paid in the move that schedules it: two commits of one task
 	// racing for the last retry cannot both have it, and neither is left committing.
-	err := o.record(ctx, op.ID, journal.Move{From: journal.Committing, To: journal.RetryWait,
-		Reason: fmt.Sprintf("retry in %s: %s", wait, v.reason), RetryAt: at, Result: &r, AttemptOutcome: "retry", AttemptDetail: detail,
-		Spend: &journal.Spend{Retry: true, Wait: wait}})
+	m := journal.Move{From: from, To: journal.RetryWait,
+		Reason: fmt.Sprintf("retry in %s: %s", wait, v.reason), RetryAt: at, Result: &r, Spend: &journal.Spend{Retry: true, Wait: wait}}
+	if from == journal.Committing {
+		m.AttemptOutcome, m.AttemptDetail = "retry", detail
+	}
+	err := o.record(ctx, op.ID, m)
 	var budget *journal.BudgetError
 	if !errors.As(err, &budget) {
 		if err != nil {
@@ -438,7 +522,7 @@ func (o *Operator) scheduleRetry(ctx context.Context, task journal.Task, op jour
 	r = stopResult(report(known, "", "send again later"))
 	r.RetryAfterMS, r.Cause = v.retryAfter.Milliseconds(), action.CauseBudget
 	r.Reason = budget.Error() + ": " + r.Reason
-	return o.end(ctx, op, journal.Committing, journal.Failed, r, detail)
+	return o.end(ctx, op, from, journal.Failed, r, detail)
 }
 
 func (o *Operator) repair(ctx context.Context, task journal.Task, op journal.Operation, v verdict, detail string) (*action.Result, error) {

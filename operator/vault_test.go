@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/envelope"
@@ -325,5 +326,34 @@ func TestANoteWrittenAsAResolutionCameSaysWhatTheJournalSays(t *testing.T) {
 				t.Errorf("journal %s, note %s; want the note to say %s", op.State, e.Status, want)
 			}
 		})
+	}
+}
+
+// The note of an unknown outcome is written once an attempt: its own write and
+// Reconcile's may both find it missing (the outcome is journaled first), and
+// the later one takes the note that is there, which an agent may have read or
+// a person begun to edit since, rather than writing it again.
+func TestAnUnknownOutcomesNoteIsWrittenOnceAnAttempt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, unknown)
+	opID := unknownOp(t, h, "written once")
+	_, path, err := h.vault.Get(opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	edited := strings.Replace(string(data), "- Excerpt:", "- Looked at by a person: in the chat's history\n- Excerpt:", 1)
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Minute) // a note written again would say so in its times
+	if err := h.op.WriteEnvelope(context.Background(), opID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != edited {
+		t.Errorf("the note was written again:\n%s\nwant as it was:\n%s", got, edited)
+	}
+	if op, _ := h.j.Operation(context.Background(), opID); op.Envelope != path {
+		t.Errorf("the journal records the note at %q, want %q", op.Envelope, path)
 	}
 }

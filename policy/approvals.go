@@ -23,11 +23,13 @@ import (
 const MaxQuorum = 10
 
 // Quorum is a rule that commits of Tool ("" for any) to one of Chats need
-// Approvals different approvers.
+// Approvals different approvers, each giving the second factor StepUp beside
+// the tap when it is set (a rule that sets StepUp alone asks one approver).
 type Quorum struct {
 	Tool      string   `json:"tool,omitempty"`
 	Chats     []string `json:"chats"`
 	Approvals int      `json:"approvals"`
+	StepUp    Factor   `json:"step_up,omitempty"`
 }
 
 // Approvals is how many different approvers must approve a commit of tool to
@@ -83,7 +85,9 @@ func (p *Policy) validateApprovals(add func(field, format string, args ...any)) 
 	}
 	for i, q := range p.Quorum {
 		field := fmt.Sprintf("quorum[%d]", i)
-		check(field+".approvals", q.Approvals)
+		if q.Approvals != 0 || q.StepUp == NoFactor {
+			check(field+".approvals", q.Approvals)
+		}
 		if _, ok := p.Tools[q.Tool]; q.Tool != "" && !ok {
 			add(field+".tool", "missing tool: %q is not declared under tools", q.Tool)
 		}

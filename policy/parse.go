@@ -168,6 +168,7 @@ func (d *decoder) policy(n *yaml.Node, p *Policy) {
 					"tool":      func(n *yaml.Node, f string) { q.Tool = d.string(n, f) },
 					"chats":     func(n *yaml.Node, f string) { q.Chats = d.strings(n, f) },
 					"approvals": func(n *yaml.Node, f string) { d.int(n, f, &q.Approvals) },
+					"step_up":   func(n *yaml.Node, f string) { q.StepUp = d.factor(n, f) },
 				})
 				return q
 			})
@@ -214,6 +215,7 @@ func (d *decoder) tools(n *yaml.Node, path string) map[string]Tool {
 			},
 			"http":      func(n *yaml.Node, f string) { t.HTTP = d.http(n, f) },
 			"approvals": func(n *yaml.Node, f string) { d.int(n, f, &t.Approvals) },
+			"step_up":   func(n *yaml.Node, f string) { t.StepUp = d.factor(n, f) },
 		})
 		if t.HTTP != nil && t.Idempotency == "" {
 			t.Idempotency = t.HTTP.Class() // derived; a contradiction is Validate's
@@ -407,6 +409,16 @@ func (d *decoder) enum(n *yaml.Node, field string, allowed ...string) string {
 		d.errorf(n, field, "want one of %q, got %q", allowed, v)
 	}
 	return ""
+}
+
+// factor decodes a step_up: one of Factors; whether this version can check
+// it is Validate's.
+func (d *decoder) factor(n *yaml.Node, field string) Factor {
+	names := make([]string, len(Factors))
+	for i, f := range Factors {
+		names[i] = string(f)
+	}
+	return Factor(d.enum(n, field, names...))
 }
 
 func (d *decoder) strings(n *yaml.Node, field string) []string {

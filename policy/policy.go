@@ -44,6 +44,9 @@ type Tool struct {
 	// Approvals is how many different approvers must approve each commit (a
 	// quorum); 0 or 1: one (see approvals.go).
 	Approvals int `json:"approvals,omitempty"`
+	// StepUp is the second factor each approver of a commit gives beside the
+	// tap (see stepup.go); NoFactor: the tap alone.
+	StepUp Factor `json:"step_up,omitempty"`
 }
 
 // Idempotency is a commit tool's class: what a repeat of it does, and so what
@@ -306,6 +309,7 @@ func (p *Policy) validate(lines map[string]int, unread func(field string) bool) 
 	}
 	p.Verify.validate(p.Tools, unread, add)
 	p.validateApprovals(add)
+	p.validateStepUp(add)
 	if len(errs) == 0 {
 		return nil
 	}

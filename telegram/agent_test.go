@@ -60,7 +60,7 @@ func TestPlainTextBecomesACardAndOneDelivery(t *testing.T) {
 // chat that asked, and comes after it, though its event came long before.
 func TestACardWaitsForTheReplyToTheTurnThatAskedForIt(t *testing.T) {
 	t.Parallel()
-	photo := pngOf(t, 10, 10, 7)
+	photo := telegramtest.PNG(t, 10, 10, 7)
 	var fetched atomic.Bool
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(500 * time.Millisecond) // the turn runs on, past the first card's event

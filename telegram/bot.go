@@ -66,6 +66,11 @@ type Options struct {
 	// Files is where payloads' files are kept: an approval card of a photo is
 	// sent with the photo itself, read from here. Nil: the card names it only.
 	Files tools.FileStore
+	// ReviewURL is the public address of the review page's server
+	// (-review-url): every card gets a 🔎 Whole payload button that opens it
+	// as a Mini App, and says what it leaves out that the page shows. "" for
+	// no review page.
+	ReviewURL string
 }
 
 // Errors that end the bot: they need a person to change something.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,9 +16,11 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/internal/stages"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/review"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/verifier"
 )
@@ -45,7 +48,18 @@ func parseCallback(data string) (kind, id, answer string, ok bool) {
 // the fields a callback button has.
 type button struct {
 	Text         string `json:"text"`
-	CallbackData string `json:"callback_data"`
+	CallbackData string `json:"callback_data,omitempty"`
+	// WebApp opens a Mini App (the review page) instead: only in a private
+	// chat, which every card is.
+	WebApp *webApp `json:"web_app,omitempty"`
+	// URL opens a page in a browser (a passkey's review link: WebAuthn runs
+	// there, not in the Mini App).
+	URL string `json:"url,omitempty"`
+}
+
+// webApp is a web_app button's page.
+type webApp struct {
+	URL string `json:"url"`
 }
 
 type inlineKeyboard struct {
@@ -64,7 +78,7 @@ func keyboard(buttons ...button) inlineKeyboard {
 // hash, the verdict and the expiry. The text's control and invisible characters are
 // written as escapes (command.Visible); a text with a parse mode also shows what its
 // recipient will see and where each of its links really goes (command.Rendering).
-func cardText(a *command.Approval, previews int, audience string) string {
+func cardText(a *command.Approval, previews int, audience string, reviewed bool) string {
 	p := a.Operation.Payload
 	inline := previews == 0
 	var b strings.Builder
@@ -82,6 +96,13 @@ func cardText(a *command.Approval, previews int, audience string) string {
 	fmt.Fprintf(&b, "Expires: %s\n", a.Expires.UTC().Format("2006-01-02 15:04 UTC"))
 	if a.Required > 1 {
 		fmt.Fprintf(&b, "Needs: %d different approvers (a rejection by any ends it)\n", a.Required)
+	}
+	if a.StepUp != policy.NoFactor {
+		if a.StepUp == policy.FactorPasskey {
+			b.WriteString("Second factor: passkey (tap Approve for a link: approve in your phone's browser with your passkey)\n")
+		} else {
+			fmt.Fprintf(&b, "Second factor: %s (tap Approve, then send your code)\n", a.StepUp.Name())
+		}
 	}
 	if !a.Escalated.IsZero() {
 		b.WriteString("Escalated: nobody decided it in time\n")
@@ -112,17 +133,54 @@ func cardText(a *command.Approval, previews int, audience string) string {
 	} else if p.ParseMode != "" {
 		b.WriteString(command.Links(verifier.Render(p.Text, p.ParseMode).Links))
 	}
+	if reviewed {
+		b.WriteString("\n\n" + reviewLine(a, previews))
+	}
 	return b.String()
+}
+
+// reviewLine points a card to the review page, and says what of the payload
+// the card leaves out that the page shows.
+func reviewLine(a *command.Approval, previews int) string {
+	p := a.Operation.Payload
+	var out []string
+	for _, f := range p.Files {
+		if f.Kind == action.FileDocument && a.Shown.Omitted == "" {
+			out = append(out, fmt.Sprintf("the contents of document %q", f.Name))
+		}
+	}
+	if p.Request != nil && previews > 0 {
+		out = append(out, "the body in one piece (the messages above cut it to fit)")
+	}
+	if n := len([]rune(p.Before)) - tools.BeforeShown; n > 0 && p.MessageID != 0 {
+		out = append(out, fmt.Sprintf("the last %d characters of the message it acts on", n))
+	}
+	if a.Shown.Omitted != "" {
+		out = append(out, a.Shown.Omitted)
+	}
+	if len(out) == 0 {
+		return "🔎 Whole payload (below) shows all of it on one page, under the same sha256."
+	}
+	return "This card leaves out " + strings.Join(out, "; ") + ". 🔎 Whole payload (below) shows them, and all the rest, on one page under the same sha256."
 }
 
 // requestApproval shows the approval card to every approver (the requester's own
 // chat included when the requester is one) that has not been shown it yet, each
 // with Approve and Reject, and tells a requester who is not an approver where it
 // went.
+//
+// A tap on a card waits, under the approval's lock, until every copy is out and
+// recorded, and no longer: what the requester is told comes after the lock is
+// let go, so that the send a tap approves never waits for that message's turn
+// in the requester's chat (the chat's pacing, behind whatever else goes there).
+// It is said only while the approval still waits, under the requester's chat
+// lock, which the tap's own report to that chat takes too (tellDecided): the
+// requester reads that it waits before what the tap did, or only what the tap
+// did.
 func (t *Bot) requestApproval(ctx context.Context, requesterChat int64, requester policy.UserID, a *command.Approval) {
 	previews, text := t.card(ctx, a)
-	kb := decisionKeyboard(a.ID, a.Editable)
-	defer t.cards.lock(a.ID)()
+	kb := t.decisionKeyboard(a.ID, a.Editable)
+	unlock := t.cards.lock(a.ID)
 	shown, err := t.shownIn(ctx, a.ID)
 	if err != nil {
 		t.log.Warn("cards not read; showing the approval again", "approval", a.ID, "err", err)
@@ -140,22 +198,28 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat int64, requeste
 		reached, sent = reached+1, sent+1
 	}
 	t.closeDecided(ctx, a.ID)
-	if requesterChat != 0 {
-		// What the requester is told goes between blocks of previews and their
-		// card in that chat, never inside one (showCard).
-		defer t.cards.lock(chatKey(requesterChat))()
+	unlock()
+	// Asked by a surface with no Telegram chat (an MCP client), the cards are
+	// all there is to show; every card out before, the requester was told then.
+	if requesterChat == 0 || (sent == 0 && reached > 0) {
+		return
 	}
+	// What the requester is told goes between blocks of previews and their
+	// card in that chat, never inside one (showCard).
+	defer t.cards.lock(chatKey(requesterChat))()
 	switch {
-	case requesterChat == 0:
-		// Asked by a surface with no Telegram chat (an MCP client): the cards
-		// are all there is to show.
 	case reached == 0:
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval, but no approver could be reached (have they started a chat with the bot?). /cancel %s drops it.", a.Operation.ID, a.Operation.ID))
-	case sent == 0:
-		// Every card was out before: the requester was told then.
-	case !slices.Contains(a.Approvers, requester):
+	case !slices.Contains(a.Approvers, requester) && t.stillWaits(ctx, a.ID):
 		t.reply(ctx, requesterChat, fmt.Sprintf("%s waits for approval; the card went to %d approver(s).", a.Operation.ID, reached))
 	}
+}
+
+// stillWaits reports whether approval apID waits for a decision; true when the
+// journal cannot say (the requester is told it waits, as before a decision).
+func (t *Bot) stillWaits(ctx context.Context, apID string) bool {
+	a, err := t.journal.Approval(ctx, apID)
+	return err != nil || a.Decision == journal.Pending
 }
 
 // card is the text of an approval's card, and the previews that go above it:
@@ -163,27 +227,35 @@ func (t *Bot) requestApproval(ctx context.Context, requesterChat int64, requeste
 // messages it goes out as, or cut to fit (action.Payload.Previews), so that a
 // card never holds more than one message can.
 func (t *Bot) card(ctx context.Context, a *command.Approval) (previews []string, text string) {
-	audience := t.audience(ctx, a.Shown.Audience)
+	audience := t.audience(ctx, a.Operation.Payload, a.Shown.Audience)
 	if len(a.Operation.Payload.Parts) == 0 {
-		if text = cardText(a, 0, audience); tools.Units(text) <= tools.MaxMessageUnits {
+		if text = cardText(a, 0, audience, t.opts.ReviewURL != ""); tools.Units(text) <= tools.MaxMessageUnits {
 			return nil, text
 		}
 	}
 	previews = tools.Previews(a.Operation.Payload)
-	return previews, cardText(a, len(previews), audience)
+	return previews, cardText(a, len(previews), audience, t.opts.ReviewURL != "")
 }
 
 // decisionKeyboard is the Approve and Reject buttons of approval id, and Edit
-// when its payload has a text an approver may correct first.
-func decisionKeyboard(id string, editable bool) inlineKeyboard {
+// when its payload has a text an approver may correct first; with a review
+// page, a row below opens it as a Mini App.
+func (t *Bot) decisionKeyboard(id string, editable bool) inlineKeyboard {
 	buttons := []button{
 		{Text: "✅ Approve", CallbackData: callbackData(approveKind, id, "y")},
 		{Text: "❌ Reject", CallbackData: callbackData(approveKind, id, "n")}}
 	if editable {
 		buttons = append(buttons, button{Text: "✏️ Edit", CallbackData: callbackData(approveKind, id, editAnswer)})
 	}
-	return keyboard(buttons...)
+	kb := keyboard(buttons...)
+	if t.opts.ReviewURL != "" {
+		kb.InlineKeyboard = append(kb.InlineKeyboard, []button{{Text: WholePayload, WebApp: &webApp{URL: review.PageURL(t.opts.ReviewURL, id)}}})
+	}
+	return kb
 }
+
+// WholePayload is the label of a card's button that opens the review page.
+const WholePayload = "🔎 Whole payload"
 
 // shownIn is the set of chats a card of approval apID was recorded in.
 func (t *Bot) shownIn(ctx context.Context, apID string) (map[int64]bool, error) {
@@ -224,10 +296,14 @@ func (t *Bot) showCard(ctx context.Context, chat int64, a *command.Approval, pre
 }
 
 // audience names the chat an action reaches as its members know it: its
-// title (or a person's name) and its type, read with getChat. A chat the bot
+// title (or a person's name) and its type, as the payload holds them (bound to
+// its hash when it was made), else read now with getChat. A chat the bot
 // cannot read is said to be so: the approver learns that before the send
 // fails. "" for no chat.
-func (t *Bot) audience(ctx context.Context, target string) string {
+func (t *Bot) audience(ctx context.Context, p action.Payload, target string) string {
+	if p.Audience != nil {
+		return p.Audience.String()
+	}
 	chat, err := chatID(target)
 	if target == "" || err != nil {
 		return ""
@@ -238,29 +314,16 @@ func (t *Bot) audience(ctx context.Context, target string) string {
 	if err != nil {
 		return "the bot cannot see this chat: " + t.redact(err.Error())
 	}
+	return audienceOf(info).String()
+}
+
+// audienceOf is a chat as getChat describes it.
+func audienceOf(info *models.ChatFullInfo) action.Audience {
 	name := info.Title
 	if name == "" {
 		name = strings.TrimSpace(info.FirstName + " " + info.LastName)
 	}
-	if info.Username != "" {
-		name += " @" + info.Username
-	}
-	return fmt.Sprintf("%q, %s", strings.TrimSpace(name), chatKind(info.Type))
-}
-
-// chatKind is a chat's type as a card says it.
-func chatKind(t models.ChatType) string {
-	switch t {
-	case models.ChatTypePrivate:
-		return "a private chat"
-	case models.ChatTypeGroup:
-		return "a group"
-	case models.ChatTypeSupergroup:
-		return "a supergroup"
-	case models.ChatTypeChannel:
-		return "a channel"
-	}
-	return "a chat of type " + string(t)
+	return action.Audience{Name: name, Username: info.Username, Type: string(info.Type)}
 }
 
 // showPhotos sends an approver the photos a payload sends, each as it will be
@@ -319,6 +382,7 @@ func (t *Bot) onCallback(ctx context.Context, cq *models.CallbackQuery) {
 		// not acted on (onEvent): it closes the cards itself, with who tapped
 		// and the outcome, in one edit.
 		defer t.cards.lock(tap.Ref)()
+		stages.Mark(ctx, stages.Unlocked)
 		ctx = operator.WithRequest(ctx, tapRequest+cq.ID)
 	case command.Edit:
 		t.cards.lock(tap.Ref)()
@@ -341,6 +405,8 @@ func (t *Bot) onCallback(ctx context.Context, cq *models.CallbackQuery) {
 		return
 	case r.Amend:
 		t.askAmend(ctx, cq, tap.Ref)
+	case r.StepUp != nil:
+		t.askCode(ctx, cq.From.ID, r.StepUp)
 	case r.Offer != nil:
 		kb := keyboard(button{Text: fmt.Sprintf("✅ Approve these %d", len(r.Offer.Items)), CallbackData: callbackData(grantKind, tap.Ref, r.Offer.Digest)})
 		if _, err := t.send(ctx, cq.From.ID, command.OfferText(*r.Offer), kb, 0); err != nil {
@@ -355,6 +421,25 @@ func (t *Bot) onCallback(ctx context.Context, cq *models.CallbackQuery) {
 	if r.Result != nil && (tap.Button == command.Approve || tap.Button == command.Reject) {
 		t.tellDecided(ctx, tap.Ref, *r.Result, tap.Button == command.Approve)
 	}
+}
+
+// onTimedCallback is onCallback with its steps timed (package stages) when
+// the log shows debug lines: one line a tap says when its update arrived and
+// when each step after it ended, from the inbox through the decision, the
+// write-ahead and the rate limiter to the Bot API's answer to the send it
+// approved, so that a slow tap is told by its slow step. Otherwise it is
+// onCallback, at no cost.
+func (t *Bot) onTimedCallback(ctx context.Context, j job, cq *models.CallbackQuery) {
+	if j.arrived.IsZero() || !t.log.Enabled(ctx, slog.LevelDebug) {
+		t.onCallback(ctx, cq)
+		return
+	}
+	ctx, clock := stages.With(ctx, j.arrived)
+	clock.MarkAt(stages.Stored, j.stored)
+	stages.Mark(ctx, stages.Taken)
+	t.onCallback(ctx, cq)
+	stages.Mark(ctx, stages.Done)
+	t.log.Debug("tap stages", "update", j.item.UpdateID, "callback", cq.ID, "arrived", j.arrived.UnixNano(), "steps", clock.String())
 }
 
 // tapOf reads what a button asks for from its callback data.
@@ -395,6 +480,8 @@ func (t *Bot) tellDecided(ctx context.Context, apID string, r action.Result, app
 	if !ok {
 		return
 	}
+	// After the requester was told the approval waits, if it was (requestApproval).
+	defer t.cards.lock(chatKey(chat))()
 	plain := r.Status == action.StatusSucceeded || !approve
 	if shown, err := t.shownIn(ctx, apID); err != nil || !plain || !shown[chat] {
 		t.report(ctx, chat, command.Reply{Text: command.Describe(r), Result: &r})
@@ -539,4 +626,10 @@ func who(u models.User) string {
 		name = "@" + u.Username
 	}
 	return fmt.Sprintf("%s (%d)", name, u.ID)
+}
+
+// Audience names the chat target of p as a card does (its title and type),
+// for the review page to say the same.
+func (t *Bot) Audience(ctx context.Context, p action.Payload, target string) string {
+	return t.audience(ctx, p, target)
 }

@@ -3,7 +3,6 @@ package telegram
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +64,8 @@ func (t *Bot) onEvent(ctx context.Context, ev operator.Event) {
 		t.spawn(func() { t.edited(ctx, ev) })
 	case operator.ApprovalEscalated:
 		t.spawn(func() { t.escalated(ctx, ev) })
+	case operator.StepUpLocked:
+		t.spawn(func() { t.tellLocked(context.WithoutCancel(ctx), ev) })
 	}
 }
 
@@ -179,7 +180,7 @@ func (t *Bot) remindApproval(ctx context.Context, a journal.Approval) {
 	left := a.Expires.Sub(t.opts.Clock()).Round(time.Minute)
 	text := fmt.Sprintf("⏰ %s still waits for a decision: it expires at %s (in %s), and nothing is sent without a tap.",
 		a.OperationID, a.Expires.UTC().Format("2006-01-02 15:04 UTC"), left)
-	kb := decisionKeyboard(a.ID, false) // the card it answers has Edit
+	kb := t.decisionKeyboard(a.ID, false) // the card it answers has Edit
 	for _, c := range cards {
 		m, err := t.send(ctx, c.ChatID, text, kb, c.MessageID)
 		if err != nil {
@@ -237,7 +238,7 @@ func (t *Bot) pendingButtons(ctx context.Context, chat int64, user policy.UserID
 // may decide it.
 func (t *Bot) decisionHere(ctx context.Context, chat int64, user policy.UserID, opID string) {
 	a, err := t.handler.Approval(ctx, opID)
-	if err != nil || !slices.Contains(a.Approvers, user) {
+	if err != nil || !a.Shows(user) {
 		return
 	}
 	defer t.cards.lock(a.ID)()
@@ -252,7 +253,7 @@ func (t *Bot) decisionHere(ctx context.Context, chat int64, user policy.UserID, 
 			continue
 		}
 		text := fmt.Sprintf("%s waits for your decision: its card is the message this answers.", opID)
-		m, err := t.send(ctx, chat, text, decisionKeyboard(a.ID, a.Editable), c.MessageID)
+		m, err := t.send(ctx, chat, text, t.decisionKeyboard(a.ID, a.Editable), c.MessageID)
 		if err == nil {
 			err = t.journal.AddCard(ctx, journal.Card{Ref: a.ID, ChatID: chat, MessageID: m.ID, Text: text})
 		}
@@ -262,7 +263,7 @@ func (t *Bot) decisionHere(ctx context.Context, chat int64, user policy.UserID, 
 		return
 	}
 	previews, text := t.card(ctx, &a)
-	if err := t.showCard(ctx, chat, &a, previews, text, decisionKeyboard(a.ID, a.Editable)); err != nil {
+	if err := t.showCard(ctx, chat, &a, previews, text, t.decisionKeyboard(a.ID, a.Editable)); err != nil {
 		t.log.Warn("pending approval not shown", "op", opID, "err", err)
 	}
 }

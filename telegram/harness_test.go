@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/agent"
+	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/filestore"
 	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/internal/syncbuf"
@@ -64,18 +65,21 @@ type rig struct {
 	model   string           // an Anthropic-compatible server for plain text; "" for none
 	pairing bool             // offer pairing codes (a desk over dir), as a bot without operators does
 	lease   time.Duration    // a replica (r1) with this lease, when not 0
-	logs    *logBuffer
-	j       *journal.Journal
-	vault   *vault.Vault
-	bot     *telegram.Bot
-	op      *operator.Operator
-	stop    context.CancelFunc
-	done    chan error
+	// reviewer makes the handler's review links; nil for none.
+	reviewer command.Reviewer
+	logs     *logBuffer
+	j        *journal.Journal
+	vault    *vault.Vault
+	bot      *telegram.Bot
+	op       *operator.Operator
+	stop     context.CancelFunc
+	done     chan error
 }
 
 type rigOption func(*rig)
 
 func withPolicy(edit func(*policy.Policy)) rigOption     { return func(r *rig) { edit(r.pol) } }
+func withReviewer(rv command.Reviewer) rigOption         { return func(r *rig) { r.reviewer = rv } }
 func withLimits(l *telegram.Limits) rigOption            { return func(r *rig) { r.limits = l } }
 func withWebhook(w *telegram.Webhook) rigOption          { return func(r *rig) { r.webhook = w } }
 func withModel(url string) rigOption                     { return func(r *rig) { r.model = url } }
@@ -159,6 +163,9 @@ func (r *rig) start() {
 	ctx, r.stop = context.WithCancel(ctx)
 	r.done = make(chan error, 1)
 	r.j, r.bot, r.vault, r.op = j, tg, v, op
+	if r.reviewer != nil {
+		h.Reviewer = r.reviewer
+	}
 	deps := telegram.Deps{Handler: h, Policy: r.pol}
 	if r.pairing {
 		desk, err := pairing.Open(r.dir, pairing.Options{Every: 20 * time.Millisecond})

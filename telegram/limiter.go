@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/countersign/countersign/internal/stages"
 )
 
 // Limits are the send rates the limiter keeps under. Telegram documents about 30
@@ -83,9 +85,13 @@ type window struct {
 
 // wait is how long until w admits a send at now: 0 when it does, -1 when only an
 // answer to a send in flight can make room.
-func (w *window) wait(now time.Time) time.Duration {
+func (w *window) wait(now time.Time) time.Duration { return w.waitFree(now, 1) }
+
+// waitFree is how long until w has k places free at now: 0 when it has, -1
+// when only an answer to a send in flight can make room.
+func (w *window) waitFree(now time.Time, k int) time.Duration {
 	w.forget(now)
-	excess := w.open + len(w.done) - w.n + 1
+	excess := w.open + len(w.done) - w.n + k
 	switch {
 	case excess <= 0:
 		return 0
@@ -130,15 +136,18 @@ func (l *Limiter) Wait(ctx context.Context, target string) (done func(), err err
 	if err != nil {
 		return nil, err
 	}
+	stages.Mark(ctx, stages.Paced) // the chat's own pacing: Telegram's limit in one chat
 	if err := l.overall.Wait(ctx); err != nil {
 		l.withdraw(chat)
 		return nil, err
 	}
+	stages.Mark(ctx, stages.Rated)
 	if !l.sharing() {
 		if _, err := l.admit(ctx, func() *window { return &l.second }); err != nil {
 			l.withdraw(chat)
 			return nil, err
 		}
+		stages.Mark(ctx, stages.Admitted)
 		return l.doneFunc(chat, &l.second), nil
 	}
 	// Among replicas the bot's pool in the journal keeps the rule of l.second
@@ -151,6 +160,7 @@ func (l *Limiter) Wait(ctx context.Context, target string) (done func(), err err
 		l.withdraw(chat)
 		return nil, err
 	}
+	stages.Mark(ctx, stages.Admitted)
 	return l.sharedDone(chat, got), nil
 }
 
@@ -264,7 +274,8 @@ func (l *Limiter) changedLocked() {
 }
 
 // TrySpare takes a send to target only if it may go now and leaves at least half
-// of the overall burst for everything else, so that a message of low priority (a
+// of the overall burst, and of the sends Telegram may receive within a second,
+// for everything else, so that a message of low priority (a
 // stranger's refusal) never makes a card or a commit wait. When it takes one it
 // returns the send's done (see Wait); otherwise nil and how long until it might.
 // Among replicas, the bot's pool in the journal must have more than half its
@@ -302,11 +313,16 @@ func (l *Limiter) trySpareHere(target string) (*window, time.Duration) {
 	need := float64(l.overall.Burst()/2 + 1)
 	wait := until(l.overall, now, need)
 	ws := []*window{chat}
+	free := []int{1}
 	if !l.sharing() {
-		ws = append(ws, &l.second) // among replicas, the bot's pool in the journal
+		// More than half of the places of any second left free, as of the
+		// overall rate's burst: spare sends never take the places a commit or
+		// a card would then wait for. Among replicas, the bot's pool in the
+		// journal keeps the same rule (shared.take).
+		ws, free = append(ws, &l.second), append(free, l.second.n/2+1)
 	}
-	for _, w := range ws {
-		w := w.wait(now)
+	for i, w := range ws {
+		w := w.waitFree(now, free[i])
 		if w < 0 {
 			w = 10 * time.Millisecond // a send in flight must answer first
 		}

@@ -109,15 +109,9 @@ func TestOverallCountsFromAnswers(t *testing.T) {
 func TestSpareSendsLeaveHalfTheBurst(t *testing.T) {
 	t.Parallel()
 	clock := &clockAt{t: time.Now()}
-	l := NewLimiter(Limits{Overall: 4, PerChat: 1000, PerGroup: 1000, ChatBurst: 10})
+	l := NewLimiter(Limits{Overall: 4, InSecond: 100, PerChat: 1000, PerGroup: 1000, ChatBurst: 10})
 	l.now = clock.now
-	took := 0
-	for i := range 10 {
-		if done, _ := l.TrySpare(fmt.Sprint(i)); done != nil {
-			took++
-			done()
-		}
-	}
+	took := trySpares(l, 10)
 	if took != 2 {
 		t.Errorf("spare sends = %d of a burst of 4, want 2", took)
 	}
@@ -130,5 +124,43 @@ func TestSpareSendsLeaveHalfTheBurst(t *testing.T) {
 		if !l.overall.AllowN(clock.now(), 1) {
 			t.Fatal("a send waited behind spare sends")
 		}
+	}
+}
+
+// trySpares asks n spare sends, each to a chat of its own and answered at
+// once, and returns how many went.
+func trySpares(l *Limiter, n int) int {
+	took := 0
+	for i := range n {
+		if done, _ := l.TrySpare(fmt.Sprint(i)); done != nil {
+			took++
+			done()
+		}
+	}
+	return took
+}
+
+// Spare sends leave more than half of the sends Telegram may receive within a
+// second to everything else, as they do the overall rate's burst: refusals to
+// strangers stop at half of them, and a commit after them goes at once rather
+// than waiting a second for the refusals' places to lapse.
+func TestSpareSendsLeaveHalfTheSecond(t *testing.T) {
+	t.Parallel()
+	clock := &clockAt{t: time.Now()}
+	l := NewLimiter(Limits{Overall: 1000, InSecond: 4, PerChat: 1000, PerGroup: 1000, ChatBurst: 10})
+	l.now = clock.now
+	took := trySpares(l, 10)
+	if took != 2 {
+		t.Errorf("spare sends = %d of 4 a second, want 2", took)
+	}
+	if wait := l.second.wait(clock.now()); wait != 0 {
+		t.Fatalf("a commit after the spare sends waits %v for the second's places, want 0", wait)
+	}
+	for i := range 2 { // what is left is everyone else's
+		done, err := l.Wait(context.Background(), fmt.Sprint("commit", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done()
 	}
 }

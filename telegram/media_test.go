@@ -1,14 +1,8 @@
 package telegram_test
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,28 +32,6 @@ func withFiles() rigOption {
 	})
 }
 
-// pngOf is a w×h PNG of one colour, shade picking it, so that two shades are
-// two different photos.
-func pngOf(t testing.TB, w, h int, shade uint8) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for x := range w {
-		for y := range h {
-			img.Set(x, y, color.RGBA{shade, 100, 200, 255})
-		}
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-func sumOf(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
 // A person attaches a photo with /photo as its caption: the approver is shown
 // the photo itself with a card naming its hash, and what reaches the chat is
 // exactly the bytes approved, uploaded (not re-sent by file_id), with the
@@ -67,16 +39,16 @@ func sumOf(b []byte) string {
 func TestAnAttachedPhotoIsApprovedAndSentAsItsBytes(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, withFiles())
-	img := pngOf(t, 40, 30, 1)
+	img := telegramtest.PNG(t, 40, 30, 1)
 	r.srv.PushFile(alice, "photo", "chart.png", img, "/photo 222 Weekly numbers")
 	card := r.replyContaining(alice, "Approval needed: send_photo")
-	for _, want := range []string{"To: 222 (\"", "Sends the photo", "sha256 " + sumOf(img)[:12], "Caption, exactly as it will be sent", "Weekly numbers"} {
+	for _, want := range []string{"To: 222 (\"", "Sends the photo", "sha256 " + telegramtest.SHA256(img)[:12], "Caption, exactly as it will be sent", "Weekly numbers"} {
 		if !strings.Contains(card.Text, want) {
 			t.Errorf("card lacks %q:\n%s", want, card.Text)
 		}
 	}
 	previews := r.srv.CallsTo("sendPhoto")
-	if len(previews) != 1 || previews[0].ChatID != alice || previews[0].Uploads["photo"].SHA256 != sumOf(img) {
+	if len(previews) != 1 || previews[0].ChatID != alice || previews[0].Uploads["photo"].SHA256 != telegramtest.SHA256(img) {
 		t.Fatalf("sendPhoto calls before the tap = %+v, want the photo itself shown to alice", previews)
 	}
 	if card.ReplyTo == 0 {
@@ -94,11 +66,11 @@ func TestAnAttachedPhotoIsApprovedAndSentAsItsBytes(t *testing.T) {
 			toChat = append(toChat, c)
 		}
 	}
-	if len(toChat) != 1 || toChat[0].Uploads["photo"].SHA256 != sumOf(img) {
+	if len(toChat) != 1 || toChat[0].Uploads["photo"].SHA256 != telegramtest.SHA256(img) {
 		t.Fatalf("sendPhoto to the chat = %+v, want one upload of the approved bytes", toChat)
 	}
 	op := r.operation(opIn(t, card.Text[strings.Index(card.Text, "Operation: "):]))
-	if len(op.Payload.Files) != 1 || op.Payload.Files[0].SHA256 != sumOf(img) {
+	if len(op.Payload.Files) != 1 || op.Payload.Files[0].SHA256 != telegramtest.SHA256(img) {
 		t.Errorf("payload files = %+v, want the photo named by its content", op.Payload.Files)
 	}
 }
@@ -108,7 +80,7 @@ func TestAnAttachedPhotoIsApprovedAndSentAsItsBytes(t *testing.T) {
 // a document changed on the bot's disk after approval is never sent.
 func TestAnApprovalBindsToTheFilesBytes(t *testing.T) {
 	t.Parallel()
-	a, b := pngOf(t, 20, 20, 1), pngOf(t, 20, 20, 2)
+	a, b := telegramtest.PNG(t, 20, 20, 1), telegramtest.PNG(t, 20, 20, 2)
 	var mu sync.Mutex
 	serving := a
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -121,7 +93,7 @@ func TestAnApprovalBindsToTheFilesBytes(t *testing.T) {
 
 	r.command(alice, "/photo 222 "+web.URL+"/chart.png")
 	card := r.replyContaining(alice, "Approval needed: send_photo")
-	if !strings.Contains(card.Text, "sha256 "+sumOf(a)[:12]) || !strings.Contains(card.Text, "No caption.") {
+	if !strings.Contains(card.Text, "sha256 "+telegramtest.SHA256(a)[:12]) || !strings.Contains(card.Text, "No caption.") {
 		t.Fatalf("card does not name photo A:\n%s", card.Text)
 	}
 	mu.Lock()
@@ -130,15 +102,15 @@ func TestAnApprovalBindsToTheFilesBytes(t *testing.T) {
 	r.tap(alice, card, "Approve")
 	r.waitFor("the photo in the chat", atLeast(1, delivered(target)))
 	for _, c := range r.srv.CallsTo("sendPhoto") {
-		if c.ChatID == target && c.Uploads["photo"].SHA256 != sumOf(a) {
-			t.Fatalf("sent %s, want photo A %s as approved", c.Uploads["photo"].SHA256, sumOf(a))
+		if c.ChatID == target && c.Uploads["photo"].SHA256 != telegramtest.SHA256(a) {
+			t.Fatalf("sent %s, want photo A %s as approved", c.Uploads["photo"].SHA256, telegramtest.SHA256(a))
 		}
 	}
 
 	r.command(alice, "/document 222 "+web.URL+"/report.bin the report")
 	card = r.replyContaining(alice, "Approval needed: send_document")
 	opID := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
-	stored := filepath.Join(r.dir, "files", sumOf(b)[:2], sumOf(b))
+	stored := filepath.Join(r.dir, "files", telegramtest.SHA256(b)[:2], telegramtest.SHA256(b))
 	if err := os.WriteFile(stored, []byte("something else"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +131,7 @@ func TestAPhotoWhoseAnswerWasLostIsNeverSentAgain(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, withFiles())
 	r.srv.Inject(telegramtest.AcceptThenDrop().For("sendPhoto").InChat(target))
-	r.srv.PushFile(alice, "photo", "a.png", pngOf(t, 10, 10, 3), "/photo 222")
+	r.srv.PushFile(alice, "photo", "a.png", telegramtest.PNG(t, 10, 10, 3), "/photo 222")
 	card := r.replyContaining(alice, "Approval needed: send_photo")
 	opID := opIn(t, card.Text[strings.Index(card.Text, "Operation: "):])
 	r.tap(alice, card, "Approve")
@@ -178,7 +150,7 @@ func TestAPhotoWhoseAnswerWasLostIsNeverSentAgain(t *testing.T) {
 func TestACaptionOverTelegramsLimitIsRefusedBeforeAnyCard(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, withFiles())
-	r.srv.PushFile(alice, "photo", "a.png", pngOf(t, 10, 10, 4), "/photo 222 "+strings.Repeat("x", 1025))
+	r.srv.PushFile(alice, "photo", "a.png", telegramtest.PNG(t, 10, 10, 4), "/photo 222 "+strings.Repeat("x", 1025))
 	reply := r.replyContaining(alice, "caption is 1025 characters")
 	if strings.Contains(reply.Text, "Approval needed") || len(r.srv.CallsTo("sendPhoto")) != 0 {
 		t.Errorf("a card or a photo went out for a caption over the limit: %s", reply.Text)
@@ -216,7 +188,7 @@ func (r *rig) remoteAlbum(web string, paths ...string) action.Result {
 
 // photoServer serves a different photo at each path.
 func photoServer(t *testing.T) (*httptest.Server, map[string][]byte) {
-	photos := map[string][]byte{"/a.png": pngOf(t, 10, 10, 10), "/b.png": pngOf(t, 10, 10, 20), "/c.png": pngOf(t, 10, 10, 30)}
+	photos := map[string][]byte{"/a.png": telegramtest.PNG(t, 10, 10, 10), "/b.png": telegramtest.PNG(t, 10, 10, 20), "/c.png": telegramtest.PNG(t, 10, 10, 30)}
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { _, _ = w.Write(photos[req.URL.Path]) }))
 	t.Cleanup(web.Close)
 	return web, photos
@@ -232,7 +204,7 @@ func TestAnAlbumIsShownAndSentItemByItem(t *testing.T) {
 	res := r.remoteAlbum(web.URL, "/a.png", "/b.png", "/c.png")
 	card := r.cardFor(alice, res.OperationID)
 	for i, p := range []string{"/a.png", "/b.png", "/c.png"} {
-		if want := fmt.Sprintf("%d. photo %q, %s, sha256 %s", i+1, p[1:], action.Size(int64(len(photos[p]))), sumOf(photos[p])[:12]); !strings.Contains(card.Text, want) {
+		if want := fmt.Sprintf("%d. photo %q, %s, sha256 %s", i+1, p[1:], action.Size(int64(len(photos[p]))), telegramtest.SHA256(photos[p])[:12]); !strings.Contains(card.Text, want) {
 			t.Errorf("card lacks %q:\n%s", want, card.Text)
 		}
 	}
@@ -246,8 +218,8 @@ func TestAnAlbumIsShownAndSentItemByItem(t *testing.T) {
 		t.Fatalf("sendMediaGroup calls = %d, want 1", len(groups))
 	}
 	for i, p := range []string{"/a.png", "/b.png", "/c.png"} {
-		if got := groups[0].Uploads[fmt.Sprintf("file%d", i)]; got.SHA256 != sumOf(photos[p]) {
-			t.Errorf("item %d uploaded %s, want %s", i+1, got.SHA256, sumOf(photos[p]))
+		if got := groups[0].Uploads[fmt.Sprintf("file%d", i)]; got.SHA256 != telegramtest.SHA256(photos[p]) {
+			t.Errorf("item %d uploaded %s, want %s", i+1, got.SHA256, telegramtest.SHA256(photos[p]))
 		}
 	}
 	if op := r.operation(res.OperationID); op.Result == nil || op.Result.Evidence == nil || len(op.Result.Evidence.MessageIDs) != 3 {
@@ -276,7 +248,7 @@ func TestAnAlbumWhoseAnswerWasLostNamesEachItem(t *testing.T) {
 		e, _, err = r.vault.Get(res.OperationID)
 		return err == nil
 	})
-	if len(e.Items) != 2 || !strings.Contains(e.Items[1], sumOf(photos["/b.png"])[:12]) {
+	if len(e.Items) != 2 || !strings.Contains(e.Items[1], telegramtest.SHA256(photos["/b.png"])[:12]) {
 		t.Errorf("envelope items = %q, want both photos by hash", e.Items)
 	}
 	if n := len(r.srv.CallsTo("sendMediaGroup")); n != 1 {
@@ -290,7 +262,7 @@ func TestAnAlbumWhoseAnswerWasLostNamesEachItem(t *testing.T) {
 func TestEditingAFileMessageChangesItsCaption(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, withFiles(), withEdits(""), withTools("commit_send_poll"))
-	r.srv.PushFile(alice, "photo", "a.png", pngOf(t, 10, 10, 5), "/photo 222 old caption")
+	r.srv.PushFile(alice, "photo", "a.png", telegramtest.PNG(t, 10, 10, 5), "/photo 222 old caption")
 	r.tap(alice, r.replyContaining(alice, "Approval needed: send_photo"), "Approve")
 	sent := opIn(t, r.replyContaining(alice, "Sent op-").Text)
 

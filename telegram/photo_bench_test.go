@@ -3,6 +3,7 @@ package telegram_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
+	_ "github.com/mattn/go-sqlite3" // the floor's bare inserts
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/filestore"
@@ -40,7 +42,7 @@ func photoN(base []byte, i int) []byte {
 // journaled, auto-approved, read back and checked against its hash, uploaded,
 // committed). The ratio of the two is the gate's overhead for a photo.
 func BenchmarkPhoto(b *testing.B) {
-	base := pngOf(b, 64, 48, 7)
+	base := telegramtest.PNG(b, 64, 48, 7)
 	b.Run("bare", func(b *testing.B) {
 		srv := telegramtest.New(telegramtest.Options{Token: token})
 		defer srv.Close()
@@ -57,10 +59,18 @@ func BenchmarkPhoto(b *testing.B) {
 			}
 		}
 	})
+	// The physical floor of a photo through the gate, in the same run:
+	// "bare-stored" is the bare upload after the store's one fsync (the photo
+	// kept by its content, filestore.Put), and "floor" adds the four durable
+	// single-row inserts a send's journal needs at the least (as
+	// BenchmarkBareInsert in operator). "lifecycle" is measured against them.
+	b.Run("bare-stored", func(b *testing.B) { benchmarkBareStored(b, base, 0) })
+	b.Run("floor", func(b *testing.B) { benchmarkBareStored(b, base, 4) })
 	b.Run("lifecycle", func(b *testing.B) {
-		op, root := benchOperator(b)
+		op, j, root := benchOperator(b)
 		ctx := context.Background()
 		b.ReportAllocs()
+		before := j.Commits()
 		for i := 0; b.Loop(); i++ {
 			path := filepath.Join(root, "chart.png")
 			if err := os.WriteFile(path, photoN(base, i), 0o600); err != nil {
@@ -72,12 +82,14 @@ func BenchmarkPhoto(b *testing.B) {
 				b.Fatalf("photo %d: %+v, %v", i, r, err)
 			}
 		}
+		b.ReportMetric(float64(j.Commits()-before)/float64(b.N), "journal-fsyncs/op")
 	})
 	// A text through the same gate, for what the photo adds to it.
 	b.Run("text-lifecycle", func(b *testing.B) {
-		op, _ := benchOperator(b)
+		op, j, _ := benchOperator(b)
 		ctx := context.Background()
 		b.ReportAllocs()
+		before := j.Commits()
 		for i := 0; b.Loop(); i++ {
 			args, _ := json.Marshal(map[string]string{"chat_id": "222", "text": fmt.Sprintf("chart %d", i)})
 			_, r, err := op.Begin(ctx, journal.Task{Requester: alice, Summary: "bench"}, operator.Call{Tool: "commit_send_message", Args: args})
@@ -85,13 +97,55 @@ func BenchmarkPhoto(b *testing.B) {
 				b.Fatalf("text %d: %+v, %v", i, r, err)
 			}
 		}
+		b.ReportMetric(float64(j.Commits()-before)/float64(b.N), "journal-fsyncs/op")
 	})
 }
 
+// benchmarkBareStored stores each photo in a file store (its fsync), makes
+// inserts durable single-row inserts into a SQLite file opened with the
+// journal's settings, and uploads the photo with go-telegram/bot alone.
+func benchmarkBareStored(b *testing.B, base []byte, inserts int) {
+	srv := telegramtest.New(telegramtest.Options{Token: token})
+	defer srv.Close()
+	api, err := bot.New(token, bot.WithServerURL(srv.URL()), bot.WithSkipGetMe())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	files, err := filestore.Open(filepath.Join(dir, "files"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "bare.db")+"?_journal_mode=WAL&_busy_timeout=5000&_synchronous=FULL&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		img := photoN(base, i)
+		if _, _, err := files.Put(ctx, bytes.NewReader(img), int64(len(img))); err != nil {
+			b.Fatal(err)
+		}
+		for k := range inserts {
+			if _, err := db.Exec("INSERT INTO t(v) VALUES(?)", fmt.Sprintf("photo %d, row %d", i, k)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := api.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: target, Photo: &models.InputFileUpload{Filename: "chart.png", Data: bytesReader(img)}, Caption: "chart"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // benchOperator is an operator over a fresh journal, store and fake Bot API,
-// sending auto-approved photos and texts to chat 222, with the folder photos
-// are read from.
-func benchOperator(b *testing.B) (*operator.Operator, string) {
+// sending auto-approved photos and texts to chat 222, with its journal and the
+// folder photos are read from.
+func benchOperator(b *testing.B) (*operator.Operator, *journal.Journal, string) {
 	srv := telegramtest.New(telegramtest.Options{Token: token})
 	b.Cleanup(srv.Close)
 	dir := b.TempDir()
@@ -133,7 +187,7 @@ func benchOperator(b *testing.B) (*operator.Operator, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return op, root
+	return op, j, root
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

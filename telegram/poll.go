@@ -69,7 +69,7 @@ func (t *Bot) poll(ctx context.Context) error {
 		default:
 			wait = time.Second
 			lastSeen = now()
-			if err := t.accept(ctx, items); err != nil {
+			if err := t.accept(ctx, items, time.Now()); err != nil {
 				t.log.Error("updates not stored; asking for them again", "err", err)
 				delay = time.Second
 				break // not stored: the same offset asks for them again
@@ -85,7 +85,8 @@ func (t *Bot) poll(ctx context.Context) error {
 
 // accept stores a batch in the inbox and hands the new updates to their handlers.
 // When it returns an error nothing was stored, and nothing may be confirmed.
-func (t *Bot) accept(ctx context.Context, items []journal.InboxItem) error {
+// arrived is when the batch reached the bot, from which a tap's steps are timed.
+func (t *Bot) accept(ctx context.Context, items []journal.InboxItem, arrived time.Time) error {
 	for i := range items {
 		// The key is read from what is kept, as the inbox's migration reads it, so
 		// that it holds no secret either.
@@ -97,8 +98,9 @@ func (t *Bot) accept(ctx context.Context, items []journal.InboxItem) error {
 		return err
 	}
 	t.opts.Counters.taken(len(fresh))
+	stored := time.Now()
 	for _, it := range fresh {
-		t.dispatch(ctx, it)
+		t.dispatch(ctx, it, arrived, stored)
 	}
 	return nil
 }

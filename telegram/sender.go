@@ -14,6 +14,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/stages"
 	"github.com/countersign/countersign/tools"
 )
 
@@ -133,6 +134,74 @@ func (s *Sender) Pinned(ctx context.Context, target string) (int64, error) {
 	return int64(info.PinnedMessage.ID), nil
 }
 
+var _ tools.Chats = (*Sender)(nil)
+
+// Audience implements tools.Chats: getChat's title (or a person's name),
+// username and type. A read changes nothing: it is neither spaced nor fenced,
+// and its failure is classified as a send's that never left.
+func (s *Sender) Audience(ctx context.Context, target string) (action.Audience, error) {
+	chat, err := chatID(target)
+	if err != nil {
+		return action.Audience{}, &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	info, err := s.bot.GetChat(ctx, &bot.GetChatParams{ChatID: chat})
+	if err != nil {
+		return action.Audience{}, classify(err, false, s.redact)
+	}
+	return audienceOf(info), nil
+}
+
+// Right implements tools.Chats: getChatMember of the bot itself in chat, a
+// chat of type kind. Read as Audience is.
+func (s *Sender) Right(ctx context.Context, target, kind string) (tools.Right, error) {
+	chat, err := chatID(target)
+	if err != nil {
+		return tools.Right{}, &tools.RefusedError{Reason: err.Error(), Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	m, err := s.bot.GetChatMember(ctx, &bot.GetChatMemberParams{ChatID: chat, UserID: s.bot.ID()})
+	if err != nil {
+		return tools.Right{}, classify(err, false, s.redact)
+	}
+	return rightOf(m, kind), nil
+}
+
+// rightOf is what a bot's membership m lets it do in a chat of type kind: an
+// owner posts; an administrator of a channel only with can_post_messages (a
+// field the Bot API sends for channels only), of a group always; a member of
+// a group posts, of a channel it is a subscriber; a restricted member only
+// with can_send_messages; one that left or was removed does not.
+func rightOf(m *models.ChatMember, kind string) tools.Right {
+	channel := kind == string(models.ChatTypeChannel)
+	switch m.Type {
+	case models.ChatMemberTypeOwner:
+		return tools.Right{May: true, Status: "its owner"}
+	case models.ChatMemberTypeAdministrator:
+		if channel && !m.Administrator.CanPostMessages {
+			return tools.Right{Status: "an administrator without the right to post messages"}
+		}
+		return tools.Right{May: true, Status: "an administrator"}
+	case models.ChatMemberTypeMember:
+		if channel {
+			return tools.Right{Status: "a subscriber, not an administrator"}
+		}
+		return tools.Right{May: true, Status: "a member"}
+	case models.ChatMemberTypeRestricted:
+		if m.Restricted.IsMember && m.Restricted.CanSendMessages {
+			return tools.Right{May: true, Status: "a restricted member that may send messages"}
+		}
+		return tools.Right{Status: "restricted from sending messages"}
+	case models.ChatMemberTypeLeft:
+		return tools.Right{Status: "not a member any more"}
+	case models.ChatMemberTypeBanned:
+		return tools.Right{Status: "removed from the chat"}
+	}
+	return tools.Right{Status: "of status " + string(m.Type)}
+}
+
 // call makes one request that changes a message, as Send does: after the rate
 // limiter's wait and the fence's check, bounded by the send timeout, its failure
 // classified from whether the request was written.
@@ -148,10 +217,12 @@ func (s *Sender) call(ctx context.Context, target string, do func(context.Contex
 	if err := action.CheckFence(ctx); err != nil {
 		return tools.Delivery{}, fmt.Errorf("telegram: %w", err)
 	}
+	stages.Mark(ctx, stages.Proved)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ctx, wrote := traceWrite(ctx)
 	d, err := do(ctx)
+	stages.Mark(ctx, stages.Answered)
 	if err != nil {
 		return tools.Delivery{}, classify(err, wrote.Load(), s.redact)
 	}

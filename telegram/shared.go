@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/coord"
+	"github.com/countersign/countersign/internal/stages"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -34,12 +35,14 @@ type shared struct {
 	// turn lets one sender of this process at a time ask the journal for a
 	// slot of the bot's pool: the others queue here, not in the database.
 	turn chan struct{}
+	// freeTimeout bounds one try to free a send's slots (freeing).
+	freeTimeout time.Duration
 }
 
 // share makes l count its sends with the other replicas of j, under the bot
 // with id bot. It takes effect while j is a replica.
 func (l *Limiter) share(j *journal.Journal, bot int64) {
-	l.shared = &shared{j: j, c: coord.New(j), bot: strconv.FormatInt(bot, 10), turn: make(chan struct{}, 1)}
+	l.shared = &shared{j: j, c: coord.New(j), bot: strconv.FormatInt(bot, 10), turn: make(chan struct{}, 1), freeTimeout: 5 * time.Second}
 }
 
 // hold is how long a slot is held without a renewal: the replica's lease, which
@@ -83,11 +86,16 @@ func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slot
 	got.chatPool, got.allPool = chat, all
 	asked := time.Now()
 	for {
-		c, cFree, ok, err := s.takeOne(ctx, chat, 0, spare, asked)
+		c, cFree, waited, ok, err := s.takeOne(ctx, chat, 0, spare, asked)
 		if err != nil || !ok {
 			return slots{}, false, err
 		}
 		taken := time.Now()
+		if waited {
+			stages.Mark(ctx, stages.ChatPaced) // the chat's pacing, kept among the replicas
+		} else {
+			stages.Mark(ctx, stages.ChatSlot) // a round trip, no wait
+		}
 		select {
 		case s.turn <- struct{}{}:
 		case <-ctx.Done():
@@ -98,7 +106,7 @@ func (s *shared) take(ctx context.Context, chat, all pool, spare bool) (got slot
 		if spare {
 			leave = all.n / 2
 		}
-		a, aFree, ok, err := s.takeOne(ctx, all, leave, spare, taken)
+		a, aFree, _, ok, err := s.takeOne(ctx, all, leave, spare, taken)
 		<-s.turn
 		if err != nil || !ok {
 			s.free(c, 0)
@@ -141,23 +149,25 @@ func latest(a, b time.Time) time.Time {
 // place in the pool's line (coord.QueueSlot) as of since, when it began to
 // wait for p, so that the replicas' senders get p's slots in turn; one that
 // stops waiting without a slot gives its place up. free is when the slot it
-// took is free: a slot taken in line may free a moment later.
-func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool, since time.Time) (slot coord.Slot, free time.Time, ok bool, err error) {
+// took is free: a slot taken in line may free a moment later. waited reports
+// whether it waited for a slot to free.
+func (s *shared) takeOne(ctx context.Context, p pool, leave int, now bool, since time.Time) (slot coord.Slot, free time.Time, waited, ok bool, err error) {
 	if now {
 		slot, _, err := s.c.TakeSlot(ctx, p.scope, p.n, s.hold(), p.span, leave)
-		return slot, time.Now(), slot.Grant != "", err
+		return slot, time.Now(), false, slot.Grant != "", err
 	}
 	for {
 		slot, wait, err := s.c.QueueSlot(ctx, p.scope, p.n, s.hold(), p.span, time.Since(since))
 		if err == nil && slot.Grant != "" {
-			return slot, time.Now().Add(wait), true, nil
+			return slot, time.Now().Add(wait), waited || wait > 0, true, nil
 		}
 		if err == nil {
+			waited = true
 			err = sleepUntilChange(ctx, wait, nil)
 		}
 		if err != nil {
 			s.leave(p)
-			return coord.Slot{}, time.Time{}, false, err
+			return coord.Slot{}, time.Time{}, waited, false, err
 		}
 	}
 }
@@ -173,21 +183,47 @@ func (s *shared) leave(p pool) {
 // done frees a send's slots, each a span after its answer, which came just now:
 // one statement, timed from the answer rather than from when it runs.
 func (s *shared) done(got slots) {
-	answered := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	// A slot not freed frees when its hold passes.
-	_, _ = s.c.FreeSlots(ctx, answered, coord.SlotFree{Slot: got.all, Span: got.allPool.span},
+	s.freeing(time.Now(), coord.SlotFree{Slot: got.all, Span: got.allPool.span},
 		coord.SlotFree{Slot: got.chat, Span: got.chatPool.span})
 }
 
 // free frees slot after, not waiting for a context that ended: a slot left
 // taken would hold its pool until its hold passed.
 func (s *shared) free(slot coord.Slot, after time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = s.c.FreeSlot(ctx, slot, after) // a slot not freed frees when its hold passes
+	s.freeing(time.Now(), coord.SlotFree{Slot: slot, Span: after})
 }
+
+// freeing frees slots this process took, each its span after answered: at
+// once and, when the journal does not answer within freeTimeout (a database
+// busy or out of reach for a moment), again in the background until it does
+// or as long as this replica would keep them. A slot whose free is lost does
+// not lapse: the replica renews the holds of the slots it has open with its
+// lease (coord.RenewLeases), for minutes, and every send to its chat (or, for
+// the bot's pool, one of its places) waits behind it that long, holding up
+// the workers whose replies go there, and through them the inbox.
+func (s *shared) freeing(answered time.Time, frees ...coord.SlotFree) {
+	try := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), s.freeTimeout)
+		defer cancel()
+		_, err := s.c.FreeSlots(ctx, answered, frees...)
+		return err
+	}
+	if try() == nil {
+		return
+	}
+	go func() {
+		for wait := 50 * time.Millisecond; time.Since(answered) < freeRetries; wait = min(2*wait, time.Second) {
+			time.Sleep(wait)
+			if try() == nil {
+				return
+			}
+		}
+	}()
+}
+
+// freeRetries is how long a slot's free is tried again: as long as a replica
+// renews the hold of a slot it left open (coord's longest hold).
+const freeRetries = 5 * time.Minute
 
 // spend owes the slots of a send that counted as n messages (an album) as the
 // local windows owe them (Spend): the chat's pool busy for n of its spans, and

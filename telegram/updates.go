@@ -23,6 +23,9 @@ type job struct {
 	item   journal.InboxItem
 	update models.Update
 	tries  int // times a full disk sent it back
+	// arrived is when the update reached this process, stored when the inbox
+	// had it; zero for an update replayed from the inbox.
+	arrived, stored time.Time
 }
 
 // laneQueue is how many updates may wait for a worker in each lane; beyond it,
@@ -33,9 +36,10 @@ const laneQueue = 256
 // messages have workers of their own, so that a long commit or a busy agent turn
 // never holds up an approval tap, and a flood of messages starts no more work at
 // once than there are workers. An update still queued when ctx ends stays
-// unhandled in the inbox and is handled after a restart.
-func (t *Bot) dispatch(ctx context.Context, it journal.InboxItem) {
-	j := job{item: it}
+// unhandled in the inbox and is handled after a restart. arrived and stored
+// time the steps of a tap (zero for an update replayed from the inbox).
+func (t *Bot) dispatch(ctx context.Context, it journal.InboxItem, arrived, stored time.Time) {
+	j := job{item: it, arrived: arrived, stored: stored}
 	var err error
 	if j.update, err = decodeUpdate(it.Body); err != nil {
 		t.log.Warn("update not understood; skipped", "update", it.UpdateID, "err", err)
@@ -90,7 +94,7 @@ func (t *Bot) handleFrom(ctx context.Context, lane <-chan job) {
 		full := false
 		switch {
 		case u.CallbackQuery != nil:
-			t.onCallback(ctx, u.CallbackQuery)
+			t.onTimedCallback(ctx, j, u.CallbackQuery)
 		case u.Message != nil && (u.Message.Text != "" || u.Message.Caption != ""):
 			full = t.onMessage(ctx, j.item.Key, u.Message, j.tries == 0)
 		}
@@ -158,7 +162,7 @@ func (t *Bot) replay(ctx context.Context) error {
 		return err
 	}
 	for _, it := range items {
-		t.dispatch(ctx, it)
+		t.dispatch(ctx, it, time.Time{}, time.Time{})
 	}
 	return nil
 }
@@ -175,7 +179,7 @@ func (t *Bot) claim(ctx context.Context, own bool) error {
 			return err
 		}
 		for _, it := range items {
-			t.dispatch(ctx, it)
+			t.dispatch(ctx, it, time.Time{}, time.Time{})
 		}
 		if len(items) < claimBatch {
 			return nil
@@ -244,6 +248,9 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 	if amend, ok := t.amendLine(m); ok {
 		line = amend // the new text of a request, a reply to its Edit prompt
 	}
+	if code, ok := t.codeLine(m); ok {
+		line = code // an approver's code, a reply to its prompt
+	}
 	if isWhoAmI(line) {
 		t.whoami(ctx, m)
 		return false
@@ -267,6 +274,10 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 	}
 	if strings.Contains(line, secret.Withheld) {
 		t.reply(ctx, m.Chat.ID, "That message contained what looks like a secret (a bot token or an API key), so it was neither stored nor sent. If it was this bot's token, revoke it with @BotFather.")
+		return false
+	}
+	if c, err := command.Parse(line); err == nil && c.Name == "code" {
+		t.confirmCode(ctx, m, c)
 		return false
 	}
 	req := command.Request{User: author(m), Chat: strconv.FormatInt(m.Chat.ID, 10), Line: line,

@@ -193,6 +193,7 @@ func (t *Bot) WebhookHandler(ctx context.Context) http.Handler {
 }
 
 func (t *Bot) storeUpdate(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxUpdateBytes))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
@@ -206,7 +207,7 @@ func (t *Bot) storeUpdate(ctx context.Context, w http.ResponseWriter, r *http.Re
 		http.Error(w, "not an update", http.StatusBadRequest)
 		return
 	}
-	if err := t.accept(ctx, []journal.InboxItem{{UpdateID: head.UpdateID, Body: body}}); err != nil {
+	if err := t.accept(ctx, []journal.InboxItem{{UpdateID: head.UpdateID, Body: body}}, arrived); err != nil {
 		t.log.Error("update not stored; Telegram will deliver it again", "update", head.UpdateID, "err", err)
 		http.Error(w, "not stored", http.StatusServiceUnavailable)
 		return

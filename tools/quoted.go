@@ -26,6 +26,30 @@ type Change struct {
 	// Gone: the message was deleted, or is no longer among this bot's
 	// messages; there is nothing left to act on.
 	Gone bool
+	// Edited: the message reads otherwise now (Now).
+	Edited bool
+	// Audience is the chat the payload reaches as it is now, when it was
+	// renamed or is of another kind since (StillAudience).
+	Audience *action.Audience
+}
+
+// And is what changed in c and in d together: one card says both.
+func (c Change) And(d Change) Change {
+	switch {
+	case c.Words == "":
+		return d
+	case d.Words == "":
+		return c
+	}
+	c.Words += "; " + d.Words
+	c.Gone, c.Edited = c.Gone || d.Gone, c.Edited || d.Edited
+	if d.Edited {
+		c.Now = d.Now
+	}
+	if d.Audience != nil {
+		c.Audience = d.Audience
+	}
+	return c
 }
 
 // StillQuoted reads again the message p acts on or takes (an edit, a delete, a
@@ -54,15 +78,22 @@ func StillQuoted(ctx context.Context, p action.Payload, sent Sent) (Change, erro
 		return Change{Words: fmt.Sprintf("message %d in chat %s was deleted since it was approved (%s)", p.MessageID, chat, m.OperationID), Gone: true}, nil
 	case m.Text != p.Before:
 		return Change{Words: fmt.Sprintf("message %d in chat %s changed since it was approved (%s): it read %q, it now reads %q",
-			p.MessageID, chat, m.OperationID, excerpt(p.Before, quotedShown), excerpt(m.Text, quotedShown)), Now: m.Text}, nil
+			p.MessageID, chat, m.OperationID, excerpt(p.Before, quotedShown), excerpt(m.Text, quotedShown)), Now: m.Text, Edited: true}, nil
 	}
 	return Change{}, nil
 }
 
-// Requote is p quoting its message as it reads now (c.Now), with what changed
-// since the approval it had (c.Words) for its next card: the payload a new
-// approval is asked for, its hash covering both.
+// Requote is p quoting what it quotes as it reads now (the message, c.Now; the
+// chat it reaches, c.Audience), with what changed since the approval it had
+// (c.Words) for its next card: the payload a new approval is asked for, its
+// hash covering all of it.
 func Requote(p action.Payload, c Change) action.Payload {
-	p.Before, p.Requoted = c.Now, c.Words
+	if c.Edited {
+		p.Before = c.Now
+	}
+	if c.Audience != nil {
+		p.Audience = c.Audience
+	}
+	p.Requoted = c.Words
 	return p
 }

@@ -15,6 +15,7 @@ import (
 type Registry struct {
 	tools map[string]Tool
 	names []string
+	chats Chats
 }
 
 // Option gives NewRegistry what some tools act through beyond the sender.
@@ -85,7 +86,7 @@ func NewRegistry(p *policy.Policy, sender Sender, opts ...Option) (*Registry, er
 			implemented[name] = t
 		}
 	}
-	r := &Registry{tools: map[string]Tool{}}
+	r := &Registry{tools: map[string]Tool{}, chats: can.chats}
 	for _, name := range p.ToolNames() {
 		t, ok := implemented[name]
 		if !ok {
@@ -113,6 +114,11 @@ func (r *Registry) Get(name string) (Tool, bool) {
 	return t, ok
 }
 
+// Chats is what reads the chats the tools reach (their name, type and this
+// bot's right to post), or nil when the sender has no chats to read (the
+// console).
+func (r *Registry) Chats() Chats { return r.chats }
+
 // Names returns the offered tools' names, sorted.
 func (r *Registry) Names() []string { return append([]string(nil), r.names...) }
 
@@ -126,13 +132,14 @@ type capabilities struct {
 	downloader Downloader
 	poller     Poller
 	reposter   Reposter
+	chats      Chats
 }
 
 func capable(sender Sender) capabilities {
 	return capabilities{
 		editor: as[Editor](sender), deleter: as[Deleter](sender), pinner: as[Pinner](sender),
 		uploader: as[Uploader](sender), poller: as[Poller](sender), reposter: as[Reposter](sender),
-		downloader: asOr[Downloader](sender, nil),
+		downloader: asOr[Downloader](sender, nil), chats: asOr[Chats](sender, nil),
 	}
 }
 

@@ -78,16 +78,16 @@ func shownOf(t Tool, p action.Payload) Shown {
 	return s
 }
 
-// beforeShown is how much of a message's current text a card quotes.
-const beforeShown = 1000
+// BeforeShown is how much of a message's current text a card quotes.
+const BeforeShown = 1000
 
 // change is the fact of a payload that acts on a message already in the world:
-// verb, which message, and what it reads now, cut at beforeShown characters
+// verb, which message, and what it reads now, cut at BeforeShown characters
 // with the cut said.
 func change(p action.Payload, verb string) string {
 	before, more := p.Before, 0
-	if r := []rune(before); len(r) > beforeShown {
-		before, more = string(r[:beforeShown]), len(r)-beforeShown
+	if r := []rune(before); len(r) > BeforeShown {
+		before, more = string(r[:BeforeShown]), len(r)-BeforeShown
 	}
 	s := fmt.Sprintf("%s message %d in %s. It reads now:\n%s", verb, p.MessageID, p.Target, before)
 	if more > 0 {

@@ -11,7 +11,8 @@ import (
 // removed, one Unicode form, runs of white space as one space) and without regard
 // to case, so that a zero-width space or an empty tag does not make a resend new.
 // A history that cannot be read stops too: a duplicate that could not be ruled out
-// is not let through.
+// is not let through. The operation the payload already is (Input.Operation)
+// is no duplicate of itself.
 func (c Checker) duplicates(ctx context.Context, p *payload) []finding {
 	text := Seen(p.in.Text, p.in.ParseMode)
 	if text == "" && len(p.in.Files) == 0 {
@@ -24,6 +25,9 @@ func (c Checker) duplicates(ctx context.Context, p *payload) []finding {
 	}
 	var match *Sent
 	for i, s := range sent {
+		if p.in.Operation != "" && s.OperationID == p.in.Operation {
+			continue // the payload itself, checked again as it is asked again
+		}
 		if strings.EqualFold(Seen(s.Text, s.ParseMode), text) && sameFiles(s.Files, p.in.Files) && (match == nil || s.At.After(match.At)) {
 			match = &sent[i]
 		}

@@ -117,3 +117,22 @@ func TestDuplicatesAsTheRecipientSeesThem(t *testing.T) {
 		{"a link's words are read, its target is not", inMode(`Sale ends [today](https://shop.org)\!`, "MarkdownV2"), verifier.Stop, sale},
 	})
 }
+
+// A payload asked again (its chat renamed, its quoted message edited since the
+// card) is checked again as the operation it already is: it is no duplicate
+// of itself, and still one of any other operation with its text.
+func TestDuplicatesLeaveOutTheOperationItself(t *testing.T) {
+	h := history{
+		{"@news_desk", verifier.Sent{OperationID: "op-self", Text: "Hello, readers.", State: "approved", At: noon.Add(-time.Minute)}},
+	}
+	c := verifier.New(policy.Verify{DuplicateWindow: 24 * time.Hour}, h, clock)
+	self := with(func(in *verifier.Input) { in.Operation = "op-self" })
+	runCases(t, c, []verdictCase{
+		{"its own operation", self, verifier.Pass, nil},
+		{"a new call", ok(), verifier.Stop, []string{"duplicates: same text as operation op-self (approved 2026-03-02 11:59 UTC)"}},
+	})
+	h = append(h, sent{"@news_desk", verifier.Sent{OperationID: "op-other", Text: "hello, readers.", State: "committed", At: noon.Add(-time.Hour)}})
+	runCases(t, verifier.New(policy.Verify{DuplicateWindow: 24 * time.Hour}, h, clock), []verdictCase{
+		{"another operation still", self, verifier.Stop, []string{"duplicates: same text as operation op-other (committed 2026-03-02 11:00 UTC)"}},
+	})
+}

@@ -70,6 +70,10 @@ type Input struct {
 	// Changed is what the request says changed since a rejection of the same
 	// payload; when set, a rejection does not stop it.
 	Changed string
+	// Operation is the operation the payload is already, when it is checked
+	// again (asked again after what its card showed changed): the duplicate
+	// check leaves it out, as it is no duplicate of itself. "" for a new call.
+	Operation string
 }
 
 // File is one file an action sends, as the checks see it.

@@ -157,7 +157,14 @@ func checkExport(pubArg, file string, env Env) int {
 		fmt.Fprintf(env.Stdout, "bad: %s: %s\n", file, rep.Fault)
 		return exitError
 	}
-	fmt.Fprintf(env.Stdout, "ok: %d records, head %.16s, signed by the key\n", rep.Records, rep.Head)
+	fmt.Fprintf(env.Stdout, "ok: %d records, head %.16s, signed by the key", rep.Records, rep.Head)
+	if rep.Receipts > 0 || len(rep.Keys) > 0 {
+		fmt.Fprintf(env.Stdout, "; %d passkey receipts verified with the export's %d public keys alone", rep.Receipts, len(rep.Keys))
+	}
+	fmt.Fprintln(env.Stdout)
+	for _, k := range rep.Keys { // for a person to compare with the fingerprints printed at enrolment
+		fmt.Fprintf(env.Stdout, "  passkey of %d for %s, credential %s, SHA-256 %s\n", k.User, k.RPID, k.Credential, k.Fingerprint())
+	}
 	return exitOK
 }
 
@@ -200,6 +207,21 @@ func writeExport(ctx context.Context, j *journal.Journal, w io.Writer, key ed255
 	e := audit.NewWriter(w, key)
 	if err := j.AuditRecords(ctx, since, e.Add); err != nil {
 		return audit.Signature{}, err
+	}
+	// The approvers' passkey public keys, removed ones too, so that every
+	// receipt verifies offline with the export alone.
+	passkeys, err := j.PasskeysEver(ctx)
+	if err != nil {
+		return audit.Signature{}, err
+	}
+	if len(passkeys) > 0 {
+		keys := make([]audit.PasskeyKey, len(passkeys))
+		for i, c := range passkeys {
+			keys[i] = c.Key()
+		}
+		if err := e.Keys(keys); err != nil {
+			return audit.Signature{}, err
+		}
 	}
 	return e.Close()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"database/sql"
@@ -8,12 +9,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/internal/passkeytest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 )
@@ -207,5 +210,92 @@ func TestAJournalRewrittenWholeIsCaughtAgainstAKeptExport(t *testing.T) {
 		if r.code != exitError || !strings.Contains(r.stdout, "bad: against "+kept+": line 1: record 1 differs in the journal") {
 			t.Errorf("verify %v of the rewritten journal: exit %d\n%s%s; want record 1 named", args, r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// TestAnAuditExportOfPasskeyApprovalsVerifiesOffline: a journal whose send
+// was approved with a passkey exports its receipt and the approver's public
+// key, and `audit verify -pub` checks the receipt with the export alone; an
+// export whose receipt record was forged (another payload hash, the chain
+// and the export's signature made again, as a forger who holds the server
+// and its export key can) is named with its record and why.
+func TestAnAuditExportOfPasskeyApprovalsVerifiesOffline(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	j, err := journal.Open(ctx, filepath.Join(data, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load("../../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := passkeytest.New(42)
+	if err := j.NewPasskeyLink(ctx, 42, "link", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.FinishPasskeyLink(ctx, "link", alice.Credential()); err != nil {
+		t.Fatal(err)
+	}
+	task, _ := j.CreateTask(ctx, journal.Task{Requester: 7, Policy: p})
+	op, err := j.CreateOperation(ctx, journal.Operation{TaskID: task.ID, Tool: "commit_send_message", Fingerprint: "fp",
+		Payload: action.Payload{Action: "send_message", Target: "222", Text: "payload A"}}, "prepared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := j.NewApprovalOf(op, 7, time.Hour, 1, policy.FactorPasskey)
+	for _, m := range []journal.Move{{From: journal.Prepared, To: journal.Verified}, {From: journal.Verified, To: journal.AwaitingApproval, Approval: a}} {
+		if err := j.Move(ctx, op.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := alice.Receipt(a.ID, a.PayloadSHA256)
+	if _, err := j.DecideBallot(ctx, a.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Receipt: &r}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+
+	seed := strings.Repeat("k", 32)
+	env := map[string]string{"COUNTERSIGN_AUDIT_KEY": base64.StdEncoding.EncodeToString([]byte(seed))}
+	server := ed25519.NewKeyFromSeed([]byte(seed))
+	pub := base64.StdEncoding.EncodeToString(server.Public().(ed25519.PublicKey))
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	if r := runMain(t, "", env, "audit", "export", "-data", data, "-o", file); r.code != 0 {
+		t.Fatalf("export: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	fp := alice.Credential().Key().Fingerprint()
+	if r := runMain(t, "", nil, "audit", "verify", "-pub", pub, file); r.code != 0 ||
+		!strings.Contains(r.stdout, "; 1 passkey receipts verified with the export's 1 public keys alone") || !strings.Contains(r.stdout, "passkey of 42 for "+passkeytest.RPID) || !strings.Contains(r.stdout, fp) {
+		t.Fatalf("verify -pub: exit %d\n%s%s; want 1 receipt verified and alice's key's fingerprint", r.code, r.stdout, r.stderr)
+	}
+
+	// The forger's export: the receipt claims payload B, everything after it
+	// chained and signed again with the server's key.
+	raw, _ := os.ReadFile(file)
+	var out bytes.Buffer
+	w := audit.NewWriter(&out, server)
+	prev := audit.ZeroHash
+	for _, line := range strings.SplitAfter(string(raw), "\n") {
+		var rec audit.Record
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Kind == "" {
+			var keys audit.Passkeys
+			if json.Unmarshal([]byte(line), &keys) == nil && keys.Passkeys != nil {
+				w.Keys(keys.Passkeys)
+			}
+			continue
+		}
+		if rec.Kind == audit.Receipt {
+			rec.Body = []byte(strings.Replace(string(rec.Body), a.PayloadSHA256, strings.Repeat("b", 64), 1))
+		}
+		rec.PrevHash = prev
+		rec.Hash = rec.Sum()
+		prev = rec.Hash
+		w.Add(rec)
+	}
+	w.Close()
+	os.WriteFile(file, out.Bytes(), 0o600)
+	if r := runMain(t, "", nil, "audit", "verify", "-pub", pub, file); r.code != 1 ||
+		!regexp.MustCompile(`bad: .*: line \d+: record \d+ \(receipt of `+op.ID+`\): the receipt claims payload bbbbbbbbbbbb, and approval `+a.ID+` was asked for payload `+a.PayloadSHA256[:12]).MatchString(r.stdout) {
+		t.Errorf("verify -pub of a forged receipt: exit %d\n%s%s; want 1 naming the receipt's record and why", r.code, r.stdout, r.stderr)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/countersign/countersign/model"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/review"
 	"github.com/countersign/countersign/tools"
 	"github.com/countersign/countersign/vault"
 	"github.com/countersign/countersign/verifier"
@@ -209,7 +210,10 @@ func newApp(cfg Config, j *journal.Journal, p *policy.Policy, e edge, getenv fun
 		return nil, err
 	}
 	w, err := wiring.New(wiring.Parts{Journal: j, Policy: p, Sender: e.sender, Files: files, Vault: v, Getenv: getenv, Logger: logger,
-		Transport: e.transport, Remote: e.remote, Observe: e.observe, Review: modelCheck(p, j, v, m, logger)})
+		Transport: e.transport, Remote: e.remote, Observe: e.observe, Review: modelCheck(p, j, v, m, logger),
+		// Every process asks it, served page or not: the bot shows on its page the
+		// operations a stdio countersign mcp or the console made.
+		Shows: review.Shows})
 	if err != nil {
 		return nil, err
 	}
@@ -284,8 +288,23 @@ func orNone(s string) string {
 	return s
 }
 
-func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+func newLogger(w io.Writer) *slog.Logger { return newLoggerAt(w, slog.LevelInfo) }
+
+// newLoggerAt is a logger of the lines at level and above.
+func newLoggerAt(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// parseLevel is -log-level's level, or nil when it names none.
+func parseLevel(s string) *slog.Level {
+	var l slog.Level
+	switch s {
+	case "debug", "info", "warn", "error":
+		if l.UnmarshalText([]byte(s)) == nil {
+			return &l
+		}
+	}
+	return nil
 }
 
 // modelCheck is what the verifier gains with verify.model_check set and a model

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/countersign/countersign/demo"
 	"github.com/countersign/countersign/internal/httpserve"
+	"github.com/countersign/countersign/stepup"
 	"github.com/countersign/countersign/telegram/standin"
 	"github.com/countersign/countersign/vault"
 )
@@ -91,7 +93,15 @@ func playDemo(ctx context.Context, cfg Config, addr string, env Env) error {
 		return fmt.Errorf("data folder: %w", err)
 	}
 	cfg.Policies = filepath.Join(cfg.DataDir, "policies.yaml")
-	if _, err := writePolicy(cfg.Policies, demoYou); err != nil { // a folder used before keeps its policy
+	text, err := demoPolicy()
+	if err != nil {
+		return err
+	}
+	if _, err := writePolicyText(cfg.Policies, text); err != nil { // a folder used before keeps its policy
+		return err
+	}
+	secret, err := enrolDemo(ctx, cfg)
+	if err != nil {
 		return err
 	}
 	logPath := filepath.Join(cfg.DataDir, "demo.log")
@@ -113,11 +123,22 @@ func playDemo(ctx context.Context, cfg Config, addr string, env Env) error {
 		Chats: []standin.Chat{{ID: demoYou, Type: "private", FirstName: "You"},
 			{ID: demoTarget, Type: "private", FirstName: demoTargetName}}})
 	defer tg.Close()
-	scene := &demo.Scene{Server: tg, You: demoYou, Target: demoTarget, TargetName: demoTargetName, Vault: v}
+	scene := &demo.Scene{Server: tg, You: demoYou, Target: demoTarget, TargetName: demoTargetName, Vault: v, TOTP: secret}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// The page listens before the bot starts: its cards' 🔎 Whole payload
+	// opens the review page under the page's own address.
+	var ln net.Listener
+	rf := runFlags{token: demoToken, poll: 10 * time.Second, obs: observability{replica: "demo"}}
+	if addr != "" {
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("-listen: %w", err)
+		}
+		defer ln.Close()
+		rf.reviewURL, rf.reviewMount = "http://"+ln.Addr().String(), scene.MountReview
+	}
 	served := make(chan error, 1)
-	go func() { served <- demoBot(ctx, cfg, tg, logFile) }()
+	go func() { served <- demoBot(ctx, cfg, tg, logFile, rf) }()
 	if err := demoReady(ctx, tg, served); err != nil {
 		return err
 	}
@@ -125,7 +146,7 @@ func playDemo(ctx context.Context, cfg Config, addr string, env Env) error {
 	if addr == "" {
 		err = scene.Terminal(ctx, env.Stdin, env.Stdout)
 	} else {
-		err = demoPage(ctx, scene, addr, env.Stdout, logFile)
+		err = demoPage(ctx, scene, ln, env.Stdout, logFile)
 	}
 	stop()
 	if berr := <-served; err == nil {
@@ -134,15 +155,51 @@ func playDemo(ctx context.Context, cfg Config, addr string, env Env) error {
 	return err
 }
 
+// demoStepUp is what the demo's policy says of /publish (commit_publish_post):
+// a tap and then a code, so that a new user sees the second factor.
+const demoStepUp = "  commit_publish_post:\n    side_effect: committed\n    approval: required\n"
+
+// demoPolicy is the default policy with the person as operator and approver,
+// whose /publish asks a TOTP code beside the tap (step_up).
+func demoPolicy() ([]byte, error) {
+	text, err := policyFor(demoYou)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(text, []byte(demoStepUp)) {
+		return nil, errors.New("policy: the default policy has no commit_publish_post entry to ask a code of")
+	}
+	return bytes.Replace(text, []byte(demoStepUp), []byte(demoStepUp+"    step_up: totp\n"), 1), nil
+}
+
+// enrolDemo enrols the person's TOTP factor afresh, as `countersign approver
+// totp -replace` would, and returns its key: the demo shows the code an
+// authenticator app would, beside the bot's question.
+func enrolDemo(ctx context.Context, cfg Config) (string, error) {
+	secret, err := stepup.NewSecret()
+	if err != nil {
+		return "", err
+	}
+	j, err := openJournal(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	defer j.Close()
+	if err := j.EnrolTOTP(ctx, demoYou, secret, true); err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
 // demoBot is countersign run's bot on the fake Telegram: the same wiring, with the
 // fake's address for the Bot API and a process environment of its own, so
 // that nothing of the person's (a model's key, BOT_OPERATORS) changes what
 // the demo shows.
-func demoBot(ctx context.Context, cfg Config, tg *standin.Server, log io.Writer) error {
+func demoBot(ctx context.Context, cfg Config, tg *standin.Server, log io.Writer, rf runFlags) error {
 	vars := map[string]string{"TELEGRAM_API_URL": tg.URL()}
 	env := Env{Stdin: strings.NewReader(""), Stdout: log, Stderr: log, Getenv: func(k string) string { return vars[k] }}
 	logger := newLogger(log).With("replica", "demo")
-	return serveTelegram(ctx, cfg, env, logger, runFlags{token: demoToken, poll: 10 * time.Second, obs: observability{replica: "demo"}})
+	return serveTelegram(ctx, cfg, env, logger, rf)
 }
 
 // demoReady waits until the bot asks the fake Telegram for updates, or ends
@@ -166,12 +223,9 @@ func demoReady(ctx context.Context, tg *standin.Server, served <-chan error) err
 	}
 }
 
-// demoPage serves the demo's web page on addr until ctx ends.
-func demoPage(ctx context.Context, scene *demo.Scene, addr string, out, log io.Writer) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("-listen: %w", err)
-	}
+// demoPage serves the demo's web page on ln until ctx ends.
+func demoPage(ctx context.Context, scene *demo.Scene, ln net.Listener, out, log io.Writer) error {
+	var err error
 	srv := httpserve.Default.Server(scene.Handler(), newLogger(log))
 	srv.BaseContext = func(net.Listener) context.Context { return ctx } // the page's waits end with the demo
 	fmt.Fprintf(out, "Open http://%s/ in a browser: your chat with the bot, drawn like a phone. Ctrl-C ends the demo.\n", ln.Addr())

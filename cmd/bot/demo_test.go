@@ -217,3 +217,30 @@ func TestTheDemoAgainOnItsFolderHearsWhatIsTyped(t *testing.T) {
 		t.Errorf("ops list after two runs:\n%s\nwant both sends committed", r.stdout)
 	}
 }
+
+// The demo's /publish asks a second factor: its card says so, Approve brings
+// the bot's question for the code, the terminal shows the code the demo's
+// authenticator app would (the demo enrolled the person), and typing it as
+// the reply sends the post; a wrong code first is refused.
+func TestTheDemoAsksACodeForPublish(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t)
+	d.seeAfter(0, `Ctrl-D ends the demo\.`)
+	at := d.typeLine("/publish 222 a post that takes a code")
+	d.seeAfter(at, `Second factor: TOTP`)
+	d.seeAfter(at, `\[\d+\] ✅ Approve  \[\d+\] ❌ Reject`)
+	at = d.typeLine("a")
+	d.seeAfter(at, `🔐 Approval ap-[a-z0-9]+ of op-[a-z0-9]+ \(publish_post to 222\) asks your TOTP code`)
+	code := d.seeAfter(at, `\(your authenticator app shows (\d{6}) now, for \d+ s more: type it\)`)[1]
+	wrong := "000000"
+	if code == wrong {
+		wrong = "000001"
+	}
+	at = d.typeLine(wrong)
+	d.seeAfter(at, `Refused: wrong code \(1 of 5 in a row`)
+	at = d.typeLine("a")
+	d.seeAfter(at, `🔐 Approval `)
+	code = d.seeAfter(at, `\(your authenticator app shows (\d{6}) now`)[1]
+	at = d.typeLine(code)
+	d.seeAfter(at, `\[bot → Alex \(222\)\]\n  a post that takes a code\n`)
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +115,65 @@ func shot(t *testing.T, p *chromium.Page, name string) {
 func jsString(s string) string {
 	b, _ := json.Marshal(s) // a string always encodes
 	return string(b)
+}
+
+// The demo's card has a 🔎 Whole payload button: it opens the review page as
+// Telegram opens a Mini App, with init data the demo's Telegram signs in the
+// address's fragment (#tgWebAppData) and no Telegram script; the page shows
+// the payload under the card's hash, and its Approve delivers it.
+func TestDemoWholePayloadOpensTheReviewPage(t *testing.T) {
+	t.Parallel()
+	browser := chromium.ForTest(t)
+	d := startDemo(t, "-listen", "127.0.0.1:0")
+	base := d.seeAfter(0, `Open (http://127\.0\.0\.1:\d+)/ in a browser`)[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	chat, err := browser.Open(ctx, base+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chat.Type(ctx, "#text", "/send 222 seen whole first"); err != nil {
+		t.Fatal(err)
+	}
+	wait, stop := context.WithTimeout(ctx, demoWait)
+	defer stop()
+	if err := chat.WaitFor(wait, `[...document.querySelectorAll("#you .msg.bot a.key")].some((a) => a.textContent.includes("Whole payload"))`); err != nil {
+		t.Fatal(err)
+	}
+	var href, card string
+	if err := chat.Eval(ctx, `[...document.querySelectorAll("#you .msg.bot a.key")].find((a) => a.textContent.includes("Whole payload")).getAttribute("href")`, &href); err != nil {
+		t.Fatal(err)
+	}
+	if err := chat.Eval(ctx, `[...document.querySelectorAll("#you .msg.bot")].map((m) => m.textContent).find((t) => t.includes("Payload: sha256"))`, &card); err != nil {
+		t.Fatal(err)
+	}
+	sha := regexp.MustCompile(`Payload: sha256 ([0-9a-f]{12})`).FindStringSubmatch(card)
+	if !strings.HasPrefix(href, "/webapp?to=") || sha == nil {
+		t.Fatalf("the card's Whole payload opens %q; card %q", href, card)
+	}
+	page, err := browser.Open(ctx, base+href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := page.WaitFor(wait, `!document.getElementById("decide").hidden`); err != nil {
+		t.Fatal(err)
+	}
+	var shown struct {
+		Hash    string `json:"hash"`
+		Payload string `json:"payload"`
+		Address string `json:"address"`
+	}
+	if err := page.Eval(ctx, `({hash: document.getElementById("sha256").textContent, payload: document.getElementById("payload").innerText, address: location.href})`, &shown); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(shown.Hash, sha[1]) || !strings.Contains(shown.Payload, "seen whole first") || !strings.Contains(shown.Address, "#tgWebAppData=") {
+		t.Fatalf("the review page shows %+v, want the card's payload under %s, opened with init data", shown, sha[1])
+	}
+	shot(t, page, "review")
+	if err := page.Click(ctx, "#approve", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := chat.WaitFor(wait, `[...document.querySelectorAll("#target .msg")].some((m) => m.textContent.includes("seen whole first"))`); err != nil {
+		t.Fatalf("the approval on the review page delivered nothing: %v", err)
+	}
 }

@@ -83,15 +83,31 @@ func runInit(ctx context.Context, args []string, env Env) int {
 // wrote one. The file is made 0600 and never replaced, even by a writer racing
 // this one.
 func writePolicy(path string, user policy.UserID) (bool, error) {
+	text, err := policyFor(user)
+	if err != nil {
+		return false, err
+	}
+	return writePolicyText(path, text)
+}
+
+// policyFor is the default policy with user as its one operator and approver
+// (none for 0).
+func policyFor(user policy.UserID) ([]byte, error) {
 	text := countersign.DefaultPolicy
 	if user != 0 {
 		const none = "access:\n  operators: []\n  approvers: []\n"
 		if !bytes.Contains(text, []byte(none)) {
-			return false, errors.New("policy: the default policy has no empty access lists to put -user in")
+			return nil, errors.New("policy: the default policy has no empty access lists to put -user in")
 		}
 		id := strconv.FormatInt(int64(user), 10)
 		text = bytes.Replace(text, []byte(none), []byte("access:\n  operators: ["+id+"]\n  approvers: ["+id+"]\n"), 1)
 	}
+	return text, nil
+}
+
+// writePolicyText writes text as the policy file at path, unless one is there
+// (false).
+func writePolicyText(path string, text []byte) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return false, fmt.Errorf("policy: %w", err)
 	}

@@ -82,6 +82,7 @@ commands:
   migrate [-check]          bring the journal's schema up to date (or say what is pending)
   audit verify|export|keygen  check the audit trail, export it signed, check an export offline
   backup -to DIR            a consistent copy of the data folder (journal, vault, files), while it runs
+  approver totp|list        enrol an approver's TOTP second factor on this machine (step_up), or list them
   version                   the version and commit this binary was built from
   help                      this text
 
@@ -114,6 +115,7 @@ func Main(ctx context.Context, args []string, env Env) int {
 		"audit":    runAudit,
 		"version":  runVersion,
 		"backup":   runBackup,
+		"approver": runApprover,
 	}
 	if cmd, ok := cmds[args[0]]; ok {
 		return cmd(ctx, args[1:], env)

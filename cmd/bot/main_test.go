@@ -124,6 +124,7 @@ func TestUsageAndErrorsNameTheProgramAsInvoked(t *testing.T) {
 		{[]string{"audit", "verify", "-pub", "K"}, []string{"bot audit verify: -pub KEY and FILE go together"}},
 		{[]string{"version", "-h"}, []string{"usage: bot version"}},
 		{[]string{"run", "-poll-timeout", "500ms"}, []string{"bot run: -poll-timeout must be at least 1s"}},
+		{[]string{"run", "-log-level", "loud"}, []string{"bot run: -log-level must be debug, info, warn or error"}},
 	}
 	for _, sub := range []string{"init", "run", "pair", "console", "demo", "ops", "ops list", "ops show", "policies", "vault", "vault list",
 		"mcp", "migrate", "audit", "audit verify", "audit export", "audit keygen", "backup"} {

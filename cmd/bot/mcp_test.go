@@ -181,9 +181,29 @@ func TestMCPListenInTheBot(t *testing.T) {
 	}
 	assertPath(t, filepath.Join(data, "journal.db"), sent.OperationID, journal.Prepared, journal.Verified, journal.AwaitingApproval,
 		journal.Approved, journal.Committing, journal.Committed)
+	// Made by the bot, the payload names the chat it reaches, read again
+	// before the send.
+	if a := payloadOf(t, filepath.Join(data, "journal.db"), sent.OperationID).Audience; a == nil || *a != (action.Audience{Name: "User", Username: "user222", Type: "private"}) {
+		t.Errorf("the payload's audience = %+v, want the chat as getChat names it", a)
+	}
 	if strings.Contains(logs(), mcpToken) {
 		t.Errorf("the bearer token is in the bot's log:\n%s", logs())
 	}
+}
+
+// payloadOf is the payload of operation opID, from the journal.
+func payloadOf(t *testing.T, journalPath, opID string) action.Payload {
+	t.Helper()
+	j, err := journal.Open(context.Background(), journalPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	op, err := j.Operation(context.Background(), opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op.Payload
 }
 
 // assertPath checks the states an operation went through, from the journal.
@@ -287,4 +307,9 @@ func TestMCPBesideARunningBot(t *testing.T) {
 	jp := filepath.Join(data, "journal.db")
 	assertPath(t, jp, sent.OperationID, journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Committed)
 	assertPath(t, jp, lost.OperationID, journal.Prepared, journal.Verified, journal.AwaitingApproval, journal.Approved, journal.Committing, journal.Unknown)
+	// This process holds no bot token (an agent's process never can send):
+	// it names no audience, and the card read the chat when it was shown.
+	if a := payloadOf(t, jp, sent.OperationID).Audience; a != nil {
+		t.Errorf("a stdio commit's audience = %+v, want none", a)
+	}
 }

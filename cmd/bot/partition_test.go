@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,18 +24,8 @@ func TestAReplicaCutOffSilentlyExits(t *testing.T) {
 	t.Parallel()
 	srv := telegramtest.New(telegramtest.Options{Token: childToken})
 	defer srv.Close()
-	name := pgtest.Fresh(t)
-	u, err := url.Parse(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := partition.New(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	u.Host = p.Addr()
-	r1 := startReplica(t, srv, u.String(), filepath.Join(t.TempDir(), "vault"), "r1", true)
+	through, p := pgtest.Through(t, pgtest.Fresh(t))
+	r1 := startReplica(t, srv, through, filepath.Join(t.TempDir(), "vault"), "r1", true)
 	exited := make(chan error, 1)
 	go func() { exited <- r1.cmd.Wait() }()
 

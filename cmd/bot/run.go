@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	replica := fs.String("replica", env.Getenv("COUNTERSIGN_REPLICA"), "this process's name among replicas on one journal, on every log line and in countersign_replica_info (default $COUNTERSIGN_REPLICA, else HOST-PID when the journal is on PostgreSQL); a SQLite journal has one sender unless this is set")
 	poll := fs.Duration("poll-timeout", telegram.DefaultPollTimeout, "how long one getUpdates long poll waits for an update; shorter when a proxy or NAT between the bot and Telegram drops idle connections sooner")
 	lease := fs.Duration("lease", journal.DefaultLease, "among replicas: how long another replica waits, after this one stops renewing, before it takes over what this one held (a commit on the wire becomes unknown then)")
+	reviewListen := fs.String("review-listen", "", "serve the review page (an approval's whole payload, opened from a card's 🔎 Whole payload button or a /review link) on this address, e.g. 127.0.0.1:8443; with -review-url")
+	reviewURL := fs.String("review-url", "", "the public https address the review page is reached at (a TLS proxy in front of -review-listen), e.g. https://bot.example.com")
+	logLevel := fs.String("log-level", "info", "the least level logged: debug, info, warn or error; debug adds a line a tap with the time each of its steps took (inbox, decision, checks, write-ahead, fence, rate limiter, Bot API)")
 	var obs observability
 	fs.StringVar(&obs.listen, "metrics-listen", "", "serve /healthz, /readyz and /metrics on this address, e.g. 127.0.0.1:9090, and /metrics no longer on the webhook's listener")
 	if code := parseArgs(fs, args, env, "countersign run [-data DIR] [-policies FILE] [-webhook-listen ADDR -webhook-url URL] [flags]"); code >= 0 {
@@ -43,11 +47,20 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	case *lease < time.Second:
 		fmt.Fprintln(env.Stderr, env.program()+" run: -lease must be at least 1s (leases are renewed every second)")
 		return exitUsage
+	case parseLevel(*logLevel) == nil:
+		fmt.Fprintln(env.Stderr, env.program()+" run: -log-level must be debug, info, warn or error")
+		return exitUsage
 	case (*listen == "") != (*hookURL == ""):
 		fmt.Fprintln(env.Stderr, env.program()+" run: -webhook-listen and -webhook-url go together")
 		return exitUsage
 	case (*certFile == "") != (*keyFile == ""):
 		fmt.Fprintln(env.Stderr, env.program()+" run: -webhook-cert and -webhook-key go together")
+		return exitUsage
+	case (*reviewListen == "") != (*reviewURL == ""):
+		fmt.Fprintln(env.Stderr, env.program()+" run: -review-listen and -review-url go together")
+		return exitUsage
+	case *reviewURL != "" && checkReviewURL(*reviewURL) != nil:
+		fmt.Fprintln(env.Stderr, env.program()+" run: -review-url:", checkReviewURL(*reviewURL))
 		return exitUsage
 	case *certFile != "" && *listen == "":
 		fmt.Fprintln(env.Stderr, env.program()+" run: -webhook-cert needs -webhook-listen and -webhook-url")
@@ -71,11 +84,12 @@ func runBot(ctx context.Context, args []string, env Env) int {
 	if obs.replica == "" {
 		obs.replica = hostPID() // a label only: the one owner of a SQLite journal
 	}
-	logger := newLogger(env.Stderr).With("replica", obs.replica) // every line says which replica wrote it
+	logger := newLoggerAt(env.Stderr, *parseLevel(*logLevel)).With("replica", obs.replica) // every line says which replica wrote it
 	// The error that ends the bot is said once, as every other command says
 	// its own: on stderr, after the command's name. A log line as well put the
 	// same words twice on the same stream.
-	if err := serveTelegram(ctx, cfg, env, logger, runFlags{token: token, hook: hook, poll: *poll, mcpListen: *mcpListen, replica: replicaOf{name, *lease}, obs: obs}); err != nil {
+	if err := serveTelegram(ctx, cfg, env, logger, runFlags{token: token, hook: hook, poll: *poll, mcpListen: *mcpListen, replica: replicaOf{name, *lease}, obs: obs,
+		reviewListen: *reviewListen, reviewURL: *reviewURL}); err != nil {
 		fmt.Fprintln(env.Stderr, env.program()+" run:", err)
 		return exitError
 	}
@@ -156,6 +170,11 @@ type runFlags struct {
 	mcpListen string
 	replica   replicaOf
 	obs       observability
+	// reviewListen and reviewURL serve the review page ("" for none).
+	reviewListen, reviewURL string
+	// reviewMount, when set, is handed each round's review page to serve
+	// under reviewURL instead of a listener of its own (the demo's page).
+	reviewMount func(http.Handler)
 }
 
 func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger, rf runFlags) error {
@@ -168,6 +187,9 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		if err := checkMCP(p, cfg, mcpListen, env); err != nil {
 			return err // before Telegram is asked anything
 		}
+	}
+	if err := checkPasskeys(p, rf.reviewURL); err != nil {
+		return err
 	}
 	j, err := openJournal(ctx, cfg)
 	if err != nil {
@@ -208,13 +230,13 @@ func serveTelegram(ctx context.Context, cfg Config, env Env, logger *slog.Logger
 		return err
 	}
 	tg, err := telegram.New(ctx, j, telegram.Options{Token: token, APIURL: env.Getenv("TELEGRAM_API_URL"),
-		PollTimeout: rf.poll, Webhook: hook, Logger: logger, Counters: m.counters, Files: files})
+		PollTimeout: rf.poll, Webhook: hook, Logger: logger, Counters: m.counters, Files: files, ReviewURL: rf.reviewURL})
 	if err != nil {
 		return err
 	}
 	ctx, stop := stopWhenLost(ctx, j)
 	defer stop()
-	s := serving{cfg: cfg, env: env, logger: logger, j: j, tg: tg, m: m, mcpListen: mcpListen}
+	s := serving{cfg: cfg, env: env, logger: logger, j: j, tg: tg, m: m, mcpListen: mcpListen, files: files, rf: rf}
 	served, quit := make(chan error, 1), make(chan struct{})
 	defer close(quit)
 	go func() { served <- s.rounds(ctx, p) }()
@@ -297,6 +319,8 @@ type serving struct {
 	tg        *telegram.Bot
 	m         *botMetrics
 	mcpListen string
+	files     *filestore.Store
+	rf        runFlags
 }
 
 // serve serves Telegram (and MCP, with -mcp-listen) under p until ctx ends, the
@@ -337,6 +361,13 @@ func (s *serving) serve(ctx context.Context, p *policy.Policy, first bool) error
 			return err
 		}
 		defer func() { stop(); <-done }() // the next round listens on the same address
+	}
+	if s.rf.reviewListen != "" || s.rf.reviewMount != nil {
+		done, err := s.listenReview(ctx, a)
+		if err != nil {
+			return err
+		}
+		defer func() { stop(); <-done }()
 	}
 	return s.tg.Serve(ctx, deps)
 }

@@ -59,6 +59,8 @@ function draw(view) {
   const lose = $("#lose");
   lose.disabled = view.armed;
   $("#armed").textContent = view.armed ? "Armed: the next send to " + target.id + " loses its answer." : "";
+  const app = view.authenticator;
+  $("#authenticator").textContent = app ? "Your authenticator app: " + app.code + " (for " + app.left + " s more)" : "";
 }
 
 function drawChat(section, chat, mine) {

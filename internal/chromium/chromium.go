@@ -290,23 +290,34 @@ func (b *Browser) Open(ctx context.Context, url string) (*Page, error) {
 	if err := b.call(ctx, p.session, "Page.enable", nil, nil); err != nil {
 		return nil, err
 	}
+	if err := p.Navigate(ctx, url); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Navigate loads url in the page and returns once it has loaded. What the
+// tab holds stays with it (a virtual authenticator, say), as it does when a
+// person follows a link.
+func (p *Page) Navigate(ctx context.Context, url string) error {
+	b := p.b
 	loaded := b.await(p.session, "Page.loadEventFired")
 	var nav struct {
 		ErrorText string `json:"errorText"`
 	}
 	if err := b.call(ctx, p.session, "Page.navigate", map[string]any{"url": url}, &nav); err != nil {
-		return nil, err
+		return err
 	}
 	if nav.ErrorText != "" {
-		return nil, fmt.Errorf("chromium: open %s: %s", url, nav.ErrorText)
+		return fmt.Errorf("chromium: open %s: %s", url, nav.ErrorText)
 	}
 	select {
 	case <-loaded:
-		return p, nil
+		return nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("chromium: open %s: not loaded: %w", url, ctx.Err())
+		return fmt.Errorf("chromium: open %s: not loaded: %w", url, ctx.Err())
 	case <-b.done:
-		return nil, fmt.Errorf("chromium: open %s: the browser went away", url)
+		return fmt.Errorf("chromium: open %s: the browser went away", url)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
@@ -44,6 +45,9 @@ type Parts struct {
 	// Review adds to the verifier what the binary adds when a model is
 	// configured (the model check); nil: the verifier as the policy makes it.
 	Review func(*verifier.Checker) *verifier.Checker
+	// Shows is operator.Options' own: whether the review page shows a payload
+	// whole (review.Shows); nil: not asked.
+	Shows func(action.Payload) error
 	// SweepEvery and WatchEvery are operator.Options' own; tests shorten them.
 	SweepEvery, WatchEvery time.Duration
 	// Rand is operator.Options' own (the jitter of retry waits); tests fix it.
@@ -80,7 +84,7 @@ func New(p Parts) (*Assembly, error) {
 	if p.Review != nil {
 		check = p.Review(check)
 	}
-	op, err := operator.New(operator.Options{Journal: p.Journal, Tools: reg, Policy: p.Policy, Verifier: check, Vault: p.Vault,
+	op, err := operator.New(operator.Options{Journal: p.Journal, Tools: reg, Policy: p.Policy, Verifier: check, Vault: p.Vault, Shows: p.Shows,
 		Logger: p.Logger, Transport: p.Transport, Remote: p.Remote, Observe: p.Observe, Clock: p.Clock,
 		SweepEvery: p.SweepEvery, WatchEvery: p.WatchEvery, Rand: p.Rand})
 	if err != nil {

@@ -54,7 +54,7 @@ func (s *Server) sendMediaGroup(_ context.Context, req *request) reply {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, aerr := s.chats.resolve(req.params["chat_id"])
+	c, aerr := s.chats.resolvePost(req.params["chat_id"])
 	if aerr != nil {
 		return aerr.reply()
 	}

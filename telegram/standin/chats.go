@@ -17,6 +17,7 @@ type chatState struct {
 	messages   []*Message
 	incoming   []*Message // what users wrote (PushMessage)
 	pinned     []int      // pinned message ids, the latest last
+	member     *BotMember // the bot's standing, when set (SetBotMember)
 }
 
 // chatBook holds every chat the server has seen.

@@ -43,7 +43,7 @@ func (s *Server) copyMessage(_ context.Context, req *request) reply {
 	src, aerr := s.sourceLocked(p, "message to copy not found")
 	var c *chatState
 	if aerr == nil {
-		c, aerr = s.chats.resolve(p["chat_id"])
+		c, aerr = s.chats.resolvePost(p["chat_id"])
 	}
 	m := new(Message)
 	if aerr == nil {
@@ -81,7 +81,7 @@ func (s *Server) forwardMessage(_ context.Context, req *request) reply {
 	src, aerr := s.sourceLocked(p, "message to forward not found")
 	var c *chatState
 	if aerr == nil {
-		c, aerr = s.chats.resolve(p["chat_id"])
+		c, aerr = s.chats.resolvePost(p["chat_id"])
 	}
 	if aerr == nil {
 		aerr = s.floodLocked(c.info.ID, 1)

@@ -104,7 +104,7 @@ func (s *Server) sendMedia(req *request, kind string) reply {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, aerr := s.chats.resolve(req.params["chat_id"])
+	c, aerr := s.chats.resolvePost(req.params["chat_id"])
 	var file media
 	if aerr == nil {
 		file, aerr = s.mediaLocked(kind, req.params[kind], req.files[kind], req.files)

@@ -34,6 +34,7 @@ var methods = map[string]methodFunc{
 	"pinchatmessage":         (*Server).pinChatMessage,
 	"unpinchatmessage":       (*Server).unpinChatMessage,
 	"getchat":                (*Server).getChat,
+	"getchatmember":          (*Server).getChatMember,
 	"deletemessage":          (*Server).deleteMessage,
 	"answercallbackquery":    (*Server).answerCallbackQuery,
 	"sendchataction":         (*Server).sendChatAction,
@@ -103,7 +104,7 @@ func (s *Server) sendMessage(_ context.Context, req *request) reply {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, aerr := s.chats.resolve(req.params["chat_id"])
+	c, aerr := s.chats.resolvePost(req.params["chat_id"])
 	if aerr == nil {
 		aerr = checkText(body.text, errMessageTooLong)
 	}

@@ -109,7 +109,7 @@ func (s *Server) sendPoll(_ context.Context, req *request) reply {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, aerr := s.chats.resolve(req.params["chat_id"])
+	c, aerr := s.chats.resolvePost(req.params["chat_id"])
 	var replyTo int
 	if aerr == nil {
 		replyTo, aerr = replyTarget(c, req.params["reply_parameters"])

@@ -26,6 +26,7 @@ func New(opts Options) *Server { return standin.New(opts) }
 type (
 	Action          = standin.Action
 	BotCommand      = standin.BotCommand
+	BotMember       = standin.BotMember
 	Call            = standin.Call
 	CallbackAnswer  = standin.CallbackAnswer
 	Chat            = standin.Chat

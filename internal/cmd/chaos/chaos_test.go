@@ -47,6 +47,11 @@ func TestChaosShortRun(t *testing.T) {
 	if mix == 0 {
 		t.Errorf("the run made no calls that are not text sends:\n%s", out.String())
 	}
+	if rep.Actions["step-up: a fresh code"] == 0 {
+		// Kills and a full disk can leave a short run with no step-up card
+		// answered: its invariants then held without being tried.
+		t.Logf("the run gave no code for a step-up card: its invariants were not tried")
+	}
 	if rep.FullDisk && rep.Actions["full disk"] == 0 {
 		t.Errorf("the disk was mounted and never filled:\n%s", out.String())
 	}

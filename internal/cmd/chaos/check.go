@@ -154,6 +154,9 @@ func (w *world) check() *Report {
 	if w.mix != nil {
 		w.checkActions(ctx, j, all, r)
 		r.Invariants = append(r.Invariants, w.quorumHeld(ctx, j, ops), w.lastApprovedOnly(ctx, j, ops, deliveries))
+		if w.codes != nil {
+			r.Invariants = append(r.Invariants, w.stepUpChecks(ctx, j, ops)...)
+		}
 	}
 	r.Invariants = append(r.Invariants, w.databaseInvariants(ctx, j, r)...)
 	r.Invariants = append(r.Invariants, w.auditIntact())

@@ -298,6 +298,9 @@ func (w *world) target() int64 {
 	if w.rnd.IntN(5) == 0 {
 		return int64(autoChat + w.rnd.IntN(autoChats))
 	}
+	if w.codes != nil && w.cfg.Chats > 1 && w.rnd.IntN(5) == 0 {
+		return stepUpChat // a code asked: a run without one proves nothing of it
+	}
 	return int64(firstChat + w.rnd.IntN(w.cfg.Chats))
 }
 
@@ -435,6 +438,8 @@ func (w *world) decide(s *seen, closing bool) {
 			case closing:
 				w.note("closing: reject what is left")
 				w.srv.PushCallbackQuery(chat, chat, c.MessageID, approveData(c, false))
+			case w.codes != nil && asksCode(c) && r < 0.85:
+				w.tapCoded(s, chat, c)
 			case r < 0.70:
 				w.note("approve")
 				w.srv.PushCallbackQuery(chat, chat, c.MessageID, approveData(c, true))
@@ -451,6 +456,9 @@ func (w *world) decide(s *seen, closing bool) {
 				w.note("left to expire")
 			}
 		}
+	}
+	if w.codes != nil && !closing {
+		w.answerPrompts()
 	}
 	for _, n := range w.notices() {
 		if s.notices[n.MessageID] {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/countersign/countersign/internal/botbuild"
 	"github.com/countersign/countersign/internal/pgschema"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/telegram/telegramtest"
@@ -90,6 +91,7 @@ type world struct {
 	disk      *disk          // nil: no full disk in the mix
 	agents    *agents        // nil: no MCP callers
 	mix       *mix           // nil: text sends only
+	codes     *codes         // the people's TOTP keys and the codes given; nil: no step-up (no mix)
 	fullUntil time.Time      // when the filled disk is freed
 	// auditChecks counts the audit trail's checks; auditFaults are what they found.
 	auditChecks int
@@ -134,7 +136,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 	w := &world{cfg: cfg, rnd: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed)), dir: filepath.Join(root, "data"),
 		out: out, count: map[string]int{}, nextMsg: 1_000_000}
 	if w.cfg.Bot == "" {
-		if w.cfg.Bot, err = build(root); err != nil {
+		if w.cfg.Bot, err = botbuild.Build(root); err != nil {
 			return nil, err
 		}
 	}
@@ -207,6 +209,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 	}
 	if err := w.newReplicas(root); err != nil {
 		return nil, err
+	}
+	if w.mix != nil {
+		if err := w.enrol(); err != nil { // on the machine, before the bot starts
+			return nil, err
+		}
 	}
 	if w.agents != nil && w.webhook() {
 		if err := w.agents.mcpAddrs(w.reps); err != nil {
@@ -282,16 +289,6 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (rep *Report, err error
 	return rep, nil
 }
 
-// build compiles the bot into dir.
-func build(dir string) (string, error) {
-	bin := filepath.Join(dir, "countersign")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/countersign/countersign/cmd/bot")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the bot: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
 // writePolicy is the starting policy with a short approval_ttl, so that approvals
 // left alone expire within the run, and an auto_approve rule for a few chats.
 func (w *world) writePolicy(dir string) (string, error) {
@@ -324,7 +321,7 @@ func (w *world) writePolicy(dir string) (string, error) {
 			return "", fmt.Errorf("%s: files.roots not in the expected form", w.cfg.Policies)
 		}
 		p = strings.Replace(p, roots, fmt.Sprintf("files:\n  roots: [%q]\n", w.mix.root), 1)
-		p += quorumPolicy()
+		p += quorumPolicy() + stepUpPolicy()
 	}
 	path := filepath.Join(dir, "policies.yaml")
 	return path, os.WriteFile(path, []byte(p), 0o600)

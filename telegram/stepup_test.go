@@ -1,0 +1,195 @@
+package telegram_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/policy"
+	"github.com/countersign/countersign/stepup"
+	"github.com/countersign/countersign/telegram/telegramtest"
+)
+
+// withStepUp asks a TOTP code of every approver of commit_send_message.
+func withStepUp() rigOption {
+	return withPolicy(func(p *policy.Policy) {
+		tp := p.Tools["commit_send_message"]
+		tp.StepUp = policy.FactorTOTP
+		p.Tools["commit_send_message"] = tp
+	})
+}
+
+// enrolled enrols user in the rig's journal, as `countersign approver totp`
+// does on the machine, and returns the secret.
+func (r *rig) enrolled(user int64) string {
+	r.t.Helper()
+	secret, err := stepup.NewSecret()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.j.EnrolTOTP(context.Background(), policy.UserID(user), secret, false); err != nil {
+		r.t.Fatal(err)
+	}
+	return secret
+}
+
+func codeOf(t *testing.T, secret string, at time.Time) string {
+	t.Helper()
+	c, err := stepup.Code(secret, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func wrongCode(right string) string {
+	if right == "000000" {
+		return "000001"
+	}
+	return "000000"
+}
+
+// A tap on Approve of a request that asks a code records nothing and sends
+// nothing: the card says a second factor is asked, and the phone gets a
+// prompt it opens a reply to, naming the operation, the approval and the
+// payload hash; a wrong code in reply is refused; the right one sends once and
+// closes every card with who approved; the same code again, typed as /code
+// on the next request, is refused as used, and the next step's code approves.
+func TestAStepUpApprovalOnThePhone(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withStepUp())
+	secret := r.enrolled(bob)
+	r.command(alice, "/send 222 with a code")
+	card := r.card(bob)
+	cards := map[int64]telegramtest.Message{alice: r.card(alice), bob: card}
+	if !strings.Contains(card.Text, "Second factor: TOTP") {
+		t.Errorf("card = %q, want the second factor said", card.Text)
+	}
+	opID := opIn(t, card.Text)
+	a, err := r.j.LatestApproval(context.Background(), opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tap(bob, card, "Approve")
+	r.answered("Nothing is recorded yet: send your TOTP code")
+	prompt := r.replyContaining(bob, "🔐 Approval "+a.ID)
+	for _, want := range []string{opID, a.PayloadSHA256} {
+		if !strings.Contains(prompt.Text, want) {
+			t.Errorf("prompt %q: want it to name %s", prompt.Text, want)
+		}
+	}
+	forced := false
+	for _, c := range sendCalls(r.srv, bob) {
+		forced = forced || strings.HasPrefix(c.Params["text"], "🔐") && strings.Contains(c.Params["reply_markup"], `"force_reply":true`)
+	}
+	if !forced {
+		t.Error("the prompt was sent without force_reply: the phone would not open the reply")
+	}
+	if got, _ := r.j.Approval(context.Background(), a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 {
+		t.Fatalf("after the tap: %+v, want nothing recorded", got)
+	}
+	code := codeOf(t, secret, time.Now())
+	r.srv.PushReply(bob, bob, prompt.MessageID, wrongCode(code))
+	r.replyContaining(bob, "Refused: wrong code (1 of 5 in a row")
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Fatalf("sent %d after a wrong code", n)
+	}
+	r.srv.PushReply(bob, bob, prompt.MessageID, code[:3]+" "+code[3:]) // as an app shows it
+	r.waitFor("the delivery", atLeast(1, delivered(target)))
+	r.waitFor("the outcome", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.Committed })
+	for chat, c := range cards {
+		r.waitFor("the card closed", func(s *telegramtest.Server) bool {
+			m, _ := s.Message(chat, c.MessageID)
+			return strings.Contains(m.Text, "✅ Approved by") && !strings.Contains(string(m.ReplyMarkup), "ap1:")
+		})
+	}
+	if n := len(r.srv.Messages(target)); n != 1 {
+		t.Errorf("sent %d, want 1", n)
+	}
+	if got, _ := r.j.Approval(context.Background(), a.ID); len(got.Votes) != 1 || got.Votes[0].StepUp != policy.FactorTOTP || got.Votes[0].By != bob {
+		t.Errorf("votes = %+v, want bob's, given with totp", got.Votes)
+	}
+
+	r.command(alice, "/send 222 again")
+	next := opIn(t, r.card(bob).Text)
+	r.waitFor("the second request's card", func(*telegramtest.Server) bool { return r.operation(next).State == journal.AwaitingApproval })
+	r.command(bob, "/code "+next+" "+code)
+	r.replyContaining(bob, "this code was used already")
+	r.command(bob, "/code "+next+" "+codeOf(t, secret, time.Now().Add(stepup.Period)))
+	r.waitFor("the second delivery", atLeast(2, delivered(target)))
+}
+
+// Five wrong codes in a row lock the approver's factor: they and every other
+// approver are told, and the right code is refused until the lock ends.
+func TestWrongCodesOnThePhoneLockAndTellEveryApprover(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withStepUp())
+	secret := r.enrolled(bob)
+	r.command(alice, "/send 222 guessed")
+	opID := opIn(t, r.card(bob).Text)
+	r.waitFor("the request's card", func(*telegramtest.Server) bool { return r.operation(opID).State == journal.AwaitingApproval })
+	wrong := wrongCode(codeOf(t, secret, time.Now()))
+	for i := 1; i <= 5; i++ {
+		r.command(bob, "/code "+opID+" "+wrong)
+	}
+	r.replyContaining(bob, "5 wrong codes in a row")
+	for _, chat := range []int64{alice, bob} {
+		r.replyContaining(chat, "🔒 Wrong codes in a row locked the second factor of user 200 until")
+	}
+	r.command(bob, "/code "+opID+" "+codeOf(t, secret, time.Now()))
+	r.replyContaining(bob, "is locked until")
+	if n := len(r.srv.Messages(target)); n != 0 || r.operation(opID).State != journal.AwaitingApproval {
+		t.Errorf("sent %d, state %s: want nothing approved while locked", n, r.operation(opID).State)
+	}
+}
+
+// A tap on Approve of a request that asks a passkey records nothing and asks
+// no reply: the card says a passkey is asked, and the phone gets a prompt
+// with a button that opens the approver's own review link in a browser,
+// where WebAuthn runs (Telegram's Mini App has none).
+func TestAPasskeyApprovalOnThePhoneOpensTheBrowser(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withPolicy(func(p *policy.Policy) {
+		tp := p.Tools["commit_send_message"]
+		tp.StepUp = policy.FactorPasskey
+		p.Tools["commit_send_message"] = tp
+	}), withReviewer(linker{}))
+	r.command(alice, "/send 222 with a passkey")
+	card := r.card(bob)
+	if !strings.Contains(card.Text, "Second factor: passkey") {
+		t.Errorf("card = %q, want the passkey said", card.Text)
+	}
+	opID := opIn(t, card.Text)
+	a, err := r.j.LatestApproval(context.Background(), opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tap(bob, card, "Approve")
+	r.answered("approve with your passkey, in your phone's browser")
+	prompt := r.replyContaining(bob, "🔑 Approval "+a.ID)
+	if !strings.Contains(prompt.Text, "Passkeys do not work inside Telegram") || !strings.Contains(prompt.Text, a.PayloadSHA256) {
+		t.Errorf("prompt %q: want it to say where passkeys work, and the hash", prompt.Text)
+	}
+	button := false
+	for _, c := range sendCalls(r.srv, bob) {
+		if strings.HasPrefix(c.Params["text"], "🔑") {
+			button = strings.Contains(c.Params["reply_markup"], `"url":"https://review.example/`+a.ID+`?for=200"`) && !strings.Contains(c.Params["reply_markup"], "force_reply")
+		}
+	}
+	if !button {
+		t.Error("the prompt has no button to bob's review link, or asks a reply")
+	}
+	if got, _ := r.j.Approval(context.Background(), a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 {
+		t.Fatalf("after the tap: %+v, want nothing recorded", got)
+	}
+}
+
+// linker makes review links of its own shape, for a test to recognise.
+type linker struct{}
+
+func (linker) ReviewLink(apID, sha string, user policy.UserID) string {
+	return "https://review.example/" + apID + "?for=" + strconv.FormatInt(int64(user), 10)
+}
