@@ -63,7 +63,7 @@ func (c ClaudeCode) Command(a Attempt) (Command, error) {
 	if path == "" {
 		path = "claude"
 	}
-	env := []string{"CLAUDE_CODE_MAX_RETRIES=0", "ENABLE_TOOL_SEARCH=false"}
+	env := []string{"CLAUDE_CODE_MAX_RETRIES=0", "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK=1", "ENABLE_TOOL_SEARCH=false"}
 	if a.Service != "" {
 		env = append(env, "ANTHROPIC_BASE_URL="+a.Service)
 	}

@@ -265,6 +265,12 @@ func (r *codexReader) End(exit int) Outcome {
 	}
 	out.Text = r.failed
 	info := codexFailure(r.home, r.thread)
+	if (info.name == "" || info.name == "other") && strings.HasPrefix(r.failed, codexStreamBroke) {
+		// Codex 0.169 types a stream that broke or ended early as "other"
+		// with its retries off (testdata/codex-dropped.jsonl, codex-cut.jsonl);
+		// its message is the one sign left that no answer came whole.
+		info = codexErrorInfo{name: "response_stream_disconnected"}
+	}
 	out.Retryable, out.Overload = info.retryable()
 	if r.ownRetries && !out.Overload {
 		// Codex retried it already by its own schedule: the bot's retries on
@@ -305,6 +311,12 @@ func (e *codexErrorInfo) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// codexStreamBroke begins Codex's message for a model stream that broke off
+// or ended before its last event (its CodexErr::Stream), whatever the cause
+// after it: "Transport error: network error: error decoding response body",
+// "stream closed before response.completed".
+const codexStreamBroke = "stream disconnected before completion:"
 
 // codexConnection are the failures Codex types as a request or a stream that
 // broke: with no HTTP status, no answer came (the SDKs retry those).

@@ -214,8 +214,9 @@ func TestCodexOffersNoToolOfItsOwnWhateverTheModel(t *testing.T) {
 
 // A failed run answers the coordinator's two questions from the session's
 // typed record: an overload or a rate limit (before the body or inside the
-// stream) is retryable, and the session it ran in can continue; a rejected key
-// or a context too long is not retryable.
+// stream) is retryable, and so is a stream that broke off or ended early
+// (which Codex types "other"); the session it ran in can continue; a rejected
+// key or a context too long is not retryable.
 func TestCodexSaysWhichFailuresAreRetryable(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -229,6 +230,8 @@ func TestCodexSaysWhichFailuresAreRetryable(t *testing.T) {
 		{"429", agenttest.RateLimited(time.Second), true, false, "429", "429"},
 		{"rate limited inside the stream", agenttest.Message("end_turn", "half").FailAfter(2, agenttest.RateLimit), true, false, "rate_limit_exceeded", "Rate limit"},
 		{"500", agenttest.Fail(agenttest.ServerError), true, false, "internal_server_error", "high demand"},
+		{"dropped inside the stream", agenttest.Message("end_turn", "half").DropAfter(2), true, false, "response_stream_disconnected", "error decoding response body"},
+		{"cut before its end", agenttest.Message("end_turn", "half").CutAfter(2), true, false, "response_stream_disconnected", "stream closed before response.completed"},
 		{"401", agenttest.Fail(agenttest.AuthError), false, false, "401", "401"},
 		{"prompt too long", agenttest.Fail(agenttest.PromptTooLong), false, false, "context_window_exceeded", "context window"},
 	}
@@ -279,6 +282,7 @@ func TestCodexBuiltInProviderRetriesAreNotStacked(t *testing.T) {
 	}{
 		{"codex-ratelimit.jsonl", "429", false},
 		{"codex-disconnected.jsonl", "response_stream_disconnected", false},
+		{"codex-dropped.jsonl", "response_stream_disconnected", false},
 		{"codex-auth.jsonl", "401", false},
 		{"codex-overload.jsonl", "server_overloaded", true},
 	} {
@@ -312,6 +316,11 @@ func TestCodexReadsItsStream(t *testing.T) {
 		// The stream dropped with no HTTP status: retryable, as the bot's
 		// provider runs Codex with its own retries off.
 		{"codex-disconnected.jsonl", 1, false, true, false, "response_stream_disconnected", "stream disconnected before completion"},
+		// Recorded: the connection closed mid-stream, and the stream ended
+		// before response.completed. Codex types both "other"; they are a
+		// broken stream all the same.
+		{"codex-dropped.jsonl", 1, false, true, false, "response_stream_disconnected", "stream disconnected before completion: Transport error"},
+		{"codex-cut.jsonl", 1, false, true, false, "response_stream_disconnected", "stream disconnected before completion: stream closed"},
 		{"codex-killed_in_tool.jsonl", -1, false, false, false, "exit -1", ""},
 	}
 	for _, tt := range tests {

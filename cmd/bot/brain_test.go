@@ -419,16 +419,25 @@ func testRateLimitWaitsWhatTheServiceAsked(t *testing.T, c brainCLI) {
 		t.Fatal(err)
 	}
 	reqs := b.model.Requests()
-	var seen []string
 	early := len(reqs) < 2
 	for i, r := range reqs {
-		seen = append(seen, fmt.Sprintf("#%d %s %s model=%s streamed=%v max_tokens=%d", r.N, r.At.Format("15:04:05.000"), r.Path, r.Model, r.Streamed, r.MaxTokens))
 		early = early || i > 0 && r.At.Before(second)
 	}
 	if early {
 		t.Errorf("model requests, the second run started at %s; want the rate-limited one alone before it, the CLI's own retries off\n%s",
-			second.Format("15:04:05.000"), strings.Join(seen, "\n"))
+			second.Format("15:04:05.000"), describe(reqs))
 	}
+}
+
+// describe lists model requests, a line each, for a failure to show what the
+// CLI asked.
+func describe(reqs []agenttest.Request) string {
+	var lines []string
+	for _, r := range reqs {
+		lines = append(lines, fmt.Sprintf("#%d %s %s streamed=%v session=%q asks %q",
+			r.N, r.At.Format("15:04:05.000"), r.Path, r.Streamed, sessionHeader(r), lastUserText(r)))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // startTimes finds, in the bot's log, when each agent CLI run started.
@@ -498,13 +507,47 @@ func testStallIsCut(t *testing.T, c brainCLI) {
 	}
 	reqs := b.model.Requests()
 	if len(reqs) != 2 || sessionHeader(reqs[1]) != sessionHeader(reqs[0]) {
-		t.Fatalf("%d requests; want the stalled one and its continuation, in one session", len(reqs))
+		t.Fatalf("model requests:\n%s\nwant the stalled one and its continuation, in one session", describe(reqs))
 	}
 	if gap := reqs[1].At.Sub(reqs[0].At); gap >= 45*time.Second {
 		t.Errorf("the continuation came %s after the stalled request; want it before the default abort (45 s)", gap)
 	}
 	if body := string(reqs[1].Body); !strings.Contains(body, "Say something") || lastUserText(reqs[1]) != cli.ContinuationPrompt {
-		t.Errorf("the continuation asks %q; want the continuation prompt after the operator's message", lastUserText(reqs[1]))
+		t.Errorf("model requests:\n%s\nwant the continuation prompt after the operator's message", describe(reqs))
+	}
+}
+
+// A model stream whose connection breaks after its first events is a
+// failure the coordinator retries: the run continues in its session with the
+// continuation prompt, and the chat gets the answer. (Codex types such a
+// failure "other"; it stopped the run, told "could not finish", until the
+// provider read its message.)
+func TestAgentCLIBrokenStreamIsContinued(t *testing.T) {
+	t.Parallel()
+	eachBrain(t, testBrokenStreamIsContinued)
+}
+
+func testBrokenStreamIsContinued(t *testing.T, c brainCLI) {
+	script := func(req agenttest.Request) agenttest.Reply {
+		if req.N == 1 {
+			return agenttest.Message("end_turn", "never said").DropAfter(1)
+		}
+		return agenttest.Message("end_turn", "Answered after the break.")
+	}
+	b := startBrain(t, c, script, fastRetries...)
+	b.srv.PushMessage(100, 100, "Say something")
+	b.said("Answered after the break.")
+	b.stop(t)
+	if logs := b.logs(); !strings.Contains(logs, `step="retry(`) {
+		t.Errorf("the log has no retry of the broken attempt:\n%s", logs)
+	}
+	// Two requests, the CLI's own fallback off (Claude Code would otherwise
+	// ask again without streaming, itself): the broken one and the
+	// continuation, in its session. (Claude Code joins the prompt to the
+	// message the broken request left unanswered.)
+	reqs := b.model.Requests()
+	if len(reqs) != 2 || sessionHeader(reqs[1]) != sessionHeader(reqs[0]) || !strings.HasSuffix(lastUserText(reqs[1]), cli.ContinuationPrompt) {
+		t.Errorf("model requests:\n%s\nwant the broken one, then the continuation prompt in its session", describe(reqs))
 	}
 }
 
