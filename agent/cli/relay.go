@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -19,9 +20,10 @@ import (
 )
 
 // relay stands between a CLI and its model service for one attempt, on
-// loopback: it passes every request and answer through as they are, streams
-// included, and keeps the wait the service asked for in its last answer that
-// failed in a way waiting may cure (retry-after-ms, retry-after).
+// loopback: it passes every request (each whole, see wholeBody) and answer
+// through as they are, streams included, and keeps the wait the service asked
+// for in its last answer that failed in a way waiting may cure
+// (retry-after-ms, retry-after).
 //
 // It exists because the CLIs, run with their own retries off as the
 // coordinator needs, drop that wait: Claude Code says only "API Error: Request
@@ -77,7 +79,7 @@ func startRelay(upstream string, env []string, now func() time.Time) (*relay, er
 		ErrorHandler: func(http.ResponseWriter, *http.Request, error) { panic(http.ErrAbortHandler) },
 		ErrorLog:     log.New(io.Discard, "", 0),
 	}
-	r.srv = &http.Server{Handler: r.counted(proxy), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	r.srv = &http.Server{Handler: r.counted(wholeBody(proxy)), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	go r.srv.Serve(ln)
 	return r, nil
 }
@@ -106,6 +108,30 @@ func (r *relay) counted(next http.Handler) http.Handler {
 				panic(http.ErrAbortHandler)
 			}
 		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// maxRequest bounds a model request's body the relay holds: a whole
+// conversation, its tool results included, is far below it.
+const maxRequest = 64 << 20
+
+// wholeBody reads a request's body whole before next passes it on. Passed on
+// as it arrives, a body the service answered before it had read to its end
+// breaks the answer: once the relay flushes the answer's headers to the CLI,
+// the server refuses further reads of the CLI's body, the transport's write of
+// it fails, and the transport closes the connection the answer is streaming
+// on ("use of closed network connection"; the CLI sees its stream break). A
+// service reads a request whole before it answers, but the transport's last
+// read of the body, the one that finds its end, comes after the last bytes it
+// sent, and races the answer.
+func wholeBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxRequest))
+		if err != nil {
+			panic(http.ErrAbortHandler) // the CLI's request broke off: no answer, as without the relay
+		}
+		req.Body, req.ContentLength, req.TransferEncoding = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
 		next.ServeHTTP(w, req)
 	})
 }

@@ -116,6 +116,67 @@ func TestTheRelayPassesAStreamAsItComes(t *testing.T) {
 	}
 }
 
+// The service gets a request only once its body has come whole, with its
+// length. Passed on as it arrived, the body's end raced the answer: once the
+// relay had flushed the answer's headers to the CLI, the server closed the
+// CLI's body; the transport's last read of it (which finds its end) failed,
+// and the transport closed the connection the answer was streaming on ("use of
+// closed network connection"). Behind a loaded machine that broke a stalled
+// stream in about one run of two (TestAgentCLIStallIsCutByTheWatchdog, four
+// at once); the race itself is too narrow to stage here, so this holds the
+// relay to what closes it.
+func TestTheRelayPassesARequestWhole(t *testing.T) {
+	t.Parallel()
+	reached := make(chan struct{})
+	var length int64
+	var got []byte
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(reached)
+		length = r.ContentLength
+		got, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {}\n\n")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "event: message_stop\ndata: {}\n\n")
+	}))
+	defer upstream.Close()
+	r, err := startRelay(upstream.URL, nil, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	body, send := io.Pipe()
+	early := make(chan bool, 1)
+	go func() {
+		io.WriteString(send, `{"model":`)
+		// The rest after a while, unless the service has the request
+		// already, which it must not before the body's end.
+		select {
+		case <-reached:
+			early <- true
+		case <-time.After(200 * time.Millisecond):
+			early <- false
+		}
+		io.WriteString(send, `"m"}`)
+		send.Close()
+	}()
+	resp, err := http.Post(r.URL()+"/v1/messages", "application/json", body) // chunked: no length
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	stream, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.HasSuffix(string(stream), "event: message_stop\ndata: {}\n\n") {
+		t.Errorf("the CLI read %q (%v), want the stream to its last event", stream, err)
+	}
+	if <-early {
+		t.Error("the service had the request before its body's end")
+	}
+	if string(got) != `{"model":"m"}` || length != int64(len(got)) {
+		t.Errorf("the service read %q with length %d, want the whole body with its length", got, length)
+	}
+}
+
 // A service that cannot be reached leaves the CLI with no answer, as it would
 // without the relay: a connection error, never an answer the relay made up.
 func TestTheRelayGivesNoAnswerWhenTheServiceGaveNone(t *testing.T) {
