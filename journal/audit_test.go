@@ -400,7 +400,7 @@ func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
 	j.Close()
 	db := raw(t, name)
 	// Back to before the trail: the migrations after it undone too.
-	later := []string{"DROP TABLE passkey_links", "DROP TABLE passkey_credentials", "ALTER TABLE approval_votes DROP COLUMN receipt", "DROP TABLE totp_factors", "ALTER TABLE approval_votes DROP COLUMN step_up", "ALTER TABLE approvals DROP COLUMN step_up", "ALTER TABLE approvals DROP COLUMN shown_at", "ALTER TABLE approvals DROP COLUMN shown_by", "DROP TABLE slot_waits", "DROP TABLE strangers_told", "DROP TABLE chat_turns", "DROP TABLE send_slots", "DROP TABLE approval_votes", "DROP TABLE payload_edits", "DROP TABLE grants",
+	later := []string{"ALTER TABLE operations DROP COLUMN seen_key", "DROP TABLE passkey_links", "DROP TABLE passkey_credentials", "ALTER TABLE approval_votes DROP COLUMN receipt", "DROP TABLE totp_factors", "ALTER TABLE approval_votes DROP COLUMN step_up", "ALTER TABLE approvals DROP COLUMN step_up", "ALTER TABLE approvals DROP COLUMN shown_at", "ALTER TABLE approvals DROP COLUMN shown_by", "DROP TABLE slot_waits", "DROP TABLE strangers_told", "DROP TABLE chat_turns", "DROP TABLE send_slots", "DROP TABLE approval_votes", "DROP TABLE payload_edits", "DROP TABLE grants",
 		"ALTER TABLE approvals DROP COLUMN required", "ALTER TABLE approvals DROP COLUMN escalated_at", "ALTER TABLE approvals DROP COLUMN grant_id"}
 	downgrade := append(later, "DROP TABLE audit", "PRAGMA user_version = 9")
 	if journal.IsPostgres(name) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/internal/sqlstore"
 )
 
@@ -42,15 +43,16 @@ type Journal struct {
 	maxPages  int64
 	busy      time.Duration // SQLite's busy timeout, for writers of other processes
 	recovered []string
-	migrated  []string      // the migrations Open applied (Migrated)
-	owned     []*os.File    // the owner locks Own took, released by Close
-	pg        *pgStore      // nil on SQLite
-	rep       *rep          // set by Join: this journal is one of several replicas
-	leads     leads         // the leaderships Lead took
-	auditOff  bool          // WithoutAudit
-	readOnly  bool          // ReadOnlySnapshot
-	head      head          // SQLite: the last record this journal appended to the audit trail
-	idleInTx  time.Duration // the server's idle_in_transaction_session_timeout (idleInTransaction)
+	migrated  []string                    // the migrations Open applied (Migrated)
+	owned     []*os.File                  // the owner locks Own took, released by Close
+	pg        *pgStore                    // nil on SQLite
+	rep       *rep                        // set by Join: this journal is one of several replicas
+	leads     leads                       // the leaderships Lead took
+	auditOff  bool                        // WithoutAudit
+	seenKey   func(action.Payload) string // WithSeenKey; nil: keys not known
+	readOnly  bool                        // ReadOnlySnapshot
+	head      head                        // SQLite: the last record this journal appended to the audit trail
+	idleInTx  time.Duration               // the server's idle_in_transaction_session_timeout (idleInTransaction)
 	// PostgreSQL: the flusher that chains pending audit records
 	// (auditpending.go); noFlush and flushEvery are for tests.
 	flush      *flusher
@@ -71,6 +73,22 @@ func WithClock(now func() time.Time) Option { return func(j *Journal) { j.now = 
 // its own host's clock says, and one on SQLite the journal's clock (its
 // replicas share one host).
 func WithLeaseClock(now func() time.Time) Option { return func(j *Journal) { j.leaseNow = now } }
+
+// WithSeenKey has the journal keep key(payload) with each operation it
+// creates or whose payload it replaces (verifier.SeenKey, through the
+// operator), and find operations by it (Filter.SeenKey). Without it the
+// journal keeps no key, and a filter by key matches every operation.
+func WithSeenKey(key func(action.Payload) string) Option {
+	return func(j *Journal) { j.seenKey = key }
+}
+
+// keyOf is p's seen key, or nil (NULL: not known) without WithSeenKey.
+func (j *Journal) keyOf(p action.Payload) any {
+	if j.seenKey == nil {
+		return nil
+	}
+	return j.seenKey(p)
+}
 
 // WithoutAudit opens a journal that appends nothing to the audit trail, to
 // measure what the trail costs (BenchmarkLifecycle): the facts it writes have no

@@ -100,8 +100,8 @@ func (j *Journal) create(ctx context.Context, t *Task, o Operation, reason strin
 					return err
 				}
 			}
-			err := tx.Later(ctx, "insert operation", `INSERT INTO operations(id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, state, created_at, updated_at)
-				VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, o.TaskID, o.Tool, o.Fingerprint, o.Surface, o.Transport, payload, o.PayloadSHA256, o.State, ms(o.Created), ms(o.Created))
+			err := tx.Later(ctx, "insert operation", `INSERT INTO operations(id, task_id, tool, fingerprint, surface, transport, payload, payload_sha256, seen_key, state, created_at, updated_at)
+				VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, o.ID, o.TaskID, o.Tool, o.Fingerprint, o.Surface, o.Transport, payload, o.PayloadSHA256, j.keyOf(o.Payload), o.State, ms(o.Created), ms(o.Created))
 			if err != nil {
 				return err
 			}
@@ -221,6 +221,7 @@ func (j *Journal) moveOp(ctx context.Context, tx txn, id string, m Move, fresh b
 	if m.Payload != nil {
 		add("payload", mustJSON(m.Payload))
 		add("payload_sha256", m.Payload.SHA256())
+		add("seen_key", j.keyOf(*m.Payload))
 	}
 	if m.PartsDone != nil {
 		add("parts_done", *m.PartsDone)
@@ -416,7 +417,10 @@ type Filter struct {
 	Fingerprint string
 	Target      string
 	Transport   string
-	Since       time.Time
+	// SeenKey selects the operations of that seen key and those whose key is
+	// not known (see WithSeenKey).
+	SeenKey string
+	Since   time.Time
 	// Chat selects the operations of the tasks that came from that chat.
 	Chat string
 	// ChangedSince selects the operations last changed (moved) at or after it:
@@ -477,6 +481,9 @@ func (f Filter) where(d *sqlstore.Dialect) (string, []any) {
 		if v != "" {
 			where, args = append(where, col+" = ?"), append(args, v)
 		}
+	}
+	if f.SeenKey != "" {
+		where, args = append(where, "(seen_key = ? OR seen_key IS NULL)"), append(args, f.SeenKey)
 	}
 	if !f.Since.IsZero() {
 		where, args = append(where, "created_at >= ?"), append(args, ms(f.Since))

@@ -59,7 +59,7 @@ func benchmarkChainPaired(b *testing.B, audited, unaudited string) {
 		name string
 		opts []journal.Option
 	}{{audited, nil}, {unaudited, []journal.Option{journal.WithoutAudit()}}} {
-		j, err := journal.Open(ctx, o.name, o.opts...)
+		j, err := journal.Open(ctx, o.name, append(o.opts, journal.WithSeenKey(operator.SeenKey))...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 func benchmarkLifecycle(b *testing.B, name string, opts ...journal.Option) {
 	pol := testPolicy(b)
-	j, err := journal.Open(context.Background(), name, opts...)
+	j, err := journal.Open(context.Background(), name, append(opts, journal.WithSeenKey(operator.SeenKey))...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -27,9 +27,23 @@ type History struct {
 
 var _ verifier.History = History{}
 
-// Recent implements verifier.History.
-func (h History) Recent(ctx context.Context, target string, since time.Time) ([]verifier.Sent, error) {
-	ops, err := h.Journal.Operations(ctx, journal.Filter{Target: target, Since: since, States: []journal.State{
+// SeenKey is the key the journal keeps with each operation
+// (journal.WithSeenKey): verifier.SeenKey of what p sends, as Recent reads it
+// back. A process that creates operations opens its journal with it, so that
+// the duplicate check reads only the operations of a payload's key.
+func SeenKey(p action.Payload) string {
+	files := make([]string, len(p.Files))
+	for i, f := range p.Files {
+		files[i] = f.SHA256
+	}
+	return verifier.SeenKey(p.Text, p.ParseMode, files)
+}
+
+// Recent implements verifier.History: the operations of the key, and those
+// whose key the journal does not know (written before it kept keys, or by a
+// process opened without SeenKey), which the check compares whole.
+func (h History) Recent(ctx context.Context, target string, since time.Time, key string) ([]verifier.Sent, error) {
+	ops, err := h.Journal.Operations(ctx, journal.Filter{Target: target, Since: since, SeenKey: key, States: []journal.State{
 		journal.AwaitingApproval, journal.Approved, journal.Committing, journal.RetryWait, journal.Committed, journal.Unknown}})
 	if err != nil {
 		return nil, err

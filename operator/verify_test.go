@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 )
@@ -31,6 +32,34 @@ func TestVerifierStopsADuplicateBeforeAnyCard(t *testing.T) {
 	}
 	if p := h.states(r.OperationID); fmtStates(p) != fmtStates([]journal.State{P, F}) {
 		t.Errorf("path = %v, want [prepared failed]", p)
+	}
+}
+
+// A duplicate of an operation whose seen key the journal does not know
+// (journaled before it kept keys, or by a process that keeps none) is stopped
+// too: the check reads such operations whole.
+func TestVerifierStopsADuplicateOfAnOperationWithoutItsKey(t *testing.T) {
+	t.Parallel()
+	h := verifying(t)
+	ctx := context.Background()
+	unkeyed, err := journal.Open(ctx, h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unkeyed.Close() })
+	before := h.beside(rigtest.Over(unkeyed))
+	task, _ := before.Operator.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "before keys"})
+	first, err := before.Operator.Call(ctx, task.ID, callSend("222", "Weekly digest is out"))
+	if err != nil || first.Status != action.StatusPending {
+		t.Fatalf("first = %+v, %v; want pending", first, err)
+	}
+	again, _ := h.op.StartTask(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "again"})
+	r, err := h.op.Call(ctx, again.ID, callSend("222", "weekly  digest is out "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NextAction != action.NextStop || !strings.Contains(r.Reason, first.OperationID) {
+		t.Errorf("duplicate = %+v, want a stop naming %s", r, first.OperationID)
 	}
 }
 

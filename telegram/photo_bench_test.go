@@ -154,7 +154,7 @@ func benchOperator(b *testing.B) (*operator.Operator, *journal.Journal, string) 
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
+	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"), journal.WithSeenKey(operator.SeenKey))
 	if err != nil {
 		b.Fatal(err)
 	}

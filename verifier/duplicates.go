@@ -18,8 +18,12 @@ func (c Checker) duplicates(ctx context.Context, p *payload) []finding {
 	if text == "" && len(p.in.Files) == 0 {
 		return nil // schema reports the empty text
 	}
+	files := make([]string, len(p.in.Files))
+	for i, f := range p.in.Files {
+		files[i] = f.SHA256
+	}
 	now := c.clock()
-	sent, err := c.history.Recent(ctx, p.in.Target, now.Add(-c.cfg.DuplicateWindow))
+	sent, err := c.history.Recent(ctx, p.in.Target, now.Add(-c.cfg.DuplicateWindow), SeenKey(p.in.Text, p.in.ParseMode, files))
 	if err != nil {
 		return []finding{stopf("history unavailable: %v", err)}
 	}

@@ -16,17 +16,19 @@ type sent struct {
 	verifier.Sent
 }
 
-// history is a slice-backed History; a history whose first entry has the target
-// "broken" fails every read.
+// history is a slice-backed History that keeps each entry's SeenKey, as the
+// journal does, and returns only the entries of the key asked: every
+// duplicate the tests below find is found by its key. A history whose first
+// entry has the target "broken" fails every read.
 type history []sent
 
-func (h history) Recent(ctx context.Context, target string, since time.Time) ([]verifier.Sent, error) {
+func (h history) Recent(ctx context.Context, target string, since time.Time, key string) ([]verifier.Sent, error) {
 	if len(h) > 0 && h[0].target == "broken" {
 		return nil, errors.New("database is locked")
 	}
 	var out []verifier.Sent
 	for _, s := range h {
-		if s.target == target && !s.At.Before(since) {
+		if s.target == target && !s.At.Before(since) && verifier.SeenKey(s.Text, s.ParseMode, s.Files) == key {
 			out = append(out, s.Sent)
 		}
 	}

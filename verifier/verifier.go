@@ -102,8 +102,9 @@ func (v Verdict) Summary() string {
 // History is read-only access to what was already sent or is waiting for approval.
 type History interface {
 	// Recent returns the payload texts sent (committed, unknown) or awaiting approval
-	// to target since t.
-	Recent(ctx context.Context, target string, since time.Time) ([]Sent, error)
+	// to target since t whose SeenKey is key, and those whose key is not known
+	// (a store may keep no keys, and return them all).
+	Recent(ctx context.Context, target string, since time.Time, key string) ([]Sent, error)
 	// Rejected returns the payloads a person rejected since t in task, or in
 	// any task that came from chat (when chat is not ""), with their Content.
 	Rejected(ctx context.Context, task, chat string, since time.Time) ([]Sent, error)

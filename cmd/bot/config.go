@@ -139,7 +139,7 @@ func checkDataDir(cfg Config) error {
 // written).
 func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
 	if journal.IsPostgres(cfg.journalName()) {
-		return journal.Open(ctx, cfg.journalName())
+		return journal.Open(ctx, cfg.journalName(), journal.WithSeenKey(operator.SeenKey))
 	}
 	if err := checkDataDir(cfg); err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func openJournal(ctx context.Context, cfg Config) (*journal.Journal, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data folder: %w", err)
 	}
-	return journal.Open(ctx, cfg.journalName())
+	return journal.Open(ctx, cfg.journalName(), journal.WithSeenKey(operator.SeenKey))
 }
 
 // edge is the world's edge of an app: the sender and the transport it delivers

@@ -160,7 +160,7 @@ func New(t testing.TB, opts ...Option) *Rig {
 	j := c.over
 	if j == nil {
 		var err error
-		if j, err = journal.Open(ctx, name, c.jopts...); err != nil {
+		if j, err = journal.Open(ctx, name, append([]journal.Option{journal.WithSeenKey(operator.SeenKey)}, c.jopts...)...); err != nil {
 			t.Fatalf("rig: %v", err)
 		}
 		t.Cleanup(func() { j.Close() })

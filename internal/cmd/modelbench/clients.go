@@ -50,7 +50,7 @@ func newRig(ctx context.Context, p *policy.Policy) (*rig, error) {
 		return nil, err
 	}
 	r := &rig{dir: dir}
-	if r.j, err = journal.Open(ctx, filepath.Join(dir, "journal.db")); err != nil {
+	if r.j, err = journal.Open(ctx, filepath.Join(dir, "journal.db"), journal.WithSeenKey(operator.SeenKey)); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}

@@ -128,7 +128,7 @@ func startBot(ctx context.Context, c config, srv *telegramtest.Server, dir strin
 		return nil, err
 	}
 	p.Access = policy.Access{Operators: []policy.UserID{approver}, Approvers: []policy.UserID{approver}}
-	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"))
+	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"), journal.WithSeenKey(operator.SeenKey))
 	if err != nil {
 		return nil, err
 	}

@@ -292,7 +292,7 @@ func viaCountersign(ctx context.Context, c config, s shape, srv *telegramtest.Se
 // it: the only process on it, or with c.replicas above 1, replica r+1, whose
 // leases are renewed every second until ctx ends. close closes the journal.
 func newSender(ctx context.Context, c config, name string, r int, srv *telegramtest.Server, p *policy.Policy, files *filestore.Store) (*operator.Operator, func(), error) {
-	j, err := journal.Open(ctx, name)
+	j, err := journal.Open(ctx, name, journal.WithSeenKey(operator.SeenKey))
 	if err != nil {
 		return nil, nil, err
 	}
