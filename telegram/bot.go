@@ -141,7 +141,7 @@ func New(ctx context.Context, j *journal.Journal, o Options) (*Bot, error) {
 	}
 	t.sender = &Sender{bot: t.api, limiter: NewLimiter(*o.Limits), redact: t.redact, timeout: o.SendTimeout}
 	if j != nil {
-		t.sender.limiter.share(j, t.me.ID) // among replicas, every request is counted with the others' (shared.go)
+		t.sender.limiter.share(j, t.me.ID, t.log) // among replicas, every request is counted with the others' (shared.go)
 	}
 	return t, nil
 }

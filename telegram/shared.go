@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -37,12 +38,14 @@ type shared struct {
 	turn chan struct{}
 	// freeTimeout bounds one try to free a send's slots (freeing).
 	freeTimeout time.Duration
+	// log hears of a free that failed: a slot left held holds up its chat.
+	log *slog.Logger
 }
 
 // share makes l count its sends with the other replicas of j, under the bot
 // with id bot. It takes effect while j is a replica.
-func (l *Limiter) share(j *journal.Journal, bot int64) {
-	l.shared = &shared{j: j, c: coord.New(j), bot: strconv.FormatInt(bot, 10), turn: make(chan struct{}, 1), freeTimeout: 5 * time.Second}
+func (l *Limiter) share(j *journal.Journal, bot int64, log *slog.Logger) {
+	l.shared = &shared{j: j, c: coord.New(j), bot: strconv.FormatInt(bot, 10), turn: make(chan struct{}, 1), freeTimeout: 5 * time.Second, log: log}
 }
 
 // hold is how long a slot is held without a renewal: the replica's lease, which
@@ -208,16 +211,20 @@ func (s *shared) freeing(answered time.Time, frees ...coord.SlotFree) {
 		_, err := s.c.FreeSlots(ctx, answered, frees...)
 		return err
 	}
-	if try() == nil {
+	err := try()
+	if err == nil {
 		return
 	}
+	s.log.Warn("a send's slots could not be freed; trying again in the background", "err", err)
 	go func() {
 		for wait := 50 * time.Millisecond; time.Since(answered) < freeRetries; wait = min(2*wait, time.Second) {
 			time.Sleep(wait)
-			if try() == nil {
+			if err = try(); err == nil {
+				s.log.Info("a send's slots freed after a retry", "after", time.Since(answered).Round(time.Millisecond))
 				return
 			}
 		}
+		s.log.Error("a send's slots could not be freed: its chat's sends wait until their hold lapses", "err", err, "tried", freeRetries)
 	}()
 }
 

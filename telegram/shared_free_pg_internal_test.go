@@ -3,6 +3,8 @@ package telegram
 import (
 	"context"
 	"database/sql"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/countersign/countersign/internal/partition"
 	"github.com/countersign/countersign/internal/pgtest"
+	"github.com/countersign/countersign/internal/syncbuf"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -17,7 +20,8 @@ import (
 // was over: the replica renews the holds of the slots it has open, so a free
 // given up would keep the chat's slot, and every later send to that chat, for
 // minutes. Here the link to the database goes silent as the send ends, longer
-// than a try to free may wait; once it is back, the slots are free.
+// than a try to free may wait; once it is back, the slots are free, and the
+// log said both: the failed free, then the free after a retry.
 func TestASendsSlotsAreFreedThoughTheDatabaseWasOutOfReach(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -32,7 +36,8 @@ func TestASendsSlotsAreFreedThoughTheDatabaseWasOutOfReach(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := NewLimiter(Limits{Overall: 100, InSecond: 30, PerChat: 1, ChatBurst: 1})
-	l.share(j, 7)
+	var logs syncbuf.Buffer
+	l.share(j, 7, slog.New(slog.NewTextHandler(&logs, nil)))
 	l.shared.freeTimeout = 200 * time.Millisecond
 	done, err := l.Wait(ctx, "1")
 	if err != nil {
@@ -61,5 +66,12 @@ func TestASendsSlotsAreFreedThoughTheDatabaseWasOutOfReach(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d slots still taken 10 s after the link came back", open())
 		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := logs.WaitFor(wctx, func(s string) bool {
+		return strings.Contains(s, "could not be freed; trying again") && strings.Contains(s, "freed after a retry")
+	}); err != nil {
+		t.Errorf("the log does not say the free failed, then came after a retry (%v):\n%s", err, logs.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestAmongReplicasASendWaitsInThePoolsLine(t *testing.T) {
 	var ls []*Limiter
 	for r := range 2 {
 		l := NewLimiter(limits)
-		l.share(replicaJournal(t, name, r), 7)
+		l.share(replicaJournal(t, name, r), 7, slog.New(slog.DiscardHandler))
 		ls = append(ls, l)
 	}
 	db, err := sql.Open("sqlite3", name)
