@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -199,14 +200,11 @@ func checkTarget(c Command) error {
 	return nil
 }
 
-// opIDPrefix begins every operation id the journal gives (journal.NewID("op")).
-const opIDPrefix = "op-"
-
 // checkOpID refuses, with the command's usage line, an id that cannot be an
 // operation's (a chat id, a typo): before anything is journaled or looked up.
 func checkOpID(c Command) error {
-	if !strings.HasPrefix(c.OpID, opIDPrefix) || len(c.OpID) == len(opIDPrefix) {
-		return fmt.Errorf("%w; %q is not an operation id (%s…, as /ops lists them)", usageErr(c.Name), c.OpID, opIDPrefix)
+	if !journal.IsOperationID(c.OpID) {
+		return fmt.Errorf("%w; %q is not an operation id (%s…, as /ops lists them)", usageErr(c.Name), c.OpID, journal.OperationIDPrefix)
 	}
 	return nil
 }

@@ -27,6 +27,8 @@ func TestParse(t *testing.T) {
 		{"/send", command.Command{}, "usage: /send <chat_id> <text>"},
 		{"/resolve op-1 maybe", command.Command{}, "usage: /resolve <op_id> delivered|not_delivered"},
 		{"/retry", command.Command{}, "usage: /retry <op_id>"},
+		{"/retry 222", command.Command{}, `usage: /retry <op_id>; "222" is not an operation id (op-…, as /ops lists them)`},
+		{"/retry op-", command.Command{}, `usage: /retry <op_id>; "op-" is not an operation id (op-…, as /ops lists them)`},
 		{"/cancel a b", command.Command{}, "usage: /cancel <op_id>"},
 		{"/launch", command.Command{}, "usage: unknown command /launch; try /help"},
 		{"hello", command.Command{}, "usage: commands start with /; try /help"},

@@ -270,6 +270,20 @@ var ms, fromMS = sqlstore.Millis, sqlstore.FromMillis
 
 const idAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
 
+// OperationIDPrefix begins every operation's id (NewID(operationPrefix)): a
+// person's reference that begins with it names an operation, any other an
+// approval, a task or a grant.
+const OperationIDPrefix = operationPrefix + "-"
+
+const operationPrefix = "op"
+
+// IsOperationID reports whether ref is shaped as an operation's id: the
+// prefix and something after it. Whether such an operation exists is the
+// journal's to say.
+func IsOperationID(ref string) bool {
+	return strings.HasPrefix(ref, OperationIDPrefix) && len(ref) > len(OperationIDPrefix)
+}
+
 // NewID returns prefix-xxxxxx with six random characters chosen to be easy to type
 // on a phone (no 0/o, 1/l/i).
 func NewID(prefix string) string {

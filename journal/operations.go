@@ -91,7 +91,7 @@ func (j *Journal) create(ctx context.Context, t *Task, o Operation, reason strin
 	o.Created = j.now().UTC()
 	o.Updated = o.Created
 	for range 5 {
-		o.ID = NewID("op")
+		o.ID = NewID(operationPrefix)
 		err = j.tx(ctx, func(tx txn) error {
 			if t != nil {
 				task.ID = NewID("task")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/countersign/countersign/action"
@@ -128,7 +127,7 @@ func (o *Operator) PendingApproval(ctx context.Context, opID string) (journal.Ap
 // waits on no approval is journal.ErrNotFound; an approval id is returned as is,
 // for the decision to check.
 func (o *Operator) ApprovalID(ctx context.Context, ref string) (string, error) {
-	if !strings.HasPrefix(ref, "op-") {
+	if !journal.IsOperationID(ref) {
 		return ref, nil
 	}
 	a, err := o.PendingApproval(ctx, ref)
