@@ -7,7 +7,7 @@
 // packages, runs the long suites too (see skips.Long). Tests run twice as many
 // at a time as the machine has cores unless -parallel says otherwise (testArgs).
 //
-//	go run ./internal/testrun ./...         # the tests, in about 2½ minutes on 2 cores
+//	go run ./internal/testrun ./...         # the tests, in about 3 minutes on 2 cores
 //	go run ./internal/testrun -long ./...   # and the chaos and load runs
 package main
 
