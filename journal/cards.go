@@ -2,6 +2,8 @@ package journal
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -42,6 +44,23 @@ func (j *Journal) Cards(ctx context.Context, ref string) ([]Card, error) {
 		cs = append(cs, c)
 	}
 	return cs, rows.Err()
+}
+
+// CardAt returns the card recorded as message id in chat: what a reply to that
+// message answers. ErrNotFound when none was recorded there: a reply is read
+// by the message it answers, never by that message's text, which may be a
+// requester's.
+func (j *Journal) CardAt(ctx context.Context, chat int64, id int) (Card, error) {
+	var c Card
+	err := j.db.QueryRowContext(ctx, `SELECT ref, chat_id, message_id, text FROM cards WHERE chat_id = ? AND message_id = ?`, chat, id).
+		Scan(&c.Ref, &c.ChatID, &c.MessageID, &c.Text)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return c, fmt.Errorf("journal: no card at message %d in chat %d: %w", id, chat, ErrNotFound)
+	case err != nil:
+		return c, fmt.Errorf("journal: card at message %d in chat %d: %w", id, chat, err)
+	}
+	return c, nil
 }
 
 // Uncarded returns the pending, unexpired approvals of operations delivered by

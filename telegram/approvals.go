@@ -3,8 +3,6 @@ package telegram
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/go-telegram/bot/models"
 
@@ -27,10 +25,10 @@ const grantKind = "gt1"
 const editAnswer = "e"
 
 // amendPrompt is the message that asks an approver for a request's new text;
-// the reply to it names the approval through the prompt's own text.
-const amendPrompt = "✏️ Reply to this message with the new text for %s (approval %s). The verifier checks it, its card replaces the one above, and that one can no longer be approved."
+// the reply to it is read by the prompt it answers (sendPrompt).
+const amendPrompt = amendPromptStart + " with the new text for %s (approval %s). The verifier checks it, its card replaces the one above, and that one can no longer be approved."
 
-var amendRef = regexp.MustCompile(`\(approval (ap-[a-z0-9]+)\)`)
+const amendPromptStart = "✏️ Reply to this message"
 
 // askAmend asks the approver who tapped Edit for the new text, as a reply to
 // a prompt that names the approval.
@@ -41,23 +39,17 @@ func (t *Bot) askAmend(ctx context.Context, cq *models.CallbackQuery, apID strin
 		return
 	}
 	prompt := fmt.Sprintf(amendPrompt, a.OperationID, a.ID)
-	if _, err := t.send(ctx, cq.From.ID, prompt, &models.ForceReply{ForceReply: true, InputFieldPlaceholder: "The new text"}, 0); err != nil {
-		t.log.Warn("edit prompt not sent", "approval", apID, "err", err)
-	}
+	t.sendPrompt(ctx, cq.From.ID, amendPromptRef, a.ID, prompt, &models.ForceReply{ForceReply: true, InputFieldPlaceholder: "The new text"})
 }
 
 // amendLine turns a reply to an edit prompt into the /amend command it stands
 // for; ok is false for any other message.
-func (t *Bot) amendLine(m *models.Message) (string, bool) {
-	r := m.ReplyToMessage
-	if r == nil || r.From == nil || t.me == nil || r.From.ID != t.me.ID || m.Text == "" {
+func (t *Bot) amendLine(ctx context.Context, m *models.Message) (string, bool) {
+	apID, ok := t.answered(ctx, m, amendPromptRef)
+	if !ok {
 		return "", false
 	}
-	ref := amendRef.FindStringSubmatch(r.Text)
-	if ref == nil || !strings.HasPrefix(r.Text, "✏️ Reply to this message") {
-		return "", false
-	}
-	return "/amend " + ref[1] + " " + m.Text, true
+	return "/amend " + apID + " " + m.Text, true
 }
 
 // noteVote answers each card of an approval that needs more approvers with who

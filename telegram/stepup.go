@@ -2,15 +2,17 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-telegram/bot/models"
 
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 )
@@ -23,15 +25,75 @@ import (
 // same hand. Enrolment is never here: a hijacked account cannot enrol a
 // factor of its own (`countersign approver totp` on the machine).
 
-// codePromptMark begins every code prompt; the reply to one names its
-// approval through the prompt's own text. A passkey's prompt begins with
+// codePromptMark begins every code prompt. A passkey's prompt begins with
 // passkeyPromptMark instead: it asks no reply, and a reply to it is no code.
 const (
 	codePromptMark    = "🔐 "
 	passkeyPromptMark = "🔑 "
 )
 
-var codeRef = regexp.MustCompile(`^🔐 Approval (ap-[a-z0-9]+) of `)
+// A prompt that asks a reply (a code, an edit's new text) is recorded as a
+// card of its own (journal.AddCard), its ref the kind of reply and the
+// approval, so that a reply is read by the message it answers
+// (journal.CardAt), on any replica: never by that message's text, which a
+// requester's preview above a card, or a message sent to an approver's chat,
+// could copy word for word.
+const (
+	codePromptRef  = "prompt code "
+	amendPromptRef = "prompt amend "
+)
+
+// sendPrompt sends a prompt that asks a reply about approval apID to chat,
+// and records it under kind (codePromptRef, amendPromptRef).
+func (t *Bot) sendPrompt(ctx context.Context, chat int64, kind, apID, text string, kb models.ReplyMarkup) {
+	m, err := t.send(ctx, chat, text, kb, 0)
+	if err == nil {
+		err = t.journal.AddCard(ctx, journal.Card{Ref: kind + apID, ChatID: chat, MessageID: m.ID, Text: text})
+	}
+	if err != nil {
+		t.log.Warn("prompt not sent", "approval", apID, "err", err)
+	}
+}
+
+// promptRecorded bounds the wait for a prompt's record that a reply came
+// before (answered).
+const promptRecorded = 3 * time.Second
+
+// readsAsPrompt reports whether text begins as a prompt that asks a reply.
+func readsAsPrompt(text string) bool {
+	return strings.HasPrefix(text, codePromptMark) || strings.HasPrefix(text, amendPromptStart)
+}
+
+// answered is the approval a reply answers a prompt of kind about: ok is
+// false for a message that answers none (no reply, a reply to anything else,
+// or to a message the bot did not record as such a prompt).
+func (t *Bot) answered(ctx context.Context, m *models.Message, kind string) (apID string, ok bool) {
+	r := m.ReplyToMessage
+	if r == nil || r.From == nil || t.me == nil || r.From.ID != t.me.ID || m.Text == "" {
+		return "", false
+	}
+	c, err := t.journal.CardAt(ctx, m.Chat.ID, r.ID)
+	// A prompt reaches the phone as it is sent and is recorded just after, so a
+	// quick reply can come first: a reply to what reads as a fresh prompt is
+	// looked up again for a moment. The text only says whether to wait; the
+	// record alone says what the reply answers.
+	for wait := time.Now().Add(promptRecorded); errors.Is(err, journal.ErrNotFound) && readsAsPrompt(r.Text) &&
+		time.Since(time.Unix(int64(r.Date), 0)) < time.Minute && time.Now().Before(wait); {
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-time.After(50 * time.Millisecond):
+		}
+		c, err = t.journal.CardAt(ctx, m.Chat.ID, r.ID)
+	}
+	if err != nil {
+		if !errors.Is(err, journal.ErrNotFound) {
+			t.log.Warn("a reply's prompt not read", "err", err)
+		}
+		return "", false
+	}
+	return strings.CutPrefix(c.Ref, kind)
+}
 
 // askCode asks the approver who tapped Approve for their code, as a reply to
 // a prompt that names what it approves.
@@ -48,23 +110,23 @@ func (t *Bot) askCode(ctx context.Context, chat int64, p *command.CodePrompt) {
 			kb = inlineKeyboard{InlineKeyboard: [][]button{{{Text: "🔑 Approve with your passkey (browser)", URL: link}}}}
 		}
 	}
-	if _, err := t.send(ctx, chat, mark+p.Text, kb, 0); err != nil {
-		t.log.Warn("code prompt not sent", "approval", p.Approval.ID, "err", err)
+	if mark == passkeyPromptMark {
+		if _, err := t.send(ctx, chat, mark+p.Text, kb, 0); err != nil {
+			t.log.Warn("passkey prompt not sent", "approval", p.Approval.ID, "err", err)
+		}
+		return
 	}
+	t.sendPrompt(ctx, chat, codePromptRef, p.Approval.ID, mark+p.Text, kb)
 }
 
 // codeLine turns a reply to a code prompt into the /code command it stands
 // for; ok is false for any other message.
-func (t *Bot) codeLine(m *models.Message) (string, bool) {
-	r := m.ReplyToMessage
-	if r == nil || r.From == nil || t.me == nil || r.From.ID != t.me.ID || m.Text == "" {
+func (t *Bot) codeLine(ctx context.Context, m *models.Message) (string, bool) {
+	apID, ok := t.answered(ctx, m, codePromptRef)
+	if !ok {
 		return "", false
 	}
-	ref := codeRef.FindStringSubmatch(r.Text)
-	if ref == nil {
-		return "", false
-	}
-	return "/code " + ref[1] + " " + strings.Join(strings.Fields(m.Text), ""), true
+	return "/code " + apID + " " + strings.Join(strings.Fields(m.Text), ""), true
 }
 
 // confirmCode carries out /code (typed, or a reply to a prompt) as a tap on

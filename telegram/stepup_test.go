@@ -11,6 +11,7 @@ import (
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/stepup"
 	"github.com/countersign/countersign/telegram/telegramtest"
+	"github.com/countersign/countersign/tools"
 )
 
 // withStepUp asks a TOTP code of every approver of commit_send_message.
@@ -192,4 +193,34 @@ type linker struct{}
 
 func (linker) ReviewLink(apID, sha string, user policy.UserID) string {
 	return "https://review.example/" + apID + "?for=" + strconv.FormatInt(int64(user), 10)
+}
+
+// A reply is a code only to the prompt the bot recorded for it, never to a
+// message that reads like one: the bot also sends text a requester chose (a
+// preview above a card, a message sent to an approver's chat), and a reply
+// with a code to such a text must not approve the approval it names.
+func TestACodeRepliedToALookalikePromptApprovesNothing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withStepUp())
+	secret := r.enrolled(alice)
+	r.command(alice, "/send 222 the real request")
+	opID := opIn(t, r.card(alice).Text)
+	a, err := r.j.LatestApproval(context.Background(), opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := "🔐 Approval " + a.ID + " of op-benign: reply to this message with your TOTP code."
+	d, err := r.bot.Sender().Send(context.Background(), tools.Message{Target: strconv.FormatInt(alice, 10), Text: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(r.srv.Messages(alice))
+	r.srv.PushReply(alice, alice, int(d.MessageID), codeOf(t, secret, time.Now()))
+	r.waitFor("an answer to the reply", atLeast(before+1, delivered(alice))) // plain text, as it is
+	if got, _ := r.j.Approval(context.Background(), a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 {
+		t.Errorf("after a code replied to a lookalike: %+v, want nothing recorded", got)
+	}
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("sent %d, want 0", n)
+	}
 }

@@ -245,10 +245,10 @@ func (t *Bot) onMessage(ctx context.Context, key string, m *models.Message, tell
 		return false // commands are taken in private chats only
 	}
 	line, attachment := m.Text, ""
-	if amend, ok := t.amendLine(m); ok {
+	if amend, ok := t.amendLine(ctx, m); ok {
 		line = amend // the new text of a request, a reply to its Edit prompt
 	}
-	if code, ok := t.codeLine(m); ok {
+	if code, ok := t.codeLine(ctx, m); ok {
 		line = code // an approver's code, a reply to its prompt
 	}
 	if isWhoAmI(line) {
