@@ -66,6 +66,10 @@ func (o *Operator) ballot(ctx context.Context, approvalID string, by policy.User
 	if err != nil {
 		return Decision{}, fmt.Errorf("operator: %w", err)
 	}
+	asked := policy.NoFactor // the second factor a tap alone leaves wanting
+	if approve && factor.Code == "" && factor.Receipt == nil && a.Decision == journal.Pending {
+		asked = policy.Strongest(a.StepUp, o.stepUp(task, op))
+	}
 	switch {
 	case !o.mayDecide(task, a, by):
 		return Decision{}, refusal(ErrNotApprover, "user %d may not decide %s: the approvers are those of both the policy its task started under and the policy in force", by, op.ID)
@@ -73,8 +77,8 @@ func (o *Operator) ballot(ctx context.Context, approvalID string, by policy.User
 		return Decision{}, refusal(ErrOtherTransport, "%s is delivered by %s; decide it there", op.ID, orNobody(op.Transport))
 	case approve && o.ownRequest(task, by):
 		return Decision{Approval: a}, refusal(ErrSelfApproval, "user %d asked for %s, and self-approval is off: another approver must approve it (rejecting it is yours)", by, op.ID)
-	case approve && factor.Code == "" && factor.Receipt == nil && a.Decision == journal.Pending && policy.Strongest(a.StepUp, o.stepUp(task, op)) != policy.NoFactor:
-		return Decision{Approval: a}, refusal(ErrStepUp, "%s asks a second factor (%s) beside the tap: confirm it with your code", op.ID, policy.Strongest(a.StepUp, o.stepUp(task, op)))
+	case asked != policy.NoFactor:
+		return Decision{Approval: a}, refusal(ErrStepUp, "%s asks a second factor (%s) beside the tap: confirm it with your code", op.ID, asked)
 	}
 	d := journal.DecideReject
 	if approve {

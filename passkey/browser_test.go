@@ -151,10 +151,7 @@ func TestAPasskeyOfChromiumsVirtualAuthenticator(t *testing.T) {
 		t.Fatalf("approve payload A: %+v; want ok with a counter", r)
 	}
 	approvedA := s.last
-	key, err := s.cred.Key(rp.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := keyOf(t, s.cred, rp.ID)
 	if err := audit.VerifyReceipt(s.receipts[0], key); err != nil {
 		t.Fatalf("Chromium's receipt does not verify offline: %v", err)
 	}

@@ -26,8 +26,6 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
-
-	"github.com/countersign/countersign/audit"
 )
 
 // Errors that say why an assertion or an enrolment was refused; each comes
@@ -97,22 +95,6 @@ type Credential struct {
 	Counter   uint32    // the last signature counter seen
 	Backup    bool      // backup eligible (a synced passkey), as enrolled
 	Enrolled  time.Time // when
-}
-
-// Key returns the credential's public key as an audit export carries it.
-func (c Credential) Key(rpID string) (audit.PasskeyKey, error) {
-	spki, err := SPKI(c.PublicKey)
-	if err != nil {
-		return audit.PasskeyKey{}, err
-	}
-	return audit.PasskeyKey{
-		User:       c.User,
-		Credential: base64.RawURLEncoding.EncodeToString(c.ID),
-		RPID:       rpID,
-		Algorithm:  c.Algorithm,
-		SPKI:       base64.StdEncoding.EncodeToString(spki),
-		Enrolled:   c.Enrolled.UnixMilli(),
-	}, nil
 }
 
 // UserHandle is the WebAuthn user handle of a Telegram user: the id in

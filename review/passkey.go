@@ -130,15 +130,16 @@ func (s *Server) enrolFinish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spki, err := passkey.SPKI(c.PublicKey)
+	cred := journal.PasskeyCredential{User: user, ID: c.ID, PublicKey: c.PublicKey,
+		SPKI: spki, Algorithm: c.Algorithm, RPID: s.opts.Passkeys.ID, Counter: c.Counter, Backup: c.Backup}
 	if err == nil {
-		err = s.opts.Handler.Journal.FinishPasskeyLink(r.Context(), e.Token, journal.PasskeyCredential{User: user, ID: c.ID, PublicKey: c.PublicKey,
-			SPKI: spki, Algorithm: c.Algorithm, RPID: s.opts.Passkeys.ID, Counter: c.Counter, Backup: c.Backup})
+		err = s.opts.Handler.Journal.FinishPasskeyLink(r.Context(), e.Token, cred)
 	}
 	if err != nil {
 		s.reply(w, r, request{}, nil, refuse(http.StatusConflict, "This passkey was not enrolled: the link was used meanwhile, or the journal could not be written.", err))
 		return
 	}
-	key, _ := c.Key(s.opts.Passkeys.ID)
+	key := cred.Key()
 	s.log.Info("passkey enrolled", "user", user, "credential", key.Credential)
 	s.reply(w, r, request{}, &answer{Said: fmt.Sprintf("Enrolled: a passkey of user %d for %s. Its key's SHA-256 fingerprint is %s; audit verify lists the same.",
 		user, s.opts.Passkeys.ID, key.Fingerprint())}, nil)

@@ -40,19 +40,12 @@ func checkReviewURL(raw string) error {
 		return errors.New("an address such as https://bot.example.com, with no query")
 	case u.Scheme == "https":
 		return nil
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
+	case u.Scheme == "http" && policy.IsLoopback(u.Hostname()):
 		return nil
 	}
 	return errors.New("Telegram opens a Mini App over https only (http is taken for a loopback host alone)")
 }
 
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // listenReview serves the review page of this round's handler on
 // -review-listen until ctx ends, and gives /review its links. The returned

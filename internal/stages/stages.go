@@ -78,9 +78,6 @@ func (c *Clock) MarkAt(step Name, at time.Time) {
 	c.marks = append(c.marks, Step{Name: step, At: at})
 }
 
-// Start is when the work began.
-func (c *Clock) Start() time.Time { return c.start }
-
 // Steps returns the marks made so far, in the order they were made.
 func (c *Clock) Steps() []Step {
 	c.mu.Lock()
