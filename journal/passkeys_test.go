@@ -42,6 +42,12 @@ func TestAnEnrolmentLinkWorksOnce(t *testing.T) {
 		if user, session, err := j.PasskeyLink(ctx, "tok-1"); err != nil || user != 42 || session != nil {
 			t.Fatalf("PasskeyLink = %d, %q, %v; want 42, no session yet", user, session, err)
 		}
+		// The journal keeps the link's token hashed: a copy of the journal
+		// (a backup) opens no enrolment.
+		var kept string
+		if err := raw(t, name).QueryRow("SELECT token_sha256 FROM passkey_links").Scan(&kept); err != nil || strings.Contains(kept, "tok-1") || len(kept) != 64 {
+			t.Errorf("the link's token is kept as %q (%v); want its SHA-256 alone", kept, err)
+		}
 		if err := j.BeginPasskeyLink(ctx, "tok-1", []byte(`{"challenge":"x"}`)); err != nil {
 			t.Fatal(err)
 		}
