@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -215,6 +216,11 @@ func TestGrantsGiveNoSecondFactor(t *testing.T) {
 	taskID, opID := h.send("222", "under an older grant") // fails inside send unless pending
 	if len(h.sender.Sent()) != 0 || h.latestApproval(opID).Decision != journal.Pending {
 		t.Fatal("an older grant approved a commit that asks a code")
+	}
+	// Not used at all: an approval the grant gave, which the sender then
+	// refuses and asks again, is a use too.
+	if rs := reasons(t, h, opID); slices.Contains(rs, operator.ReasonAskedAgain) {
+		t.Errorf("reasons %q: the older grant was used, then its approval asked again", rs)
 	}
 	offer, err := h.op.OfferTask(ctx, approverID, taskID)
 	if err != nil || len(offer.Items) != 0 {
