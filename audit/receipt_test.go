@@ -142,6 +142,7 @@ func TestVerifyReceipt(t *testing.T) {
 		{"for another RP ID", alice.receipt(t, "ap-1", a, assertion{rpID: "evil.example.org"}), alice.Key(t), "RP ID hash"},
 		{"made on another origin", alice.receipt(t, "ap-1", a, assertion{origin: "https://evil.example.org"}), alice.Key(t), "not of the relying party"},
 		{"made on http", alice.receipt(t, "ap-1", a, assertion{origin: "http://" + testRPID}), alice.Key(t), "not of the relying party"},
+		{"made on a host that only ends like it", alice.receipt(t, "ap-1", a, assertion{origin: "https://not" + testRPID}), alice.Key(t), "not of the relying party"},
 		{"of a registration", alice.receipt(t, "ap-1", a, assertion{typ: "webauthn.create"}), alice.Key(t), "not an assertion"},
 		{"over a random challenge", alice.receipt(t, "ap-1", a, assertion{challenge: make([]byte, 32)}), alice.Key(t), "another approval or another payload"},
 	} {

@@ -137,6 +137,10 @@ func TestAPasskeyVoteKeepsItsReceiptAndCounter(t *testing.T) {
 		if _, err := j.DecideBallot(ctx, b.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Receipt: &replay}); !errors.Is(err, journal.ErrPasskeyRefused) {
 			t.Errorf("a receipt of one approval put on another: %v, want ErrPasskeyRefused", err)
 		}
+		alice.Counter-- // the same counter again: a clone's next use, or a replay signed anew
+		if _, err := j.DecideBallot(ctx, b.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Receipt: ptr(alice.Receipt(b.ID, b.PayloadSHA256))}); !errors.Is(err, journal.ErrPasskeyCounter) {
+			t.Errorf("a counter that did not move on: %v, want ErrPasskeyCounter", err)
+		}
 		alice.Counter -= 2 // a clone from before
 		if _, err := j.DecideBallot(ctx, b.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Receipt: ptr(alice.Receipt(b.ID, b.PayloadSHA256))}); !errors.Is(err, journal.ErrPasskeyCounter) {
 			t.Errorf("a counter gone back: %v, want ErrPasskeyCounter", err)
