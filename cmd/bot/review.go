@@ -46,7 +46,6 @@ func checkReviewURL(raw string) error {
 	return errors.New("Telegram opens a Mini App over https only (http is taken for a loopback host alone)")
 }
 
-
 // listenReview serves the review page of this round's handler on
 // -review-listen until ctx ends, and gives /review its links. The returned
 // channel is closed once the server has stopped.
