@@ -125,3 +125,11 @@ func (j *Journal) VerifyWithoutFlush(ctx context.Context) (AuditReport, error) {
 // RoundTrips counts the round trips the journal's write transactions made on
 // PostgreSQL (0 on SQLite).
 func (j *Journal) RoundTrips() int64 { return j.db.Trips() }
+
+// LiveState is the condition of the operations_live index, for the test that
+// holds it to the migrations.
+const LiveState = liveState
+
+// OperationsWhere is f's condition in the journal's dialect, with its
+// arguments, for a test that reads the plan of a query by f.
+func (j *Journal) OperationsWhere(f Filter) (string, []any) { return f.where(j.d) }

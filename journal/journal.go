@@ -255,7 +255,7 @@ const ReasonCrashRecovery = "crash_recovery"
 // unknown: the process that was sending it died, and nobody can know whether the
 // request took effect.
 func (j *Journal) recoverCommitting(ctx context.Context, transport string) error {
-	ids, err := j.ids(ctx, "SELECT id FROM operations WHERE state = ? AND transport = ? ORDER BY created_at, id", Committing, transport)
+	ids, err := j.ids(ctx, "SELECT id FROM operations WHERE state = ? AND transport = ? AND "+liveState+" ORDER BY created_at, id", Committing, transport)
 	if err != nil {
 		return err
 	}

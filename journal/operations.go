@@ -473,8 +473,13 @@ func (f Filter) where(d *sqlstore.Dialect) (string, []any) {
 	where, args := []string{"1=1"}, []any{}
 	if len(f.States) > 0 {
 		where = append(where, "state IN (?"+strings.Repeat(", ?", len(f.States)-1)+")")
+		live := true
 		for _, s := range f.States {
 			args = append(args, s)
+			live = live && !s.Final()
+		}
+		if live {
+			where = append(where, liveState) // so that operations_live serves it
 		}
 	}
 	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, d.JSONText("payload", "target"): f.Target, "transport": f.Transport} {

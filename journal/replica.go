@@ -232,7 +232,7 @@ func closeConn(c *pgx.Conn) func() error {
 // claimedIn returns the operations of transport in committing that replica name
 // claimed.
 func (j *Journal) claimedIn(ctx context.Context, transport, name string) ([]string, error) {
-	return j.ids(ctx, "SELECT id FROM operations WHERE claimed_by = ? AND state = ? AND transport = ? ORDER BY created_at, id", name, Committing, transport)
+	return j.ids(ctx, "SELECT id FROM operations WHERE claimed_by = ? AND state = ? AND transport = ? AND "+liveState+" ORDER BY created_at, id", name, Committing, transport)
 }
 
 // recoverIDs moves each operation of ids still committing to unknown with reason,
@@ -269,7 +269,7 @@ func (j *Journal) RenewLeases(ctx context.Context) error {
 	by := j.rep.name
 	until, args := j.LeaseUntil()
 	err := j.write(ctx, lazy, func(tx txn) error {
-		_, err := tx.ExecContext(ctx, `UPDATE operations SET lease_until = `+until+` WHERE claimed_by = ? AND state IN (?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `UPDATE operations SET lease_until = `+until+` WHERE claimed_by = ? AND state IN (?, ?, ?) AND `+liveState,
 			append(args, by, Approved, RetryWait, Committing)...)
 		if err != nil {
 			return err
@@ -294,7 +294,7 @@ func (j *Journal) Release(ctx context.Context) error {
 		return nil
 	}
 	err := j.write(ctx, lazy, func(tx txn) error {
-		_, err := tx.ExecContext(ctx, `UPDATE operations SET lease_until = 0 WHERE claimed_by = ? AND state IN (?, ?)`,
+		_, err := tx.ExecContext(ctx, `UPDATE operations SET lease_until = 0 WHERE claimed_by = ? AND state IN (?, ?) AND `+liveState,
 			j.rep.name, Approved, RetryWait)
 		if err != nil {
 			return err
@@ -320,7 +320,7 @@ func (j *Journal) RecoverExpired(ctx context.Context, transport string) ([]strin
 		return nil, nil
 	}
 	now, nowArgs := j.LeaseClock(sqlstore.Nearest)
-	ids, err := j.ids(ctx, `SELECT id FROM operations WHERE transport = ? AND state = ? AND lease_until < `+now+` AND claimed_by != ?
+	ids, err := j.ids(ctx, `SELECT id FROM operations WHERE transport = ? AND state = ? AND `+liveState+` AND lease_until < `+now+` AND claimed_by != ?
 		ORDER BY created_at, id`, append(append([]any{transport, Committing}, nowArgs...), j.rep.name)...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: expired leases: %w", err)

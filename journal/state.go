@@ -54,6 +54,15 @@ var edges = map[State][]State{
 // CanMove reports whether from -> to is a legal transition.
 func CanMove(from, to State) bool { return slices.Contains(edges[from], to) }
 
+// liveState is the condition of the operations_live index, word for word
+// (migrations sqlite/0020_fewer_pages.sql, postgres/0017_live_indexes.sql):
+// the operations still in play. A query that reads operations by a state in
+// play carries it beside its own state filter, since a planner uses a partial
+// index only for a query whose condition implies the index's, and
+// PostgreSQL's generic plan cannot see that "state = $1" does.
+// TestLiveStateIsTheIndexCondition holds it to the migrations and to Final.
+const liveState = "state NOT IN ('committed', 'rejected', 'expired', 'failed', 'cancelled')"
+
 // Final reports whether nothing more will happen to an operation in s on its own.
 func (s State) Final() bool {
 	switch s {
