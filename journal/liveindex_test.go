@@ -58,7 +58,8 @@ func TestLiveStateIsTheIndexCondition(t *testing.T) {
 }
 
 // TestQueriesByWhereThingsStandUseTheirIndexes reads the plans of the queries
-// that find operations in play and open approvals: each must be served by its
+// that find operations in play and open approvals, and of the one that finds
+// the card a reply answers: each must be served by its
 // partial index (or one of two: an empty table gives the planner no reason to
 // choose), also in PostgreSQL's generic plan, made once for any argument
 // (where "state = $1" alone could not be known to imply the index's
@@ -85,7 +86,9 @@ func TestQueriesByWhereThingsStandUseTheirIndexes(t *testing.T) {
 		}
 		return append(qs,
 			query{"SELECT id FROM approvals WHERE decision = '' AND expires_at <= ?", []any{int64(1)}, "approvals_open"},
-			query{"SELECT id FROM approvals WHERE decision = '' AND created_at >= ?", []any{int64(1)}, "approvals_open"})
+			query{"SELECT id FROM approvals WHERE decision = '' AND created_at >= ?", []any{int64(1)}, "approvals_open"},
+			// The card a reply answers (CardAt).
+			query{"SELECT ref FROM cards WHERE chat_id = ? AND message_id = ?", []any{int64(1), int64(2)}, "cards_message"})
 	}
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()

@@ -24,3 +24,7 @@ DROP INDEX approvals_pending;
 DROP INDEX approvals_pending_created;
 CREATE INDEX approvals_open ON approvals(expires_at) WHERE decision = '';
 CREATE INDEX approvals_open_created ON approvals(created_at) WHERE decision = '';
+-- A card by the message it is: a reply to one of the bot's messages (a code,
+-- an edit) is read by the message it answers (journal.CardAt), which scanned
+-- every card ever shown.
+CREATE INDEX cards_message ON cards(chat_id, message_id);
