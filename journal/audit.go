@@ -3,12 +3,14 @@ package journal
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,6 +345,37 @@ func (j *Journal) AuditRecords(ctx context.Context, since int64, fn func(audit.R
 		return err
 	}
 	return auditRecords(ctx, j.db, since, fn)
+}
+
+// ExportAudit writes to w the export of the trail from seq since on that
+// "countersign audit export" writes and audit.Check verifies offline: every
+// record (AuditRecords), then the public keys of every passkey ever enrolled,
+// removed ones too, so that each receipt verifies with the export alone (no
+// such line when none was), then the signature line by key. It returns that
+// line. A failed read or write is its error, and w then holds a part.
+func (j *Journal) ExportAudit(ctx context.Context, w io.Writer, key ed25519.PrivateKey, since int64) (audit.Signature, error) {
+	e := audit.NewWriter(w, key)
+	if err := j.AuditRecords(ctx, since, e.Add); err != nil {
+		return audit.Signature{}, fmt.Errorf("journal: export the audit trail: %w", err)
+	}
+	passkeys, err := j.PasskeysEver(ctx)
+	if err != nil {
+		return audit.Signature{}, fmt.Errorf("journal: export the audit trail: %w", err)
+	}
+	if len(passkeys) > 0 {
+		keys := make([]audit.PasskeyKey, len(passkeys))
+		for i, c := range passkeys {
+			keys[i] = c.Key()
+		}
+		if err := e.Keys(keys); err != nil {
+			return audit.Signature{}, fmt.Errorf("journal: export the audit trail: %w", err)
+		}
+	}
+	sig, err := e.Close()
+	if err != nil {
+		return sig, fmt.Errorf("journal: export the audit trail: %w", err)
+	}
+	return sig, nil
 }
 
 // auditRecords reads the chained records from seq since on, through q.
