@@ -17,14 +17,16 @@ type Passkeys struct {
 	Passkeys []PasskeyKey `json:"passkeys"`
 }
 
-// PasskeyFactor is the step_up a vote record names when its approver gave a
-// passkey: such a vote must have its receipt in the export.
-const PasskeyFactor = "passkey"
-
 // lined is a record and the line of the export it was read from.
 type lined struct {
 	line int
 	r    Record
+}
+
+// passkeyVote is a vote record that says a passkey was given, and its body.
+type passkeyVote struct {
+	lined
+	f VoteFact
 }
 
 // receiptCheck collects, while an export is read, what its receipts are
@@ -35,7 +37,7 @@ type receiptCheck struct {
 	keysLine  int
 	hashes    map[string]string // approval id -> payload_sha256, from approval records
 	receipts  []lined
-	passkeyed []lined // votes given with a passkey
+	passkeyed []passkeyVote // votes given with a passkey
 	verified  int
 	// asks are the approvals whose record asks a passkey, with how many
 	// approvers; approved, the decision records that approved one.
@@ -53,12 +55,7 @@ func (c *receiptCheck) add(line int, r Record) {
 	case Receipt:
 		c.receipts = append(c.receipts, lined{line, r})
 	case Approval:
-		var f struct {
-			Approval      string `json:"approval"`
-			PayloadSHA256 string `json:"payload_sha256"`
-			Required      int    `json:"required"`
-			StepUp        string `json:"step_up"`
-		}
+		var f ApprovalFact
 		if json.Unmarshal(r.Body, &f) == nil && f.PayloadSHA256 != "" {
 			c.hashes[r.Ref] = f.PayloadSHA256
 		}
@@ -66,18 +63,14 @@ func (c *receiptCheck) add(line int, r Record) {
 			c.asks[r.Ref] = max(f.Required, 1)
 		}
 	case Decision:
-		var f struct {
-			Decision string `json:"decision"`
-		}
-		if json.Unmarshal(r.Body, &f) == nil && f.Decision == "approved" {
+		var f ApprovalFact
+		if json.Unmarshal(r.Body, &f) == nil && f.Decision == DecisionApproved {
 			c.approved = append(c.approved, lined{line, r})
 		}
 	case Vote:
-		var f struct {
-			StepUp string `json:"step_up"`
-		}
+		var f VoteFact
 		if json.Unmarshal(r.Body, &f) == nil && f.StepUp == PasskeyFactor {
-			c.passkeyed = append(c.passkeyed, lined{line, r})
+			c.passkeyed = append(c.passkeyed, passkeyVote{lined{line, r}, f})
 		}
 	}
 }
@@ -136,13 +129,9 @@ func (c *receiptCheck) verify() *Fault {
 			return fault(l, "approval %s asked a passkey of each of %d approver(s), and the export holds %d receipt(s) of it: approved without its approvers' signatures", l.r.Ref, need, signers[l.r.Ref])
 		}
 	}
-	for _, l := range c.passkeyed {
-		var v struct {
-			By int64 `json:"by"`
-		}
-		json.Unmarshal(l.r.Body, &v)
-		if !proven[[2]string{l.r.Ref, fmt.Sprint(v.By)}] {
-			return fault(l, "the vote of %d on %s says a passkey was given, and the export holds no receipt of it", v.By, l.r.Ref)
+	for _, v := range c.passkeyed {
+		if !proven[[2]string{v.r.Ref, fmt.Sprint(v.f.By)}] {
+			return fault(v.lined, "the vote of %d on %s says a passkey was given, and the export holds no receipt of it", v.f.By, v.r.Ref)
 		}
 	}
 	return nil

@@ -3,12 +3,14 @@ package journal
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,82 +36,9 @@ import (
 // the first record's prev_hash 64 zeros. VerifyAudit (auditverify.go) walks
 // the chain and checks the journal's own tables against it.
 
-// transitionFact is the body of a transition record: the row of transitions,
-// and what the move recorded with it that a person may ask about later.
-type transitionFact struct {
-	Transition    int64           `json:"transition"`
-	From          State           `json:"from"`
-	To            State           `json:"to"`
-	Reason        string          `json:"reason"`
-	At            int64           `json:"at"`
-	Task          string          `json:"task,omitempty"`
-	Tool          string          `json:"tool,omitempty"`
-	Surface       string          `json:"surface,omitempty"`
-	Transport     string          `json:"transport,omitempty"`
-	PayloadSHA256 string          `json:"payload_sha256,omitempty"` // at creation, and on every change of payload
-	Result        json.RawMessage `json:"result,omitempty"`
-	Replica       string          `json:"replica,omitempty"`
-}
-
-// approvalFact is the body of an approval record, and of a decision record
-// (Decision set, the rest of the approval's columns left out).
-type approvalFact struct {
-	Approval      string        `json:"approval"`
-	PayloadSHA256 string        `json:"payload_sha256,omitempty"`
-	Requester     policy.UserID `json:"requester,omitempty"`
-	Created       int64         `json:"created,omitempty"`
-	Expires       int64         `json:"expires,omitempty"`
-	Decision      Decision      `json:"decision,omitempty"`
-	By            policy.UserID `json:"by,omitempty"`
-	At            int64         `json:"at,omitempty"`
-	Required      int           `json:"required,omitempty"` // asked, when more than one
-	Grant         string        `json:"grant,omitempty"`    // decided under a grant
-	StepUp        policy.Factor `json:"step_up,omitempty"`  // the second factor asked, when one is
-}
-
-// voteFact is the body of a vote record: one approver's approval, the Of-th
-// of the Required the approval needs.
-type voteFact struct {
-	Approval string        `json:"approval"`
-	By       policy.UserID `json:"by"`
-	At       int64         `json:"at"`
-	Grant    string        `json:"grant,omitempty"`
-	Of       int           `json:"of"`
-	Required int           `json:"required"`
-	// StepUp is the second factor given with the tap, and PayloadSHA256 the
-	// hash of the payload it was given for, when one was.
-	StepUp        policy.Factor `json:"step_up,omitempty"`
-	PayloadSHA256 string        `json:"payload_sha256,omitempty"`
-}
-
-// escalationFact is the body of an escalation record.
-type escalationFact struct {
-	Approval string `json:"approval"`
-	At       int64  `json:"at"`
-}
-
-// editFact is the body of an edit record: the payload the edit replaced and
-// the one it put in its place, by their hashes, and the approval it voided.
-type editFact struct {
-	Seq      int           `json:"seq"`
-	Old      string        `json:"old_sha256"`
-	New      string        `json:"new_sha256"`
-	By       policy.UserID `json:"by"`
-	At       int64         `json:"at"`
-	Approval string        `json:"approval"`
-}
-
-// genesisFact is the body of the first record: what the journal held before the
-// trail began, so that an edit of that history is caught too. Transitions
-// through seq Transitions, and the Approvals approvals that have no approval
-// record, are hashed into History (historyDigest); Pending names those that
-// were still waiting, whose decision, when it comes, has a record of its own.
-type genesisFact struct {
-	Transitions int64    `json:"transitions_through"`
-	Approvals   int      `json:"approvals"`
-	Pending     []string `json:"pending,omitempty"`
-	History     string   `json:"history_sha256"`
-}
+// The records' bodies are audit's types (audit.TransitionFact and the
+// others), which the offline check reads back: the journal converts its own
+// types (State, Decision, policy.UserID, policy.Factor) into them here.
 
 // chain collects the records of one write transaction; write appends them,
 // after the head they follow, just before it commits, or on PostgreSQL queues
@@ -298,7 +227,7 @@ func auditHead(ctx context.Context, q queryRower) (int64, string, error) {
 }
 
 // auditTransition queues the record of the transition row seq.
-func (t txn) auditTransition(id string, seq int64, f transitionFact) {
+func (t txn) auditTransition(id string, seq int64, f audit.TransitionFact) {
 	f.Transition = seq
 	t.audit(audit.Transition, id, strconv.FormatInt(seq, 10), fromMS(f.At), f)
 }
@@ -313,16 +242,16 @@ func (t txn) auditDecision(a *Approval, d Decision, by policy.UserID, at time.Ti
 	t.audit(audit.Decision, a.OperationID, a.ID, at, decisionFact(a.ID, d, by, at, a.Grant))
 }
 
-func decisionFact(id string, d Decision, by policy.UserID, at time.Time, grant string) approvalFact {
-	return approvalFact{Approval: id, Decision: d, By: by, At: ms(at), Grant: grant}
+func decisionFact(id string, d Decision, by policy.UserID, at time.Time, grant string) audit.ApprovalFact {
+	return audit.ApprovalFact{Approval: id, Decision: string(d), By: int64(by), At: ms(at), Grant: grant}
 }
 
-func approvalAsked(a Approval) approvalFact {
-	f := approvalFact{Approval: a.ID, PayloadSHA256: a.PayloadSHA256, Requester: a.Requester, Created: ms(a.Created), Expires: ms(a.Expires)}
+func approvalAsked(a Approval) audit.ApprovalFact {
+	f := audit.ApprovalFact{Approval: a.ID, PayloadSHA256: a.PayloadSHA256, Requester: int64(a.Requester), Created: ms(a.Created), Expires: ms(a.Expires)}
 	if a.Required > 1 {
 		f.Required = a.Required
 	}
-	f.StepUp = a.StepUp
+	f.StepUp = string(a.StepUp)
 	return f
 }
 
@@ -346,8 +275,8 @@ type queryer interface {
 // chained reports as having no approval record (all of them when chained is
 // nil), by id, each with its decision unless pending names it (nil: unless it
 // is still waiting). It returns the genesis body that history makes.
-func digestHistory(ctx context.Context, q queryer, through int64, chained map[string]bool, pending map[string]bool) (genesisFact, error) {
-	var g genesisFact
+func digestHistory(ctx context.Context, q queryer, through int64, chained map[string]bool, pending map[string]bool) (audit.GenesisFact, error) {
+	var g audit.GenesisFact
 	h := sha256.New()
 	query, args := "SELECT seq, operation_id, from_state, to_state, reason, at FROM transitions ORDER BY seq", []any{}
 	if through >= 0 {
@@ -359,7 +288,7 @@ func digestHistory(ctx context.Context, q queryer, through int64, chained map[st
 	}
 	for rows.Next() {
 		var op string
-		var f transitionFact
+		var f audit.TransitionFact
 		if err := rows.Scan(&f.Transition, &op, &f.From, &f.To, &f.Reason, &f.At); err != nil {
 			rows.Close()
 			return g, err
@@ -396,7 +325,7 @@ func digestHistory(ctx context.Context, q queryer, through int64, chained map[st
 		if waiting {
 			g.Pending = append(g.Pending, a.ID)
 		} else {
-			f.Decision, f.By, f.At = a.Decision, a.DecidedBy, ms(a.DecidedAt)
+			f.Decision, f.By, f.At = string(a.Decision), int64(a.DecidedBy), ms(a.DecidedAt)
 		}
 		fmt.Fprintf(h, "approval %s %s\n", a.OperationID, mustJSON(f))
 	}
@@ -416,6 +345,37 @@ func (j *Journal) AuditRecords(ctx context.Context, since int64, fn func(audit.R
 		return err
 	}
 	return auditRecords(ctx, j.db, since, fn)
+}
+
+// ExportAudit writes to w the export of the trail from seq since on that
+// "countersign audit export" writes and audit.Check verifies offline: every
+// record (AuditRecords), then the public keys of every passkey ever enrolled,
+// removed ones too, so that each receipt verifies with the export alone (no
+// such line when none was), then the signature line by key. It returns that
+// line. A failed read or write is its error, and w then holds a part.
+func (j *Journal) ExportAudit(ctx context.Context, w io.Writer, key ed25519.PrivateKey, since int64) (audit.Signature, error) {
+	e := audit.NewWriter(w, key)
+	if err := j.AuditRecords(ctx, since, e.Add); err != nil {
+		return audit.Signature{}, fmt.Errorf("journal: export the audit trail: %w", err)
+	}
+	passkeys, err := j.PasskeysEver(ctx)
+	if err != nil {
+		return audit.Signature{}, fmt.Errorf("journal: export the audit trail: %w", err)
+	}
+	if len(passkeys) > 0 {
+		keys := make([]audit.PasskeyKey, len(passkeys))
+		for i, c := range passkeys {
+			keys[i] = c.Key()
+		}
+		if err := e.Keys(keys); err != nil {
+			return audit.Signature{}, fmt.Errorf("journal: export the audit trail: %w", err)
+		}
+	}
+	sig, err := e.Close()
+	if err != nil {
+		return sig, fmt.Errorf("journal: export the audit trail: %w", err)
+	}
+	return sig, nil
 }
 
 // auditRecords reads the chained records from seq since on, through q.

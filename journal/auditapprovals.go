@@ -35,11 +35,11 @@ func newBeyondTap() *beyondTap {
 func (b *beyondTap) check(fs facts, r audit.Record) string {
 	switch r.Kind {
 	case audit.Vote:
-		var f voteFact
+		var f audit.VoteFact
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
 			return "body does not describe a vote on " + r.Ref
 		}
-		k := voteKey{f.Approval, f.By}
+		k := voteKey{f.Approval, policy.UserID(f.By)}
 		if b.votes[k] {
 			return fmt.Sprintf("the vote of %d on %s has a record already: a fact has one record, and this one was added", f.By, f.Approval)
 		}
@@ -50,7 +50,7 @@ func (b *beyondTap) check(fs facts, r audit.Record) string {
 			return fmt.Sprintf("the vote of %d on %s is missing from the journal", f.By, f.Approval)
 		case ms(v.At) != f.At || v.Grant != f.Grant:
 			return fmt.Sprintf("the vote of %d on %s in the journal is at %d (grant %q); the record says %d (grant %q)", f.By, f.Approval, ms(v.At), v.Grant, f.At, f.Grant)
-		case v.StepUp != f.StepUp:
+		case string(v.StepUp) != f.StepUp:
 			return fmt.Sprintf("the vote of %d on %s in the journal was given with %q; the record says %q", f.By, f.Approval, v.StepUp, f.StepUp)
 		case f.StepUp != "" && f.PayloadSHA256 != fs.approvals[f.Approval].PayloadSHA256:
 			return fmt.Sprintf("the vote of %d on %s was given with %s for payload %s; the approval is of %s", f.By, f.Approval, f.StepUp, f.PayloadSHA256, fs.approvals[f.Approval].PayloadSHA256)
@@ -58,7 +58,7 @@ func (b *beyondTap) check(fs facts, r audit.Record) string {
 	case audit.Receipt:
 		return b.checkReceipt(fs, r)
 	case audit.Escalation:
-		var f escalationFact
+		var f audit.EscalationFact
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
 			return "body does not describe an escalation of " + r.Ref
 		}
@@ -70,7 +70,7 @@ func (b *beyondTap) check(fs facts, r audit.Record) string {
 			return fmt.Sprintf("approval %s in the journal was not escalated at %d, as the record says", f.Approval, f.At)
 		}
 	case audit.Edit:
-		var f editFact
+		var f audit.EditFact
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
 			return "body does not describe an edit voiding " + r.Ref
 		}
@@ -89,7 +89,7 @@ func (b *beyondTap) check(fs facts, r audit.Record) string {
 			return fmt.Sprintf("edit %d of %s: the payload it replaced hashes to %s, not %s: it was changed", f.Seq, r.Operation, short(e.Old.SHA256()), short(e.OldSHA256))
 		}
 	case audit.Grant, audit.Revoke:
-		var f grantFact
+		var f audit.GrantFact
 		if err := json.Unmarshal(r.Body, &f); err != nil || f.Grant != r.Ref {
 			return "body does not describe grant " + r.Ref
 		}
@@ -102,7 +102,7 @@ func (b *beyondTap) check(fs facts, r audit.Record) string {
 		}
 		if r.Kind == audit.Revoke {
 			b.revoked[f.Grant] = true
-			if g.RevokedBy != f.RevokedBy || ms(g.Revoked) != f.At {
+			if int64(g.RevokedBy) != f.RevokedBy || ms(g.Revoked) != f.At {
 				return fmt.Sprintf("grant %s in the journal was revoked by %d at %d; the record says %d at %d", f.Grant, g.RevokedBy, ms(g.Revoked), f.RevokedBy, f.At)
 			}
 			return ""

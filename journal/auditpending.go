@@ -283,7 +283,7 @@ func (t txn) queueAudit(ctx context.Context) error {
 }
 
 // transitionHead is how a transition's audit record begins: its body with
-// the transition's seq at 0, the first field of transitionFact.
+// the transition's seq at 0, the first field of audit.TransitionFact.
 const transitionHead = `{"transition":0`
 
 // logTransitionPG inserts, on PostgreSQL, transition f of operation id and
@@ -291,7 +291,7 @@ const transitionHead = `{"transition":0`
 // (later). The record carries the seq the insert gives the row, which the
 // server splices into the body the journal made, so that no round trip waits
 // for the seq. Records queued before it go first, keeping their order.
-func (t txn) logTransitionPG(ctx context.Context, id string, f transitionFact) error {
+func (t txn) logTransitionPG(ctx context.Context, id string, f audit.TransitionFact) error {
 	const insert = `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?)`
 	args := []any{id, f.From, f.To, f.Reason, f.At}
 	c := t.chain
@@ -304,7 +304,7 @@ func (t txn) logTransitionPG(ctx context.Context, id string, f transitionFact) e
 	f.Transition = 0
 	body := mustJSON(f)
 	if !strings.HasPrefix(body, transitionHead) {
-		return fmt.Errorf("journal: a transition's record begins %.20q", body) // transitionFact lost its first field
+		return fmt.Errorf("journal: a transition's record begins %.20q", body) // audit.TransitionFact lost its first field
 	}
 	c.queued = true
 	return t.Later(ctx, "log transition of "+id, `WITH tr AS (`+insert+` RETURNING seq)

@@ -118,7 +118,7 @@ type editKey struct {
 
 type transitionRow struct {
 	op string
-	f  transitionFact
+	f  audit.TransitionFact
 }
 
 type opRow struct {
@@ -137,7 +137,7 @@ func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []audit.Record
 	if err != nil {
 		return nil, err
 	}
-	var g genesisFact
+	var g audit.GenesisFact
 	faults := []audit.RecordFault{}
 	all := slices.Clip(recs)
 	for _, p := range pending {
@@ -165,7 +165,7 @@ func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []audit.Record
 				bad("genesis body: %v", err)
 			}
 		case r.Kind == audit.Transition:
-			var f transitionFact
+			var f audit.TransitionFact
 			if err := json.Unmarshal(r.Body, &f); err != nil || strconv.FormatInt(f.Transition, 10) != r.Ref {
 				bad("body does not describe transition %s", r.Ref)
 				continue
@@ -181,12 +181,12 @@ func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []audit.Record
 					f.Transition, row.op, row.f.From, row.f.To, row.f.Reason, row.f.At, r.Operation, f.From, f.To, f.Reason, f.At)
 			}
 			seenT[f.Transition] = true
-			lastState[r.Operation] = f.To
+			lastState[r.Operation] = State(f.To)
 			if f.PayloadSHA256 != "" {
 				lastSHA[r.Operation] = f.PayloadSHA256
 			}
 		case r.Kind == audit.Approval || r.Kind == audit.Decision:
-			var f approvalFact
+			var f audit.ApprovalFact
 			if err := json.Unmarshal(r.Body, &f); err != nil || f.Approval != r.Ref {
 				bad("body does not describe approval %s", r.Ref)
 				continue
@@ -204,7 +204,7 @@ func (j *Journal) crossCheck(ctx context.Context, q queryer, recs []audit.Record
 				}
 			default:
 				decided[a.ID] = true
-				if a.OperationID != r.Operation || a.Decision != f.Decision || a.DecidedBy != f.By || ms(a.DecidedAt) != f.At || a.Grant != f.Grant {
+				if a.OperationID != r.Operation || string(a.Decision) != f.Decision || int64(a.DecidedBy) != f.By || ms(a.DecidedAt) != f.At || a.Grant != f.Grant {
 					bad("approval %s in the journal is %s by %d at %d; the record says %s by %d at %d",
 						a.ID, a.Decision, a.DecidedBy, ms(a.DecidedAt), f.Decision, f.By, f.At)
 				}
@@ -235,7 +235,7 @@ func (j *Journal) transitionOf(fs facts, seq int64) (transitionRow, bool) {
 // checkUnrecorded looks for facts of the journal that have no record since the
 // trail began, checks the history before it against the genesis digest, and
 // each operation's state and payload against its last records.
-func (j *Journal) checkUnrecorded(ctx context.Context, q queryer, fs facts, recs []audit.Record, g genesisFact,
+func (j *Journal) checkUnrecorded(ctx context.Context, q queryer, fs facts, recs []audit.Record, g audit.GenesisFact,
 	seenT map[int64]bool, asked, decided map[string]bool, lastState map[string]State, lastSHA map[string]string) (*audit.RecordFault, error) {
 	missing := func(kind, op, format string, args ...any) (*audit.RecordFault, error) {
 		return &audit.RecordFault{Kind: kind, Operation: op, Problem: fmt.Sprintf(format, args...)}, nil

@@ -87,8 +87,8 @@ func (j *Journal) EditPayload(ctx context.Context, apID string, p action.Payload
 	return e, nil
 }
 
-func (e Edit) fact() editFact {
-	return editFact{Seq: e.Seq, Old: e.OldSHA256, New: e.NewSHA256, By: e.By, At: ms(e.At), Approval: e.Approval}
+func (e Edit) fact() audit.EditFact {
+	return audit.EditFact{Seq: e.Seq, Old: e.OldSHA256, New: e.NewSHA256, By: int64(e.By), At: ms(e.At), Approval: e.Approval}
 }
 
 func short(sha string) string { return sha[:min(12, len(sha))] }

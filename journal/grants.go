@@ -63,34 +63,18 @@ type Grant struct {
 }
 
 // GrantItem is one approval an operations grant approves: its operation and
-// the hash of the payload the card showed.
-type GrantItem struct {
-	Approval      string `json:"approval"`
-	Operation     string `json:"operation"`
-	PayloadSHA256 string `json:"payload_sha256"`
-}
+// the hash of the payload the card showed. It is the audit trail's own type,
+// so that a grant record's items are what the journal keeps.
+type GrantItem = audit.GrantItem
 
 // InForce reports whether a window grant approves commits at now.
 func (g Grant) InForce(now time.Time) bool {
 	return g.Kind == GrantWindow && g.Revoked.IsZero() && now.Before(g.Until)
 }
 
-// grantFact is the body of a grant record and of a revoke record.
-type grantFact struct {
-	Grant     string        `json:"grant"`
-	Kind      GrantKind     `json:"kind,omitempty"`
-	By        policy.UserID `json:"by"`
-	At        int64         `json:"at"`
-	Until     int64         `json:"until,omitempty"`
-	Tool      string        `json:"tool,omitempty"`
-	Target    string        `json:"target,omitempty"`
-	Task      string        `json:"task,omitempty"`
-	Items     []GrantItem   `json:"items,omitempty"`
-	RevokedBy policy.UserID `json:"revoked_by,omitempty"`
-}
-
-func (g Grant) fact() grantFact {
-	return grantFact{Grant: g.ID, Kind: g.Kind, By: g.By, At: ms(g.Created), Until: ms(g.Until),
+// fact is the body of g's grant record.
+func (g Grant) fact() audit.GrantFact {
+	return audit.GrantFact{Grant: g.ID, Kind: string(g.Kind), By: int64(g.By), At: ms(g.Created), Until: ms(g.Until),
 		Tool: g.Tool, Target: g.Target, Task: g.Task, Items: g.Items}
 }
 
@@ -255,7 +239,7 @@ func (j *Journal) RevokeGrant(ctx context.Context, id string, by policy.UserID) 
 			return ErrGrantEnded
 		}
 		g.RevokedBy, g.Revoked = by, now
-		tx.audit(audit.Revoke, "", g.ID, now, grantFact{Grant: g.ID, By: g.By, At: ms(now), RevokedBy: by})
+		tx.audit(audit.Revoke, "", g.ID, now, audit.GrantFact{Grant: g.ID, By: int64(g.By), At: ms(now), RevokedBy: int64(by)})
 		return nil
 	})
 	if errors.Is(err, ErrGrantEnded) {

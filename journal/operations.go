@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/internal/sqlstore"
 )
 
@@ -105,7 +106,7 @@ func (j *Journal) create(ctx context.Context, t *Task, o Operation, reason strin
 			if err != nil {
 				return err
 			}
-			created := transitionFact{Task: o.TaskID, Tool: o.Tool, Surface: o.Surface, Transport: o.Transport, PayloadSHA256: o.PayloadSHA256, Replica: j.Replica()}
+			created := audit.TransitionFact{Task: o.TaskID, Tool: o.Tool, Surface: o.Surface, Transport: o.Transport, PayloadSHA256: o.PayloadSHA256, Replica: j.Replica()}
 			if err := logTransition(ctx, tx, o.ID, "", Prepared, reason, o.Created, created); err != nil {
 				return err
 			}
@@ -261,7 +262,7 @@ func (j *Journal) moveOp(ctx context.Context, tx txn, id string, m Move, fresh b
 			return fmt.Errorf("journal: move %s %s -> %s: %w", id, m.From, m.To, err)
 		}
 	}
-	fact := transitionFact{Replica: by}
+	fact := audit.TransitionFact{Replica: by}
 	if m.Payload != nil {
 		fact.PayloadSHA256 = m.Payload.SHA256()
 	}
@@ -326,10 +327,10 @@ func (j *Journal) recordAttempt(ctx context.Context, tx txn, id string, m Move, 
 
 // logTransition writes the transition row and queues its audit record, with
 // what else the move recorded (fact).
-func logTransition(ctx context.Context, tx txn, id string, from, to State, reason string, at time.Time, fact transitionFact) error {
+func logTransition(ctx context.Context, tx txn, id string, from, to State, reason string, at time.Time, fact audit.TransitionFact) error {
 	reason = keptText(reason)
 	if tx.chain.queue { // a write on PostgreSQL, pipelined
-		fact.From, fact.To, fact.Reason, fact.At = from, to, reason, ms(at)
+		fact.From, fact.To, fact.Reason, fact.At = string(from), string(to), reason, ms(at)
 		return tx.logTransitionPG(ctx, id, fact)
 	}
 	seq, err := insertID(ctx, tx, `INSERT INTO transitions(operation_id, from_state, to_state, reason, at) VALUES(?, ?, ?, ?, ?)`,
@@ -337,7 +338,7 @@ func logTransition(ctx context.Context, tx txn, id string, from, to State, reaso
 	if err != nil {
 		return err
 	}
-	fact.From, fact.To, fact.Reason, fact.At = from, to, reason, ms(at)
+	fact.From, fact.To, fact.Reason, fact.At = string(from), string(to), reason, ms(at)
 	tx.auditTransition(id, seq, fact)
 	return nil
 }

@@ -62,7 +62,7 @@ func (j *Journal) vote(ctx context.Context, tx txn, a *Approval, b Ballot, facto
 	}
 	v := Vote{By: b.By, At: now, Grant: b.Grant, StepUp: factor}
 	a.Votes = append(a.Votes, v)
-	f := voteFact{Approval: a.ID, By: v.By, At: ms(now), Grant: v.Grant, Of: len(a.Votes), Required: a.required(), StepUp: factor}
+	f := audit.VoteFact{Approval: a.ID, By: int64(v.By), At: ms(now), Grant: v.Grant, Of: len(a.Votes), Required: a.required(), StepUp: string(factor)}
 	if factor != policy.NoFactor {
 		f.PayloadSHA256 = a.PayloadSHA256
 	}
@@ -121,7 +121,7 @@ func (j *Journal) Escalate(ctx context.Context, id string) (Approval, bool, erro
 			return err
 		}
 		done = true
-		tx.audit(audit.Escalation, a.OperationID, a.ID, now, escalationFact{Approval: a.ID, At: ms(now)})
+		tx.audit(audit.Escalation, a.OperationID, a.ID, now, audit.EscalationFact{Approval: a.ID, At: ms(now)})
 		return nil
 	})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -192,7 +191,7 @@ func exportAudit(ctx context.Context, j *journal.Journal, key ed25519.PrivateKey
 			return err
 		}
 	}
-	sig, err := writeExport(ctx, j, w, key, since)
+	sig, err := j.ExportAudit(ctx, w, key, since)
 	if err = done(err); err != nil {
 		fmt.Fprintln(env.Stderr, env.program()+" audit export:", err)
 		return exitError
@@ -201,29 +200,6 @@ func exportAudit(ctx context.Context, j *journal.Journal, key ed25519.PrivateKey
 		fmt.Fprintf(env.Stderr, "exported %d records to %s, head %.16s\n", sig.Records, out, sig.Head)
 	}
 	return exitOK
-}
-
-func writeExport(ctx context.Context, j *journal.Journal, w io.Writer, key ed25519.PrivateKey, since int64) (audit.Signature, error) {
-	e := audit.NewWriter(w, key)
-	if err := j.AuditRecords(ctx, since, e.Add); err != nil {
-		return audit.Signature{}, err
-	}
-	// The approvers' passkey public keys, removed ones too, so that every
-	// receipt verifies offline with the export alone.
-	passkeys, err := j.PasskeysEver(ctx)
-	if err != nil {
-		return audit.Signature{}, err
-	}
-	if len(passkeys) > 0 {
-		keys := make([]audit.PasskeyKey, len(passkeys))
-		for i, c := range passkeys {
-			keys[i] = c.Key()
-		}
-		if err := e.Keys(keys); err != nil {
-			return audit.Signature{}, err
-		}
-	}
-	return e.Close()
 }
 
 // keygen is "countersign audit keygen": a new private key on stdout, for the
