@@ -17,7 +17,7 @@ type Decision string
 // The decisions. An empty Decision is an approval still waiting.
 const (
 	Pending        Decision = ""
-	DecideApprove  Decision = "approved"
+	DecideApprove  Decision = audit.DecisionApproved // what the offline check reads as approved
 	DecideReject   Decision = "rejected"
 	DecideExpire   Decision = "expired"
 	DecideWithdraw Decision = "withdrawn"
