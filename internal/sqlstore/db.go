@@ -23,6 +23,7 @@ import (
 	"hash/fnv"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,6 +169,17 @@ const (
 	MaxConns = maxDurableConns + maxLazyConns
 )
 
+// durableTurns is how many durable writes a store on PostgreSQL runs at once,
+// twice the cores it runs on, at least 4 and at most the pool's connections;
+// the others wait for their turn, first come first served (turn). More
+// writes at once than that add nothing a second: a write is mostly the
+// server's CPU, and every one in flight shares it, so each takes longer,
+// and the slowest the longest. With all ten connections writing on two
+// cores, a burst of 16 writers' slowest sends (p99) took about twice
+// SQLite's, whose writers queue on its lock; with 4 at once, about as long
+// (docs/performance.md). Reads take no turn: a connection is left for them.
+var durableTurns = min(maxDurableConns, max(4, 2*runtime.NumCPU()))
+
 // OpenPostgres opens pools on the database cfg names: a durable one, whose
 // commits wait for the WAL to be on disk whatever the server's default, and a
 // lazy one, whose commits do not. It connects to read the schema its
@@ -186,7 +198,7 @@ func OpenPostgres(ctx context.Context, cfg *pgx.ConnConfig) (*DB, error) {
 	// statements prepared again. It keeps them all, within the same bound.
 	db.durable.SetMaxIdleConns(maxDurableConns)
 	db.lazy.SetMaxIdleConns(maxLazyConns)
-	db.turns = [2]*turns{Durable: newTurns(maxDurableConns), Lazy: newTurns(maxLazyConns)}
+	db.turns = [2]*turns{Durable: newTurns(durableTurns), Lazy: newTurns(maxLazyConns)}
 	if err := db.durable.QueryRowContext(ctx, "SELECT current_schema()").Scan(&db.schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connect: %w", err)
@@ -280,7 +292,8 @@ func (db *DB) writePG(ctx context.Context, c Commit, trips *atomic.Int64, fn fun
 // (database/sql), so that in a burst of more writers than connections a
 // write could lose again and again to later ones: a send's four writes, each
 // a fresh draw, made the burst's slowest sends several times its mean. The
-// turns are as many as the pool's connections, and a write takes one before
+// durable turns are at most as many as the pool's connections (durableTurns),
+// the lazy ones as many, and a write takes one before
 // it asks the pool for a connection: the writes queue here, first come first
 // served, and one that has its turn seldom waits for the pool (only for the
 // reads, which take no turn).

@@ -44,14 +44,15 @@ func TestWritesWaitingForAConnectionAreServedInTheOrderTheyCame(t *testing.T) {
 	}
 	defer holder.Close()
 	const key = 0x7e57
-	for i := range maxDurableConns {
+	for i := range durableTurns {
 		if _, err := holder.ExecContext(ctx, "SELECT pg_advisory_lock($1, $2)", key, i); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 2*maxDurableConns)
-	for i := range maxDurableConns {
+	const late = 8 // writers that come after every turn is taken
+	errs := make(chan error, durableTurns+late)
+	for i := range durableTurns {
 		wg.Go(func() {
 			errs <- db.Write(ctx, Durable, func(tx *Tx) error {
 				_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", key, i)
@@ -78,7 +79,6 @@ func TestWritesWaitingForAConnectionAreServedInTheOrderTheyCame(t *testing.T) {
 	q.mu.Unlock()
 	var mu sync.Mutex
 	var served []int
-	const late = 8
 	var lates sync.WaitGroup
 	for i := range late {
 		lates.Go(func() {
