@@ -111,16 +111,14 @@ func nameOr(name string, user policy.UserID) string {
 	return fmt.Sprint(user)
 }
 
-// codePrompt is the question a tap on Approve of approval id brings, when it
-// asks a second factor.
-func (h *Handler) codePrompt(ctx context.Context, a journal.Approval) (*CodePrompt, error) {
+// codePrompt is the question a tap on Approve of approval a brings when the
+// operator refused it without second factor f (journal.StepUpError.Asked):
+// f, never the factor a asked when it was made, since a policy may ask
+// another since.
+func (h *Handler) codePrompt(ctx context.Context, a journal.Approval, f policy.Factor) (*CodePrompt, error) {
 	op, err := h.Journal.Operation(ctx, a.OperationID)
 	if err != nil {
 		return nil, err
-	}
-	f := a.StepUp
-	if f == policy.NoFactor {
-		f = policy.FactorTOTP // asked by the policy in force since the approval was made
 	}
 	if f == policy.FactorPasskey {
 		return &CodePrompt{Approval: a, Operation: op, Factor: f, Text: fmt.Sprintf(

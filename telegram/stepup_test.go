@@ -1,6 +1,7 @@
 package telegram_test
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -222,5 +223,79 @@ func TestACodeRepliedToALookalikePromptApprovesNothing(t *testing.T) {
 	}
 	if n := len(r.srv.Messages(target)); n != 0 {
 		t.Errorf("sent %d, want 0", n)
+	}
+}
+
+// askFactor makes commit_send_message ask f of every approver.
+func askFactor(p *policy.Policy, f policy.Factor) {
+	tp := p.Tools["commit_send_message"]
+	tp.StepUp = f
+	p.Tools["commit_send_message"] = tp
+}
+
+// factorPrompt waits for the bot's prompt for a second factor of approval
+// apID in chat, a code's (🔐) or a passkey's (🔑), and returns it.
+func (r *rig) factorPrompt(chat int64, apID string) telegramtest.Message {
+	r.t.Helper()
+	var found telegramtest.Message
+	r.waitFor("a second factor's prompt for "+apID, func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(chat) {
+			if strings.HasPrefix(m.Text, codePromptMark+"Approval "+apID) || strings.HasPrefix(m.Text, passkeyPromptMark+"Approval "+apID) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// Prompt marks as the bot writes them (telegram/stepup.go).
+const (
+	codePromptMark    = "🔐 "
+	passkeyPromptMark = "🔑 "
+)
+
+// A tap on Approve of a card whose approval asked no factor, or a TOTP code,
+// once the process runs under a policy that asks a passkey, prompts for the
+// passkey (a button to the approver's own review link, no reply asked),
+// never for a code: the factor is the one the operator refused the tap
+// without, not one read off the approval. Nothing is recorded or sent.
+func TestATapPromptsForTheFactorThePolicyAsksNow(t *testing.T) {
+	t.Parallel()
+	for _, before := range []policy.Factor{policy.NoFactor, policy.FactorTOTP} {
+		t.Run("asked "+cmp.Or(string(before), "none"), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, withReviewer(linker{}), withPolicy(func(p *policy.Policy) { askFactor(p, before) }))
+			r.command(alice, "/send 222 asked before the passkey")
+			card := r.card(bob)
+			opID := opIn(t, card.Text)
+			a, err := r.j.LatestApproval(context.Background(), opID)
+			if err != nil || a.StepUp != before {
+				t.Fatalf("approval %+v, %v; want it to ask %q", a, err, before)
+			}
+			r.shutdown()
+			askFactor(r.pol, policy.FactorPasskey)
+			r.start()
+
+			r.tap(bob, card, "Approve")
+			prompt := r.factorPrompt(bob, a.ID)
+			if !strings.HasPrefix(prompt.Text, passkeyPromptMark) || !strings.Contains(prompt.Text, "asks your passkey") {
+				t.Fatalf("prompt %q: want the passkey's, as the policy in force asks", prompt.Text)
+			}
+			r.answered("approve with your passkey, in your phone's browser")
+			for _, c := range sendCalls(r.srv, bob) {
+				if strings.HasPrefix(c.Params["text"], passkeyPromptMark) && (!strings.Contains(c.Params["reply_markup"], `"url":"https://review.example/`+a.ID+`?for=200"`) ||
+					strings.Contains(c.Params["reply_markup"], "force_reply")) {
+					t.Errorf("passkey prompt sent with %s: want a button to bob's review link, and no reply asked", c.Params["reply_markup"])
+				}
+			}
+			if got, _ := r.j.Approval(context.Background(), a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 {
+				t.Errorf("after the tap: %+v, want nothing recorded", got)
+			}
+			if n := len(r.srv.Messages(target)); n != 0 {
+				t.Errorf("sent %d, want 0", n)
+			}
+		})
 	}
 }
