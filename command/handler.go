@@ -70,6 +70,10 @@ type Reply struct {
 	// decision's buttons beside each.
 	Listed  []journal.Operation
 	Pending bool
+	// StepUp asks the person for the second factor the operator refused an
+	// approval without (a code where a passkey is asked now): nothing was
+	// recorded, and Text says so.
+	StepUp *CodePrompt
 }
 
 // Approval is what an approver must see to decide: the exact payload and its hash.

@@ -299,3 +299,54 @@ func TestATapPromptsForTheFactorThePolicyAsksNow(t *testing.T) {
 		})
 	}
 }
+
+// A code in reply to a code's prompt, once the process runs under a policy
+// that asks a passkey, approves nothing and spends nothing: it is refused,
+// saying the passkey is asked, and the passkey's prompt follows, as for a
+// tap. (Recorded, it would be an approval the sender refuses and asks again,
+// the approver sent down the wrong path twice.)
+func TestACodeWhereAPasskeyIsAskedNowBringsThePasskeysPrompt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withReviewer(linker{}), withStepUp())
+	secret := r.enrolled(bob)
+	r.command(alice, "/send 222 asked with a code")
+	card := r.card(bob)
+	a, err := r.j.LatestApproval(context.Background(), opIn(t, card.Text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tap(bob, card, "Approve")
+	prompt := r.factorPrompt(bob, a.ID)
+	if !strings.HasPrefix(prompt.Text, codePromptMark) {
+		t.Fatalf("prompt %q: want a code's, as the policy asks", prompt.Text)
+	}
+	r.shutdown()
+	askFactor(r.pol, policy.FactorPasskey)
+	r.start()
+
+	code := codeOf(t, secret, time.Now())
+	r.srv.PushReply(bob, bob, prompt.MessageID, code)
+	var said telegramtest.Message
+	r.waitFor("an answer to the code", func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(bob) {
+			if strings.HasPrefix(m.Text, "Refused:") || strings.HasPrefix(m.Text, "Approved with your code") {
+				said = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(said.Text, "asks a second factor (passkey)") {
+		t.Fatalf("answer %q: want the code refused, the passkey asked", said.Text)
+	}
+	r.replyContaining(bob, passkeyPromptMark+"Approval "+a.ID)
+	if got, _ := r.j.Approval(context.Background(), a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 {
+		t.Errorf("after the code: %+v, want nothing recorded", got)
+	}
+	if err := r.j.UseTOTP(context.Background(), policy.UserID(bob), code); err != nil {
+		t.Errorf("the code after its refusal = %v, want it unspent", err)
+	}
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("sent %d, want 0", n)
+	}
+}
