@@ -360,16 +360,34 @@ func (h *Handler) outcome(ctx context.Context, opID string, r action.Result, err
 	return Reply{Text: Describe(r), Result: &r}, nil
 }
 
-// Decide records user's tap or answer on an approval and describes the outcome.
+// Decide records user's tap or answer on an approval and describes the
+// outcome. An approval refused for want of a second factor is a reply whose
+// StepUp asks for the factor the operator named.
 func (h *Handler) Decide(ctx context.Context, approvalID string, user policy.UserID, approve bool) (Reply, error) {
-	r, err := h.Operator.Decide(ctx, approvalID, user, approve)
+	d, err := h.Operator.Record(ctx, approvalID, user, approve)
 	if err != nil {
-		if text, ok := refusal(err); ok {
-			return Reply{Text: text}, nil
-		}
+		return h.decideRefused(ctx, d, err)
+	}
+	r, err := h.Operator.Proceed(ctx, d)
+	if err != nil {
 		return Reply{}, err
 	}
 	return Reply{Text: Describe(r), Result: &r}, nil
+}
+
+// decideRefused is the reply to a decision the operator refused with err:
+// its words and, where it asks a second factor, the prompt for that factor.
+func (h *Handler) decideRefused(ctx context.Context, d operator.Decision, err error) (Reply, error) {
+	text, ok := refusal(err)
+	if !ok {
+		return Reply{}, err
+	}
+	var missing *journal.StepUpError
+	if !errors.As(err, &missing) {
+		return Reply{Text: text}, nil
+	}
+	p, err := h.codePrompt(ctx, d.Approval, missing.Asked)
+	return Reply{Text: text, StepUp: p}, err
 }
 
 // refusal words the operator's refusals for a person; other errors are not theirs.
