@@ -99,6 +99,11 @@ type Approval struct {
 	// Editable is whether an approver may correct the payload's text before
 	// approving it (the tool is a tools.Reviser): the card offers an Edit.
 	Editable bool
+	// Factor is the second factor the operator asks of each approver now
+	// (operator.StepUpOf): what the approval asked when it was made (its
+	// StepUp), or more where a policy asks more since. Cards and the review
+	// page show and ask this one.
+	Factor policy.Factor
 }
 
 // Shows reports whether the approval is shown to user: one of Approvers, the
@@ -340,7 +345,8 @@ func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
 		askedBy = task.Summary
 	}
 	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: approvers,
-		Shown: tools.ShowOf(tool, op.Payload), AskedBy: askedBy, Task: task, Escalation: escalation, Editable: editable}, nil
+		Shown: tools.ShowOf(tool, op.Payload), AskedBy: askedBy, Task: task, Escalation: escalation, Editable: editable,
+		Factor: h.Operator.StepUpOf(task, op, a)}, nil
 }
 
 // outcome turns a result into a reply, with the approval to ask for when pending.

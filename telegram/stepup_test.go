@@ -3,12 +3,16 @@ package telegram_test
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/stepup"
 	"github.com/countersign/countersign/telegram/telegramtest"
@@ -348,5 +352,45 @@ func TestACodeWhereAPasskeyIsAskedNowBringsThePasskeysPrompt(t *testing.T) {
 	}
 	if n := len(r.srv.Messages(target)); n != 0 {
 		t.Errorf("sent %d, want 0", n)
+	}
+}
+
+// A card the bot shows for an approval another process asked under a policy
+// that asked no factor (an agent's `countersign mcp` with -policies of its
+// own) says the passkey the bot's policy asks, and a tap on it prompts for
+// the passkey: the card, like the prompt, shows the factor the operator
+// asks now, not the one the approval record holds.
+func TestACardOfAnotherProcesssApprovalSaysTheFactorAskedHere(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withReviewer(linker{}), withPolicy(func(p *policy.Policy) { askFactor(p, policy.FactorPasskey) }))
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []policy.UserID{alice}, Approvers: []policy.UserID{alice, bob}}
+	agent := rigtest.New(t, rigtest.Over(r.j), rigtest.Policy(p), rigtest.Sender(r.bot.Sender())).Operator
+	ctx := context.Background()
+	task, err := agent.StartTask(ctx, journal.Task{Surface: "mcp", Summary: "asked under no step_up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := agent.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: json.RawMessage(`{"chat_id":"222","text":"from an agent"}`)})
+	if err != nil || res.Status != action.StatusPending {
+		t.Fatalf("the agent's call = %+v, %v; want pending", res, err)
+	}
+	a, err := r.j.LatestApproval(ctx, res.OperationID)
+	if err != nil || a.StepUp != policy.NoFactor {
+		t.Fatalf("approval %+v, %v; want one asking no factor", a, err)
+	}
+	card := r.cardFor(bob, res.OperationID)
+	if !strings.Contains(card.Text, "Second factor: passkey") {
+		t.Errorf("card = %q, want the passkey the bot's policy asks", card.Text)
+	}
+	r.tap(bob, card, "Approve")
+	if prompt := r.factorPrompt(bob, a.ID); !strings.HasPrefix(prompt.Text, passkeyPromptMark) {
+		t.Errorf("prompt %q: want the passkey's", prompt.Text)
+	}
+	if got, _ := r.j.Approval(ctx, a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 || len(r.srv.Messages(target)) != 0 {
+		t.Errorf("after the tap: %+v, want nothing recorded or sent", got)
 	}
 }
