@@ -53,7 +53,7 @@ func (h *Handler) approverCommand(ctx context.Context, req Request, c Command) (
 		return Reply{Text: b.String() + "/revoke <grant_id> ends one."}, nil
 	case "code":
 		r, err := h.Confirm(ctx, Confirmation{User: req.User, Approval: c.OpID, Code: c.Text})
-		return Reply{Text: joinLines(r.Text, r.Close), Result: r.Result}, err
+		return Reply{Text: joinLines(r.Text, r.Close), Result: r.Result, StepUp: r.StepUp}, err
 	case "review":
 		return h.reviewLink(ctx, req.User, c.OpID)
 	case "revoke":

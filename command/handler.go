@@ -70,6 +70,10 @@ type Reply struct {
 	// decision's buttons beside each.
 	Listed  []journal.Operation
 	Pending bool
+	// StepUp asks the person for the second factor the operator refused an
+	// approval without (a code where a passkey is asked now): nothing was
+	// recorded, and Text says so.
+	StepUp *CodePrompt
 }
 
 // Approval is what an approver must see to decide: the exact payload and its hash.
@@ -95,6 +99,11 @@ type Approval struct {
 	// Editable is whether an approver may correct the payload's text before
 	// approving it (the tool is a tools.Reviser): the card offers an Edit.
 	Editable bool
+	// Factor is the second factor the operator asks of each approver now
+	// (operator.StepUpOf): what the approval asked when it was made (its
+	// StepUp), or more where a policy asks more since. Cards and the review
+	// page show and ask this one.
+	Factor policy.Factor
 }
 
 // Shows reports whether the approval is shown to user: one of Approvers, the
@@ -336,7 +345,8 @@ func (h *Handler) Approval(ctx context.Context, opID string) (Approval, error) {
 		askedBy = task.Summary
 	}
 	return Approval{Approval: a, Operation: op, Verdict: op.Verdict, Approvers: approvers,
-		Shown: tools.ShowOf(tool, op.Payload), AskedBy: askedBy, Task: task, Escalation: escalation, Editable: editable}, nil
+		Shown: tools.ShowOf(tool, op.Payload), AskedBy: askedBy, Task: task, Escalation: escalation, Editable: editable,
+		Factor: h.Operator.StepUpOf(task, op, a)}, nil
 }
 
 // outcome turns a result into a reply, with the approval to ask for when pending.
@@ -356,16 +366,34 @@ func (h *Handler) outcome(ctx context.Context, opID string, r action.Result, err
 	return Reply{Text: Describe(r), Result: &r}, nil
 }
 
-// Decide records user's tap or answer on an approval and describes the outcome.
+// Decide records user's tap or answer on an approval and describes the
+// outcome. An approval refused for want of a second factor is a reply whose
+// StepUp asks for the factor the operator named.
 func (h *Handler) Decide(ctx context.Context, approvalID string, user policy.UserID, approve bool) (Reply, error) {
-	r, err := h.Operator.Decide(ctx, approvalID, user, approve)
+	d, err := h.Operator.Record(ctx, approvalID, user, approve)
 	if err != nil {
-		if text, ok := refusal(err); ok {
-			return Reply{Text: text}, nil
-		}
+		return h.decideRefused(ctx, d, err)
+	}
+	r, err := h.Operator.Proceed(ctx, d)
+	if err != nil {
 		return Reply{}, err
 	}
 	return Reply{Text: Describe(r), Result: &r}, nil
+}
+
+// decideRefused is the reply to a decision the operator refused with err:
+// its words and, where it asks a second factor, the prompt for that factor.
+func (h *Handler) decideRefused(ctx context.Context, d operator.Decision, err error) (Reply, error) {
+	text, ok := refusal(err)
+	if !ok {
+		return Reply{}, err
+	}
+	var missing *journal.StepUpError
+	if !errors.As(err, &missing) {
+		return Reply{Text: text}, nil
+	}
+	p, err := h.codePrompt(ctx, d.Approval, missing.Asked)
+	return Reply{Text: text, StepUp: p}, err
 }
 
 // refusal words the operator's refusals for a person; other errors are not theirs.

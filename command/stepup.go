@@ -51,7 +51,8 @@ type Confirmation struct {
 // approved. Refusals (a wrong, used or malformed code, a locked factor, no
 // factor enrolled, not an approver, decided already) are answers, and
 // record nothing but the count of wrong codes; an error is one the person
-// cannot act on.
+// cannot act on. A code where the operator asks a stronger factor now is
+// refused too, and the reply's StepUp asks for that one.
 func (h *Handler) Confirm(ctx context.Context, c Confirmation) (TapReply, error) {
 	reply := TapReply{}
 	answered := false
@@ -80,10 +81,17 @@ func (h *Handler) Confirm(ctx context.Context, c Confirmation) (TapReply, error)
 		d, err = h.Operator.Confirm(ctx, id, c.User, c.Code)
 	}
 	var refused *operator.Refusal
+	var missing *journal.StepUpError
 	switch {
 	case errors.As(err, &refused):
 		answer(tapRefusal(refused, d))
-		return reply, nil
+		if !errors.As(err, &missing) {
+			return reply, nil
+		}
+		// A code where the operator asks more now (a passkey, since the
+		// policy changed): the person is asked for what it asks.
+		reply.StepUp, err = h.codePrompt(ctx, d.Approval, missing.Asked)
+		return reply, err
 	case err != nil:
 		answer("The bot could not record " + what + "; nothing was sent.")
 		return reply, err
@@ -111,16 +119,14 @@ func nameOr(name string, user policy.UserID) string {
 	return fmt.Sprint(user)
 }
 
-// codePrompt is the question a tap on Approve of approval id brings, when it
-// asks a second factor.
-func (h *Handler) codePrompt(ctx context.Context, a journal.Approval) (*CodePrompt, error) {
+// codePrompt is the question a tap on Approve of approval a brings when the
+// operator refused it without second factor f (journal.StepUpError.Asked):
+// f, never the factor a asked when it was made, since a policy may ask
+// another since.
+func (h *Handler) codePrompt(ctx context.Context, a journal.Approval, f policy.Factor) (*CodePrompt, error) {
 	op, err := h.Journal.Operation(ctx, a.OperationID)
 	if err != nil {
 		return nil, err
-	}
-	f := a.StepUp
-	if f == policy.NoFactor {
-		f = policy.FactorTOTP // asked by the policy in force since the approval was made
 	}
 	if f == policy.FactorPasskey {
 		return &CodePrompt{Approval: a, Operation: op, Factor: f, Text: fmt.Sprintf(

@@ -9,6 +9,7 @@ import (
 
 	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/command"
+	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/stepup"
 )
@@ -80,5 +81,45 @@ func TestAStepUpTapAsksACodeAndTheCodeApproves(t *testing.T) {
 	c, err = h.Confirm(ctx, command.Confirmation{User: approverID, Approval: a.ID, Code: code})
 	if err != nil || c.Text != "Already approved." {
 		t.Errorf("a second confirmation = %+v, %v; want decided already", c, err)
+	}
+}
+
+// TestAPromptAsksTheFactorThePolicyAsksNow: an approval made when no factor
+// was asked, decided once the process runs under a policy that asks a
+// passkey, records nothing, and both a tap on Approve and Decide (the
+// console's y) come back asking the passkey, the factor of the operator's
+// refusal, never a code guessed from the approval.
+func TestAPromptAsksTheFactorThePolicyAsksNow(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	h := w.start(testPolicy(t, approverID), "telegram")
+	r, err := h.Handle(ctx, command.Request{User: operatorID, Chat: "1", Line: "/send 222 hello"})
+	if err != nil || r.Result == nil || r.Result.Status != action.StatusPending {
+		t.Fatalf("/send = %+v, %v; want pending", r, err)
+	}
+	a, err := h.Approval(ctx, r.Result.OperationID)
+	if err != nil || a.StepUp != policy.NoFactor {
+		t.Fatalf("approval %+v, %v; want one asking no factor", a, err)
+	}
+	p := testPolicy(t, approverID)
+	tp := p.Tools["commit_send_message"]
+	tp.StepUp = policy.FactorPasskey
+	p.Tools["commit_send_message"] = tp
+	h = w.start(p, "telegram")
+
+	var answers []string
+	got, err := h.Tap(ctx, command.Tap{User: approverID, Button: command.Approve, Ref: a.ID, Answer: func(s string) { answers = append(answers, s) }})
+	if err != nil || got.StepUp == nil || got.StepUp.Factor != policy.FactorPasskey || got.Result != nil {
+		t.Fatalf("tap = %+v, %v; want a passkey's prompt and nothing decided", got, err)
+	}
+	if len(answers) != 1 || !strings.Contains(answers[0], "approve with your passkey") || !strings.Contains(got.StepUp.Text, "asks your passkey") {
+		t.Errorf("answers %q, prompt %q: want the passkey asked", answers, got.StepUp.Text)
+	}
+	d, err := h.Decide(ctx, a.ID, approverID, true)
+	if err != nil || d.StepUp == nil || d.StepUp.Factor != policy.FactorPasskey || !strings.Contains(d.Text, "confirm it with your passkey") {
+		t.Fatalf("Decide = %+v, %v; want refused, asking the passkey", d, err)
+	}
+	if now, _ := w.j.Approval(ctx, a.ID); now.Decision != journal.Pending || len(now.Votes) != 0 || w.sender.count() != 0 {
+		t.Errorf("after the tap and Decide: %+v, %d sends; want nothing recorded or sent", now, w.sender.count())
 	}
 }

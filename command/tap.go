@@ -61,8 +61,10 @@ type TapReply struct {
 	Amend bool
 	// Offer (OfferGrant) is the list one grant would approve, for its card.
 	Offer *operator.TaskGrant
-	// StepUp (Approve) asks the person for the second factor the approval
-	// asks: nothing was recorded; their code comes back through Confirm.
+	// StepUp (Approve, or a code through Confirm) asks the person for the
+	// second factor the operator refused the approval without: nothing was
+	// recorded; their code comes back through Confirm, their passkey
+	// through the review page.
 	StepUp *CodePrompt
 }
 
@@ -103,9 +105,10 @@ func (h *Handler) decideTap(ctx context.Context, tap Tap, answer func(string)) (
 	approve := tap.Button == Approve
 	d, err := h.Operator.Record(ctx, tap.Ref, tap.User, approve)
 	var refused *operator.Refusal
+	var missing *journal.StepUpError
 	switch {
-	case errors.As(err, &refused) && errors.Is(refused, operator.ErrStepUp):
-		p, err := h.codePrompt(ctx, d.Approval)
+	case errors.As(err, &missing):
+		p, err := h.codePrompt(ctx, d.Approval, missing.Asked)
 		if err != nil {
 			answer("The bot could not read this approval; nothing was recorded.")
 			return TapReply{}, err

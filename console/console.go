@@ -502,16 +502,19 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 			fmt.Fprintln(c.Out, "Answer y or n.")
 			continue
 		}
-		if approve && a.StepUp != policy.NoFactor {
-			done, err := c.confirm(ctx, in, a)
+		decided, err := c.Handler.Decide(ctx, a.ID, User, approve)
+		if err != nil {
+			return fmt.Errorf("console: %w", err)
+		}
+		if decided.StepUp != nil {
+			// y alone recorded nothing: the console asks for the factor
+			// the operator's refusal names, never one read off the
+			// approval, which a policy may ask more than since.
+			done, err := c.confirm(ctx, in, a, decided.StepUp.Factor)
 			if done || err != nil {
 				return err
 			}
 			continue
-		}
-		decided, err := c.Handler.Decide(ctx, a.ID, User, approve)
-		if err != nil {
-			return fmt.Errorf("console: %w", err)
 		}
 		fmt.Fprintln(c.Out, decided.Text)
 		return nil
@@ -520,18 +523,18 @@ func (c *Console) ask(ctx context.Context, in *input, a command.Approval) error 
 	return nil
 }
 
-// confirm asks the terminal's owner for the second factor approval a asks,
-// after their y, and approves with it (command.Handler.Confirm). It reports
-// whether the question is over: the approval was recorded, or it asks a
-// passkey, which a terminal cannot give (it stays waiting); a refused code (wrong, used, a locked
-// factor) leaves it waiting, and the question is put again.
-func (c *Console) confirm(ctx context.Context, in *input, a command.Approval) (bool, error) {
-	if a.StepUp == policy.FactorPasskey {
-		// A terminal has no WebAuthn: the approver's browser does.
-		fmt.Fprintf(c.Out, "Second factor: passkey. A terminal cannot take one: approve %s on the review page, in a browser, with your passkey (/review %s gives the link). Nothing is recorded here.\n", a.Operation.ID, a.Operation.ID)
+// confirm asks the terminal's owner for factor, the second factor the
+// operator refused their y on approval a without, and approves with it
+// (command.Handler.Confirm). It reports whether the question is over: the
+// approval was recorded, or it asks a passkey, which a terminal cannot give
+// (it stays waiting); a refused code (wrong, used, a locked factor) leaves
+// it waiting, and the question is put again.
+func (c *Console) confirm(ctx context.Context, in *input, a command.Approval, factor policy.Factor) (bool, error) {
+	if factor == policy.FactorPasskey {
+		c.passkeyElsewhere(a)
 		return true, nil
 	}
-	fmt.Fprintf(c.Out, "Second factor: %s. Code from your authenticator app: ", a.StepUp.Name())
+	fmt.Fprintf(c.Out, "Second factor: %s. Code from your authenticator app: ", factor.Name())
 	l, ok := in.next(ctx)
 	if !ok {
 		return false, nil
@@ -549,12 +552,22 @@ func (c *Console) confirm(ctx context.Context, in *input, a command.Approval) (b
 		fmt.Fprintln(c.Out, command.Describe(*r.Result))
 		return true, nil
 	}
+	if r.StepUp != nil && r.StepUp.Factor == policy.FactorPasskey {
+		c.passkeyElsewhere(a) // the code was refused: a passkey is asked now
+		return true, nil
+	}
 	now, err := c.Handler.Journal.Approval(ctx, a.ID)
 	if err != nil {
 		return false, fmt.Errorf("console: %w", err)
 	}
 	voted := slices.ContainsFunc(now.Votes, func(v journal.Vote) bool { return v.By == User })
 	return now.Decision != journal.Pending || voted, nil
+}
+
+// passkeyElsewhere says where approval a's passkey is given: a terminal has
+// no WebAuthn, the approver's browser does.
+func (c *Console) passkeyElsewhere(a command.Approval) {
+	fmt.Fprintf(c.Out, "Second factor: passkey. A terminal cannot take one: approve %s on the review page, in a browser, with your passkey (/review %s gives the link). Nothing is recorded here.\n", a.Operation.ID, a.Operation.ID)
 }
 
 // amend reads the corrected text of approval a's request, one line (\n

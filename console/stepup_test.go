@@ -53,3 +53,29 @@ func TestTheConsoleAsksTheCodeAfterYes(t *testing.T) {
 		t.Errorf("journal = %+v, want one committed operation", ops)
 	}
 }
+
+// TestTheConsoleSendsAPasskeyToTheBrowser: where a passkey is asked, y
+// records nothing and asks no code: the console says the passkey is given on
+// the review page, in a browser, and the approval stays waiting.
+func TestTheConsoleSendsAPasskeyToTheBrowser(t *testing.T) {
+	ctx := context.Background()
+	var out bytes.Buffer
+	r := rigtest.New(t, rigtest.Transport(console.Transport), rigtest.Sender(console.NewPrinter(&out)), rigtest.EditPolicy(func(p *policy.Policy) {
+		consoleUser(p)
+		tp := p.Tools["commit_send_message"]
+		tp.StepUp = policy.FactorPasskey
+		p.Tools["commit_send_message"] = tp
+	}))
+	c := &console.Console{Handler: r.Handler, In: strings.NewReader("/send 222 with a passkey\ny\n"), Out: &out}
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if !strings.Contains(got, "Second factor: passkey. A terminal cannot take one") || strings.Contains(got, "Code from your authenticator app") {
+		t.Errorf("want the passkey sent to the browser, and no code asked, in:\n%s", got)
+	}
+	ops, _ := r.Journal.Operations(ctx, journal.Filter{})
+	if len(ops) != 1 || ops[0].State != journal.AwaitingApproval || strings.Contains(got, "→ sent") {
+		t.Errorf("journal = %+v, want one operation awaiting approval, nothing sent:\n%s", ops, got)
+	}
+}

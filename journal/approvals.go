@@ -236,6 +236,13 @@ type Ballot struct {
 	// credential's counter, records the vote as given with FactorPasskey and
 	// chains the receipt after it.
 	Receipt *audit.PasskeyReceipt
+	// StepUp is the second factor the caller's policy asks of this approval
+	// now. Decide asks the stronger of it and the approval's own StepUp (what
+	// was asked when the approval was made), and refuses an approval given
+	// without it with a *StepUpError: a policy that asks more since the
+	// approval was made is not met by less, and the check is made once, in
+	// the transaction that records the vote.
+	StepUp policy.Factor
 }
 
 // Decide records the decision on an approval and moves its operation out of
@@ -252,7 +259,10 @@ func (j *Journal) Decide(ctx context.Context, id string, d Decision, by policy.U
 	return j.DecideBallot(ctx, id, Ballot{Decision: d, By: by})
 }
 
-// DecideBallot is Decide for a ballot that may name a grant.
+// DecideBallot is Decide for a ballot that may name a grant or give a second
+// factor. A ballot that approves without the second factor asked of it (the
+// stronger of the approval's StepUp and the ballot's) is refused with a
+// *StepUpError, which unwraps to ErrStepUpMissing, and records nothing.
 func (j *Journal) DecideBallot(ctx context.Context, id string, b Ballot) (Approval, error) {
 	var a Approval
 	expired := false
@@ -309,15 +319,17 @@ func (j *Journal) decideIn(ctx context.Context, tx txn, id string, b Ballot, exp
 		}
 		a.Grant = b.Grant
 	}
+	// Refused before its code or receipt is read: a factor too weak for
+	// what is asked spends no code and counts no wrong one.
+	if asked := policy.Strongest(a.StepUp, b.StepUp); b.Decision == DecideApprove && !b.offered().Covers(asked) {
+		return a, &StepUpError{Approval: a.ID, Asked: asked, Given: b.offered()}
+	}
 	given, err := j.factorGiven(ctx, tx, a, b, now)
-	if err != nil || b.Decision == DecideApprove && !given.Covers(a.StepUp) {
-		if cerr := (*CodeError)(nil); errors.As(err, &cerr) {
-			*refused = err // its count toward the lockout stays recorded
-			return a, nil
-		}
-		if err == nil {
-			err = fmt.Errorf("%s asks %s: %w", a.ID, a.StepUp, ErrStepUpMissing)
-		}
+	if cerr := (*CodeError)(nil); errors.As(err, &cerr) {
+		*refused = err // its count toward the lockout stays recorded
+		return a, nil
+	}
+	if err != nil {
 		return a, err
 	}
 	if b.Decision == DecideApprove && (a.required() > 1 || b.Grant != "" || given != policy.NoFactor || a.StepUp != policy.NoFactor) {

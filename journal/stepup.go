@@ -21,8 +21,10 @@ import (
 // Errors of the second factor.
 var (
 	// ErrStepUpMissing refuses an approval given without the second factor
-	// its approval asks (a tap alone, a grant, an auto_approve rule).
-	ErrStepUpMissing = errors.New("a second factor is asked, and none was given")
+	// asked of it (a tap alone, a grant, an auto_approve rule, or a weaker
+	// factor than the one asked); the refusal is a *StepUpError, which names
+	// the factor.
+	ErrStepUpMissing = errors.New("the second factor asked was not given")
 	// ErrNoFactor refuses a code from a person with no factor enrolled.
 	ErrNoFactor = errors.New("no TOTP factor enrolled")
 	// ErrEnrolled refuses to enrol a person enrolled already, unless asked
@@ -33,6 +35,28 @@ var (
 	// ErrFactorLocked is a code given while its factor is locked.
 	ErrFactorLocked = errors.New("second factor locked")
 )
+
+// StepUpError refuses a ballot that approves without the second factor
+// asked of it: Asked is the stronger of what the approval asked when it was
+// made and what the ballot's caller asks now (Ballot.StepUp), and Given what
+// the ballot offered. It names the factor so that whoever asks the approver
+// again asks for that one, never a guess from the approval. Nothing is
+// recorded, and no code or receipt is read: a factor too weak spends none.
+type StepUpError struct {
+	Approval string
+	Asked    policy.Factor
+	Given    policy.Factor // NoFactor for a tap alone, a grant or an auto-approval
+}
+
+func (e *StepUpError) Error() string {
+	if e.Given == policy.NoFactor {
+		return fmt.Sprintf("%s asks %s beside the tap: %v", e.Approval, e.Asked, ErrStepUpMissing)
+	}
+	return fmt.Sprintf("%s asks %s, and %s does not cover it: %v", e.Approval, e.Asked, e.Given, ErrStepUpMissing)
+}
+
+// Unwrap returns ErrStepUpMissing.
+func (e *StepUpError) Unwrap() error { return ErrStepUpMissing }
 
 // CodeError is a code refused. Its count toward the lockout is recorded: the
 // Wrong-th wrong code in a row, and the one that locked the factor until
@@ -176,6 +200,20 @@ func (j *Journal) UseTOTP(ctx context.Context, user policy.UserID, code string) 
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
+}
+
+// offered is the second factor b offers, before it is checked: a passkey
+// for a receipt, TOTP for a code, none for a tap alone or a rejection.
+func (b Ballot) offered() policy.Factor {
+	switch {
+	case b.Decision != DecideApprove:
+		return policy.NoFactor
+	case b.Receipt != nil:
+		return policy.FactorPasskey
+	case b.Code != "":
+		return policy.FactorTOTP
+	}
+	return policy.NoFactor
 }
 
 // factorGiven is the second factor ballot b gives on approval a, checked in

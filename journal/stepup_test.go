@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/countersign/countersign/audit"
+	"github.com/countersign/countersign/internal/passkeytest"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/internal/testclock"
 	"github.com/countersign/countersign/journal"
@@ -257,6 +258,63 @@ func testAQuorumWithStepUpTakesACodeOfEachVoter(t *testing.T, name string) {
 	}
 	if s := stateOf(t, j, op.ID); s != journal.Approved {
 		t.Fatalf("state %s, want approved", s)
+	}
+}
+
+// TestABallotIsRefusedWithoutTheFactorItsCallerAsks: an approval made when
+// no factor was asked, decided by a caller whose policy asks a passkey now,
+// takes no tap alone and no TOTP code: each is refused with a *StepUpError
+// naming the passkey (what the caller asks, not what the approval asked),
+// nothing is recorded, and the code is neither spent nor counted; the
+// approver's passkey approves it. A caller asking less than the approval
+// asked still needs the approval's factor.
+func TestABallotIsRefusedWithoutTheFactorItsCallerAsks(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, testABallotIsRefusedWithoutTheFactorItsCallerAsks)
+}
+
+func testABallotIsRefusedWithoutTheFactorItsCallerAsks(t *testing.T, name string) {
+	ctx := context.Background()
+	c := newClock()
+	j := open(t, name, c.Now)
+	secret := enrol(t, j, 42)
+	alice := passkeytest.New(42)
+	enrolPasskey(t, j, alice)
+	op, a := askedStepUp(t, j, 1, policy.NoFactor)
+	code := codeAt(t, secret, c.Now())
+	for _, tc := range []struct {
+		name  string
+		b     journal.Ballot
+		given policy.Factor
+	}{
+		{"a tap alone", journal.Ballot{Decision: journal.DecideApprove, By: 42, StepUp: policy.FactorPasskey}, policy.NoFactor},
+		{"a TOTP code", journal.Ballot{Decision: journal.DecideApprove, By: 42, Code: code, StepUp: policy.FactorPasskey}, policy.FactorTOTP},
+	} {
+		_, err := j.DecideBallot(ctx, a.ID, tc.b)
+		var missing *journal.StepUpError
+		if !errors.As(err, &missing) || !errors.Is(err, journal.ErrStepUpMissing) {
+			t.Fatalf("%s = %v, want a *StepUpError", tc.name, err)
+		}
+		if want := (journal.StepUpError{Approval: a.ID, Asked: policy.FactorPasskey, Given: tc.given}); *missing != want {
+			t.Errorf("%s: refusal %+v, want %+v", tc.name, *missing, want)
+		}
+	}
+	if got, err := j.Approval(ctx, a.ID); err != nil || got.Decision != journal.Pending || len(got.Votes) != 0 || stateOf(t, j, op.ID) != journal.AwaitingApproval {
+		t.Fatalf("after the refusals: %+v, %v; want nothing recorded", got, err)
+	}
+	if f, err := j.TOTP(ctx, 42); err != nil || f.LastStep != 0 || f.Wrong != 0 {
+		t.Fatalf("factor after the refused code: %+v, %v; want the code neither spent nor counted", f, err)
+	}
+	r := alice.Receipt(a.ID, a.PayloadSHA256)
+	got, err := j.DecideBallot(ctx, a.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Receipt: &r, StepUp: policy.FactorPasskey})
+	if err != nil || got.Decision != journal.DecideApprove || len(got.Votes) != 1 || got.Votes[0].StepUp != policy.FactorPasskey {
+		t.Fatalf("approved with the passkey = %+v, %v; want approved, one vote given with a passkey", got, err)
+	}
+
+	_, b := askedStepUp(t, j, 1, policy.FactorPasskey)
+	_, err = j.DecideBallot(ctx, b.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Code: code, StepUp: policy.FactorTOTP})
+	if missing := (*journal.StepUpError)(nil); !errors.As(err, &missing) || missing.Asked != policy.FactorPasskey {
+		t.Fatalf("a TOTP code where the approval asks a passkey and the caller TOTP = %v, want a *StepUpError asking a passkey", err)
 	}
 }
 

@@ -163,7 +163,7 @@ func (o *Operator) grantFor(ctx context.Context, task journal.Task, op journal.O
 		o.opts.Logger.Info("grant not used: its approval would not count here (its granter asked for this, and self-approval is off)", "grant", g.ID, "by", g.By, "op", op.ID)
 		return false, nil
 	}
-	d, err := o.opts.Journal.DecideBallot(ctx, a.ID, journal.Ballot{Decision: journal.DecideApprove, By: g.By, Grant: g.ID})
+	d, err := o.opts.Journal.DecideBallot(ctx, a.ID, journal.Ballot{Decision: journal.DecideApprove, By: g.By, Grant: g.ID, StepUp: o.stepUp(task, op)})
 	switch {
 	case errors.Is(err, journal.ErrGrantEnded):
 		return false, nil // revoked in the meantime: a card, as without it

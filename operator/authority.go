@@ -31,6 +31,16 @@ func (o *Operator) stepUp(task journal.Task, op journal.Operation) policy.Factor
 	return policy.Strongest(task.Policy.StepUp(op.Tool, op.Payload.Target), o.opts.Policy.StepUp(op.Tool, op.Payload.Target))
 }
 
+// StepUpOf is the second factor each approver of approval a, of op in task,
+// gives beside the tap now: the stronger of what a asked when it was made
+// and what the task's snapshot and the policy in force here ask. It is the
+// factor the journal refuses a tap without (Record), so a surface that shows
+// an approval before any tap (a card, the review page) shows and asks this
+// one, not a.StepUp, which a policy may ask more than since.
+func (o *Operator) StepUpOf(task journal.Task, op journal.Operation, a journal.Approval) policy.Factor {
+	return policy.Strongest(a.StepUp, o.stepUp(task, op))
+}
+
 // mayApprove reports whether user may decide the approvals of task: an approver
 // of the policy the task started under and of the policy in force here.
 func (o *Operator) mayApprove(task journal.Task, user policy.UserID) bool {

@@ -149,7 +149,9 @@ var (
 )
 
 // Refusal is a request the operator turned down, with the reason in words for
-// the person who asked. It unwraps to one of the Err* sentinels above.
+// the person who asked. It unwraps to one of the Err* sentinels of this
+// package or, where an approval asks a second factor that was not given, to
+// the journal's *journal.StepUpError, which names the factor to ask for.
 type Refusal struct {
 	Err   error
 	Words string

@@ -43,13 +43,17 @@ func (d Decision) Waiting() bool {
 // or after its expiry records the expiry instead, with a terminal result.
 //
 // An approval that asks a second factor (step_up) refuses a tap on Approve
-// with ErrStepUp and records nothing: the approver confirms it with Confirm.
+// and records nothing: the refusal unwraps to a *journal.StepUpError whose
+// Asked is the factor to confirm it with (Confirm, ConfirmPasskey). That is
+// the stronger of what the approval asked when it was made and what the
+// task's snapshot and the policy in force ask now: a surface asks the
+// approver for that factor, never one read off the approval.
 func (o *Operator) Record(ctx context.Context, approvalID string, by policy.UserID, approve bool) (Decision, error) {
 	return o.ballot(ctx, approvalID, by, approve, journal.Ballot{})
 }
 
-// ballot is Record with code, a TOTP code given with an approval ("" for a
-// tap alone).
+// ballot is Record with factor, the code or passkey receipt given with an
+// approval (neither for a tap alone).
 func (o *Operator) ballot(ctx context.Context, approvalID string, by policy.UserID, approve bool, factor journal.Ballot) (Decision, error) {
 	a, err := o.opts.Journal.Approval(ctx, approvalID)
 	if errors.Is(err, journal.ErrNotFound) {
@@ -66,10 +70,6 @@ func (o *Operator) ballot(ctx context.Context, approvalID string, by policy.User
 	if err != nil {
 		return Decision{}, fmt.Errorf("operator: %w", err)
 	}
-	asked := policy.NoFactor // the second factor a tap alone leaves wanting
-	if approve && factor.Code == "" && factor.Receipt == nil && a.Decision == journal.Pending {
-		asked = policy.Strongest(a.StepUp, o.stepUp(task, op))
-	}
 	switch {
 	case !o.mayDecide(task, a, by):
 		return Decision{}, refusal(ErrNotApprover, "user %d may not decide %s: the approvers are those of both the policy its task started under and the policy in force", by, op.ID)
@@ -77,8 +77,6 @@ func (o *Operator) ballot(ctx context.Context, approvalID string, by policy.User
 		return Decision{}, refusal(ErrOtherTransport, "%s is delivered by %s; decide it there", op.ID, orNobody(op.Transport))
 	case approve && o.ownRequest(task, by):
 		return Decision{Approval: a}, refusal(ErrSelfApproval, "user %d asked for %s, and self-approval is off: another approver must approve it (rejecting it is yours)", by, op.ID)
-	case asked != policy.NoFactor:
-		return Decision{Approval: a}, refusal(ErrStepUp, "%s asks a second factor (%s) beside the tap: confirm it with your code", op.ID, asked)
 	}
 	d := journal.DecideReject
 	if approve {
@@ -87,7 +85,11 @@ func (o *Operator) ballot(ctx context.Context, approvalID string, by policy.User
 	// An approved operation is this caller's to run (Proceed): the sweep's
 	// watch must not take it between the decision and the commit.
 	release := o.hold(op.ID)
-	a, err = o.opts.Journal.DecideBallot(ctx, approvalID, journal.Ballot{Decision: d, By: by, Code: factor.Code, Receipt: factor.Receipt})
+	// The second factor the policies ask now goes with the ballot: the
+	// journal refuses, in the transaction that would record the vote, one
+	// that lacks it or what the approval asked when it was made.
+	a, err = o.opts.Journal.DecideBallot(ctx, approvalID, journal.Ballot{Decision: d, By: by, Code: factor.Code, Receipt: factor.Receipt,
+		StepUp: o.stepUp(task, op)})
 	stages.Mark(ctx, stages.Decided)
 	if err == nil && approve && a.Decision == journal.Pending {
 		release() // one more approver is needed: nothing to run yet

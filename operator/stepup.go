@@ -12,20 +12,20 @@ import (
 	"github.com/countersign/countersign/stepup"
 )
 
-// A second factor bound to the payload (policy step_up). Where the task's
-// snapshot or the policy in force here asks one, a tap on Approve records
-// nothing (ErrStepUp): the approver confirms with a code from the app they
-// enrolled on the machine (Confirm), which the journal checks in the
-// transaction that records the vote with its factor and the code's step
-// (journal.DecideBallot). The sender counts only votes given with the factor
-// its own policy asks (approvedEnough), so no auto_approve rule, grant, or
-// approval given before step_up was set stands in for it.
+// A second factor bound to the payload (policy step_up). Where the approval,
+// the task's snapshot or the policy in force here asks one, a tap on Approve
+// records nothing: the refusal unwraps to a *journal.StepUpError naming the
+// factor, and the approver confirms with a code from the app they enrolled
+// on the machine (Confirm) or with their passkey (ConfirmPasskey). The
+// operator decides the factor (stepUp) and hands it to the journal with the
+// ballot; the journal alone checks it, in the transaction that records the
+// vote with its factor and the code's step (journal.DecideBallot). The
+// sender counts only votes given with the factor its own policy asks
+// (approvedEnough), so no auto_approve rule, grant, or approval given before
+// step_up was set stands in for it.
 
 // Refusals of a second factor, beside those of Record.
 var (
-	// ErrStepUp refuses an approval without the second factor it asks (a tap
-	// alone): nothing was recorded; the approver confirms it with a code.
-	ErrStepUp = errors.New("a second factor is asked")
 	// ErrNoFactor refuses a code from an approver with no factor enrolled.
 	ErrNoFactor = errors.New("no second factor enrolled")
 	// ErrCodeRefused refuses a code wrong, used already or malformed; it
@@ -80,14 +80,24 @@ func StepUpLine(f policy.Factor) string {
 	return fmt.Sprintf("each approver confirms with a %s code (step_up)", f.Name())
 }
 
+// stepUpWords says that opID asks factor beside the tap, and how to give it:
+// the words of a refusal that unwraps to a *journal.StepUpError.
+func stepUpWords(opID string, factor policy.Factor) string {
+	if factor == policy.FactorPasskey {
+		return fmt.Sprintf("%s asks a second factor (passkey) beside the tap: confirm it with your passkey, on the review page in a browser", opID)
+	}
+	return fmt.Sprintf("%s asks a second factor (%s) beside the tap: confirm it with your %s code", opID, factor, factor.Name())
+}
+
 // codeRefused turns the journal's refusal of by's second factor on approval a
 // into a refusal in words, and publishes StepUpLocked when this code locked the
 // factor. ok is false when err is no such refusal: this is the one list of them.
 func (o *Operator) codeRefused(ctx context.Context, op journal.Operation, a journal.Approval, by policy.UserID, err error) (refused error, ok bool) {
 	var ce *journal.CodeError
+	var missing *journal.StepUpError
 	switch {
-	case errors.Is(err, journal.ErrStepUpMissing):
-		return refusal(ErrStepUp, "%s asks a second factor (%s) beside the tap: confirm it with your code", op.ID, a.StepUp), true
+	case errors.As(err, &missing):
+		return &Refusal{Err: missing, Words: stepUpWords(op.ID, missing.Asked)}, true
 	case errors.Is(err, journal.ErrNoPasskey):
 		return refusal(ErrNoFactor, "user %d has no such passkey: enrol on the machine with `countersign approver passkey %d`", by, by), true
 	case errors.Is(err, journal.ErrPasskeyCounter):

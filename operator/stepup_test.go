@@ -53,8 +53,17 @@ func (h *harness) code(secret string) string {
 	return c
 }
 
+// refusedFor reports whether err is the operator's refusal of an approval
+// for want of factor: a *operator.Refusal that unwraps to a
+// *journal.StepUpError asking factor.
+func refusedFor(err error, factor policy.Factor) bool {
+	var refused *operator.Refusal
+	var missing *journal.StepUpError
+	return errors.As(err, &refused) && errors.As(err, &missing) && missing.Asked == factor
+}
+
 // TestAStepUpApprovalTakesATapAndACode: the call's pending result says a
-// code is awaited; a tap alone records nothing (ErrStepUp); a wrong code is
+// code is awaited; a tap alone records nothing (a refusal asking TOTP); a wrong code is
 // refused and sends nothing; the right code approves, the commit sends once,
 // and the vote keeps the factor; the code again is refused as used.
 func TestAStepUpApprovalTakesATapAndACode(t *testing.T) {
@@ -79,8 +88,8 @@ func TestAStepUpApprovalTakesATapAndACode(t *testing.T) {
 	if reason := operator.WaitingReason(ctx, h.j, op); !strings.Contains(reason, "TOTP code") {
 		t.Errorf("waiting reason %q: want it to say a code is awaited", reason)
 	}
-	if _, err := h.op.Record(ctx, apID, approverID, true); !errors.Is(err, operator.ErrStepUp) {
-		t.Fatalf("a tap alone = %v, want ErrStepUp", err)
+	if _, err := h.op.Record(ctx, apID, approverID, true); !refusedFor(err, policy.FactorTOTP) {
+		t.Fatalf("a tap alone = %v, want it refused for want of a TOTP code", err)
 	}
 	if a := h.latestApproval(opID); a.Decision != journal.Pending || len(a.Votes) != 0 {
 		t.Fatalf("after a tap alone: %+v, want nothing recorded", a)
@@ -180,8 +189,8 @@ func TestAnApprovalWithoutTheSendersFactorIsAskedAgain(t *testing.T) {
 			if a.ID == apID || a.StepUp != policy.FactorTOTP {
 				t.Fatalf("new approval = %+v, want one asking totp", a)
 			}
-			if _, err := h.op.Decide(ctx, a.ID, approverID, true); !errors.Is(err, operator.ErrStepUp) {
-				t.Fatalf("a tap on the new approval = %v; want ErrStepUp", err)
+			if _, err := h.op.Decide(ctx, a.ID, approverID, true); !refusedFor(err, policy.FactorTOTP) {
+				t.Fatalf("a tap on the new approval = %v; want it refused for want of a TOTP code", err)
 			}
 			if quorum > 1 {
 				return // the next voter's code is TestAVoteGivenSpendsNoSecondCode's
@@ -192,6 +201,70 @@ func TestAnApprovalWithoutTheSendersFactorIsAskedAgain(t *testing.T) {
 			}
 			if r, err := h.op.Proceed(ctx, d); err != nil || r.Status != action.StatusSucceeded {
 				t.Fatalf("Proceed = %+v, %v; want sent", r, err)
+			}
+		})
+	}
+}
+
+// TestAFactorAskedSinceTheApprovalIsAskedOfTheTap: an approval made when no
+// factor was asked, tapped once the policy in force asks one, records
+// nothing: the tap is refused naming the factor the policy asks now (not
+// the approval's none), and so is a TOTP code where a passkey is asked,
+// which stays unspent; the factor asked approves it, and the commit sends
+// once. A surface prompts for the factor the refusal names, so it must be
+// the one in force.
+func TestAFactorAskedSinceTheApprovalIsAskedOfTheTap(t *testing.T) {
+	t.Parallel()
+	for _, now := range []policy.Factor{policy.FactorTOTP, policy.FactorPasskey} {
+		t.Run(string(now), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			ctx := context.Background()
+			_, opID := h.send("222", "asked before step_up")
+			a := h.latestApproval(opID)
+			if a.StepUp != policy.NoFactor {
+				t.Fatalf("approval asks %q, want none", a.StepUp)
+			}
+			tp := h.pol.Tools["commit_send_message"]
+			tp.StepUp = now
+			h.pol.Tools["commit_send_message"] = tp
+			h.open() // the process again, under a policy that asks a factor now
+			secret := h.enrol(approverID)
+			signer := passkeytest.New(approverID)
+			h.j.NewPasskeyLink(ctx, approverID, "link", h.clock.Now().Add(time.Hour))
+			if err := h.j.FinishPasskeyLink(ctx, "link", signer.Credential()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.op.Record(ctx, a.ID, approverID, true); !refusedFor(err, now) {
+				t.Fatalf("a tap alone = %v, want it refused for want of %s", err, now)
+			}
+			if now == policy.FactorPasskey {
+				code := h.code(secret)
+				if _, err := h.op.Confirm(ctx, a.ID, approverID, code); !refusedFor(err, policy.FactorPasskey) {
+					t.Fatalf("a TOTP code = %v, want it refused for want of a passkey", err)
+				}
+				if err := h.j.UseTOTP(ctx, approverID, code); err != nil {
+					t.Fatalf("the code after its refusal = %v, want it unspent", err)
+				}
+			}
+			if got := h.latestApproval(opID); got.ID != a.ID || got.Decision != journal.Pending || len(got.Votes) != 0 || len(h.sender.Sent()) != 0 {
+				t.Fatalf("after the refusals: %+v, %d sends; want the approval untouched, nothing sent", got, len(h.sender.Sent()))
+			}
+			var d operator.Decision
+			var err error
+			if now == policy.FactorPasskey {
+				d, err = h.op.ConfirmPasskey(ctx, a.ID, approverID, signer.Receipt(a.ID, a.PayloadSHA256))
+			} else {
+				d, err = h.op.Confirm(ctx, a.ID, approverID, h.code(secret))
+			}
+			if err != nil || !d.Approved() {
+				t.Fatalf("confirmed with %s = %+v, %v; want approved", now, d, err)
+			}
+			if r, err := h.op.Proceed(ctx, d); err != nil || r.Status != action.StatusSucceeded || len(h.sender.Sent()) != 1 {
+				t.Fatalf("Proceed = %+v, %v, %d sends; want sent once", r, err, len(h.sender.Sent()))
+			}
+			if got := h.latestApproval(opID); got.ID != a.ID || len(got.Votes) != 1 || got.Votes[0].StepUp != now {
+				t.Errorf("approval %+v: want the one asked, with one vote given with %s", got, now)
 			}
 		})
 	}
@@ -340,8 +413,8 @@ func TestAPasskeyApprovalTakesItsReceiptOnce(t *testing.T) {
 	}
 	apID := h.approval(r.OperationID)
 	a := h.latestApproval(r.OperationID)
-	if _, err := h.op.Record(ctx, apID, approverID, true); !errors.Is(err, operator.ErrStepUp) {
-		t.Fatalf("a tap alone = %v, want ErrStepUp", err)
+	if _, err := h.op.Record(ctx, apID, approverID, true); !refusedFor(err, policy.FactorPasskey) {
+		t.Fatalf("a tap alone = %v, want it refused for want of a passkey", err)
 	}
 	if _, err := h.op.ConfirmPasskey(ctx, apID, approverID, alice.Receipt(apID, strings.Repeat("0", 64))); !errors.Is(err, operator.ErrPasskeyRefused) {
 		t.Fatalf("a receipt of another payload = %v, want ErrPasskeyRefused", err)

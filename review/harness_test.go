@@ -192,6 +192,7 @@ type answer struct {
 	Said     string `json:"said"`
 	Done     bool   `json:"done"`
 	Error    string `json:"error"`
+	StepUp   string `json:"step_up"`
 }
 
 // post posts body to the page's API (show, decide).

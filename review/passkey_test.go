@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
 	"github.com/countersign/countersign/audit"
 	"github.com/countersign/countersign/internal/chromium"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/passkey"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/review"
@@ -175,5 +179,52 @@ func TestThePasskeyIsNotAskedInsideTelegram(t *testing.T) {
 	browser := r.post("passkey/browser", map[string]any{"approval": a.ID, "init_data": r.initData(alice)})
 	if browser.Status != http.StatusOK {
 		t.Errorf("the browser's link from the Mini App: %+v; want one", browser)
+	}
+}
+
+// TestThePageAsksThePasskeyThePolicyAsksNow: an approval asked by a process
+// whose policy asked no factor (an agent's, beside the bot), opened on the
+// page of the bot whose policy asks a passkey, is shown asking the passkey
+// (the page then approves with one), from the Mini App and from a link,
+// where no TOTP code is asked in its stead; Approve in the Mini App records
+// nothing and answers with the passkey's prompt. The passkey's prompt on the
+// phone leads here: a page that asked no passkey would leave the approver
+// no way to approve.
+func TestThePageAsksThePasskeyThePolicyAsksNow(t *testing.T) {
+	t.Parallel()
+	r, _ := passkeyRig(t)
+	ctx := t.Context()
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []policy.UserID{alice}, Approvers: []policy.UserID{alice, bob}}
+	agent := rigtest.New(t, rigtest.Over(r.j), rigtest.Policy(p), rigtest.Sender(r.bot.Sender())).Operator
+	task, err := agent.StartTask(ctx, journal.Task{Surface: "mcp", Summary: "asked under no step_up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := agent.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: json.RawMessage(`{"chat_id":"222","text":"hello"}`)})
+	if err != nil || res.Status != action.StatusPending {
+		t.Fatalf("the agent's call = %+v, %v; want pending", res, err)
+	}
+	a := r.approval(res.OperationID)
+	if a.StepUp != policy.NoFactor || a.Factor != policy.FactorPasskey {
+		t.Fatalf("approval asks %q, the bot %q; want none, and a passkey", a.StepUp, a.Factor)
+	}
+	link := review.NewKeys(token).MakeLink(a.ID, a.PayloadSHA256, alice).String()
+	for _, by := range []map[string]any{{"init_data": r.initData(alice)}, {"link": link}} {
+		by["approval"] = a.ID
+		got := r.post("show", by)
+		if got.Status != http.StatusOK || got.StepUp != string(policy.FactorPasskey) || got.Code || !strings.Contains(got.HTML, "passkey") {
+			t.Errorf("show %v = %d, step_up %q, code %v; want the passkey asked, no code", by, got.Status, got.StepUp, got.Code)
+		}
+	}
+	tap := r.post("decide", map[string]any{"approval": a.ID, "init_data": r.initData(alice), "sha256": a.PayloadSHA256, "decision": "approve"})
+	if tap.Status != http.StatusOK || tap.Done || !strings.Contains(tap.Said, "asks your passkey") {
+		t.Errorf("Approve in the Mini App = %+v; want nothing decided, the passkey asked", tap)
+	}
+	if got, _ := r.j.Approval(ctx, a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 {
+		t.Errorf("after Approve: %+v, want nothing recorded", got)
 	}
 }

@@ -129,8 +129,8 @@ func (s *Server) viewOf(ctx context.Context, a command.Approval) View {
 	if q := operator.QuorumLine(a.Approval); q != "" {
 		v.Quorum = q
 	}
-	if a.StepUp != "" {
-		v.StepUp = operator.StepUpLine(a.StepUp)
+	if a.Factor != "" {
+		v.StepUp = operator.StepUpLine(a.Factor)
 	}
 	for _, f := range a.Shown.Facts {
 		v.Facts = append(v.Facts, command.Visible(f))

@@ -187,8 +187,8 @@ type answer struct {
 	// stay.
 	Done  bool   `json:"done,omitempty"`
 	Error string `json:"error,omitempty"`
-	// StepUp is the second factor the approval asks ("passkey": the page
-	// approves with one, in a browser).
+	// StepUp is the second factor the operator asks of the approval now
+	// ("passkey": the page approves with one, in a browser).
 	StepUp policy.Factor `json:"step_up,omitempty"`
 	Link   string        `json:"link,omitempty"` // the approver's /review link, for the browser
 }
@@ -307,7 +307,7 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.reply(w, r, req, &answer{HTML: html, SHA256: a.PayloadSHA256, Text: a.Operation.Payload.Text, Editable: a.Editable, Via: who.via,
-		StepUp: a.StepUp, Code: asksCode(a, who)}, nil)
+		StepUp: a.Factor, Code: asksCode(a, who)}, nil)
 }
 
 // decideWait bounds how long a decision's answer may take: an approval commits
@@ -380,11 +380,11 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 }
 
 // asksCode reports whether approving a from the page takes its approver's
-// TOTP code: when a asks it (step_up: totp), and from a link, which proves
-// only that its holder could read the approver's chat, unless a asks a
-// passkey, which proves more.
+// TOTP code: when the operator asks it of a now (step_up: totp), and from a
+// link, which proves only that its holder could read the approver's chat,
+// unless a passkey is asked, which proves more.
 func asksCode(a command.Approval, who person) bool {
-	return who.via == "link" && a.StepUp != policy.FactorPasskey || a.StepUp == policy.FactorTOTP
+	return who.via == "link" && a.Factor != policy.FactorPasskey || a.Factor == policy.FactorTOTP
 }
 
 // codeNeeded says why a code is asked.

@@ -97,11 +97,11 @@ func cardText(a *command.Approval, previews int, audience string, reviewed bool)
 	if a.Required > 1 {
 		fmt.Fprintf(&b, "Needs: %d different approvers (a rejection by any ends it)\n", a.Required)
 	}
-	if a.StepUp != policy.NoFactor {
-		if a.StepUp == policy.FactorPasskey {
+	if a.Factor != policy.NoFactor {
+		if a.Factor == policy.FactorPasskey {
 			b.WriteString("Second factor: passkey (tap Approve for a link: approve in your phone's browser with your passkey)\n")
 		} else {
-			fmt.Fprintf(&b, "Second factor: %s (tap Approve, then send your code)\n", a.StepUp.Name())
+			fmt.Fprintf(&b, "Second factor: %s (tap Approve, then send your code)\n", a.Factor.Name())
 		}
 	}
 	if !a.Escalated.IsZero() {

@@ -132,7 +132,8 @@ func (t *Bot) codeLine(ctx context.Context, m *models.Message) (string, bool) {
 // confirmCode carries out /code (typed, or a reply to a prompt) as a tap on
 // Approve with the code: the cards are held while it is recorded and closed
 // by this hand with who approved and the outcome, and the person who asked
-// is told, as for a tap.
+// is told, as for a tap. A code refused because the operator asks another
+// factor now brings the prompt for that factor, as a tap would.
 func (t *Bot) confirmCode(ctx context.Context, m *models.Message, c command.Command) {
 	ref := c.OpID
 	if id, err := t.ops.ApprovalID(ctx, ref); err == nil {
@@ -146,6 +147,11 @@ func (t *Bot) confirmCode(ctx context.Context, m *models.Message, c command.Comm
 		t.log.Error("code not carried out", "approval", ref, "err", err)
 		t.reply(ctx, m.Chat.ID, failure(err))
 		return
+	}
+	if r.StepUp != nil {
+		// A code where the operator asks a passkey now: the prompt for it,
+		// with the approver's own review link, in their own chat.
+		t.askCode(ctx, privateChat(author(m)), r.StepUp)
 	}
 	if r.Close != "" {
 		t.closeCards(ctx, ref, r.Close)

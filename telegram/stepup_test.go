@@ -1,13 +1,18 @@
 package telegram_test
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/action"
+	"github.com/countersign/countersign/internal/rigtest"
 	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/operator"
 	"github.com/countersign/countersign/policy"
 	"github.com/countersign/countersign/stepup"
 	"github.com/countersign/countersign/telegram/telegramtest"
@@ -222,5 +227,170 @@ func TestACodeRepliedToALookalikePromptApprovesNothing(t *testing.T) {
 	}
 	if n := len(r.srv.Messages(target)); n != 0 {
 		t.Errorf("sent %d, want 0", n)
+	}
+}
+
+// askFactor makes commit_send_message ask f of every approver.
+func askFactor(p *policy.Policy, f policy.Factor) {
+	tp := p.Tools["commit_send_message"]
+	tp.StepUp = f
+	p.Tools["commit_send_message"] = tp
+}
+
+// factorPrompt waits for the bot's prompt for a second factor of approval
+// apID in chat, a code's (🔐) or a passkey's (🔑), and returns it.
+func (r *rig) factorPrompt(chat int64, apID string) telegramtest.Message {
+	r.t.Helper()
+	var found telegramtest.Message
+	r.waitFor("a second factor's prompt for "+apID, func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(chat) {
+			if strings.HasPrefix(m.Text, codePromptMark+"Approval "+apID) || strings.HasPrefix(m.Text, passkeyPromptMark+"Approval "+apID) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// Prompt marks as the bot writes them (telegram/stepup.go).
+const (
+	codePromptMark    = "🔐 "
+	passkeyPromptMark = "🔑 "
+)
+
+// A tap on Approve of a card whose approval asked no factor, or a TOTP code,
+// once the process runs under a policy that asks a passkey, prompts for the
+// passkey (a button to the approver's own review link, no reply asked),
+// never for a code: the factor is the one the operator refused the tap
+// without, not one read off the approval. Nothing is recorded or sent.
+func TestATapPromptsForTheFactorThePolicyAsksNow(t *testing.T) {
+	t.Parallel()
+	for _, before := range []policy.Factor{policy.NoFactor, policy.FactorTOTP} {
+		t.Run("asked "+cmp.Or(string(before), "none"), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, withReviewer(linker{}), withPolicy(func(p *policy.Policy) { askFactor(p, before) }))
+			r.command(alice, "/send 222 asked before the passkey")
+			card := r.card(bob)
+			opID := opIn(t, card.Text)
+			a, err := r.j.LatestApproval(context.Background(), opID)
+			if err != nil || a.StepUp != before {
+				t.Fatalf("approval %+v, %v; want it to ask %q", a, err, before)
+			}
+			r.shutdown()
+			askFactor(r.pol, policy.FactorPasskey)
+			r.start()
+
+			r.tap(bob, card, "Approve")
+			prompt := r.factorPrompt(bob, a.ID)
+			if !strings.HasPrefix(prompt.Text, passkeyPromptMark) || !strings.Contains(prompt.Text, "asks your passkey") {
+				t.Fatalf("prompt %q: want the passkey's, as the policy in force asks", prompt.Text)
+			}
+			r.answered("approve with your passkey, in your phone's browser")
+			for _, c := range sendCalls(r.srv, bob) {
+				if strings.HasPrefix(c.Params["text"], passkeyPromptMark) && (!strings.Contains(c.Params["reply_markup"], `"url":"https://review.example/`+a.ID+`?for=200"`) ||
+					strings.Contains(c.Params["reply_markup"], "force_reply")) {
+					t.Errorf("passkey prompt sent with %s: want a button to bob's review link, and no reply asked", c.Params["reply_markup"])
+				}
+			}
+			if got, _ := r.j.Approval(context.Background(), a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 {
+				t.Errorf("after the tap: %+v, want nothing recorded", got)
+			}
+			if n := len(r.srv.Messages(target)); n != 0 {
+				t.Errorf("sent %d, want 0", n)
+			}
+		})
+	}
+}
+
+// A code in reply to a code's prompt, once the process runs under a policy
+// that asks a passkey, approves nothing and spends nothing: it is refused,
+// saying the passkey is asked, and the passkey's prompt follows, as for a
+// tap. (Recorded, it would be an approval the sender refuses and asks again,
+// the approver sent down the wrong path twice.)
+func TestACodeWhereAPasskeyIsAskedNowBringsThePasskeysPrompt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withReviewer(linker{}), withStepUp())
+	secret := r.enrolled(bob)
+	r.command(alice, "/send 222 asked with a code")
+	card := r.card(bob)
+	a, err := r.j.LatestApproval(context.Background(), opIn(t, card.Text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tap(bob, card, "Approve")
+	prompt := r.factorPrompt(bob, a.ID)
+	if !strings.HasPrefix(prompt.Text, codePromptMark) {
+		t.Fatalf("prompt %q: want a code's, as the policy asks", prompt.Text)
+	}
+	r.shutdown()
+	askFactor(r.pol, policy.FactorPasskey)
+	r.start()
+
+	code := codeOf(t, secret, time.Now())
+	r.srv.PushReply(bob, bob, prompt.MessageID, code)
+	var said telegramtest.Message
+	r.waitFor("an answer to the code", func(s *telegramtest.Server) bool {
+		for _, m := range s.Messages(bob) {
+			if strings.HasPrefix(m.Text, "Refused:") || strings.HasPrefix(m.Text, "Approved with your code") {
+				said = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(said.Text, "asks a second factor (passkey)") {
+		t.Fatalf("answer %q: want the code refused, the passkey asked", said.Text)
+	}
+	r.replyContaining(bob, passkeyPromptMark+"Approval "+a.ID)
+	if got, _ := r.j.Approval(context.Background(), a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 {
+		t.Errorf("after the code: %+v, want nothing recorded", got)
+	}
+	if err := r.j.UseTOTP(context.Background(), policy.UserID(bob), code); err != nil {
+		t.Errorf("the code after its refusal = %v, want it unspent", err)
+	}
+	if n := len(r.srv.Messages(target)); n != 0 {
+		t.Errorf("sent %d, want 0", n)
+	}
+}
+
+// A card the bot shows for an approval another process asked under a policy
+// that asked no factor (an agent's `countersign mcp` with -policies of its
+// own) says the passkey the bot's policy asks, and a tap on it prompts for
+// the passkey: the card, like the prompt, shows the factor the operator
+// asks now, not the one the approval record holds.
+func TestACardOfAnotherProcesssApprovalSaysTheFactorAskedHere(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withReviewer(linker{}), withPolicy(func(p *policy.Policy) { askFactor(p, policy.FactorPasskey) }))
+	p, err := policy.Load("../policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Access = policy.Access{Operators: []policy.UserID{alice}, Approvers: []policy.UserID{alice, bob}}
+	agent := rigtest.New(t, rigtest.Over(r.j), rigtest.Policy(p), rigtest.Sender(r.bot.Sender())).Operator
+	ctx := context.Background()
+	task, err := agent.StartTask(ctx, journal.Task{Surface: "mcp", Summary: "asked under no step_up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := agent.Call(ctx, task.ID, operator.Call{Tool: "commit_send_message", Args: json.RawMessage(`{"chat_id":"222","text":"from an agent"}`)})
+	if err != nil || res.Status != action.StatusPending {
+		t.Fatalf("the agent's call = %+v, %v; want pending", res, err)
+	}
+	a, err := r.j.LatestApproval(ctx, res.OperationID)
+	if err != nil || a.StepUp != policy.NoFactor {
+		t.Fatalf("approval %+v, %v; want one asking no factor", a, err)
+	}
+	card := r.cardFor(bob, res.OperationID)
+	if !strings.Contains(card.Text, "Second factor: passkey") {
+		t.Errorf("card = %q, want the passkey the bot's policy asks", card.Text)
+	}
+	r.tap(bob, card, "Approve")
+	if prompt := r.factorPrompt(bob, a.ID); !strings.HasPrefix(prompt.Text, passkeyPromptMark) {
+		t.Errorf("prompt %q: want the passkey's", prompt.Text)
+	}
+	if got, _ := r.j.Approval(ctx, a.ID); got.Decision != journal.Pending || len(got.Votes) != 0 || len(r.srv.Messages(target)) != 0 {
+		t.Errorf("after the tap: %+v, want nothing recorded or sent", got)
 	}
 }
