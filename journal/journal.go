@@ -148,7 +148,26 @@ func Open(ctx context.Context, file string, opts ...Option) (*Journal, error) {
 		j.db.Close()
 		return nil, fmt.Errorf("journal: open %s: %w", file, err)
 	}
+	j.giveBackFreed(ctx)
 	return j, nil
+}
+
+// giveBackFreed gives the file system back the pages the migrations just
+// applied left free (0020 writes two tables again and drops indexes, about
+// half of a large journal's pages): VACUUM, once, and only then. Left on the
+// free list, they would be the journal's next writes' before the file grows,
+// and a journal capped at its size (WithSizeLimit, a volume that is full)
+// would take writes it is meant to refuse. A failure fails nothing: the pages
+// stay free, and are used again.
+func (j *Journal) giveBackFreed(ctx context.Context) {
+	if len(j.migrated) == 0 {
+		return
+	}
+	var free int
+	pool := j.db.Pool(durable)
+	if err := pool.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err == nil && free > 0 {
+		pool.ExecContext(ctx, "VACUUM")
+	}
 }
 
 // openSnapshot opens j.file immutable and read-only (ReadOnlySnapshot).

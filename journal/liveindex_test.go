@@ -165,3 +165,19 @@ func TestQueriesByWhereThingsStandUseTheirIndexes(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrationsLeaveNoPageFree: the pages the migrations free (0020 writes
+// two tables again) go back to the file system, so that a journal capped at
+// its size refuses the writes a full disk would (a free page would take them).
+func TestMigrationsLeaveNoPageFree(t *testing.T) {
+	t.Parallel()
+	name := filepath.Join(t.TempDir(), "j.db")
+	open(t, name, nil).Close()
+	var free int
+	if err := raw(t, name).QueryRow("PRAGMA freelist_count").Scan(&free); err != nil {
+		t.Fatal(err)
+	}
+	if free != 0 {
+		t.Errorf("%d pages free after the migrations, want none", free)
+	}
+}
