@@ -53,25 +53,25 @@ func (o *Operator) envelope(ctx context.Context, id, why string) {
 }
 
 // writeEnvelope writes the note of operation id's last attempt, unless it is
-// written already: the outcome's own write and Reconcile (or a leader's watch)
-// may both find it missing, and the second must not write over the first,
-// which an agent may have read, or a person begun to resolve, since.
+// written already: the outcome's own write and Reconcile (or a leader's watch),
+// in this process or another on the vault's folder (a replica that led a moment
+// before, a `countersign vault resolve` replacing an earlier attempt's note),
+// may all find it missing, and none but the first may write over it, since an
+// agent may have read it, or a person begun to resolve it, since. The vault
+// decides which is first (vault.Create), under the lock its writers share
+// across processes; the others take the note it names.
 func (o *Operator) writeEnvelope(ctx context.Context, id, why string) error {
-	o.writingNotes.Lock()
-	defer o.writingNotes.Unlock()
 	op, err := o.opts.Journal.Operation(ctx, id)
 	if err != nil {
 		return err
 	}
-	e, path, err := o.opts.Vault.Get(id)
-	if err != nil || stale(e, op) {
-		task, err := o.opts.Journal.Task(ctx, op.TaskID)
-		if err != nil {
-			return err
-		}
-		if path, err = o.opts.Vault.Write(o.envelopeOf(op, why, task.Policy.EnvelopeTTL)); err != nil {
-			return err
-		}
+	task, err := o.opts.Journal.Task(ctx, op.TaskID)
+	if err != nil {
+		return err
+	}
+	path, err := o.opts.Vault.Create(o.envelopeOf(op, why, task.Policy.EnvelopeTTL))
+	if err != nil && !errors.Is(err, vault.ErrExists) {
+		return err
 	}
 	if err := o.opts.Journal.SetEnvelope(ctx, id, path); err != nil {
 		return err

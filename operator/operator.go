@@ -102,9 +102,6 @@ type Operator struct {
 	// resolving makes Resolve's two writes (the envelope, then the journal) one
 	// step, so two people answering at once cannot leave them disagreeing.
 	resolving sync.Mutex
-	// writingNotes makes writeEnvelope's look and write one step, so that two
-	// writers of a missing note (the outcome's own, Reconcile) write it once.
-	writingNotes sync.Mutex
 	// notesOwed holds, under resolving, the operations a later attempt delivered
 	// whose note could not say so (a full disk); Reconcile writes them again.
 	// notesChecked says Reconcile has looked at every delivered operation's note

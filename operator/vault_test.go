@@ -357,3 +357,71 @@ func TestAnUnknownOutcomesNoteIsWrittenOnceAnAttempt(t *testing.T) {
 		t.Errorf("the journal records the note at %q, want %q", op.Envelope, path)
 	}
 }
+
+// The note is written once an attempt across processes too: the leader's write
+// and that of another process on the vault's folder (a replica that led a
+// moment before, `countersign vault resolve` replacing an earlier attempt's
+// note) may both find it missing. Here the other process writes it, and a
+// person begins to edit it, just as this one has found it missing and is about
+// to write it: this one takes the note that is there, as it stands, and
+// journals it.
+func TestAnUnknownOutcomesNoteIsWrittenOnceAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, unknown)
+	ctx := context.Background()
+	opID := unknownOp(t, h, "written once by two processes")
+	_, path, err := h.vault.Get(opID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil { // missing: the disk was full when it was due
+		t.Fatal(err)
+	}
+	// Another process: a journal, a vault and an operator of its own on the
+	// same folder, its clock a month on, so that its note is a month's folder on.
+	later := newClock()
+	later.Advance(31 * 24 * time.Hour)
+	other := h.beside(rigtest.Clock(later)).Operator
+	var fired atomic.Bool
+	var theirs string
+	var edited []byte
+	writeBeside := func() {
+		// At this process's first look at the clock in its write: after it
+		// found the note missing, before it writes one.
+		if !fired.CompareAndSwap(false, true) {
+			return
+		}
+		if err := other.WriteEnvelope(ctx, opID); err != nil {
+			t.Errorf("the other process's write: %v", err)
+			return
+		}
+		var err error
+		if _, theirs, err = h.vault.Get(opID); err != nil {
+			t.Errorf("the other process's note: %v", err)
+			return
+		}
+		data, _ := os.ReadFile(theirs)
+		edited = []byte(strings.Replace(string(data), "- Excerpt:", "- Looked at by a person: in the chat's history\n- Excerpt:", 1))
+		if err := os.WriteFile(theirs, edited, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	h.clock.onNow.Store(&writeBeside)
+	err = h.op.WriteEnvelope(ctx, opID)
+	h.clock.onNow.Store(nil)
+	if err != nil {
+		t.Fatalf("WriteEnvelope: %v", err)
+	}
+	if !fired.Load() || theirs == "" {
+		t.Fatal("the other process did not write the note between this one's look and its write")
+	}
+	if got, _ := os.ReadFile(theirs); string(got) != string(edited) {
+		t.Errorf("the other process's note was written over:\n%s\nwant as it was:\n%s", got, edited)
+	}
+	if _, path, err := h.vault.Get(opID); err != nil || path != theirs {
+		t.Errorf("the vault holds %q (%v), want the other process's note alone, %q", path, err, theirs)
+	}
+	if op, _ := h.j.Operation(ctx, opID); op.Envelope != theirs {
+		t.Errorf("the journal records the note at %q, want %q", op.Envelope, theirs)
+	}
+}

@@ -221,6 +221,10 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A send's free that failed is tried again as this Serve's work, so that
+	// the bot stopping ends it rather than leaving it to reach a closed journal.
+	stopFreeing := t.sender.limiter.retryFreesUnder(ctx, t.spawn)
+	defer stopFreeing()
 	// Subscribed before Resume, so that what it finishes is told; ended after
 	// every goroutine that could publish has returned.
 	unsubscribe := t.ops.Subscribe(func(ev operator.Event) { t.onEvent(ctx, ev) })
@@ -252,7 +256,8 @@ func (t *Bot) Serve(ctx context.Context, d Deps) error {
 		err = t.receive(ctx)
 	}
 	cancel()
-	t.ops.Wait() // first: resumed work may still hand events to t.work
+	t.ops.Wait()  // first: resumed work may still hand events to t.work
+	stopFreeing() // before the wait: no retry is counted in once it has begun
 	t.work.Wait()
 	t.drain() // what no worker took stays unhandled in the inbox, for the next Serve's replay
 	switch {

@@ -3,8 +3,10 @@ package telegram
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/countersign/countersign/coord"
@@ -36,16 +38,61 @@ type shared struct {
 	// turn lets one sender of this process at a time ask the journal for a
 	// slot of the bot's pool: the others queue here, not in the database.
 	turn chan struct{}
+	// freer frees a send's slots: c, unless a test puts one that fails there.
+	freer slotFreer
 	// freeTimeout bounds one try to free a send's slots (freeing).
 	freeTimeout time.Duration
 	// log hears of a free that failed: a slot left held holds up its chat.
 	log *slog.Logger
+	// mu guards retries.
+	mu sync.Mutex
+	// retries is where a free that failed is tried again: the work of the
+	// bot's Serve, under its context (retryFreesUnder), so that the retries
+	// end when the bot stops and Serve waits for them, before its journal
+	// is closed. Nil while no Serve runs: a free that fails then is not tried
+	// again, for nothing would end the retries.
+	retries *background
+}
+
+// slotFreer frees the slots of a send (coord.Coord.FreeSlots).
+type slotFreer interface {
+	FreeSlots(ctx context.Context, answered time.Time, frees ...coord.SlotFree) (int, error)
+}
+
+var _ slotFreer = (*coord.Coord)(nil)
+
+// background is where a Serve runs work of its own: its context, which ends
+// when the bot stops, and spawn, which counts the work so that Serve waits for
+// it before it returns.
+type background struct {
+	ctx   context.Context
+	spawn func(func())
 }
 
 // share makes l count its sends with the other replicas of j, under the bot
 // with id bot. It takes effect while j is a replica.
 func (l *Limiter) share(j *journal.Journal, bot int64, log *slog.Logger) {
-	l.shared = &shared{j: j, c: coord.New(j), bot: strconv.FormatInt(bot, 10), turn: make(chan struct{}, 1), freeTimeout: 5 * time.Second, log: log}
+	c := coord.New(j)
+	l.shared = &shared{j: j, c: c, freer: c, bot: strconv.FormatInt(bot, 10), turn: make(chan struct{}, 1), freeTimeout: 5 * time.Second, log: log}
+}
+
+// retryFreesUnder has the frees that fail tried again under ctx, as work that
+// spawn starts, until stop: a Serve's lifetime, so that no retry outlives the
+// bot and reaches its journal once closed. After stop no retry is started;
+// the caller waits for those started (what spawn counts) once ctx has ended.
+func (l *Limiter) retryFreesUnder(ctx context.Context, spawn func(func())) (stop func()) {
+	s := l.shared
+	if s == nil {
+		return func() {}
+	}
+	s.mu.Lock()
+	s.retries = &background{ctx: ctx, spawn: spawn}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.retries = nil
+		s.mu.Unlock()
+	}
 }
 
 // hold is how long a slot is held without a renewal: the replica's lease, which
@@ -198,34 +245,57 @@ func (s *shared) free(slot coord.Slot, after time.Duration) {
 
 // freeing frees slots this process took, each its span after answered: at
 // once and, when the journal does not answer within freeTimeout (a database
-// busy or out of reach for a moment), again in the background until it does
-// or as long as this replica would keep them. A slot whose free is lost does
-// not lapse: the replica renews the holds of the slots it has open with its
-// lease (coord.RenewLeases), for minutes, and every send to its chat (or, for
-// the bot's pool, one of its places) waits behind it that long, holding up
-// the workers whose replies go there, and through them the inbox.
+// busy or out of reach for a moment), again in the background until it does,
+// as long as this replica would keep them or until the bot stops. A slot whose
+// free is lost does not lapse: the replica renews the holds of the slots it has
+// open with its lease (coord.RenewLeases), for minutes, and every send to its
+// chat (or, for the bot's pool, one of its places) waits behind it that long,
+// holding up the workers whose replies go there, and through them the inbox.
+// Once the bot stops, its operator renews no hold, and a slot left held lapses
+// a lease later.
 func (s *shared) freeing(answered time.Time, frees ...coord.SlotFree) {
-	try := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), s.freeTimeout)
-		defer cancel()
-		_, err := s.c.FreeSlots(ctx, answered, frees...)
-		return err
-	}
-	err := try()
+	err := s.tryFree(context.Background(), answered, frees)
 	if err == nil {
 		return
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock() // spawned under the lock: none once retryFreesUnder's stop returned
+	if s.retries == nil {
+		s.log.Error("a send's slots could not be freed, and the bot is not serving to try again: its chat's sends wait until their hold lapses", "err", err)
+		return
+	}
 	s.log.Warn("a send's slots could not be freed; trying again in the background", "err", err)
-	go func() {
-		for wait := 50 * time.Millisecond; time.Since(answered) < freeRetries; wait = min(2*wait, time.Second) {
-			time.Sleep(wait)
-			if err = try(); err == nil {
-				s.log.Info("a send's slots freed after a retry", "after", time.Since(answered).Round(time.Millisecond))
-				return
-			}
+	bg := s.retries
+	bg.spawn(func() { s.retryFree(bg.ctx, answered, frees, err) })
+}
+
+// tryFree makes one try to free frees, of a send answered then, for at most
+// freeTimeout.
+func (s *shared) tryFree(ctx context.Context, answered time.Time, frees []coord.SlotFree) error {
+	ctx, cancel := context.WithTimeout(ctx, s.freeTimeout)
+	defer cancel()
+	if _, err := s.freer.FreeSlots(ctx, answered, frees...); err != nil {
+		return fmt.Errorf("freeing a send's slots: %w", err)
+	}
+	return nil
+}
+
+// retryFree tries to free frees again after the try that failed with err,
+// with a growing pause between tries, until a try does, freeRetries have
+// passed since the send's answer, or ctx (the bot's Serve) ends: a wait or a
+// try under way ends with it, and no further try is made.
+func (s *shared) retryFree(ctx context.Context, answered time.Time, frees []coord.SlotFree, err error) {
+	for wait := 50 * time.Millisecond; time.Since(answered) < freeRetries; wait = min(2*wait, time.Second) {
+		if sleep(ctx, wait) != nil {
+			s.log.Warn("a send's slots were not freed before the bot stopped: they lapse with this replica's lease", "err", err)
+			return
 		}
-		s.log.Error("a send's slots could not be freed: its chat's sends wait until their hold lapses", "err", err, "tried", freeRetries)
-	}()
+		if err = s.tryFree(ctx, answered, frees); err == nil {
+			s.log.Info("a send's slots freed after a retry", "after", time.Since(answered).Round(time.Millisecond))
+			return
+		}
+	}
+	s.log.Error("a send's slots could not be freed: its chat's sends wait until their hold lapses", "err", err, "tried", freeRetries)
 }
 
 // freeRetries is how long a slot's free is tried again: as long as a replica

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +40,11 @@ func TestASendsSlotsAreFreedThoughTheDatabaseWasOutOfReach(t *testing.T) {
 	var logs syncbuf.Buffer
 	l.share(j, 7, slog.New(slog.NewTextHandler(&logs, nil)))
 	l.shared.freeTimeout = 200 * time.Millisecond
+	// The retries run as a serving bot runs them: its work, under its context.
+	bg, cancel := context.WithCancel(ctx)
+	var retries sync.WaitGroup
+	stop := l.retryFreesUnder(bg, func(fn func()) { retries.Add(1); go func() { defer retries.Done(); fn() }() })
+	t.Cleanup(func() { stop(); cancel(); retries.Wait() }) // before the journal closes
 	done, err := l.Wait(ctx, "1")
 	if err != nil {
 		t.Fatal(err)

@@ -2,9 +2,10 @@
 
 package vault
 
-// lock serialises Write, Resolve and GC within the process. Without flock there is
-// no lock across processes: writes stay atomic, and a resolution lost to a
-// concurrent writer is reported by the bot's next reconcile.
+// lock serialises Write, Create, Resolve and GC within the process. Without flock
+// there is no lock across processes: writes stay atomic, a resolution lost to a
+// concurrent writer is reported by the bot's next reconcile, and Create writes a
+// note once per process only.
 func (v *Vault) lock() (func(), error) {
 	v.mu.Lock()
 	return v.mu.Unlock, nil

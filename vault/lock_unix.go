@@ -9,9 +9,9 @@ import (
 	"syscall"
 )
 
-// lock serialises Write, Resolve and GC within the process and across processes on
-// the same folder, so that a read-then-write (Resolve) never acts on a note another
-// writer is changing. It returns the function that releases the lock.
+// lock serialises Write, Create, Resolve and GC within the process and across
+// processes on the same folder, so that a read-then-write (Resolve, Create) never
+// acts on a note another writer is changing. It returns the function that releases the lock.
 func (v *Vault) lock() (func(), error) {
 	v.mu.Lock()
 	// openFlags: a link named like the lock file is refused, not followed out of the vault.

@@ -13,12 +13,12 @@
 // Excerpt).
 //
 // A note a person has broken by hand is reported with its path (BrokenError) and left
-// alone: reading never modifies a note, and Write, Resolve and GC never overwrite or
-// remove a broken one. So is anything but a regular file where a note should be (a
-// symbolic link, a FIFO, a socket, a device: ErrNotRegular), which is never opened,
-// and a year or month folder that is a symbolic link, which is never followed: the
-// package reads and writes only inside the vault's own folders, and never waits on a
-// file that is not one.
+// alone: reading never modifies a note, and Write, Create, Resolve and GC never
+// overwrite or remove a broken one. So is anything but a regular file where a note
+// should be (a symbolic link, a FIFO, a socket, a device: ErrNotRegular), which is
+// never opened, and a year or month folder that is a symbolic link, which is never
+// followed: the package reads and writes only inside the vault's own folders, and
+// never waits on a file that is not one.
 //
 // A Vault serialises its own writers, and holds the folder's lock file while it writes,
 // so that writers in other processes (the bot and `countersign vault resolve`) take turns.
@@ -56,6 +56,9 @@ var (
 	// ErrNotRegular: a note's name, or a folder's, holds something other than a regular
 	// file or folder: a symbolic link (never followed), a FIFO, a socket or a device.
 	ErrNotRegular = errors.New("vault: not a regular file or folder")
+	// ErrExists: Create found a note of the operation's attempt, or of a later one,
+	// already written.
+	ErrExists = errors.New("vault: envelope already written")
 )
 
 // BrokenError reports a note that cannot be read as an envelope: bad YAML, a missing
@@ -76,7 +79,7 @@ func (e BrokenError) Unwrap() error { return e.Err }
 // Vault is a folder of envelope notes. Its methods are safe for concurrent use.
 type Vault struct {
 	dir string
-	mu  sync.Mutex // with the folder's lock file (see lock), serialises Write, Resolve and GC
+	mu  sync.Mutex // with the folder's lock file (see lock), serialises Write, Create, Resolve and GC
 }
 
 // LockName is the file whose lock serialises writers across processes (the running
@@ -202,27 +205,52 @@ func (v *Vault) locate(opID string) (string, fs.FileMode, error) {
 // ErrSecretID when the operation id looks like a secret, ErrDuplicate, and the
 // *BrokenError of an existing note it cannot read (which it leaves untouched).
 func (v *Vault) Write(e envelope.Envelope) (string, error) {
+	return v.put("write", e, func(envelope.Envelope) bool { return true })
+}
+
+// Create is Write for the first note of an attempt: it writes e unless a note of
+// e's operation for the same attempt or a later one (Attempts no fewer than e's)
+// is there already, which it leaves as it is and whose path it returns with an
+// error wrapping ErrExists. A note of an earlier attempt is replaced where it is.
+//
+// The look and the write are one step under the writers' lock, which the other
+// processes on the folder take too: of two writers that both found the note
+// missing (the leader's reconcile, and another replica or a `countersign vault
+// resolve` replacing an earlier attempt's note), one writes it and the other is
+// told, and a note that an agent may have read, or a person resolved, since it
+// was written is never written over. It returns the errors of Write besides.
+func (v *Vault) Create(e envelope.Envelope) (string, error) {
+	return v.put("create", e, func(old envelope.Envelope) bool { return old.Attempts < e.Attempts })
+}
+
+// put writes e's note under the writers' lock: a new note at AbsPath, or over the
+// note there when replace says so of its envelope (ErrExists when not).
+func (v *Vault) put(what string, e envelope.Envelope, replace func(old envelope.Envelope) bool) (string, error) {
 	unlock, err := v.lock()
 	if err != nil {
 		return "", err
 	}
 	defer unlock()
 	if err := checkID(e.OperationID); err != nil {
-		return "", fmt.Errorf("vault: write: %w", err)
+		return "", fmt.Errorf("vault: %s: %w", what, err)
 	}
 	path, typ, err := v.locate(e.OperationID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		path = v.AbsPath(e.OperationID, e.Created)
 	case err != nil:
-		return "", fmt.Errorf("vault: write %s: %w", e.OperationID, err)
+		return "", fmt.Errorf("vault: %s %s: %w", what, e.OperationID, err)
 	default:
-		if _, _, err := readNote(path, typ); err != nil {
-			return "", fmt.Errorf("vault: write %s: %w", e.OperationID, err)
+		old, _, err := readNote(path, typ)
+		if err != nil {
+			return "", fmt.Errorf("vault: %s %s: %w", what, e.OperationID, err)
+		}
+		if !replace(old) {
+			return path, fmt.Errorf("vault: %s %s: %w: attempt %d at %s", what, e.OperationID, ErrExists, old.Attempts, path)
 		}
 	}
 	if _, err := v.writeNote(path, e); err != nil {
-		return "", fmt.Errorf("vault: write %s: %w", e.OperationID, err)
+		return "", fmt.Errorf("vault: %s %s: %w", what, e.OperationID, err)
 	}
 	return path, nil
 }

@@ -383,7 +383,7 @@ func TestBrokenNotes(t *testing.T) {
 }
 
 // checkBroken asserts that the broken note at path is reported by Get and List and
-// left untouched by Write, Resolve and GC.
+// left untouched by Write, Create, Resolve and GC.
 func checkBroken(t *testing.T, v *vault.Vault, path string, note []byte, want error) {
 	t.Helper()
 	var be *vault.BrokenError
@@ -396,6 +396,9 @@ func checkBroken(t *testing.T, v *vault.Vault, path string, note []byte, want er
 	}
 	if _, err := v.Write(newEnvelope("op-1", t0)); !errors.As(err, &be) || be.Path != path {
 		t.Errorf("Write: got %v, want a *BrokenError for %s", err, path)
+	}
+	if _, err := v.Create(newEnvelope("op-1", t0)); !errors.As(err, &be) || be.Path != path {
+		t.Errorf("Create: got %v, want a *BrokenError for %s", err, path)
 	}
 	if _, err := v.Resolve("op-1", false, "@bob", t0); !errors.As(err, &be) || be.Path != path {
 		t.Errorf("Resolve: got %v, want a *BrokenError for %s", err, path)
@@ -528,5 +531,133 @@ func resolveBothWays(t *testing.T, vs []*vault.Vault, id string) {
 		if won && r.err != nil || !won && !errors.Is(r.err, vault.ErrAlreadyResolved) {
 			t.Errorf("%s: Resolve(delivered=%v) with %q stored: got %v", id, r.delivered, stored.Status, r.err)
 		}
+	}
+}
+
+// Create writes an attempt's note once: a note of the same attempt or a later
+// one is left as it is (a person may have resolved it since it was written) and
+// named, with ErrExists; only a note of an earlier attempt is replaced, where
+// it is.
+func TestCreate(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		there    int // the attempt whose note is there, 0 for none
+		attempt  int // the attempt Create writes
+		replaces bool
+	}{
+		{"no note", 0, 1, true},
+		{"the same attempt's note", 1, 1, false},
+		{"a later attempt's note", 2, 1, false},
+		{"an earlier attempt's note", 1, 2, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := open(t)
+			var there string
+			var before []byte
+			if tt.there > 0 {
+				e := newEnvelope("op-1", t0)
+				e.Attempts = tt.there
+				e.Resolve(false, "@alice", t0.Add(time.Hour))
+				there = write(t, v, e)
+				before = readBytes(t, there)
+			}
+			e := newEnvelope("op-1", t0.AddDate(0, 1, 0)) // a note written anew would be in the next month's folder
+			e.Attempts = tt.attempt
+			path, err := v.Create(e)
+			switch {
+			case tt.replaces && err != nil:
+				t.Fatalf("Create: %v", err)
+			case !tt.replaces && !errors.Is(err, vault.ErrExists):
+				t.Fatalf("Create: got %v, want ErrExists", err)
+			}
+			if there == "" {
+				there = v.AbsPath("op-1", e.Created)
+			}
+			if path != there {
+				t.Errorf("Create: path %q, want %q", path, there)
+			}
+			got, _, err := v.Get("op-1")
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if tt.replaces && (got.Attempts != tt.attempt || !got.Unresolved()) {
+				t.Errorf("the note is attempt %d's, %s; want attempt %d's, unknown", got.Attempts, got.Status, tt.attempt)
+			}
+			if !tt.replaces && !bytes.Equal(readBytes(t, there), before) {
+				t.Errorf("the note there was written over:\n%s\nwant as it was:\n%s", readBytes(t, there), before)
+			}
+			if files := filesUnder(t, v.Dir()); len(files) != 1 {
+				t.Errorf("files: got %q, want one note", files)
+			}
+		})
+	}
+}
+
+// Two processes that both find an operation's note missing (the bot's
+// reconcile, and another replica or `countersign vault resolve`) write it once:
+// many writers over two Vaults opened on the same folder create the note of
+// one attempt at once, each with a creation time of its own month, so that a
+// note written twice would be two files. Exactly one Create writes; every
+// other one is told ErrExists with the winner's path, and the note is the
+// winner's.
+func TestCreateRace(t *testing.T) {
+	first := open(t)
+	second, err := vault.Open(first.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := []*vault.Vault{first, second}
+	for round := range 20 {
+		id := fmt.Sprintf("op-%d", round)
+		const n = 8
+		type result struct {
+			writer int
+			path   string
+			err    error
+		}
+		results := make(chan result, n)
+		start := make(chan struct{})
+		for i := range n {
+			go func() {
+				e := newEnvelope(id, t0.AddDate(0, i, 0))
+				e.Response = fmt.Sprintf("written by writer %d", i)
+				<-start
+				path, err := vs[i%len(vs)].Create(e)
+				results <- result{i, path, err}
+			}()
+		}
+		close(start)
+		var won []result
+		var lost []result
+		for range n {
+			select {
+			case r := <-results:
+				if r.err == nil {
+					won = append(won, r)
+				} else {
+					lost = append(lost, r)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Create did not return")
+			}
+		}
+		if len(won) != 1 {
+			t.Fatalf("%s: %d Creates wrote the note, want exactly one: %v", id, len(won), won)
+		}
+		for _, r := range lost {
+			if !errors.Is(r.err, vault.ErrExists) || r.path != won[0].path {
+				t.Errorf("%s: writer %d lost with (%q, %v), want ErrExists and the winner's note %q", id, r.writer, r.path, r.err, won[0].path)
+			}
+		}
+		stored, path, err := first.Get(id)
+		if err != nil {
+			t.Fatalf("%s: Get: %v (a note written twice is in two month folders)", id, err)
+		}
+		if want := fmt.Sprintf("written by writer %d", won[0].writer); path != won[0].path || stored.Response != want {
+			t.Errorf("%s: the note at %s says %q, want the winner's at %s, %q", id, path, stored.Response, won[0].path, want)
+		}
+	}
+	if files := filesUnder(t, first.Dir()); len(files) != 20 {
+		t.Errorf("%d notes for 20 operations: %q", len(files), files)
 	}
 }

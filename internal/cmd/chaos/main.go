@@ -24,7 +24,7 @@
 //     the repeat failed too), each changed message as the journal says, and the
 //     HTTP header secret in no file, log line, card or Bot API call;
 //   - no commit to the step-up chat without votes given with a TOTP code, and no
-//     person's codes approving more often than fresh codes were given them.
+//     used code given again approving what it was given for.
 //
 // It prints the seed, the counts per fault and per end state and each invariant,
 // and exits 1 when one is broken.

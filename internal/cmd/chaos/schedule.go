@@ -120,6 +120,9 @@ func (w *world) storm(ctx context.Context, policies string) {
 			action := w.mix != nil && w.rnd.Float64() < w.cfg.Actions
 			r := w.rnd.Float64()
 			switch {
+			case w.tryingStepUp(sent):
+				w.note("step-up: a send to try the second factor")
+				w.sendCommand(stepUpChat, fmt.Sprintf("chaos %d send %d", w.cfg.Seed, sent), false)
 			case action:
 				w.action(sent)
 			case w.model != nil && r < w.cfg.ModelShare:
@@ -293,6 +296,15 @@ func (w *world) resolveByHand() {
 	}
 }
 
+// tryingStepUp reports whether send number sent goes to stepUpChat to try
+// the second factor: the first two (a code that approves, then a card whose
+// prompt gets that code again) and every third after them, until a replay was
+// seen refused. Left to the draw of target, a short run with kills and a full
+// disk could end with neither tried, and its step-up invariants held untried.
+func (w *world) tryingStepUp(sent int) bool {
+	return w.codes != nil && w.cfg.Chats > 1 && !w.codes.proved() && (sent < 2 || sent%3 == 0)
+}
+
 // target picks a chat to send to: mostly ones that need a tap, some auto-approved.
 func (w *world) target() int64 {
 	if w.rnd.IntN(5) == 0 {
@@ -438,7 +450,7 @@ func (w *world) decide(s *seen, closing bool) {
 			case closing:
 				w.note("closing: reject what is left")
 				w.srv.PushCallbackQuery(chat, chat, c.MessageID, approveData(c, false))
-			case w.codes != nil && asksCode(c) && r < 0.85:
+			case w.codes != nil && asksCode(c) && (r < 0.85 || !w.codes.proved()):
 				w.tapCoded(s, chat, c)
 			case r < 0.70:
 				w.note("approve")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 // with `countersign approver totp` on the machine before the first start, as
 // a person would; a tap on such a card brings the bot's code prompt, which
 // the person answers with a fresh code from their key, and now and then with
-// a code they gave before (a replay, which must approve nothing). Kills fall
-// anywhere, between the tap and the code too.
+// a code they gave before that the bot used (a replay, which must approve
+// nothing). Kills fall anywhere, between the tap and the code too. Until a
+// replay was seen refused, the schedule sends to stepUpChat and answers its
+// cards with codes, so that every run tries both a code and a replay.
 
 // stepUpChat is the target whose commits ask each approver a code.
 const stepUpChat = firstChat + 1
@@ -36,14 +39,70 @@ type codes struct {
 	// last is the last time step a fresh code was made for, per person: a
 	// code approves once, so each fresh one is of a later step.
 	last map[policy.UserID]int64
-	// fresh counts the fresh codes given, per person; given keeps them all,
-	// for a replay.
-	fresh map[policy.UserID]int
-	given map[policy.UserID][]string
-	// prompted are the operations a code prompt came for; answered the
-	// prompts answered, by chat and message id.
+	// given keeps every fresh code given, per person, for a replay; freshFor
+	// the approvals each person gave a fresh code for.
+	given    map[policy.UserID][]givenCode
+	freshFor map[voter]bool
+	// replays are the used codes given again, each to be refused; waiting,
+	// per person, the one the run waits to see refused in the journal before
+	// that person gives another code, or anyone a code for its approval.
+	replays []*replay
+	waiting map[policy.UserID]*replay
+	// tapped is when each card was last tapped for a code; prompted are the
+	// operations a code prompt came for; answered the prompts answered, by
+	// chat and message id.
+	tapped   map[tapKey]time.Time
 	prompted map[string]bool
 	answered map[[2]int64]bool
+}
+
+// givenCode is a fresh code given, and the time step it is of.
+type givenCode struct {
+	code string
+	step int64
+}
+
+// voter is a person's part in an approval.
+type voter struct {
+	who      policy.UserID
+	approval string
+}
+
+// replay is a code given again: by whom, for which approval, of which time
+// step (one the bot had used already, so that it must refuse it), when, the
+// person's wrong codes in a row in the journal before it, and whether the
+// journal then counted it wrong (refused).
+type replay struct {
+	who      policy.UserID
+	approval string
+	step     int64
+	at       time.Time
+	wrong    int
+	refused  bool
+}
+
+// proved reports whether the run saw a used code given again and refused:
+// until it has, the schedule sends to stepUpChat and answers its cards with
+// codes, so that no run passes the step-up invariants untried.
+func (c *codes) proved() bool {
+	for _, r := range c.replays {
+		if r.refused {
+			return true
+		}
+	}
+	return false
+}
+
+// held reports whether a replay on approval waits to be seen refused: a code
+// for it from anyone else could decide it first, and the replay would then be
+// refused as too late, never tried.
+func (c *codes) held(approval string) bool {
+	for _, r := range c.waiting {
+		if r.approval == approval {
+			return true
+		}
+	}
+	return false
 }
 
 // keyLine is where `countersign approver totp` prints the key, once.
@@ -52,8 +111,8 @@ var keyLine = regexp.MustCompile(`type the key by hand \(time-based, 6 digits, 3
 // enrol enrols both people's TOTP factor with the bot binary beside the
 // (stopped) bot, and keeps their keys.
 func (w *world) enrol() error {
-	w.codes = &codes{secret: map[policy.UserID]string{}, last: map[policy.UserID]int64{}, fresh: map[policy.UserID]int{}, given: map[policy.UserID][]string{},
-		prompted: map[string]bool{}, answered: map[[2]int64]bool{}}
+	w.codes = &codes{secret: map[policy.UserID]string{}, last: map[policy.UserID]int64{}, given: map[policy.UserID][]givenCode{},
+		freshFor: map[voter]bool{}, waiting: map[policy.UserID]*replay{}, tapped: map[tapKey]time.Time{}, prompted: map[string]bool{}, answered: map[[2]int64]bool{}}
 	for _, who := range []policy.UserID{operator, approver} {
 		args := append(append([]string{"approver", "totp"}, w.enrolArgs()...), fmt.Sprint(who))
 		cmd := exec.Command(w.cfg.Bot, args...)
@@ -88,56 +147,159 @@ func asksCode(card telegramtest.Message) bool {
 // tapCoded taps Approve on card in chat, a card that asks a code: the bot
 // answers with a code prompt, which answerPrompts answers in this round or a
 // later one. A card whose prompt never came (the bot killed between the tap
-// and the prompt) is tapped again in a later round.
+// and the prompt) is tapped again, promptWait after its last tap: every tap
+// brings a prompt, and a tap each round would queue prompts behind the chat's
+// send limit faster than it lets them out, and every card of the chat with them.
 func (w *world) tapCoded(s *seen, chat int64, card telegramtest.Message) {
 	op := opPattern.FindString(card.Text)
 	if w.codes.prompted[op] {
 		return // prompted already: its answer is answerPrompts'
 	}
+	delete(s.cards, card.MessageID) // looked at again until its prompt comes
+	key := tapKey{chat, op}
+	if at, ok := w.codes.tapped[key]; ok && time.Since(at) < promptWait {
+		return
+	}
+	w.codes.tapped[key] = time.Now()
 	w.note("step-up: approve tapped, a code asked")
 	w.srv.PushCallbackQuery(chat, chat, card.MessageID, approveData(card, true))
-	delete(s.cards, card.MessageID) // looked at again until its prompt comes
 }
 
+// promptWait is how long a tap's code prompt is waited for before the card
+// is tapped again: past a few sends of the chat, at about one a second.
+const promptWait = 10 * time.Second
+
+// tapKey is an operation's card in one chat.
+type tapKey struct {
+	chat int64
+	op   string
+}
+
+// approvalPattern finds the approval a code prompt names.
+var approvalPattern = regexp.MustCompile(`Approval (ap-[a-z0-9]+)`)
+
+// replayWait bounds the wait to see a replay refused in the journal: one the
+// journal shows nothing of by then (a kill took the update, the approval was
+// decided or expired meanwhile) was not tried, and holds nothing up longer.
+const replayWait = 5 * time.Second
+
 // answerPrompts answers each code prompt of the bot not answered yet: with a
-// fresh code of the person's key, or (one time in four, when there is one)
-// with a code they gave before, which must approve nothing. A prompt for which
+// fresh code of the person's key, or with a code they gave before that the
+// bot has used already (replayUsed), which it must refuse. A prompt for which
 // no fresh code can be made yet (one per time step, and the next step's at
-// most) is answered in a later round.
+// most), or that a replay holds up (held), is answered in a later round.
 func (w *world) answerPrompts() {
 	c := w.codes
+	type prompt struct {
+		chat     int64
+		m        telegramtest.Message
+		approval string
+	}
+	var open []prompt
 	for _, chat := range []int64{operator, approver} {
-		who := policy.UserID(chat)
 		for _, m := range w.srv.Messages(chat) {
-			key := [2]int64{chat, int64(m.MessageID)}
 			if !strings.HasPrefix(m.Text, "🔐 Approval ") {
 				continue
 			}
 			c.prompted[opPattern.FindString(m.Text)] = true
-			if c.answered[key] {
-				continue
+			if ap := approvalPattern.FindStringSubmatch(m.Text); ap != nil && !c.answered[[2]int64{chat, int64(m.MessageID)}] {
+				open = append(open, prompt{chat, m, ap[1]})
 			}
-			if len(c.given[who]) > 0 && w.rnd.IntN(4) == 0 {
-				c.answered[key] = true
-				w.note("step-up: a code given before, replayed")
-				w.srv.PushReply(chat, chat, m.MessageID, c.given[who][w.rnd.IntN(len(c.given[who]))])
-				continue
-			}
-			now := stepup.Step(time.Now())
-			step := max(now, c.last[who]+1)
-			if step > now+1 {
-				continue // no fresh code this time step: a later round answers it
-			}
-			code, err := stepup.CodeAt(c.secret[who], step)
-			if err != nil {
-				w.note("step-up: no code made: " + err.Error())
-				continue
-			}
-			c.answered[key] = true
-			c.last[who], c.fresh[who], c.given[who] = step, c.fresh[who]+1, append(c.given[who], code)
-			w.note("step-up: a fresh code")
-			w.srv.PushReply(chat, chat, m.MessageID, code)
 		}
+	}
+	if len(open) == 0 && len(c.waiting) == 0 {
+		return // the journal is read only when there is a prompt or a replay to see to
+	}
+	j, done, err := w.openJournal()
+	if err != nil {
+		return // answered in a later round
+	}
+	defer done()
+	ctx := context.Background()
+	w.settleReplays(ctx, j)
+	for _, p := range open {
+		who := policy.UserID(p.chat)
+		if c.waiting[who] != nil || c.held(p.approval) {
+			continue
+		}
+		key := [2]int64{p.chat, int64(p.m.MessageID)}
+		if w.replayUsed(ctx, j, p.chat, p.m, p.approval) {
+			c.answered[key] = true
+			continue
+		}
+		now := stepup.Step(time.Now())
+		step := max(now, c.last[who]+1)
+		if step > now+1 {
+			continue // no fresh code this time step: a later round answers it
+		}
+		code, err := stepup.CodeAt(c.secret[who], step)
+		if err != nil {
+			w.note("step-up: no code made: " + err.Error())
+			continue
+		}
+		c.answered[key] = true
+		c.last[who], c.given[who] = step, append(c.given[who], givenCode{code, step})
+		c.freshFor[voter{who, p.approval}] = true
+		w.note("step-up: a fresh code")
+		w.srv.PushReply(p.chat, p.chat, p.m.MessageID, code)
+	}
+}
+
+// replayUsed answers prompt m, of approval apID in chat, with a code its
+// person gave before, of a time step no later than the last the bot used for
+// them: a code the bot must refuse, whichever it is, and whatever became of
+// the fresh codes given since. It does so while the run has seen no replay
+// refused (proved), then one time in four; only for an approval still
+// pending that its person has not voted on, which alone tries a code. It
+// reports whether it did.
+func (w *world) replayUsed(ctx context.Context, j *journal.Journal, chat int64, m telegramtest.Message, apID string) bool {
+	c := w.codes
+	who := policy.UserID(chat)
+	if len(c.given[who]) == 0 || c.proved() && w.rnd.IntN(4) != 0 {
+		return false
+	}
+	f, err := j.TOTP(ctx, who)
+	if err != nil || f.Locked(time.Now()) {
+		return false
+	}
+	if a, err := j.Approval(ctx, apID); err != nil || a.Decision != journal.Pending || slices.ContainsFunc(a.Votes, func(v journal.Vote) bool { return v.By == who }) {
+		return false // decided, or voted by who: the code would not be tried
+	}
+	var used []givenCode
+	for _, g := range c.given[who] {
+		if g.step <= f.LastStep {
+			used = append(used, g)
+		}
+	}
+	if len(used) == 0 {
+		return false
+	}
+	g := used[w.rnd.IntN(len(used))]
+	r := &replay{who: who, approval: apID, step: g.step, at: time.Now(), wrong: f.Wrong}
+	c.replays, c.waiting[who] = append(c.replays, r), r
+	w.note("step-up: a used code, given again")
+	w.srv.PushReply(chat, chat, m.MessageID, g.code)
+	return true
+}
+
+// settleReplays looks in the journal for the refusal of each replay that
+// waits: the person's wrong codes in a row went up since it was given (their
+// other codes wait meanwhile). One not seen refused within replayWait waits
+// no longer; stepUpChecks tells whether it approved anything.
+func (w *world) settleReplays(ctx context.Context, j *journal.Journal) {
+	c := w.codes
+	for who, r := range c.waiting {
+		f, err := j.TOTP(ctx, who)
+		switch {
+		case err == nil && f.Wrong > r.wrong:
+			r.refused = true
+			w.note("step-up: a used code given again, refused")
+		case time.Since(r.at) < replayWait:
+			continue
+		default:
+			w.note("step-up: a used code given again, not seen refused")
+		}
+		delete(c.waiting, who)
 	}
 }
 
@@ -151,16 +313,10 @@ type sentWith struct {
 // stepUpChecks are the step-up invariants over what the journal holds.
 func (w *world) stepUpChecks(ctx context.Context, j *journal.Journal, ops []journal.Operation) []Invariant {
 	var sent []sentWith
-	votes := map[policy.UserID]int{}
 	for _, op := range ops {
 		a, err := j.LatestApproval(ctx, op.ID)
 		if err != nil {
 			continue // nothingUnapproved reports a commit without one
-		}
-		for _, v := range a.Votes {
-			if v.StepUp == policy.FactorTOTP {
-				votes[v.By]++
-			}
 		}
 		if op.State == journal.Committed || op.State == journal.Unknown {
 			sent = append(sent, sentWith{op, a})
@@ -168,7 +324,13 @@ func (w *world) stepUpChecks(ctx context.Context, j *journal.Journal, ops []jour
 	}
 	held := stepUpHeld(sent)
 	w.count["step-up: commits that went out with codes"] = held.withCodes
-	return []Invariant{held.Invariant, codesWithin(votes, w.codes.fresh)}
+	approvals := map[string]journal.Approval{}
+	for _, r := range w.codes.replays {
+		if a, err := j.Approval(ctx, r.approval); err == nil {
+			approvals[r.approval] = a
+		}
+	}
+	return []Invariant{held.Invariant, replaysRefused(w.codes.replays, w.codes.freshFor, approvals)}
 }
 
 // stepUpResult is stepUpHeld's invariant and how many commits it found
@@ -200,13 +362,26 @@ func stepUpHeld(sent []sentWith) stepUpResult {
 	return r
 }
 
-// codesWithin: no person's codes approved more often than fresh codes were
-// given them; a replayed code approved nothing.
-func codesWithin(votes, fresh map[policy.UserID]int) Invariant {
-	in := Invariant{Name: "no person's codes approved more often than fresh codes were given (a replayed code approves nothing)"}
-	for who, n := range votes {
-		if n > fresh[who] {
-			in.Broken = append(in.Broken, fmt.Sprintf("user %d's codes approved %d times, and %d fresh codes were given", who, n, fresh[who]))
+// replaysRefused: each used code given again approved nothing: the approval
+// it was given for holds no vote of its person given with a code, unless they
+// gave a fresh code for that approval too. Checked code by code, so that a
+// fresh code that approved nothing (given to an approval decided meanwhile,
+// or lost to a kill) cannot make room for a replay that did.
+func replaysRefused(replays []*replay, freshFor map[voter]bool, approvals map[string]journal.Approval) Invariant {
+	in := Invariant{Name: "every used code given again was refused: none approved what it was given for"}
+	for _, r := range replays {
+		if freshFor[voter{r.who, r.approval}] {
+			continue
+		}
+		a, ok := approvals[r.approval]
+		if !ok {
+			in.Broken = append(in.Broken, fmt.Sprintf("approval %s, given user %d's used code again, is not in the journal to check", r.approval, r.who))
+			continue
+		}
+		for _, v := range a.Votes {
+			if v.By == r.who && v.StepUp == policy.FactorTOTP {
+				in.Broken = append(in.Broken, fmt.Sprintf("user %d's code of step %d, used before, approved %s when given again", r.who, r.step, r.approval))
+			}
 		}
 	}
 	return in

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/countersign/countersign/action"
@@ -10,9 +12,10 @@ import (
 )
 
 // Each step-up invariant catches its break: a commit to the step-up chat on a
-// vote given without a code (or on no vote), and a person's codes approving
-// more often than fresh codes were given (a replay accepted); and holds when
-// nothing broke.
+// vote given without a code (or on no vote), and a used code given again that
+// approved what it was given for, though a wasted fresh code of the same
+// person keeps their coded votes within the fresh codes they gave; and holds
+// when nothing broke.
 func TestStepUpInvariantsCatchTheirBreaks(t *testing.T) {
 	t.Parallel()
 	to := func(id string, chat int64, votes ...journal.Vote) sentWith {
@@ -39,14 +42,35 @@ func TestStepUpInvariantsCatchTheirBreaks(t *testing.T) {
 		}
 	}
 
-	fresh := map[policy.UserID]int{operator: 2, approver: 1}
-	if in := codesWithin(map[policy.UserID]int{operator: 2, approver: 1}, fresh); len(in.Broken) > 0 {
-		t.Errorf("as many approvals as fresh codes: %v, want it to hold", in.Broken)
+	// Replays, code by code. The operator gave three fresh codes: one
+	// approved ap-1, one ap-5, and one was given to ap-2 after the approver
+	// had decided it with a fresh code, and approved nothing. The operator's
+	// used code was given again to ap-3 (which the approver decided with a
+	// fresh code) and to ap-4 (left to expire), the approver's to ap-5.
+	voteOn := func(id string, votes ...journal.Vote) journal.Approval {
+		return journal.Approval{ID: id, Decision: journal.DecideApprove, Votes: votes}
 	}
-	if in := codesWithin(map[policy.UserID]int{operator: 3}, fresh); len(in.Broken) != 1 {
-		t.Errorf("a replayed code approving: %v, want it broken", in.Broken)
+	approverCoded := journal.Vote{By: approver, StepUp: policy.FactorTOTP}
+	freshFor := map[voter]bool{{operator, "ap-1"}: true, {operator, "ap-2"}: true, {operator, "ap-5"}: true,
+		{approver, "ap-2"}: true, {approver, "ap-3"}: true}
+	replays := []*replay{{who: operator, approval: "ap-3", step: 7}, {who: operator, approval: "ap-4", step: 7}, {who: approver, approval: "ap-5", step: 9}}
+	refused := map[string]journal.Approval{"ap-1": voteOn("ap-1", coded), "ap-2": voteOn("ap-2", approverCoded),
+		"ap-3": voteOn("ap-3", approverCoded), "ap-4": {ID: "ap-4", Decision: journal.DecideExpire}, "ap-5": voteOn("ap-5", coded)}
+	if in := replaysRefused(replays, freshFor, refused); len(in.Broken) > 0 {
+		t.Errorf("every replay refused: %v, want it to hold", in.Broken)
 	}
-	if in := codesWithin(map[policy.UserID]int{approver: 1}, map[policy.UserID]int{}); len(in.Broken) != 1 {
-		t.Errorf("codes approving with none given: %v, want it broken", in.Broken)
+	// ap-3 approved by the operator's replayed code instead: their coded
+	// votes (ap-1, ap-3, ap-5) are no more than the fresh codes given them,
+	// and a count of them lets it by.
+	accepted := maps.Clone(refused)
+	accepted["ap-3"] = voteOn("ap-3", coded)
+	if in := replaysRefused(replays, freshFor, accepted); len(in.Broken) != 1 || !strings.Contains(in.Broken[0], "ap-3") {
+		t.Errorf("a replayed code approving, with a fresh code wasted beside it: %v, want ap-3 broken", in.Broken)
+	}
+	// A replay given to an approval the journal does not hold cannot be
+	// checked, and says so.
+	delete(accepted, "ap-3")
+	if in := replaysRefused(replays, freshFor, accepted); len(in.Broken) != 1 || !strings.Contains(in.Broken[0], "ap-3") {
+		t.Errorf("a replay's approval missing: %v, want ap-3 broken", in.Broken)
 	}
 }
