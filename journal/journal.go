@@ -163,6 +163,11 @@ func (j *Journal) giveBackFreed(ctx context.Context) {
 	if len(j.migrated) == 0 {
 		return
 	}
+	unlock, err := j.db.LockWriter(ctx) // a VACUUM writes, and is no transaction: it takes the lock itself
+	if err != nil {
+		return
+	}
+	defer unlock()
 	var free int
 	pool := j.db.Pool(durable)
 	if err := pool.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err == nil && free > 0 {
