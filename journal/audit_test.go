@@ -400,7 +400,7 @@ func testTheTrailCommitsToTheHistoryBeforeIt(t *testing.T, name string) {
 	j.Close()
 	db := raw(t, name)
 	// Back to before the trail: the migrations after it undone too.
-	later := []string{"DROP INDEX operations_live", "DROP INDEX operations_noted", "DROP INDEX approvals_open", "DROP INDEX approvals_open_created", "DROP INDEX cards_message",
+	later := []string{"DROP INDEX operations_live", "DROP INDEX operations_noted", "DROP INDEX operations_rejected", "DROP INDEX approvals_open", "DROP INDEX approvals_open_created", "DROP INDEX cards_message",
 		"CREATE INDEX operations_state ON operations(state)", "CREATE INDEX operations_transport ON operations(transport, state)", "CREATE INDEX operations_claimed ON operations(claimed_by, state)",
 		"CREATE INDEX approvals_pending ON approvals(decision, expires_at)", "CREATE INDEX approvals_pending_created ON approvals(decision, created_at)",
 		"ALTER TABLE operations DROP COLUMN seen_key", "DROP TABLE passkey_links", "DROP TABLE passkey_credentials", "ALTER TABLE approval_votes DROP COLUMN receipt", "DROP TABLE totp_factors", "ALTER TABLE approval_votes DROP COLUMN step_up", "ALTER TABLE approvals DROP COLUMN step_up", "ALTER TABLE approvals DROP COLUMN shown_at", "ALTER TABLE approvals DROP COLUMN shown_by", "DROP TABLE slot_waits", "DROP TABLE strangers_told", "DROP TABLE chat_turns", "DROP TABLE send_slots", "DROP TABLE approval_votes", "DROP TABLE payload_edits", "DROP TABLE grants",

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
@@ -80,6 +81,9 @@ func TestQueriesByWhereThingsStandUseTheirIndexes(t *testing.T) {
 			{journal.Filter{States: []journal.State{journal.AwaitingApproval}, Transport: "telegram"}, "operations_live"},
 			{journal.Filter{States: []journal.State{journal.Approved, journal.RetryWait, journal.Unknown}}, "operations_live"},
 			{journal.Filter{States: []journal.State{journal.Committed}, Transport: "telegram", WithEnvelope: true}, "operations_noted"},
+			// What the verifier reads before each send: the chat's rejections
+			// of the last while.
+			{journal.Filter{States: []journal.State{journal.Rejected}, Chat: "1", ChangedSince: time.Unix(1, 0)}, "operations_rejected"},
 		} {
 			where, args := j.OperationsWhere(c.f)
 			qs = append(qs, query{"SELECT id FROM operations WHERE " + where, args, c.index})
@@ -112,6 +116,11 @@ func TestQueriesByWhereThingsStandUseTheirIndexes(t *testing.T) {
 			rows.Close()
 			if !strings.Contains(strings.Join(plan, "; "), "INDEX "+q.index) {
 				t.Errorf("%s\nplan %q, want it served by %s", q.sql, plan, q.index)
+			}
+			for _, step := range plan {
+				if strings.HasPrefix(step, "SCAN ") {
+					t.Errorf("%s\nplan %q reads a table whole", q.sql, plan)
+				}
 			}
 		}
 	})
@@ -159,8 +168,8 @@ func TestQueriesByWhereThingsStandUseTheirIndexes(t *testing.T) {
 				plan = append(plan, strings.TrimSpace(line))
 			}
 			rows.Close()
-			if !strings.Contains(strings.Join(plan, "; "), q.index) {
-				t.Errorf("%s\nplan %q, want it served by %s", sql, plan, q.index)
+			if p := strings.Join(plan, "; "); !strings.Contains(p, q.index) || strings.Contains(p, "Seq Scan") {
+				t.Errorf("%s\nplan %q, want it served by %s, no table read whole", sql, plan, q.index)
 			}
 		}
 	})

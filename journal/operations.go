@@ -479,8 +479,11 @@ func (f Filter) where(d *sqlstore.Dialect) (string, []any) {
 			args = append(args, s)
 			live = live && !s.Final()
 		}
-		if live {
+		switch {
+		case live:
 			where = append(where, liveState) // so that operations_live serves it
+		case len(f.States) == 1 && f.States[0] == Rejected:
+			where = append(where, rejectedState) // operations_rejected
 		}
 	}
 	for col, v := range map[string]string{"task_id": f.TaskID, "fingerprint": f.Fingerprint, d.JSONText("payload", "target"): f.Target, "transport": f.Transport} {
@@ -495,7 +498,9 @@ func (f Filter) where(d *sqlstore.Dialect) (string, []any) {
 		where, args = append(where, "created_at >= ?"), append(args, ms(f.Since))
 	}
 	if f.Chat != "" {
-		where, args = append(where, "task_id IN (SELECT id FROM tasks WHERE chat = ?)"), append(args, f.Chat)
+		// Row by row, by the task's key: "task_id IN (SELECT …)" read every
+		// task to build its list, whatever index served the rest.
+		where, args = append(where, "EXISTS (SELECT 1 FROM tasks WHERE tasks.id = operations.task_id AND tasks.chat = ?)"), append(args, f.Chat)
 	}
 	if !f.ChangedSince.IsZero() {
 		where, args = append(where, "updated_at >= ?"), append(args, ms(f.ChangedSince))

@@ -63,6 +63,10 @@ func CanMove(from, to State) bool { return slices.Contains(edges[from], to) }
 // TestLiveStateIsTheIndexCondition holds it to the migrations and to Final.
 const liveState = "state NOT IN ('committed', 'rejected', 'expired', 'failed', 'cancelled')"
 
+// rejectedState is the condition of the operations_rejected index, word for
+// word: a query for the rejected operations alone carries it, as liveState.
+const rejectedState = "state = 'rejected'"
+
 // Final reports whether nothing more will happen to an operation in s on its own.
 func (s State) Final() bool {
 	switch s {

@@ -21,6 +21,11 @@ CREATE INDEX operations_live ON operations(state, transport)
 -- The operations whose outcome has a note in the vault: the few that were
 -- unknown once, which a leader reads back at its start.
 CREATE INDEX operations_noted ON operations(transport) WHERE envelope <> '';
+-- The operations a person rejected, by when: the verifier reads those of the
+-- last while before each send (a text rejected a moment ago is not asked
+-- again). The state indexes served it; a rejection is rare, and its entry is
+-- written once.
+CREATE INDEX operations_rejected ON operations(updated_at) WHERE state = 'rejected';
 DROP INDEX approvals_pending;
 DROP INDEX approvals_pending_created;
 CREATE INDEX approvals_open ON approvals(expires_at) WHERE decision = '';
