@@ -60,8 +60,12 @@ func CanMove(from, to State) bool { return slices.Contains(edges[from], to) }
 // play carries it beside its own state filter, since a planner uses a partial
 // index only for a query whose condition implies the index's, and
 // PostgreSQL's generic plan cannot see that "state = $1" does.
-// TestLiveStateIsTheIndexCondition holds it to the migrations and to Final.
-const liveState = "state NOT IN ('committed', 'rejected', 'expired', 'failed', 'cancelled')"
+// It says "<>" five times rather than NOT IN: SQLite evaluates the condition
+// for the old and the new row of every move, and a NOT IN of five made each
+// move's update cost several times as much as the update itself (a list is
+// built to look the state up in). TestLiveStateIsTheIndexCondition holds it
+// to the migrations and to Final.
+const liveState = "state <> 'committed' AND state <> 'rejected' AND state <> 'expired' AND state <> 'failed' AND state <> 'cancelled'"
 
 // rejectedState is the condition of the operations_rejected index, word for
 // word: a query for the rejected operations alone carries it, as liveState.

@@ -17,7 +17,7 @@ DROP INDEX operations_state;
 DROP INDEX operations_transport;
 DROP INDEX operations_claimed;
 CREATE INDEX operations_live ON operations(state, transport)
-	WHERE state NOT IN ('committed', 'rejected', 'expired', 'failed', 'cancelled');
+	WHERE state <> 'committed' AND state <> 'rejected' AND state <> 'expired' AND state <> 'failed' AND state <> 'cancelled';
 -- The operations whose outcome has a note in the vault: the few that were
 -- unknown once, which a leader reads back at its start.
 CREATE INDEX operations_noted ON operations(transport) WHERE envelope <> '';
