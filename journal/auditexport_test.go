@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/audit"
-	"github.com/countersign/countersign/internal/passkeytest"
-	"github.com/countersign/countersign/journal"
 	"github.com/countersign/countersign/policy"
 )
 
@@ -28,13 +26,7 @@ func TestAnExportedPasskeyVoteWithoutItsReceiptIsCaughtOffline(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, name string) {
 		ctx := context.Background()
 		j := open(t, name, newClock().Now)
-		alice := passkeytest.New(42)
-		enrolPasskey(t, j, alice)
-		op, a := askedStepUp(t, j, 1, policy.FactorPasskey)
-		r := alice.Receipt(a.ID, a.PayloadSHA256)
-		if _, err := j.DecideBallot(ctx, a.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Receipt: &r}); err != nil {
-			t.Fatalf("alice's passkey vote: %v", err)
-		}
+		op, a, _ := approvedWithPasskey(t, j)
 		key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
 		pub := key.Public().(ed25519.PublicKey)
 		export := func(since int64) []byte {

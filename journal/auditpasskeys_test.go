@@ -1,7 +1,6 @@
 package journal_test
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"strconv"
@@ -9,10 +8,8 @@ import (
 	"testing"
 
 	"github.com/countersign/countersign/audit"
-	"github.com/countersign/countersign/internal/passkeytest"
 	"github.com/countersign/countersign/internal/pgtest"
 	"github.com/countersign/countersign/journal"
-	"github.com/countersign/countersign/policy"
 )
 
 // TestEveryTamperOfAPasskeyVoteIsFoundAndNamed: verify compares a vote given
@@ -73,19 +70,12 @@ func testEveryTamperOfAPasskeyVoteIsFoundAndNamed(t *testing.T, name string) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			fresh := t.TempDir() + "/j.db"
 			if journal.IsPostgres(name) {
 				fresh = pgtest.Fresh(t)
 			}
 			j := open(t, fresh, newClock().Now)
-			alice := passkeytest.New(42)
-			enrolPasskey(t, j, alice)
-			_, a := askedStepUp(t, j, 1, policy.FactorPasskey)
-			r := alice.Receipt(a.ID, a.PayloadSHA256)
-			if _, err := j.DecideBallot(ctx, a.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Receipt: &r}); err != nil {
-				t.Fatalf("alice's passkey vote: %v", err)
-			}
+			_, a, _ := approvedWithPasskey(t, j)
 			if rep := verify(t, j); rep.Fault != nil { // and the records chained, to be tampered with
 				t.Fatalf("before the tamper: %s", rep.Fault)
 			}

@@ -14,6 +14,21 @@ import (
 	"github.com/countersign/countersign/policy"
 )
 
+// approvedWithPasskey enrols alice's (42) passkey on j, asks one approval of a
+// passkey, and records her vote with its receipt: a real passkey approval. It
+// returns alice's signer too, for more receipts.
+func approvedWithPasskey(t *testing.T, j *journal.Journal) (journal.Operation, *journal.Approval, *passkeytest.Signer) {
+	t.Helper()
+	alice := passkeytest.New(42)
+	enrolPasskey(t, j, alice)
+	op, a := askedStepUp(t, j, 1, policy.FactorPasskey)
+	r := alice.Receipt(a.ID, a.PayloadSHA256)
+	if _, err := j.DecideBallot(context.Background(), a.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Receipt: &r}); err != nil {
+		t.Fatalf("alice's passkey vote: %v", err)
+	}
+	return op, a, alice
+}
+
 // enrolPasskey enrols s from a one-time link, as the review page does.
 func enrolPasskey(t *testing.T, j *journal.Journal, s *passkeytest.Signer) {
 	t.Helper()
@@ -187,13 +202,7 @@ func TestARemovedPasskeyApprovesNothingAndItsReceiptsStillVerify(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, name string) {
 		ctx := context.Background()
 		j := open(t, name, newClock().Now)
-		alice := passkeytest.New(42)
-		enrolPasskey(t, j, alice)
-		_, a := askedStepUp(t, j, 1, policy.FactorPasskey)
-		given := alice.Receipt(a.ID, a.PayloadSHA256)
-		if _, err := j.DecideBallot(ctx, a.ID, journal.Ballot{Decision: journal.DecideApprove, By: 42, Receipt: &given}); err != nil {
-			t.Fatalf("alice's receipt: %v", err)
-		}
+		_, a, alice := approvedWithPasskey(t, j)
 		if err := j.RemovePasskeys(ctx, 42); err != nil {
 			t.Fatal(err)
 		}
