@@ -98,8 +98,8 @@ func (c *receiptCheck) verify() *Fault {
 	fault := func(l lined, format string, args ...any) *Fault {
 		return &Fault{Line: l.line, Record: &RecordFault{Seq: l.r.Seq, Kind: l.r.Kind, Operation: l.r.Operation, Problem: fmt.Sprintf(format, args...)}}
 	}
-	proven := map[[2]string]bool{}
-	signers := map[string]int{} // approval -> approvers whose receipt verified
+	proven := map[[2]string]string{} // (approval, approver) -> the payload hash their receipt signs
+	signers := map[string]int{}      // approval -> approvers whose receipt verified
 	for _, l := range c.receipts {
 		var rc PasskeyReceipt
 		if err := json.Unmarshal(l.r.Body, &rc); err != nil {
@@ -118,8 +118,8 @@ func (c *receiptCheck) verify() *Fault {
 		if err := VerifyReceipt(rc, k); err != nil {
 			return fault(l, "%v", err)
 		}
-		if k := [2]string{rc.Approval, fmt.Sprint(rc.By)}; !proven[k] {
-			proven[k] = true
+		if k := [2]string{rc.Approval, fmt.Sprint(rc.By)}; proven[k] == "" {
+			proven[k] = rc.PayloadSHA256
 			signers[rc.Approval]++
 		}
 		c.verified++
@@ -130,8 +130,14 @@ func (c *receiptCheck) verify() *Fault {
 		}
 	}
 	for _, v := range c.passkeyed {
-		if !proven[[2]string{v.r.Ref, fmt.Sprint(v.f.By)}] {
+		signed := proven[[2]string{v.r.Ref, fmt.Sprint(v.f.By)}]
+		if signed == "" {
 			return fault(v.lined, "the vote of %d on %s says a passkey was given, and the export holds no receipt of it", v.f.By, v.r.Ref)
+		}
+		// An export that begins after the approval's record (-since) has no
+		// hash to check the receipt against but the vote's own.
+		if v.f.PayloadSHA256 != "" && v.f.PayloadSHA256 != signed {
+			return fault(v.lined, "the vote of %d on %s was given for payload %.12s, and its receipt signs payload %.12s", v.f.By, v.r.Ref, v.f.PayloadSHA256, signed)
 		}
 	}
 	return nil

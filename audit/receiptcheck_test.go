@@ -84,6 +84,10 @@ func TestAnExportsReceiptsAreVerifiedWithItsKeysAlone(t *testing.T) {
 		{audit.Vote, "op-1", "ap-1", map[string]any{"approval": "ap-1", "by": 111, "of": 1, "required": 1}},
 		{audit.Decision, "op-1", "ap-1", map[string]any{"approval": "ap-1", "decision": "approved", "by": 111}}}
 	decided := append(approvalWithPasskey(a, honest), fact{audit.Decision, "op-1", "ap-1", map[string]any{"approval": "ap-1", "decision": "approved", "by": 111}})
+	// An export from the vote on (-since), the approval record left before
+	// it: the vote says payload B was approved, its receipt signs A.
+	voteOfB := approvalWithPasskey(a, honest)[1:]
+	voteOfB[0].body = map[string]any{"approval": "ap-1", "by": 111, "of": 1, "required": 1, "step_up": "passkey", "payload_sha256": b}
 
 	for _, tc := range []struct {
 		name, file string
@@ -105,6 +109,8 @@ func TestAnExportsReceiptsAreVerifiedWithItsKeysAlone(t *testing.T) {
 			"record 3 (receipt of op-1): the receipt is of approval ap-1, and the record names ap-2"},
 		{"a vote with a passkey and no receipt", signedExport(t, server, keys, noReceipt...),
 			"line 2: record 2 (vote of op-1): the vote of 111 on ap-1 says a passkey was given, and the export holds no receipt of it"},
+		{"a vote of another payload than its receipt's, without the approval record", signedExport(t, server, keys, voteOfB...),
+			"line 1: record 1 (vote of op-1): the vote of 111 on ap-1 was given for payload " + b[:12] + ", and its receipt signs payload " + a[:12]},
 		{"no passkeys line", signedExport(t, server, nil, approvalWithPasskey(a, honest)...),
 			"record 3 (receipt of op-1): no public key of credential"},
 		{"the key left out", signedExport(t, server, []audit.PasskeyKey{newSigner(t, 111).Key(t)}, approvalWithPasskey(a, honest)...),
