@@ -58,7 +58,7 @@ func BenchmarkConcurrentWriters(b *testing.B) {
 			b.SetParallelism(8) // 16 writers on two cores: more than the cores, as in a burst
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
+				ctx := b.Context() // as a bot's: one that can end
 				for pb.Next() {
 					start := time.Now()
 					if err := send(ctx, j, p, n.Add(1)); err != nil {
@@ -132,7 +132,7 @@ func BenchmarkConcurrentWritersPaired(b *testing.B) {
 					start := time.Now()
 					for range writers {
 						wg.Go(func() {
-							ctx := context.Background()
+							ctx := b.Context() // as a bot's: one that can end
 							for left.Add(-1) >= 0 {
 								t0 := time.Now()
 								if err := send(ctx, js[which], p, n.Add(1)); err != nil {

@@ -53,7 +53,7 @@ func BenchmarkLifecycle(b *testing.B) {
 // (chain-x).
 func benchmarkChainPaired(b *testing.B, audited, unaudited string) {
 	pol := testPolicy(b)
-	ctx := context.Background()
+	ctx := b.Context() // as a bot's: one that can end
 	var ops [2]*operator.Operator
 	for i, o := range []struct {
 		name string
@@ -96,7 +96,7 @@ func benchmarkLifecycle(b *testing.B, name string, opts ...journal.Option) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := b.Context() // as a bot's: one that can end
 	b.ReportAllocs()
 	b.ResetTimer()
 	before := j.Commits()
@@ -114,7 +114,7 @@ func benchmarkLifecycle(b *testing.B, name string, opts ...journal.Option) {
 
 // lifecycleSend is one send of BenchmarkLifecycle: asked, approved, sent.
 func lifecycleSend(b *testing.B, op *operator.Operator, i int) {
-	ctx := context.Background()
+	ctx := b.Context() // as a bot's: one that can end
 	_, r, err := op.Begin(ctx, journal.Task{Requester: operatorID, Chat: "1", Summary: "bench"}, callSend("222", fmt.Sprintf("message %d", i)))
 	if err != nil {
 		b.Fatal(err)

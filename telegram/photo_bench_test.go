@@ -2,7 +2,6 @@ package telegram_test
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"encoding/binary"
 	"encoding/json"
@@ -50,7 +49,7 @@ func BenchmarkPhoto(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx := context.Background()
+		ctx := b.Context() // as a bot's: one that can end
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			img := photoN(base, i)
@@ -68,7 +67,7 @@ func BenchmarkPhoto(b *testing.B) {
 	b.Run("floor", func(b *testing.B) { benchmarkBareStored(b, base, 4) })
 	b.Run("lifecycle", func(b *testing.B) {
 		op, j, root := benchOperator(b)
-		ctx := context.Background()
+		ctx := b.Context() // as a bot's: one that can end
 		b.ReportAllocs()
 		before := j.Commits()
 		for i := 0; b.Loop(); i++ {
@@ -87,7 +86,7 @@ func BenchmarkPhoto(b *testing.B) {
 	// A text through the same gate, for what the photo adds to it.
 	b.Run("text-lifecycle", func(b *testing.B) {
 		op, j, _ := benchOperator(b)
-		ctx := context.Background()
+		ctx := b.Context() // as a bot's: one that can end
 		b.ReportAllocs()
 		before := j.Commits()
 		for i := 0; b.Loop(); i++ {
@@ -124,7 +123,7 @@ func benchmarkBareStored(b *testing.B, base []byte, inserts int) {
 	if _, err := db.Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)"); err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := b.Context() // as a bot's: one that can end
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		img := photoN(base, i)
@@ -153,7 +152,7 @@ func benchOperator(b *testing.B) (*operator.Operator, *journal.Journal, string) 
 	if err := os.Mkdir(root, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := b.Context() // as a bot's: one that can end
 	j, err := journal.Open(ctx, filepath.Join(dir, "journal.db"), journal.WithSeenKey(operator.SeenKey))
 	if err != nil {
 		b.Fatal(err)

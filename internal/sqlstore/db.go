@@ -224,8 +224,17 @@ func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (Rows
 	return db.durable.QueryContext(ctx, db.d.Bind(query), args...)
 }
 
-// QueryRowContext reads one row, without the writer lock.
+// QueryRowContext reads one row, without the writer lock. On SQLite the read
+// runs without ctx's end: a one-row read takes microseconds, and database/sql
+// would watch a context that can end with a goroutine of its own (Tx's
+// stmtContext says more).
 func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) Row {
+	if db.gate != nil && ctx.Done() != nil {
+		if err := ctx.Err(); err != nil {
+			return errRow{err}
+		}
+		ctx = context.WithoutCancel(ctx)
+	}
 	return db.durable.QueryRowContext(ctx, db.d.Bind(query), args...)
 }
 
@@ -257,11 +266,11 @@ func (db *DB) Write(ctx context.Context, c Commit, fn func(*Tx) error) error {
 		return err
 	}
 	defer unlock()
-	tx, err := db.Pool(c).BeginTx(ctx, nil)
+	tx, err := beginSQLite(ctx, db.Pool(c), db.d)
 	if err != nil {
 		return err
 	}
-	return run(ctx, &Tx{tx: tx, d: db.d}, fn)
+	return run(ctx, tx, fn)
 }
 
 // WriteAside is Write on PostgreSQL for a durable write that keeps the store

@@ -8,12 +8,22 @@ import (
 
 // Tx is a write transaction, whose statements, written with ? placeholders,
 // it binds for its backend. A write of DB.Write on PostgreSQL is pipelined
-// (pgTx); a transaction begun on a pool directly (a migration, a snapshot) is
-// plain (Plain).
+// (pgTx), on SQLite it runs on a connection of its own (sqliteTx); a
+// transaction begun on a pool directly (a migration, a snapshot) is plain
+// (Plain).
 type Tx struct {
-	tx *sql.Tx
+	tx querier
+	s  *sqliteTx
 	p  *pgTx
 	d  *Dialect
+}
+
+// querier is what runs a Tx's statements: a *sql.Tx, or the *sql.Conn of a
+// write on SQLite.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // Plain is tx, a transaction begun on one of a DB's pools (Pool), as a Tx
@@ -28,7 +38,7 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	if t.p != nil {
 		return t.p.exec(ctx, t.d.Bind(query), args)
 	}
-	return t.tx.ExecContext(ctx, t.d.Bind(query), args...)
+	return t.tx.ExecContext(t.stmtContext(ctx), t.d.Bind(query), args...)
 }
 
 // QueryContext runs a query in t; its rows must be closed (read to the end
@@ -37,7 +47,7 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (Rows,
 	if t.p != nil {
 		return t.p.query(ctx, t.d.Bind(query), args)
 	}
-	return t.tx.QueryContext(ctx, t.d.Bind(query), args...)
+	return t.tx.QueryContext(t.stmtContext(ctx), t.d.Bind(query), args...)
 }
 
 // QueryRowContext runs a query in t for one row (sql.ErrNoRows at Scan when
@@ -46,7 +56,7 @@ func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) Row
 	if t.p != nil {
 		return t.p.queryRow(ctx, t.d.Bind(query), args)
 	}
-	return t.tx.QueryRowContext(ctx, t.d.Bind(query), args...)
+	return t.tx.QueryRowContext(t.stmtContext(ctx), t.d.Bind(query), args...)
 }
 
 // Later runs a write whose result t does not read: at once on SQLite, and on
@@ -70,17 +80,32 @@ func (t *Tx) Later(ctx context.Context, what, query string, args ...any) error {
 // the clause does not parse.
 func (t *Tx) RowLock(clause string) string { return t.d.RowLock(clause) }
 
-func (t *Tx) rollback() {
-	if t.p != nil {
-		t.p.rollback()
-		return
+// stmtContext is the context a statement of t runs under: on SQLite, ctx
+// without its end (sqliteTx says why).
+func (t *Tx) stmtContext(ctx context.Context) context.Context {
+	if t.s != nil {
+		return t.s.quiet
 	}
-	t.tx.Rollback()
+	return ctx
+}
+
+func (t *Tx) rollback() {
+	switch {
+	case t.p != nil:
+		t.p.rollback()
+	case t.s != nil:
+		t.s.rollback()
+	default:
+		t.tx.(*sql.Tx).Rollback()
+	}
 }
 
 func (t *Tx) commit(ctx context.Context) error {
-	if t.p != nil {
+	switch {
+	case t.p != nil:
 		return t.p.commit(ctx)
+	case t.s != nil:
+		return t.s.commit()
 	}
-	return t.tx.Commit()
+	return t.tx.(*sql.Tx).Commit()
 }
