@@ -219,15 +219,48 @@ func AdvisoryKey(parts ...string) int32 {
 	return int32(h.Sum32() & 0x7fffffff)
 }
 
-// QueryContext reads, without the writer lock.
+// QueryContext reads, without the writer lock. On SQLite, where a read waits
+// for nothing, the end of ctx stops it between rows (readRows) rather than
+// being watched by a goroutine of database/sql's for every query.
 func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (Rows, error) {
+	if db.gate != nil && ctx.Done() != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rows, err := db.durable.QueryContext(context.WithoutCancel(ctx), db.d.Bind(query), args...)
+		if err != nil {
+			return nil, err
+		}
+		return &readRows{Rows: rows, ctx: ctx}, nil
+	}
 	return db.durable.QueryContext(ctx, db.d.Bind(query), args...)
 }
 
+// readRows are the rows of a read on SQLite, which stop at the next row once
+// ctx has ended, with its error.
+type readRows struct {
+	*sql.Rows
+	ctx context.Context
+	err error
+}
+
+func (r *readRows) Next() bool {
+	if r.err = r.ctx.Err(); r.err != nil {
+		return false
+	}
+	return r.Rows.Next()
+}
+
+func (r *readRows) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.Rows.Err()
+}
+
 // QueryRowContext reads one row, without the writer lock. On SQLite the read
-// runs without ctx's end: a one-row read takes microseconds, and database/sql
-// would watch a context that can end with a goroutine of its own (Tx's
-// stmtContext says more).
+// runs without ctx's end once begun: a one-row read takes microseconds, and a
+// context that can end costs a goroutine a read (sqliteTx says more).
 func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) Row {
 	if db.gate != nil && ctx.Done() != nil {
 		if err := ctx.Err(); err != nil {

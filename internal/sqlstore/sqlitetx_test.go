@@ -141,3 +141,61 @@ func TestAConnectionLeftInsideATransactionIsNotReused(t *testing.T) {
 		t.Errorf("rows sum to %d, want 2: the abandoned transaction's row is gone", sum)
 	}
 }
+
+// A read on SQLite under a context that can end starts no goroutine of its
+// own, and still stops at the next row once the context has ended.
+func TestAReadStopsAtTheNextRowOnceItsContextEnds(t *testing.T) {
+	db := OpenSQLite(filepath.Join(t.TempDir(), "r.db"), SQLiteOptions{})
+	defer db.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := db.Exec(ctx, Durable, "CREATE TABLE t (x INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, Durable, "INSERT INTO t(x) VALUES (1), (2), (3)"); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (n int, err error) {
+		rows, err := db.QueryContext(ctx, "SELECT x FROM t ORDER BY x")
+		if err != nil {
+			return 0, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if n++; n == 2 {
+				cancel()
+			}
+		}
+		return n, rows.Err()
+	}
+	before := goroutinesCreated()
+	for range 20 {
+		var x int
+		if err := db.QueryRowContext(ctx, "SELECT x FROM t WHERE x = 2").Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.QueryContext(ctx, "SELECT x FROM t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := goroutinesCreated() - before; got > 5 {
+		t.Errorf("40 reads started %d goroutines, want none of their own", got)
+	}
+	n, err := read()
+	if n != 2 || !errors.Is(err, context.Canceled) {
+		t.Errorf("a read whose context ended at its second row: %d rows, %v; want 2 rows, context.Canceled", n, err)
+	}
+	if _, err := db.QueryContext(ctx, "SELECT x FROM t"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a read under an ended context: %v, want context.Canceled", err)
+	}
+	var x int
+	if err := db.QueryRowContext(ctx, "SELECT x FROM t WHERE x = 2").Scan(&x); !errors.Is(err, context.Canceled) {
+		t.Errorf("a one-row read under an ended context: %v, want context.Canceled", err)
+	}
+}
