@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -235,6 +236,11 @@ func (j *Journal) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
+	if version > 0 && version < len(names) {
+		if err := j.noSenderRunning(version, len(names)); err != nil {
+			return err
+		}
+	}
 	for i := version; i < len(names); i++ {
 		src, err := migrations.ReadFile(names[i])
 		if err != nil {
@@ -267,6 +273,42 @@ func (j *Journal) migrate(ctx context.Context) error {
 	}
 	if version > len(names) {
 		return fmt.Errorf("schema version %d is newer than this binary knows (%d)", version, len(names))
+	}
+	return nil
+}
+
+// noSenderRunning refuses to migrate a journal (at schema version from, this
+// binary's to) that a live process sends from: a migration holds the writer
+// lock until it ends (0020 writes two tables again, then VACUUM gives the
+// freed pages back, seconds on a large journal), and a bot of the older binary
+// still running would see its writes fail at its busy timeout, in the middle
+// of a send. The upgrade is: stop the bot, `countersign migrate`, start the new
+// one. A sender is an owner of one of the journal's transports (Own), found by
+// the lock files beside it.
+func (j *Journal) noSenderRunning(from, to int) error {
+	dir, base := filepath.Split(j.file)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // no lock file can be read: none is held that this could see
+	}
+	for _, e := range entries {
+		rest, mine := strings.CutPrefix(e.Name(), base+".")
+		transport, lock := strings.CutSuffix(rest, ".owner")
+		if !mine || !lock || transport == "" || strings.Contains(transport, ".") {
+			continue
+		}
+		pid, owned, err := j.Owner(transport)
+		if err != nil || !owned {
+			continue
+		}
+		who := "another process"
+		if pid > 0 {
+			who = fmt.Sprintf("process %d", pid)
+		}
+		return fmt.Errorf("schema version %d, this binary's %d, and %s sends %s operations from it: a migration would hold its writes until it ends; stop that process, then run `countersign migrate`: %w", from, to, who, transport, ErrOwned)
 	}
 	return nil
 }
