@@ -222,7 +222,7 @@ func (s *Server) outcomeOf(ctx context.Context, op journal.Operation) action.Res
 			Reason: "the outcome is unknown: verify before any retry"}
 	case journal.AwaitingApproval:
 		return action.Result{Status: action.StatusPending, OperationID: op.ID, SideEffect: action.SideEffectPrepared, NextAction: action.NextAwaitApproval,
-			Reason: operator.WaitingReason(ctx, s.opts.Journal, op)}
+			Reason: s.opts.Operator.WaitingReason(ctx, op)}
 	}
 	return action.Result{Status: action.StatusPending, OperationID: op.ID, SideEffect: action.SideEffectPrepared, NextAction: action.NextNone,
 		Reason: fmt.Sprintf("%s is %s: approved, on its way", op.ID, op.State)}

@@ -492,9 +492,12 @@ func (o *Operator) GrantTask(ctx context.Context, user policy.UserID, taskID, di
 
 // WaitingReason says what an operation awaiting approval waits for, for a
 // requester that reads its status (an MCP caller): the approval and its
-// expiry, which approvals are still missing of a quorum, and the last edit an
-// approver made to its payload (what will be sent is the payload as edited).
-func WaitingReason(ctx context.Context, j *journal.Journal, op journal.Operation) string {
+// expiry, which approvals are still missing of a quorum, the second factor
+// each approver gives beside the tap (the one in force here, StepUpOf, which a
+// policy may ask more than the approval did), and the last edit an approver
+// made to its payload (what will be sent is the payload as edited).
+func (o *Operator) WaitingReason(ctx context.Context, op journal.Operation) string {
+	j := o.opts.Journal
 	a, err := j.LatestApproval(ctx, op.ID)
 	if err != nil || a.Decision != journal.Pending {
 		return op.ID + " is waiting for a person's approval"
@@ -503,8 +506,12 @@ func WaitingReason(ctx context.Context, j *journal.Journal, op journal.Operation
 	if line := QuorumLine(a); line != "" {
 		parts = append(parts, line)
 	}
-	if a.StepUp != policy.NoFactor {
-		parts = append(parts, StepUpLine(a.StepUp))
+	factor := a.StepUp
+	if task, err := j.Task(ctx, op.TaskID); err == nil {
+		factor = o.StepUpOf(task, op, a)
+	}
+	if factor != policy.NoFactor {
+		parts = append(parts, StepUpLine(factor))
 	}
 	if es, err := j.Edits(ctx, op.ID); err == nil && len(es) > 0 {
 		parts = append(parts, EditLine(es[len(es)-1])+"; it now reads: "+op.Payload.Text)

@@ -85,7 +85,7 @@ func TestAStepUpApprovalTakesATapAndACode(t *testing.T) {
 		t.Fatalf("approval asks %q, want totp", a.StepUp)
 	}
 	op, _ := h.j.Operation(ctx, opID)
-	if reason := operator.WaitingReason(ctx, h.j, op); !strings.Contains(reason, "TOTP code") {
+	if reason := h.op.WaitingReason(ctx, op); !strings.Contains(reason, "TOTP code") {
 		t.Errorf("waiting reason %q: want it to say a code is awaited", reason)
 	}
 	if _, err := h.op.Record(ctx, apID, approverID, true); !refusedFor(err, policy.FactorTOTP) {
@@ -234,6 +234,10 @@ func TestAFactorAskedSinceTheApprovalIsAskedOfTheTap(t *testing.T) {
 			h.j.NewPasskeyLink(ctx, approverID, "link", h.clock.Now().Add(time.Hour))
 			if err := h.j.FinishPasskeyLink(ctx, "link", signer.Credential()); err != nil {
 				t.Fatal(err)
+			}
+			op, _ := h.j.Operation(ctx, opID)
+			if reason, want := h.op.WaitingReason(ctx, op), operator.StepUpLine(now); !strings.Contains(reason, want) {
+				t.Errorf("waiting reason %q: want it to say %q, the factor asked now", reason, want)
 			}
 			if _, err := h.op.Record(ctx, a.ID, approverID, true); !refusedFor(err, now) {
 				t.Fatalf("a tap alone = %v, want it refused for want of %s", err, now)
