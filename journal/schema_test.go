@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/countersign/countersign/internal/journaltest"
 	"github.com/countersign/countersign/journal"
 )
 
@@ -56,30 +57,13 @@ func TestMigrationsPendingOnAnOlderJournal(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "j.db")
 	ctx := context.Background()
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := journal.Migrations(path)
-	for _, name := range all[:4] {
-		src, err := os.ReadFile(filepath.Join("migrations", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(string(src)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	if _, err := db.Exec("PRAGMA user_version = 4"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	left := journaltest.Older(t, path, 4)
 	pending, err := journal.PendingMigrations(ctx, path)
-	if err != nil || !slices.Equal(pending, all[4:]) {
-		t.Fatalf("PendingMigrations = %v, %v; want %v", pending, err, all[4:])
+	if err != nil || !slices.Equal(pending, left) {
+		t.Fatalf("PendingMigrations = %v, %v; want %v", pending, err, left)
 	}
-	if got := open(t, path, time.Now).Migrated(); !slices.Equal(got, all[4:]) {
-		t.Errorf("Migrated = %v, want %v", got, all[4:])
+	if got := open(t, path, time.Now).Migrated(); !slices.Equal(got, left) {
+		t.Errorf("Migrated = %v, want %v", got, left)
 	}
 }
 

@@ -3,14 +3,11 @@
 package main
 
 import (
-	"database/sql"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
-	"github.com/countersign/countersign/journal"
+	"github.com/countersign/countersign/internal/journaltest"
 )
 
 // countersign migrate refuses to migrate a SQLite journal that a bot is still
@@ -19,42 +16,15 @@ import (
 func TestMigrateWaitsForTheRunningBotToStop(t *testing.T) {
 	data := t.TempDir()
 	file := filepath.Join(data, "journal.db")
-	db, err := sql.Open("sqlite3", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := journal.Migrations(file)
-	for _, name := range all[:4] {
-		src, err := os.ReadFile(filepath.Join("..", "..", "journal", "migrations", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(string(src)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	if _, err := db.Exec("PRAGMA user_version = 4"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	lock, err := os.OpenFile(file+".telegram.owner", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Skipf("no advisory lock here: %v", err)
-	}
-	if _, err := lock.WriteString("4242\n"); err != nil {
-		t.Fatal(err)
-	}
+	left := journaltest.Older(t, file, 4)
+	stop := journaltest.HoldOwner(t, file, "telegram", 4242)
 	r := runMain(t, "", nil, "migrate", "-data", data)
 	want := "countersign migrate: journal: open " + file + ": schema version 4, this binary's "
 	if r.code != 1 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "process 4242 sends telegram operations from it") || !strings.Contains(r.stderr, "stop that process, then run `countersign migrate`") {
 		t.Fatalf("migrate under a running bot: exit %d %q; want 1 naming it and what to do", r.code, r.stderr)
 	}
-	lock.Close()
-	if r := runMain(t, "", nil, "migrate", "-data", data); r.code != 0 || !strings.Contains(r.stdout, "applied "+strings.Join(all[4:], ", ")) {
+	stop()
+	if r := runMain(t, "", nil, "migrate", "-data", data); r.code != 0 || !strings.Contains(r.stdout, "applied "+strings.Join(left, ", ")) {
 		t.Errorf("migrate once the bot stopped: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
