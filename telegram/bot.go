@@ -57,7 +57,9 @@ type Options struct {
 	// Clock is the time the poller reckons quiet spells by, and strangers' silence
 	// (default time.Now); tests move it forward instead of waiting.
 	Clock func() time.Time
-	// MessageWorkers is how many messages are handled at once (default 8), and
+	// MessageWorkers is how many messages are handled at once (default 8), at
+	// most half of them of one chat, so that a chat whose replies wait for
+	// Telegram's pacing of it never holds them all;
 	// TapWorkers how many callback queries (default 16): taps have workers of
 	// their own, so that no number of busy messages holds up an approval.
 	MessageWorkers, TapWorkers int
@@ -95,6 +97,7 @@ type Bot struct {
 	asked   inOrder // per task: its approvals' cards, shown in the order asked
 
 	messages, taps chan job      // stored updates waiting for a worker
+	chats          *chatTurns    // the chats whose messages workers have in hand
 	edits          chan struct{} // among replicas: a card edit was recorded here
 	refusals       chan notice   // answers to strangers, sent from spare capacity
 	strangers      strangers

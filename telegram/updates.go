@@ -69,17 +69,24 @@ func decodeUpdate(body []byte) (models.Update, error) {
 // startWorkers starts the workers of both lanes and the sender of refusals; Serve
 // waits for them.
 func (t *Bot) startWorkers(ctx context.Context) {
+	t.chats = newChatTurns(t.opts.MessageWorkers)
 	for lane, n := range map[chan job]int{t.messages: t.opts.MessageWorkers, t.taps: t.opts.TapWorkers} {
 		for range n {
 			t.spawn(func() { t.handleFrom(ctx, lane) })
 		}
 	}
 	t.spawn(func() { t.sendRefusals(ctx) })
+	t.spawn(func() {
+		<-ctx.Done()
+		t.chats.stop()
+	})
 }
 
 // handleFrom handles updates from lane until ctx ends, and marks each handled when done.
 // A restart replays the updates not marked; task origins and single-use approvals
-// make a replay harmless.
+// make a replay harmless. One chat has at most half the workers (chatTurns): a
+// message of a chat that has them waits in its backlog, and this worker takes
+// the next update.
 func (t *Bot) handleFrom(ctx context.Context, lane <-chan job) {
 	for {
 		var j job
@@ -88,23 +95,41 @@ func (t *Bot) handleFrom(ctx context.Context, lane <-chan job) {
 			return
 		case j = <-lane:
 		}
-		serving := ctx
-		ctx := context.WithoutCancel(ctx) // finish what was started; Serve waits for it
-		u := j.update
-		full := false
-		switch {
-		case u.CallbackQuery != nil:
-			t.onTimedCallback(ctx, j, u.CallbackQuery)
-		case u.Message != nil && (u.Message.Text != "" || u.Message.Caption != ""):
-			full = t.onMessage(ctx, j.item.Key, u.Message, j.tries == 0)
-		}
-		if full {
-			t.again(serving, j)
+		m := j.update.Message
+		if m == nil || j.update.CallbackQuery != nil {
+			t.handle(ctx, j)
 			continue
 		}
-		if err := t.journal.Handled(ctx, j.item.Key); err != nil {
-			t.log.Error("update not marked handled; it will be handled again after a restart", "update", j.item.UpdateID, "err", err)
+		if !t.chats.begin(m.Chat.ID, j) {
+			continue
 		}
+		for ok := true; ok; j, ok = t.chats.next(m.Chat.ID) {
+			if ctx.Err() != nil {
+				return // what waits behind stays unhandled in the inbox, for the replay after a restart
+			}
+			t.handle(ctx, j)
+		}
+	}
+}
+
+// handle handles one update and marks it handled, or gives a message that met
+// a full disk to again.
+func (t *Bot) handle(serving context.Context, j job) {
+	ctx := context.WithoutCancel(serving) // finish what was started; Serve waits for it
+	u := j.update
+	full := false
+	switch {
+	case u.CallbackQuery != nil:
+		t.onTimedCallback(ctx, j, u.CallbackQuery)
+	case u.Message != nil && (u.Message.Text != "" || u.Message.Caption != ""):
+		full = t.onMessage(ctx, j.item.Key, u.Message, j.tries == 0)
+	}
+	if full {
+		t.again(serving, j)
+		return
+	}
+	if err := t.journal.Handled(ctx, j.item.Key); err != nil {
+		t.log.Error("update not marked handled; it will be handled again after a restart", "update", j.item.UpdateID, "err", err)
 	}
 }
 
