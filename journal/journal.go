@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -286,20 +285,7 @@ func (j *Journal) migrate(ctx context.Context) error {
 // one. A sender is an owner of one of the journal's transports (Own), found by
 // the lock files beside it.
 func (j *Journal) noSenderRunning(from, to int) error {
-	dir, base := filepath.Split(j.file)
-	if dir == "" {
-		dir = "."
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil // no lock file can be read: none is held that this could see
-	}
-	for _, e := range entries {
-		rest, mine := strings.CutPrefix(e.Name(), base+".")
-		transport, lock := strings.CutSuffix(rest, ".owner")
-		if !mine || !lock || transport == "" || strings.Contains(transport, ".") {
-			continue
-		}
+	for _, transport := range j.ownedTransports() {
 		pid, owned, err := j.Owner(transport)
 		if err != nil || !owned {
 			continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -80,7 +81,35 @@ func (j *Journal) recoverOwned(ctx context.Context, transport string) error {
 }
 
 // ownerFile is the lock file of transport's owner, beside the journal.
-func (j *Journal) ownerFile(transport string) string { return j.file + "." + transport + ".owner" }
+func (j *Journal) ownerFile(transport string) string { return OwnerFile(j.file, transport) }
+
+// OwnerFile is the lock file that the owner of transport's sending (Own)
+// holds beside the SQLite journal at file: Owner looks at it, and a test can
+// hold it as a bot of another process would.
+func OwnerFile(file, transport string) string { return file + "." + transport + ".owner" }
+
+// ownedTransports are the transports whose owner's lock file is beside the
+// journal: each one's sending is or was owned by some process (Owner says
+// whether it still is).
+func (j *Journal) ownedTransports() []string {
+	dir, base := filepath.Split(j.file)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // no lock file can be read: none is held that this could see
+	}
+	var transports []string
+	for _, e := range entries {
+		rest, beside := strings.CutPrefix(e.Name(), base+".")
+		transport, lock := strings.CutSuffix(rest, ".owner")
+		if beside && lock && transport != "" && !strings.Contains(transport, ".") {
+			transports = append(transports, transport)
+		}
+	}
+	return transports
+}
 
 // lockPatiently takes the owner's lock, waiting a moment when it is held: Owner
 // holds it for an instant to look, and a look must not turn an owner away.

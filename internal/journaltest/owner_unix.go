@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/countersign/countersign/journal"
 )
 
 // HoldOwner holds, until release or the end of the test, the lock that a bot
@@ -15,7 +17,7 @@ import (
 // pid written in it.
 func HoldOwner(t testing.TB, file, transport string, pid int) (release func()) {
 	t.Helper()
-	f, err := os.OpenFile(file+"."+transport+".owner", os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(journal.OwnerFile(file, transport), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

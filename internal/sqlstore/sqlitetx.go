@@ -38,7 +38,7 @@ func beginSQLite(ctx context.Context, pool *sql.DB, d *Dialect) (*Tx, error) {
 		s.release()
 		return nil, err
 	}
-	return &Tx{tx: conn, s: s, d: d}, nil
+	return &Tx{s: s, d: d}, nil
 }
 
 func (s *sqliteTx) commit() error {

@@ -12,14 +12,14 @@ import (
 // transaction begun on a pool directly (a migration, a snapshot) is plain
 // (Plain).
 type Tx struct {
-	tx querier
+	tx *sql.Tx
 	s  *sqliteTx
 	p  *pgTx
 	d  *Dialect
 }
 
-// querier is what runs a Tx's statements: a *sql.Tx, or the *sql.Conn of a
-// write on SQLite.
+// querier is what runs a Tx's statements (on): a *sql.Tx, or the *sql.Conn of
+// a write on SQLite.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -38,7 +38,7 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	if t.p != nil {
 		return t.p.exec(ctx, t.d.Bind(query), args)
 	}
-	return t.tx.ExecContext(t.stmtContext(ctx), t.d.Bind(query), args...)
+	return t.on().ExecContext(t.stmtContext(ctx), t.d.Bind(query), args...)
 }
 
 // QueryContext runs a query in t; its rows must be closed (read to the end
@@ -47,7 +47,7 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (Rows,
 	if t.p != nil {
 		return t.p.query(ctx, t.d.Bind(query), args)
 	}
-	return t.tx.QueryContext(t.stmtContext(ctx), t.d.Bind(query), args...)
+	return t.on().QueryContext(t.stmtContext(ctx), t.d.Bind(query), args...)
 }
 
 // QueryRowContext runs a query in t for one row (sql.ErrNoRows at Scan when
@@ -56,7 +56,7 @@ func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) Row
 	if t.p != nil {
 		return t.p.queryRow(ctx, t.d.Bind(query), args)
 	}
-	return t.tx.QueryRowContext(t.stmtContext(ctx), t.d.Bind(query), args...)
+	return t.on().QueryRowContext(t.stmtContext(ctx), t.d.Bind(query), args...)
 }
 
 // Later runs a write whose result t does not read: at once on SQLite, and on
@@ -80,6 +80,14 @@ func (t *Tx) Later(ctx context.Context, what, query string, args ...any) error {
 // the clause does not parse.
 func (t *Tx) RowLock(clause string) string { return t.d.RowLock(clause) }
 
+// on is what runs t's statements, on SQLite and in a plain transaction.
+func (t *Tx) on() querier {
+	if t.s != nil {
+		return t.s.conn
+	}
+	return t.tx
+}
+
 // stmtContext is the context a statement of t runs under: on SQLite, ctx
 // without its end (sqliteTx says why).
 func (t *Tx) stmtContext(ctx context.Context) context.Context {
@@ -96,7 +104,7 @@ func (t *Tx) rollback() {
 	case t.s != nil:
 		t.s.rollback()
 	default:
-		t.tx.(*sql.Tx).Rollback()
+		t.tx.Rollback()
 	}
 }
 
@@ -107,5 +115,5 @@ func (t *Tx) commit(ctx context.Context) error {
 	case t.s != nil:
 		return t.s.commit()
 	}
-	return t.tx.(*sql.Tx).Commit()
+	return t.tx.Commit()
 }
